@@ -1,0 +1,161 @@
+"""utils.py -- chapter 21: the microgpt utility functions linear / softmax / rmsnorm.
+
+Each scalar function below is the chapter's code line for line (microgpt.py
+L129-L144), operating on lists of `Value`s so every gradient can be followed
+through the graph. Beside each one sits its NumPy *twin*, in the llm.c /
+cs231n style: a forward on float64 arrays with any leading batch dims
+(the function acts on the last axis) and an explicit `*_backward` that takes
+the output gradient and returns the input (and weight) gradients. The twins
+are the hot path of the NumPy GPT engine; tests/test_utils.py proves each twin
+equals its scalar version to float64 precision, forward and backward.
+
+A numerically stable cross-entropy twin (log-softmax + NLL) closes the file;
+its scalar counterpart is `-softmax(logits)[target].log()`.
+"""
+import numpy as np
+
+# --------------------------------------------------------------------------- linear
+
+
+def linear(x, w):
+    """Linear map y = Wx: output vector from input x and weights w (w is [out][in])."""
+    return [sum(wi * xi for wi, xi in zip(wo, x)) for wo in w]
+
+
+def linear_np(x, w):
+    """Twin of `linear`: y = x @ w.T for x of shape (..., in), w of shape (out, in) -> (..., out)."""
+    if w.ndim != 2 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"linear_np: x.shape {x.shape} does not match w.shape {w.shape} "
+                         "(need x.shape[-1] == w.shape[1], w of shape (out, in))")
+    return x @ w.T
+
+
+def linear_np_backward(dy, x, w):
+    """Gradients of y = x @ w.T.
+
+    y[..., o] = sum_i w[o, i] x[..., i], so
+        dx[..., i] = sum_o dy[..., o] w[o, i]           ->  dx = dy @ w
+        dw[o, i]   = sum_{batch} dy[..., o] x[..., i]   ->  dw = dy^T x, rows of all leading dims stacked
+    Returns (dx, dw).
+    """
+    if dy.shape != x.shape[:-1] + (w.shape[0],):
+        raise ValueError(f"linear_np_backward: dy.shape {dy.shape} does not match the output shape "
+                         f"{x.shape[:-1] + (w.shape[0],)} of x.shape {x.shape} @ w.T (w.shape {w.shape})")
+    dx = dy @ w
+    # Flatten leading dims into one batch axis (a view for contiguous arrays): one GEMM sums over all of them.
+    dw = dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])
+    return dx, dw
+
+
+# --------------------------------------------------------------------------- softmax
+
+
+def softmax(logits):
+    """Softmax: turn logits into a probability distribution. Subtract the max before exp for numerical stability."""
+    max_val = max(val.data for val in logits)
+    exps = [(val - max_val).exp() for val in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def softmax_np(logits):
+    """Twin of `softmax` over the last axis. The max is a constant (as `.data` is in the scalar code)."""
+    e = logits - logits.max(axis=-1, keepdims=True)  # fresh array: safe to overwrite in place
+    np.exp(e, out=e)
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
+
+
+def softmax_np_backward(dprobs, probs):
+    """Gradient of p = softmax(z) along the last axis, given p (the forward output).
+
+    dp_i/dz_j = p_i (delta_ij - p_j), so
+        dz_j = sum_i dp_i p_i (delta_ij - p_j) = p_j (dp_j - sum_i dp_i p_i)
+    (The subtracted max has zero gradient: softmax is shift invariant.)
+    """
+    if dprobs.shape != probs.shape:
+        raise ValueError(f"softmax_np_backward: dprobs.shape {dprobs.shape} != probs.shape {probs.shape}")
+    dz = dprobs - (dprobs * probs).sum(axis=-1, keepdims=True)
+    dz *= probs
+    return dz
+
+
+# --------------------------------------------------------------------------- rmsnorm
+
+
+def rmsnorm(x):
+    """RMSNorm: normalize by the root mean square. A simplified LayerNorm (no mean subtraction)."""
+    ms = sum(xi * xi for xi in x) / len(x)
+    scale = (ms + 1e-5) ** -0.5
+    return [xi * scale for xi in x]
+
+
+def rmsnorm_np(x):
+    """Twin of `rmsnorm` over the last axis: y = x * (mean(x^2) + 1e-5) ** -0.5 (no gain)."""
+    ms = np.mean(x * x, axis=-1, keepdims=True)
+    return x * (ms + 1e-5) ** -0.5
+
+
+def rmsnorm_np_backward(dy, x):
+    """Gradient of y = x * s, s = (m + eps)^(-1/2), m = mean(x^2) over the last axis of length n.
+
+    ds/dx_j = -1/2 (m + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
+        dx_j = s dy_j + sum_i dy_i x_i ds/dx_j = s dy_j - s^3 x_j mean(dy * x)
+    """
+    if dy.shape != x.shape:
+        raise ValueError(f"rmsnorm_np_backward: dy.shape {dy.shape} != x.shape {x.shape}")
+    s = (np.mean(x * x, axis=-1, keepdims=True) + 1e-5) ** -0.5
+    c = s ** 3 * np.mean(dy * x, axis=-1, keepdims=True)
+    dx = s * dy
+    dx -= c * x
+    return dx
+
+
+# --------------------------------------------------------------------------- cross entropy
+
+
+def _check_targets(logits, targets, name):
+    """targets as an int array with shape logits.shape[:-1] and values in [0, vocab)."""
+    targets = np.asarray(targets)
+    if targets.shape != logits.shape[:-1]:
+        raise ValueError(f"{name}: targets.shape {targets.shape} must equal logits.shape[:-1] "
+                         f"(logits.shape {logits.shape})")
+    if targets.size == 0:
+        raise ValueError(f"{name}: empty batch (logits.shape {logits.shape}); the mean loss is undefined")
+    if not np.issubdtype(targets.dtype, np.integer):
+        raise ValueError(f"{name}: targets must be integers, got dtype {targets.dtype}")
+    vocab = logits.shape[-1]
+    if targets.min() < 0 or targets.max() >= vocab:
+        raise ValueError(f"{name}: targets must be in [0, {vocab}), got values in "
+                         f"[{targets.min()}, {targets.max()}]")
+    return targets
+
+
+def cross_entropy_np(logits, targets):
+    """Mean negative log-likelihood of integer targets under softmax(logits), over all leading positions.
+
+    Scalar counterpart: mean of -softmax(logits)[t].log(). Computed as a stable log-softmax,
+        -log p_t = logsumexp(z) - z_t,   logsumexp(z) = m + log(sum(exp(z - m))),  m = max(z),
+    so huge logits never overflow and a tiny p_t never becomes log(0).
+    logits: (..., V) float64; targets: int array of shape (...). Returns a python float.
+    """
+    targets = _check_targets(logits, targets, "cross_entropy_np")
+    m = logits.max(axis=-1, keepdims=True)
+    shifted = logits - m
+    lse = np.log(np.exp(shifted).sum(axis=-1))  # logsumexp(z) - m
+    z_t = np.take_along_axis(shifted, targets[..., None], axis=-1)[..., 0]  # z_t - m
+    return float(np.mean(lse - z_t))
+
+
+def cross_entropy_np_backward(logits, targets, dloss=1.0):
+    """Gradient of loss = mean_n (logsumexp(z_n) - z_n[t_n]) w.r.t. logits.
+
+    d/dz_j (logsumexp(z) - z_t) = softmax(z)_j - [j == t], and the mean divides by N positions:
+        dlogits = (softmax(logits) - onehot(targets)) * dloss / N
+    """
+    targets = _check_targets(logits, targets, "cross_entropy_np_backward")
+    d = softmax_np(logits)  # fresh contiguous array, edited in place below
+    flat = d.reshape(-1, d.shape[-1])  # a view
+    flat[np.arange(flat.shape[0]), targets.ravel()] -= 1.0
+    d *= dloss / flat.shape[0]
+    return d
