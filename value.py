@@ -67,30 +67,44 @@ class Value:
         if isinstance(other, Value):
             b = other.data
             if b == 0:
-                raise ZeroDivisionError(f"Value division: {self.data!r} / {other!r} divides by zero")
+                raise ZeroDivisionError(f"Value division (/): {self.data!r} / {b!r} divides by zero "
+                                        f"(denominator {other!r})")
             return Value(self.data / b, (self, other), (1.0 / b, -self.data / (b * b)), "/")
         if other == 0:
-            raise ZeroDivisionError(f"Value division: {self.data!r} / 0 divides by zero")
+            raise ZeroDivisionError(f"Value division (/): {self.data!r} / {other!r} divides by zero")
         return Value(self.data / other, (self,), (1.0 / other,), "/")
 
-    def __rtruediv__(self, other):  # other / self
+    def __rtruediv__(self, other):  # other / self, other a plain number
+        # d(c/b)/db = -c/b^2
         b = self.data
         if b == 0:
-            raise ZeroDivisionError(f"Value division: {other!r} / {self!r} divides by zero")
+            raise ZeroDivisionError(f"Value division (/): {other!r} / {b!r} divides by zero "
+                                    f"(denominator {self!r})")
         return Value(other / b, (self,), (-other / (b * b),), "/")
 
     def __pow__(self, exponent):
         # d(x^n)/dx = n x^(n-1); only a plain-number exponent is supported.
         if isinstance(exponent, Value):
-            raise TypeError("Value ** Value is not supported: the exponent must be a plain int or float "
-                            f"(got {exponent!r})")
+            raise TypeError("Value power (**): Value ** Value is not supported, the exponent must be a plain "
+                            f"int or float (got exponent {exponent!r})")
         x = self.data
         if x == 0 and exponent < 0:
-            raise ZeroDivisionError(f"Value power: 0 ** {exponent!r} is undefined (division by zero)")
+            raise ZeroDivisionError(f"Value power (**): {x!r} ** {exponent!r} is undefined (division by zero)")
         if x < 0 and not float(exponent).is_integer():
-            raise ValueError(f"Value power: negative base {x!r} ** non-integer {exponent!r} is not a real number")
-        out = x ** exponent
-        return Value(out, (self,), (exponent * x ** (exponent - 1) if exponent != 1 else 1.0,), f"**{exponent:g}")
+            raise ValueError(f"Value power (**): negative base {x!r} ** non-integer {exponent!r} "
+                             "is not a real number")
+        if x == 0 and 0 < exponent < 1:
+            # e.g. 0 ** 0.5: the value is 0 but n x^(n-1) = n / x^(1-n) is infinite
+            raise ValueError(f"Value power (**): {x!r} ** {exponent!r} has an infinite derivative "
+                             "(needs a positive base)")
+        try:
+            out = x ** exponent
+            # n == 0 separately: 0 * 0 ** -1 would raise although d(x^0)/dx = 0
+            local_grad = exponent * x ** (exponent - 1) if exponent != 0 else 0.0
+        except OverflowError:
+            raise OverflowError(f"Value power (**): {x!r} ** {exponent!r} (or its derivative) "
+                                "overflows a float") from None
+        return Value(out, (self,), (local_grad,), f"**{exponent:g}")
 
     def __neg__(self):
         return Value(-self.data, (self,), (-1.0,), "neg")
@@ -120,8 +134,11 @@ class Value:
 
     def sqrt(self):
         x = self.data
-        if x <= 0:
-            raise ValueError(f"Value.sqrt: sqrt of {x!r} has no finite derivative (needs a positive value)")
+        if x < 0:
+            raise ValueError(f"Value.sqrt: sqrt of negative value {x!r} is not a real number")
+        if x == 0:
+            # sqrt(0) = 0 is fine, but d sqrt(x)/dx = 1 / (2 sqrt(x)) is infinite there
+            raise ValueError(f"Value.sqrt: sqrt of {x!r} has an infinite derivative (needs a positive value)")
         s = math.sqrt(x)
         return Value(s, (self,), (0.5 / s,), "sqrt")
 
@@ -131,9 +148,19 @@ class Value:
         """Fill in .grad of every node reachable from this one (this node = the loss).
 
         Nodes are visited in reverse topological order, so a node's grad is
-        complete before it is pushed on to its children. Leaf gradients
-        accumulate across calls, as in PyTorch; interior nodes are reset, so
-        their grad always describes the latest call.
+        complete before it is pushed on to its children.
+
+        Gradient semantics (the same as PyTorch's):
+        - Leaves (Values with no children: parameters, inputs) ACCUMULATE:
+          backward() adds d(root)/d(leaf) to whatever .grad already holds.
+          Calling it twice on the same graph therefore leaves exactly twice
+          the gradient in every leaf; call zero_grad(params) between steps.
+        - Interior nodes are reset to 0 at the start of every call, so their
+          .grad always describes the latest call only. This is what makes the
+          second call exactly "the first one added again" for the leaves, even
+          when an interior node is shared by several parents (a diamond):
+          without the reset its stale grad would be pushed on a second time.
+        - The root itself gets grad 1 (d root / d root), or +1 if it is a leaf.
         """
         topo = topological_order(self)
         for node in topo:
@@ -174,6 +201,180 @@ def topological_order(root):
 
 
 def zero_grad(params):
-    """Set .grad = 0 for every Value in params (call between optimizer steps)."""
+    """Set .grad = 0 for every Value in params (call between optimizer steps).
+
+    backward() accumulates into leaves, so without this the gradients of
+    successive steps pile up. Interior nodes need no zeroing: backward()
+    resets them itself.
+    """
     for p in params:
         p.grad = 0.0
+
+
+# ---------------------------------------------------------------------------
+# Tracing: follow every gradient line by line.
+# Nodes get short stable names n0, n1, ... in topological order (children
+# first, so leaves have small numbers and the root the largest); a `labels`
+# dict {Value: "name"} overrides any of them.
+
+
+def node_names(root, labels=None):
+    """(topo, names): the topological order of root's graph and {Value: name} for every node."""
+    topo = topological_order(root)
+    names = {node: f"n{i}" for i, node in enumerate(topo)}
+    if labels:
+        for node, name in labels.items():
+            if node in names:
+                names[node] = str(name)
+    return topo, names
+
+
+def trace_backward(root, labels=None, file=None, quiet=False):
+    """Run root.backward() while recording each step; print a table and return the rows.
+
+    Does exactly what Value.backward() does (same order, same arithmetic, same
+    accumulation into leaves), and for each node, in the order backward visits
+    it, records one dict:
+
+        node         its name (n3, or the one given in `labels`)
+        op           the op that made it ('' for a leaf)
+        data         its forward value
+        grad         d(root)/d(node), complete at this point (all parents are done)
+        children     names of its children
+        local_grads  d(node)/d(child) for each child, computed in the forward pass
+        pushed       local_grad * grad, what this node adds to each child's grad
+        child_grads  each child's accumulated grad right after the push
+
+    The table goes to `file` (default sys.stdout) unless quiet=True.
+    """
+    topo, names = node_names(root, labels)
+    for node in topo:  # same reset as in Value.backward
+        if node._children:
+            node.grad = 0.0
+    root.grad += 1.0
+    rows = []
+    for node in reversed(topo):
+        g = node.grad
+        pushed, child_grads = [], []
+        for child, local_grad in zip(node._children, node._local_grads):
+            child.grad += local_grad * g
+            pushed.append(local_grad * g)
+            child_grads.append(child.grad)
+        rows.append({"node": names[node], "op": node._op, "data": node.data, "grad": g,
+                     "children": [names[c] for c in node._children], "local_grads": list(node._local_grads),
+                     "pushed": pushed, "child_grads": child_grads})
+    if not quiet:
+        print(format_trace(rows), file=file)
+    return rows
+
+
+def format_trace(rows):
+    """The rows of trace_backward() as a plain-text table (one line per edge)."""
+    w = max([4] + [len(r["node"]) for r in rows] + [len(c) for r in rows for c in r["children"]])
+    head = (f"{'node':<{w}}  {'op':<6} {'data':>12} {'grad':>12}  | "
+            f"{'child':<{w}} {'d node/d child':>14} {'pushed':>12} {'child.grad':>12}")
+    lines = [f"backward() from {rows[0]['node']}: {len(rows)} nodes, in the order they are visited",
+             head, "-" * len(head)]
+    for r in rows:
+        left = f"{r['node']:<{w}}  {r['op'] or 'leaf':<6} {r['data']:>12.6g} {r['grad']:>12.6g}  |"
+        if not r["children"]:
+            lines.append(left)
+        for i, (c, lg, p, cg) in enumerate(zip(r["children"], r["local_grads"], r["pushed"], r["child_grads"])):
+            prefix = left if i == 0 else " " * (len(left) - 1) + "|"
+            lines.append(f"{prefix} {c:<{w}} {lg:>14.6g} {p:>12.6g} {cg:>12.6g}")
+    return "\n".join(lines)
+
+
+def _dot_escape(text):
+    # characters with a meaning inside a Graphviz record label
+    for ch in '\\"{}|<>':
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def to_dot(root, labels=None):
+    """Graphviz DOT text of root's graph (render with `dot -Tsvg`, or any online viewer).
+
+    One record node per Value (name | op | data | grad), one edge child -> parent
+    per use, labelled with the local gradient d(parent)/d(child). Node ids are
+    always n0, n1, ...; a `labels` name only changes the text shown.
+    """
+    topo, names = node_names(root, labels)
+    ids = {node: f"n{i}" for i, node in enumerate(topo)}
+    lines = ["digraph value_graph {", "  rankdir=LR;", '  node [shape=record, fontname="monospace"];']
+    for node in topo:
+        fields = [names[node], node._op or "leaf", f"data {node.data:.6g}", f"grad {node.grad:.6g}"]
+        label = " | ".join(_dot_escape(f) for f in fields)
+        lines.append(f'  {ids[node]} [label="{{ {label} }}"];')
+    for node in topo:
+        for child, local_grad in zip(node._children, node._local_grads):
+            lines.append(f'  {ids[child]} -> {ids[node]} [label="{local_grad:.4g}"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def draw_graph(root, labels=None, ax=None, max_nodes=80):
+    """Draw a small graph with matplotlib and return the Axes (for notebooks).
+
+    Layered layout: a node's column is its depth above the leaves (leaves at
+    the left, root at the right); each Value is a box (name, data, grad), each
+    op a circle feeding the box it produced; edges carry the local gradient.
+    matplotlib is imported here, not at module level, so `import value` stays fast.
+    """
+    topo, names = node_names(root, labels)
+    if len(topo) > max_nodes:
+        raise ValueError(f"draw_graph: the graph has {len(topo)} nodes, more than max_nodes={max_nodes}; "
+                         "use to_dot() or trace_backward() for large graphs")
+    from matplotlib.patches import Circle, FancyBboxPatch
+
+    # column = depth above the leaves; a leaf sits one column left of its first user
+    depth, parents = {}, {node: [] for node in topo}
+    for node in topo:  # children come first, so their depth is known
+        depth[node] = 1 + max((depth[c] for c in node._children), default=-1)
+        for c in node._children:
+            parents[c].append(node)
+    for node in topo:
+        if not node._children and parents[node]:
+            depth[node] = min(depth[p] for p in parents[node]) - 1
+    columns = {}
+    for node in topo:
+        columns.setdefault(depth[node], []).append(node)
+    dx, dy, bw, bh, r = 3.6, 1.2, 1.7, 0.9, 0.3  # column/row spacing, box size, op circle radius
+    pos = {}
+    for d in sorted(columns, reverse=True):  # root first; order each column by its parents' height
+        col = sorted(columns[d], key=lambda n: -sum(pos[p][1] for p in parents[n]) / max(len(parents[n]), 1))
+        for i, node in enumerate(col):
+            pos[node] = (d * dx, ((len(col) - 1) / 2 - i) * dy)
+
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        height = max(len(col) for col in columns.values())
+        _, ax = plt.subplots(figsize=(1.0 + 1.9 * len(columns), 0.8 + 0.8 * height))
+    arrow = {"arrowstyle": "->", "color": "0.4", "shrinkA": 0, "shrinkB": 0}
+    for node in topo:
+        x, y = pos[node]
+        face = "#dbe9f6" if node._children else "#f6e7c8"
+        ax.add_patch(FancyBboxPatch((x - bw / 2, y - bh / 2), bw, bh, boxstyle="round,pad=0.02",
+                                    fc=face, ec="0.3"))
+        ax.text(x, y, f"{names[node]}\ndata {node.data:.4g}\ngrad {node.grad:.4g}",
+                ha="center", va="center", fontsize=7, family="monospace")
+        if not node._children:
+            continue
+        ox = x - dx / 2  # the op circle, halfway to the previous column
+        ax.add_patch(Circle((ox, y), r, fc="white", ec="0.3"))
+        ax.text(ox, y, node._op, ha="center", va="center", fontsize=7)
+        ax.annotate("", xy=(x - bw / 2, y), xytext=(ox + r, y), arrowprops=arrow)
+        for child, local_grad in zip(node._children, node._local_grads):
+            cx, cy = pos[child]
+            ax.annotate("", xy=(ox - r, y), xytext=(cx + bw / 2, cy), arrowprops=arrow)
+            # the local gradient d(node)/d(child), written near the op end of the edge
+            ax.text(0.3 * (cx + bw / 2) + 0.7 * (ox - r), 0.3 * cy + 0.7 * y, f"{local_grad:.3g}",
+                    fontsize=6, color="0.35", ha="center", va="bottom")
+    xs = [p[0] for p in pos.values()]
+    ys = [p[1] for p in pos.values()]
+    ax.set_xlim(min(xs) - bw, max(xs) + bw)
+    ax.set_ylim(min(ys) - bh, max(ys) + bh)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax
