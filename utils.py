@@ -17,6 +17,7 @@ import numpy as np
 # --------------------------------------------------------------------------- linear
 
 
+# chapter 21.1.1, microgpt.py L129-L131
 def linear(x, w):
     """Linear map y = Wx: output vector from input x and weights w (w is [out][in])."""
     return [sum(wi * xi for wi, xi in zip(wo, x)) for wo in w]
@@ -50,6 +51,7 @@ def linear_np_backward(dy, x, w):
 # --------------------------------------------------------------------------- softmax
 
 
+# chapter 21.1.2, microgpt.py L133-L138
 def softmax(logits):
     """Softmax: turn logits into a probability distribution. Subtract the max before exp for numerical stability."""
     max_val = max(val.data for val in logits)
@@ -83,6 +85,7 @@ def softmax_np_backward(dprobs, probs):
 # --------------------------------------------------------------------------- rmsnorm
 
 
+# chapter 21.1.3, microgpt.py L140-L144
 def rmsnorm(x):
     """RMSNorm: normalize by the root mean square. A simplified LayerNorm (no mean subtraction)."""
     ms = sum(xi * xi for xi in x) / len(x)
@@ -92,7 +95,7 @@ def rmsnorm(x):
 
 def rmsnorm_np(x):
     """Twin of `rmsnorm` over the last axis: y = x * (mean(x^2) + 1e-5) ** -0.5 (no gain)."""
-    ms = np.mean(x * x, axis=-1, keepdims=True)
+    ms = (x * x).sum(axis=-1, keepdims=True) / x.shape[-1]  # sum / n: np.mean costs more on tiny rows
     return x * (ms + 1e-5) ** -0.5
 
 
@@ -104,8 +107,9 @@ def rmsnorm_np_backward(dy, x):
     """
     if dy.shape != x.shape:
         raise ValueError(f"rmsnorm_np_backward: dy.shape {dy.shape} != x.shape {x.shape}")
-    s = (np.mean(x * x, axis=-1, keepdims=True) + 1e-5) ** -0.5
-    c = s ** 3 * np.mean(dy * x, axis=-1, keepdims=True)
+    n = x.shape[-1]
+    s = ((x * x).sum(axis=-1, keepdims=True) / n + 1e-5) ** -0.5
+    c = s * s * s * ((dy * x).sum(axis=-1, keepdims=True) / n)
     dx = s * dy
     dx -= c * x
     return dx
@@ -142,8 +146,8 @@ def cross_entropy_np(logits, targets):
     targets = _check_targets(logits, targets, "cross_entropy_np")
     m = logits.max(axis=-1, keepdims=True)
     shifted = logits - m
-    lse = np.log(np.exp(shifted).sum(axis=-1))  # logsumexp(z) - m
     z_t = np.take_along_axis(shifted, targets[..., None], axis=-1)[..., 0]  # z_t - m
+    lse = np.log(np.exp(shifted, out=shifted).sum(axis=-1))  # logsumexp(z) - m; shifted is ours to overwrite
     return float(np.mean(lse - z_t))
 
 
