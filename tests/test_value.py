@@ -1,0 +1,448 @@
+"""Tests for value.py: every op against central finite differences, graph leanness,
+deep graphs, gradient accumulation semantics, error messages and the tracing tools."""
+import io
+import math
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from value import Value, draw_graph, format_trace, node_names, to_dot, topological_order, trace_backward, zero_grad
+
+H = 1e-6  # central differences: truncation error ~h^2, rounding error ~1e-16/h, both far below the tolerance
+
+
+def numeric_grads(f, xs):
+    """d f / d x_i by central differences; f maps a list of Values to a Value."""
+    grads = []
+    for i in range(len(xs)):
+        plus = [x + H if j == i else x for j, x in enumerate(xs)]
+        minus = [x - H if j == i else x for j, x in enumerate(xs)]
+        grads.append((f([Value(v) for v in plus]).data - f([Value(v) for v in minus]).data) / (2 * H))
+    return grads
+
+
+def check_grads(f, xs, rel=1e-6, abs_=1e-8):
+    leaves = [Value(x) for x in xs]
+    out = f(leaves)
+    out.backward()
+    expected = numeric_grads(f, xs)
+    for leaf, g in zip(leaves, expected):
+        assert leaf.grad == pytest.approx(g, rel=rel, abs=abs_)
+    return out, leaves
+
+
+# -- every op, with Values and plain numbers on both sides --------------------------------------------------
+
+BINARY_AND_UNARY = {
+    "V+V": (lambda v: v[0] + v[1], [1.3, -0.7]),
+    "V+n": (lambda v: v[0] + 2.5, [1.3]),
+    "n+V": (lambda v: 2.5 + v[0], [1.3]),
+    "V-V": (lambda v: v[0] - v[1], [1.3, -0.7]),
+    "V-n": (lambda v: v[0] - 2.5, [1.3]),
+    "n-V": (lambda v: 2.5 - v[0], [1.3]),
+    "V*V": (lambda v: v[0] * v[1], [1.3, -0.7]),
+    "V*n": (lambda v: v[0] * 2.5, [1.3]),
+    "n*V": (lambda v: 2.5 * v[0], [1.3]),
+    "V/V": (lambda v: v[0] / v[1], [1.3, -0.7]),
+    "V/n": (lambda v: v[0] / 2.5, [1.3]),
+    "n/V": (lambda v: 2.5 / v[0], [1.3]),
+    "V*V same": (lambda v: v[0] * v[0], [1.3]),
+    "V/V same": (lambda v: (v[0] * 3.0) / v[0], [1.3]),
+    "pow 3": (lambda v: v[0] ** 3, [1.3]),
+    "pow 2 neg base": (lambda v: v[0] ** 2, [-1.7]),
+    "pow -1.5": (lambda v: v[0] ** -1.5, [1.3]),
+    "pow 0.5": (lambda v: v[0] ** 0.5, [1.3]),
+    "pow -0.5 (rmsnorm)": (lambda v: (v[0] + 1e-5) ** -0.5, [12.5]),
+    "neg": (lambda v: -v[0], [1.3]),
+    "log": (lambda v: v[0].log(), [1.3]),
+    "exp": (lambda v: v[0].exp(), [1.3]),
+    "exp neg": (lambda v: v[0].exp(), [-2.1]),
+    "relu pos": (lambda v: v[0].relu(), [1.3]),
+    "relu neg": (lambda v: v[0].relu(), [-1.3]),
+    "tanh": (lambda v: v[0].tanh(), [0.4]),
+    "tanh neg": (lambda v: v[0].tanh(), [-1.9]),
+    "sqrt": (lambda v: v[0].sqrt(), [1.3]),
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY_AND_UNARY))
+def test_op_matches_finite_differences(name):
+    f, xs = BINARY_AND_UNARY[name]
+    check_grads(f, xs)
+
+
+@pytest.mark.parametrize(("f", "x", "expected"), [
+    (lambda a: a + 2.5, 1.5, 4.0), (lambda a: 2.5 + a, 1.5, 4.0),
+    (lambda a: a - 2.5, 1.5, -1.0), (lambda a: 2.5 - a, 1.5, 1.0),
+    (lambda a: a * 2.5, 1.5, 3.75), (lambda a: 2.5 * a, 1.5, 3.75),
+    (lambda a: a / 2.5, 1.5, 0.6), (lambda a: 3.0 / a, 1.5, 2.0),
+    (lambda a: a ** 3, 1.5, 3.375), (lambda a: -a, 1.5, -1.5),
+    (lambda a: a.log(), math.e, 1.0), (lambda a: a.exp(), 0.0, 1.0),
+    (lambda a: a.relu(), -1.5, 0.0), (lambda a: a.tanh(), 0.0, 0.0), (lambda a: a.sqrt(), 2.25, 1.5),
+])
+def test_forward_values(f, x, expected):
+    assert f(Value(x)).data == pytest.approx(expected, rel=1e-15, abs=1e-15)
+
+
+def test_relu_at_zero_has_zero_gradient():
+    x = Value(0.0)
+    x.relu().backward()
+    assert x.grad == 0.0
+
+
+def test_pow_edge_cases_at_zero():
+    # d(x^0)/dx = 0 everywhere (computing n * x^(n-1) at x=0 would raise)
+    x = Value(0.0)
+    y = x ** 0
+    y.backward()
+    assert (y.data, x.grad) == (1.0, 0.0)
+    x = Value(0.0)
+    (x ** 2).backward()
+    assert x.grad == 0.0
+    x = Value(0.0)
+    (x ** 1.5).backward()
+    assert x.grad == 0.0
+
+
+def test_composite_expression_finite_differences():
+    def f(v):
+        a, b, c = v
+        h = (a * b + c).tanh()
+        return (h * h + 1.0).log() + (a / c) ** 2 - (b.exp() * 0.1).sqrt() + (1.0 - a).relu() * 3.0
+    check_grads(f, [0.3, -1.2, 2.0])
+
+
+def test_cross_entropy_of_softmax_finite_differences():
+    def f(v):  # -log softmax(v)[1], written with Value ops the way the chapter does it
+        m = max(x.data for x in v)
+        exps = [(x - m).exp() for x in v]
+        total = sum(exps)
+        return -(exps[1] / total).log()
+    out, leaves = check_grads(f, [0.5, -1.0, 2.0])
+    # and the closed form: d/dz_i = softmax_i - onehot_i
+    z = [0.5, -1.0, 2.0]
+    s = [math.exp(x) / sum(math.exp(y) for y in z) for x in z]
+    for i, leaf in enumerate(leaves):
+        assert leaf.grad == pytest.approx(s[i] - (i == 1), rel=1e-12)
+
+
+def test_micrograd_sanity_check():
+    # micrograd's test_sanity_check; values verified there against PyTorch
+    x = Value(-4.0)
+    z = 2 * x + 2 + x
+    q = z.relu() + z * x
+    h = (z * z).relu()
+    y = h + q + q * x
+    y.backward()
+    assert y.data == pytest.approx(-20.0, rel=1e-12)
+    assert x.grad == pytest.approx(46.0, rel=1e-12)
+
+
+def test_micrograd_more_ops():
+    # micrograd's test_more_ops; values verified there against PyTorch
+    a = Value(-4.0)
+    b = Value(2.0)
+    c = a + b
+    d = a * b + b ** 3
+    c += c + 1
+    c += 1 + c + (-a)
+    d += d * 2 + (b + a).relu()
+    d += 3 * d + (b - a).relu()
+    e = c - d
+    f = e ** 2
+    g = f / 2.0
+    g += 10.0 / f
+    g.backward()
+    assert g.data == pytest.approx(24.70408163265306, rel=1e-12)
+    assert a.grad == pytest.approx(138.83381924198252, rel=1e-12)
+    assert b.grad == pytest.approx(645.5772594752186, rel=1e-12)
+
+
+# -- leanness: constants are not nodes, - and / are single nodes --------------------------------------------
+
+def count_nodes(root):
+    return len(topological_order(root))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: x * 2, lambda x: 2 * x, lambda x: x + 1.5, lambda x: 1.5 + x, lambda x: x - 1.5,
+    lambda x: 1.5 - x, lambda x: x / 2, lambda x: 2 / x, lambda x: x ** 2, lambda x: -x,
+    lambda x: x.log(), lambda x: x.exp(), lambda x: x.relu(), lambda x: x.tanh(), lambda x: x.sqrt(),
+])
+def test_constant_operand_adds_exactly_one_node(f):
+    x = Value(1.5)
+    y = f(x)
+    assert count_nodes(y) == 2
+    assert y._children == (x,)
+    assert all(isinstance(g, float) for g in y._local_grads)
+
+
+def test_adding_zero_returns_the_same_node():
+    x = Value(1.5)
+    assert x + 0 is x
+    assert 0 + x is x
+    assert x + 0.0 is x
+
+
+def test_sum_of_three_values_is_two_nodes():
+    a, b, c = Value(1.0), Value(2.0), Value(3.0)
+    s = sum([a, b, c])
+    assert s.data == 6.0
+    assert count_nodes(s) == 3 + 2
+
+
+@pytest.mark.parametrize(("f", "op"), [(lambda a, b: a - b, "-"), (lambda a, b: a / b, "/")])
+def test_sub_and_div_are_single_nodes(f, op):
+    a, b = Value(3.0), Value(2.0)
+    y = f(a, b)
+    assert count_nodes(y) == 3
+    assert y._op == op
+    assert y._children == (a, b)
+
+
+# -- deep graphs ----------------------------------------------------------------------------------------
+
+def test_million_node_chain_backward_without_recursion_error():
+    x = Value(0.5)
+    y = x
+    for _ in range(1_000_000):
+        y = y + 1.0
+    t = time.perf_counter()
+    y.backward()
+    assert time.perf_counter() - t < 10.0
+    assert y.data == 1_000_000.5
+    assert x.grad == 1.0
+
+
+def test_topological_order_children_before_parents():
+    a, b = Value(1.0), Value(2.0)
+    c = a * b
+    d = c + a
+    e = d * c
+    order = topological_order(e)
+    assert len(order) == len(set(order)) == 5
+    where = {node: i for i, node in enumerate(order)}
+    for node in order:
+        for child in node._children:
+            assert where[child] < where[node]
+
+
+# -- gradient semantics ---------------------------------------------------------------------------------
+
+def diamond():
+    """x -> h (shared interior) -> two branches -> y."""
+    x, w = Value(0.7), Value(-1.3)
+    h = (x * w).tanh()
+    y = h * h + h.exp() * 2.0 + h / w
+    return y, x, w, h
+
+
+def test_backward_twice_accumulates_exactly_twice_in_leaves():
+    y, x, w, h = diamond()
+    y.backward()
+    gx, gw, gh = x.grad, w.grad, h.grad
+    assert gx != 0.0 and gw != 0.0
+    y.backward()
+    assert x.grad == 2 * gx
+    assert w.grad == 2 * gw
+    assert h.grad == gh  # interior node: reset each call, describes the latest call only
+    assert y.grad == 1.0
+
+
+def test_backward_twice_simple_chain():
+    a = Value(2.0)
+    y = (a * 3.0 + 1.0) ** 2
+    y.backward()
+    y.backward()
+    assert a.grad == 2 * (2 * 7.0 * 3.0)
+
+
+def test_zero_grad_then_backward_gives_single_call_gradients():
+    y, x, w, _ = diamond()
+    y.backward()
+    gx, gw = x.grad, w.grad
+    y.backward()
+    zero_grad([x, w])
+    assert (x.grad, w.grad) == (0.0, 0.0)
+    y.backward()
+    assert (x.grad, w.grad) == (gx, gw)
+
+
+def test_backward_on_a_leaf_accumulates_one():
+    x = Value(3.0)
+    x.backward()
+    x.backward()
+    assert x.grad == 2.0
+
+
+def test_leaves_shared_between_two_losses_accumulate():
+    x = Value(1.5)
+    (x * 2.0).backward()
+    (x * x).backward()
+    assert x.grad == 2.0 + 3.0
+
+
+# -- bad input: one clear exception naming the op and the value ------------------------------------------
+
+ERRORS = [
+    ("log 0", lambda: Value(0.0).log(), ValueError, ["log", "0.0"]),
+    ("log neg", lambda: Value(-2.5).log(), ValueError, ["log", "-2.5"]),
+    ("pow Value exponent", lambda: Value(2.0) ** Value(3.5), TypeError, ["**", "data=3.5"]),
+    ("div by Value 0", lambda: Value(1.5) / Value(0.0), ZeroDivisionError, ["/", "1.5", "0.0"]),
+    ("div by number 0", lambda: Value(1.5) / 0, ZeroDivisionError, ["/", "1.5", "/ 0"]),
+    ("rdiv by Value 0", lambda: 2.5 / Value(0.0), ZeroDivisionError, ["/", "2.5", "0.0"]),
+    ("exp overflow", lambda: Value(710.0).exp(), OverflowError, ["exp", "710.0"]),
+    ("sqrt neg", lambda: Value(-4.0).sqrt(), ValueError, ["sqrt", "-4.0"]),
+    ("sqrt 0", lambda: Value(0.0).sqrt(), ValueError, ["sqrt", "0.0"]),
+    ("pow 0 ** neg", lambda: Value(0.0) ** -1, ZeroDivisionError, ["**", "0.0", "-1"]),
+    ("pow neg ** frac", lambda: Value(-8.0) ** 0.5, ValueError, ["**", "-8.0", "0.5"]),
+    ("pow 0 ** 0.5", lambda: Value(0.0) ** 0.5, ValueError, ["**", "0.0", "0.5"]),
+    ("pow overflow", lambda: Value(1e200) ** 2, OverflowError, ["**", "1e+200", "2"]),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "exc", "needles"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_bad_input_raises_clear_error(name, fn, exc, needles):
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for needle in needles:
+        assert needle in msg, f"{needle!r} not in {msg!r}"
+    assert "math domain error" not in msg
+
+
+def test_exp_just_below_overflow_is_fine():
+    assert math.isfinite(Value(709.0).exp().data)
+
+
+# -- tracing ----------------------------------------------------------------------------------------------
+
+def chapter_graph():
+    a, b, c, f = Value(2.0), Value(-3.0), Value(10.0), Value(-2.0)
+    e = a * b
+    d = e + c
+    loss = d * f
+    return loss, {a: "a", b: "b", c: "c", d: "d", e: "e", f: "f", loss: "L"}
+
+
+def test_repr_is_readable():
+    a = Value(2.0)
+    y = a * 3.0
+    y.backward()
+    assert repr(a) == "Value(data=2, grad=3)"
+    assert repr(y) == "Value(data=6, grad=1, op='*')"
+
+
+def test_node_names_default_and_labels():
+    loss, labels = chapter_graph()
+    topo, names = node_names(loss)
+    assert [names[n] for n in topo] == [f"n{i}" for i in range(len(topo))]
+    _, named = node_names(loss, labels)
+    assert named[loss] == "L"
+    assert sorted(named.values()) == sorted(labels.values())
+
+
+def test_trace_backward_rows_match_backward():
+    loss, labels = chapter_graph()
+    ref, ref_labels = chapter_graph()  # an identical graph, through plain backward()
+    ref.backward()
+    ref_grads = {ref_labels[n]: n.grad for n in topological_order(ref)}
+
+    out = io.StringIO()
+    rows = trace_backward(loss, labels=labels, file=out)
+    topo = topological_order(loss)
+    # one row per node, in the order backward visits them: reverse topological order
+    assert [r["node"] for r in rows] == [labels[n] for n in reversed(topo)]
+    assert {r["node"]: r["grad"] for r in rows} == ref_grads
+    assert {labels[n]: n.grad for n in topo} == ref_grads
+    assert ref_grads == {"L": 1.0, "d": -2.0, "f": 4.0, "e": -2.0, "c": -2.0, "a": 6.0, "b": -4.0}
+    by_name = {labels[n]: n for n in topo}
+    for r in rows:
+        node = by_name[r["node"]]
+        assert r["op"] == node._op and r["data"] == node.data
+        assert r["children"] == [labels[c] for c in node._children]
+        assert r["local_grads"] == list(node._local_grads)
+        assert r["pushed"] == [lg * r["grad"] for lg in r["local_grads"]]
+    # the root pushes to d and f first, and they hold exactly that afterwards
+    assert rows[0]["node"] == "L"
+    assert rows[0]["child_grads"] == rows[0]["pushed"] == [-2.0, 4.0]
+    text = out.getvalue()
+    assert text == format_trace(rows) + "\n"
+    assert len(text.splitlines()) == 3 + 6 + 4  # title, header, rule; one line per edge; one per leaf
+    assert re.search(r"^L\s+\*\s+-8\s+1\s+\|\s+d\s+-2\s+-2\s+-2$", text, re.M)
+
+
+def test_trace_backward_accumulates_like_backward():
+    y, x, w, _ = diamond()
+    y.backward()
+    gx = x.grad
+    rows = trace_backward(y, quiet=True)
+    assert x.grad == 2 * gx
+    # with a shared node, a child's accumulated grad grows across rows
+    assert len(rows) == len(topological_order(y))
+
+
+def test_trace_backward_quiet_prints_nothing(capsys):
+    loss, _ = chapter_graph()
+    trace_backward(loss, quiet=True)
+    assert capsys.readouterr().out == ""
+    loss, _ = chapter_graph()
+    trace_backward(loss)
+    assert "backward() from n6" in capsys.readouterr().out
+
+
+def test_to_dot():
+    loss, labels = chapter_graph()
+    loss.backward()
+    dot = to_dot(loss, labels)
+    assert dot.lstrip().startswith("digraph")
+    node_lines = re.findall(r"^\s*n\d+ \[label=", dot, re.M)
+    edge_lines = re.findall(r"^\s*n\d+ -> n\d+", dot, re.M)
+    assert len(node_lines) == len(topological_order(loss)) == 7
+    assert len(edge_lines) == 6
+    assert "{ L | * | data -8 | grad 1 }" in dot
+    assert dot.count("{") == dot.count("}")
+
+
+def test_to_dot_escapes_record_characters():
+    a = Value(1.0)
+    y = a ** 2
+    dot = to_dot(y, {a: 'x|"y"'})
+    assert r'x\|\"y\"' in dot
+
+
+def test_draw_graph_with_agg_backend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+
+    loss, labels = chapter_graph()
+    loss.backward()
+    ax = draw_graph(loss, labels)
+    assert isinstance(ax, Axes)
+    # one box per Value + one circle per op node
+    assert len(ax.patches) == 7 + 3
+    assert any("grad 6" in t.get_text() for t in ax.texts)
+    plt.close(ax.figure)
+
+    fig, ax2 = plt.subplots()
+    assert draw_graph(loss, ax=ax2) is ax2
+    plt.close(fig)
+
+
+def test_draw_graph_refuses_large_graphs():
+    y = sum(Value(float(i)) for i in range(100))
+    with pytest.raises(ValueError, match="draw_graph"):
+        draw_graph(y)
+
+
+def test_import_value_does_not_import_matplotlib():
+    code = "import sys, value; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert out.stdout.strip() == "False"
