@@ -1,0 +1,114 @@
+"""Build the companion notebooks from their plain-Python sources, then execute them.
+
+    python3 notebooks/build.py            # rebuild and execute every notebook
+    python3 notebooks/build.py 04 sphere  # only those whose name contains "04" or "sphere"
+    python3 notebooks/build.py --no-exec  # convert only (no kernel), e.g. to check sync
+
+Each notebook is authored as notebooks/src/<name>.py in the "percent" cell format
+(the one Jupytext / VS Code understand):
+
+    # %% [markdown]
+    # # Title            <- markdown cell: every line starts with "# " (or is "#")
+    # %%
+    import value        <- code cell
+
+and written to notebooks/<name>.ipynb with its outputs, executed in a fresh kernel
+with the working directory notebooks/ (the notebooks put the repo root on sys.path
+themselves, so they also run when opened from Jupyter). Volatile metadata
+(execution timing, kernel version details) is not recorded, so rebuilding an
+unchanged source gives an unchanged (or near-unchanged) .ipynb.
+"""
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+NB_DIR = Path(__file__).resolve().parent
+SRC_DIR = NB_DIR / "src"
+CELL_MARK = "# %%"
+
+
+def sources():
+    """All notebook sources, sorted by name (01_..., 02_..., ...)."""
+    return sorted(SRC_DIR.glob("[0-9]*.py"))
+
+
+def parse_cells(text):
+    """Split percent-format text into [(kind, source)], kind 'markdown' or 'code'."""
+    cells, kind, lines = [], None, []
+
+    def flush():
+        if kind is not None:
+            src = "\n".join(lines).strip("\n")
+            if src:
+                cells.append((kind, src))
+
+    for line in text.splitlines():
+        if line.startswith(CELL_MARK):
+            flush()
+            kind = "markdown" if "[markdown]" in line else "code"
+            lines = []
+            continue
+        if kind == "markdown":
+            if not (line == "#" or line.startswith("# ") or line == ""):
+                raise ValueError(f"markdown line must start with '# ': {line!r}")
+            line = line[2:]
+        lines.append(line)
+    flush()
+    return cells
+
+
+def to_notebook(src_path):
+    """An unexecuted nbformat v4 notebook from one source file."""
+    nb = nbformat.v4.new_notebook()
+    for kind, src in parse_cells(src_path.read_text(encoding="utf-8")):
+        make = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+        nb.cells.append(make(src))
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    # Stable cell ids (nbformat would draw random ones): a rebuild must not change them.
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:02d}"
+    return nb
+
+
+def execute(nb, timeout=120):
+    """Run every cell in a fresh kernel (cwd = notebooks/); raises on the first cell error."""
+    from nbclient import NotebookClient
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(NB_DIR)}})
+    client.execute()
+    # nbclient copies kernel details into the metadata; keep only what a reader needs.
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+def build(src_path, run=True):
+    nb = to_notebook(src_path)
+    if run:
+        execute(nb)
+    out = NB_DIR / (src_path.stem + ".ipynb")
+    nbformat.write(nb, out)
+    return out
+
+
+def main(argv):
+    run = "--no-exec" not in argv
+    filters = [a for a in argv if not a.startswith("--")]
+    picked = [p for p in sources() if not filters or any(f in p.stem for f in filters)]
+    if not picked:
+        sys.exit(f"build.py: no notebook source in {SRC_DIR} matches {filters}")
+    total = time.perf_counter()
+    for p in picked:
+        t = time.perf_counter()
+        out = build(p, run=run)
+        print(f"{out.relative_to(NB_DIR.parent)}  {time.perf_counter() - t:5.1f} s")
+    print(f"total {time.perf_counter() - total:.1f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
