@@ -116,9 +116,9 @@ def retract(x, axis=-1):
 def exp_map(x, v, axis=-1):
     """Exponential map: walk a distance ||v|| along the great circle leaving unit x in tangent direction v.
 
-    exp_x(v) = cos(||v||) x + sin(||v||) v / ||v||. The exact Riemannian step; retract(x + v) agrees with it
-    to first order (the retraction's error is O(||v||^3) in the angle... see the notebook) -- cheaper, same
-    fixed points.
+    exp_x(v) = cos(||v||) x + sin(||v||) v / ||v||. This is the exact geodesic step; the retraction
+    retract(x + v) turns by atan(||v||) instead of ||v||, so it agrees to second order (error ||v||^3 / 3)
+    and needs no trigonometry.
     """
     n = np.sqrt(np.sum(v * v, axis=axis, keepdims=True))
     safe = np.where(n > 0, n, 1.0)

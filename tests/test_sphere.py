@@ -283,6 +283,18 @@ def test_log_bessel_iv_methods_agree_at_switch_points():
         assert_log_close(sphere.log_bessel_iv(nu, x), ref_log_iv(int(2 * nu), x), ulps=100)
 
 
+def test_log_bessel_iv_recurrence_for_arbitrary_orders():
+    """I_{nu-1}(x) - I_{nu+1}(x) = (2 nu / x) I_nu(x) for non-half-integer orders, in every regime."""
+    rng = np.random.default_rng(RNG_SEED + 4)
+    for nu in rng.uniform(1.0, 120.0, 25):
+        for x in (1e-6, 0.7, 12.0, 39.0, 41.0, 0.5 * nu * nu, 3.0 * nu, 700.0, 9e4):
+            lo, mid, hi = sphere.log_bessel_iv(np.array([nu - 1, nu, nu + 1]), x)
+            lhs = math.exp(lo - mid) - math.exp(hi - mid)  # cancels when x >> nu: scale the tolerance
+            # rounding floor of a log: ~eps * (size of the numbers summed into it, lgamma(nu+1) for the series)
+            tol = 20 * EPS64 * max(1.0, abs(mid), math.lgamma(nu + 2)) * (math.exp(lo - mid) + 2 * nu / x)
+            assert abs(lhs - 2 * nu / x) <= tol
+
+
 def test_log_bessel_iv_bad_input():
     with pytest.raises(ValueError, match="order nu"):
         sphere.log_bessel_iv(-1, 1.0)
