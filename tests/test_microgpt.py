@@ -1,0 +1,318 @@
+"""microgpt.py: engine agreement, finite differences, sphere invariants, learning, resume, sampling."""
+import numpy as np
+import pytest
+
+import microgpt as mg
+from microgpt import GPTConfig, init_params, loss_and_grads
+
+WORDS = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy", "mallory", "oscar"]
+VOCAB = mg.build_vocab(WORDS)
+V = len(VOCAB) + 1
+
+
+def rel_err(a, b):
+    """Norm-wise relative error of two arrays (robust to entries that are exactly zero in both)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    scale = max(np.abs(a).max(), np.abs(b).max(), 1e-300)
+    return float(np.abs(a - b).max() / scale)
+
+
+def toks(words, vocab=VOCAB):
+    return [mg.doc_tokens(w, vocab) for w in words]
+
+
+# ----------------------------------------------------------------------------- config and parameters
+
+def test_param_keys_shapes_and_flat_layout():
+    cfg = GPTConfig(vocab_size=27, n_layer=2)
+    p = init_params(cfg, seed=1)
+    assert list(p)[:3] == ["wte", "wpe", "lm_head"]
+    assert p["wte"].shape == (27, 16) and p["wpe"].shape == (16, 16) and p["lm_head"].shape == (27, 16)
+    assert p["layer1.mlp_fc1"].shape == (64, 16) and p["layer1.mlp_fc2"].shape == (16, 64)
+    assert all(a.dtype == np.float64 for a in p.values())
+    flat = mg.flat_buffer(p)
+    assert flat.size == sum(a.size for a in p.values())
+    flat[0] = 123.0  # every array is a view: writing the buffer changes the parameter
+    assert p["wte"][0, 0] == 123.0
+    assert 0.06 < p["layer0.mlp_fc1"].std() < 0.10  # N(0, 0.08^2)
+    np.testing.assert_array_equal(init_params(cfg, 1)["wpe"], init_params(cfg, 1)["wpe"])
+    assert not np.array_equal(init_params(cfg, 1)["wpe"], init_params(cfg, 2)["wpe"])
+
+
+def test_sphere_params_init():
+    cfg = GPTConfig(vocab_size=27, norm="sphere")
+    p = init_params(cfg, seed=0)
+    base = 16 ** -0.5
+    for key in ("layer0.attn_alpha", "layer0.mlp_alpha", "layer0.attn_sqk", "sz"):
+        np.testing.assert_allclose(p[key], base)
+    np.testing.assert_allclose(p["layer0.mlp_su"], 1.0)
+    for key, axis in mg.sphere_axes(cfg).items():
+        np.testing.assert_allclose(np.linalg.norm(p[key], axis=axis), 1.0, atol=1e-14)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_embd=10, n_head=4), "divisible"),
+    (dict(n_embd=0), "n_embd"),
+    (dict(n_layer=-1), "n_layer"),
+    (dict(block_size=0), "block_size"),
+    (dict(norm="layernorm"), "norm"),
+    (dict(alpha_init=0.0), "alpha_init"),
+    (dict(sz_init=float("nan")), "sz_init"),
+])
+def test_config_rejects_bad_values(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        GPTConfig(vocab_size=27, **kwargs)
+
+
+# ----------------------------------------------------------------------------- engines agree
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_engines_agree_default_config(norm, batch):
+    cfg = GPTConfig(vocab_size=V, norm=norm)
+    params = init_params(cfg, seed=3)
+    docs = toks(["mallory", "eve", "frank"][:batch])
+    lv, gv = loss_and_grads(params, docs, cfg, engine="value")
+    ln, gn = loss_and_grads(params, docs, cfg, engine="numpy")
+    assert abs(lv - ln) <= 1e-9 * abs(lv)
+    assert list(gv) == list(gn) == list(params)
+    for key in params:
+        assert gv[key].shape == params[key].shape
+        assert rel_err(gv[key], gn[key]) <= 1e-9, key
+
+
+@pytest.mark.parametrize("norm, riemannian", [("rmsnorm", False), ("sphere", False), ("sphere", True)])
+def test_engines_agree_through_adam_steps(norm, riemannian):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=2, block_size=8, norm=norm)
+    runs = {engine: mg.train(WORDS[:8], WORDS[8:], VOCAB, cfg, steps=4, batch_size=3, seed=5, engine=engine,
+                             riemannian=riemannian, eval_every=2) for engine in ("value", "numpy")}
+    a, b = runs["value"], runs["numpy"]
+    np.testing.assert_allclose(a.train_loss, b.train_loss, rtol=1e-9)
+    for key in a.params:
+        assert rel_err(a.params[key], b.params[key]) <= 1e-9, key
+    assert rel_err(a.m, b.m) <= 1e-9 and rel_err(a.v, b.v) <= 1e-9
+
+
+# ----------------------------------------------------------------------------- finite differences
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+@pytest.mark.parametrize("engine", ["value", "numpy"])
+def test_gradients_match_finite_differences(norm, engine):
+    cfg = GPTConfig(vocab_size=V, n_embd=4, n_head=2, n_layer=1, block_size=5, norm=norm)
+    params = init_params(cfg, seed=11)
+    if norm == "sphere":  # move the scales off their init so every term of the gradient is exercised
+        rng = np.random.default_rng(0)
+        for a in params.values():
+            if a.ndim == 1:
+                a *= 1 + 0.5 * rng.random(a.shape)
+    docs = toks(["mallory", "bob"])  # unequal lengths: padding + cropping (mallory > block_size)
+    _, grads = loss_and_grads(params, docs, cfg, engine=engine)
+    flat, g = mg.flat_buffer(params), mg.flat_buffer(grads)
+    h = 1e-6
+    numeric = np.empty_like(flat)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + h
+        lp, _ = loss_and_grads(params, docs, cfg, engine="numpy")
+        flat[i] = old - h
+        lm, _ = loss_and_grads(params, docs, cfg, engine="numpy")
+        flat[i] = old
+        numeric[i] = (lp - lm) / (2 * h)
+    assert rel_err(g, numeric) < 1e-6
+
+
+def test_loss_definition_mean_over_positions_and_cropping():
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=4)
+    params = init_params(cfg, seed=0)
+    a, b = toks(["mallory"]), toks(["bob"])  # mallory: 8 positions, cropped to 4; bob: 4
+    la, _ = loss_and_grads(params, a, cfg, engine="numpy")
+    lb, _ = loss_and_grads(params, b, cfg, engine="numpy")
+    lab, _ = loss_and_grads(params, a + b, cfg, engine="numpy")
+    assert lab == pytest.approx((4 * la + 4 * lb) / 8, rel=1e-12)
+    cfg8 = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8)
+    p8 = init_params(cfg8, seed=0)
+    l1, _ = loss_and_grads(p8, toks(["eve"]), cfg8, engine="numpy")   # 4 positions
+    l2, _ = loss_and_grads(p8, toks(["frank"]), cfg8, engine="numpy")  # 6 positions
+    l12, _ = loss_and_grads(p8, toks(["eve", "frank"]), cfg8, engine="value")
+    assert l12 == pytest.approx((4 * l1 + 6 * l2) / 10, rel=1e-12)
+
+
+def test_loss_and_grads_rejects_bad_docs():
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
+    params = init_params(cfg, seed=0)
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        loss_and_grads(params, [[V - 1]], cfg, engine="numpy")
+    with pytest.raises(ValueError, match="token ids"):
+        loss_and_grads(params, [[V - 1, V, V - 1]], cfg, engine="numpy")
+    with pytest.raises(ValueError, match="engine"):
+        loss_and_grads(params, toks(["bob"]), cfg, engine="torch")
+
+
+# ----------------------------------------------------------------------------- sphere invariants
+
+@pytest.mark.parametrize("riemannian", [False, True])
+def test_sphere_invariants_after_training(riemannian):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=2, block_size=8, norm="sphere")
+    st = mg.train(WORDS[:8], WORDS[8:], VOCAB, cfg, steps=200, batch_size=4, lr=0.02, engine="numpy",
+                  riemannian=riemannian, eval_every=200)
+    for key, axis in mg.sphere_axes(cfg).items():
+        norms = np.linalg.norm(st.params[key], axis=axis)
+        assert np.abs(norms - 1).max() <= 1e-12, key
+    _, cache = mg.forward_np(st.params, mg.make_batch(toks(WORDS), cfg.block_size)[0], cfg)
+    assert len(cache["hidden"]) == 1 + 2 * cfg.n_layer
+    for h in cache["hidden"]:
+        assert np.abs(np.linalg.norm(h, axis=-1) - 1).max() <= 1e-12
+    assert st.train_loss[-1] < st.train_loss[0]
+
+
+def test_forward_cache_exposes_attention_and_hidden_states():
+    cfg = GPTConfig(vocab_size=V, n_layer=2)
+    params = init_params(cfg, seed=0)
+    tokens = mg.doc_tokens("grace", VOCAB)[:-1]
+    logits, cache = mg.forward_np(params, tokens, cfg)
+    T = len(tokens)
+    assert logits.shape == (T, V)
+    assert len(cache["attn"]) == 2 and cache["attn"][0].shape == (1, 4, T, T)
+    w = cache["attn"][1][0]
+    np.testing.assert_allclose(w.sum(-1), 1.0)
+    assert np.all(np.triu(w, 1) == 0)  # causal: nothing attends to the future
+    # causality: the logits of a prefix do not depend on what comes after it
+    logits3, _ = mg.forward_np(params, tokens[:3], cfg)
+    np.testing.assert_allclose(logits3, logits[:3], rtol=1e-12, atol=1e-14)
+
+
+def test_riemannian_needs_sphere():
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
+    with pytest.raises(ValueError, match="sphere"):
+        mg.train(WORDS[:8], WORDS[8:], VOCAB, cfg, steps=1, engine="numpy", riemannian=True)
+
+
+# ----------------------------------------------------------------------------- learning
+
+def test_training_beats_bigram_baseline():
+    docs = mg.load_corpus("names")
+    vocab = mg.build_vocab(docs)
+    train_docs, val_docs = mg.split_docs(docs, seed=0)
+    cfg = GPTConfig(vocab_size=len(vocab) + 1)
+    base = mg.baselines(toks(train_docs, vocab), toks(val_docs, vocab), cfg)
+    assert base["bigram"] < base["unigram"] < base["uniform"]
+    st = mg.train(train_docs, val_docs, vocab, cfg, steps=1500, batch_size=8, engine="numpy", seed=0,
+                  eval_every=500)
+    assert [s for s, _ in st.val_loss] == [0, 500, 1000, 1500]
+    assert len(st.train_loss) == 1500
+    assert st.val_loss[-1][1] < base["bigram"] < st.val_loss[0][1]
+
+
+def test_baselines_on_a_known_corpus():
+    vocab = ["a", "b"]
+    cfg = GPTConfig(vocab_size=3, n_embd=4, n_head=1)
+    train_t, val_t = toks(["ab"] * 10, vocab), toks(["ab"], vocab)
+    base = mg.baselines(train_t, val_t, cfg)
+    assert base["uniform"] == pytest.approx(np.log(3))
+    # bigram with add-one: P(a|BOS) = 11/13, P(b|a) = 11/13, P(BOS|b) = 11/13
+    assert base["bigram"] == pytest.approx(-np.log(11 / 13))
+
+
+# ----------------------------------------------------------------------------- resume and checkpoints
+
+@pytest.mark.parametrize("norm, engine", [("rmsnorm", "numpy"), ("sphere", "numpy"), ("rmsnorm", "value")])
+def test_resume_reproduces_uninterrupted_run(tmp_path, norm, engine):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8, norm=norm)
+    n, k = (30, 12) if engine == "numpy" else (6, 2)
+    kw = dict(steps=n, batch_size=2, lr=0.02, seed=7, engine=engine, eval_every=5)
+    full = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw)
+
+    def stop_at_k(info):
+        if info["step"] == k:
+            raise KeyboardInterrupt  # what Ctrl-C does between steps
+
+    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, progress=stop_at_k, **kw)
+    assert part.interrupted and part.step == k
+    mg.save_checkpoint(tmp_path / "ck.npz", part)
+    loaded = mg.load_checkpoint(tmp_path / "ck.npz")
+    resumed = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=n, engine=engine, eval_every=5, resume=loaded)
+    assert not resumed.interrupted and resumed.step == n
+    for key in full.params:
+        np.testing.assert_array_equal(resumed.params[key], full.params[key])
+    np.testing.assert_array_equal(resumed.m, full.m)
+    np.testing.assert_array_equal(resumed.v, full.v)
+    assert resumed.train_loss == full.train_loss
+    assert resumed.val_loss == full.val_loss
+
+
+def test_checkpoint_roundtrip_without_pickle(tmp_path):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, norm="sphere", alpha_init=0.2, sz_init=3.0)
+    st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=3, engine="numpy", riemannian=True, corpus="x.txt")
+    path = tmp_path / "ck.npz"
+    mg.save_checkpoint(path, st)
+    with np.load(path, allow_pickle=False) as z:  # every member loads without pickle
+        assert "meta" in z.files and all(z[k].dtype != object for k in z.files)
+    back = mg.load_checkpoint(path)
+    assert back.cfg == cfg and back.vocab == VOCAB and back.step == 3 and back.riemannian and back.corpus == "x.txt"
+    for key in st.params:
+        np.testing.assert_array_equal(back.params[key], st.params[key])
+    assert not list(tmp_path.glob(".tmp-*"))  # the atomic write leaves no temp file behind
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_load_checkpoint_rejects_damaged_files(tmp_path, damage):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
+    st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=2, engine="numpy")
+    path = tmp_path / "ck.npz"
+    mg.save_checkpoint(path, st)
+    data = path.read_bytes()
+    path.write_bytes({"garbage": b"not a checkpoint" * 10, "truncated": data[: len(data) // 2], "empty": b""}[damage])
+    with pytest.raises(mg.InputError, match="corrupt"):
+        mg.load_checkpoint(path)
+
+
+def test_load_checkpoint_rejects_incompatible_files(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, weights=np.zeros(3))
+    with pytest.raises(mg.InputError, match="incompatible"):
+        mg.load_checkpoint(path)
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
+    st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=1, engine="numpy")
+    st.params = {k: (np.zeros((3, 3)) if k == "wte" else a) for k, a in st.params.items()}
+    mg.save_checkpoint(path, st)
+    with pytest.raises(mg.InputError, match="shape"):
+        mg.load_checkpoint(path)
+
+
+# ----------------------------------------------------------------------------- tokenizer, corpora, sampling
+
+def test_tokenizer_roundtrip_and_unknown_characters():
+    assert mg.decode(mg.encode("grace", VOCAB), VOCAB) == "grace"
+    t = mg.doc_tokens("bob", VOCAB)
+    assert t[0] == t[-1] == len(VOCAB)
+    with pytest.raises(mg.InputError, match="'X'.*'!'"):
+        mg.encode("boXb!", VOCAB)
+
+
+def test_builtin_corpora():
+    names = mg.load_corpus("names")
+    assert len(names) > 4000 and len(set(names)) == len(names)
+    assert names[:2] == ["james", "john"] and all(n.isalpha() and n.islower() for n in names)
+    jp = mg.load_corpus("jp-names")
+    assert len(jp) > 5000 and len(set(jp)) == len(jp)
+    assert all("\u3041" <= c <= "\u3096" for name in jp for c in name)
+
+
+def test_split_is_seeded_and_disjoint():
+    docs = [f"d{i}" for i in range(50)]
+    tr, va = mg.split_docs(docs, seed=1)
+    assert len(va) == 5 and sorted(tr + va) == sorted(docs)
+    assert mg.split_docs(docs, seed=1) == (tr, va) and mg.split_docs(docs, seed=2) != (tr, va)
+
+
+def test_sample_respects_prompt_block_size_and_seed():
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=6)
+    params = init_params(cfg, seed=0)
+    a = mg.sample(params, cfg, VOCAB, num_samples=30, temperature=2.0, prompt="ma", seed=3)
+    assert len(a) == 30 and all(s.startswith("ma") and len(s) <= cfg.block_size for s in a)
+    assert any(len(s) == cfg.block_size for s in a)  # a hot, untrained model runs into the block size
+    assert a == mg.sample(params, cfg, VOCAB, num_samples=30, temperature=2.0, prompt="ma", seed=3)
+    with pytest.raises(mg.InputError, match="temperature"):
+        mg.sample(params, cfg, VOCAB, temperature=0)
+    with pytest.raises(mg.InputError, match="'Z'"):
+        mg.sample(params, cfg, VOCAB, prompt="Zed")
