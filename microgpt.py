@@ -789,6 +789,7 @@ class TrainState:
     engine: str = "value"
     riemannian: bool = False
     corpus: str = ""
+    eval_every: int = 100          # val loss every eval_every steps (and at step 0 and the end)
     train_loss: list = field(default_factory=list)   # one per step
     val_loss: list = field(default_factory=list)     # [(step, val loss), ...]
     ms_per_step: float = 0.0       # mean wall time of the training steps of the last train() call
@@ -819,15 +820,18 @@ class _DeferSigint:
 
 
 def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01, seed=42, engine="value",
-          riemannian=False, eval_every=100, progress=None, resume=None, corpus=""):
+          riemannian=False, eval_every=None, progress=None, resume=None, corpus=""):
     """Train with Adam; return a TrainState (params, per-step train loss, [(step, val loss)], ...).
 
     Step s uses docs (s * batch_size + j) % len(train_docs), so a resumed run sees the same batches.
     Val loss (NumPy engine) is measured at step 0, every eval_every steps and at the end.
     progress(info) is called after every step with info = dict(step, steps, loss, ms_per_step, eta_s,
     val_loss or None, state); raising KeyboardInterrupt in it stops training like Ctrl-C does.
-    resume: a TrainState (e.g. from load_checkpoint) to continue; `steps` may extend its plan.
+    resume: a TrainState (e.g. from load_checkpoint) to continue; `steps` may extend its plan; its
+    batch_size, lr, seed and riemannian are kept (the arguments are ignored), eval_every unless given.
     """
+    if eval_every is None:
+        eval_every = resume.eval_every if resume is not None else 100
     if engine not in ("value", "numpy"):
         raise InputError(f"engine must be 'value' or 'numpy', got {engine!r}")
     for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every)):
@@ -843,11 +847,12 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
         params = init_params(cfg, seed)
         flat = flat_buffer(params)
         state = TrainState(cfg, list(vocab), params, np.zeros_like(flat), np.zeros_like(flat), 0, steps, batch_size,
-                           lr, seed, engine, riemannian, corpus)
+                           lr, seed, engine, riemannian, corpus, eval_every)
     else:
         state = resume
         state.params = pack_params(state.params, cfg)
-        state.steps, state.engine, state.interrupted, state.error = steps, engine, False, ""
+        state.steps, state.engine, state.eval_every = steps, engine, eval_every
+        state.interrupted, state.error = False, ""
         if state.step > steps:
             raise InputError(f"the checkpoint is at step {state.step}, beyond the requested --steps {steps}")
         batch_size, lr, seed, riemannian = state.batch_size, state.lr, state.seed, state.riemannian
@@ -953,12 +958,12 @@ def _atomic_write(path, write):
 def save_checkpoint(path, state):
     """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss" (K, 2),
     and "meta", a JSON string: format, version, config, vocab, step, steps, batch_size, lr, seed,
-    engine, riemannian, corpus.
+    engine, riemannian, corpus, eval_every.
     """
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step, "steps": state.steps, "batch_size": state.batch_size,
             "lr": state.lr, "seed": state.seed, "engine": state.engine, "riemannian": state.riemannian,
-            "corpus": state.corpus}
+            "corpus": state.corpus, "eval_every": state.eval_every}
     arrays = {f"param:{k}": a for k, a in state.params.items()}
     arrays.update(adam_m=state.m, adam_v=state.v, train_loss=np.asarray(state.train_loss, dtype=np.float64),
                   val_loss=np.asarray(state.val_loss, dtype=np.float64).reshape(-1, 2), meta=np.array(json.dumps(meta)))
@@ -994,7 +999,7 @@ def load_checkpoint(path):
             raise InputError(f"checkpoint {path!r} contains non-finite weights or optimizer state")
         state = TrainState(cfg, vocab, params, m, v, int(meta["step"]), int(meta["steps"]), int(meta["batch_size"]),
                            float(meta["lr"]), int(meta["seed"]), str(meta["engine"]), bool(meta["riemannian"]),
-                           str(meta["corpus"]), data["train_loss"].tolist(),
+                           str(meta["corpus"]), int(meta["eval_every"]), data["train_loss"].tolist(),
                            [(int(s), float(x)) for s, x in data["val_loss"].reshape(-1, 2)])
     except InputError:
         raise
@@ -1067,7 +1072,7 @@ def _parser():
     g.add_argument("--seed", type=int, help="seed for the train/val split, init and sampling (default 42)")
     g.add_argument("--riemannian", action="store_true", default=None,
                    help="sphere only: project matrix gradients onto the tangent space before Adam")
-    g.add_argument("--eval-every", type=int, default=100, help="val loss every N steps (default 100)")
+    g.add_argument("--eval-every", type=int, help="val loss (and checkpoint with --out) every N steps (default 100)")
     g.add_argument("--corpus", help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line")
     g = p.add_argument_group("files")
     g.add_argument("--out", help="directory for checkpoint.npz, metrics.json and loss.png")
@@ -1083,7 +1088,7 @@ def _parser():
 
 DEFAULTS = {"norm": "rmsnorm", "n_embd": 16, "n_head": 4, "n_layer": 1, "block_size": 16, "alpha_init": 0.05,
             "sz_init": 1.0, "engine": "value", "steps": 1000, "batch_size": 1, "lr": 0.01, "seed": 42,
-            "riemannian": False, "corpus": "names"}
+            "riemannian": False, "corpus": "names", "eval_every": 100}
 _MODEL_FLAGS = ("norm", "n_embd", "n_head", "n_layer", "block_size", "alpha_init", "sz_init")
 
 
@@ -1206,7 +1211,7 @@ def _run(a):
 
     if resume is None:
         state = train(train_docs, val_docs, vocab, cfg, steps=steps, batch_size=o["batch_size"], lr=o["lr"],
-                      seed=seed, engine=engine, riemannian=o["riemannian"], eval_every=a.eval_every,
+                      seed=seed, engine=engine, riemannian=o["riemannian"], eval_every=o["eval_every"],
                       progress=progress, corpus=corpus)
     else:
         state = train(train_docs, val_docs, vocab, cfg, steps=steps, engine=engine, eval_every=a.eval_every,

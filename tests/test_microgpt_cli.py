@@ -1,0 +1,220 @@
+"""microgpt.py command line: end to end, Ctrl-C and resume, and every bad input (clear message, no traceback)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import microgpt as mg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--engine", "numpy", "--n-embd", "8", "--n-head", "2", "--block-size", "8", "--num-samples", "3"]
+NAMES = "anna\nbob\ncarla\ndave\neve\nfrank\ngrace\nheidi\nivan\njudy\nmallory\noscar\npeggy\nsybil\ntrent\n"
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "names.txt"
+    path.write_text(NAMES, encoding="utf-8")
+    return str(path)
+
+
+def run(capsys, argv):
+    """main(argv) -> (exit code, stdout, stderr); argparse's own errors exit via SystemExit."""
+    try:
+        code = mg.main(argv)
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def snapshot(folder):
+    return {p: open(os.path.join(folder, p), "rb").read() for p in sorted(os.listdir(folder))}
+
+
+def test_end_to_end_with_out(tmp_path, corpus, capsys):
+    out_dir = tmp_path / "run"
+    code, out, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "40", "--eval-every", "20",
+                                         "--out", str(out_dir), "--prompt", "a"])
+    assert code == 0, err
+    assert "val loss" in out and "bigram" in out and "sample  3: a" in out
+    assert sorted(os.listdir(out_dir)) == ["checkpoint.npz", "loss.png", "metrics.json"]
+    m = json.loads((out_dir / "metrics.json").read_text())
+    assert m["engine"] == "numpy" and m["norm"] == "rmsnorm" and m["steps"] == 40 and m["corpus"] == corpus
+    assert m["config"]["n_embd"] == 8 and set(m["baselines"]) == {"uniform", "unigram", "bigram"}
+    assert len(m["history"]["train_loss"]) == 40 and [s for s, _ in m["history"]["val_loss"]] == [0, 20, 40]
+    assert np.isfinite(m["final_val_loss"]) and m["ms_per_step"] > 0
+    assert (out_dir / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert mg.load_checkpoint(str(out_dir / "checkpoint.npz")).step == 40
+    # sample from the checkpoint alone
+    code, out, err = run(capsys, ["--sample-only", "--checkpoint", str(out_dir / "checkpoint.npz"),
+                                  "--num-samples", "4", "--prompt", "ma"])
+    assert code == 0, err
+    assert out.count("sample ") == 4 and "sample  4: ma" in out
+
+
+def test_sphere_riemannian_value_engine_runs(tmp_path, corpus, capsys):
+    code, out, err = run(capsys, ["--corpus", corpus, "--norm", "sphere", "--riemannian", "--engine", "value",
+                                  "--n-embd", "4", "--n-head", "1", "--steps", "2", "--num-samples", "2",
+                                  "--alpha-init", "0.2", "--sz-init", "5"])
+    assert code == 0, err
+    assert "norm=sphere" in out and "riemannian" in out
+
+
+def test_cropping_is_reported_once(tmp_path, capsys):
+    path = tmp_path / "long.txt"
+    path.write_text("abcdefghijkl\nabc\nabcdefghij\nba\n", encoding="utf-8")
+    code, out, _ = run(capsys, TINY + ["--corpus", str(path), "--block-size", "6", "--steps", "3"])
+    assert code == 0
+    assert out.count("cropped") == 1 and "2 docs are longer than block_size 6" in out
+
+
+def _interrupt_at(monkeypatch, k):
+    """Make the k-th optimizer step deliver a real SIGINT (Ctrl-C) to this process."""
+    real = mg.adam_step
+
+    def adam_step(flat, grad, m, v, step, *args, **kwargs):
+        real(flat, grad, m, v, step, *args, **kwargs)
+        if step + 1 == k:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(mg, "adam_step", adam_step)
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+def test_ctrl_c_saves_and_resume_matches_uninterrupted_run(tmp_path, corpus, capsys, monkeypatch, norm):
+    args = TINY + ["--corpus", corpus, "--norm", norm, "--steps", "30", "--batch-size", "2", "--eval-every", "7"]
+    code, _, err = run(capsys, args + ["--out", str(tmp_path / "full")])
+    assert code == 0, err
+    _interrupt_at(monkeypatch, 12)
+    code, _, err = run(capsys, args + ["--out", str(tmp_path / "part")])
+    assert code == 130
+    assert "interrupted at step 12/30" in err and "--resume" in err
+    assert mg.load_checkpoint(str(tmp_path / "part" / "checkpoint.npz")).step == 12
+    monkeypatch.undo()
+    code, out, err = run(capsys, ["--resume", "--out", str(tmp_path / "part")])
+    assert code == 0, err
+    assert "resuming from step 12 of 30" in out
+    full = mg.load_checkpoint(str(tmp_path / "full" / "checkpoint.npz"))
+    resumed = mg.load_checkpoint(str(tmp_path / "part" / "checkpoint.npz"))
+    for key in full.params:
+        np.testing.assert_array_equal(resumed.params[key], full.params[key])
+    np.testing.assert_array_equal(resumed.m, full.m)
+    assert resumed.train_loss == full.train_loss and resumed.val_loss == full.val_loss
+
+
+def test_ctrl_c_without_out_saves_to_default_dir(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _interrupt_at(monkeypatch, 3)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
+    assert code == 130 and os.path.join("out", "checkpoint.npz") in err
+    assert mg.load_checkpoint("out/checkpoint.npz").step == 3
+
+
+def test_real_sigint_in_a_subprocess(tmp_path, corpus):
+    proc = subprocess.Popen([sys.executable, "microgpt.py", *TINY, "--corpus", corpus, "--steps", "10000000",
+                             "--eval-every", "50", "--out", str(tmp_path / "run")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:  # wait until training is under way
+        if line.startswith("step"):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "checkpoint saved" in err
+    assert mg.load_checkpoint(str(tmp_path / "run" / "checkpoint.npz")).step >= 50
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, corpus, capsys):
+    out_dir = tmp_path / "run"
+    code, _, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", str(out_dir)])
+    assert code == 0
+    before = snapshot(out_dir)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--out", str(out_dir)])
+    assert code == 1
+    assert "diverged" in err and "step 2" in err and "not finite" in err
+    assert snapshot(out_dir) == before
+
+
+# ----------------------------------------------------------------------------- bad input
+
+def bad_input_cases(tmp_path, corpus):
+    (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
+    (tmp_path / "latin1.txt").write_bytes("jos\xe9\nana\n".encode("latin-1"))
+    (tmp_path / "garbage.npz").write_bytes(b"PK\x03\x04 this is not a zip file")
+    np.savez(tmp_path / "foreign.npz", weights=np.zeros(3))
+    return [
+        (["--corpus", str(tmp_path / "missing.txt")], "not found"),
+        (["--corpus", str(tmp_path)], "is a directory"),
+        (["--corpus", corpus + "/sub.txt"], "cannot read"),
+        (["--corpus", str(tmp_path / "latin1.txt")], "not valid UTF-8"),
+        (["--corpus", str(tmp_path / "empty.txt")], "0 non-empty lines"),
+        (["--corpus", corpus, "--n-embd", "10", "--n-head", "4"], "divisible"),
+        (["--corpus", corpus, "--n-embd", "0"], "--n-embd must be a positive"),
+        (["--corpus", corpus, "--n-head", "-2"], "--n-head must be a positive"),
+        (["--corpus", corpus, "--n-layer", "0"], "--n-layer must be a positive"),
+        (["--corpus", corpus, "--block-size", "0"], "--block-size must be a positive"),
+        (["--corpus", corpus, "--steps", "0"], "--steps must be a positive"),
+        (["--corpus", corpus, "--steps", "-5"], "--steps must be a positive"),
+        (["--corpus", corpus, "--batch-size", "0"], "--batch-size must be a positive"),
+        (["--corpus", corpus, "--lr", "-0.1"], "--lr must be a positive"),
+        (["--corpus", corpus, "--temperature", "0"], "--temperature must be a positive"),
+        (["--corpus", corpus, "--temperature", "-1"], "--temperature must be a positive"),
+        (["--corpus", corpus, "--prompt", "Zoë!"], "'Z' 'ë' '!'"),
+        (["--corpus", corpus, "--riemannian"], "--riemannian needs --norm sphere"),
+        (["--sample-only"], "--sample-only needs --checkpoint"),
+        (["--sample-only", "--checkpoint", str(tmp_path / "nope.npz")], "not found"),
+        (["--sample-only", "--checkpoint", str(tmp_path / "garbage.npz")], "corrupt"),
+        (["--sample-only", "--checkpoint", str(tmp_path / "foreign.npz")], "incompatible"),
+        (["--resume", "--checkpoint", str(tmp_path / "garbage.npz")], "corrupt"),
+    ]
+
+
+def test_every_bad_input_gives_one_clear_message(tmp_path, corpus, capsys):
+    out_dir = tmp_path / "keep"
+    code, _, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out_dir)])
+    assert code == 0
+    before = snapshot(out_dir)
+    for argv, message in bad_input_cases(tmp_path, corpus):
+        code, out, err = run(capsys, TINY + argv + ["--out", str(out_dir)])
+        assert code == 2, (argv, err)
+        assert message in err, (argv, err)
+        assert err.startswith("microgpt: error:") and err.count("\n") == 1, (argv, err)
+        assert "step" not in out, argv  # failed before training
+        assert snapshot(out_dir) == before, argv  # nothing overwritten
+
+
+def test_truncated_checkpoint_and_conflicting_resume(tmp_path, corpus, capsys):
+    out_dir = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out_dir)])[0] == 0
+    ckpt = out_dir / "checkpoint.npz"
+    data = ckpt.read_bytes()
+    code, _, err = run(capsys, ["--resume", "--out", str(out_dir), "--n-embd", "16"])
+    assert code == 2 and "--n-embd differ from the checkpoint" in err
+    code, _, err = run(capsys, ["--resume", "--out", str(out_dir), "--steps", "2"])
+    assert code == 2 and "beyond the requested --steps 2" in err
+    assert ckpt.read_bytes() == data
+    (tmp_path / "half.npz").write_bytes(data[: len(data) // 2])
+    code, _, err = run(capsys, ["--sample-only", "--checkpoint", str(tmp_path / "half.npz")])
+    assert code == 2 and "corrupt" in err
+
+
+def test_argparse_errors_and_help(capsys):
+    code, _, err = run(capsys, ["--steps", "many"])
+    assert code == 2 and "invalid int value" in err
+    code, _, err = run(capsys, ["--engine", "torch"])
+    assert code == 2 and "invalid choice" in err
+    code, out, _ = run(capsys, ["--help"])
+    assert code == 0 and "--norm" in out and "--resume" in out
+
+
+def test_missing_package_message(monkeypatch):
+    real = mg.importlib.util.find_spec
+    monkeypatch.setattr(mg.importlib.util, "find_spec", lambda name, *a: None if name == "names" else real(name, *a))
+    with pytest.raises(mg.InputError, match="pip install names"):
+        mg.load_corpus("names")
