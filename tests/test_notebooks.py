@@ -16,6 +16,10 @@ SOURCES = build.sources()
 IDS = [p.stem for p in SOURCES]
 
 
+def test_all_five_notebooks_are_there():
+    assert [p.stem[:2] for p in SOURCES] == ["01", "02", "03", "04", "05"], [p.name for p in SOURCES]
+
+
 @pytest.mark.parametrize("src", SOURCES, ids=IDS)
 def test_committed_notebook_matches_source(src):
     ipynb = NB_DIR / (src.stem + ".ipynb")
