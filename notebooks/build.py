@@ -79,7 +79,8 @@ def execute(nb, timeout=120):
     """Run every cell in a fresh kernel (cwd = notebooks/); raises on the first cell error."""
     from nbclient import NotebookClient
 
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+    # coalesce_streams: consecutive stdout chunks become one output, however the kernel happened to flush them
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, coalesce_streams=True,
                             resources={"metadata": {"path": str(NB_DIR)}})
     client.execute()
     # nbclient copies kernel details into the metadata; keep only what a reader needs.
