@@ -1,0 +1,85 @@
+"""Smoke test of experiments/sphere_vs_rmsnorm.py (--quick) and checks of its measuring helpers."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from microgpt import GPTConfig, forward_np, init_params
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "experiments", "sphere_vs_rmsnorm.py")
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
+
+import sphere_vs_rmsnorm as exp  # noqa: E402
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_quick_writes_table_json_and_plots(tmp_path):
+    out = tmp_path / "q"
+    r = run("--quick", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    md = (out / "results.md").read_text(encoding="utf-8")
+    assert "| batch | layers | model | best lr |" in md
+    for arm in ("| rmsnorm |", "| sphere |", "| sphere+riemannian |"):
+        assert arm in md
+    assert "Sensitivity to alpha_init and sz_init" in md
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert raw["summary"] and raw["runs"] and raw["baselines"]["bigram"] > 0
+    for name in ("val_curves.png", "lr_sweep.png", "scales.png", "sensitivity.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]  # atomic writes left no temp files
+    assert "ETA" in r.stderr
+
+
+def test_missing_corpus_is_a_clear_error(tmp_path):
+    r = run("--quick", "--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert "not found" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args", [["--steps", "0"], ["--lrs", "0.01,-1"], ["--batch-sizes", "x"]])
+def test_bad_flags_exit_nonzero(args):
+    r = run("--quick", *args)
+    assert r.returncode != 0 and "error" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_help_mentions_every_flag():
+    r = run("--help")
+    assert r.returncode == 0
+    for flag in ("--corpus", "--out", "--quick", "--steps", "--seeds", "--lrs", "--batch-sizes", "--n-layers",
+                 "--alpha-inits", "--sz-inits", "--val-docs"):
+        assert flag in r.stdout
+
+
+def test_effective_scales_match_the_forward_pass():
+    cfg = GPTConfig(vocab_size=7, n_embd=8, n_head=2, n_layer=2, block_size=6, norm="sphere", alpha_init=0.3,
+                    sz_init=4.0)
+    params = init_params(cfg, seed=1)
+    rng = np.random.default_rng(0)
+    for v in params.values():  # move the scales away from their init so a wrong factor would show
+        if v.ndim == 1:
+            v *= rng.uniform(-2, 2, v.shape)
+    eff = exp.effective_scales(params, cfg)
+    logits, cache = forward_np(params, np.array([[6, 1, 2, 3]]), cfg)
+    np.testing.assert_allclose(logits, cache["lm"] * eff["s_z"], rtol=1e-12)
+    for i, c in enumerate(cache["layers"]):
+        np.testing.assert_allclose(c["res_a"]["alpha"], eff["alpha_A"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(c["res_m"]["alpha"], eff["alpha_M"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(c["u"], c["u_raw"] * eff["s_u"][i * 32:(i + 1) * 32], rtol=1e-12)
+        sqk = eff["s_qk"][i * 8:(i + 1) * 8].reshape(2, 1, 4)
+        np.testing.assert_allclose(c["q"], c["qn"] * sqk, rtol=1e-12)
+
+
+def test_steps_to_target_interpolates_and_reports_not_reached():
+    curve = [(0, 3.0), (10, 2.5), (20, 2.0)]
+    assert exp.steps_to_target(curve, 2.25) == pytest.approx(15.0)
+    assert exp.steps_to_target(curve, 3.5) == 0.0
+    assert exp.steps_to_target(curve, 1.9) is None
