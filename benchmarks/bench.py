@@ -1,0 +1,355 @@
+"""bench.py -- one table that shows where the performance goals stand (issue 5).
+
+    python benchmarks/bench.py                 # full run, a few minutes
+    python benchmarks/bench.py --quick         # a rough table in well under a minute
+    python benchmarks/bench.py --out perf.md   # also write the table to a file
+
+What is timed is one full training step: loss and gradients for a batch of docs, then the flat-buffer Adam
+update (and the sphere retraction in sphere mode), exactly what microgpt.train() does per step.
+
+Scalar rows run the chapter code (microgpt.gpt / gpt_sphere on utils.linear/softmax/rmsnorm) with a
+state_dict of one of two Value classes:
+  naive  benchmarks/naive_value.py, the reference design (constants wrapped as nodes, sub/div as
+         compositions, recursive topological sort), driven the way the reference script drives it;
+  value  value.py, the project's engine.
+Each is timed with Python's cyclic garbage collector on (the default) and paused (value.no_cycle_gc());
+"value, GC paused" is microgpt.loss_and_grads(engine="value") itself. The four scalar variants are
+interleaved on the same batches, so their ratios are measured side by side; the NumPy engine runs the
+same batches.
+"""
+import argparse
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def _parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer repeats and a smaller large batch (rough numbers)")
+    p.add_argument("--out", help="also write the tables (markdown) to this file")
+    p.add_argument("--corpus", default="names",
+                   help="docs to train on: 'names' (microgpt's default corpus) or a text file, one doc per line")
+    p.add_argument("--batch", type=int, default=16, help="the larger batch size (default 16)")
+    p.add_argument("--blas-threads", type=int, default=1,
+                   help="BLAS threads for the NumPy engine (default 1: these matrices are far too small to split)")
+    p.add_argument("--skip-scaling", action="store_true", help="only the main table")
+    p.add_argument("--only-scaling", action="store_true", help="only the scaling table")
+    return p.parse_args(argv)
+
+
+ARGS = _parse_args(sys.argv[1:]) if __name__ == "__main__" else None
+if ARGS is not None:
+    # must happen before numpy is imported: BLAS reads these once, when it loads
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(ARGS.blas_threads)
+
+import numpy as np  # noqa: E402
+from naive_value import NaiveValue  # noqa: E402
+
+import microgpt  # noqa: E402
+from microgpt import GPTConfig, adam_step, flat_buffer, init_params, loss_and_grads, retract  # noqa: E402
+from utils import softmax  # noqa: E402
+from value import Value, no_cycle_gc, topological_order  # noqa: E402
+
+# ----------------------------------------------------------------------------------------------- steps
+
+
+def scalar_loss(cls, params, docs_tokens, cfg):
+    """microgpt's scalar forward (the chapter code) with a state_dict of `cls` Values: (loss node, state_dict)."""
+    state_dict = {k: [cls(x) for x in a.tolist()] if a.ndim == 1 else [[cls(x) for x in row] for row in a.tolist()]
+                  for k, a in params.items()}
+    model = microgpt.gpt_sphere if cfg.norm == "sphere" else microgpt.gpt
+    losses = []
+    for tokens in docs_tokens:
+        n = min(cfg.block_size, len(tokens) - 1)
+        keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
+        for pos_id in range(n):
+            logits = model(tokens[pos_id], pos_id, keys, values, state_dict, cfg)
+            losses.append(-softmax(logits)[tokens[pos_id + 1]].log())
+    return (1 / len(losses)) * sum(losses), state_dict
+
+
+def scalar_loss_and_grads(cls, params, docs_tokens, cfg):
+    loss, state_dict = scalar_loss(cls, params, docs_tokens, cfg)
+    loss.backward()
+    grads = {k: np.array([v.grad for v in rows] if params[k].ndim == 1 else [[v.grad for v in r] for r in rows])
+             for k, rows in state_dict.items()}
+    return loss.data, grads
+
+
+class Trainer:
+    """One engine variant with its own copy of the weights and Adam state (so all variants do the same math)."""
+
+    def __init__(self, name, cfg, loss_fn, gc_paused=False):
+        self.name, self.cfg, self.loss_fn, self.gc_paused = name, cfg, loss_fn, gc_paused
+        self.params = init_params(cfg, seed=42)
+        self.flat = flat_buffer(self.params)
+        self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
+        self.step_no, self.times, self.losses = 0, [], []
+
+    def step(self, batch, record=True):
+        t0 = time.perf_counter()
+        if self.gc_paused:
+            with no_cycle_gc():
+                loss, grads = self.loss_fn(self.params, batch, self.cfg)
+        else:
+            loss, grads = self.loss_fn(self.params, batch, self.cfg)
+        adam_step(self.flat, np.concatenate([grads[k].ravel() for k in self.params]), self.m, self.v,
+                  self.step_no, 10_000)
+        if self.cfg.norm == "sphere":
+            retract(self.params, self.cfg)
+        dt = time.perf_counter() - t0
+        self.step_no += 1
+        if record:
+            self.times.append(dt)
+            self.losses.append(loss)
+        return dt
+
+
+def numpy_loss(params, batch, cfg):
+    return loss_and_grads(params, batch, cfg, engine="numpy")
+
+
+def naive_loss(params, batch, cfg):
+    return scalar_loss_and_grads(NaiveValue, params, batch, cfg)
+
+
+def value_loss(params, batch, cfg):
+    return scalar_loss_and_grads(Value, params, batch, cfg)
+
+
+def engine_value_loss(params, batch, cfg):
+    # microgpt's own value-engine path (it pauses the cycle collector itself, via value.no_cycle_gc)
+    return loss_and_grads(params, batch, cfg, engine="value")
+
+
+# ----------------------------------------------------------------------------------------------- stats
+
+
+def summary(times):
+    """(median, q25, q75) in ms."""
+    ms = sorted(t * 1e3 for t in times)
+    if len(ms) == 1:
+        return ms[0], ms[0], ms[0]
+    q = statistics.quantiles(ms, n=4, method="inclusive")
+    return statistics.median(ms), q[0], q[2]
+
+
+def fmt_ms(x):
+    return f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 1000 else f"{x:.0f}"
+
+
+def nodes_per_step(cls, params, batches, cfg):
+    """Mean number of graph nodes (leaves included) per step over the given batches."""
+    counts = []
+    for batch in batches:
+        loss, _ = scalar_loss(cls, params, batch, cfg)
+        counts.append(len(topological_order(loss)))  # works for both classes: it only reads ._children
+    return sum(counts) / len(counts)
+
+
+def value_step_memory(cfg, batch, steps=12):
+    """(peak MB of one value-engine step, growth in kB of live memory from step 2 to step `steps`)."""
+    params = init_params(cfg, seed=42)
+    tracemalloc.start()
+    try:
+        with no_cycle_gc():
+            loss_and_grads(params, batch, cfg, engine="value")
+        _, peak = tracemalloc.get_traced_memory()
+        live = []
+        for _ in range(steps):
+            with no_cycle_gc():
+                loss_and_grads(params, batch, cfg, engine="value")
+            live.append(tracemalloc.get_traced_memory()[0])
+    finally:
+        tracemalloc.stop()
+    return peak / 2**20, (live[-1] - live[1]) / 1024
+
+
+# ----------------------------------------------------------------------------------------------- sections
+
+
+def machine_info(blas_threads):
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas_name = f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # older numpy: no dict mode
+        blas_name = "unknown"
+    cpus = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cpus
+    return [f"- machine: {platform.machine()}, {platform.processor() or platform.system()}, "
+            f"{cpus} CPUs ({usable} usable); Python {platform.python_version()}",
+            f"- numpy {np.__version__}, BLAS {blas_name}, BLAS threads {blas_threads} "
+            f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')})",
+            f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')} "
+            "(a forced core type can make OpenBLAS pick slower kernels)"]
+
+
+def main_table(docs_tokens, vocab_size, args, log):
+    quick = args.quick
+    big = args.batch if not quick else min(args.batch, 4)
+    rows, notes = [], []
+    header = ("| engine | norm | batch | cyclic GC | ms/step (median) | IQR (q25-q75) | ms/doc "
+              "| speed-up vs naive (GC on) | graph nodes/step |")
+    rows.append(header)
+    rows.append("|" + "---|" * 9)
+    for norm in ("rmsnorm", "sphere"):
+        cfg = GPTConfig(vocab_size=vocab_size, norm=norm)
+        for batch_size in (1, big):
+            n_scalar = (15 if batch_size == 1 else 3) if not quick else (5 if batch_size == 1 else 1)
+            n_warm = 2 if batch_size == 1 else 0  # the batch-1 rounds have warmed everything up
+            batches = [docs_tokens[i * batch_size:(i + 1) * batch_size] for i in range(n_warm + n_scalar)]
+            log(f"  {norm} batch {batch_size}: scalar engines, {n_scalar} interleaved rounds ...")
+            variants = [Trainer("naive", cfg, naive_loss), Trainer("value", cfg, value_loss),
+                        Trainer("value", cfg, engine_value_loss, gc_paused=True),
+                        Trainer("naive", cfg, naive_loss, gc_paused=True)]
+            for r, batch in enumerate(batches):
+                for t in variants:  # interleaved: every variant sees the same batch back to back
+                    t.step(batch, record=r >= n_warm)
+            # the same math: identical losses for both Value classes, step after step
+            ref = variants[0].losses
+            for t in variants[1:]:
+                if max(abs(a - b) for a, b in zip(ref, t.losses)) > 1e-9 * max(1.0, abs(ref[0])):
+                    raise AssertionError(f"{t.name} disagrees with naive: {t.losses} vs {ref}")
+            n_np = (400 if batch_size == 1 else 200) if not quick else 60
+            log(f"  {norm} batch {batch_size}: numpy engine, {n_np} steps ...")
+            np_t = Trainer("numpy", cfg, numpy_loss)
+            for r in range(n_np + 20):
+                b = r % len(batches)
+                np_t.step(batches[b], record=r >= 20)
+            timed_batches = batches[n_warm:]
+            counts = {"naive": nodes_per_step(NaiveValue, variants[0].params, timed_batches[:3], cfg),
+                      "value": nodes_per_step(Value, variants[1].params, timed_batches[:3], cfg)}
+            naive_med = summary(variants[0].times)[0]
+            for t in variants + [np_t]:
+                med, q1, q3 = summary(t.times)
+                gc_txt = "-" if t.name == "numpy" else ("paused" if t.gc_paused else "on")
+                nodes = f"{counts[t.name]:,.0f}" if t.name in counts else "-"
+                rows.append(f"| {t.name} | {norm} | {batch_size} | {gc_txt} | {fmt_ms(med)} | "
+                            f"{fmt_ms(q1)}-{fmt_ms(q3)} | {fmt_ms(med / batch_size)} | {naive_med / med:,.1f}x | "
+                            f"{nodes} |")
+            if norm == "rmsnorm" and batch_size == 1:
+                notes.append(f"nodes per step (rmsnorm, batch 1): naive {counts['naive']:,.0f}, value "
+                             f"{counts['value']:,.0f} ({1 - counts['value'] / counts['naive']:.1%} fewer)")
+    log("  memory of a value-engine step (tracemalloc) ...")
+    cfg = GPTConfig(vocab_size=vocab_size)
+    for batch_size in (1, big):
+        peak, growth = value_step_memory(cfg, docs_tokens[:batch_size], steps=6 if quick else 12)
+        notes.append(f"value engine (rmsnorm, batch {batch_size}): peak traced memory of one step "
+                     f"{peak:.1f} MB; live memory growth from step 2 to step {6 if quick else 12}: "
+                     f"{growth:+.1f} kB (graphs are freed)")
+    return rows, notes
+
+
+def scaling_docs(docs_tokens, block_size):
+    """Docs of exactly block_size + 1 tokens (names glued together), so every step predicts block_size positions."""
+    stream = [t for doc in docs_tokens for t in doc[1:-1]]
+    bos = docs_tokens[0][0]
+    n = block_size
+    return [[bos] + stream[i * n:(i + 1) * n] for i in range(len(stream) // n)]
+
+
+def flops_per_step(cfg, T):
+    """Approximate multiply-adds x 2 of one step of one doc: forward + backward (= 3 x forward) of the
+    matmuls (12 C^2 per layer per token + V C for lm_head) and of causal attention (q.k and weights.v)."""
+    C = cfg.n_embd
+    matmul = 2 * T * (cfg.n_layer * 12 * C * C + cfg.vocab_size * C)
+    attention = cfg.n_layer * 2 * C * T * (T + 1)  # 2 C flops per (query, key) pair, twice
+    return 3 * (matmul + attention)
+
+
+def scaling_table(docs_tokens, vocab_size, args, log):
+    quick = args.quick
+    configs = [dict(n_embd=16), dict(n_embd=32), dict(n_embd=64), dict(n_layer=2), dict(n_layer=4),
+               dict(block_size=32)]
+    rows = ["| n_embd | n_layer | block_size (= T) | params | MFLOP/step | value nodes/step | value ms/step "
+            "| value us/node | numpy ms/step (IQR) | numpy GFLOP/s |", "|" + "---|" * 10]
+    fit = []
+    for over in configs:
+        cfg = GPTConfig(vocab_size=vocab_size, **over)
+        docs = scaling_docs(docs_tokens, cfg.block_size)
+        T = cfg.block_size
+        params = init_params(cfg, seed=42)
+        n_params = sum(a.size for a in params.values())
+        nodes = nodes_per_step(Value, params, [docs[:1]], cfg)
+        reps = 1 if quick else (3 if nodes > 400_000 else 5)
+        log(f"  scaling {over}: value engine x{reps}, numpy ...")
+        vt = Trainer("value", cfg, engine_value_loss, gc_paused=True)
+        vt.step(docs[0:1], record=False)
+        for r in range(reps):
+            vt.step(docs[1 + r:2 + r])
+        nt = Trainer("numpy", cfg, numpy_loss)
+        n_np = 60 if quick else 300
+        for r in range(n_np + 20):
+            nt.step(docs[r % 50:r % 50 + 1], record=r >= 20)
+        v_med = summary(vt.times)[0]
+        n_med, q1, q3 = summary(nt.times)
+        mflop = flops_per_step(cfg, T) / 1e6
+        fit.append((mflop, n_med, nodes, v_med))
+        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {n_params:,} | {mflop:.2f} | {nodes:,.0f} | "
+                    f"{fmt_ms(v_med)} | {v_med * 1e3 / nodes:.2f} | {fmt_ms(n_med)} ({fmt_ms(q1)}-{fmt_ms(q3)}) | "
+                    f"{mflop / n_med:.2f} |")
+    # fit = [(MFLOP, numpy ms, value nodes, value ms)] for C16, C32, C64, L2, L4, T32 (in `configs` order)
+    per_node = [f[3] * 1e3 / f[2] for f in fit]
+    per_layer = (fit[4][1] - fit[0][1]) / 3
+    notes = [f"value engine: time tracks graph nodes (about one node per scalar multiply or add, so nodes ~ FLOPs/2): "
+             f"{min(per_node):.2f}-{max(per_node):.2f} us per node across all configs -- the slope is the FLOPs, "
+             "each one paid as a Python object",
+             f"numpy engine: each extra layer adds {per_layer:.3f} ms at n_embd 16 (over 100 Python-level "
+             "function calls plus the array operators, about 1 us each: per-call overhead, not FLOPs); "
+             f"n_embd 16 -> 64 multiplies FLOPs by "
+             f"{fit[2][0] / fit[0][0]:.1f} but time only by {fit[2][1] / fit[0][1]:.1f}; block_size 16 -> 32 "
+             f"multiplies FLOPs by {fit[5][0] / fit[0][0]:.1f}, time by {fit[5][1] / fit[0][1]:.2f}. "
+             f"At these sizes the NumPy engine is mostly fixed overhead (best throughput here "
+             f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)"]
+    return rows, notes
+
+
+def main(args):
+    t_start = time.perf_counter()
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    docs = microgpt.load_corpus(args.corpus)
+    vocab = microgpt.build_vocab(docs)
+    rng = random.Random(0)
+    docs = list(docs)
+    rng.shuffle(docs)  # a fixed, seeded sample of the corpus: every engine sees the same docs
+    docs_tokens = [microgpt.doc_tokens(d, vocab) for d in docs]
+    vocab_size = len(vocab) + 1
+    mean_len = sum(len(t) - 1 for t in docs_tokens[:200]) / 200
+    lines = ["# microgpt benchmark", "",
+             f"Command: `python benchmarks/bench.py {' '.join(sys.argv[1:])}`".replace(" `", " `").rstrip(),
+             ""]
+    lines += machine_info(args.blas_threads)
+    lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted positions per doc "
+              f"{mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, block_size 16", ""]
+    if not args.only_scaling:
+        log("main table ...")
+        rows, notes = main_table(docs_tokens, vocab_size, args, log)
+        lines += ["## ms per training step (loss + gradients + Adam)", ""] + rows + [""]
+        lines += [f"- {n}" for n in notes] + [""]
+    if not args.skip_scaling:
+        log("scaling ...")
+        rows, notes = scaling_table(docs_tokens, vocab_size, args, log)
+        lines += ["## Scaling (rmsnorm, batch 1, docs of exactly block_size tokens; value engine with GC paused)",
+                  ""] + rows + [""] + [f"- {n}" for n in notes] + [""]
+    lines.append(f"Total benchmark time {time.perf_counter() - t_start:.0f} s.")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(ARGS)
