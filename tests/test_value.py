@@ -425,14 +425,89 @@ def test_draw_graph_with_agg_backend():
     loss.backward()
     ax = draw_graph(loss, labels)
     assert isinstance(ax, Axes)
-    # one box per Value + one circle per op node
-    assert len(ax.patches) == 7 + 3
+    # one box per Value, one op marker + one op->box arrow per op node, one curve per child edge
+    gids = [p.get_gid() for p in ax.patches]
+    assert (gids.count("box"), gids.count("op"), gids.count("out"), gids.count("edge")) == (7, 3, 3, 6)
     assert any("grad 6" in t.get_text() for t in ax.texts)
     plt.close(ax.figure)
 
     fig, ax2 = plt.subplots()
     assert draw_graph(loss, ax=ax2) is ax2
     plt.close(fig)
+
+
+def _drawn(root, labels=None):
+    """draw_graph on the Agg backend, drawn once so that text extents are known."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = draw_graph(root, labels)
+    ax.figure.canvas.draw()
+    return ax
+
+
+def _rmsnorm_y0():
+    # utils.rmsnorm's graph for y0, written out: x0 feeds both x0*x0 (column 1) and the last op (column 6)
+    x0, x1 = Value(3.0), Value(4.0)
+    scale = ((x0 * x0 + x1 * x1) / 2 + 1e-5) ** -0.5
+    y0 = x0 * scale
+    y0.backward()
+    return y0
+
+
+def test_draw_graph_edges_that_skip_columns_go_around_the_boxes():
+    import matplotlib.pyplot as plt
+    from matplotlib.transforms import Bbox
+
+    ax = _drawn(_rmsnorm_y0())
+    boxes = [p.get_extents().transformed(ax.transData.inverted()) for p in ax.patches if p.get_gid() == "box"]
+    edges = [p for p in ax.patches if p.get_gid() == "edge"]
+    assert len(boxes) == 9 and len(edges) == 11  # x0*x0, x1*x1, +, /2, +1e-5, **-0.5, * (2+2+2+1+1+1+2)
+    for edge in edges:
+        # 20 points on every Bezier piece of the curve (and of its arrow head), in data coordinates
+        ts = [i / 19 for i in range(20)]
+        points = [pt for piece, _ in edge.get_path().iter_bezier() for pt in piece(ts)]
+        for box in boxes:
+            inner = Bbox.from_extents(box.x0 + 0.05, box.y0 + 0.05, box.x1 - 0.05, box.y1 - 0.05)
+            assert not any(inner.contains(px, py) for px, py in points), "an edge runs through a box"
+    plt.close(ax.figure)
+
+
+def test_draw_graph_separates_the_two_edges_of_a_times_a():
+    import matplotlib.pyplot as plt
+
+    a = Value(3.0)
+    y = a * a
+    y.backward()
+    ax = _drawn(y, {a: "a", y: "y"})
+    edges = [p.get_path().vertices for p in ax.patches if p.get_gid() == "edge"]
+    assert len(edges) == 2
+    # the curves start apart on a's box and end apart on the op marker
+    assert abs(edges[0][0][1] - edges[1][0][1]) > 0.2
+    labels = [t for t in ax.texts if t.get_text() == "3"]  # d(a*a)/da = a, once per edge
+    assert len(labels) == 2
+    r = ax.figure.canvas.get_renderer()
+    assert not labels[0].get_window_extent(r).overlaps(labels[1].get_window_extent(r))
+    plt.close(ax.figure)
+
+
+def test_draw_graph_text_fits_in_boxes_and_op_markers():
+    import matplotlib.pyplot as plt
+
+    x = Value(0.5)
+    y = (x.tanh() ** -0.5).exp() * 1e-7
+    y.backward()
+    ax = _drawn(y, {x: "a_long_name"})
+    r = ax.figure.canvas.get_renderer()
+    shapes = [p.get_window_extent(r) for p in ax.patches if p.get_gid() in ("box", "op")]
+    for text in ax.texts:
+        if text.get_bbox_patch() is not None:
+            continue  # an edge label (drawn on a white background over its edge)
+        extent = text.get_window_extent(r)
+        assert any(s.x0 <= extent.x0 and extent.x1 <= s.x1 and s.y0 <= extent.y0 and extent.y1 <= s.y1
+                   for s in shapes), f"{text.get_text()!r} spills out of its shape"
+    assert {"tanh", "**-0.5", "exp", "*"} <= {t.get_text() for t in ax.texts}
+    plt.close(ax.figure)
 
 
 def test_draw_graph_refuses_large_graphs():
