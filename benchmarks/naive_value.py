@@ -1,4 +1,4 @@
-"""naive_value.py -- the reference scalar design, kept only as a benchmark baseline.
+"""naive_value.py -- the reference scalar design, kept as a benchmark baseline and counter-example.
 
 This is the `Value` of Karpathy's microgpt / micrograd as most people first
 write it: plain-number constants are wrapped in nodes of their own, `a - b` is
@@ -7,8 +7,10 @@ the topological sort is recursive. It computes the same numbers as value.py.
 
 benchmarks/bench.py runs the *same* chapter code (utils.linear, utils.softmax,
 utils.rmsnorm, microgpt.gpt) on both classes, so the speed ratio it prints is
-measured side by side instead of being quoted. Do not use this class for
-anything else: the project's engine is value.py.
+measured side by side instead of being quoted. It also serves notebook 01
+(notebooks/src/01_autograd_traced.py) as the recursive counter-example: its
+recursive topological sort hits RecursionError on a deep graph that value.py
+handles. Do not use this class for anything else: the project's engine is value.py.
 """
 import math
 
