@@ -12,7 +12,8 @@ corpus and the same train/val split, and tries to make the comparison fair and h
     see the same data in the same order;
   * "steps to target" = the first step at which the val loss curve reaches a target, linearly interpolated
     between eval points (dense early, see eval_points). Targets: T1 = the worst final val loss among the
-    rmsnorm seeds (so every rmsnorm seed reaches it) and T2 = the character-bigram val loss of the split.
+    rmsnorm seeds (so every rmsnorm seed reaches it), T2 = the character-bigram val loss of the split, and
+    T3 = the worst final val loss among the sphere seeds (how early rmsnorm gets to the sphere's end result).
     The ratio rmsnorm/arm is taken per seed pair; a run that never gets there is reported as not reached;
   * all of this at batch sizes x layer counts (--batch-sizes, --n-layers); Riemannian vs retraction in every
     setting; the learned scales (alpha_A, alpha_M, s_qk, s_u, s_z) recorded over training; the alpha_init /
@@ -72,7 +73,7 @@ def effective_scales(params, cfg):
             "s_z": params["sz"] * cfg.sz_init * root_c}
 
 
-def eval_points(steps, n_log=20, n_lin=16):
+def eval_points(steps, n_log=32, n_lin=16):
     """Steps at which val loss is measured: log-spaced (dense early, where targets are crossed first)
     plus evenly spaced, plus the last step. Step 0 (the init) is measured too."""
     pts = set(np.unique(np.geomspace(1, steps, n_log).round().astype(int)).tolist())
@@ -103,7 +104,7 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
     curve, scales = [], []
 
     def record(step, params):
-        curve.append((step, evaluate(params, val_tokens, cfg)))
+        curve.append((step, round(evaluate(params, val_tokens, cfg), 6)))  # rounded once, used everywhere
         if norm == "sphere":
             eff = effective_scales(params, cfg)
             scales.append([step] + [[round(float(eff[g].mean()), 6), round(float(eff[g].std()), 6)]
@@ -127,7 +128,7 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
     return {"norm": norm, "riemannian": riemannian, "batch_size": batch_size, "n_layer": n_layer, "lr": lr,
             "seed": seed, "alpha_init": alpha_init, "sz_init": sz_init, "final_val": final,
             "error": state.error, "ms_per_step": state.ms_per_step, "seconds": seconds,
-            "val_curve": [[int(s), round(float(v), 6)] for s, v in curve], "scales": scales}
+            "val_curve": [[int(s), float(v)] for s, v in curve], "scales": scales}
 
 
 # =========================================================================== the plan
@@ -236,7 +237,9 @@ def summarize(settings, main_setting, arms, results, data, opts):
     for setting in settings:
         rms = results[(setting, "rmsnorm")]["seeds"]
         rms_finals = [r["final_val"] for r in rms if r["final_val"] is not None]
-        targets = {"T1": max(rms_finals) if rms_finals else None, "T2": data["baselines"]["bigram"]}
+        sph_finals = [r["final_val"] for r in results[(setting, "sphere")]["seeds"] if r["final_val"] is not None]
+        targets = {"T1": max(rms_finals, default=None), "T2": data["baselines"]["bigram"],
+                   "T3": max(sph_finals, default=None)}
         rows = []
         for arm in arms[setting]:
             rec = results[(setting, arm["name"])]
@@ -275,7 +278,7 @@ def _f(x, nd=3):
 def _steps_cell(t, n_seeds):
     if t["reached"] == 0:
         return f"not reached (0/{n_seeds})"
-    cell = f"{t['steps_mean']:.0f} ± {t['steps_std']:.0f}"
+    cell = f"{t['steps_mean']:.0f}" + (f" ± {t['steps_std']:.0f}" if t["reached"] > 1 else "")
     return cell + ("" if t["reached"] == n_seeds else f" ({t['reached']}/{n_seeds} reached)")
 
 
@@ -284,6 +287,8 @@ def _ratio_cell(t, arm):
         return "1 (reference)"
     if not t["ratios"]:
         return "not reached"
+    if len(t["ratios"]) == 1:
+        return f"{t['ratio_mean']:.2f} (1 pair)"
     return f"{t['ratio_mean']:.2f} ± {t['ratio_std']:.2f} [{t['ratio_min']:.2f}–{t['ratio_max']:.2f}]"
 
 
@@ -299,37 +304,41 @@ def markdown(summary, main_key, data, opts, runtime):
          f"then {opts.seeds} seeds ({opts.seed + 1}..{opts.seed + opts.seeds}) at that lr; ± is the std over seeds",
          f"- baselines on the same val docs: uniform {b['uniform']:.3f}, unigram {b['unigram']:.3f}, "
          f"bigram {b['bigram']:.3f}",
-         "- T1 = the worst final val loss among the rmsnorm seeds (every rmsnorm seed reaches it); "
-         "T2 = the bigram val loss. Steps to a target are interpolated between eval points; the ratio is "
-         "rmsnorm steps / this arm's steps per seed pair (mean ± std [min–max]); > 1 means fewer steps than rmsnorm.",
+         "- targets: T2 = the bigram val loss; T3 = the worst final val loss among the (retraction) sphere seeds; "
+         "T1 = the worst final val loss among the rmsnorm seeds (every seed of that model reaches its own target "
+         "by the last step). Steps to a target are linearly interpolated between eval points; the ratio is "
+         "rmsnorm steps / this model's steps per seed pair (mean ± std [min–max]): > 1 means this model needs "
+         "fewer steps than rmsnorm (the paper's claim is 4–20), < 1 means more.",
          f"- runtime of this invocation: {fmt_time(runtime[0])} wall, {fmt_time(runtime[1])} CPU "
-         "(one process, NumPy engine; wall > CPU when other jobs share the cores)", ""]
+         "(one process, NumPy engine; wall > CPU when other jobs share the cores; ms/step is wall time, "
+         "so compare it only within a run)", ""]
+    cols = ("| {bs}{nl}model | best lr | final val loss | steps to bigram (T2) | rmsnorm/model at T2 | "
+            "steps to T3 | rmsnorm/model at T3 | steps to T1 | rmsnorm/model at T1 |")
+
+    def cells(r):
+        return (f"{r['arm']} | {r['best_lr']:.3g} | {_f(r['final_mean'])} ± {_f(r['final_std'])} | "
+                + " | ".join(f"{_steps_cell(r[t], r['n_seeds'])} | {_ratio_cell(r[t], r['arm'])}"
+                             for t in ("T2", "T3", "T1")))
+
     L += ["## Steps to target, per setting", "",
-          "| batch | layers | model | best lr | final val loss | T1 | steps to T1 | rmsnorm/model at T1 | "
-          "steps to bigram | rmsnorm/model at bigram | ms/step |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| batch | layers | T2 (bigram) | T3 (sphere final) | T1 (rmsnorm final) |", "|---|---|---|---|---|"]
+    for s in summary.values():
+        t = s["targets"]
+        L.append(f"| {s['batch_size']} | {s['n_layer']} | {_f(t['T2'])} | {_f(t['T3'])} | {_f(t['T1'])} |")
+    L += ["", cols.format(bs="batch | ", nl="layers | ") + " ms/step |", "|---" * 12 + "|"]
     for s in summary.values():
         for r in s["rows"]:
-            if r["sensitivity"]:
-                continue
-            L.append(f"| {s['batch_size']} | {s['n_layer']} | {r['arm']} | {r['best_lr']:.3g} | "
-                     f"{_f(r['final_mean'])} ± {_f(r['final_std'])} | {_f(s['targets']['T1'])} | "
-                     f"{_steps_cell(r['T1'], r['n_seeds'])} | {_ratio_cell(r['T1'], r['arm'])} | "
-                     f"{_steps_cell(r['T2'], r['n_seeds'])} | {_ratio_cell(r['T2'], r['arm'])} | "
-                     f"{r['ms_per_step']:.2f} |")
+            if not r["sensitivity"]:
+                L.append(f"| {s['batch_size']} | {s['n_layer']} | {cells(r)} | {r['ms_per_step']:.2f} |")
     m = summary[main_key]
     L += ["", f"## Sensitivity to alpha_init and sz_init (batch {m['batch_size']}, {m['n_layer']} layer; "
-          "each variant at its own best lr)", "",
-          "| model | alpha_init | sz_init | best lr | final val loss | steps to T1 | rmsnorm/model at T1 | "
-          "steps to bigram | rmsnorm/model at bigram |", "|---|---|---|---|---|---|---|---|---|"]
+          "each variant at its own best lr; same targets as above)", "",
+          "| alpha_init | sz_init " + cols.format(bs="", nl=""), "|---" * 11 + "|"]
     for r in m["rows"]:
-        if r["arm"] == "rmsnorm" or r["arm"] == "sphere+riemannian":
+        if r["arm"] in ("rmsnorm", "sphere+riemannian"):
             continue
         arm = data["arm_by_name"][r["arm"]]
-        L.append(f"| {r['arm']} | {arm.get('alpha_init', 0.05):g} | {arm.get('sz_init', 1.0):g} | {r['best_lr']:.3g} | "
-                 f"{_f(r['final_mean'])} ± {_f(r['final_std'])} | {_steps_cell(r['T1'], r['n_seeds'])} | "
-                 f"{_ratio_cell(r['T1'], r['arm'])} | {_steps_cell(r['T2'], r['n_seeds'])} | "
-                 f"{_ratio_cell(r['T2'], r['arm'])} |")
+        L.append(f"| {arm.get('alpha_init', 0.05):g} | {arm.get('sz_init', 1.0):g} | {cells(r)} |")
     L += ["", f"## Learned scales at the end of training (batch {m['batch_size']}, {m['n_layer']} layer; "
           "mean over seeds of the mean over elements, ± std over elements)", "",
           "| model | " + " | ".join(f"{g} init → final" for g in SCALE_GROUPS) + " |",
@@ -376,10 +385,13 @@ COLORS = {"rmsnorm": "tab:blue", "sphere": "tab:orange", "sphere+riemannian": "t
 
 
 def _band(ax, runs, label, color, key="val_curve"):
+    """Mean over seeds and a min-max band, on a log step axis (step 0, the init, is left out)."""
     steps = np.array([s for s, _ in runs[0][key]])
     vals = np.array([[v for _, v in r[key]] for r in runs if r["final_val"] is not None])
     if not len(vals):
         return
+    steps, vals = steps[1:], vals[:, 1:]
+    ax.set_xscale("log")
     ax.plot(steps, vals.mean(axis=0), color=color, label=label)
     ax.fill_between(steps, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2, linewidth=0)
 
@@ -402,7 +414,7 @@ def plots(summary, settings, main_setting, arms, results, data, opts, out):
         if t1 is not None:
             ax.axhline(t1, color="k", ls=":", lw=1, label=f"T1 (rmsnorm final) {t1:.3f}")
         ax.set_ylim(min(t1 or b["bigram"], b["bigram"]) - 0.12, b["bigram"] + 0.45)
-        ax.set_xlabel("optimizer step")
+        ax.set_xlabel("optimizer step (log scale)")
         ax.set_ylabel("val loss (nats/token)")
         ax.set_title(f"batch {bs}, {n} layer{'s' if n > 1 else ''}: mean and min-max over {opts.seeds} seeds")
         ax.legend(fontsize=8)
@@ -472,6 +484,7 @@ def plots(summary, settings, main_setting, arms, results, data, opts, out):
     t1 = summary[f"bs{main_setting[0]}_L{main_setting[1]}"]["targets"]["T1"]
     axes[0].set_ylim((t1 or b["bigram"]) - 0.12, b["bigram"] + 0.45)
     axes[0].set_title("val loss (mean, min-max band over seeds)")
+    axes[0].set_xlabel("optimizer step (log scale)")
     axes[0].set_ylabel("val loss (nats/token)")
     axes[1].set_title("mean eigen learning rate (alpha_A + alpha_M)/2")
     axes[1].set_yscale("log")
@@ -479,7 +492,7 @@ def plots(summary, settings, main_setting, arms, results, data, opts, out):
     axes[2].set_title("mean logit scale s_z")
     axes[2].set_ylabel("effective s_z")
     for ax in axes:
-        ax.set_xlabel("optimizer step")
+        ax.set_xlabel(ax.get_xlabel() or "optimizer step")
         ax.legend(fontsize=7)
     fig.suptitle(f"Sensitivity of the sphere model to alpha_init and sz_init (batch {main_setting[0]}, "
                  f"{main_setting[1]} layer, each variant at its own best lr)")
