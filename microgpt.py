@@ -242,6 +242,22 @@ def sphere_axes(cfg):
     return axes
 
 
+def effective_scales(params, cfg):
+    """Sphere mode: the scale vectors as the forward pass really applies them, layers concatenated.
+
+    nGPT stores each scale small (initialized at base = 1/sqrt(C)) and multiplies it back up in the
+    forward pass, so that Adam's steps on it have a useful size. The effective values are
+    alpha_A, alpha_M = |param| * alpha_init / base,  s_qk = param / base,  s_u = param * sqrt(C),
+    s_z = param * sz_init / base; at init: alpha_init, 1, sqrt(C) and sz_init.
+    """
+    base = cfg.n_embd ** -0.5
+    cat = lambda name: np.concatenate([params[f"layer{i}.{name}"] for i in range(cfg.n_layer)])  # noqa: E731
+    return {"alpha_A": np.abs(cat("attn_alpha")) * (cfg.alpha_init / base),
+            "alpha_M": np.abs(cat("mlp_alpha")) * (cfg.alpha_init / base),
+            "s_qk": cat("attn_sqk") * (1 / base),
+            "s_u": cat("mlp_su") * cfg.n_embd ** 0.5,
+            "s_z": params["sz"] * (cfg.sz_init / base)}
+
 def alloc_params(cfg):
     """One contiguous float64 buffer and a dict of views into it, one per parameter (zeros).
 
@@ -943,8 +959,9 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
 CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1
 
 
-def _atomic_write(path, write):
-    """write(f) into a temp file in the same directory, then os.replace: readers never see half a file."""
+def atomic_write(path, write):
+    """write(f) (f a binary file) into a temp file in the same directory, then os.replace: readers never see
+    half a file, and an existing file is only replaced by a complete new one."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
     try:
@@ -974,7 +991,7 @@ def save_checkpoint(path, state):
     arrays = {f"param:{k}": a for k, a in state.params.items()}
     arrays.update(adam_m=state.m, adam_v=state.v, train_loss=np.asarray(state.train_loss, dtype=np.float64),
                   val_loss=np.asarray(state.val_loss, dtype=np.float64).reshape(-1, 2), meta=np.array(json.dumps(meta)))
-    _atomic_write(path, lambda f: np.savez(f, **arrays))
+    atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
 def load_checkpoint(path):
@@ -1019,7 +1036,7 @@ def load_checkpoint(path):
 
 
 def _write_json(path, obj):
-    _atomic_write(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
+    atomic_write(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
 
 
 def plot_losses(path, state, base, title):
@@ -1047,7 +1064,7 @@ def plot_losses(path, state, base, title):
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    _atomic_write(path, lambda f: f.write(buf.getvalue()))
+    atomic_write(path, lambda f: f.write(buf.getvalue()))
 
 
 # =========================================================================== 10. CLI

@@ -31,7 +31,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,9 +41,11 @@ import numpy as np  # noqa: E402
 from microgpt import (  # noqa: E402
     GPTConfig,
     InputError,
+    atomic_write,
     baselines,
     build_vocab,
     doc_tokens,
+    effective_scales,
     evaluate,
     init_params,
     load_corpus,
@@ -56,22 +57,6 @@ SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
 
 
 # =========================================================================== measuring
-
-def effective_scales(params, cfg):
-    """The scales the sphere forward pass actually multiplies by (microgpt stores them rescaled).
-
-    Mirrors microgpt._forward_sphere_np (tests check it against the forward cache):
-    alpha = |param| * alpha_init * sqrt(C), s_qk = param * sqrt(C), s_u = param * sqrt(C),
-    s_z = param * sz_init * sqrt(C). Layers are concatenated: group -> 1-D array.
-    """
-    root_c = cfg.n_embd ** 0.5
-    cat = lambda name: np.concatenate([params[f"layer{i}.{name}"] for i in range(cfg.n_layer)])  # noqa: E731
-    return {"alpha_A": np.abs(cat("attn_alpha")) * cfg.alpha_init * root_c,
-            "alpha_M": np.abs(cat("mlp_alpha")) * cfg.alpha_init * root_c,
-            "s_qk": cat("attn_sqk") * root_c,
-            "s_u": cat("mlp_su") * root_c,
-            "s_z": params["sz"] * cfg.sz_init * root_c}
-
 
 def eval_points(steps, n_log=32, n_lin=16):
     """Steps at which val loss is measured: log-spaced (dense early, where targets are crossed first)
@@ -362,23 +347,8 @@ def markdown(summary, main_key, data, opts, runtime):
 
 # =========================================================================== files and plots
 
-def atomic_write(path, write, mode="w"):
-    """write(f) into a temp file in the same directory, then os.replace: never half a file on disk."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.splitext(path)[1])
-    try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
-            write(f)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be read by everyone
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save_fig(fig, path):
-    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100), mode="wb")
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
 
 
 COLORS = {"rmsnorm": "tab:blue", "sphere": "tab:orange", "sphere+riemannian": "tab:green"}
@@ -639,8 +609,9 @@ def main(argv=None):
            "main_setting": main_key, "scale_groups": list(SCALE_GROUPS), "summary": summary,
            "runs": [{"setting": f"bs{s[0]}_L{s[1]}", "arm": name, "best_lr": rec["best_lr"],
                      "sweep": rec["sweep"], "seeds": rec["seeds"]} for (s, name), rec in results.items()]}
-    atomic_write(os.path.join(out, "results.json"), lambda f: json.dump(raw, f, separators=(",", ":")))
-    atomic_write(os.path.join(out, "results.md"), lambda f: f.write(md))
+    atomic_write(os.path.join(out, "results.json"),
+                 lambda f: f.write(json.dumps(raw, separators=(",", ":")).encode("utf-8")))
+    atomic_write(os.path.join(out, "results.md"), lambda f: f.write(md.encode("utf-8")))
     plots(summary, settings, main_setting, arms, results, data, opts, out)
     print(md)
     print(f"done in {fmt_time(runtime[0])} wall ({fmt_time(runtime[1])} CPU); wrote results.md, results.json "

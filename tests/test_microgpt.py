@@ -316,3 +316,25 @@ def test_sample_respects_prompt_block_size_and_seed():
         mg.sample(params, cfg, VOCAB, temperature=0)
     with pytest.raises(mg.InputError, match="'Z'"):
         mg.sample(params, cfg, VOCAB, prompt="Zed")
+
+
+def test_effective_scales_match_the_forward_pass():
+    cfg = GPTConfig(vocab_size=7, n_embd=8, n_head=2, n_layer=2, block_size=6, norm="sphere", alpha_init=0.3,
+                    sz_init=4.0)
+    params = init_params(cfg, seed=1)
+    init = mg.effective_scales(params, cfg)  # the initial values: alpha_init, 1, sqrt(C), sz_init
+    for name, expected in (("alpha_A", 0.3), ("alpha_M", 0.3), ("s_qk", 1.0), ("s_u", 8 ** 0.5), ("s_z", 4.0)):
+        np.testing.assert_allclose(init[name], expected, rtol=1e-12)
+    rng = np.random.default_rng(0)
+    for v in params.values():  # move the scales away from their init so a wrong factor would show
+        if v.ndim == 1:
+            v *= rng.uniform(-2, 2, v.shape)
+    eff = mg.effective_scales(params, cfg)
+    logits, cache = mg.forward_np(params, np.array([[6, 1, 2, 3]]), cfg)
+    np.testing.assert_allclose(logits, cache["lm"] * eff["s_z"], rtol=1e-12)
+    for i, c in enumerate(cache["layers"]):
+        np.testing.assert_allclose(c["res_a"]["alpha"], eff["alpha_A"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(c["res_m"]["alpha"], eff["alpha_M"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(c["u"], c["u_raw"] * eff["s_u"][i * 32:(i + 1) * 32], rtol=1e-12)
+        sqk = eff["s_qk"][i * 8:(i + 1) * 8].reshape(2, 1, 4)
+        np.testing.assert_allclose(c["q"], c["qn"] * sqk, rtol=1e-12)
