@@ -49,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
@@ -996,11 +997,15 @@ def save_checkpoint(path, state):
 
 def load_checkpoint(path):
     """A TrainState from save_checkpoint's file; InputError if it is missing, corrupt or incompatible."""
+    if not os.path.exists(path):
+        raise InputError(f"checkpoint {path!r} not found")
+    if not os.path.isfile(path):
+        raise InputError(f"checkpoint {path!r} is not a file")
+    if not zipfile.is_zipfile(path):  # else np.load would guess at a pickle and say so, which misleads
+        raise InputError(f"checkpoint {path!r} is corrupt or not a microgpt checkpoint (not a .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise InputError(f"checkpoint {path!r} not found") from None
     except Exception as e:  # zip, npy header, truncation, pickle refusal: all mean "not a valid checkpoint"
         raise InputError(f"checkpoint {path!r} is corrupt or not a microgpt checkpoint ({type(e).__name__}: {e})"
                          ) from None
