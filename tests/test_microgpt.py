@@ -64,6 +64,97 @@ def test_config_rejects_bad_values(kwargs, match):
         GPTConfig(vocab_size=27, **kwargs)
 
 
+def test_retraction_rows_and_columns_as_the_issue_lists():
+    """Written from issue 3, not from sphere_axes: rows of wte, wpe, lm_head, wq/wk/wv, fc1; columns of wo, fc2."""
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=2, norm="sphere")
+    params = init_params(cfg, seed=0)
+    rng = np.random.default_rng(1)
+    for a in params.values():
+        a[...] = rng.normal(size=a.shape)
+    scales = {k: a.copy() for k, a in params.items() if a.ndim == 1}
+    mg.retract(params, cfg)
+    rows = ["wte", "wpe", "lm_head"] + [f"layer{i}.{n}" for i in range(2)
+                                         for n in ("attn_wq", "attn_wk", "attn_wv", "mlp_fc1")]
+    cols = [f"layer{i}.{n}" for i in range(2) for n in ("attn_wo", "mlp_fc2")]
+    assert sorted(rows + cols) == sorted(k for k, a in params.items() if a.ndim == 2)
+    for key in rows:
+        np.testing.assert_allclose(np.linalg.norm(params[key], axis=1), 1.0, rtol=1e-14, err_msg=key)
+    for key in cols:
+        np.testing.assert_allclose(np.linalg.norm(params[key], axis=0), 1.0, rtol=1e-14, err_msg=key)
+    for key, a in scales.items():  # the scale vectors are not normalized
+        np.testing.assert_array_equal(params[key], a)
+
+
+def reference_logits(params, tokens, cfg):
+    """Issue 3's equations for one sequence, one position at a time, in plain NumPy (independent of microgpt)."""
+    C, H = cfg.n_embd, cfg.n_head
+    hd, base = C // H, C ** -0.5
+    P = {k: np.asarray(a) for k, a in params.items()}
+    norm = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    rms = lambda v: v / np.sqrt(np.mean(v * v) + 1e-5)  # noqa: E731
+    soft = lambda z: np.exp(z - z.max()) / np.exp(z - z.max()).sum()  # noqa: E731
+    keys, vals, out = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)], []
+    for pos, tok in enumerate(tokens):
+        e = P["wte"][tok] + P["wpe"][pos]
+        if cfg.norm == "rmsnorm":
+            x = rms(e)
+            for i in range(cfg.n_layer):
+                L = lambda n, i=i: P[f"layer{i}.{n}"]  # noqa: E731
+                xn = rms(x)
+                q, k, v = L("attn_wq") @ xn, L("attn_wk") @ xn, L("attn_wv") @ xn
+                keys[i].append(k)
+                vals[i].append(v)
+                heads = []
+                for s in range(0, C, hd):
+                    w = soft(np.array([q[s:s + hd] @ kt[s:s + hd] / np.sqrt(hd) for kt in keys[i]]))
+                    heads.append(sum(wt * vt[s:s + hd] for wt, vt in zip(w, vals[i])))
+                x = L("attn_wo") @ np.concatenate(heads) + x
+                x = L("mlp_fc2") @ np.maximum(L("mlp_fc1") @ rms(x), 0) + x
+            out.append(P["lm_head"] @ x)
+        else:
+            h = norm(e)
+            for i in range(cfg.n_layer):
+                L = lambda n, i=i: P[f"layer{i}.{n}"]  # noqa: E731
+                sqk = L("attn_sqk") * (1 / base)
+                q, k, v = L("attn_wq") @ h, L("attn_wk") @ h, L("attn_wv") @ h
+                k = np.concatenate([sqk[s:s + hd] * norm(k[s:s + hd]) for s in range(0, C, hd)])
+                keys[i].append(k)
+                vals[i].append(v)
+                heads = []
+                for s in range(0, C, hd):
+                    q_h = sqk[s:s + hd] * norm(q[s:s + hd])
+                    w = soft(np.array([q_h @ kt[s:s + hd] * np.sqrt(hd) for kt in keys[i]]))
+                    heads.append(sum(wt * vt[s:s + hd] for wt, vt in zip(w, vals[i])))
+                h_a = L("attn_wo") @ np.concatenate(heads)
+                alpha_a = np.abs(L("attn_alpha") * (0.05 / base))
+                h = norm(norm(h) + alpha_a * (norm(h_a) - norm(h)))
+                u = (L("mlp_fc1") @ h) * (L("mlp_su") * np.sqrt(C))
+                h_m = L("mlp_fc2") @ np.maximum(u, 0)
+                alpha_m = np.abs(L("mlp_alpha") * (0.05 / base))
+                h = norm(norm(h) + alpha_m * (norm(h_m) - norm(h)))
+            out.append((P["lm_head"] @ h) * (P["sz"] * (1 / base)))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+def test_both_engines_compute_the_issues_equations(norm):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=2, block_size=8, norm=norm)
+    params = init_params(cfg, seed=4)
+    rng = np.random.default_rng(2)
+    for a in params.values():  # scales off their init, some alphas negative: every factor matters
+        if a.ndim == 1:
+            a *= rng.uniform(-2, 2, a.shape)
+    tokens = mg.doc_tokens("mallory", VOCAB)[:cfg.block_size]
+    expected = reference_logits(params, tokens, cfg)
+    logits_np, _ = mg.forward_np(params, tokens, cfg)
+    assert rel_err(logits_np, expected) <= 1e-12
+    state_dict = mg.values_from_params(params)
+    model = mg.gpt_sphere if norm == "sphere" else mg.gpt
+    keys, values = [[] for _ in range(2)], [[] for _ in range(2)]
+    logits_value = [[x.data for x in model(t, pos, keys, values, state_dict, cfg)] for pos, t in enumerate(tokens)]
+    assert rel_err(logits_value, expected) <= 1e-12
+
+
 # ----------------------------------------------------------------------------- engines agree
 
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
@@ -146,6 +237,28 @@ def test_loss_and_grads_rejects_bad_docs():
         loss_and_grads(params, [[V - 1, V, V - 1]], cfg, engine="numpy")
     with pytest.raises(ValueError, match="engine"):
         loss_and_grads(params, toks(["bob"]), cfg, engine="torch")
+
+
+def test_adam_is_the_reference_update():
+    """The reference microgpt's per-parameter Adam loop, constants written out: beta1 .85, beta2 .99, eps 1e-8,
+    lr .01 decaying linearly to 0; adam_step (called with its defaults, as train does) must match it."""
+    import inspect
+    assert inspect.signature(mg.train).parameters["lr"].default == 0.01 == mg.DEFAULTS["lr"]
+    rng = np.random.default_rng(0)
+    n, num_steps = 7, 5
+    flat, m, v = rng.normal(size=n), np.zeros(n), np.zeros(n)
+    data, m_ref, v_ref = flat.tolist(), [0.0] * n, [0.0] * n
+    for step in range(num_steps):
+        grad = rng.normal(size=n)
+        mg.adam_step(flat, grad, m, v, step, num_steps)
+        lr_t = 0.01 * (1 - step / num_steps)
+        for i in range(n):
+            m_ref[i] = 0.85 * m_ref[i] + (1 - 0.85) * grad[i]
+            v_ref[i] = 0.99 * v_ref[i] + (1 - 0.99) * grad[i] ** 2
+            m_hat = m_ref[i] / (1 - 0.85 ** (step + 1))
+            v_hat = v_ref[i] / (1 - 0.99 ** (step + 1))
+            data[i] -= lr_t * m_hat / (v_hat ** 0.5 + 1e-8)
+        np.testing.assert_allclose(flat, data, rtol=1e-14, atol=0)
 
 
 # ----------------------------------------------------------------------------- sphere invariants
