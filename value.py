@@ -65,24 +65,24 @@ class Value:
         return Value(self.data * other, (self,), (float(other),), "*")
 
     def __truediv__(self, other):
-        # d(a/b)/da = 1/b,  d(a/b)/db = -a/b^2
+        # d(a/b)/da = 1/b,  d(a/b)/db = -a/b^2. _divide computes both, and raises a clear error on b == 0 or
+        # on overflow (for a tiny b, 1/b or a/b^2 can overflow even when a/b itself is finite).
         if isinstance(other, Value):
-            b = other.data
-            if b == 0:
-                raise ZeroDivisionError(f"Value division (/): {self.data!r} / {b!r} divides by zero "
-                                        f"(denominator {other!r})")
-            return Value(self.data / b, (self, other), (1.0 / b, -self.data / (b * b)), "/")
-        if other == 0:
-            raise ZeroDivisionError(f"Value division (/): {self.data!r} / {other!r} divides by zero")
-        return Value(self.data / other, (self,), (1.0 / other,), "/")
+            out, inv, db = _divide(self.data, other.data)
+            return Value(out, (self, other), (inv, db), "/")
+        out, inv, _ = _divide(self.data, other)
+        return Value(out, (self,), (inv,), "/")
 
     def __rtruediv__(self, other):  # other / self, other a plain number
-        # d(c/b)/db = -c/b^2
-        b = self.data
-        if b == 0:
-            raise ZeroDivisionError(f"Value division (/): {other!r} / {b!r} divides by zero "
-                                    f"(denominator {self!r})")
-        return Value(other / b, (self,), (-other / (b * b),), "/")
+        out, _, db = _divide(other, self.data)  # d(c/b)/db = -c/b^2
+        return Value(out, (self,), (db,), "/")
+
+    def __rpow__(self, base):
+        # base ** Value: Python falls back to this when the base is a plain number. A Value exponent is not
+        # supported (d(c^x)/dx = c^x log c would need log of the base, and no op in the chapters uses it), so
+        # say so in the same words as __pow__ instead of Python's "unsupported operand type(s)".
+        raise TypeError(f"Value power (**): {base!r} ** Value is not supported, the exponent must be a plain "
+                        f"int or float (got exponent {self!r})")
 
     def __pow__(self, exponent):
         # d(x^n)/dx = n x^(n-1); only a plain-number exponent is supported.
@@ -189,6 +189,21 @@ class Value:
 
     def __repr__(self):
         return f"Value(data={self.data:.6g}, grad={self.grad:.6g}{', op=' + repr(self._op) if self._op else ''})"
+
+
+def _divide(a, b):
+    """(a / b, d(a/b)/da, d(a/b)/db) for the two division ops, with one clear error instead of inf or NaN.
+
+    d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for |b| < 1e-162 and turn
+    into Python's bare "float division by zero" although b != 0.
+    """
+    if b == 0:
+        raise ZeroDivisionError(f"Value division (/): {a!r} / {b!r} divides by zero")
+    out, inv = a / b, 1.0 / b
+    db = -out * inv
+    if not (math.isfinite(inv) and math.isfinite(db)):  # a/b = inf makes db inf; 0 * (1/b = inf) makes it NaN
+        raise OverflowError(f"Value division (/): {a!r} / {b!r} (or its derivative) overflows a float")
+    return out, inv, db
 
 
 def topological_order(root):

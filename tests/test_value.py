@@ -56,6 +56,11 @@ BINARY_AND_UNARY = {
     "pow -1.5": (lambda v: v[0] ** -1.5, [1.3]),
     "pow 0.5": (lambda v: v[0] ** 0.5, [1.3]),
     "pow -0.5 (rmsnorm)": (lambda v: (v[0] + 1e-5) ** -0.5, [12.5]),
+    "pow -2": (lambda v: v[0] ** -2, [1.3]),
+    "pow -1 neg base": (lambda v: v[0] ** -1, [-1.7]),
+    "pow -3 neg base": (lambda v: v[0] ** -3, [-1.2]),
+    "pow 3.0 neg base": (lambda v: v[0] ** 3.0, [-1.7]),  # an integral float exponent is fine for x < 0
+    "pow 1": (lambda v: v[0] ** 1, [1.3]),
     "neg": (lambda v: -v[0], [1.3]),
     "log": (lambda v: v[0].log(), [1.3]),
     "exp": (lambda v: v[0].exp(), [1.3]),
@@ -91,6 +96,30 @@ def test_relu_at_zero_has_zero_gradient():
     x = Value(0.0)
     x.relu().backward()
     assert x.grad == 0.0
+
+
+def test_tanh_saturates_to_zero_gradient_not_nan():
+    # far out tanh rounds to exactly +-1, so 1 - t^2 is exactly 0: a dead unit, never NaN
+    for x0 in (30.0, -30.0, 1e300):
+        x = Value(x0)
+        y = x.tanh()
+        y.backward()
+        assert (abs(y.data), x.grad) == (1.0, 0.0)
+    # before it saturates the local gradient still carries its digits: 1 - tanh^2 = 1 / cosh^2
+    x = Value(8.0)
+    x.tanh().backward()
+    assert x.grad == pytest.approx(1.0 / math.cosh(8.0) ** 2, rel=1e-7)
+
+
+def test_division_by_tiny_denominators():
+    # d(a/b)/db = -a/b^2 must not square b: 1e-170 ** 2 underflows to 0 (a bare "float division by zero")
+    a, b = Value(1e-170), Value(1e-170)
+    y = a / b
+    y.backward()
+    assert (y.data, a.grad, b.grad) == (1.0, 1e170, -1e170)
+    c = Value(1e-165)
+    (1e-170 / c).backward()
+    assert c.grad == pytest.approx(-1e160, rel=1e-15)  # -1e-170 / c^2, while c^2 = 1e-330 rounds to 0
 
 
 def test_pow_edge_cases_at_zero():
@@ -301,6 +330,10 @@ ERRORS = [
     ("pow neg ** frac", lambda: Value(-8.0) ** 0.5, ValueError, ["**", "-8.0", "0.5"]),
     ("pow 0 ** 0.5", lambda: Value(0.0) ** 0.5, ValueError, ["**", "0.0", "0.5"]),
     ("pow overflow", lambda: Value(1e200) ** 2, OverflowError, ["**", "1e+200", "2"]),
+    ("pow number ** Value", lambda: 2.0 ** Value(3.5), TypeError, ["**", "2.0", "data=3.5"]),
+    ("div overflow", lambda: Value(1e300) / Value(1e-10), OverflowError, ["/", "1e+300", "1e-10"]),
+    ("div grad overflow", lambda: 1.0 / Value(1e-200), OverflowError, ["/", "1.0", "1e-200", "derivative"]),
+    ("div 0 by subnormal", lambda: Value(0.0) / 1e-320, OverflowError, ["/", "0.0", "1e-320"]),
 ]
 
 
