@@ -1135,12 +1135,28 @@ def _validate_args(a):
         value = getattr(a, name)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise InputError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
+    if a.seed is not None and a.seed < 0:
+        raise InputError(f"--seed must be a non-negative integer, got {a.seed}")
     if a.sample_only and not a.checkpoint:
         raise InputError("--sample-only needs --checkpoint PATH")
+    if a.sample_only and a.resume:
+        raise InputError("--sample-only and --resume exclude each other (sample from a checkpoint, or train on)")
+    if a.checkpoint and not (a.resume or a.sample_only):
+        raise InputError("--checkpoint is only read with --resume or --sample-only (to train from scratch, omit it)")
     if a.resume and not (a.checkpoint or a.out):
         raise InputError("--resume needs --checkpoint PATH or --out DIR (containing checkpoint.npz)")
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         raise InputError(f"--out {a.out!r} exists and is not a directory")
+
+
+def _prepare_out(out):
+    """Create --out and check that files can be written into it, before any training time is spent."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise InputError(f"--out {out!r} is not a writable directory ({e.strerror or e})") from None
 
 
 def _print_samples(samples, temperature, prompt):
@@ -1158,6 +1174,10 @@ def main(argv=None):
     except InputError as e:
         print(f"microgpt: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside the training loop (loading, sampling, writing), or a second one
+        print("\nmicrogpt: interrupted; stopped without saving (files already written are complete: writes are "
+              "atomic)", file=sys.stderr)
+        return 130
 
 
 def _run(a):
@@ -1219,7 +1239,7 @@ def _run(a):
     if resume is not None:
         print(f"resuming from step {resume.step} of {steps}")
     if out:
-        os.makedirs(out, exist_ok=True)
+        _prepare_out(out)
     ckpt = os.path.join(out or "out", "checkpoint.npz")
 
     tty = sys.stdout.isatty()

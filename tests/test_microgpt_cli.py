@@ -167,6 +167,9 @@ def bad_input_cases(tmp_path, corpus):
         (["--corpus", corpus, "--temperature", "-1"], "--temperature must be a positive"),
         (["--corpus", corpus, "--prompt", "Zoë!"], "'Z' 'ë' '!'"),
         (["--corpus", corpus, "--riemannian"], "--riemannian needs --norm sphere"),
+        (["--corpus", corpus, "--seed", "-1"], "--seed must be a non-negative integer"),
+        (["--corpus", corpus, "--checkpoint", str(tmp_path / "garbage.npz")], "only read with --resume or --sample"),
+        (["--sample-only", "--resume", "--checkpoint", str(tmp_path / "foreign.npz")], "exclude each other"),
         (["--sample-only"], "--sample-only needs --checkpoint"),
         (["--sample-only", "--checkpoint", str(tmp_path / "nope.npz")], "not found"),
         (["--sample-only", "--checkpoint", str(tmp_path / "garbage.npz")], "corrupt"),
@@ -187,6 +190,28 @@ def test_every_bad_input_gives_one_clear_message(tmp_path, corpus, capsys):
         assert err.startswith("microgpt: error:") and err.count("\n") == 1, (argv, err)
         assert "step" not in out, argv  # failed before training
         assert snapshot(out_dir) == before, argv  # nothing overwritten
+
+
+def test_out_that_cannot_hold_files(tmp_path, corpus, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("keep me")
+    code, out, err = run(capsys, TINY + ["--corpus", corpus, "--out", str(blocker / "sub")])
+    assert code == 2 and "is not a writable directory" in err and "step" not in out
+    assert blocker.read_text() == "keep me"
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.access(locked, os.W_OK):
+        pytest.skip("running as root: permissions do not stop writes")
+    code, out, err = run(capsys, TINY + ["--corpus", corpus, "--out", str(locked)])
+    assert code == 2 and "is not a writable directory" in err and "step" not in out
+
+
+def test_ctrl_c_outside_training_exits_cleanly(corpus, capsys, monkeypatch):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(mg, "load_corpus", interrupted)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus])
+    assert code == 130 and "interrupted" in err
 
 
 def test_truncated_checkpoint_and_conflicting_resume(tmp_path, corpus, capsys):
