@@ -118,21 +118,32 @@ print("zero vector: y =", [v.data for v in out], " grad =", [v.grad for v in z],
 
 # %% [markdown]
 # どの大きさの入力なら float16 だけで正規化できるのかを、入力の大きさ $s$ を $10^{-9}$ から $10^{6}$ まで振って調べます
-# （$x = s\,[1, 2, 3]/\sqrt{14}$、float16 に丸めたもの）。出力ノルムは 1 であるべきです。
-# float16 だけで計算すると、小さい側では二乗のアンダーフローで `inf`/`NaN`、大きい側では二乗のオーバーフロー（上限 65504）でノルムが `inf` になり出力が 0 に潰れます。
-# ノルムを float32 で計算する安全策では全域で 1 です（灰色の範囲では入力そのものが float16 で 0 に丸められ、安全策はゼロベクトルを NaN ではなく 0 として返します）。
+# （$x = s\,[1, 2, 3]/\sqrt{14}$ を float16 に丸めたもの）。出力ノルムは 1 であるべきです。
+#
+# - **float16 だけで計算**：小さい側では二乗のアンダーフローでノルムが 0 になり、結果は `inf`／`NaN`。
+#   その少し上（$s \sim 10^{-4}$）では二乗が非正規化数の範囲に入って精度が粗く、ノルムが 1 からずれます。
+#   大きい側では二乗のオーバーフロー（float16 の最大値 65504）でノルムが `inf` になり、出力が 0 に潰れます。
+# - **ノルムを float32 で計算し $\epsilon$ で守る安全策**：入力が float16 で表せる範囲ではどこでも 1 です
+#   （float16 の丸めの範囲で）。左の灰色の範囲では入力そのものが 0 に丸められ、安全策は NaN ではなくゼロベクトルを返します。
+#   右の灰色の範囲では入力の成分がすでに `inf` で、どんな正規化でも救えません（正規化より前、入力を作る段階のオーバーフロー）。
 
 # %%
 scales = np.logspace(-9, 6, 400)
 direction = np.array([1.0, 2.0, 3.0]) / np.sqrt(14.0)
-naive, safe_norms = [], []
+naive, safe_norms, zero_in, inf_in = [], [], [], []
 with np.errstate(all="ignore"):
     for s in scales:
         v16 = (s * direction).astype(np.float16)
+        zero_in.append(not v16.any())
+        inf_in.append(not np.isfinite(v16).all())
         n16 = np.sqrt(np.sum(v16 * v16))
         naive.append(np.linalg.norm((v16 / n16).astype(np.float64)))
         safe_norms.append(np.linalg.norm(l2_normalize_np(v16.astype(np.float32)).astype(np.float16).astype(np.float64)))
 naive, safe_norms = np.array(naive), np.array(safe_norms)
+zero_in, inf_in = np.array(zero_in), np.array(inf_in)
+in_range = ~zero_in & ~inf_in
+print(f"input representable in float16 for s in [{scales[in_range].min():.1e}, {scales[in_range].max():.1e}]; "
+      f"there the safe version gives |y| within {np.abs(safe_norms[in_range] - 1).max():.1e} of 1")
 
 fig, ax = plt.subplots(figsize=(9, 3.8))
 ok = np.isfinite(naive)
@@ -140,7 +151,8 @@ ax.semilogx(scales[ok], naive[ok], ".", ms=3, label="float16 only: x / ||x||")
 ax.semilogx(scales[~ok], np.full((~ok).sum(), 1.6), "x", color="tab:red", ms=4,
             label="float16 only: result is inf or NaN (drawn at 1.6)")
 ax.semilogx(scales, safe_norms, "-", color="tab:green", label="norm in float32 with eps, then float16")
-ax.axvspan(scales[0], 2.0 ** -24, color="0.9", label="input rounds to 0 in float16")
+ax.axvspan(scales[0], scales[zero_in].max(), color="0.9", label="input rounds to 0 / overflows to inf in float16")
+ax.axvspan(scales[inf_in].min(), scales[-1], color="0.9")
 ax.set(xlabel="input scale s = ||x||", ylabel="||normalized x||", ylim=(-0.1, 1.8),
        title="L2 normalization in float16: underflow (left), overflow (right)")
 ax.legend(fontsize=8, loc="lower center")
@@ -265,7 +277,8 @@ plt.show()
 fig, ax = plt.subplots(subplot_kw={"projection": "polar"}, figsize=(5.5, 5.5))
 for k in kappas:
     ax.plot(theta, pdfs[k], label=f"κ = {k}")
-ax.set_title("vMF density on the circle (polar axes, radius = density)")
+ax.set_rlabel_position(112.5)   # radial tick labels away from the curves (which point to theta = 0)
+ax.set_title("vMF density on the circle (polar axes, radius = density)", pad=14)
 ax.legend(loc="lower left", bbox_to_anchor=(-0.15, -0.12), fontsize=8)
 plt.tight_layout()
 plt.show()
@@ -286,9 +299,10 @@ for i, k in enumerate([0, 1, 10, 100]):
     ax = fig.add_subplot(1, 4, i + 1, projection="3d")
     ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.5)
     ax.scatter(s[:, 0], s[:, 1], s[:, 2], s=3, alpha=0.6, label="samples")
-    ax.quiver(0, 0, 0, *(1.3 * mu3), color="tab:red", lw=2, label="μ")
+    ax.quiver(0, 0, 0, *(1.3 * mu3), color="tab:red", lw=2, arrow_length_ratio=0.12, label="μ")
     ax.set(title=f"vMF on S^2, κ = {k}", xlabel="x", ylabel="y", zlabel="z",
-           xlim=(-1, 1), ylim=(-1, 1), zlim=(-1, 1), box_aspect=(1, 1, 1))
+           xlim=(-1, 1), ylim=(-1, 1), zlim=(-1, 1), box_aspect=(1, 1, 1),
+           xticks=[-1, 0, 1], yticks=[-1, 0, 1], zticks=[-1, 0, 1])
     ax.legend(loc="upper left", fontsize=8)
 plt.tight_layout()
 plt.show()
@@ -326,7 +340,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# 同じ κ でも次元が高いほど $\bar R$ は小さい（$A_d(\kappa) \approx \kappa/d$）：高次元の球面では、同じ「まとまり」に見えるためにより大きな κ が要ります。
+# 同じ κ でも次元が高いほど $\bar R$ は小さい（κ が小さいうちは $A_d(\kappa) \approx \kappa/d$）：高次元の球面では、同じ「まとまり」に見えるためにより大きな κ が要ります。
 # サンプル数が少なく κ が小さい（ほぼ一様）と、推定は上に偏ります（ランダムな点の平均もわずかに長さを持つため）。
 
 # %% [markdown]
@@ -380,6 +394,10 @@ for _ in range(60):
     hist["proj"].append(f(xp))
 print(f"after 60 steps: f = {hist['riem'][-1]:.6f} (Riemannian), {hist['proj'][-1]:.6f} (projected); "
       f"minimum -λ_max = {-lam_max:.6f}; both |x| = {np.linalg.norm(xr):.15f}, {np.linalg.norm(xp):.15f}")
+print(f"last step: drift before retraction {drift['riem'][-1]:.1e} (Riemannian) vs {drift['proj'][-1]:.3f} (projected); "
+      f"at the minimum g = -2 λ_max x is purely radial, so the projected drift -> 2 η λ_max = {2 * lr * lam_max:.3f}")
+print(f"near the minimum the projected step moves along the sphere only 1 / (1 + 2 η λ_max) = "
+      f"{1 / (1 + 2 * lr * lam_max):.3f} as far as the Riemannian one")
 
 fig, axes = plt.subplots(1, 3, figsize=(15, 4))
 axes[0].loglog(lrs, drift_riem, "o-", ms=3, label="tangent step x - η grad_S f")
@@ -401,8 +419,15 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# どちらもリトラクション後は厳密に球面上（ノルム 1）にあり、学習率が小さいうちは同じように収束します（講義の「学習率が十分小さければ、リーマン勾配降下法に近い挙動」）。
-# 違いはリトラクション前のずれの **次数** で、射影勾配法では勾配の半径方向成分が1歩の実効的な大きさも変えてしまいます。
+# どちらもリトラクション後は厳密に球面上（ノルム 1）にあり、どちらも最小値へ収束します。$\eta \to 0$ では2つの1歩の差は $\eta^2$ の程度なので、
+# 講義のとおり「学習率が十分小さければ、リーマン勾配降下法に近い挙動」です。違いはリトラクション前のずれの **次数** に現れます。
+#
+# - 左：1歩のずれ。接平面内の1歩は傾き 2、ユークリッド勾配の1歩は傾き 1。射影勾配法の曲線の谷は、半径方向成分 $g^\top x > 0$ による1次の縮みと
+#   2次の伸びが打ち消し合って、たまたまノルムが 1 に戻る $\eta$ です。
+# - 中：学習の途中のずれ。最小点に近づくとリーマン勾配は 0 に向かうのでずれも消えますが、ユークリッド勾配 $g = -2Ax \approx -2\lambda_{\max} x$ は
+#   ほぼ **半径方向だけ** になり、射影勾配法は毎回「$x$ を $1 + 2\eta\lambda_{\max}$ 倍に伸ばして正規化で戻す」ことを繰り返します（上の出力の値）。
+# - 右：$\eta = 0.05$ ではその分だけ射影勾配法が遅い。半径方向成分で伸びた $x$ を正規化で割り戻すとき、接方向の1歩も同じ比率で縮むからです。
+#
 # リトラクションと厳密な測地線の1歩（指数写像 `sphere.exp_map`）の差は $\eta$ の3次です。
 
 # %%
@@ -441,7 +466,9 @@ for norm in ("rmsnorm", "sphere"):
 print(f"{len(docs)} names, vocab {len(vocab)} + BOS; baselines (val):",
       {k: round(v, 4) for k, v in base.items()})
 for norm, (cfg, st) in runs.items():
-    print(f"{norm:8s} final val loss {st.val_loss[-1][1]:.4f}")
+    below = [step for step, loss in st.val_loss if loss < base["bigram"]]
+    print(f"{norm:8s} first eval with val loss below the bigram baseline: step {below[0] if below else 'none'}; "
+          f"final val loss {st.val_loss[-1][1]:.4f}")
 
 # %%
 fig, ax = plt.subplots(figsize=(10, 4.5))
@@ -462,8 +489,10 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# どちらも数十ステップでバイグラムの基準を下回ります。この小さなモデル（$C = 16$、1層）と短い学習では、球面モードが速く学習するわけではなく、
-# 最終的な検証損失はわずかに RMSNorm モードのほうが低くなっています。講義の注意どおり、nGPT の「4～20倍」は大きなモデルでの報告で、
+# どちらのモードも 100 ステップ以内にバイグラムの基準を下回り、その後は同じような曲線をたどります（正確なステップと最終値は上の出力）。
+# この小さなモデル（$C = 16$、1層）と短い学習では、球面モードが目に見えて速く学習するわけではありません。
+# 学習率の掃引と 5 つのシードで比べた実験（[`experiments/results/names/results.md`](../experiments/results/names/results.md)）でも、
+# このスケールでは RMSNorm のほうが少し速く、少し低い損失に届きます。講義の注意どおり、nGPT の「4～20倍」は大きなモデルでの報告で、
 # 高速化の理由もまだ仮説段階です。ここで確かめられるのは、球面制約が学習を壊さずに **厳密に** 保たれることです。
 #
 # 次に、学習後のモデルで **ノルムの分布** を比べます。検証用の名前 200 個を `microgpt.forward_np` に通し、
