@@ -11,7 +11,7 @@
 #    どう積み上げるかを、ノードごとの表で見る（`value.trace_backward`）。
 # 3. micrograd でおなじみの式で、勾配を手計算・公開値・数値微分（中心差分）と照合する。
 # 4. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること。
-# 5. 100 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由。
+# 5. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる）。
 # 6. Graphviz の DOT テキスト（`value.to_dot`）。
 
 # %%
@@ -32,7 +32,7 @@ plt.rcParams["figure.dpi"] = 110
 #
 # 各 `Value` は `data`（順伝播の値）、`grad`（根 $L$ に対する微分）、子ノード、そして
 # **子に対する局所勾配**（順伝播のときに計算済み）を持ちます。`labels` で名前を付けて描きます。
-# 箱は値（上段が名前、`data`、`grad`）、丸は演算（名前が長いものは横長の角丸）、辺の小さな数字は局所勾配 $\partial(\text{親})/\partial(\text{子})$ です。
+# 箱は値（上段が名前、`data`、`grad`。葉は橙、演算の結果は青）、丸は演算（名前が長いものは横長の角丸）、辺の小さな数字は局所勾配 $\partial(\text{親})/\partial(\text{子})$ です。
 
 # %%
 a, b, c, f = Value(2.0), Value(-3.0), Value(10.0), Value(-2.0)
@@ -214,7 +214,7 @@ print("backward visits  :", [names[v] for v in reversed(topological_order(L))])
 
 # %% [markdown]
 # micrograd の元の実装はこの並びを **再帰関数**（`build_topo(child)` を子に対して呼ぶ）で作ります。
-# すると鎖の長さがそのまま再帰の深さになり、Python の再帰上限（既定 1000 前後）を超えると `RecursionError` で止まります。
+# すると鎖の長さがそのまま再帰の深さになり、Python の再帰上限（素の `python` では既定 1000、Jupyter のカーネルでは下の出力のとおり少し大きめ）を超えると `RecursionError` で止まります。
 # 長い系列を1ステップずつ積み上げる RNN 風の計算や、何千層もの演算を1つのグラフにすると簡単に超える深さです。
 #
 # `value.topological_order` は明示的なスタック `(node, expanded)` を使う反復版の深さ優先探索なので、
