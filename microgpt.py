@@ -897,7 +897,9 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
                 loss, ok = float("nan"), False
                 state.error = f"step {step + 1}: {e}"
             if not ok:  # stop before the update; the caller reports it and keeps the last good checkpoint
-                state.error = state.error or f"step {step + 1}: loss {loss} or its gradient is not finite (NaN/inf)"
+                if not state.error:
+                    state.error = f"step {step + 1}: " + (f"the loss is {loss} (not finite)" if not math.isfinite(loss)
+                                                          else f"the gradient is not finite (NaN/inf); loss {loss:.4f}")
                 break
             if riemannian:
                 project_grads(state.params, grads, cfg)
@@ -1241,6 +1243,8 @@ def _run(a):
     if out:
         _prepare_out(out)
     ckpt = os.path.join(out or "out", "checkpoint.npz")
+    # the checkpoint this run could fall back to: the one it resumed from, then each one it saves
+    last_good = (ckpt_path, resume.step) if resume is not None else None
 
     tty = sys.stdout.isatty()
     every = max(1, steps // 10)
@@ -1252,7 +1256,9 @@ def _run(a):
             print(("\r" if tty else "") + line + f" | val loss {info['val_loss']:.4f} (bigram {base['bigram']:.4f}, "
                   f"unigram {base['unigram']:.4f}, uniform {base['uniform']:.4f})", flush=True)
             if out:
+                nonlocal last_good
                 save_checkpoint(ckpt, info["state"])
+                last_good = (ckpt, info["step"])
         elif tty:  # a live line, overwritten in place
             print("\r" + line + "   ", end="", flush=True)
         elif info["step"] % every == 0:
@@ -1268,8 +1274,18 @@ def _run(a):
     if tty:
         print()
     if state.error:
-        where = f"; the last good checkpoint is {ckpt!r}" if os.path.exists(ckpt) else ""
-        print(f"microgpt: error: training diverged: {state.error}. Stopped{where}. Try a smaller --lr.",
+        # Nothing new is written: the weights before the bad step would only repeat it on --resume (which keeps
+        # --lr), so the fallback is the last checkpoint of this run (or the one it resumed from), left as it was.
+        if last_good is not None:
+            kept = f"the last good checkpoint is {last_good[0]!r} (step {last_good[1]})"
+        elif out:
+            first = min(state.eval_every, steps)
+            kept = f"no checkpoint was written (it diverged before the first one, due at step {first})"
+            if os.path.exists(ckpt):
+                kept += f"; the existing {ckpt!r} is from an earlier run and was left untouched"
+        else:
+            kept = "no checkpoint was written (no --out)"
+        print(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr.",
               file=sys.stderr)
         return 1
     if state.interrupted:

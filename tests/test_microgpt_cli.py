@@ -138,7 +138,15 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, corpus, capsys)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--out", str(out_dir)])
     assert code == 1
     assert "diverged" in err and "step 2" in err and "not finite" in err
+    assert "no checkpoint was written" in err and "from an earlier run and was left untouched" in err
     assert snapshot(out_dir) == before
+    # diverging after this run's own checkpoint (step 1): that one is kept, and named
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--eval-every", "1",
+                                       "--out", str(tmp_path / "run2")])
+    assert code == 1 and "the last good checkpoint is" in err and "(step 1)" in err
+    assert mg.load_checkpoint(str(tmp_path / "run2" / "checkpoint.npz")).step == 1
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200"])
+    assert code == 1 and "no checkpoint was written (no --out)" in err
 
 
 # ----------------------------------------------------------------------------- bad input
