@@ -179,6 +179,24 @@ def test_geodesic_distance_identical_antipodal_and_rounding():
     assert abs(d90 - np.pi / 2) < 1e-15
 
 
+def test_cosine_and_geodesic_of_a_zero_vector_are_finite():
+    # a zero vector normalizes to zero (no direction): cosine 0, geodesic pi/2, finite gradients, never NaN
+    v = np.array([0.6, -0.8, 0.0])
+    zs = [Value(0.0) for _ in range(3)]
+    vs = [Value(float(a)) for a in v]
+    c = sphere.cosine_similarity(zs, vs)
+    c.backward()
+    grads = [a.grad for a in zs + vs]
+    assert c.data == 0.0 and all(math.isfinite(g) for g in grads)
+    assert rel_err([a.grad for a in zs], v / 1e-8) <= 1e-12  # d(z/eps . vhat)/dz = vhat / eps
+    with np.errstate(all="raise"):  # no 0/0 or invalid-value warnings either
+        assert sphere.cosine_similarity_np(np.zeros(3), v) == 0.0
+        du, dv = sphere.cosine_similarity_np_backward(1.0, np.zeros(3), v)
+        assert rel_err(du, [a.grad for a in zs]) <= 1e-12 and rel_err(dv, [a.grad for a in vs]) <= 1e-12
+        assert sphere.geodesic_distance_np(np.zeros(3), v) == pytest.approx(np.pi / 2, abs=1e-15)
+        assert sphere.geodesic_distance_np(np.zeros(3), np.zeros(3)) == 0.0  # "identical" inputs
+
+
 # ---------------------------------------------------------------------------------------------------------
 # tangent projection, retraction, steps
 
@@ -442,6 +460,45 @@ def test_vmf_sample_w_distribution_d3():
     # d = 2: the sign of the tangent component is fair
     x = sphere.vmf_sample(np.array([1.0, 0.0]), 3.0, 10_000, rng)
     assert abs(np.mean(x[:, 1] > 0) - 0.5) < 0.02
+
+
+def ks_statistic(samples, grid, density):
+    """max |empirical CDF - CDF| where the CDF is the trapezoid integral of `density` on `grid`, normalized."""
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (density[1:] + density[:-1]) * np.diff(grid))])
+    cdf /= cdf[-1]
+    samples = np.sort(samples)
+    model = np.interp(samples, grid, cdf)
+    n = samples.size
+    return max(np.max(np.arange(1, n + 1) / n - model), np.max(model - np.arange(n) / n))
+
+
+@pytest.mark.parametrize("d,kappa", [(2, 0.7), (2, 5.0), (2, 60.0), (3, 60.0), (16, 10.0), (16, 200.0)])
+def test_vmf_sample_marginal_matches_the_density(d, kappa):
+    """Wood's sampler against the vMF marginal itself, integrated numerically (independent of sphere.py):
+    d = 2: the angle theta from mu has density prop. to exp(kappa cos theta) on (-pi, pi] (von Mises);
+    d > 2: w = mu.x has density prop. to exp(kappa w) (1 - w^2)^((d-3)/2) on [-1, 1]."""
+    rng = np.random.default_rng(RNG_SEED + 11 * d + int(kappa))
+    mu = sphere.retract(rng.standard_normal(d))
+    x = sphere.vmf_sample(mu, kappa, 10_000, rng)
+    if d == 2:
+        perp = np.array([-mu[1], mu[0]])
+        samples = np.arctan2(x @ perp, x @ mu)
+        grid = np.linspace(-np.pi, np.pi, 200_001)
+        density = np.exp(kappa * (np.cos(grid) - 1))
+    else:
+        samples = x @ mu
+        grid = np.linspace(-1.0, 1.0, 200_001)
+        density = np.exp(kappa * (grid - 1)) * np.clip(1 - grid * grid, 0, None) ** (0.5 * (d - 3))
+    # 0.1% critical value of the Kolmogorov distribution: with fixed seeds a correct sampler fails rarely
+    # if its random stream ever changes; a wrong marginal at n = 10,000 is far beyond it
+    assert ks_statistic(samples, grid, density) < 1.95 / math.sqrt(samples.size)
+
+
+def test_vmf_estimate_kappa_edge_cases():
+    mu_hat, kappa_hat = sphere.vmf_estimate_kappa(np.array([[1.0, 0.0], [-1.0, 0.0]]))  # R = 0: no direction
+    assert kappa_hat == 0.0 and np.array_equal(mu_hat, [0.0, 0.0])
+    mu_hat, kappa_hat = sphere.vmf_estimate_kappa(np.array([[0.0, 1.0, 0.0]] * 5))  # R = 1 exactly
+    assert kappa_hat == math.inf and np.array_equal(mu_hat, [0.0, 1.0, 0.0])
 
 
 @pytest.mark.parametrize("d", [3, 16])
