@@ -1161,6 +1161,11 @@ def _prepare_out(out):
         raise InputError(f"--out {out!r} is not a writable directory ({e.strerror or e})") from None
 
 
+def _corpus_id(corpus):
+    """A built-in corpus by name, a file by its absolute path: the checkpoint can be resumed from any directory."""
+    return corpus if corpus in ("names", "jp-names") else os.path.abspath(corpus)
+
+
 def _print_samples(samples, temperature, prompt):
     print(f"--- inference (new, hallucinated names; temperature {temperature}"
           + (f", prompt {prompt!r}" if prompt else "") + ") ---")
@@ -1195,20 +1200,22 @@ def _run(a):
     if a.resume:
         ckpt_path = a.checkpoint or os.path.join(a.out, "checkpoint.npz")
         resume = load_checkpoint(ckpt_path)
-        conflicts = [f"--{k.replace('_', '-')}" for k in _MODEL_FLAGS + ("batch_size", "lr", "seed", "riemannian",
-                                                                          "corpus")
-                     if getattr(a, k) is not None
-                     and getattr(a, k) != (getattr(resume.cfg, k) if k in _MODEL_FLAGS else getattr(resume, k))]
+        kept = {**asdict(resume.cfg), "batch_size": resume.batch_size, "lr": resume.lr, "seed": resume.seed,
+                "riemannian": resume.riemannian, "corpus": _corpus_id(resume.corpus)}
+        given = {k: getattr(a, k) for k in _MODEL_FLAGS + ("batch_size", "lr", "seed", "riemannian")}
+        given["corpus"] = a.corpus and _corpus_id(a.corpus)  # the same file, however it is spelled, is no conflict
+        conflicts = [f"--{k.replace('_', '-')}" for k, value in given.items() if value is not None and value != kept[k]]
         if conflicts:
-            raise InputError(f"{', '.join(conflicts)} differ from the checkpoint {ckpt_path!r}; a resumed run keeps "
+            raise InputError(f"{', '.join(conflicts)} {'differs' if len(conflicts) == 1 else 'differ'} from the "
+                             f"checkpoint {ckpt_path!r}; a resumed run keeps "
                              "its model, data and optimizer settings (only --steps, --engine and output flags change)")
-        cfg, corpus, seed = resume.cfg, resume.corpus, resume.seed
+        cfg, corpus, seed = resume.cfg, kept["corpus"], resume.seed
         steps = a.steps if a.steps is not None else resume.steps
         engine = a.engine or resume.engine
         out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
     else:
         o = {k: (getattr(a, k) if getattr(a, k) is not None else d) for k, d in DEFAULTS.items()}
-        corpus, seed, steps, engine, out = o["corpus"], o["seed"], o["steps"], o["engine"], a.out
+        corpus, seed, steps, engine, out = _corpus_id(o["corpus"]), o["seed"], o["steps"], o["engine"], a.out
     docs = load_corpus(corpus)
     vocab = build_vocab(docs)
     if resume is not None:

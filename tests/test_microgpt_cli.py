@@ -228,13 +228,27 @@ def test_truncated_checkpoint_and_conflicting_resume(tmp_path, corpus, capsys):
     ckpt = out_dir / "checkpoint.npz"
     data = ckpt.read_bytes()
     code, _, err = run(capsys, ["--resume", "--out", str(out_dir), "--n-embd", "16"])
-    assert code == 2 and "--n-embd differ from the checkpoint" in err
+    assert code == 2 and "--n-embd differs from the checkpoint" in err
     code, _, err = run(capsys, ["--resume", "--out", str(out_dir), "--steps", "2"])
     assert code == 2 and "beyond the requested --steps 2" in err
     assert ckpt.read_bytes() == data
     (tmp_path / "half.npz").write_bytes(data[: len(data) // 2])
     code, _, err = run(capsys, ["--sample-only", "--checkpoint", str(tmp_path / "half.npz")])
     assert code == 2 and "corrupt" in err
+
+
+def test_resume_from_another_directory_with_a_relative_corpus_path(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, TINY + ["--corpus", "names.txt", "--steps", "3", "--out", "run"])[0] == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out, err = run(capsys, ["--resume", "--out", "../run", "--steps", "5"])
+    assert code == 0 and "resuming from step 3 of 5" in out, err
+    code, out, err = run(capsys, ["--resume", "--out", "../run", "--steps", "7", "--corpus", "./../names.txt"])
+    assert code == 0 and "resuming from step 5 of 7" in out, err  # the same file, spelled differently
+    code, _, err = run(capsys, ["--resume", "--out", "../run", "--steps", "9", "--corpus", "names"])
+    assert code == 2 and "--corpus differs from the checkpoint" in err
 
 
 def test_argparse_errors_and_help(capsys):
