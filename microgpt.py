@@ -259,6 +259,7 @@ def effective_scales(params, cfg):
             "s_u": cat("mlp_su") * cfg.n_embd ** 0.5,
             "s_z": params["sz"] * (cfg.sz_init / base)}
 
+
 def alloc_params(cfg):
     """One contiguous float64 buffer and a dict of views into it, one per parameter (zeros).
 
@@ -402,7 +403,7 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
             head_out = [sum(attn_weights[t] * v_h[t][j] for t in range(len(v_h))) for j in range(head_dim)]
             x_attn.extend(head_out)
         h_attn = linear(x_attn, state_dict[f'layer{li}.attn_wo'])
-        # h <- Norm(h + alpha (Norm(h_A) - h)): move towards the block's suggestion, then back onto the sphere
+        # h <- Norm(Norm(h) + alpha (Norm(h_A) - Norm(h))): a step towards the block's output, back onto the sphere
         alpha = [_abs(a) * (cfg.alpha_init / base) for a in state_dict[f'layer{li}.attn_alpha']]
         h_n, h_a = l2_normalize(h), l2_normalize(h_attn)
         h = l2_normalize([hi + ai * (hai - hi) for hi, ai, hai in zip(h_n, alpha, h_a)])
@@ -931,6 +932,15 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
 
 # =========================================================================== 8. inference
 
+def encode_prompt(prompt, vocab, cfg):
+    """The prompt's ids; InputError naming unknown characters, or if it leaves no room to generate."""
+    prefix = encode(prompt, vocab)
+    if len(prefix) >= cfg.block_size:
+        raise InputError(f"prompt {prompt!r} has {len(prefix)} characters; it must be shorter than block_size "
+                         f"{cfg.block_size}")
+    return prefix
+
+
 def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42):
     """Invent num_samples new docs: start from BOS (+ prompt), draw each next token from
     softmax(logits / temperature), stop at BOS or after block_size positions.
@@ -939,9 +949,7 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
         raise InputError(f"temperature must be a positive number, got {temperature!r}")
     if not isinstance(num_samples, int) or num_samples <= 0:
         raise InputError(f"num_samples must be a positive integer, got {num_samples!r}")
-    prefix = encode(prompt, vocab)
-    if len(prefix) >= cfg.block_size:
-        raise InputError(f"prompt has {len(prefix)} characters; it must be shorter than block_size {cfg.block_size}")
+    prefix = encode_prompt(prompt, vocab, cfg)
     bos, rng = len(vocab), np.random.default_rng(seed)
     tokens = np.array([[bos] + prefix] * num_samples, dtype=np.int64)
     done = np.zeros(num_samples, dtype=bool)
@@ -1106,7 +1114,8 @@ def _parser():
     g.add_argument("--eval-every", type=int, help="val loss (and checkpoint with --out) every N steps (default 100)")
     g.add_argument("--corpus", help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line")
     g = p.add_argument_group("files")
-    g.add_argument("--out", help="directory for checkpoint.npz, metrics.json and loss.png")
+    g.add_argument("--out", help="directory for checkpoint.npz, metrics.json and loss.png "
+                   "(without --out, Ctrl-C still saves to out/checkpoint.npz)")
     g.add_argument("--resume", action="store_true", help="continue from --checkpoint (default OUT/checkpoint.npz)")
     g.add_argument("--checkpoint", help="checkpoint path for --resume or --sample-only")
     g.add_argument("--sample-only", action="store_true", help="load --checkpoint and only sample")
@@ -1191,7 +1200,6 @@ def _run(a):
     _validate_args(a)
     if a.sample_only:
         state = load_checkpoint(a.checkpoint)
-        encode(a.prompt, state.vocab)
         _print_samples(sample(state.params, state.cfg, state.vocab, a.num_samples, a.temperature, a.prompt,
                               state.seed), a.temperature, a.prompt)
         return 0
@@ -1226,10 +1234,7 @@ def _run(a):
                         o["alpha_init"], o["sz_init"])
         if o["riemannian"] and cfg.norm != "sphere":
             raise InputError("--riemannian needs --norm sphere (there is no sphere to be tangent to)")
-    encode(a.prompt, vocab)  # fail on a bad prompt now, not after training
-    if len(a.prompt) >= cfg.block_size:
-        raise InputError(f"--prompt has {len(a.prompt)} characters; it must be shorter than "
-                         f"block_size {cfg.block_size}")
+    encode_prompt(a.prompt, vocab, cfg)  # fail on a bad prompt now, not after training
     train_docs, val_docs = split_docs(docs, seed)
     cropped = sum(len(d) + 1 > cfg.block_size for d in docs)
     train_tokens = [doc_tokens(d, vocab) for d in train_docs]

@@ -174,6 +174,8 @@ def bad_input_cases(tmp_path, corpus):
         (["--corpus", corpus, "--temperature", "0"], "--temperature must be a positive"),
         (["--corpus", corpus, "--temperature", "-1"], "--temperature must be a positive"),
         (["--corpus", corpus, "--prompt", "Zoë!"], "'Z' 'ë' '!'"),
+        (["--corpus", corpus, "--prompt", "annabobcarla"], "prompt 'annabobcarla' has 12 characters; it must be "
+                                                           "shorter than block_size 8"),
         (["--corpus", corpus, "--riemannian"], "--riemannian needs --norm sphere"),
         (["--corpus", corpus, "--seed", "-1"], "--seed must be a non-negative integer"),
         (["--corpus", corpus, "--checkpoint", str(tmp_path / "garbage.npz")], "only read with --resume or --sample"),
