@@ -2,6 +2,7 @@
 committed .ipynb matches its source in notebooks/src/ (so nobody edits one
 without the other; regenerate with `python3 notebooks/build.py`)."""
 import importlib.util
+import re
 from pathlib import Path
 
 import nbformat
@@ -44,3 +45,23 @@ def test_committed_notebook_has_outputs_and_no_errors(src):
 def test_notebook_executes(src):
     # A fresh kernel runs every cell from the source; nbclient raises CellExecutionError on any error.
     build.execute(build.to_notebook(src))
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=IDS)
+def test_notebook_opens_with_its_chapter(src):
+    # The first cell tells the reader which lecture chapter this notebook accompanies and what they will see.
+    kind, text = build.parse_cells(src.read_text(encoding="utf-8"))[0]
+    assert kind == "markdown" and text.startswith("# "), "the first cell must be a markdown title"
+    assert "**対応する" in text, f"no '**対応する章/講義/資料:**' line: {text[:200]!r}"
+    assert "見られ" in text, f"no list of what the reader will see: {text[:200]!r}"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=IDS)
+def test_code_cells_have_no_japanese_glyphs(src):
+    # No Japanese font is installed, so figure titles/labels/legends must be ASCII or Greek (CJK would render as
+    # boxes). Prose in Japanese belongs in the markdown cells; code cells stay ASCII apart from Greek and math signs.
+    cjk = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
+    for kind, text in build.parse_cells(src.read_text(encoding="utf-8")):
+        if kind == "code":
+            hit = cjk.search(text)
+            assert not hit, f"Japanese text in a code cell: {text[max(0, hit.start() - 40):hit.end() + 20]!r}"
