@@ -1115,7 +1115,7 @@ def _parser():
     g.add_argument("--corpus", help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line")
     g = p.add_argument_group("files")
     g.add_argument("--out", help="directory for checkpoint.npz, metrics.json and loss.png "
-                   "(without --out, Ctrl-C still saves to out/checkpoint.npz)")
+                   "(without --out, Ctrl-C still saves to out/checkpoint.npz, or the next free checkpoint-N.npz)")
     g.add_argument("--resume", action="store_true", help="continue from --checkpoint (default OUT/checkpoint.npz)")
     g.add_argument("--checkpoint", help="checkpoint path for --resume or --sample-only")
     g.add_argument("--sample-only", action="store_true", help="load --checkpoint and only sample")
@@ -1194,6 +1194,9 @@ def main(argv=None):
         print("\nmicrogpt: interrupted; stopped without saving (files already written are complete: writes are "
               "atomic)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `python microgpt.py | head`: the reader left; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not fail again
+        return 1
 
 
 def _run(a):
@@ -1255,6 +1258,10 @@ def _run(a):
     if out:
         _prepare_out(out)
     ckpt = os.path.join(out or "out", "checkpoint.npz")
+    resumed_here = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
+    if out and os.path.exists(ckpt) and not resumed_here:  # never overwrite another run's checkpoint
+        raise InputError(f"{ckpt!r} holds the checkpoint of an earlier run; continue it with --resume, "
+                         "or choose another --out (or delete that folder to start over)")
     # the checkpoint this run could fall back to: the one it resumed from, then each one it saves
     last_good = (ckpt_path, resume.step) if resume is not None else None
 
@@ -1293,8 +1300,6 @@ def _run(a):
         elif out:
             first = min(state.eval_every, steps)
             kept = f"no checkpoint was written (it diverged before the first one, due at step {first})"
-            if os.path.exists(ckpt):
-                kept += f"; the existing {ckpt!r} is from an earlier run and was left untouched"
         else:
             kept = "no checkpoint was written (no --out)"
         print(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr.",
@@ -1302,6 +1307,11 @@ def _run(a):
         return 1
     if state.interrupted:
         os.makedirs(os.path.dirname(os.path.abspath(ckpt)), exist_ok=True)
+        if not out:  # out/checkpoint.npz may be an earlier interrupted run's: keep it, take the next free name
+            n = 1
+            while os.path.exists(ckpt):
+                n += 1
+                ckpt = os.path.join("out", f"checkpoint-{n}.npz")
         save_checkpoint(ckpt, state)
         print(f"interrupted at step {state.step}/{steps}; checkpoint saved to {ckpt}\n"
               f"continue with: python microgpt.py --resume --checkpoint {ckpt}", file=sys.stderr)

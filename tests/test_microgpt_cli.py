@@ -114,6 +114,25 @@ def test_ctrl_c_without_out_saves_to_default_dir(tmp_path, corpus, capsys, monke
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
     assert code == 130 and os.path.join("out", "checkpoint.npz") in err
     assert mg.load_checkpoint("out/checkpoint.npz").step == 3
+    # a second interrupted run keeps the first one's checkpoint and takes the next free name
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    _interrupt_at(monkeypatch, 5)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
+    assert code == 130 and os.path.join("out", "checkpoint-2.npz") in err
+    assert mg.load_checkpoint("out/checkpoint.npz").step == 3
+    assert mg.load_checkpoint("out/checkpoint-2.npz").step == 5
+
+
+def test_a_closed_pipe_stops_quietly(corpus):
+    # `python microgpt.py | head -1`: the reader goes away; no BrokenPipeError traceback
+    proc = subprocess.Popen([sys.executable, "microgpt.py", *TINY, "--corpus", corpus, "--steps", "2000"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) != 0
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
 def test_real_sigint_in_a_subprocess(tmp_path, corpus):
@@ -135,11 +154,17 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, corpus, capsys)
     code, _, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", str(out_dir)])
     assert code == 0
     before = snapshot(out_dir)
-    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--out", str(out_dir)])
+    # a fresh run never overwrites an earlier run's checkpoint: it is refused before training
+    code, out, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--out", str(out_dir)])
+    assert code == 2 and "holds the checkpoint of an earlier run" in err and "--resume" in err and "step" not in out
+    assert snapshot(out_dir) == before
+    # diverging before this run's first checkpoint: nothing is written, and the message says so
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200",
+                                       "--out", str(tmp_path / "run1")])
     assert code == 1
     assert "diverged" in err and "step 2" in err and "not finite" in err
-    assert "no checkpoint was written" in err and "from an earlier run and was left untouched" in err
-    assert snapshot(out_dir) == before
+    assert "no checkpoint was written (it diverged before the first one" in err
+    assert not (tmp_path / "run1" / "checkpoint.npz").exists()
     # diverging after this run's own checkpoint (step 1): that one is kept, and named
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--eval-every", "1",
                                        "--out", str(tmp_path / "run2")])
