@@ -466,7 +466,7 @@ for norm in ("rmsnorm", "sphere"):
                                       engine="numpy", eval_every=50, seed=42))
 print(f"{len(docs)} names, vocab {len(vocab)} + BOS; baselines (val):",
       {k: round(v, 4) for k, v in base.items()})
-for norm, (cfg, st) in runs.items():
+for norm, (_cfg, st) in runs.items():
     below = [step for step, loss in st.val_loss if loss < base["bigram"]]
     print(f"{norm:8s} first eval with val loss below the bigram baseline: step {below[0] if below else 'none'}; "
           f"final val loss {st.val_loss[-1][1]:.4f}")
@@ -474,7 +474,7 @@ for norm, (cfg, st) in runs.items():
 # %%
 fig, ax = plt.subplots(figsize=(10, 4.5))
 colors = {"rmsnorm": "tab:blue", "sphere": "tab:orange"}
-for norm, (cfg, st) in runs.items():
+for norm, (_cfg, st) in runs.items():
     tl = np.array(st.train_loss)
     smooth = np.convolve(tl, np.ones(50) / 50, mode="valid")
     ax.plot(np.arange(50, len(tl) + 1), smooth, color=colors[norm], alpha=0.5, lw=1,
