@@ -40,7 +40,8 @@ def l2_normalize(x, eps=1e-12):
 
 def l2_normalize_np(x, axis=-1, eps=1e-12):
     """NumPy twin of l2_normalize along `axis`: y = x / max(||x||, eps)."""
-    n = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+    # the ndarray method .sum skips np.sum's Python dispatch layer: measurably faster on the tiny arrays of microgpt
+    n = np.sqrt((x * x).sum(axis=axis, keepdims=True))
     return x / np.maximum(n, eps)
 
 
@@ -51,10 +52,10 @@ def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12):
         dx = (dy - y (y . dy)) / n.
     Where the norm was clamped (n < eps) the denominator is the constant eps and dx = dy / eps.
     """
-    n = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+    n = np.sqrt((x * x).sum(axis=axis, keepdims=True))
     den = np.maximum(n, eps)
     y = x / den
-    dx = (dy - y * np.sum(y * dy, axis=axis, keepdims=True)) / den
+    dx = (dy - y * (y * dy).sum(axis=axis, keepdims=True)) / den
     clamped = n < eps
     if clamped.any():
         dx = np.where(clamped, dy / eps, dx)
