@@ -260,19 +260,33 @@ def effective_scales(params, cfg):
             "s_z": params["sz"] * (cfg.sz_init / base)}
 
 
+_LAYOUTS = {}
+
+
+def _flat_layout(cfg):
+    """[(key, start, end, shape)] of every parameter in the flat buffer, and its total size.
+
+    Cached per model shape: alloc_params runs on every NumPy training step (for the gradients).
+    """
+    sig = (cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)
+    if sig not in _LAYOUTS:
+        layout, offset = [], 0
+        for key, shape in param_shapes(cfg):
+            size = math.prod(shape)
+            layout.append((key, offset, offset + size, shape))
+            offset += size
+        _LAYOUTS[sig] = (layout, offset)
+    return _LAYOUTS[sig]
+
+
 def alloc_params(cfg):
     """One contiguous float64 buffer and a dict of views into it, one per parameter (zeros).
 
     Gradients and Adam moments use the same layout, so the optimizer is one vectorized update.
     """
-    shapes = param_shapes(cfg)
-    flat = np.zeros(sum(math.prod(s) for _, s in shapes))
-    views, offset = {}, 0
-    for key, shape in shapes:
-        size = math.prod(shape)
-        views[key] = flat[offset:offset + size].reshape(shape)
-        offset += size
-    return flat, views
+    layout, size = _flat_layout(cfg)
+    flat = np.zeros(size)
+    return flat, {key: flat[start:end].reshape(shape) for key, start, end, shape in layout}
 
 
 def flat_buffer(params):
