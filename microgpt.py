@@ -260,33 +260,19 @@ def effective_scales(params, cfg):
             "s_z": params["sz"] * (cfg.sz_init / base)}
 
 
-_LAYOUTS = {}
-
-
-def _flat_layout(cfg):
-    """[(key, start, end, shape)] of every parameter in the flat buffer, and its total size.
-
-    Cached per model shape: alloc_params runs on every NumPy training step (for the gradients).
-    """
-    sig = (cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)
-    if sig not in _LAYOUTS:
-        layout, offset = [], 0
-        for key, shape in param_shapes(cfg):
-            size = math.prod(shape)
-            layout.append((key, offset, offset + size, shape))
-            offset += size
-        _LAYOUTS[sig] = (layout, offset)
-    return _LAYOUTS[sig]
-
-
 def alloc_params(cfg):
     """One contiguous float64 buffer and a dict of views into it, one per parameter (zeros).
 
     Gradients and Adam moments use the same layout, so the optimizer is one vectorized update.
+    The layout (offsets) is cached per model shape by _flat_layout (section 6): this function runs on
+    every NumPy training step, to hold the gradients.
     """
     layout, size = _flat_layout(cfg)
     flat = np.zeros(size)
-    return flat, {key: flat[start:end].reshape(shape) for key, start, end, shape in layout}
+    views = {}
+    for key, start, end, shape in layout:
+        views[key] = flat[start:end].reshape(shape)  # a view: writing it writes into flat
+    return flat, views
 
 
 def flat_buffer(params):
@@ -808,6 +794,25 @@ def project_grads(params, grads, cfg):
     """Riemannian option: keep only the part of each matrix gradient tangent to its sphere (in place)."""
     for key, axis in sphere_axes(cfg).items():
         grads[key][...] = tangent_project(params[key], grads[key], axis=axis)
+
+
+_LAYOUTS = {}
+
+
+def _flat_layout(cfg):
+    """[(key, start, end, shape)] of every parameter in the flat buffer (see alloc_params), and its total size.
+
+    Cached per model shape: alloc_params runs on every NumPy training step (for the gradients).
+    """
+    sig = (cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)
+    if sig not in _LAYOUTS:
+        layout, offset = [], 0
+        for key, shape in param_shapes(cfg):
+            size = math.prod(shape)
+            layout.append((key, offset, offset + size, shape))
+            offset += size
+        _LAYOUTS[sig] = (layout, offset)
+    return _LAYOUTS[sig]
 
 
 # =========================================================================== 7. training
