@@ -777,11 +777,18 @@ def baselines(train_tokens, val_tokens, cfg):
 def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
     """The reference Adam update with linear lr decay, on the whole flat buffer at once (in place)."""
     lr_t = lr * (1 - step / num_steps)  # linear learning rate decay
-    m[:] = beta1 * m + (1 - beta1) * grad
-    v[:] = beta2 * v + (1 - beta2) * grad ** 2
+    # The reference formulas, written in place to skip temporaries (same operations in the same order):
+    m *= beta1
+    m += (1 - beta1) * grad                 # m = beta1 * m + (1 - beta1) * grad
+    v *= beta2
+    v += (1 - beta2) * (grad * grad)        # v = beta2 * v + (1 - beta2) * grad ** 2
     m_hat = m / (1 - beta1 ** (step + 1))
-    v_hat = v / (1 - beta2 ** (step + 1))
-    flat -= lr_t * m_hat / (v_hat ** 0.5 + eps_adam)
+    den = v / (1 - beta2 ** (step + 1))     # v_hat
+    np.sqrt(den, out=den)
+    den += eps_adam                         # v_hat ** 0.5 + eps_adam
+    m_hat *= lr_t
+    m_hat /= den
+    flat -= m_hat                           # flat -= lr_t * m_hat / (v_hat ** 0.5 + eps_adam)
 
 
 def retract(params, cfg):
