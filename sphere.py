@@ -56,9 +56,8 @@ def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12):
     den = np.maximum(n, eps)
     y = x / den
     dx = (dy - y * (y * dy).sum(axis=axis, keepdims=True)) / den
-    clamped = n < eps
-    if clamped.any():
-        dx = np.where(clamped, dy / eps, dx)
+    if n.min() < eps:  # (one reduction; the mask is only built when some norm was really clamped)
+        dx = np.where(n < eps, dy / eps, dx)
     return dx
 
 
