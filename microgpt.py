@@ -264,14 +264,14 @@ def alloc_params(cfg):
     """One contiguous float64 buffer and a dict of views into it, one per parameter (zeros).
 
     Gradients and Adam moments use the same layout, so the optimizer is one vectorized update.
-    The layout (offsets) is cached per model shape by _flat_layout (section 6): this function runs on
-    every NumPy training step, to hold the gradients.
     """
-    layout, size = _flat_layout(cfg)
-    flat = np.zeros(size)
-    views = {}
-    for key, start, end, shape in layout:
-        views[key] = flat[start:end].reshape(shape)  # a view: writing it writes into flat
+    shapes = param_shapes(cfg)
+    flat = np.zeros(sum(math.prod(s) for _, s in shapes))
+    views, offset = {}, 0
+    for key, shape in shapes:
+        size = math.prod(shape)
+        views[key] = flat[offset:offset + size].reshape(shape)
+        offset += size
     return flat, views
 
 
@@ -777,18 +777,11 @@ def baselines(train_tokens, val_tokens, cfg):
 def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
     """The reference Adam update with linear lr decay, on the whole flat buffer at once (in place)."""
     lr_t = lr * (1 - step / num_steps)  # linear learning rate decay
-    # The reference formulas, written in place to skip temporaries (same operations in the same order):
-    m *= beta1
-    m += (1 - beta1) * grad                 # m = beta1 * m + (1 - beta1) * grad
-    v *= beta2
-    v += (1 - beta2) * (grad * grad)        # v = beta2 * v + (1 - beta2) * grad ** 2
+    m[:] = beta1 * m + (1 - beta1) * grad
+    v[:] = beta2 * v + (1 - beta2) * grad ** 2
     m_hat = m / (1 - beta1 ** (step + 1))
-    den = v / (1 - beta2 ** (step + 1))     # v_hat
-    np.sqrt(den, out=den)
-    den += eps_adam                         # v_hat ** 0.5 + eps_adam
-    m_hat *= lr_t
-    m_hat /= den
-    flat -= m_hat                           # flat -= lr_t * m_hat / (v_hat ** 0.5 + eps_adam)
+    v_hat = v / (1 - beta2 ** (step + 1))
+    flat -= lr_t * m_hat / (v_hat ** 0.5 + eps_adam)
 
 
 def retract(params, cfg):
@@ -801,25 +794,6 @@ def project_grads(params, grads, cfg):
     """Riemannian option: keep only the part of each matrix gradient tangent to its sphere (in place)."""
     for key, axis in sphere_axes(cfg).items():
         grads[key][...] = tangent_project(params[key], grads[key], axis=axis)
-
-
-_LAYOUTS = {}
-
-
-def _flat_layout(cfg):
-    """[(key, start, end, shape)] of every parameter in the flat buffer (see alloc_params), and its total size.
-
-    Cached per model shape: alloc_params runs on every NumPy training step (for the gradients).
-    """
-    sig = (cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)
-    if sig not in _LAYOUTS:
-        layout, offset = [], 0
-        for key, shape in param_shapes(cfg):
-            size = math.prod(shape)
-            layout.append((key, offset, offset + size, shape))
-            offset += size
-        _LAYOUTS[sig] = (layout, offset)
-    return _LAYOUTS[sig]
 
 
 # =========================================================================== 7. training
