@@ -233,6 +233,9 @@ def test_out_that_cannot_hold_files(tmp_path, corpus, capsys):
     code, out, err = run(capsys, TINY + ["--corpus", corpus, "--out", str(blocker / "sub")])
     assert code == 2 and "is not a writable directory" in err and "step" not in out
     assert blocker.read_text() == "keep me"
+
+
+def test_out_without_write_permission(tmp_path, corpus, capsys):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     if os.access(locked, os.W_OK):
