@@ -551,3 +551,43 @@ def test_import_value_does_not_import_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------- gradient_check
+
+def test_gradient_check_passes_on_correct_ops_and_prints_a_table(capsys):
+    from utils import rmsnorm, softmax
+    from value import gradient_check
+    assert gradient_check(lambda xs: (xs[0] * xs[1] + xs[2].exp()).log(), [0.5, -1.5, 0.3])
+    assert gradient_check(lambda xs: softmax(xs)[1] * rmsnorm(xs)[2], [1.0, -2.0, 0.5, 3.0])
+    out = capsys.readouterr().out
+    assert "backprop" in out and "numeric" in out and "all gradients agree" in out
+    assert out.count(" ok") == 3 + 4 and "FAIL" not in out
+
+
+def test_gradient_check_catches_a_wrong_local_gradient(capsys):
+    from value import gradient_check
+
+    def square_wrong(x):  # d(x^2)/dx is 2x; this node claims x
+        return Value(x.data * x.data, (x,), (x.data,), "sq")
+
+    def square_right(x):
+        return Value(x.data * x.data, (x,), (2 * x.data,), "sq")
+
+    assert gradient_check(lambda xs: square_right(xs[0]) + xs[1], [1.5, 2.0])
+    capsys.readouterr()
+    assert not gradient_check(lambda xs: square_wrong(xs[0]) + xs[1], [1.5, 2.0])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].endswith("FAIL") and lines[3].endswith("ok")  # input 0 is wrong, input 1 is right
+    assert "MISMATCH" in lines[-1]
+    # quiet: no output, same verdict
+    assert gradient_check(lambda xs: square_wrong(xs[0]), [1.5], quiet=True) is False
+    assert capsys.readouterr().out == ""
+
+
+def test_gradient_check_rejects_bad_arguments():
+    from value import gradient_check
+    with pytest.raises(ValueError, match="empty"):
+        gradient_check(lambda xs: xs[0], [])
+    with pytest.raises(TypeError, match="must return a Value"):
+        gradient_check(lambda xs: 3.0, [1.0])

@@ -20,6 +20,7 @@ ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exi
 sys.path.insert(0, str(ROOT))  # value.py, utils.py, sphere.py, microgpt.py live at the repo root
 
 import matplotlib.pyplot as plt
+import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
 
 import microgpt
