@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import cli
 import microgpt as mg
 from microgpt import GPTConfig, init_params, loss_and_grads
 
@@ -243,7 +244,7 @@ def test_adam_is_the_reference_update():
     """The reference microgpt's per-parameter Adam loop, constants written out: beta1 .85, beta2 .99, eps 1e-8,
     lr .01 decaying linearly to 0; adam_step (called with its defaults, as train does) must match it."""
     import inspect
-    assert inspect.signature(mg.train).parameters["lr"].default == 0.01 == mg.DEFAULTS["lr"]
+    assert inspect.signature(mg.train).parameters["lr"].default == 0.01 == cli.DEFAULTS["lr"]
     rng = np.random.default_rng(0)
     n, num_steps = 7, 5
     flat, m, v = rng.normal(size=n), np.zeros(n), np.zeros(n)
@@ -451,3 +452,75 @@ def test_effective_scales_match_the_forward_pass():
         np.testing.assert_allclose(c["u"], c["u_raw"] * eff["s_u"][i * 32:(i + 1) * 32], rtol=1e-12)
         sqk = eff["s_qk"][i * 8:(i + 1) * 8].reshape(2, 1, 4)
         np.testing.assert_allclose(c["q"], c["qn"] * sqk, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- inference: the two engines
+
+def trained(norm, steps=60):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8, norm=norm)
+    return cfg, mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=steps, batch_size=4, lr=0.03, engine="numpy",
+                         eval_every=steps).params
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+@pytest.mark.parametrize("temperature, prompt", [(0.5, ""), (1.0, "ma"), (2.0, "e"), (1e-300, "")])
+def test_value_and_numpy_sampling_agree_sample_for_sample(norm, temperature, prompt):
+    cfg, params = trained(norm)
+    kw = dict(num_samples=12, temperature=temperature, prompt=prompt, seed=7)
+    by_value = mg.sample(params, cfg, VOCAB, engine="value", **kw)
+    by_numpy = mg.sample(params, cfg, VOCAB, engine="numpy", **kw)
+    assert by_value == by_numpy
+    assert all(s.startswith(prompt) and len(s) <= cfg.block_size for s in by_value)
+    if temperature < mg.GREEDY_BELOW:  # greedy: every sample is the same argmax path
+        assert len(set(by_value)) == 1
+    else:
+        assert len(set(by_value)) > 1
+
+
+def test_sampling_in_chunks_draws_the_same_samples(monkeypatch):
+    cfg, params = trained("rmsnorm", steps=10)
+    whole = mg.sample(params, cfg, VOCAB, num_samples=10, temperature=1.5, seed=3)
+    monkeypatch.setattr(mg, "SAMPLE_CHUNK", 3)  # 3 + 3 + 3 + 1: rows of the same random stream, in order
+    assert mg.sample(params, cfg, VOCAB, num_samples=10, temperature=1.5, seed=3) == whole
+
+
+def test_value_sampling_is_the_chapters_loop(monkeypatch):
+    """engine="value" calls gpt() once per position with a KV cache that grows by one entry per call."""
+    cfg, params = trained("rmsnorm", steps=10)
+    calls = []
+    real = mg.gpt
+
+    def spy(token_id, pos_id, keys, values, state_dict, cfg):
+        assert len(keys[0]) == pos_id  # the cache holds exactly the earlier positions
+        calls.append((token_id, pos_id))
+        return real(token_id, pos_id, keys, values, state_dict, cfg)
+
+    monkeypatch.setattr(mg, "gpt", spy)
+    [name] = mg.sample(params, cfg, VOCAB, num_samples=1, temperature=1.0, prompt="da", seed=1, engine="value")
+    bos = len(VOCAB)
+    ids = [bos] + mg.encode(name, VOCAB)
+    assert [t for t, _ in calls] == ids[:len(calls)] and [p for _, p in calls] == list(range(len(calls)))
+    assert len(calls) == min(len(name) + 1, cfg.block_size)  # one call per position, until BOS or the block ends
+
+
+def test_greedy_below_threshold_never_gives_nan():
+    cfg, params = trained("sphere", steps=5)
+    for t in (1e-320, 5e-324, 1e-101):
+        out = mg.sample(params, cfg, VOCAB, num_samples=3, temperature=t, engine="value")
+        assert out == mg.sample(params, cfg, VOCAB, num_samples=3, temperature=t, engine="numpy")
+
+
+def test_checkpoint_written_before_the_module_split_still_loads():
+    """tests/data/checkpoint_v1_sphere.npz was written by the single-file microgpt.py (commit 0f36a61)."""
+    import os
+    path = os.path.join(os.path.dirname(__file__), "data", "checkpoint_v1_sphere.npz")
+    state = mg.load_checkpoint(path)
+    assert state.cfg.norm == "sphere" and state.step == 6 and state.cfg.vocab_size == len(state.vocab) + 1
+    names = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy", "mallory", "oscar",
+             "peggy", "sybil", "trent"]
+    assert state.vocab == mg.build_vocab(names)
+    samples = mg.sample(state.params, state.cfg, state.vocab, num_samples=4, engine="value")
+    assert samples == mg.sample(state.params, state.cfg, state.vocab, num_samples=4, engine="numpy")
+    train_docs, val_docs = mg.split_docs(names, state.seed)
+    more = mg.train(train_docs, val_docs, state.vocab, state.cfg, steps=8, engine="numpy", resume=state)
+    assert more.step == 8 and len(more.train_loss) == 8

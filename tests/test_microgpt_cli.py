@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+import corpora
 import microgpt as mg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -291,7 +292,30 @@ def test_argparse_errors_and_help(capsys):
 
 
 def test_missing_package_message(monkeypatch):
-    real = mg.importlib.util.find_spec
-    monkeypatch.setattr(mg.importlib.util, "find_spec", lambda name, *a: None if name == "names" else real(name, *a))
+    real = corpora.importlib.util.find_spec
+    monkeypatch.setattr(corpora.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "names" else real(name, *a))
     with pytest.raises(mg.InputError, match="pip install names"):
         mg.load_corpus("names")
+
+
+def test_the_cli_samples_with_the_engine_it_trained_with(tmp_path, corpus, capsys, monkeypatch):
+    calls = []
+    real = mg.sample_value
+    monkeypatch.setattr(mg, "sample_value", lambda *a: calls.append(1) or real(*a))
+    args = ["--corpus", corpus, "--n-embd", "4", "--n-head", "1", "--block-size", "8", "--steps", "2",
+            "--num-samples", "3"]
+    code, out, err = run(capsys, args + ["--engine", "value", "--out", str(tmp_path / "v")])
+    assert code == 0, err
+    assert len(calls) == 3 and out.count("sample ") == 3  # the chapter's loop, once per sample
+    calls.clear()
+    code, _, err = run(capsys, args + ["--engine", "numpy", "--out", str(tmp_path / "n")])
+    assert code == 0 and not calls, err
+    # --sample-only: the checkpoint's engine, unless --engine says otherwise; the same names either way
+    ckpt = str(tmp_path / "n" / "checkpoint.npz")
+    code, by_numpy, err = run(capsys, ["--sample-only", "--checkpoint", ckpt, "--num-samples", "5"])
+    assert code == 0 and not calls, err
+    code, by_value, err = run(capsys, ["--sample-only", "--checkpoint", ckpt, "--num-samples", "5",
+                                       "--engine", "value"])
+    assert code == 0 and len(calls) == 5, err
+    assert by_value == by_numpy

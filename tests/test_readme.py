@@ -10,30 +10,39 @@ def read(name):
         return f.read()
 
 
-def quickstart_commands():
-    section = read("README.md").split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+def quickstart_commands(heading="## Quickstart"):
+    """The commands of the first bash block under a heading (comments stripped)."""
+    section = read("README.md").split(heading, 1)[1].split("\n## ", 1)[0]
     block = section.split("```bash", 1)[1].split("```", 1)[0]
     return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
 
 
-def test_ci_runs_exactly_the_quickstart_test_command():
-    commands = quickstart_commands()
-    test_commands = [c for c in commands if "pytest" in c]
-    assert test_commands == ["python -m pytest"]
+def test_quickstart_is_two_commands_and_ci_runs_the_test_command():
+    # one command sets up and runs microgpt.py, one runs the tests; the Japanese section says the same
+    assert quickstart_commands() == ["python3 dev.py run", "python3 dev.py test"]
+    assert quickstart_commands("### クイックスタート") == quickstart_commands()
     ci_lines = [line.strip() for line in read(".ci/run").splitlines()]
-    assert test_commands[0] in ci_lines
-    assert "python -m pip install -q -r requirements.txt" in ci_lines  # CI installs what the README installs
-    assert "python -m pip install -r requirements.txt" in commands
+    assert "python3 dev.py test" in ci_lines  # CI runs exactly the README's test command (which installs first)
+    assert not [line for line in ci_lines if "pytest" in line]
+
+
+def test_dev_py_runs_what_it_says():
+    import dev
+    assert dev.COMMANDS["run"] == ["microgpt.py"] and dev.COMMANDS["test"] == ["-m", "pytest"]
 
 
 def test_pdb_breakpoints_point_at_the_lines_the_text_names():
     readme = read("README.md")
-    expected = {"microgpt.py": "loss.backward()", "value.py": "a.grad += da * g"}
+    expected = {"microgpt.py": ["loss.backward()", "if token_id == BOS:"], "value.py": ["a.grad += da * g"]}
     found = re.findall(r"b (microgpt\.py|value\.py):(\d+)", readme)
-    assert {name for name, _ in found} == set(expected)
+    assert sorted(found) == sorted(set(found)) and len(found) == 3
+    hits = []
     for name, line in found:
         source_line = read(name).splitlines()[int(line) - 1]
-        assert expected[name] in source_line, f"README breaks at {name}:{line}, which is now {source_line!r}"
+        match = [text for text in expected[name] if text in source_line]
+        assert match, f"README breaks at {name}:{line}, which is now {source_line!r}"
+        hits += match
+    assert sorted(hits) == sorted(text for texts in expected.values() for text in texts)
 
 
 def test_local_links_exist():

@@ -1,0 +1,90 @@
+"""dev.py -- set up and run the project with one command; needs nothing but Python >= 3.10 and its venv module.
+
+    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help)
+    python3 dev.py test [args]     the test suite: python -m pytest [args]
+    python3 dev.py lint            ruff check .
+    python3 dev.py notebooks [NN]  rebuild and execute the notebooks (all, or those whose name contains NN)
+
+The first call creates a virtual environment in .venv and installs requirements.txt into it; later calls
+reinstall only when requirements.txt has changed (its hash is kept in .venv). Then the command runs with the
+environment's Python, so nothing is installed outside this folder. To manage your own environment instead,
+install requirements.txt and run the commands on the right directly (README: "Setting up by hand").
+"""
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+VENV = os.path.join(ROOT, ".venv")
+REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
+STAMP = os.path.join(VENV, ".requirements-sha256")
+COMMANDS = {"run": ["microgpt.py"], "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
+            "notebooks": ["notebooks/build.py"]}
+
+
+def fail(message, code=2):
+    print(f"dev.py: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def venv_python():
+    return os.path.join(VENV, "Scripts", "python.exe") if os.name == "nt" else os.path.join(VENV, "bin", "python")
+
+
+def requirements_hash():
+    with open(REQUIREMENTS, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def ensure_venv():
+    """Create .venv and install requirements.txt, unless that is already done for this requirements.txt."""
+    python = venv_python()
+    if not os.path.exists(python):
+        if os.path.exists(VENV):
+            fail(f"{VENV} exists but has no Python in it (an interrupted setup?); delete that folder and run again")
+        print(f"dev.py: creating a virtual environment in {VENV} ...", file=sys.stderr, flush=True)
+        try:
+            venv.EnvBuilder(with_pip=True).create(VENV)
+        except (OSError, subprocess.CalledProcessError) as e:
+            fail(f"could not create the virtual environment ({e}). On Debian/Ubuntu the venv module is a separate "
+                 "package: sudo apt install python3-venv; then delete .venv and run again")
+    wanted = requirements_hash()
+    try:
+        with open(STAMP, encoding="ascii") as f:
+            if f.read().strip() == wanted:
+                return python
+    except OSError:
+        pass  # no stamp yet: install
+    print("dev.py: installing requirements.txt into .venv (first run: a minute or two) ...", file=sys.stderr,
+          flush=True)
+    result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
+                             REQUIREMENTS], cwd=ROOT)
+    if result.returncode != 0:
+        fail("pip could not install requirements.txt (see its message above); fix that and run again",
+             result.returncode)
+    with open(STAMP, "w", encoding="ascii") as f:
+        f.write(wanted + "\n")
+    return python
+
+
+def main(argv):
+    if sys.version_info < (3, 10):  # noqa: UP036  (this file must run, and say so, on an older Python)
+        fail(f"this project needs Python >= 3.10; this is {sys.version.split()[0]}")
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    python = ensure_venv()
+    command = [python, *COMMANDS[argv[0]], *argv[1:]]
+    os.chdir(ROOT)
+    if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are exactly its own
+        os.execv(python, command)
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:  # the command got the Ctrl-C too, and reports it itself
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

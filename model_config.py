@@ -1,0 +1,136 @@
+"""model_config.py -- the model's size and the names, shapes and storage of its parameters.
+
+Chapter 22 sets n_layer, n_embd, block_size, n_head and builds a `state_dict` of weight matrices; here that is
+a GPTConfig and `param_shapes(cfg)`: the state_dict keys (wte, wpe, lm_head, then per layer attn_wq, attn_wk,
+attn_wv, attn_wo, mlp_fc1, mlp_fc2; in sphere mode also nGPT's scale vectors) with their [out, in] shapes, in
+the reference order. Both engines, the checkpoint files and the command line share these definitions, which is
+why they live in a module of their own (microgpt.py re-exports them).
+
+Storage: one contiguous float64 buffer with a NumPy view per key (`alloc_params`). It is the array form of the
+chapter's `params = [p for mat in state_dict.values() for row in mat for p in row]`: gradients and Adam's
+moments use the same layout, so the optimizer is one vectorized update of the whole buffer.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from errors import InputError
+
+
+@dataclass
+class GPTConfig:
+    """The model's hyperparameters: chapter 22's n_layer, n_embd, block_size, n_head, plus the norm switch."""
+    vocab_size: int
+    n_embd: int = 16
+    n_head: int = 4
+    n_layer: int = 1
+    block_size: int = 16
+    norm: str = "rmsnorm"    # "rmsnorm" (reference microgpt) or "sphere" (nGPT)
+    alpha_init: float = 0.05  # sphere: effective initial eigen learning rate alpha of both residual updates
+    sz_init: float = 1.0      # sphere: effective initial logit scale s_z
+
+    def __post_init__(self):
+        for name in ("vocab_size", "n_embd", "n_head", "n_layer", "block_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+                raise InputError(f"{name} must be a positive integer, got {value!r}")
+        if self.vocab_size < 2:
+            raise InputError(f"vocab_size must be at least 2 (one character + BOS), got {self.vocab_size}")
+        if self.n_embd % self.n_head:
+            raise InputError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+        if self.norm not in ("rmsnorm", "sphere"):
+            raise InputError(f"norm must be 'rmsnorm' or 'sphere', got {self.norm!r}")
+        for name in ("alpha_init", "sz_init"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"{name} must be a positive finite number, got {value!r}")
+
+    @property
+    def head_dim(self):
+        return self.n_embd // self.n_head
+
+
+def param_shapes(cfg):
+    """(key, shape) of every parameter, in the reference order (this order is also the flat layout)."""
+    C, V = cfg.n_embd, cfg.vocab_size
+    shapes = [("wte", (V, C)), ("wpe", (cfg.block_size, C)), ("lm_head", (V, C))]
+    for i in range(cfg.n_layer):
+        shapes += [(f"layer{i}.attn_wq", (C, C)), (f"layer{i}.attn_wk", (C, C)), (f"layer{i}.attn_wv", (C, C)),
+                   (f"layer{i}.attn_wo", (C, C)), (f"layer{i}.mlp_fc1", (4 * C, C)), (f"layer{i}.mlp_fc2", (C, 4 * C))]
+    if cfg.norm == "sphere":  # the learnable scales of nGPT (stored at scale `base`, see gpt_sphere)
+        for i in range(cfg.n_layer):
+            shapes += [(f"layer{i}.attn_sqk", (C,)), (f"layer{i}.attn_alpha", (C,)),
+                       (f"layer{i}.mlp_su", (4 * C,)), (f"layer{i}.mlp_alpha", (C,))]
+        shapes += [("sz", (V,))]
+    return shapes
+
+
+def sphere_axes(cfg):
+    """key -> axis along which a matrix is unit-normalized in sphere mode: its embedding dimension.
+
+    Matrices are stored [out, in]. Those that read from the residual stream (wq, wk, wv, fc1, lm_head)
+    and the embeddings (wte, wpe rows) have the embedding along axis 1; those that write into it
+    (attn_wo, mlp_fc2) along axis 0, i.e. their columns are unit vectors.
+    """
+    axes = {"wte": 1, "wpe": 1, "lm_head": 1}
+    for i in range(cfg.n_layer):
+        axes.update({f"layer{i}.attn_wq": 1, f"layer{i}.attn_wk": 1, f"layer{i}.attn_wv": 1,
+                     f"layer{i}.attn_wo": 0, f"layer{i}.mlp_fc1": 1, f"layer{i}.mlp_fc2": 0})
+    return axes
+
+
+def effective_scales(params, cfg):
+    """Sphere mode: the scale vectors as the forward pass really applies them, layers concatenated.
+
+    nGPT stores each scale small (initialized at base = 1/sqrt(C)) and multiplies it back up in the
+    forward pass, so that Adam's steps on it have a useful size. The effective values are
+    alpha_A, alpha_M = |param| * alpha_init / base,  s_qk = param / base,  s_u = param * sqrt(C),
+    s_z = param * sz_init / base; at init: alpha_init, 1, sqrt(C) and sz_init.
+    """
+    base = cfg.n_embd ** -0.5
+    cat = lambda name: np.concatenate([params[f"layer{i}.{name}"] for i in range(cfg.n_layer)])  # noqa: E731
+    return {"alpha_A": np.abs(cat("attn_alpha")) * (cfg.alpha_init / base),
+            "alpha_M": np.abs(cat("mlp_alpha")) * (cfg.alpha_init / base),
+            "s_qk": cat("attn_sqk") * (1 / base),
+            "s_u": cat("mlp_su") * cfg.n_embd ** 0.5,
+            "s_z": params["sz"] * (cfg.sz_init / base)}
+
+
+def alloc_params(cfg):
+    """One contiguous float64 buffer and a dict of views into it, one per parameter (zeros).
+
+    Gradients and Adam moments use the same layout, so the optimizer is one vectorized update.
+    """
+    shapes = param_shapes(cfg)
+    flat = np.zeros(sum(math.prod(s) for _, s in shapes))
+    views, offset = {}, 0
+    for key, shape in shapes:
+        size = math.prod(shape)
+        views[key] = flat[offset:offset + size].reshape(shape)
+        offset += size
+    return flat, views
+
+
+def flat_buffer(params):
+    """The flat buffer behind a params (or grads) dict made by alloc_params / init_params."""
+    buf = next(iter(params.values())).base
+    if buf is None or buf.ndim != 1 or any(a.base is not buf for a in params.values()) \
+            or sum(a.size for a in params.values()) != buf.size:
+        raise ValueError("these arrays are not views of one flat buffer: copy them with pack_params(params, cfg)")
+    return buf
+
+
+def pack_params(params, cfg):
+    """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes."""
+    flat, views = alloc_params(cfg)
+    expected = dict(param_shapes(cfg))
+    if set(params) != set(expected):
+        missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
+        raise ValueError(f"parameter keys do not match the config: missing {missing}, unexpected {extra}")
+    for key, view in views.items():
+        a = np.asarray(params[key], dtype=np.float64)
+        if a.shape != view.shape:
+            raise ValueError(f"parameter {key!r} has shape {a.shape}, the config needs {view.shape}")
+        view[...] = a
+    return views
