@@ -126,7 +126,7 @@ plt.show()
 #
 # さらに **数値微分** とも比べます。`value.gradient_check(f, inputs)` は、`f`（`Value` のリストを受け取り `Value` を1つ返す関数）を
 # 新しい葉で組み立てて `backward()` した勾配と、入力を1つずつ $\pm\varepsilon$ だけ動かした **中心差分**
-# $\frac{f(x + \varepsilon e_i) - f(x - \varepsilon e_i)}{2\varepsilon}$ とを入力ごとに比べ、表を印字して、全部一致すれば `True` を返します
+# $\frac{f(x + \varepsilon e_i) - f(x - \varepsilon e_i)}{2\varepsilon}$ とを入力ごとに比べて表を表示し、すべて一致すれば `True` を返します
 # （一致の基準は $|\text{誤差}| \le \text{atol} + \text{rtol} \cdot |\text{数値微分}|$。既定は $\varepsilon = 10^{-6}$、rtol $= 10^{-5}$、atol $= 10^{-8}$）。
 # 表の `i` は入力の番号で、ここでは 0 から順に $x_1, x_2, w_1, w_2, b$ です。
 
@@ -392,7 +392,7 @@ print(to_dot(L, labels=names))
 # <details><summary>答え</summary>
 #
 # この `Value` では、葉の `grad` に2回分が累積します（5節で `a.grad` が 8 から 16 に）。途中のノードは毎回 0 に戻されます。
-# PyTorch では、1回目の `backward()` が逆伝播用に保存したテンソルを解放するので、2回目は `RuntimeError` になります。1回目に `retain_graph=True` を渡していれば、ここと同じく葉の `.grad` に累積します。
+# PyTorch では、1回目の `backward()` が逆伝播用に保存したテンソル（ここでは `a*a` の因子 $a$）を解放するので、2回目は `RuntimeError` になります。1回目に `retain_graph=True` を渡していれば、ここと同じく葉の `.grad` に累積します。
 # どちらでも、学習の各ステップの前に勾配を 0 に戻す（`zero_grad`）必要があります。
 #
 # </details>
@@ -446,7 +446,7 @@ exercises.check_01_grad_a(grad_a)
 # ### 練習問題2：新しい演算 `sigmoid` の局所勾配
 #
 # シグモイド $\sigma(x) = 1/(1 + e^{-x})$ を、`tanh` と同じく **1つのノード** として作る関数 `sigmoid(v)` を書いてください。
-# `v` は `Value`、戻り値は子が `(v,)` だけの新しい `Value` で、`data` は $\sigma(v)$、局所勾配は $d\sigma/dx$ を $s = \sigma(x)$ で表したものです
+# `v` は `Value`、戻り値は子が `(v,)` だけの新しい `Value` で、`data` は $s = \sigma(x)$（$x$ は `v.data`）、局所勾配は $d\sigma/dx$ を $s$ で表したものです
 # （4節の `sq_right` と同じ形：`Value(data, (v,), (局所勾配,), "sigmoid")`）。
 # チェックは値を確かめ、`sigmoid` を含む式をいくつかの点で `gradient_check` にかけます（不合格なら表を表示します）。
 
@@ -480,8 +480,8 @@ exercises.check_01_backward(my_backward)
 # ### 練習問題4：反復版のトポロジカルソート
 #
 # 関数 `my_topological_order(root)` を、**再帰を使わずに**（自分で管理するリストをスタックにして）書いてください。
-# 戻り値は `root` から子をたどって届くすべてのノードのリストで、各ノードはちょうど1回ずつ現れ、どのノードもその子より後に来ること
-# （`value.topological_order` は使わずに）。並びが `value.topological_order` と同じである必要はありません。
+# 戻り値は、`root` から子をたどって届くすべてのノードを、どのノードもその子より後に来るように、ちょうど1回ずつ並べたリストです。
+# `value.topological_order` は使わないでください。ただし並びが `value.topological_order` と同じである必要はありません。
 # チェックは、ランダムなグラフで正しい並びになっているかを確かめ、さらに再帰上限の3倍の長さの鎖でも動くかを確かめます
 # （再帰で書くとそこで `RecursionError` になり、不正解と表示されます）。
 
