@@ -46,6 +46,148 @@ def answered(answer):
 # ============================================================================ 01 autograd traced
 
 
+def _graph_01(seed, n_leaves=4, n_ops=14):
+    """A random Value graph that reuses nodes (a*a, diamonds): (nodes in creation order, root).
+
+    Built from a seeded random.Random, so the same seed builds the same graph again (fresh Values).
+    """
+    import random
+
+    from value import Value
+
+    rng = random.Random(seed)
+    nodes = [Value(rng.uniform(-1.5, 1.5)) for _ in range(n_leaves)]
+    for _ in range(n_ops):
+        a, b = rng.choice(nodes), rng.choice(nodes[-4:])  # recent nodes are used again and again
+        op = rng.choice("+*-t")
+        nodes.append(a + b if op == "+" else a * b if op == "*" else a - b if op == "-" else (a * b).tanh())
+    root = sum(nodes[n_leaves:])  # every op node reaches the root
+    return nodes, root
+
+
+def _uses_twice_01():
+    """Section 5's y = a*a + 2*a (a = 3): three edges leave a."""
+    from value import Value
+
+    a = Value(3.0)
+    return [a], a * a + 2 * a
+
+
+def check_01_grad_a(grad_a):
+    """練習問題1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward()."""
+    import random
+
+    from value import Value
+
+    def judge():
+        rng = random.Random(101)
+        for _ in range(6):
+            a0, b0 = rng.uniform(-2, 2), rng.uniform(-2, 2)
+            a, b = Value(a0), Value(b0)
+            ((a * b).tanh() * a).backward()
+            got = float(grad_a(a0, b0))
+            if not abs(got - a.grad) <= 1e-9 * max(1.0, abs(a.grad)):
+                print(f"  a = {a0:.4f}, b = {b0:.4f}: your dL/da = {got:.6g}, backward() gives {a.grad:.6g}")
+                return False
+        return True
+
+    return verdict("練習問題1 grad_a", judge)
+
+
+def check_01_sigmoid(sigmoid):
+    """練習問題2: sigmoid(v) must be one node (child v) with data 1/(1+e^-x) and a local gradient that
+    passes value.gradient_check in expressions at several points."""
+    import math
+    import random
+
+    from value import Value, gradient_check
+
+    def judge():
+        for x in (-3.0, -0.7, 0.0, 0.4, 2.5):
+            v = Value(x)
+            out = sigmoid(v)
+            if not isinstance(out, Value):
+                print(f"  sigmoid(Value({x})) returned {out!r}, not a Value")
+                return False
+            want = 1 / (1 + math.exp(-x))
+            if not abs(out.data - want) <= 1e-12:
+                print(f"  sigmoid(Value({x})).data = {out.data!r}, but 1/(1+e^-x) = {want!r}")
+                return False
+            if len(out._children) != 1 or out._children[0] is not v:
+                print(f"  sigmoid(v) must be one node whose only child is v (its children: {out._children!r})")
+                return False
+        rng = random.Random(102)
+        for _ in range(4):
+            checks = [(lambda xs: sigmoid(xs[0]), [rng.uniform(-3, 3)]),
+                      (lambda xs: sigmoid(xs[0] * xs[1] + xs[2]) * xs[1], [rng.uniform(-2, 2) for _ in range(3)])]
+            for f, point in checks:
+                if not gradient_check(f, point, quiet=True):
+                    gradient_check(f, point)  # show the table: which input disagrees
+                    return False
+        return True
+
+    return verdict("練習問題2 sigmoid", judge)
+
+
+def check_01_backward(my_backward):
+    """練習問題3: my_backward(root) on a fresh graph must give every node the grad that Value.backward gives."""
+    from value import topological_order
+
+    def judge():
+        cases = [_uses_twice_01] + [lambda s=s: _graph_01(s) for s in range(103, 109)]
+        for build in cases:
+            _, root = build()
+            _, ref_root = build()  # the same graph again, for the reference
+            my_backward(root)
+            ref_root.backward()
+            mine, ref = topological_order(root), topological_order(ref_root)
+            for i, (u, w) in enumerate(zip(mine, ref)):
+                if not abs(u.grad - w.grad) <= 1e-9 * max(1.0, abs(w.grad)):
+                    kind = "leaf" if not w._children else f"'{w._op}' node"
+                    print(f"  a graph of {len(ref)} nodes: {kind} number {i} (topological order) has grad "
+                          f"{u.grad:.6g}, backward() gives {w.grad:.6g}")
+                    return False
+        return True
+
+    return verdict("練習問題3 my_backward", judge)
+
+
+def check_01_topological_order(my_topological_order):
+    """練習問題4: my_topological_order(root) must list every reachable node once, children before parents,
+    on random graphs and on a chain three times as long as the recursion limit."""
+    from value import Value, topological_order
+
+    def valid(order, root):
+        want = topological_order(root)
+        if len(order) != len({id(v) for v in order}):
+            print("  a node appears more than once")
+            return False
+        if {id(v) for v in order} != {id(v) for v in want}:
+            print(f"  the list has {len(order)} nodes; the graph has {len(want)} (reachable from root)")
+            return False
+        pos = {id(v): i for i, v in enumerate(order)}
+        for v in order:
+            if any(pos[id(c)] > pos[id(v)] for c in v._children):
+                print("  a node comes before one of its children")
+                return False
+        return True
+
+    def judge():
+        for root in [_uses_twice_01()[1]] + [_graph_01(s)[1] for s in range(110, 116)]:
+            if not valid(list(my_topological_order(root)), root):
+                return False
+        n = 3 * sys.getrecursionlimit()
+        y = Value(1.0)
+        for _ in range(n):
+            y = y * 0.999
+        if not valid(list(my_topological_order(y)), y):
+            print(f"  (on a chain of {n} multiplications)")
+            return False
+        return True
+
+    return verdict("練習問題4 my_topological_order", judge)
+
+
 # ============================================================================ 02 chapter 21
 
 

@@ -6,13 +6,15 @@
 #
 # このノートで見られるもの：
 #
-# 1. 小さな式を `Value` で組み、計算グラフを描く（`value.draw_graph`）。
+# 1. 小さな式を `Value` で組み、計算グラフを描く（`value.draw_graph`）。各ノードの `grad` が $\partial L/\partial(\text{そのノード})$ であること。
 # 2. `backward()` が **どの順に** ノードを訪れ、各辺で `child.grad += local_grad * node.grad` を
 #    どう積み上げるかを、ノードごとの表で見る（`value.trace_backward`）。
-# 3. micrograd でおなじみの式で、勾配を手計算・公開値・数値微分（中心差分）と照合する。
-# 4. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること。
-# 5. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる）。
-# 6. Graphviz の DOT テキスト（`value.to_dot`）。
+# 3. micrograd でおなじみの式で、勾配を手計算・公開値と照合し、`value.gradient_check` で数値微分（中心差分）とも照合する。
+# 4. 局所勾配をわざと間違えたノードを `gradient_check` が FAIL と判定する様子と、この検査の限界（特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる）。
+# 5. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch では `retain_graph=True` がないと2回目がエラーになる理由も）。
+# 6. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる。再帰上限はこの環境で実際に表示する）。
+# 7. Graphviz の DOT テキスト（`value.to_dot`）。
+# 8. 理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示）。
 
 # %%
 import sys
@@ -24,15 +26,22 @@ sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 
-from value import Value, draw_graph, to_dot, topological_order, trace_backward, zero_grad
+from value import Value, draw_graph, gradient_check, to_dot, topological_order, trace_backward, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 
 # %% [markdown]
 # ## 1. 最初の式：$L = (a \cdot b + c) \cdot f$
 #
-# 各 `Value` は `data`（順伝播の値）、`grad`（根 $L$ に対する微分）、子ノード、そして
-# **子に対する局所勾配**（順伝播のときに計算済み）を持ちます。`labels` で名前を付けて描きます。
+# 各 `Value` は `data`（順伝播の値）、`grad`、子ノード、そして
+# **子に対する局所勾配**（順伝播のときに計算済み）を持ちます。
+#
+# `grad` は根 $L$ をこのノードで偏微分した値 $\partial L/\partial(\text{このノード})$ です。
+# つまり「このノードの値だけを微小量 $\delta$ 動かしたとき（このノードを作った子は動かさずに）、その変化がこのノードを使うすべての経路を通って $L$ をどれだけ動かすか」の比率で、
+# $L$ はおよそ $\text{grad} \times \delta$ だけ変わります。根自身は $\partial L/\partial L = 1$ です。
+# `backward()` を呼ぶまでは 0 のままで、まだ意味のある値ではありません。
+#
+# `labels` で名前を付けて描きます。
 # 箱は値（上段が名前、`data`、`grad`。葉は橙、演算の結果は青）、丸は演算（名前が長いものは横長の角丸）、辺の小さな数字は局所勾配 $\partial(\text{親})/\partial(\text{子})$ です。
 
 # %%
@@ -43,7 +52,7 @@ L = d * f
 names = {a: "a", b: "b", c: "c", e: "e", d: "d", f: "f", L: "L"}
 
 ax = draw_graph(L, labels=names)
-ax.set_title("L = (a*b + c) * f   before backward(): every grad is 0")
+ax.set_title(r"$L = (a \cdot b + c) \cdot f$：backward() の前（grad はすべて 0）")
 plt.show()
 
 # %% [markdown]
@@ -56,7 +65,7 @@ rows = trace_backward(L, labels=names)
 
 # %%
 ax = draw_graph(L, labels=names)
-ax.set_title("after backward(): grad = dL/d(node)")
+ax.set_title(r"backward() の後：grad = $\partial L / \partial$(そのノード)")
 plt.show()
 
 # %% [markdown]
@@ -70,13 +79,21 @@ plt.show()
 # | $\partial L/\partial e$ | $\partial L/\partial d \cdot 1$ | $-2$ |
 # | $\partial L/\partial a$ | $\partial L/\partial e \cdot b$ | $6$ |
 # | $\partial L/\partial b$ | $\partial L/\partial e \cdot a$ | $-4$ |
+#
+# 「$d$ だけを $\delta$ 動かすと $L$ はおよそ $-2\delta$ 変わる」ことも、$d$ を実際に動かして確かめます
+# （$d$ を作った $e$ と $c$ はそのまま、$d$ を使う $L = d f$ だけを計算し直す）。
 
 # %%
 hand = {"f": 4.0, "d": -2.0, "c": -2.0, "e": -2.0, "a": 6.0, "b": -4.0}
 for v, name in names.items():
     if name in hand:
         assert v.grad == hand[name], (name, v.grad)
-print("all six gradients match the hand calculation:", {n: names_v.grad for names_v, n in names.items()})
+print("grad of every node (the root L has dL/dL = 1):", {name: v.grad for v, name in names.items()})
+print("the six non-root gradients match the hand calculation")
+
+delta = 1e-3
+L_moved = (d.data + delta) * f.data  # move only d; e and c stay, L = d * f is recomputed
+print(f"move d by {delta}: L changes by {L_moved - L.data:.6f}, d.grad * delta = {d.grad * delta:.6f}")
 
 # %% [markdown]
 # ## 2. ニューロン1個：$o = \tanh(x_1 w_1 + x_2 w_2 + b)$
@@ -98,36 +115,36 @@ rows = trace_backward(o, labels=names)
 
 # %%
 ax = draw_graph(o, labels=names)
-ax.set_title("o = tanh(x1*w1 + x2*w2 + b)")
+ax.set_title(r"$o = \tanh(x_1 w_1 + x_2 w_2 + b)$：backward() の後")
 plt.show()
 
 # %% [markdown]
 # 手計算：$\partial o/\partial n = 1 - o^2 = 0.5$。よって
 # $\partial o/\partial x_1 = 0.5\,w_1 = -1.5$、$\partial o/\partial w_1 = 0.5\,x_1 = 1$、
 # $\partial o/\partial x_2 = 0.5\,w_2 = 0.5$、$\partial o/\partial w_2 = 0.5\,x_2 = 0$、$\partial o/\partial b = 0.5$。
-# 浮動小数点の丸めがあるので `1e-12` 以内で照合し、さらに **中心差分** $\frac{L(x+h) - L(x-h)}{2h}$ とも比べます。
+# 浮動小数点の丸めがあるので `1e-12` 以内で照合します。
+#
+# さらに **数値微分** とも比べます。`value.gradient_check(f, inputs)` は、`f`（`Value` のリストを受け取り `Value` を1つ返す関数）を
+# 新しい葉で組み立てて `backward()` した勾配と、入力を1つずつ $\pm\varepsilon$ だけ動かした **中心差分**
+# $\frac{f(x + \varepsilon e_i) - f(x - \varepsilon e_i)}{2\varepsilon}$ とを入力ごとに比べて表を表示し、すべて一致すれば `True` を返します
+# （一致の基準は $|\text{誤差}| \le \text{atol} + \text{rtol} \cdot |\text{数値微分}|$。既定は $\varepsilon = 10^{-6}$、rtol $= 10^{-5}$、atol $= 10^{-8}$）。
+# 表の `i` は入力の番号で、ここでは 0 から順に $x_1, x_2, w_1, w_2, b$ です。
 
 # %%
 hand = {x1: -1.5, w1: 1.0, x2: 0.5, w2: 0.0, bias: 0.5}
 for v, g in hand.items():
     assert abs(v.grad - g) < 1e-12, (names[v], v.grad, g)
+print("backward() matches the hand calculation:", {names[v]: round(v.grad, 12) for v in hand})
 
 
 def neuron(vals):
-    """The same expression on fresh leaves, returning the float output (for finite differences)."""
-    x1, x2, w1, w2, b = (Value(v) for v in vals)
-    return (x1 * w1 + x2 * w2 + b).tanh().data
+    """o = tanh(x1*w1 + x2*w2 + b) on the Values vals = [x1, x2, w1, w2, b]."""
+    x1, x2, w1, w2, b = vals
+    return (x1 * w1 + x2 * w2 + b).tanh()
 
 
-leaves = [x1, x2, w1, w2, bias]
-h = 1e-6
-print(f"{'leaf':>4} {'backward()':>12} {'central diff':>14} {'hand':>6}")
-for i, v in enumerate(leaves):
-    up = [u.data + (h if j == i else 0.0) for j, u in enumerate(leaves)]
-    dn = [u.data - (h if j == i else 0.0) for j, u in enumerate(leaves)]
-    fd = (neuron(up) - neuron(dn)) / (2 * h)
-    assert abs(fd - v.grad) < 1e-8
-    print(f"{names[v]:>4} {v.grad:12.8f} {fd:14.8f} {hand[v]:6.2f}")
+ok = gradient_check(neuron, [u.data for u in (x1, x2, w1, w2, bias)])
+print("gradient_check returned", ok)
 
 # %% [markdown]
 # ## 3. micrograd README の式
@@ -137,8 +154,8 @@ for i, v in enumerate(leaves):
 # 同じ式がこのエンジンでも同じ値になり、数値微分とも一致することを確かめます。
 
 # %%
-def micrograd_example(a_val, b_val):
-    a, b = Value(a_val), Value(b_val)
+def micrograd_example(a, b):
+    """The expression of micrograd's README on the Values a, b; returns g."""
     c = a + b
     d = a * b + b**3
     c += c + 1
@@ -149,26 +166,65 @@ def micrograd_example(a_val, b_val):
     f = e**2
     g = f / 2.0
     g += 10.0 / f
-    return a, b, g
+    return g
 
 
-a, b, g = micrograd_example(-4.0, 2.0)
+a, b = Value(-4.0), Value(2.0)
+g = micrograd_example(a, b)
 g.backward()
-h = 1e-6
-fd_a = (micrograd_example(-4.0 + h, 2.0)[2].data - micrograd_example(-4.0 - h, 2.0)[2].data) / (2 * h)
-fd_b = (micrograd_example(-4.0, 2.0 + h)[2].data - micrograd_example(-4.0, 2.0 - h)[2].data) / (2 * h)
 print(f"g.data = {g.data:.4f}   (published 24.7041)")
-print(f"a.grad = {a.grad:.4f}  (published 138.8338, central difference {fd_a:.4f})")
-print(f"b.grad = {b.grad:.4f}  (published 645.5773, central difference {fd_b:.4f})")
+print(f"a.grad = {a.grad:.4f}  (published 138.8338)")
+print(f"b.grad = {b.grad:.4f}  (published 645.5773)")
 print("nodes in the graph:", len(topological_order(g)))
+print()
+ok = gradient_check(lambda v: micrograd_example(v[0], v[1]), [-4.0, 2.0])
 
 # %% [markdown]
-# ## 4. 勾配は「足し合わされる」
+# ## 4. 局所勾配の間違いを `gradient_check` で見つける
+#
+# `backward()` の連鎖律そのものは数行で、間違えにくい部分です。間違いが入りやすいのは、新しい演算を足すときに書く **局所勾配** のほうです。
+# 試しに $x^2$ を1つのノードにする演算 `sq` を手で作り、局所勾配を正しい $2x$ ではなく $x$ と書き間違えてみます
+# （`Value(data, 子のタプル, 局所勾配のタプル, 演算名)` で、`Value` の演算と同じ形のノードが作れます）。
+# 他の演算と組み合わせた式 $\mathrm{sq}(x_0) \cdot x_1$ で検査します。
+
+# %%
+def sq_wrong(x):
+    return Value(x.data**2, (x,), (x.data,), "sq")  # wrong local gradient: d(x^2)/dx is 2x, not x
+
+
+def sq_right(x):
+    return Value(x.data**2, (x,), (2 * x.data,), "sq")
+
+
+print("wrong local gradient:")
+ok_wrong = gradient_check(lambda v: sq_wrong(v[0]) * v[1], [3.0, -0.5])
+print("returned", ok_wrong)
+print("\nright local gradient:")
+ok_right = gradient_check(lambda v: sq_right(v[0]) * v[1], [3.0, -0.5])
+print("returned", ok_right)
+
+# %% [markdown]
+# 間違えた入力 $x_0$ の行だけが FAIL になり、逆伝播の値 $x_0 x_1 = -1.5$ が数値微分 $2 x_0 x_1 = -3$ の半分になっています。
+# 局所勾配が間違っていなければ、$x_1$ の行や正しい `sq_right` の表のように、誤差は丸め程度（ここでは $10^{-9}$ 未満）に収まります。
+#
+# ただし `gradient_check` は **1点での** 検査です。次の2つに注意します。
+#
+# - 特別な点では間違いを見逃します。$x = 0$ では正しい $2x$ も間違った $x$ も 0 なので、`sq_wrong` も合格してしまいます。検査する点は 0 や 1 のような特別な値を避け、ばらばらな値にします。
+# - 微分できない点では、正しい実装でも FAIL になります。`relu` の $x = 0$ では、逆伝播は局所勾配として 0 を使いますが（この実装の取り決め）、中心差分は $(\varepsilon - 0)/(2\varepsilon) = 0.5$ です。
+
+# %%
+print("sq_wrong at x = 0 (a special point):")
+gradient_check(lambda v: sq_wrong(v[0]), [0.0])
+print("\nrelu at its kink x = 0 (not differentiable there):")
+gradient_check(lambda v: v[0].relu(), [0.0])
+
+# %% [markdown]
+# ## 5. 勾配は「足し合わされる」
 #
 # (1) **同じノードを何度も使う**と、それぞれの辺から勾配が届き、`+=` で足し合わされます。
 # $y = a \cdot a + 2a$ では $a$ から3本の辺が出ていて（`a*a` に2本、`2*a` に1本）、
 # $\partial y/\partial a = a + a + 2 = 2a + 2$。`=` で上書きしていたら間違った答えになります。
-# （定数 `2` はノードにならず、`2*a` の局所勾配 2 に畳み込まれています。）
+# （定数 `2` はノードにならず、`2*a` の局所勾配 2 として取り込まれています。）
 # 図では `a*a` へ向かう2本の辺が別々の線で描かれ、どちらにも局所勾配 3（$= a$）が付いています。表でも2行に分かれています。
 
 # %%
@@ -182,13 +238,21 @@ print("\na.grad =", a.grad, " (hand: 2a + 2 =", 2 * 3.0 + 2, ")")
 
 # %%
 ax = draw_graph(y, labels=names)
-ax.set_title("y = a*a + 2*a: three edges leave a, their gradients add up")
+ax.set_title(r"$y = a \cdot a + 2a$：$a$ から出る3本の辺の勾配が足し合わされる", fontsize=10)
 plt.show()
 
 # %% [markdown]
-# (2) **`backward()` を2回呼ぶ**と、葉（パラメータ）の勾配は PyTorch と同じく累積します（2倍になる）。
+# (2) **`backward()` を2回呼ぶ**と、ここでは葉（パラメータ）の勾配が累積します（2倍になる）。
 # 途中のノードは毎回 0 に戻されるので、2回目はちょうど「1回目をもう一度足した」ことになります。
 # 学習ループでは各ステップの前に `zero_grad(params)` で葉の勾配を消します。
+#
+# **PyTorch との違い：** 同じ式を PyTorch で書いて `y.backward()` を2回呼ぶと、2回目は
+# `RuntimeError: Trying to backward through the graph a second time ...` で止まります。
+# PyTorch は局所勾配を前もって数値にせず、逆伝播のときに計算するために必要な値（`a*a` なら両方の因子 $a$）を
+# 順伝播でテンソルとして保存しておき、1回目の `backward()` が終わるとそれらを解放するからです。
+# 1回目に `y.backward(retain_graph=True)` と渡しておけば保存値が残り、2回目はここと同じく葉の `.grad` に累積します。
+# （保存値を必要としない演算だけのグラフ、たとえば足し算と定数倍だけなら、PyTorch でも2回目はエラーになりません。）
+# この `Value` は局所勾配を順伝播のときに数値として各ノードに持たせ、捨てないので、何度でも `backward()` できます。
 
 # %%
 y.backward()
@@ -198,7 +262,7 @@ y.backward()
 print("zero_grad, then backward():", a.grad)
 
 # %% [markdown]
-# ## 5. 深い鎖と反復トポロジカルソート
+# ## 6. 深い鎖と反復トポロジカルソート
 #
 # `backward()` はまず `topological_order(root)` で「子が親より先に来る」並びを作り、その逆順に勾配を流します。
 # 上の最初の式なら次の順です。
@@ -215,18 +279,58 @@ print("backward visits  :", [names[v] for v in reversed(topological_order(L))])
 
 # %% [markdown]
 # micrograd の元の実装はこの並びを **再帰関数**（`build_topo(child)` を子に対して呼ぶ）で作ります。
-# すると鎖の長さがそのまま再帰の深さになり、Python の再帰上限（素の `python` では既定 1000、Jupyter のカーネルでは下の出力のとおり少し大きめ）を超えると `RecursionError` で止まります。
-# 長い系列を1ステップずつ積み上げる RNN 風の計算や、何千層もの演算を1つのグラフにすると簡単に超える深さです。
-#
-# `value.topological_order` は明示的なスタック `(node, expanded)` を使う反復版の深さ優先探索なので、
-# 深さはメモリだけで決まります。$y = x \cdot 0.999999^{n}$ を $n = 200{,}000$ 段の鎖で作り、
-# 勾配が手計算 $0.999999^{n}$ と一致するかを見ます。
-#
-# 比較のため、ベンチマーク用に置いてある「元の設計」の `benchmarks/naive_value.NaiveValue`（再帰版）でも同じ鎖を作ります。
+# すると鎖の長さがそのまま再帰の深さになり、Python の再帰上限を超えると `RecursionError` で止まります。
+# 再帰上限はプログラムが `sys.setrecursionlimit` で変えられる設定値で、環境によって違うことがあるので、
+# 決め打ちせずに表示します。このカーネルの値と、素の `python` を別プロセスで起動したときの値です。
+
+# %%
+import subprocess
+
+print("recursion limit in this kernel :", sys.getrecursionlimit())
+plain = subprocess.run([sys.executable, "-c", "import sys; print(sys.getrecursionlimit())"],
+                       capture_output=True, text=True, check=True)
+print("recursion limit in plain python:", plain.stdout.strip())
+
+# %% [markdown]
+# 比較のため、ベンチマーク用に置いてある「元の設計」の `benchmarks/naive_value.NaiveValue`（再帰版のトポロジカルソート）で、
+# $y = x \cdot 0.999999^{n}$ の鎖が何段まで `backward()` できるかを二分探索で測ります。
 
 # %%
 from benchmarks.naive_value import NaiveValue
 
+
+def naive_chain_ok(n):
+    """Can NaiveValue (recursive topological sort) backprop through a chain of n multiplications?"""
+    x = NaiveValue(1.0)
+    y = x
+    for _ in range(n):
+        y = y * 0.999999
+    try:
+        y.backward()
+        return True
+    except RecursionError:
+        return False
+
+
+lo, hi = 1, 4 * sys.getrecursionlimit()  # naive_chain_ok(lo) is True, naive_chain_ok(hi) is False
+assert naive_chain_ok(lo) and not naive_chain_ok(hi)
+while hi - lo > 1:
+    mid = (lo + hi) // 2
+    lo, hi = (mid, hi) if naive_chain_ok(mid) else (lo, mid)
+print("recursion limit of this kernel       :", sys.getrecursionlimit())
+print("longest chain NaiveValue can backprop:", lo, "links")
+print("difference                           :", sys.getrecursionlimit() - lo)
+
+# %% [markdown]
+# 再帰版が通る最長の鎖は、再帰上限よりわずかに短いだけです。鎖の1段が再帰の1段（`build_topo` の呼び出し1回）になり、
+# 上限との差は、`build_topo` の外側ですでに使われている段数（Jupyter のカーネル、このセル、`naive_chain_ok`、`backward` の呼び出し）です。
+# 長い系列を1ステップずつ積み上げる RNN 風の計算や、何千層もの演算を1つのグラフにすると簡単に超える深さです。
+#
+# `value.topological_order` は明示的なスタックを使う反復版の深さ優先探索なので、
+# 深さはメモリだけで決まります。同じ鎖を $n = 200{,}000$ 段で作り、
+# 勾配が手計算 $0.999999^{n}$ と一致するかを見ます。`NaiveValue` では同じ鎖が `RecursionError` で止まります。
+
+# %%
 n_links = 200_000
 x = Value(1.0)
 y = x
@@ -234,7 +338,6 @@ for _ in range(n_links):
     y = y * 0.999999
 y.backward()
 print(f"value.Value, {n_links:,} links: x.grad = {x.grad:.12f}, hand 0.999999**n = {0.999999 ** n_links:.12f}")
-print("recursion limit of this interpreter:", sys.getrecursionlimit())
 
 xn = NaiveValue(1.0)
 yn = xn
@@ -242,15 +345,151 @@ for _ in range(n_links):
     yn = yn * 0.999999
 try:
     yn.backward()
-    print("NaiveValue: backward() finished")
+    print(f"NaiveValue, {n_links:,} links: backward() finished")
 except RecursionError as err:
-    print("NaiveValue (recursive topological sort): RecursionError:", err)
+    print(f"NaiveValue, {n_links:,} links (recursive topological sort): RecursionError: {err}")
 
 # %% [markdown]
-# ## 6. Graphviz の DOT テキスト
+# ## 7. Graphviz の DOT テキスト
 #
 # `to_dot(root)` は Graphviz の DOT 形式の文字列を返します（Graphviz 本体は不要）。
 # `dot -Tsvg graph.dot -o graph.svg` やオンラインのビューアに貼れば図になります。各辺のラベルは局所勾配です。
 
 # %%
 print(to_dot(L, labels=names))
+
+# %% [markdown]
+# ## 理解度チェック
+#
+# **問1.** 1節の式 $L = (a \cdot b + c) \cdot f$ で、`backward()` の後の `d.grad = -2` は何を意味しますか。`e.grad` も $-2$ になるのはなぜですか。
+#
+# <details><summary>答え</summary>
+#
+# $d$ の値だけを微小量 $\delta$ 動かすと（$d$ を作った $e$、$c$ はそのまま）、$L = d f$ がおよそ $-2\delta$ 変わる、という意味です（$\partial L/\partial d = f = -2$。1節で $d$ を実際に動かして確かめました）。
+# $e$ は $d = e + c$ を通してだけ $L$ に効き、その辺の局所勾配は $\partial d/\partial e = 1$ なので、$\partial L/\partial e = \partial L/\partial d \cdot 1 = -2$ です。
+#
+# </details>
+#
+# **問2.** `backward()` がノードを **逆トポロジカル順**（根から葉へ）に訪れるのはなぜですか。
+#
+# <details><summary>答え</summary>
+#
+# あるノードの `grad` は、そのノードを使うすべての親から押し出された量の和です。子へ押し出してよいのは、その和が完成してから、つまりすべての親を処理し終えた後です。
+# トポロジカル順では親が子より後に来るので、その逆順に訪れれば、どのノードも親をすべて処理した後に訪れることになります。
+#
+# </details>
+#
+# **問3.** `child.grad += local_grad * node.grad` の `+=` を `=` に書き換えると、5節の $y = a \cdot a + 2a$（$a = 3$）で `a.grad` はいくつになりますか。5節の表を見て答えてください。
+#
+# <details><summary>答え</summary>
+#
+# 2 です（正しくは $2a + 2 = 8$）。表のとおり $a$ へは `a*a` から 3、3、最後に `2*a` から 2 が押し出されます。`=` では最後の 2 だけが残ります。
+#
+# </details>
+#
+# **問4.** 同じグラフで `backward()` を2回続けて呼ぶと、この `Value` と PyTorch ではそれぞれどうなりますか。
+#
+# <details><summary>答え</summary>
+#
+# この `Value` では、葉の `grad` に2回分が累積します（5節で `a.grad` が 8 から 16 に）。途中のノードは毎回 0 に戻されます。
+# PyTorch では、1回目の `backward()` が逆伝播用に保存したテンソル（ここでは `a*a` の因子 $a$）を解放するので、2回目は `RuntimeError` になります。1回目に `retain_graph=True` を渡していれば、ここと同じく葉の `.grad` に累積します。
+# どちらでも、学習の各ステップの前に勾配を 0 に戻す（`zero_grad`）必要があります。
+#
+# </details>
+#
+# **問5.** `gradient_check` がある点で `True` を返したら、局所勾配の実装は正しいと言えますか。
+#
+# <details><summary>答え</summary>
+#
+# 言えません。調べたのはその1点だけです。4節の `sq_wrong` は $x = 0$ では正しい実装と同じ 0 を返すので合格しました。0 や 1 のような特別な点を避け、ばらばらな値の点をいくつか調べます。
+# 逆に、微分できない点（`relu` の 0）では、正しい実装でも中心差分と合わずに FAIL になります。
+#
+# </details>
+
+# %% [markdown]
+# ## 練習問題
+#
+# 各問の解答セルの関数を書き、すぐ下のチェックセルを実行してください。チェックは、あなたの関数の答えを
+# このエンジンの `backward()` や `value.topological_order`、数値微分（`gradient_check`）と、チェック側が選んだ入力で比べ、
+# **正解** / **不正解** / **未回答**（まだ `NotImplementedError` のまま）を表示します。
+
+# %%
+import math  # noqa: F401  (for your answers: math.tanh, math.exp)
+
+import exercises
+
+# %% [markdown]
+# ### 練習問題1：$\partial L/\partial a$ を手で求める
+#
+# $L = \tanh(a b) \cdot a$ を `Value` で組むと次のようになります。
+#
+# ```python
+# a, b = Value(a0), Value(b0)
+# L = (a * b).tanh() * a
+# L.backward()   # a.grad が ∂L/∂a
+# ```
+#
+# $a$ は2か所で使われています（5節）。$\partial L/\partial a$ を手で導き、その式を関数 `grad_a(a, b)` に書いてください。
+# 引数 `a`, `b` は普通の float、戻り値も float です（`math.tanh` を使ってよい。`Value` は使わずに）。
+# チェックは、いくつかの点で `a.grad` と比べます。
+
+# %%
+def grad_a(a, b):
+    # ここに解答を書く (write your answer here): return dL/da for L = tanh(a*b) * a
+    raise NotImplementedError
+
+
+# %%
+exercises.check_01_grad_a(grad_a)
+
+# %% [markdown]
+# ### 練習問題2：新しい演算 `sigmoid` の局所勾配
+#
+# シグモイド $\sigma(x) = 1/(1 + e^{-x})$ を、`tanh` と同じく **1つのノード** として作る関数 `sigmoid(v)` を書いてください。
+# `v` は `Value`、戻り値は子が `(v,)` だけの新しい `Value` で、`data` は $s = \sigma(x)$（$x$ は `v.data`）、局所勾配は $d\sigma/dx$ を $s$ で表したものです
+# （4節の `sq_right` と同じ形：`Value(data, (v,), (局所勾配,), "sigmoid")`）。
+# チェックは値を確かめ、`sigmoid` を含む式をいくつかの点で `gradient_check` にかけます（不合格なら表を表示します）。
+
+# %%
+def sigmoid(v):
+    # ここに解答を書く (write your answer here): one node, Value(s, (v,), (local_grad,), "sigmoid")
+    raise NotImplementedError
+
+
+# %%
+exercises.check_01_sigmoid(sigmoid)
+
+# %% [markdown]
+# ### 練習問題3：`backward()` を自分で書く
+#
+# 関数 `my_backward(root)` を書いてください。`root` は `backward()` をまだ一度も呼んでいないグラフの根です（どのノードの `grad` も 0）。
+# `value.topological_order(root)`（子が親より先に来る並び）を使い、根の `grad` を 1 にしてから、
+# 各ノードの子 `node._children` と局所勾配 `node._local_grads` を使って、すべてのノードの `grad` を $\partial(\text{root})/\partial(\text{そのノード})$ にします。戻り値は不要です。
+# チェックは、同じ形のランダムなグラフ（同じノードを何度も使うもの）をもう1つ作って `root.backward()` し、全ノードの `grad` を比べます。
+
+# %%
+def my_backward(root):
+    # ここに解答を書く (write your answer here): fill in every node's .grad, using topological_order(root)
+    raise NotImplementedError
+
+
+# %%
+exercises.check_01_backward(my_backward)
+
+# %% [markdown]
+# ### 練習問題4：反復版のトポロジカルソート
+#
+# 関数 `my_topological_order(root)` を、**再帰を使わずに**（自分で管理するリストをスタックにして）書いてください。
+# 戻り値は、`root` から子をたどって届くすべてのノードを、どのノードもその子より後に来るように、ちょうど1回ずつ並べたリストです。
+# `value.topological_order` は使わないでください。ただし並びが `value.topological_order` と同じである必要はありません。
+# チェックは、ランダムなグラフで正しい並びになっているかを確かめ、さらに再帰上限の3倍の長さの鎖でも動くかを確かめます
+# （再帰で書くとそこで `RecursionError` になり、不正解と表示されます）。
+
+# %%
+def my_topological_order(root):
+    # ここに解答を書く (write your answer here): children before parents, every node once, no recursion
+    raise NotImplementedError
+
+
+# %%
+exercises.check_01_topological_order(my_topological_order)
