@@ -189,6 +189,119 @@ def check_01_topological_order(my_topological_order):
 
 
 # ============================================================================ 02 chapter 21
+# Exercises of notebook 02: the softmax Jacobian as a matrix, rmsnorm's backward, layernorm's backward.
+# numpy, utils and value are imported inside the functions (this file's imports stay at its top).
+
+
+def _02_layernorm_np(x, eps=1e-5):
+    """Notebook 02's LayerNorm (no gain, no bias): (x - mean) / sqrt(var + eps) over the last axis."""
+    import numpy as np
+
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+
+
+def _02_answer_array(fn, *args, shape):
+    """Call the learner's fn on copies of args (so it cannot edit the judge's arrays); the answer as a float array.
+
+    Prints why and returns None when the answer does not have the expected shape.
+    """
+    import numpy as np
+
+    out = np.asarray(fn(*(np.array(a, copy=True) for a in args)), dtype=float)
+    if out.shape != shape:
+        print(f"  the answer has shape {out.shape}, expected {shape}")
+        return None
+    return out
+
+
+def check_02_softmax_jacobian(softmax_jacobian):
+    """Exercise 02-1: softmax_jacobian(p) -> the (n, n) matrix J[i, j] = dp_i/dz_j for p = softmax(z).
+
+    Judged against the project's backward: with the upstream gradient e_i (1 at i, 0 elsewhere),
+    utils.softmax_np_backward(e_i, p) returns dz_j = dp_i/dz_j, the i-th row of J.
+    """
+    import numpy as np
+
+    import utils
+
+    def judge():
+        rng = np.random.default_rng(2102)
+        for n in (2, 3, 6):
+            p = utils.softmax_np(rng.normal(scale=2.0, size=n))
+            J = _02_answer_array(softmax_jacobian, p, shape=(n, n))
+            if J is None:
+                return False
+            reference = np.stack([utils.softmax_np_backward(e, p) for e in np.eye(n)])
+            if not np.allclose(J, reference, rtol=1e-9, atol=1e-12):
+                print(f"  n = {n}: max |J - reference| = {np.abs(J - reference).max():.3g}")
+                return False
+        return True
+
+    return verdict("練習問題 1（softmax のヤコビアン）", judge)
+
+
+def check_02_rmsnorm_backward(rmsnorm_backward):
+    """Exercise 02-2: rmsnorm_backward(dy, x) -> dx for y = rmsnorm(x) over the last axis (eps = 1e-5).
+
+    Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row.
+    """
+    import numpy as np
+
+    from utils import rmsnorm
+    from value import Value
+
+    def judge():
+        rng = np.random.default_rng(2103)
+        for shape in ((4,), (3, 5)):
+            x, dy = rng.normal(size=shape), rng.normal(size=shape)
+            dx = _02_answer_array(rmsnorm_backward, dy, x, shape=shape)
+            if dx is None:
+                return False
+            reference = np.zeros(shape)
+            for i in np.ndindex(*shape[:-1]):
+                xs = [Value(float(v)) for v in x[i]]
+                sum(float(g) * yj for g, yj in zip(dy[i], rmsnorm(xs))).backward()
+                reference[i] = [v.grad for v in xs]
+            if not np.allclose(dx, reference, rtol=1e-9, atol=1e-12):
+                print(f"  x.shape {shape}: max |dx - backward()| = {np.abs(dx - reference).max():.3g}")
+                return False
+        return True
+
+    return verdict("練習問題 2（RMSNorm の逆伝播）", judge)
+
+
+def check_02_layernorm_backward(layernorm_backward):
+    """Exercise 02-3: layernorm_backward(dy, x) -> dx for y = (x - mean) / sqrt(var + 1e-5) over the last axis.
+
+    Judged with value.gradient_check: for each row, the learner's dx becomes the local gradients of one
+    Value node holding the loss sum_i dy_i y_i, and backprop through that node is compared with central
+    differences of the loss. On a mismatch the gradient_check table of that row is printed.
+    """
+    import numpy as np
+
+    from value import Value, gradient_check
+
+    def judge():
+        rng = np.random.default_rng(2104)
+        shape = (3, 5)
+        x, dy = rng.normal(scale=2.0, size=shape), rng.normal(size=shape)
+        dx = _02_answer_array(layernorm_backward, dy, x, shape=shape)
+        if dx is None:
+            return False
+        for r in range(shape[0]):
+            def loss(vs, r=r):
+                # only .data is used off the point being checked; at it, backward() uses the learner's dx
+                value = float((dy[r] * _02_layernorm_np(np.array([v.data for v in vs]))).sum())
+                return Value(value, tuple(vs), tuple(float(g) for g in dx[r]), "layernorm")
+
+            if not gradient_check(loss, x[r].tolist(), quiet=True):
+                print(f"  row {r} of x: your dx and the central differences disagree")
+                gradient_check(loss, x[r].tolist())
+                return False
+        return True
+
+    return verdict("練習問題 3（LayerNorm の逆伝播）", judge)
 
 
 # ============================================================================ 03 chapter 22

@@ -2,45 +2,67 @@
 # # 第21章 microgpt のユーティリティ関数：`linear` / `softmax` / `rmsnorm`
 #
 # **対応する章:** microgpt 本 第21章「microgpt のユーティリティ関数」。
-# 第22章の `gpt` が何度も呼ぶ3つの部品を、章の最小例そのままで動かします。
+# 第22章の `gpt` から何度も呼ばれる3つの部品を、章の最小例そのままで動かします。
 #
 # このノートで見られるもの：
 #
-# 1. 章の最小例 — `linear` → 11、`softmax([1, 2])`、`rmsnorm([3, 4])` — の値、計算グラフ、`backward()` の勾配（手計算と照合）。
-# 2. LayerNorm と RMSNorm を同じベクトルに並べて適用し、「平均を引くかどうか」の違いを図で見る。
-# 3. スカラー版（`Value` のリスト）と NumPy 版の双子（`linear_np` など、順伝播と明示的な逆伝播）が
-#    float64 の精度で一致することを数値で示す。
+# 1. 章の最小例（`linear` → 11、`softmax([1, 2])`、`rmsnorm([3, 4])`）の値、計算グラフ、`backward()` の勾配と手計算の照合。
+# 2. softmax のヤコビアン：各行の和が 0 になること、それは全 logits に同じ定数を足しても確率が変わらない性質（シフト不変性）から来ること、そしてだから `max_val` を定数として扱っても勾配が変わらないこと。
+# 3. `value.gradient_check` で3つの関数の勾配を有限差分（中心差分）と照合し、`rmsnorm` の `scale` を `max_val` と同じように定数扱いすると勾配が間違うことを検出する例。
+# 4. LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。
+# 5. スカラー版（`Value` のリスト）と NumPy 版の双子（`linear_np` など、順伝播と明示的な逆伝播）が float64 の精度で一致すること。
+# 6. 理解度チェックと練習問題（softmax のヤコビアン行列、RMSNorm と LayerNorm の逆伝播を自分で書き、チェックセルで確かめる）。
 #
 # 関数はすべて `utils.py` から import します（章のコードそのもの）。
+# 計算グラフの図は横に長いので、縮小せず実寸で表示します（ページからはみ出す部分は横にスクロールして見てください）。
 
 # %%
+import io
 import sys
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
 sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
+sys.path.insert(0, str(ROOT / "notebooks"))  # exercises.py (the check cells of the exercises)
 
+import exercises
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
+from IPython.display import Image, display
 
 import utils
 from utils import linear, rmsnorm, softmax
-from value import Value, draw_graph, trace_backward, zero_grad
+from value import Value, draw_graph, gradient_check, trace_backward, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 np.set_printoptions(precision=6, suppress=True)
 
+
+def show_graph(root, labels, title, dpi=150):
+    """Draw root's computation graph with value.draw_graph and show it at full size.
+
+    draw_graph sizes its own figure for 7-point text; a notebook would shrink a long graph to the page
+    width and make that text unreadable, so the PNG is shown unconfined (at its pixel size; scroll sideways).
+    """
+    ax = draw_graph(root, labels=labels)
+    ax.set_title(title)
+    buf = io.BytesIO()
+    ax.figure.savefig(buf, format="png", dpi=dpi)
+    plt.close(ax.figure)
+    display(Image(data=buf.getvalue(), format="png", unconfined=True, alt=title))
+
+
 # %% [markdown]
-# ## 1. `linear`：行ごとの内積
+# ## 1. `linear`：行ごとの内積（線形変換）
 #
 # ```python
 # def linear(x, w):
 #     return [sum(wi * xi for wi, xi in zip(wo, x)) for wo in w]
 # ```
 #
-# `w` は「行が出力次元、列が入力次元」のリストのリスト。章の最小例は入力2次元・出力1ニューロン：
-# $x = [1, 2]$、$w = [[3, 4]]$ で $y_0 = 3 \times 1 + 4 \times 2 = 11$。
+# `w` は「行が出力次元、列が入力次元」のリストのリストで、出力の各成分は `w` の1行と `x` の内積です。
+# 章の最小例は入力2次元・出力1ニューロン：$x = [1, 2]$、$w = [[3, 4]]$ で $y_0 = 3 \times 1 + 4 \times 2 = 11$。
 
 # %%
 x = [Value(1.0), Value(2.0)]
@@ -53,11 +75,10 @@ names = {x[0]: "x0", x[1]: "x1", w[0][0]: "w00", w[0][1]: "w01", y[0]: "y0"}
 rows = trace_backward(y[0], labels=names)
 
 # %%
-ax = draw_graph(y[0], labels=names)
-ax.set_title("linear: y0 = w00*x0 + w01*x1 = 11")
-plt.show()
+show_graph(y[0], names, "linear の計算グラフ：y0 = w00·x0 + w01·x1 = 11")
 
 # %% [markdown]
+# 図の箱は各ノードの値（data）と勾配（grad）、矢印の上の数は局所勾配 $\partial(\text{ノード})/\partial(\text{子})$ です。
 # `sum` は 0 から足し始めますが、`value.py` は `0 + v` を `v` そのものとして返すので、余分なノードは増えません。
 # 勾配は $\partial y_0/\partial x_i = w_{0i}$、$\partial y_0/\partial w_{0i} = x_i$：
 
@@ -66,7 +87,7 @@ print("x.grad =", [v.grad for v in x], " (= w[0] = [3, 4])")
 print("w.grad =", [[v.grad for v in row] for row in w], " (= x = [1, 2])")
 
 # %% [markdown]
-# ## 2. `softmax`：logits を確率に
+# ## 2. `softmax`：logits を確率分布に
 #
 # ```python
 # def softmax(logits):
@@ -76,8 +97,9 @@ print("w.grad =", [[v.grad for v in row] for row in w], " (= x = [1, 2])")
 #     return [e / total for e in exps]
 # ```
 #
-# 最小例 `[1, 2]`：$\exp(1-2) = e^{-1}$、$\exp(2-2) = 1$、確率は $[e^{-1}, 1]/(1 + e^{-1}) = [0.2689, 0.7311]$。
-# `max_val` は `.data` から取ったただの数なので、グラフの中では定数（ノードにならない）です。
+# 章の説明どおり「最大値を引いてから指数するので、オーバーフローを抑えた実装です。」
+# 最小例 `[1, 2]`：$\exp(1-2) = e^{-1}$、$\exp(2-2) = 1$、正規化の分母は $1 + e^{-1}$、確率は $[e^{-1}, 1]/(1 + e^{-1}) = [0.2689, 0.7311]$。
+# `max_val` は `.data` から取ったただの数（章の言葉では「全 logits の最大（スカラー）」）なので、計算グラフのノードにはなりません。
 
 # %%
 logits = [Value(1.0), Value(2.0)]
@@ -91,28 +113,95 @@ names = {logits[0]: "z0", logits[1]: "z1", probs[0]: "p0", probs[1]: "p1"}
 rows = trace_backward(probs[1], labels=names)
 
 # %%
-ax = draw_graph(probs[1], labels=names)
-ax.set_title("softmax([1, 2]): the graph of p1")
-plt.show()
+show_graph(probs[1], names, "softmax([1, 2]) の計算グラフ（出力 p1）")
 
 # %% [markdown]
-# $p_1$ の勾配は $\partial p_1/\partial z_j = p_1(\delta_{1j} - p_j)$、つまり $[-p_0 p_1,\ p_1(1 - p_1)] = [-0.1966, 0.1966]$。
-# 出力ごとに `backward()` を呼べばヤコビアン全体 $J = \mathrm{diag}(p) - pp^\top$ が得られます
-# （各回の前に `zero_grad` で葉の勾配を消す）。和が 1 に固定されているので、各行の和は 0 です。
+# 図の `-` のノードは `val - max_val` で、子は `z0`（または `z1`）だけです。`max_val` はただの数として値（data）の計算に使われるだけで、ノードにも矢印にもなりません。
+#
+# $p_1$ の勾配は $\partial p_1/\partial z_j = p_1(\delta_{1j} - p_j)$、つまり $[-p_0 p_1,\ p_1(1 - p_1)] = [-0.1966, 0.1966]$（上の表の `z0`、`z1` の grad）。
+# 出力ごとに `backward()` を呼べばヤコビアン全体 $J_{ij} = \partial p_i/\partial z_j = p_i(\delta_{ij} - p_j)$、行列で書けば $J = \mathrm{diag}(p) - pp^\top$ が得られます
+# （葉の勾配は足し込まれるので、各回の前に `zero_grad` で消します）。
 
 # %%
-J = np.zeros((2, 2))
-for i in range(2):
-    zero_grad(logits)
-    probs[i].backward()
-    J[i] = [z.grad for z in logits]
-p = np.array([v.data for v in probs])
+def jacobian(fn, z):
+    """J[i, j] = d fn(z)[i] / d z[j] with one backward() per output (leaf grads accumulate: reset them first)."""
+    leaves = [Value(float(v)) for v in z]
+    outs = fn(leaves)
+    J = np.zeros((len(outs), len(leaves)))
+    for i, out in enumerate(outs):
+        zero_grad(leaves)
+        out.backward()
+        J[i] = [v.grad for v in leaves]
+    return J, np.array([out.data for out in outs])
+
+
+J, p = jacobian(softmax, [1.0, 2.0])
 print("Jacobian from backward():\n", J)
 print("diag(p) - p p^T:\n", np.diag(p) - np.outer(p, p))
+print("row sums    (sum over j of dp_i/dz_j):", [f"{v:.1e}" for v in J.sum(axis=1)])
+print("column sums (sum over i of dp_i/dz_j):", [f"{v:.1e}" for v in J.sum(axis=0)])
 assert np.allclose(J, np.diag(p) - np.outer(p, p), atol=1e-15)
 
 # %% [markdown]
-# ## 3. `rmsnorm`：二乗平均の平方根でスケール
+# 各行の和も各列の和も 0 です（$10^{-17}$ 以下の値は float64 の丸め誤差）。2成分では $J$ の形が $\pm p_0 p_1$ だけで決まってしまうので、4成分の logits でも確かめます。
+
+# %%
+z4 = [1.0, 2.0, 0.5, -1.0]
+J4, p4 = jacobian(softmax, z4)
+print("z =", z4, "\np =", p4)
+print("Jacobian:\n", J4)
+print("row sums:   ", [f"{v:.1e}" for v in J4.sum(axis=1)])
+print("column sums:", [f"{v:.1e}" for v in J4.sum(axis=0)])
+print("max |J - (diag(p) - p p^T)| =", np.abs(J4 - (np.diag(p4) - np.outer(p4, p4))).max())
+
+# %% [markdown]
+# ### シフト不変性：行の和が 0 になる理由と、`max_val` を定数として扱ってよい理由
+#
+# すべての logits に同じ定数 $c$ を足しても、確率は変わりません。分子と分母の $e^c$ が約分されるからです：
+#
+# $$\mathrm{softmax}(z + c\mathbf{1})_i = \frac{e^{z_i + c}}{\sum_j e^{z_j + c}} = \frac{e^{z_i}}{\sum_j e^{z_j}} = \mathrm{softmax}(z)_i, \qquad \mathbf{1} = (1, \dots, 1).$$
+#
+# $z$ を $\mathbf{1}$ の方向に動かしても $p$ が動かないので、その方向の微分 $\sum_j \partial p_i/\partial z_j = (J\mathbf{1})_i$ は 0 です。これが **各行の和が 0** になる理由です。
+# （**列の和** が 0 になるのは別の理由で、確率の和 $\sum_i p_i$ が常に 1 だからです。softmax の $J$ は対称なので、両方が同時に成り立ちます。）
+#
+# まず数値で：`[1, 2]` に同じ定数を足しても、章の `softmax` の出力は変わりません。
+# 最大値を引かずに指数をとると、$c = 1000$ で `exp` があふれます（`Value.exp` は float の上限 $e^{709.78}$ を超えるとエラーを出します）。
+
+# %%
+for c in [-100.0, 0.0, 3.5, 1000.0]:
+    shifted = softmax([Value(1.0 + c), Value(2.0 + c)])
+    print(f"c = {c:7.1f}: softmax([1 + c, 2 + c]) = {[q.data for q in shifted]}")
+
+try:
+    Value(2.0 + 1000.0).exp()  # what softmax would compute without subtracting max_val first
+except OverflowError as e:
+    print("without subtracting the max:", e)
+
+# %% [markdown]
+# 同じ性質が `max_val` の扱いを正当化します。`max_val` = $m(z)$ は本当は $z$ の関数ですが、章のコードは `.data` から取るので、`backward()` は $m$ を通る道を通りません。
+# 本当の微分には、$m$ を通る道の寄与 $-\sum_j J_{ij} \cdot \partial m/\partial z_k = -(J\mathbf{1})_i\,\partial m/\partial z_k$ が加わるはずですが、$J\mathbf{1} = 0$ なのでこの寄与はちょうど 0 です。
+# つまり `max_val` を定数として扱っても、どの勾配も変わりません。
+#
+# 確かめるために、最大値を `Value` のまま（グラフのノードとして）引く版を書き、`backward()` がそこも通るようにして、ヤコビアンを比べます。
+
+# %%
+def softmax_max_in_graph(logits):
+    """The chapter's softmax, except that the max is a Value (a node of the graph): backward() runs through it too."""
+    max_node = max(logits, key=lambda v: v.data)
+    exps = [(val - max_node).exp() for val in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+J4_graph, p4_graph = jacobian(softmax_max_in_graph, z4)
+print("same probabilities:", np.array_equal(p4, p4_graph))
+print("max |J (max_val a constant) - J (max in the graph)| =", np.abs(J4 - J4_graph).max())
+
+# %% [markdown]
+# 確率はまったく同じで、ヤコビアンの差も $10^{-17}$ 程度の丸め誤差だけです。
+# この議論はシフト不変性に頼っています。次の節では、同じように `.data` から取った値を定数として扱うと勾配が **変わってしまう** 例（`rmsnorm` の `scale`）を見ます。
+#
+# ## 3. `rmsnorm`：RMS（二乗平均の平方根）でスケール
 #
 # ```python
 # def rmsnorm(x):
@@ -122,7 +211,7 @@ assert np.allclose(J, np.diag(p) - np.outer(p, p), atol=1e-15)
 # ```
 #
 # 最小例 `[3, 4]`：$ms = (9 + 16)/2 = 12.5$、$scale = (12.5 + 10^{-5})^{-1/2} \approx 1/\sqrt{12.5}$、
-# 出力 $\approx [0.8485, 1.1314]$。出力の二乗平均はほぼ 1 です。
+# 出力 $\approx [0.8485, 1.1314]$。各成分に 1/RMS を掛けるので、出力の二乗平均はほぼ 1 になります。
 
 # %%
 x = [Value(3.0), Value(4.0)]
@@ -137,14 +226,13 @@ names = {x[0]: "x0", x[1]: "x1", y[0]: "y0", y[1]: "y1"}
 rows = trace_backward(y[0], labels=names)
 
 # %%
-ax = draw_graph(y[0], labels=names)
-ax.set_title("rmsnorm([3, 4]): the graph of y0")
-plt.show()
+show_graph(y[0], names, "rmsnorm([3, 4]) の計算グラフ（出力 y0）")
 
 # %% [markdown]
 # $y_0 = x_0 s$、$s = (m + \epsilon)^{-1/2}$、$m = (x_0^2 + x_1^2)/2$ なので
 # $\partial y_0/\partial x_0 = s - s^3 x_0^2/2$、$\partial y_0/\partial x_1 = -s^3 x_0 x_1/2$。
-# $x_0$ が2つの道（直接の `x0 * scale` と、`scale` を経由する道）から勾配を受け取り、それが足し合わされています。
+# $x_0$ は2つの道（直接の `x0 * scale` と、`x0 * x0` から `scale` を経由する道）から勾配を受け取り、それらが足し合わされています
+# （表の `x0` の行の child.grad が、0.2828 → 0.2319 → 0.1810 と足し込まれていく）。
 
 # %%
 hand = [scale - scale**3 * 3 * 3 / 2, -(scale**3) * 3 * 4 / 2]
@@ -153,9 +241,68 @@ print("by hand:   ", hand)
 assert np.allclose([v.grad for v in x], hand, rtol=1e-12)
 
 # %% [markdown]
-# ## 4. LayerNorm と RMSNorm を並べる
+# ## 4. 有限差分で確かめる：`gradient_check`
 #
-# 章の注記のとおり、LayerNorm は「中心化（平均を引く）→ 分散で割る」、RMSNorm は中心化を省いて RMS で割るだけです。
+# 手計算できるのは最小例まで。大きな入力では `value.gradient_check(f, inputs)` を使います。`f` は `Value` のリストから1つの `Value` を返す関数で、
+# 各入力について `backward()` の勾配と中心差分 $(f(x + \varepsilon e_i) - f(x - \varepsilon e_i))/(2\varepsilon)$ を比べ、表を印字して True / False を返します。
+#
+# 3つの関数はどれもベクトルを返すので、ランダムな重み $c$ で出力を足し合わせたスカラー $\sum_i c_i y_i$ を `f` にします。
+# $c$ がランダムなので、どの出力の勾配が間違っていても差が出ます（これは `backward()` に上流の勾配 $c$ を流すのと同じです）。
+# `linear` は入力 $x$（3成分）と重み $w$（2×3）の両方について確かめます。
+
+# %%
+rng = np.random.default_rng(7)
+n_in, n_out = 3, 2
+c_lin = rng.normal(size=n_out).tolist()
+
+
+def f_linear(vs):
+    """sum_o c_o * linear(x, w)[o], with vs = x (n_in values) followed by the rows of w."""
+    xv, wv = vs[:n_in], vs[n_in:]
+    rows_w = [wv[o * n_in:(o + 1) * n_in] for o in range(n_out)]
+    return sum(c * yo for c, yo in zip(c_lin, linear(xv, rows_w)))
+
+
+print("linear: x (inputs 0-2) and w (inputs 3-8)")
+ok_linear = gradient_check(f_linear, rng.normal(size=n_in + n_in * n_out).tolist())
+
+# %%
+c4 = rng.normal(size=4).tolist()
+print("softmax: 4 logits")
+ok_softmax = gradient_check(lambda vs: sum(c * q for c, q in zip(c4, softmax(vs))), rng.normal(size=4).tolist())
+print("\nrmsnorm: 4 components")
+ok_rmsnorm = gradient_check(lambda vs: sum(c * q for c, q in zip(c4, rmsnorm(vs))), rng.normal(size=4).tolist())
+assert ok_linear and ok_softmax and ok_rmsnorm
+
+# %% [markdown]
+# 3つとも all gradients agree です。相対誤差は最大でも $2 \times 10^{-8}$ 程度（勾配そのものが小さい成分で大きめに出る）で、合格の基準 $10^{-5}$ に十分収まります。
+#
+# 次は、`gradient_check` が間違いを見つける例です。`softmax` の `max_val` と同じように、`rmsnorm` の `scale` を `.data` から作ってみます。
+# 順伝播の値はまったく同じですが、`backward()` は「`scale` も $x$ に依存する」ことを知らないので、`scale` を経由する道（上の手計算の $-s^3 x_0^2/2$ などの項）が抜け落ちます。
+
+# %%
+def rmsnorm_scale_as_constant(x):
+    """WRONG on purpose: scale is computed from .data, so backward() does not see that it depends on x."""
+    ms = sum(xi.data * xi.data for xi in x) / len(x)
+    scale = (ms + 1e-5) ** -0.5
+    return [xi * scale for xi in x]
+
+
+point = rng.normal(size=4).tolist()
+print("same forward values:",
+      [v.data for v in rmsnorm_scale_as_constant([Value(t) for t in point])] == [v.data for v in rmsnorm([Value(t) for t in point])])
+ok_wrong = gradient_check(lambda vs: sum(c * q for c, q in zip(c4, rmsnorm_scale_as_constant(vs))), point)
+print("gradient_check returned", ok_wrong)
+assert not ok_wrong
+
+# %% [markdown]
+# 勾配は FAIL になり、`gradient_check` は False を返します。`softmax` では $m$ を通る道の寄与が $J\mathbf{1} = 0$ のおかげでちょうど消えましたが、
+# `rmsnorm` では `scale` を通る道の寄与は 0 ではありません。「`.data` から取った値を定数として扱ってよいか」は、その値を通る道の寄与が 0 かどうかで決まります。
+
+# %% [markdown]
+# ## 5. LayerNorm と RMSNorm を並べる
+#
+# 章の注記のとおり、LayerNorm は「中心化（平均を引く）→ スケーリング（標準偏差で割る）」、RMSNorm は中心化を省いて RMS で割るだけです。
 # このプロジェクトには LayerNorm はないので、比較用にここで NumPy の2行で書きます（学習可能な倍率・バイアスなし、$\epsilon = 10^{-5}$）。
 # RMSNorm はプロジェクトの `utils.rmsnorm_np`（`rmsnorm` の NumPy 版）を使います。
 
@@ -174,43 +321,57 @@ for v in vectors:
     print(f"x = {v}\n   rmsnorm   -> {utils.rmsnorm_np(v)}\n   layernorm -> {layernorm_np(v)}")
 
 # %% [markdown]
-# `[1, 2, 3, 4]` と、それに 100 を足した `[101, …, 104]` を比べると違いがはっきりします：
-# LayerNorm は平均を引くので両者は同じ出力になり、RMSNorm では大きな共通成分が残って各成分がほぼ 1 に揃ってしまいます。
+# 章の注記はスケーリングを「成分の分散（または標準偏差）で割る（ばらつきの大きさをおおよそ 1 に）」と書いていますが、ばらつきが 1 に揃うのは標準偏差（分散の平方根）で割った場合だけです。
+# 分散で割ると、入力を 10 倍すれば出力は 1/10 になります（上の `layernorm_np` は標準偏差 $\sqrt{\sigma^2 + \epsilon}$ で割っています）：
+
+# %%
+v = np.array([1.0, 2.0, 3.0, 4.0])
+for k in (1.0, 10.0):
+    centered = k * v - (k * v).mean()
+    var = (k * v).var() + 1e-5
+    print(f"x = {k:4g} * [1, 2, 3, 4]: divided by the std -> {centered / np.sqrt(var)},"
+          f"  by the variance -> {centered / var}")
+
+# %% [markdown]
+# `[1, 2, 3, 4]` と、それに 100 を足した `[101, …, 104]` を比べると違いがはっきりします。
+# LayerNorm は平均を引くので両者は同じ出力になり（softmax と同じシフト不変性）、RMSNorm では大きな共通成分が残って各成分がほぼ 1 に揃ってしまいます。
 #
-# 2 次元の点の雲に当てると、幾何学的な違いが見えます。RMSNorm の出力は二乗平均が 1、つまりノルム $\sqrt{n} = \sqrt 2$ の **円の上** に乗ります
-# （第3回の球面への $L_2$ 正規化とほぼ同じ、半径だけが違う）。2 次元の LayerNorm は平均を引くと $(t, -t)$ の形しか残らないので、
+# 2 次元の点の雲に当てると、幾何学的な違いが見えます。RMSNorm の出力は二乗平均がほぼ 1、つまりノルムがほぼ $\sqrt{n} = \sqrt 2$ で、**円の上** に乗ります
+# （幾何学講義 第3回「プラネタリウムの建設: 球面へのパラダイムシフト」の、単位超球面への $L_2$ 正規化とほぼ同じで、半径が 1 でなく $\sqrt n$ なだけ。ノート 04 を参照）。2 次元の LayerNorm は平均を引くと $(t, -t)$ の形しか残らないので、
 # 出力は **2点** $\pm(1, -1)$ に潰れます（2成分がほぼ等しい点だけは分散がほぼ 0 で $\epsilon$ が効き、原点の近くに残ります）。
 
 # %%
 rng = np.random.default_rng(0)
 cloud = rng.normal(loc=[2.0, 1.0], scale=[1.5, 0.8], size=(400, 2))
-fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), sharex=True, sharey=True)
-panels = [("input x (shifted Gaussian cloud)", cloud),
-          ("RMSNorm: on the circle |y| = sqrt(2)", utils.rmsnorm_np(cloud)),
-          ("LayerNorm: collapses to 2 points", layernorm_np(cloud))]
+fig, axes = plt.subplots(1, 3, figsize=(12, 4.4), sharex=True, sharey=True)
+panels = [("入力 x（中心をずらした正規分布の点群）", cloud),
+          ("RMSNorm：半径 √2 の円の上に乗る", utils.rmsnorm_np(cloud)),
+          ("LayerNorm：2点に潰れる", layernorm_np(cloud))]
 t = np.linspace(0, 2 * np.pi, 200)
 for ax, (title, pts) in zip(axes, panels):
-    ax.plot(np.sqrt(2) * np.cos(t), np.sqrt(2) * np.sin(t), color="0.8", lw=1, label="circle of radius sqrt(2)")
-    ax.scatter(pts[:, 0], pts[:, 1], s=8, alpha=0.5, label="points")
-    ax.set(title=title, xlabel="component 1", ylabel="component 2", aspect="equal")
+    ax.plot(np.sqrt(2) * np.cos(t), np.sqrt(2) * np.sin(t), color="0.8", lw=1, label="半径 √2 の円")
+    ax.scatter(pts[:, 0], pts[:, 1], s=8, alpha=0.5, label="点")
+    ax.set(xlabel="成分 1", ylabel="成分 2", aspect="equal")
+    ax.set_title(title, fontsize=10)
     ax.legend(loc="best", fontsize=8)
 plt.tight_layout()
 plt.show()
 
 # %%
 x4 = np.array([[1.0, 2.0, 3.0, 4.0], [101.0, 102.0, 103.0, 104.0]])
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
 idx = np.arange(4)
-for k, (title, out) in enumerate([("input", x4), ("RMSNorm", utils.rmsnorm_np(x4)), ("LayerNorm", layernorm_np(x4))]):
+for k, (title, out) in enumerate([("入力", x4), ("RMSNorm の出力", utils.rmsnorm_np(x4)),
+                                  ("LayerNorm の出力", layernorm_np(x4))]):
     axes[k].bar(idx - 0.2, out[0], width=0.4, label="x = [1, 2, 3, 4]")
     axes[k].bar(idx + 0.2, out[1], width=0.4, label="x + 100")
-    axes[k].set(title=title, xlabel="component index", ylabel="value", xticks=idx)
+    axes[k].set(title=title, xlabel="成分の番号", ylabel="値", xticks=idx)
     axes[k].legend(fontsize=8, loc="center left" if k == 0 else "best")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## 5. スカラー版と NumPy 版（双子）の一致
+# ## 6. スカラー版と NumPy 版（双子）の一致
 #
 # `utils.py` では各スカラー関数の隣に NumPy 版が並んでいます。
 #
@@ -222,8 +383,8 @@ plt.show()
 # | `-softmax(z)[t].log()` の平均 | `cross_entropy_np(logits, targets)` | `cross_entropy_np_backward(logits, targets)` |
 #
 # バッチ形 `(2, 3, n)` のランダム入力で、スカラー版を1行ずつ動かしたものと比べます。
-# 逆伝播は、上流の勾配 `dy` を固定して損失 $\sum y \cdot dy$ に `backward()` をかけたスカラーの勾配と、
-# NumPy の明示的な逆伝播を比べます。誤差は $\max|a - b| / \max|b|$（相対誤差）。
+# 逆伝播は、上流の勾配 `dy` を固定して損失 $\sum y \cdot dy$ に `backward()` をかけたスカラー版の勾配と、
+# NumPy 版の明示的な逆伝播を比べます。誤差は $\max|a - b| / \max|b|$（相対誤差）。
 
 # %%
 rng = np.random.default_rng(21)
@@ -287,21 +448,23 @@ errors["cross-entropy bwd"] = rel_err(utils.cross_entropy_np_backward(X, targets
 
 for name, e in errors.items():
     print(f"{name:18s} max relative error {e:.2e}")
+print(f"(float64 machine epsilon: {np.finfo(float).eps:.2e})")
 assert max(errors.values()) < 1e-10
 
 # %%
-fig, ax = plt.subplots(figsize=(9, 3.6))
+fig, ax = plt.subplots(figsize=(9, 3.8))
 names_ = list(errors)
 vals = [max(errors[k], 1e-18) for k in names_]   # an exact 0 would vanish on a log axis
-ax.bar(range(len(names_)), vals, color="tab:blue", label="scalar Value vs NumPy twin")
+ax.bar(range(len(names_)), vals, color="tab:blue", label="スカラー版と NumPy 版の最大相対誤差")
 for i, k in enumerate(names_):
     if errors[k] == 0:
-        ax.text(i, 2e-18, "0 (exact)", ha="center", va="bottom", fontsize=8)
-ax.axhline(1e-10, color="tab:red", ls="--", label="test tolerance 1e-10")
-ax.axhline(np.finfo(float).eps, color="0.5", ls=":", label="float64 machine epsilon")
-ax.set(yscale="log", ylim=(1e-18, 1e-8), ylabel="max relative error",
-       title="NumPy twins agree with the chapter's scalar code (batch shape (2, 3))")
-ax.set_xticks(range(len(names_)), names_, rotation=30, ha="right")
+        ax.text(i, 2e-18, "0（完全一致）", ha="center", va="bottom", fontsize=8)
+ax.axhline(1e-10, color="tab:red", ls="--", label="テストの許容誤差 1e-10")
+ax.axhline(np.finfo(float).eps, color="0.5", ls=":", label="float64 の機械イプシロン")
+ax.set(yscale="log", ylim=(1e-18, 1e-8), ylabel="最大相対誤差",
+       title="NumPy 版の双子は章のスカラー版と一致する（バッチ形 (2, 3)）")
+ticks = [k.replace(" fwd", " 順伝播").replace(" bwd", " 逆伝播") for k in names_]
+ax.set_xticks(range(len(names_)), ticks, rotation=30, ha="right")
 ax.legend(fontsize=8, loc="upper left")
 plt.tight_layout()
 plt.show()
@@ -309,3 +472,126 @@ plt.show()
 # %% [markdown]
 # すべて機械イプシロン（約 $2.2 \times 10^{-16}$）程度で一致します。NumPy 版は第22章の GPT の高速エンジン（`--engine numpy`）で使われ、
 # スカラー版は1つ1つの勾配を追いかけるための「読める」実装です。同じ数学の2つの書き方です。
+
+# %% [markdown]
+# ## 理解度チェック
+#
+# **Q1.** `linear(x, w)` で `w` が3行2列（出力3、入力2）のとき、$\partial y_1/\partial x_0$ と $\partial y_1/\partial w_{10}$ はそれぞれ何ですか。
+# 損失から `backward()` したとき、`x[0].grad` には何が集まりますか。
+#
+# <details><summary>答え</summary>
+#
+# $y_1 = w_{10} x_0 + w_{11} x_1$ なので $\partial y_1/\partial x_0 = w_{10}$、$\partial y_1/\partial w_{10} = x_0$（第1節の最小例と同じ形）。
+# $x_0$ は3つの出力すべてに使われるので、`x[0].grad` には3本の道の和 $\sum_o w_{o0}\,\partial L/\partial y_o$ が集まります（NumPy 版では `dx = dy @ w`）。
+#
+# </details>
+#
+# **Q2.** `softmax` が最大値を引くのは何のためですか。また `max_val` を `.data` から取って（計算グラフの外の定数として）扱っても勾配が変わらないのはなぜですか。
+#
+# <details><summary>答え</summary>
+#
+# 指数のオーバーフローを防ぐためです（第2節：$c = 1000$ だと `exp` があふれる）。引いた後の最大の指数は $e^0 = 1$ になります。
+# 勾配が変わらないのはシフト不変性のためです。全 logits に同じ定数を足しても確率は変わらないので $J\mathbf{1} = 0$（ヤコビアンの各行の和が 0）で、
+# `max_val` を通る道の寄与 $-(J\mathbf{1})_i\,\partial m/\partial z_k$ はちょうど 0 になります。第2節で、最大値をグラフに入れた版とヤコビアンが一致することを確かめました。
+#
+# </details>
+#
+# **Q3.** softmax のヤコビアンの **列** の和 $\sum_i \partial p_i/\partial z_j$ が 0 になるのはなぜですか（行の和とは別の理由で）。
+#
+# <details><summary>答え</summary>
+#
+# 確率の和 $\sum_i p_i$ が $z$ によらず常に 1 なので、それをどの $z_j$ で微分しても 0 だからです。
+# $J = \mathrm{diag}(p) - pp^\top$ は対称なので、行の和（シフト不変性）と列の和（和が 1）が両方 0 になります。
+#
+# </details>
+#
+# **Q4.** `rmsnorm` の `scale` を、`max_val` と同じように `.data` から計算すると何が起きますか。
+#
+# <details><summary>答え</summary>
+#
+# 順伝播の値は同じですが、`backward()` は `scale` が $x$ に依存することを知らず、`scale` を経由する道（$-s^3 x_j\,\mathrm{mean}(dy \cdot x)$ の項）が抜け落ちます。
+# この道の寄与は 0 ではないので勾配は間違い、第4節の `gradient_check` は FAIL を出して False を返しました。
+# 定数扱いしてよいかどうかは、その値を通る道の寄与が 0 になるかどうかで決まります。
+#
+# </details>
+#
+# **Q5.** `[1, 2, 3, 4]` と `[101, 102, 103, 104]` を LayerNorm と RMSNorm に通すと、それぞれどうなりますか。
+#
+# <details><summary>答え</summary>
+#
+# LayerNorm は中心化（平均を引く）のでどちらも同じ `[-1.34, -0.45, 0.45, 1.34]` になります（softmax と同じくシフト不変）。
+# RMSNorm は平均を引かないので、`[101, …, 104]` では共通成分 100 が残り、出力は各成分がほぼ 1 の `[0.985, 0.995, 1.005, 1.015]` になります（第5節の出力）。
+#
+# </details>
+#
+# ## 練習問題
+#
+# 各問の解答セルの `raise NotImplementedError` を自分のコードに置き換え、その下のチェックセルを実行すると「正解」か「不正解」が表示されます（書く前は「未回答」）。
+# チェックは、シードを固定したランダムな入力で、プロジェクトの関数や有限差分と比べます。
+#
+# ### 練習問題 1：softmax のヤコビアン行列
+#
+# 確率ベクトル `p`（形 `(n,)` の NumPy 配列、`p = softmax(z)`）を受け取り、ヤコビアン $J_{ij} = \partial p_i/\partial z_j$ を形 `(n, n)` の NumPy 配列で返す関数
+# `softmax_jacobian(p)` を書いてください。
+#
+# チェックは、$J$ の第 $i$ 行を `utils.softmax_np_backward(e_i, p)` と比べます。上流の勾配が $e_i$（第 $i$ 成分だけが 1）のとき、
+# 逆伝播が返す `dz` は $\partial p_i/\partial z_j$（$j = 0, \dots, n-1$）、つまり $J$ の第 $i$ 行だからです。
+
+# %%
+def softmax_jacobian(p):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+# %%
+exercises.check_02_softmax_jacobian(softmax_jacobian)
+
+# %% [markdown]
+# ### 練習問題 2：RMSNorm の逆伝播
+#
+# 形 `(..., n)` の NumPy 配列 `dy` と `x`（最後の軸が1本のベクトル、先頭の軸はバッチ）を受け取り、$y = \mathrm{rmsnorm}(x)$（章と同じ $\epsilon = 10^{-5}$）の
+# 入力についての勾配 $dx_j = \sum_i dy_i\,\partial y_i/\partial x_j$ を同じ形で返す関数 `rmsnorm_backward(dy, x)` を書いてください（`utils.rmsnorm_np_backward` は使わずに）。
+#
+# チェックは、章のスカラー版 `rmsnorm` に損失 $\sum_i dy_i y_i$ の `backward()` をかけた勾配と比べます。
+#
+# <details><summary>ヒント</summary>
+#
+# 第3節の手計算を一般の $n$ に広げます。$s = (m + \epsilon)^{-1/2}$、$m = \frac1n \sum_i x_i^2$ とすると $\partial s/\partial x_j = -s^3 x_j / n$。
+# $y_i = x_i s$ の2つの道（直接と、$s$ を経由）を足し合わせてください。
+#
+# </details>
+
+# %%
+def rmsnorm_backward(dy, x):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+# %%
+exercises.check_02_rmsnorm_backward(rmsnorm_backward)
+
+# %% [markdown]
+# ### 練習問題 3：LayerNorm の逆伝播
+#
+# 第5節の `layernorm_np` と同じ $y = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$（$\mu$ は最後の軸の平均、$\sigma^2$ は分散 `x.var(axis=-1)`、$\epsilon = 10^{-5}$、学習可能な倍率・バイアスなし）について、
+# 形 `(..., n)` の `dy` と `x` から勾配 $dx$ を同じ形で返す関数 `layernorm_backward(dy, x)` を書いてください。
+#
+# チェックは `value.gradient_check` を使います。あなたの $dx$ を、損失 $\sum_i dy_i y_i$ を値に持つ1つの `Value` ノードの局所勾配として取り込み、
+# その `backward()` の勾配を中心差分と比べます（不正解のときは、その表が印字されます）。
+#
+# <details><summary>ヒント</summary>
+#
+# $\tilde\sigma = \sqrt{\sigma^2 + \epsilon}$、$\hat x = (x - \mu)/\tilde\sigma$ とおきます。$x_j$ から $y_i$ へは、直接の道のほかに $\mu$ を経由する道と $\tilde\sigma$ を経由する道があり、
+# $\partial \mu/\partial x_j = 1/n$、$\partial \tilde\sigma/\partial x_j = \hat x_j/n$ です。3つの道を足すと、答えは $\mathrm{mean}(dy)$ と $\mathrm{mean}(dy \cdot \hat x)$ を使って1行で書けます。
+# LayerNorm もシフト不変なので、正しい $dx$ は各行の和が 0 になります（確かめてみてください）。
+#
+# </details>
+
+# %%
+def layernorm_backward(dy, x):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+# %%
+exercises.check_02_layernorm_backward(layernorm_backward)
