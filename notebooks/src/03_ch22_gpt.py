@@ -505,6 +505,18 @@ for t in temps:
     print(f"T = {t:4}: {', '.join(names)}   ({new}/10 not in the training set)")
 
 # %% [markdown]
+# ここまでの `sample` は NumPy エンジン（既定の `engine="numpy"`）で、10 個の名前を 1 位置ずつまとめて進めました。
+# `engine="value"` にすると、第 22 章の推論ループそのもの（`microgpt.sample_value`）が動きます。`gpt()` を 1 位置ずつ呼び、
+# KV キャッシュを 1 つずつ伸ばし、`softmax(logits / temperature)` から 1 文字ずつ引きます。
+# 2 つのエンジンは各位置の抽選に同じ一様乱数 `u[i, pos]`（同じシードの乱数列の行 `i`）を使うので、同じ名前が出るはずです。
+
+# %%
+by_value = microgpt.sample(params, cfg, vocab, num_samples=10, temperature=0.5, seed=7, engine="value")
+by_numpy = microgpt.sample(params, cfg, vocab, num_samples=10, temperature=0.5, seed=7, engine="numpy")
+print("engine='value':", ", ".join(by_value))
+print("same names as engine='numpy':", by_value == by_numpy)
+
+# %% [markdown]
 # ## 理解度チェック
 #
 # **問1.** `gpt` のソースには因果マスク（未来の位置を見えなくする処理）がありません。それでも位置 $t$ の計算が未来の文字を見ないのはなぜですか。
