@@ -12,9 +12,10 @@ import sys
 from dataclasses import asdict
 from types import SimpleNamespace
 
-from corpora import corpus_id
-from errors import InputError
-from run_files import save_checkpoint
+from corpora import MAX_CORPUS_BYTES, corpus_id
+from errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, InputError, WriteError
+from model_config import MAX_MEMORY_GB, n_params
+from run_files import check_setting, claim_run_folder, plot_losses, save_checkpoint, write_json
 
 DEFAULTS = {"norm": "rmsnorm", "n_embd": 16, "n_head": 4, "n_layer": 1, "block_size": 16, "alpha_init": 0.05,
             "sz_init": 1.0, "engine": "value", "steps": 1000, "batch_size": 1, "lr": 0.01, "seed": 42,
@@ -46,12 +47,17 @@ def build_parser():
                    "numpy: vectorized twins with explicit backward. Sampling uses the same engine")
     g.add_argument("--steps", type=int, help="optimizer steps (default 1000; with --resume: the checkpoint's plan)")
     g.add_argument("--batch-size", type=int, help="docs per step (default 1)")
-    g.add_argument("--lr", type=float, help="Adam learning rate, decays linearly to 0 (default 0.01)")
+    g.add_argument("--lr", type=float, help="Adam learning rate, decays linearly to 0 (default 0.01); with --resume "
+                   "it may be lowered (never raised) for the rest of the run, e.g. after a divergence")
     g.add_argument("--seed", type=int, help="seed for the train/val split, init and sampling (default 42)")
     g.add_argument("--riemannian", action="store_true", default=None,
                    help="sphere only: project matrix gradients onto the tangent space before Adam")
     g.add_argument("--eval-every", type=int, help="val loss (and checkpoint with --out) every N steps (default 100)")
-    g.add_argument("--corpus", help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line")
+    g.add_argument("--corpus", help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line "
+                   f"(at most {MAX_CORPUS_BYTES // 2**20} MiB)")
+    g.add_argument("--max-memory", type=float, metavar="GB",
+                   help=f"refuse a run whose estimated memory is larger (default {MAX_MEMORY_GB:g} GB); the estimate "
+                   "comes from the config before anything is allocated")
     g = p.add_argument_group("files")
     g.add_argument("--out", help="directory for checkpoint.npz, metrics.json and loss.png "
                    "(without --out, Ctrl-C still saves to out/checkpoint.npz, or the next free checkpoint-N.npz)")
@@ -60,7 +66,8 @@ def build_parser():
     g.add_argument("--sample-only", action="store_true", help="load --checkpoint and only sample")
     g = p.add_argument_group("sampling")
     g.add_argument("--num-samples", type=int, default=20, help="names to generate (default 20)")
-    g.add_argument("--temperature", type=float, default=0.5, help="> 0; lower is more conservative (default 0.5)")
+    g.add_argument("--temperature", type=float, default=0.5, help="> 0; lower is more conservative (default 0.5); "
+                   "below 1e-100 the most likely character is taken (greedy)")
     g.add_argument("--prompt", default="", help="prefix every sample continues (default: empty)")
     return p
 
@@ -70,17 +77,14 @@ def flag(name):
 
 
 def check_args(a):
-    """The checks argparse cannot do: ranges and combinations of flags. InputError names the flag."""
-    for name in ("n_embd", "n_head", "n_layer", "block_size", "steps", "batch_size", "num_samples", "eval_every"):
-        value = getattr(a, name)
-        if value is not None and value <= 0:
-            raise InputError(f"{flag(name)} must be a positive integer, got {value}")
-    for name in ("lr", "alpha_init", "sz_init", "temperature"):
-        value = getattr(a, name)
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise InputError(f"{flag(name)} must be a positive number, got {value}")
-    if a.seed is not None and a.seed < 0:
-        raise InputError(f"--seed must be a non-negative integer, got {a.seed}")
+    """The checks argparse cannot do: ranges (the same rules as a checkpoint's settings, run_files.check_setting)
+    and combinations of flags. InputError names the flag."""
+    for name in ("n_embd", "n_head", "n_layer", "block_size", "steps", "batch_size", "num_samples", "eval_every",
+                 "lr", "alpha_init", "sz_init", "temperature", "seed"):
+        if getattr(a, name) is not None:
+            check_setting(name, getattr(a, name), flag(name))
+    if a.max_memory is not None and not (math.isfinite(a.max_memory) and a.max_memory > 0):
+        raise InputError(f"--max-memory must be a positive number of GB, got {a.max_memory}")
     if a.sample_only and not a.checkpoint:
         raise InputError("--sample-only needs --checkpoint PATH")
     if a.sample_only and a.resume:
@@ -93,6 +97,10 @@ def check_args(a):
         raise InputError(f"--out {a.out!r} exists and is not a directory")
 
 
+def max_gb(a):
+    return a.max_memory if a.max_memory is not None else MAX_MEMORY_GB
+
+
 def resume_path(a):
     """The checkpoint --resume reads: --checkpoint, or checkpoint.npz in --out."""
     return a.checkpoint or os.path.join(a.out, "checkpoint.npz")
@@ -100,25 +108,28 @@ def resume_path(a):
 
 def settings(a, resume=None, ckpt_path=None):
     """The run's settings as one namespace: the flags over DEFAULTS for a new run; on --resume the checkpoint's
-    model, data and optimizer settings (a flag that contradicts them is an InputError), and the flags only for
-    --steps, --engine and --eval-every."""
+    model, data and optimizer settings (a flag that contradicts them is an InputError; a lower --lr is allowed),
+    and the flags for --steps, --engine and --eval-every."""
     if resume is None:
         s = {k: (getattr(a, k) if getattr(a, k) is not None else d) for k, d in DEFAULTS.items()}
         s["corpus"] = corpus_id(s["corpus"])
-        return SimpleNamespace(**s, out=a.out)
+        return SimpleNamespace(**s, out=a.out, lr_lowered_from=None)
     kept = {**asdict(resume.cfg), "batch_size": resume.batch_size, "lr": resume.lr, "seed": resume.seed,
             "riemannian": resume.riemannian, "corpus": corpus_id(resume.corpus)}
     given = {k: getattr(a, k) for k in KEPT_ON_RESUME}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled, is no conflict
+    lowered_from = None
+    if given["lr"] is not None and given["lr"] < kept["lr"]:  # lowering the lr is allowed: a diverged run's way out
+        lowered_from, kept["lr"] = kept["lr"], given["lr"]
     conflicts = [flag(k) for k, value in given.items() if value is not None and value != kept[k]]
     if conflicts:
         raise InputError(f"{', '.join(conflicts)} {'differs' if len(conflicts) == 1 else 'differ'} from the "
-                         f"checkpoint {ckpt_path!r}; a resumed run keeps "
-                         "its model, data and optimizer settings (only --steps, --engine and output flags change)")
+                         f"checkpoint {ckpt_path!r}; a resumed run keeps its model, data and optimizer settings "
+                         "(only --steps, --engine, output flags and a lower --lr may change)")
     return SimpleNamespace(**{k: kept[k] for k in KEPT_ON_RESUME},
                            steps=a.steps if a.steps is not None else resume.steps,
                            engine=a.engine or resume.engine, eval_every=a.eval_every or resume.eval_every,
-                           out=a.out or os.path.dirname(os.path.abspath(ckpt_path)))
+                           out=a.out or os.path.dirname(os.path.abspath(ckpt_path)), lr_lowered_from=lowered_from)
 
 
 def fmt_time(seconds):
@@ -126,15 +137,33 @@ def fmt_time(seconds):
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def print_header(corpus, docs, train_docs, val_docs, cfg, n_params, engine, riemannian, base, cropped):
-    print(f"corpus {corpus!r}: {len(docs)} docs ({len(train_docs)} train / {len(val_docs)} val), "
+def own_checkpoint(out, resume, resume_path):
+    """The checkpoint file this run writes: OUT/checkpoint.npz, unless that is an earlier run's (then an
+    InputError: never overwrite another run's work). None without --out."""
+    if not out:
+        return None
+    ckpt = os.path.join(out, "checkpoint.npz")
+    if os.path.exists(ckpt) and not (resume is not None and os.path.samefile(ckpt, resume_path)):
+        raise InputError(f"{ckpt!r} holds the checkpoint of an earlier run; continue it with --resume, "
+                         "or choose another --out (or delete that folder to start over)")
+    return ckpt
+
+
+def print_header(s, docs, train_docs, val_docs, cfg, base, resume, notice):
+    print(f"corpus {s.corpus!r}: {len(docs)} docs ({len(train_docs)} train / {len(val_docs)} val), "
           f"vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters + BOS)")
+    cropped = sum(len(d) + 1 > cfg.block_size for d in docs)
     if cropped:
         print(f"note: {cropped} docs are longer than block_size {cfg.block_size} and are cropped to it")
     print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, n_head={cfg.n_head}, "
-          f"block_size={cfg.block_size}, {n_params} parameters; engine={engine}" + (", riemannian" if riemannian
-                                                                                    else ""))
+          f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={s.engine}"
+          + (", riemannian" if s.riemannian else ""))
     print("baselines (val loss): " + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
+    if notice:
+        print(notice)
+    if resume is not None:
+        lowered = f" (lr lowered from {s.lr_lowered_from:g} to {s.lr:g})" if s.lr_lowered_from else ""
+        print(f"resuming from step {resume.step} of {s.steps}{lowered}")
 
 
 class Progress:
@@ -170,30 +199,76 @@ class Progress:
             print()
 
 
-def divergence_message(state, last_good, out, steps):
-    # Nothing new is written: the weights before the bad step would only repeat it on --resume (which keeps
-    # --lr), so the fallback is the last checkpoint of this run (or the one it resumed from), left as it was.
+def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
+    """What a failed run leaves to fall back on, in words."""
     if last_good is not None:
-        kept = f"the last good checkpoint is {last_good[0]!r} (step {last_good[1]})"
-    elif out:
-        first = min(state.eval_every, steps)
-        kept = f"no checkpoint was written (it diverged before the first one, due at step {first})"
-    else:
-        kept = "no checkpoint was written (no --out)"
-    return f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr."
-
-
-def interrupt_checkpoint(out):
-    """Where Ctrl-C saves: OUT/checkpoint.npz; without --out, out/checkpoint.npz or the next free checkpoint-N.npz
-    (an earlier interrupted run's file is kept)."""
+        return f"the last good checkpoint is {last_good[0]!r} (step {last_good[1]})"
     if out:
-        return os.path.join(out, "checkpoint.npz")
-    os.makedirs("out", exist_ok=True)
-    path, n = os.path.join("out", "checkpoint.npz"), 1
-    while os.path.exists(path):
-        n += 1
-        path = os.path.join("out", f"checkpoint-{n}.npz")
-    return path
+        return f"no checkpoint was written (it {what} before the first one, due at step {min(eval_every, steps)})"
+    return "no checkpoint was written (no --out)"
+
+
+def report_write_error(error, progress, s):
+    progress.end()
+    print(f"microgpt: error: {error}; training stopped; "
+          f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}", file=sys.stderr)
+    return EXIT_IO
+
+
+def report_divergence(state, progress, s):
+    # Nothing new is written: the weights before the bad step would only repeat it on --resume, so the fallback
+    # is the last checkpoint of this run (or the one it resumed from), left as it was.
+    kept = kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps, "diverged")
+    print(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a resumed run "
+          "may lower it: --resume --lr ...).", file=sys.stderr)
+    return EXIT_DIVERGED
+
+
+def save_interrupted(state, progress, s):
+    """Ctrl-C: save to --out, or without --out to a folder of its own (out/run-N, claimed atomically, so two
+    runs stopped at the same moment never share one), and print the command that continues the run."""
+    try:
+        out = s.out or claim_run_folder("out")
+        ckpt = os.path.join(out, "checkpoint.npz")
+        save_checkpoint(ckpt, state)
+    except WriteError as e:
+        print(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
+              f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}", file=sys.stderr)
+        return EXIT_IO
+    print(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {ckpt}\n"
+          f"continue with: python microgpt.py --resume --out {out}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def print_final(state, base):
+    val = state.val_loss[-1][1]
+    print(f"final: train loss {final_train_loss(state):.4f} (mean of last {min(50, len(state.train_loss))} steps), "
+          f"val loss {val:.4f} -- {'below' if val < base['bigram'] else 'not yet below'} the bigram baseline "
+          f"{base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
+
+
+def final_train_loss(state):
+    return sum(state.train_loss[-50:]) / len(state.train_loss[-50:])
+
+
+def write_run_files(s, state, base, samples, docs, train_docs, val_docs):
+    """--out: the final checkpoint, metrics.json and loss.png."""
+    cfg = state.cfg
+    ckpt, metrics_path, plot_path = (os.path.join(s.out, name) for name in ("checkpoint.npz", "metrics.json",
+                                                                           "loss.png"))
+    save_checkpoint(ckpt, state)
+    metrics = {"config": asdict(cfg), "engine": s.engine, "norm": cfg.norm, "corpus": s.corpus, "seed": s.seed,
+               "steps": state.step, "batch_size": state.batch_size, "lr": state.lr, "riemannian": state.riemannian,
+               "n_params": n_params(cfg), "docs": {"train": len(train_docs), "val": len(val_docs),
+                                                  "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)},
+               "final_train_loss": final_train_loss(state), "final_val_loss": state.val_loss[-1][1],
+               "baselines": base, "ms_per_step": state.ms_per_step,
+               "history": {"train_loss": state.train_loss, "val_loss": [list(x) for x in state.val_loss]},
+               "samples": samples}
+    write_json(metrics_path, metrics)
+    plot_losses(plot_path, state, base,
+                f"microgpt, norm={cfg.norm}, engine={s.engine}, corpus={os.path.basename(s.corpus)}")
+    print(f"wrote {ckpt}, {metrics_path}, {plot_path}")
 
 
 def print_samples(samples, temperature, prompt):

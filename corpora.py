@@ -7,15 +7,21 @@ downloaded at run time; `load_corpus` returns the documents of
     "jp-names"   Japanese given names as hiragana readings, from `japanese-personal-name-dataset`
     a path       a UTF-8 text file with one document per line (blank lines are skipped)
 
-Repeats are dropped keeping the first occurrence, so the seeded train/val split is reproducible.
+Repeats are dropped keeping the first occurrence, so the seeded train/val split is reproducible. A text file
+is split into lines at "\n" (and "\r\n") only: other characters that Python's str.splitlines() treats as line
+breaks (\x0b, \x0c, \x1c-\x1e, \x85, U+2028, U+2029) stay inside their document. Files larger than MAX_CORPUS_BYTES
+are refused before they are read. `fingerprint(docs)` identifies the documents, so a checkpoint can tell when the
+corpus it was trained on has changed.
 """
 import csv
+import hashlib
 import importlib.util
 import os
 
 from errors import InputError
 
 BUILTIN = ("names", "jp-names")
+MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refused before it is read
 
 
 def _package_dir(module_name, pip_name, corpus):
@@ -63,26 +69,42 @@ def load_corpus(name_or_path="names"):
     elif name_or_path == "jp-names":
         docs = _load_jp_names()
     else:
-        path = name_or_path
-        try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
-            raise InputError(f"corpus file {path!r} not found (built-in corpora: 'names', 'jp-names')") from None
-        except IsADirectoryError:
-            raise InputError(f"corpus {path!r} is a directory, not a text file") from None
-        except OSError as e:
-            raise InputError(f"cannot read corpus file {path!r}: {e.strerror or e}") from None
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise InputError(f"corpus file {path!r} is not valid UTF-8 (byte {e.start}: {raw[e.start:e.start + 1]!r})"
-                             ) from None
-        docs = [line.strip() for line in text.splitlines() if line.strip()]
+        docs = _load_text_file(name_or_path)
     if len(docs) < 2:
         raise InputError(f"corpus {name_or_path!r} has {len(docs)} non-empty lines; need at least 2 "
                          "(one document per line, split 90/10 into train and val)")
     return docs
+
+
+def _load_text_file(path):
+    """One document per line of a UTF-8 file (a BOM is allowed); lines end at "\n" or "\r\n" only."""
+    try:
+        with open(path, "rb") as f:
+            # read one byte past the cap: works for regular files and for endless ones (/dev/zero, a pipe)
+            raw = f.read(MAX_CORPUS_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(f"corpus file {path!r} not found (built-in corpora: 'names', 'jp-names')") from None
+    except IsADirectoryError:
+        raise InputError(f"corpus {path!r} is a directory, not a text file") from None
+    except OSError as e:
+        raise InputError(f"cannot read corpus file {path!r}: {e.strerror or e}") from None
+    if len(raw) > MAX_CORPUS_BYTES:
+        raise InputError(f"corpus file {path!r} is larger than {MAX_CORPUS_BYTES // 2**20} MiB, the limit for a corpus "
+                         "(microgpt keeps every document in memory; use a smaller file)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"corpus file {path!r} is not valid UTF-8 (byte {e.start}: {raw[e.start:e.start + 1]!r})"
+                         ) from None
+    return [line.strip() for line in text.split("\n") if line.strip()]  # strip() also drops the "\r" of "\r\n"
+
+
+def fingerprint(docs):
+    """SHA-256 of the documents in order (one per line): equal fingerprints mean the same documents."""
+    h = hashlib.sha256()
+    for doc in docs:
+        h.update(doc.encode("utf-8") + b"\n")
+    return h.hexdigest()
 
 
 def corpus_id(corpus):

@@ -32,12 +32,15 @@ import numpy as np
 
 import cli
 from corpora import dedupe, load_corpus
-from errors import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_OK, InputError
+from errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, WriteError
 from model_config import (  # noqa: F401  (re-exported: the public API is `import microgpt as mg`)
     GPTConfig,
     alloc_params,
+    check_memory,
+    chunk_rows,
     effective_scales,
     flat_buffer,
+    n_params,
     pack_params,
     param_shapes,
     sphere_axes,
@@ -45,13 +48,14 @@ from model_config import (  # noqa: F401  (re-exported: the public API is `impor
 from numpy_engine import backward_np, evaluate, forward_np, loss_and_grads_np, make_batch  # noqa: F401
 from run_files import (  # noqa: F401
     DeferSigint,
+    RunLock,
     TrainState,
     atomic_write,
+    check_same_corpus,
+    check_state,
+    corpus_fingerprint,
     load_checkpoint,
-    plot_losses,
-    prepare_out,
     save_checkpoint,
-    write_json,
 )
 from sphere import l2_normalize, l2_normalize_np, tangent_project
 from utils import linear, rmsnorm, softmax, softmax_np
@@ -312,6 +316,10 @@ def project_grads(params, grads, cfg):
 
 # =========================================================================== 7. training
 
+DIVERGED_NATS = 1.0   # a mean train loss this far above the uniform baseline log(V) means training has diverged
+DIVERGED_WINDOW = 50  # the mean is over this many steps
+
+
 def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01, seed=42, engine="value",
           riemannian=False, eval_every=None, progress=None, resume=None, corpus=""):
     """Train with Adam; return a TrainState (params, per-step train loss, [(step, val loss)], ...).
@@ -321,7 +329,15 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
     progress(info) is called after every step with info = dict(step, steps, loss, ms_per_step, eta_s,
     val_loss or None, state); raising KeyboardInterrupt in it stops training like Ctrl-C does.
     resume: a TrainState (e.g. from load_checkpoint) to continue; `steps` may extend its plan; its
-    batch_size, lr, seed and riemannian are kept (the arguments are ignored), eval_every unless given.
+    batch_size, lr, seed and riemannian are kept (the arguments are ignored; to go on with a lower lr, set
+    resume.lr first), eval_every unless given. Its docs must be the ones it was trained on (a fingerprint).
+
+    Training stops with state.error set (and the weights of the last step) when the loss or a gradient is
+    not finite, or when it explodes while finite: when the mean train loss of the last DIVERGED_WINDOW steps
+    (checked every DIVERGED_WINDOW steps and at the end) is more than DIVERGED_NATS above both the uniform
+    baseline log(vocab_size) and the val loss at step 0, i.e. the model fits its own training data clearly
+    worse than guessing and than its initial weights. The same rule holds for both engines. (A val loss is
+    not enough: on a tiny corpus it can rise above the uniform baseline by overfitting alone.)
     """
     if eval_every is None:
         eval_every = resume.eval_every if resume is not None else 100
@@ -340,9 +356,13 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
         params = init_params(cfg, seed)
         flat = flat_buffer(params)
         state = TrainState(cfg, list(vocab), params, np.zeros_like(flat), np.zeros_like(flat), 0, steps, batch_size,
-                           lr, seed, engine, riemannian, corpus, eval_every)
+                           lr, seed, engine, riemannian, corpus, eval_every,
+                           *corpus_fingerprint(train_docs, val_docs))
     else:
         state = resume
+        check_state(state, "resume")
+        check_same_corpus(state, train_docs, val_docs, corpus or state.corpus)
+        state.corpus_sha256, state.corpus_docs = corpus_fingerprint(train_docs, val_docs)
         state.params = pack_params(state.params, cfg)
         state.steps, state.engine, state.eval_every = steps, engine, eval_every
         state.interrupted, state.error = False, ""
@@ -353,6 +373,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
     if not state.val_loss:
         state.val_loss.append((0, evaluate(state.params, val_tokens, cfg)))
     n_train, step_time, timed = len(train_tokens), 0.0, 0
+    start = max(math.log(cfg.vocab_size), state.val_loss[0][1])  # guessing, or the initial weights if worse
+    explode = start + DIVERGED_NATS  # a train loss above this has become clearly worse than where it started
     with DeferSigint() as sigint, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         while state.step < steps and not sigint.hit:
             step = state.step
@@ -380,6 +402,14 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
             state.step += 1
             state.train_loss.append(loss)
             state.ms_per_step = 1000 * step_time / timed
+            if state.step % DIVERGED_WINDOW == 0 or state.step == steps:
+                recent = state.train_loss[-DIVERGED_WINDOW:]
+                if sum(recent) / len(recent) > explode:
+                    state.error = (f"step {state.step}: the mean train loss of the last {len(recent)} steps is "
+                                   f"{sum(recent) / len(recent):.4g}, more than {DIVERGED_NATS:g} nat above where "
+                                   f"training started ({start:.4f}: the uniform baseline log({cfg.vocab_size}) or "
+                                   "the initial val loss, whichever is higher); the loss exploded")
+                    break
             val = None
             if state.step % eval_every == 0 or state.step == steps:
                 val = evaluate(state.params, val_tokens, cfg)
@@ -437,7 +467,7 @@ def encode_prompt(prompt, vocab, cfg):
 
 
 GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see sample)
-SAMPLE_CHUNK = 1024    # the NumPy engine samples this many names at once (memory stays bounded)
+SAMPLE_CHUNK = 1024    # the NumPy engine samples at most this many names at once (fewer for a big model)
 
 
 def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42, engine="numpy"):
@@ -464,9 +494,9 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
         with no_cycle_gc():
             return [sample_value(state_dict, cfg, vocab, prefix, temperature, rng.random(cfg.block_size))
                     for _ in range(num_samples)]
-    samples = []
-    for start in range(0, num_samples, SAMPLE_CHUNK):  # rows of the same stream, in the same order
-        u = rng.random((min(SAMPLE_CHUNK, num_samples - start), cfg.block_size))
+    samples, rows = [], chunk_rows(cfg, most=SAMPLE_CHUNK)  # memory stays bounded, whatever num_samples is
+    for start in range(0, num_samples, rows):  # rows of the same stream, in the same order
+        u = rng.random((min(rows, num_samples - start), cfg.block_size))
         samples += sample_np(params, cfg, vocab, prefix, temperature, u)
     return samples
 
@@ -521,31 +551,37 @@ def sample_np(params, cfg, vocab, prefix, temperature, u):
 
 def main(argv=None):
     """python microgpt.py: the steps above, in order, driven by flags (cli.py). Returns the exit code (errors.py)."""
+    if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print the names
+        print("microgpt: error: cannot write to standard output: it is closed", file=sys.stderr)
+        return EXIT_IO
     args = cli.build_parser().parse_args(argv)
     try:
         return run(args)
     except InputError as e:
         print(f"microgpt: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except WriteError as e:
+        print(f"microgpt: error: {e}", file=sys.stderr)
+        return EXIT_IO
     except KeyboardInterrupt:  # Ctrl-C outside the training loop (loading, sampling, writing), or a second one
         print("\nmicrogpt: interrupted; stopped without saving (files already written are complete: writes are "
               "atomic)", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # e.g. `python microgpt.py | head`: the reader left; stop quietly
+    except OSError as e:  # writing to stdout failed: a closed pipe (`| head`) or a full device (> /dev/full)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not fail again
-        return EXIT_DIVERGED
+        if not isinstance(e, BrokenPipeError):  # the reader of a pipe left on purpose: stop quietly
+            print(f"microgpt: error: cannot write to standard output: {e.strerror or e}", file=sys.stderr)
+        return EXIT_IO
 
 
 def run(args):
     cli.check_args(args)
     if args.sample_only:  # inference from a saved model: section 8 alone
-        state = load_checkpoint(args.checkpoint)
-        samples = sample(state.params, state.cfg, state.vocab, args.num_samples, args.temperature, args.prompt,
-                         state.seed, args.engine or state.engine)
-        cli.print_samples(samples, args.temperature, args.prompt)
+        state = load_checkpoint(args.checkpoint, cli.max_gb(args))
+        print_samples(state.params, state.cfg, state.vocab, args, state.seed, args.engine or state.engine)
         return EXIT_OK
     ckpt_path = cli.resume_path(args) if args.resume else None
-    resume = load_checkpoint(ckpt_path) if args.resume else None
+    resume = load_checkpoint(ckpt_path, cli.max_gb(args)) if args.resume else None
     s = cli.settings(args, resume, ckpt_path)
 
     docs = load_corpus(s.corpus)                                             # 1. dataset
@@ -558,59 +594,41 @@ def run(args):
         raise InputError("--riemannian needs --norm sphere (there is no sphere to be tangent to)")
     encode_prompt(args.prompt, vocab, cfg)  # fail on a bad prompt now, not after training
     train_docs, val_docs = split_docs(docs, s.seed)
-    base = baselines([doc_tokens(d, vocab) for d in train_docs], [doc_tokens(d, vocab) for d in val_docs], cfg)
-    n_params = sum(math.prod(shape) for _, shape in param_shapes(cfg))
-    cropped = sum(len(d) + 1 > cfg.block_size for d in docs)
-    cli.print_header(s.corpus, docs, train_docs, val_docs, cfg, n_params, s.engine, s.riemannian, base, cropped)
     if resume is not None:
-        print(f"resuming from step {resume.step} of {s.steps}")
-    if s.out:
-        prepare_out(s.out)
-        ckpt = os.path.join(s.out, "checkpoint.npz")
-        resumed_here = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
-        if os.path.exists(ckpt) and not resumed_here:  # never overwrite another run's checkpoint
-            raise InputError(f"{ckpt!r} holds the checkpoint of an earlier run; continue it with --resume, "
-                             "or choose another --out (or delete that folder to start over)")
-    progress = cli.Progress(s.steps, base, ckpt if s.out else None,
-                            (ckpt_path, resume.step) if resume is not None else None)
+        check_same_corpus(resume, train_docs, val_docs, s.corpus)
+        resume.lr = s.lr  # the checkpoint's, or a lower --lr
+    check_memory(cfg, s.batch_size, s.engine, cli.max_gb(args))
+    base = baselines([doc_tokens(d, vocab) for d in train_docs], [doc_tokens(d, vocab) for d in val_docs], cfg)
 
-    state = train(train_docs, val_docs, vocab, cfg, steps=s.steps, batch_size=s.batch_size, lr=s.lr,  # 7. training
-                  seed=s.seed, engine=s.engine, riemannian=s.riemannian, eval_every=s.eval_every,
-                  progress=progress, resume=resume, corpus=s.corpus)
-    progress.end()
-    if state.error:
-        print(cli.divergence_message(state, progress.last_good, s.out, s.steps), file=sys.stderr)
-        return EXIT_DIVERGED
-    if state.interrupted:
-        ckpt = cli.interrupt_checkpoint(s.out)
-        save_checkpoint(ckpt, state)
-        print(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {ckpt}\n"
-              f"continue with: python microgpt.py --resume --checkpoint {ckpt}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-
-    val = state.val_loss[-1][1]
-    final_train = float(np.mean(state.train_loss[-50:]))
-    print(f"final: train loss {final_train:.4f} (mean of last {min(50, len(state.train_loss))} steps), val loss "
-          f"{val:.4f} -- {'below' if val < base['bigram'] else 'not yet below'} the bigram baseline "
-          f"{base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
-    samples = sample(state.params, cfg, vocab, args.num_samples, args.temperature, args.prompt, s.seed,  # 8.
-                     s.engine)
-    cli.print_samples(samples, args.temperature, args.prompt)
-    if s.out:
-        save_checkpoint(ckpt, state)
-        metrics = {"config": cfg.__dict__, "engine": s.engine, "norm": cfg.norm, "corpus": s.corpus, "seed": s.seed,
-                   "steps": state.step, "batch_size": state.batch_size, "lr": state.lr,
-                   "riemannian": state.riemannian, "n_params": n_params,
-                   "docs": {"train": len(train_docs), "val": len(val_docs), "cropped": cropped},
-                   "final_train_loss": final_train, "final_val_loss": val, "baselines": base,
-                   "ms_per_step": state.ms_per_step,
-                   "history": {"train_loss": state.train_loss, "val_loss": [list(x) for x in state.val_loss]},
-                   "samples": samples}
-        write_json(os.path.join(s.out, "metrics.json"), metrics)
-        plot_losses(os.path.join(s.out, "loss.png"), state, base,
-                    f"microgpt, norm={cfg.norm}, engine={s.engine}, corpus={os.path.basename(s.corpus)}")
-        print(f"wrote {ckpt}, {os.path.join(s.out, 'metrics.json')}, {os.path.join(s.out, 'loss.png')}")
+    with RunLock(s.out) as lock:  # everything is checked; now this run holds --out (or is refused: exit 2)
+        ckpt = cli.own_checkpoint(s.out, resume, ckpt_path)
+        cli.print_header(s, docs, train_docs, val_docs, cfg, base, resume, lock.notice)
+        progress = cli.Progress(s.steps, base, ckpt, (ckpt_path, resume.step) if resume is not None else None)
+        try:                                                                 # 7. training
+            state = train(train_docs, val_docs, vocab, cfg, steps=s.steps, batch_size=s.batch_size, lr=s.lr,
+                          seed=s.seed, engine=s.engine, riemannian=s.riemannian, eval_every=s.eval_every,
+                          progress=progress, resume=resume, corpus=s.corpus)
+        except WriteError as e:  # a checkpoint could not be saved (disk full?): the one before it is intact
+            return cli.report_write_error(e, progress, s)
+        progress.end()
+        if state.error:
+            return cli.report_divergence(state, progress, s)
+        if state.interrupted:
+            return cli.save_interrupted(state, progress, s)
+        cli.print_final(state, base)
+        samples = print_samples(state.params, cfg, vocab, args, s.seed, s.engine)  # 8. inference
+        if s.out:
+            cli.write_run_files(s, state, base, samples, docs, train_docs, val_docs)
     return EXIT_OK
+
+
+def print_samples(params, cfg, vocab, args, seed, engine):
+    if args.temperature < GREEDY_BELOW:
+        print(f"note: temperature {args.temperature:g} is below {GREEDY_BELOW:g}: taking the most likely character "
+              "each time (greedy)")
+    samples = sample(params, cfg, vocab, args.num_samples, args.temperature, args.prompt, seed, engine)
+    cli.print_samples(samples, args.temperature, args.prompt)
+    return samples
 
 
 if __name__ == "__main__":

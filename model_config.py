@@ -134,3 +134,56 @@ def pack_params(params, cfg):
             raise ValueError(f"parameter {key!r} has shape {a.shape}, the config needs {view.shape}")
         view[...] = a
     return views
+
+
+# --------------------------------------------------------------------------- sizes, checked before allocating
+
+MAX_MEMORY_GB = 4.0       # default of --max-memory: a run whose estimate is larger is refused before it starts
+CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the NumPy forward pass on chunks of at most this size
+
+
+def n_params(cfg):
+    return sum(math.prod(shape) for _, shape in param_shapes(cfg))
+
+
+def forward_bytes_per_doc(cfg):
+    """What the NumPy forward pass keeps for one document of block_size tokens: per layer about 28 vectors of
+    width C (normalized inputs, q, k, v, the MLP's 4C hidden units, ...) and the attention weights (heads x T),
+    plus the logits. An upper estimate (tests/test_run_files.py measures it with tracemalloc)."""
+    C, T, L, H, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.vocab_size
+    return 8 * T * (L * (28 * C + 2 * H * T) + 2 * V)
+
+
+def chunk_rows(cfg, most=512):
+    """How many documents evaluation or sampling feeds through forward_np at once: at most `most`, and few
+    enough that their cache stays under CHUNK_BYTES (but always at least one)."""
+    return max(1, min(most, CHUNK_BYTES // forward_bytes_per_doc(cfg)))
+
+
+def step_memory(cfg, batch_size, engine):
+    """An upper estimate of a training step's peak memory in bytes, from the config alone.
+
+    Both engines: the weights, Adam's two moments, the gradients and the update's temporaries (8 float64
+    arrays of the parameter count P), and the evaluation chunk (CHUNK_BYTES). numpy: the forward cache of the
+    batch, twice (the backward pass's temporaries). value: the graph, about one Value node (~300 bytes with
+    its tuples) per multiply and per add: 24 C^2 + 4 C T per position per layer, 2 V C for lm_head, and a
+    node per parameter in the state_dict.
+    """
+    C, T, L, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.vocab_size
+    P = n_params(cfg)
+    static = 8 * 8 * P
+    if engine == "numpy":
+        activations = 2 * batch_size * forward_bytes_per_doc(cfg)
+    else:
+        nodes = batch_size * T * (L * (24 * C * C + 4 * C * T + 8 * C) + 2 * V * C) + P
+        activations = 300 * nodes
+    return static + max(activations, CHUNK_BYTES)
+
+
+def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB):
+    """InputError, with the estimate, if a training step would need more than max_gb GB."""
+    need = step_memory(cfg, batch_size, engine)
+    if need > max_gb * 1e9:
+        raise InputError(f"this run would need about {need / 1e9:,.1f} GB of memory ({n_params(cfg):,} parameters, "
+                         f"n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, block_size {cfg.block_size}, batch "
+                         f"{batch_size}, engine {engine}); the limit is {max_gb:g} GB (raise it with --max-memory)")

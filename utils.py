@@ -20,6 +20,9 @@ import numpy as np
 # chapter 21.1.1, microgpt.py L129-L131
 def linear(x, w):
     """Linear map y = Wx: output vector from input x and weights w (w is [out][in])."""
+    if set(map(len, w)) - {len(x)}:  # zip() would silently drop the extra entries
+        raise ValueError(f"linear: x has {len(x)} entries but the rows of w have {sorted(set(map(len, w)))} "
+                         "(w is [out][in]: every row needs len(x) weights)")
     return [sum(wi * xi for wi, xi in zip(wo, x)) for wo in w]
 
 
@@ -54,6 +57,8 @@ def linear_np_backward(dy, x, w):
 # chapter 21.1.2, microgpt.py L133-L138
 def softmax(logits):
     """Softmax: turn logits into a probability distribution. Subtract the max before exp for numerical stability."""
+    if not logits:
+        raise ValueError("softmax: the list of logits is empty (length 0); a distribution needs at least one")
     max_val = max(val.data for val in logits)
     exps = [(val - max_val).exp() for val in logits]
     total = sum(exps)
@@ -62,6 +67,8 @@ def softmax(logits):
 
 def softmax_np(logits):
     """Twin of `softmax` over the last axis. The max is a constant (as `.data` is in the scalar code)."""
+    if logits.shape[-1] == 0:
+        raise ValueError(f"softmax_np: the last axis is empty (shape {logits.shape}); a distribution needs an entry")
     e = logits - logits.max(axis=-1, keepdims=True)  # fresh array: safe to overwrite in place
     np.exp(e, out=e)
     e /= e.sum(axis=-1, keepdims=True)
@@ -88,6 +95,8 @@ def softmax_np_backward(dprobs, probs):
 # chapter 21.1.3, microgpt.py L140-L144
 def rmsnorm(x):
     """RMSNorm: normalize by the root mean square. A simplified LayerNorm (no mean subtraction)."""
+    if not x:
+        raise ValueError("rmsnorm: the vector is empty (length 0); its mean square is undefined")
     ms = sum(xi * xi for xi in x) / len(x)
     scale = (ms + 1e-5) ** -0.5
     return [xi * scale for xi in x]
@@ -95,6 +104,8 @@ def rmsnorm(x):
 
 def rmsnorm_np(x):
     """Twin of `rmsnorm` over the last axis: y = x * (mean(x^2) + 1e-5) ** -0.5 (no gain)."""
+    if x.shape[-1] == 0:
+        raise ValueError(f"rmsnorm_np: the last axis is empty (shape {x.shape}); its mean square is undefined")
     ms = (x * x).sum(axis=-1, keepdims=True) / x.shape[-1]  # sum / n: np.mean costs more on tiny rows
     return x * (ms + 1e-5) ** -0.5
 

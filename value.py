@@ -13,6 +13,7 @@ NaN, no recursion limit on deep graphs, no wasted nodes).
 """
 import gc
 import math
+import numbers
 from contextlib import contextmanager
 
 
@@ -29,6 +30,8 @@ class Value:
     __slots__ = ("data", "grad", "_children", "_local_grads", "_op")
 
     def __init__(self, data, children=(), local_grads=(), op=""):
+        if not children and type(data) is not float:  # a leaf holding the caller's number: check it is real
+            _check_real(data)                          # (ops always pass children, so they skip this)
         self.data = data
         self.grad = 0.0
         self._children = children
@@ -115,11 +118,13 @@ class Value:
 
     def log(self):
         x = self.data
+        _check_finite("log", x)
         if x <= 0:
             raise ValueError(f"Value.log: log of non-positive value {x!r} is undefined")
         return Value(math.log(x), (self,), (1.0 / x,), "log")
 
     def exp(self):
+        _check_finite("exp", self.data)
         try:
             e = math.exp(self.data)
         except OverflowError:
@@ -136,6 +141,7 @@ class Value:
 
     def sqrt(self):
         x = self.data
+        _check_finite("sqrt", x)
         if x < 0:
             raise ValueError(f"Value.sqrt: sqrt of negative value {x!r} is not a real number")
         if x == 0:
@@ -189,6 +195,20 @@ class Value:
 
     def __repr__(self):
         return f"Value(data={self.data:.6g}, grad={self.grad:.6g}{', op=' + repr(self._op) if self._op else ''})"
+
+
+def _check_real(data):
+    """A leaf must hold a real number: int, float, bool, or a NumPy real scalar (anything numbers.Real)."""
+    if not isinstance(data, numbers.Real):
+        raise TypeError(f"Value: data must be a real number (int, float, bool or a NumPy real scalar), got "
+                        f"{type(data).__name__} {data!r}")
+
+
+def _check_finite(op, x):
+    """log, exp and sqrt of NaN or +-inf: one clear error instead of a NaN that spreads through the graph."""
+    if not math.isfinite(x):
+        raise ValueError(f"Value.{op}: {op}({x!r}) is undefined here: the input is not a finite number "
+                         "(something before it overflowed or became NaN)")
 
 
 def _divide(a, b):

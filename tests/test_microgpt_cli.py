@@ -109,20 +109,39 @@ def test_ctrl_c_saves_and_resume_matches_uninterrupted_run(tmp_path, corpus, cap
     assert resumed.train_loss == full.train_loss and resumed.val_loss == full.val_loss
 
 
-def test_ctrl_c_without_out_saves_to_default_dir(tmp_path, corpus, capsys, monkeypatch):
+def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command_resumes(tmp_path, corpus, capsys,
+                                                                                         monkeypatch):
     monkeypatch.chdir(tmp_path)
     _interrupt_at(monkeypatch, 3)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
-    assert code == 130 and os.path.join("out", "checkpoint.npz") in err
-    assert mg.load_checkpoint("out/checkpoint.npz").step == 3
-    # a second interrupted run keeps the first one's checkpoint and takes the next free name
+    assert code == 130 and os.path.join("out", "run-1", "checkpoint.npz") in err
+    assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3
+    # a second interrupted run keeps the first one's checkpoint and takes the next free folder
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
     _interrupt_at(monkeypatch, 5)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
-    assert code == 130 and os.path.join("out", "checkpoint-2.npz") in err
-    assert mg.load_checkpoint("out/checkpoint.npz").step == 3
-    assert mg.load_checkpoint("out/checkpoint-2.npz").step == 5
+    assert code == 130 and os.path.join("out", "run-2", "checkpoint.npz") in err
+    assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3
+    assert mg.load_checkpoint("out/run-2/checkpoint.npz").step == 5
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    # issue 11: the resume command it prints works exactly as printed (for run-2 too)
+    command = err.split("continue with: ", 1)[1].strip()
+    assert command == "python microgpt.py --resume --out out/run-2"
+    code, out, err = run(capsys, command.split()[2:])
+    assert code == 0, err
+    assert "resuming from step 5 of 10" in out
+    assert mg.load_checkpoint("out/run-2/checkpoint.npz").step == 10
+    assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3  # the other run's file is untouched
+
+
+def test_two_runs_stopped_together_claim_different_folders(tmp_path):
+    import run_files
+    folders = [run_files.claim_run_folder(str(tmp_path / "out")) for _ in range(3)]
+    assert [os.path.basename(f) for f in folders] == ["run-1", "run-2", "run-3"]
+    os.rmdir(folders[1])  # a gap is reused, never an existing folder
+    assert run_files.claim_run_folder(str(tmp_path / "out")) == folders[1]
 
 
 def test_a_closed_pipe_stops_quietly(corpus):

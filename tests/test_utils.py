@@ -297,3 +297,21 @@ def test_cross_entropy_target_errors(fn):
         fn(logits, np.array([0.0, 1.0]))
     with pytest.raises(ValueError, match="empty batch"):
         fn(np.zeros((0, 3)), np.zeros(0, dtype=int))
+
+
+# ----------------------------------------------------------------------------- bad input (issue 11)
+
+def test_empty_inputs_and_mismatched_lengths_are_clear_errors():
+    with pytest.raises(ValueError, match=r"softmax: .*empty \(length 0\)"):
+        softmax([])
+    with pytest.raises(ValueError, match=r"rmsnorm: .*empty \(length 0\)"):
+        rmsnorm([])
+    x = [Value(1.0), Value(2.0), Value(3.0)]
+    with pytest.raises(ValueError, match=r"linear: x has 3 entries but the rows of w have \[4\]"):
+        linear(x, [[Value(0.5)] * 4, [Value(0.5)] * 4])
+    with pytest.raises(ValueError, match=r"linear: x has 3 entries but the rows of w have \[2, 3\]"):
+        linear(x, [[Value(0.5)] * 3, [Value(0.5)] * 2])  # a ragged w is refused too
+    with pytest.raises(ValueError, match="softmax_np: the last axis is empty"):
+        softmax_np(np.zeros((2, 0)))
+    with pytest.raises(ValueError, match="rmsnorm_np: the last axis is empty"):
+        rmsnorm_np(np.zeros((0,)))

@@ -5,7 +5,9 @@ import math
 import re
 import subprocess
 import sys
+from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from value import Value, draw_graph, format_trace, node_names, to_dot, topological_order, trace_backward, zero_grad
@@ -331,7 +333,24 @@ ERRORS = [
     ("div overflow", lambda: Value(1e300) / Value(1e-10), OverflowError, ["/", "1e+300", "1e-10"]),
     ("div grad overflow", lambda: 1.0 / Value(1e-200), OverflowError, ["/", "1.0", "1e-200", "derivative"]),
     ("div 0 by subnormal", lambda: Value(0.0) / 1e-320, OverflowError, ["/", "0.0", "1e-320"]),
+    # issue 11: non-real leaves, and log / exp / sqrt of NaN or inf, fail like log(0) instead of spreading NaN
+    ("leaf str", lambda: Value("abc"), TypeError, ["real number", "str", "'abc'"]),
+    ("leaf None", lambda: Value(None), TypeError, ["real number", "NoneType"]),
+    ("leaf list", lambda: Value([1, 2]), TypeError, ["real number", "list", "[1, 2]"]),
+    ("leaf complex", lambda: Value(1j), TypeError, ["real number", "complex"]),
+    ("log nan", lambda: Value(float("nan")).log(), ValueError, ["log", "nan", "not a finite number"]),
+    ("log inf", lambda: Value(float("inf")).log(), ValueError, ["log", "inf", "not a finite number"]),
+    ("exp nan", lambda: Value(float("nan")).exp(), ValueError, ["exp", "nan", "not a finite number"]),
+    ("exp -inf", lambda: Value(float("-inf")).exp(), ValueError, ["exp", "-inf", "not a finite number"]),
+    ("sqrt nan", lambda: Value(float("nan")).sqrt(), ValueError, ["sqrt", "nan", "not a finite number"]),
+    ("sqrt inf", lambda: Value(float("inf")).sqrt(), ValueError, ["sqrt", "inf", "not a finite number"]),
 ]
+
+
+@pytest.mark.parametrize("data", [True, 3, 2.5, np.float32(1.5), np.float64(-2.0), np.int64(7), Fraction(1, 4)])
+def test_real_leaves_are_accepted(data):
+    v = Value(data) * 2 + 1
+    assert v.data == data * 2 + 1
 
 
 @pytest.mark.parametrize(("name", "fn", "exc", "needles"), ERRORS, ids=[e[0] for e in ERRORS])
