@@ -770,6 +770,7 @@ exercises.check_05_linear_bias_backward(linear_bias_np_backward)
 # $\partial L/\partial q$（形 `(d,)`）を返します。`utils.softmax_np` と `utils.softmax_np_backward` を使ってかまいません。
 #
 # チェックは $d = 16$ と $d = 256$ のそれぞれで、スケーリングあり・なしの両方を 5 節と同じ計算と比べ、$|\partial L/\partial q|$ を表示します。
+# 表示されるのは1組のランダムな $q, K$ での値なので、5 節の表（2000 回の中央値）の傾向と逆になることもあります。
 
 # %%
 def query_grad(q, K, dp, scaled):
