@@ -1,126 +1,179 @@
 # %% [markdown]
 # # PyTorch の概念を PyTorch なしで
 #
-# **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」（`/work/shared/seeds/002_…`）。
+# **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」。
 #
-# このノートでは、PyTorch の基本概念を、このプロジェクトのスカラー自動微分エンジン `value.Value` と
+# ノート 05 では、この資料に出てくる PyTorch の基本概念を、このプロジェクトのスカラー自動微分エンジン `value.Value` と
 # `utils.py`（第21章の `linear` / `softmax` / `rmsnorm` とその NumPy 版）に対応づけて確かめます。
+# 資料の記述のうち PyTorch 2.x の実際の挙動と違うところは、その場で訂正します（ノート 05 は PyTorch を使わないので、
+# PyTorch の挙動は文章で述べ、このエンジンでの対応物を実行して見せます）。
 # 読み終えると、次のものが見られます。
 #
-# 1. `nn.Parameter` / `requires_grad` ↔ 「パラメータのリストに入っている `Value`」。凍結（フリーズ）の2つのやり方。
-# 2. `nn.Module` / `forward` ↔ `state_dict` を受け取るただの関数。
-# 3. `nn.Linear`（バイアスあり・なし）と重みの `[out, in]` レイアウト。
-# 4. Xavier 初期化と He 初期化：深い層を通した活性と勾配の分散をプロット。
-# 5. アテンションの softmax をスケーリング（1/√d）しないと勾配が消える様子を、実際の勾配で。
+# 1. `requires_grad` の既定値（普通のテンソルは `False`、`nn.Parameter` は `True`）と、このエンジンでの対応
+#    （ただの `float` / パラメータリストに入った `Value`）。
+# 2. 凍結（フリーズ）をファインチューニングとして：事前学習した重み `w` をオプティマイザから外すと、`w` は
+#    事前学習の値のまま動かず、残りのパラメータだけで新しいタスクの損失が下がる様子。
+# 3. `model(x)` と `model.forward(x)` の違い：直接呼んでも勾配は記録され、省かれるのはフックだけ。
+#    学習/評価モードは別のスイッチ（`model.train()` / `model.eval()`）。
+# 4. `nn.Linear` のバイアスと重みの `[out, in]` レイアウト。GPT-2 のアテンション射影にはバイアスがあり、
+#    microgpt にはバイアスが1つもないこと。
+# 5. 初期化：He・PyTorch の既定（`nn.Linear`）・microgpt の `N(0, 0.08²)` の標準偏差の比較と、
+#    Xavier / He / PyTorch 既定で 30 層を通した活性と勾配の標準偏差（対数軸なので指数的な増減が直線になる）。
+# 6. 初期値が大きすぎるとき、tanh ではユニットが飽和し（局所勾配 ≈ 0）、それでも 30 層の勾配は爆発する理由。
+#    ReLU ではもっと速く爆発すること。
+# 7. アテンションの softmax をスケーリング（$1/\sqrt d$）しないと勾配が消える様子を、実際の勾配で。
+# 8. 理解度チェックと練習問題（He 初期化の標準偏差、バイアス付き線形層の逆伝播、クエリに届く勾配）。
 #
-# コードセルはすべてプロジェクトのモジュールを import して使います（ノートの中で再実装はしません）。
+# コードセルはプロジェクトのモジュールを import して使います。PyTorch の仕組みを説明するための小さなスケッチ
+# （`Module` の `__call__`）だけはノートの中に書きます。
 
 # %%
+import math
 import sys
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
 sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
+sys.path.insert(0, str(ROOT / "notebooks"))  # exercises.py (the check cells of the exercises)
 
+import exercises
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
 
+from microgpt import GPTConfig, init_params, param_shapes
 from utils import linear, linear_np, linear_np_backward, softmax, softmax_np, softmax_np_backward
 from value import Value, topological_order, zero_grad
 
 plt.rcParams["figure.dpi"] = 90
 
 # %% [markdown]
-# ## 1. `Parameter` / `requires_grad` ↔ パラメータリストの中の `Value`
+# ## 1. `requires_grad` と `nn.Parameter` ↔ パラメータリストの中の `Value`
 #
-# PyTorch では `requires_grad=True` のテンソルだけが計算を記録され、`nn.Parameter` で包んだものが
-# `model.parameters()` に登録されてオプティマイザに更新されます。
+# 資料は `requires_grad` について「`requires_grad=True (デフォルト)`」と書いていますが、PyTorch 2.x では
+# **普通のテンソルの既定値は `False`** です。`torch.tensor(...)` や `torch.rand(...)` で作ったテンソルは
+# `requires_grad=False` で、計算は記録されません。既定で `True` になるのは `nn.Parameter(t)` で包んだテンソルだけで
+# （`nn.Parameter(t, requires_grad=True)` が既定の引数）、`nn.Module` の属性にすると `model.parameters()` に登録されます。
+# 演算の結果は、入力のどれか1つでも `requires_grad=True` なら記録されます（`torch.no_grad()` の中を除く）。
 #
 # このエンジンでは役割が2つに分かれます。
 #
 # - **記録されるかどうか** ＝ `Value` か、ただの `float` か。`Value` との演算は計算グラフに記録され、
 #   `backward()` で `.grad` が入ります。ただの数（`2.0` など）はノードにすらなりません
-#   （`value.py` は定数を局所勾配に畳み込みます）。これが `requires_grad=False` に当たります。
+#   （`value.py` は定数を、それと演算した `Value` の局所勾配として取り込みます）。
+#   ただの `float` が普通のテンソル（`requires_grad=False`）に、`Value` が `requires_grad=True` のテンソルに当たります。
 # - **更新されるかどうか** ＝ オプティマイザに渡すリスト `params` に入っているか。
-#   これが `model.parameters()` に当たります。
+#   これが `model.parameters()`（`nn.Parameter` の登録）に当たります。
 
 # %%
-w = Value(0.5)   # a "parameter": recorded, gets a .grad
+w = Value(0.5)   # like an nn.Parameter: recorded, gets a .grad
 b = Value(0.1)
-x = 2.0          # plain data: requires_grad=False, not even a node in the graph
+x = 2.0          # plain data, like a plain tensor (requires_grad=False): not even a node in the graph
 y = w * x + b
 y.backward()
 print("y      =", y)
 print("w.grad =", w.grad, " (= x)")
 print("b.grad =", b.grad, " (= 1)")
-print("nodes in the graph:", len(topological_order(y)), "-> w, b, w*x, +  (x is folded into w*x)")
+print("nodes in the graph:", len(topological_order(y)), "-> w, b, w*x, +  (x enters only as the local gradient of w*x)")
 
 # %% [markdown]
-# ### 凍結（フリーズ）の2つのやり方
+# ### 凍結（フリーズ）＝ ファインチューニング
 #
-# 直線 $y = 3x + 1$ に $\hat y = w x + b$ を当てはめます。
+# 資料のとおり、凍結は「学習済みの重みを固定してファインチューニング」するときに使います。
+# 小さなモデル $\hat y = v \tanh(w x) + c$ で試します。$w$ は特徴 $\tanh(wx)$ を作る本体、$v, c$ はその上に載るヘッドです。
 #
-# - (a) **全部学習**：`params = [w, b]`
-# - (b) **`requires_grad=False` 型**：`b` をただの `float`（0.0）にする。グラフに入らず、勾配も計算されない。
-# - (c) **オプティマイザから外す型**：`b` は `Value` のままだが `params = [w]` だけを更新する。
-#   勾配は計算されるが使われない（PyTorch で `optimizer` に渡さなかったパラメータと同じ）。
+# 1. **事前学習**：タスク A（$y = 2\tanh(1.5x)$）で $w, v, c$ をすべて学習する。
+# 2. **ファインチューニング**：タスク B（$y = -1.2\tanh(1.5x) + 0.5$、同じ特徴で別の出力）へ。
+#    事前学習した $w$ を凍結して $v, c$ だけを学習する。凍結のやり方は PyTorch と同じく2通りあります。
+#    - (i) **オプティマイザから外す**：$w$ は `Value` のままだが `params = [v, c]` だけを更新する。
+#      $w$ の勾配は計算されるが使われない（PyTorch でオプティマイザに渡さなかったパラメータと同じ）。
+#    - (ii) **`requires_grad=False` 型**：$w$ をただの `float` にする（PyTorch の `w.requires_grad_(False)`）。
+#      特徴 $\tanh(wx)$ はただの数として計算され、グラフに入らない。
+#    - 比較として (iii) **全部を学習**（凍結しない）。
 
 # %%
-xs = np.linspace(-1, 1, 8)
-ys = 3 * xs + 1
+xs = [float(v) for v in np.linspace(-2.0, 2.0, 12)]
+task_a = [2.0 * math.tanh(1.5 * xi) for xi in xs]
+task_b = [-1.2 * math.tanh(1.5 * xi) + 0.5 for xi in xs]
 
 
-def fit(w, b, params, steps=60, lr=0.3):
-    """Plain SGD on the mean squared error; only the Values in `params` are updated."""
-    losses = []
+def predict(p, xi):
+    """v * tanh(w x) + c. A plain-float w (requires_grad=False) gives a plain-number feature: no graph."""
+    feature = (p["w"] * xi).tanh() if isinstance(p["w"], Value) else math.tanh(p["w"] * xi)
+    return p["v"] * feature + p["c"]
+
+
+def train(p, ys, trainable, steps, lr=0.1):
+    """Plain SGD on the mean squared error; only the parameters named in `trainable` are updated."""
+    losses, w_path = [], []
     for _ in range(steps):
-        loss = sum((w * xi + b - yi) ** 2 for xi, yi in zip(xs, ys)) / len(xs)
-        zero_grad([w, b] if isinstance(b, Value) else [w])
+        w_path.append(p["w"].data if isinstance(p["w"], Value) else p["w"])
+        loss = sum((predict(p, xi) - yi) ** 2 for xi, yi in zip(xs, ys)) / len(xs)
+        zero_grad([q for q in p.values() if isinstance(q, Value)])
         loss.backward()
-        for p in params:
-            p.data -= lr * p.grad
+        for name in trainable:
+            p[name].data -= lr * p[name].grad
         losses.append(loss.data)
-    return losses
+    return losses, w_path
 
+
+pretrained = {"w": Value(0.5), "v": Value(0.5), "c": Value(0.0)}
+pre_losses, _ = train(pretrained, task_a, ["w", "v", "c"], steps=300)
+w_pre = pretrained["w"].data
+print(f"pretraining on task A: loss {pre_losses[0]:.3f} -> {pre_losses[-1]:.1e};  w = {w_pre:.4f}, "
+      f"v = {pretrained['v'].data:.4f}, c = {pretrained['c'].data:.4f}")
 
 runs = {}
-w, b = Value(0.0), Value(0.0)
-runs["(a) w, b trainable"] = (fit(w, b, [w, b]), w, b)
-w, b = Value(0.0), 0.0
-runs["(b) b = 0.0 plain float"] = (fit(w, b, [w]), w, b)
-w, b = Value(0.0), Value(0.0)
-runs["(c) b a Value, not in params"] = (fit(w, b, [w]), w, b)
-for name, (losses, w, b) in runs.items():
-    b_data = b.data if isinstance(b, Value) else b
-    b_grad = f"{b.grad:+.3f}" if isinstance(b, Value) else "n/a (not a node)"
-    print(f"{name:32s} w = {w.data:.3f}  b = {b_data:.3f}  final loss = {losses[-1]:.4f}  last b.grad = {b_grad}")
+for name, trainable, w_kind in (("(i) w left out of params", ["v", "c"], "Value"),
+                                ("(ii) w a plain float", ["v", "c"], "float"),
+                                ("(iii) all trained", ["w", "v", "c"], "Value")):
+    p = {k: Value(q.data) for k, q in pretrained.items()}   # start from the pretrained values
+    if w_kind == "float":
+        p["w"] = w_pre
+    losses, w_path = train(p, task_b, trainable, steps=150)
+    runs[name] = (losses, w_path, p)
+    w_now = p["w"].data if isinstance(p["w"], Value) else p["w"]
+    w_grad = f"{p['w'].grad:+.3f}" if isinstance(p["w"], Value) else "n/a (not a node)"
+    print(f"{name:26s} loss {losses[0]:.3f} -> {losses[-1]:.1e} | w {w_pre:.4f} -> {w_now:.4f} "
+          f"(exactly unchanged: {w_now == w_pre}, lowest on the way {min(w_path):.4f}) | "
+          f"v = {p['v'].data:+.4f}  c = {p['c'].data:+.4f} | last w.grad = {w_grad}")
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-styles = {"(a)": "-", "(b)": "-", "(c)": "--"}  # (b) and (c) coincide: dashed so both stay visible
-for name, (losses, _, _) in runs.items():
-    axes[0].plot(losses, styles[name[:3]], label=name)
-axes[0].set(yscale="log", xlabel="SGD step", ylabel="MSE loss", title="Frozen bias cannot fit y = 3x + 1")
-axes[0].legend()
-axes[1].scatter(xs, ys, color="k", zorder=3, label="data y = 3x + 1")
-for name, (_, w, b) in runs.items():
-    b_data = b.data if isinstance(b, Value) else b
-    axes[1].plot(xs, w.data * xs + b_data, styles[name[:3]], label=name)
-axes[1].set(xlabel="x", ylabel="y", title="Fitted lines")
-axes[1].legend()
+fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+styles = {"(i)": "-", "(ii)": "--", "(iii)": "-"}  # (i) and (ii) coincide: dashed so both stay visible
+labels = {"(i)": "(i) w をオプティマイザから外す", "(ii)": "(ii) w をただの float に",
+          "(iii)": "(iii) 全部を学習（凍結なし）"}
+for name, (losses, w_path, _) in runs.items():
+    key = name.split()[0]
+    axes[0].plot(losses, styles[key], label=labels[key])
+    axes[1].plot(w_path, styles[key], label=labels[key])
+axes[0].set(yscale="log", xlabel="SGD のステップ", ylabel="平均二乗誤差（対数軸）",
+            title="タスク B へのファインチューニング：損失")
+axes[1].axhline(w_pre, color="gray", lw=0.8, ls=":")
+axes[1].annotate(f"事前学習で得た w = {w_pre:.4f}", (100, w_pre), xytext=(0, -6), textcoords="offset points",
+                 ha="center", va="top", color="gray")
+axes[1].set(xlabel="SGD のステップ", ylabel="w の値", title="事前学習した重み w の動き")
+for ax in axes:
+    ax.legend()
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# (b) と (c) は同じ直線に落ち着きます（切片が 0 に固定され、原点を通る直線しか引けない）。
-# 違いは (c) では `b.grad` が毎回計算されていること：計算の無駄はあるが、後で凍結を解くのは簡単です。
-# 大きなモデルでは (b) のほうがグラフが小さく速くなります。
+# (i) と (ii) は完全に同じ軌跡です。凍結した $w$ は事前学習の値 1.4945 のまま1ビットも変わらず（`exactly unchanged: True`）、
+# $v, c$ だけが $-1.2010, +0.5000$ へ動いて、タスク B の損失は 7.370 から $6.6 \times 10^{-7}$ まで下がります
+# （0 にならないのは、事前学習の $w$ が 1.5 ちょうどではないぶん）。
+# 違いは、(i) では `w.grad` が毎回計算されること（計算の無駄はあるが、凍結を解くには `params` に戻すだけ）、
+# (ii) では $w$ がグラフに入らないので計算が軽いことです。PyTorch でオプティマイザに渡さないのが (i)、
+# `requires_grad_(False)` が (ii) に当たります。
+#
+# (iii) の全部を学習では、学習の初め（$v$ が 2.0 から −1.2 へ向かう間）の大きな勾配で $w$ も 1.0486 まで引きずられ、150 ステップ後も
+# 1.3727 までしか戻らず、損失は $3.9 \times 10^{-4}$ に留まります。タスク B が事前学習と同じ特徴 $\tanh(1.5x)$ を
+# 使うこの例では、凍結したほうが損失も低くなりました。事前学習で得た特徴を壊さず、計算も減らせる、というのが凍結の狙いです。
 
 # %% [markdown]
 # ## 2. `nn.Module` / `forward` ↔ `state_dict` を受け取るただの関数
 #
-# PyTorch の `nn.Module` は「パラメータの登録（`__init__`）」と「計算の流れ（`forward`）」を1つのクラスにまとめます。
+# PyTorch の `nn.Module` は、パラメータの登録（`__init__`）と計算の流れ（`forward`）を1つのクラスにまとめます。
 # microgpt（第22章）は同じことを **辞書と関数** で書きます。
 #
 # | PyTorch | このプロジェクト |
@@ -128,9 +181,78 @@ plt.show()
 # | `__init__` で `nn.Parameter` を登録 | `state_dict = {"名前": 行列（Value のリストのリスト）}` を作る |
 # | `forward(self, x)` | `def mlp(x, state_dict)`（microgpt では `gpt(token_id, pos_id, keys, values, state_dict, cfg)`） |
 # | `model.parameters()` | `[p for mat in state_dict.values() for row in mat for p in row]` |
-# | `model(x)` と呼ぶ（フック処理のため） | ただ関数を呼ぶ。フックも学習/評価モードもない |
+# | `model(x)` と呼ぶ（フックが実行される） | ただ関数を呼ぶ。フックも学習/評価モードもない |
+# | `with torch.no_grad():`（勾配を記録しない推論） | `Value` を使わず数で計算する（microgpt の `sample` は NumPy 版の `forward_np` を使う） |
 #
-# 個別インスタンスが必要か共有してよいかの規則もそのまま残ります：学習パラメータを持つ部品は
+# ### `model(x)` と `model.forward(x)`：違いはフックだけ
+#
+# 資料は `model.forward(x)` を直接呼ぶのは NG で、その理由を「自動勾配（バックプロパゲーション）用の記録登録や、
+# 評価/学習モードの切り替えなど」の下準備が行われないから、としています。PyTorch 2.x の実際はこうです。
+#
+# - `model(x)` は `nn.Module.__call__` を通り、そのモジュールに登録された **フック**（forward pre-hook、forward hook、
+#   backward hook）を実行してから `forward` を呼びます。`model.forward(x)` と直接呼ぶと、省かれるのは
+#   **このモジュールのフックだけ** です（`forward` の中で `self.sub(x)` と呼んだ子モジュールのフックは実行されます）。
+# - **勾配の記録は `__call__` の仕事ではありません。** 記録は、`requires_grad=True` のテンソルに対する演算それぞれが
+#   行います。だから `model.forward(x)` でも勾配は記録され、`backward()` できます。
+# - **学習/評価モードも `__call__` は切り替えません。** `model.train()` / `model.eval()` が `model.training` という
+#   フラグを（子モジュールまで）書き換え、`forward` の中の Dropout などがそれを読むだけです。
+#   勾配を記録しない計算は、さらに別のスイッチ `torch.no_grad()` です。
+#
+# それでも `model(x)` と呼ぶのが作法なのは、フックを使う道具（特徴の取り出し、プロファイラ、一部のライブラリ）が
+# 正しく動くためです。次のセルは、`nn.Module.__call__` がすることを数行に縮めた **スケッチ**（PyTorch のコードではない）で、
+# 違いがフックだけであることを確かめます。
+
+# %%
+class Module:
+    """A sketch of what nn.Module adds around forward: hooks in __call__, a training flag. Not PyTorch's code."""
+
+    def __init__(self):
+        self.training = True
+        self._forward_hooks = []
+
+    def register_forward_hook(self, hook):
+        self._forward_hooks.append(hook)
+
+    def train(self, mode=True):   # only sets the flag; forward reads it
+        self.training = mode
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def __call__(self, x):        # model(x): forward, then the hooks registered on this module
+        out = self.forward(x)
+        for hook in self._forward_hooks:
+            hook(self, x, out)
+        return out
+
+
+class Scale(Module):
+    def __init__(self, w):
+        super().__init__()
+        self.w = Value(w)         # the "nn.Parameter"
+
+    def forward(self, x):
+        return self.w * x
+
+
+model = Scale(3.0)
+model.register_forward_hook(lambda module, inp, out: print(f"    forward hook ran: output = {out.data}"))
+for how in ("model(x)", "model.forward(x)"):
+    zero_grad([model.w])
+    print(f"{how}:")
+    out = model(2.0) if how == "model(x)" else model.forward(2.0)
+    out.backward()
+    print(f"    output = {out.data}, recorded in a graph: {bool(out._children)}, w.grad = {model.w.grad}, "
+          f"training = {model.training}")
+model.eval()
+print("after model.eval(): training =", model.training, " (a flag set by eval(), whichever way forward is called)")
+
+# %% [markdown]
+# どちらの呼び方でも出力は計算グラフに記録され、`w.grad` は同じ 2.0 です。違うのはフックが実行されたかどうかだけで、
+# `training` は `model.eval()` を呼んだときにだけ変わります。
+#
+# 個別インスタンスが必要か共有してよいかの規則は、辞書と関数で書いてもそのまま残ります：学習パラメータを持つ部品は
 # **辞書のキーを分ける**（`fc1.weight` と `fc2.weight`）。パラメータを持たない部品は関数を共有するだけです。
 # `utils.rmsnorm` には学習可能なゲインが **ない** ので、ReLU と同じく「ハサミ」側（共有してよい）です。
 
@@ -150,7 +272,7 @@ def linear_bias(x, w, b):
 
 state_dict = {
     "fc1.weight": matrix(4, 2, 0.5), "fc1.bias": matrix(1, 4, 0.0),  # bias kept as a [1][out] matrix
-    "fc2.weight": matrix(1, 4, 0.5),                      # bias=False, as in GPT's attention projections
+    "fc2.weight": matrix(1, 4, 0.5),                      # bias=False, as in every matrix of microgpt
 }
 
 
@@ -199,85 +321,255 @@ print("bias=False, x = 0 ->", [float(v.data) for v in linear(zero, Wv)])
 print("bias=True,  x = 0 ->", [float(v.data) for v in linear_bias(zero, Wv, bias)])
 
 # %% [markdown]
-# ## 4. Xavier 初期化と He 初期化
+# ### アテンションの射影にバイアスはあるか
 #
-# 幅 256 の全結合層を 30 段重ね、各段で `linear_np`（重み `[out, in]`）→ 活性化関数を通します。
-# 重みの標準偏差の選び方を4通り比べ、各段の **活性の分散**（順伝播）と、出力側から流した
-# **勾配の分散**（`linear_np_backward` による逆伝播）を層ごとにプロットします。
+# 資料は「現代の高性能なLLM（GPT-3、LLaMA、Chinchillaなど）のアテンション射影では、bias=False に設定して
+# バイアスをあえて使用しない設計が主流です」と書いています。モデルごとに分けると：
 #
-# - `N(0, 1)`：大きすぎる → tanh は飽和、ReLU は爆発
-# - `N(0, 0.01²)`：小さすぎる → 信号が層ごとに縮んで消える
-# - Xavier：$\mathrm{Var}(w) = 2/(\text{fan\_in} + \text{fan\_out})$（tanh 向き）
-# - He：$\mathrm{Var}(w) = 2/\text{fan\_in}$（ReLU が半分を 0 にするぶん2倍）
+# - **GPT-2 にはバイアスがあります。** アテンションの射影 `c_attn`（Q, K, V をまとめた射影）と `c_proj`（出力射影）は
+#   どちらもバイアス付きです（Hugging Face の GPT-2 の重みにも `attn.c_attn.bias` と `attn.c_proj.bias` がある）。
+#   GPT-3 の論文は、モデルと構造は GPT-2 と同じ（疎なアテンションを交互に使う点を除く）と述べているので、
+#   GPT-3 を bias=False の例に挙げるのは根拠が弱い。
+# - **LLaMA はバイアスを落としています**（Q, K, V, 出力の射影も MLP も `bias=False`）。
+# - **microgpt はバイアスを1つも持ちません。** 次のセルはパラメータの一覧（`microgpt.param_shapes`）を出します。
+#   全部が重み行列か埋め込みで、`bias` という名前のものはありません。
 
 # %%
-depth, width, batch = 30, 256, 512
-inits = {
-    "N(0, 1)": 1.0,
-    "N(0, 0.01^2)": 0.01,
-    "Xavier": np.sqrt(2.0 / (width + width)),
-    "He": np.sqrt(2.0 / width),
-}
+cfg = GPTConfig(vocab_size=27)
+shapes = param_shapes(cfg)
+for key, shape in shapes:
+    print(f"  {key:16s} {str(list(shape)):9s} fan_in = {shape[1]}")
+print("any bias among microgpt's parameters:", any("bias" in key for key, _ in shapes))
+
+# %% [markdown]
+# ## 4. 初期化：Xavier、He、PyTorch の既定、microgpt の `N(0, 0.08²)`
+#
+# 重みの分散を決める式は3つあります（$\text{fan\_in}$ = 入力の次元、$\text{fan\_out}$ = 出力の次元）。
+#
+# - **Xavier**：$\mathrm{Var}(w) = 2/(\text{fan\_in} + \text{fan\_out})$（tanh 向き）。
+# - **He**：$\mathrm{Var}(w) = 2/\text{fan\_in}$（ReLU が半分を 0 にするぶん2倍）。
+# - **PyTorch の `nn.Linear` の既定**：$w \sim U(-1/\sqrt{\text{fan\_in}},\ 1/\sqrt{\text{fan\_in}})$
+#   （`kaiming_uniform_(weight, a=math.sqrt(5))`、バイアスも同じ範囲の一様分布）。
+#   一様分布 $U(-\ell, \ell)$ の分散は $\ell^2/3$ なので $\mathrm{Var}(w) = 1/(3\,\text{fan\_in})$、
+#   **He の分散 $2/\text{fan\_in}$ の 1/6** です。
+#
+# 資料は「nn.Linear を呼び出すと、裏側でこれらの賢い初期化（PyTorchではデフォルトでHe初期化の変形版）が自動で実行され」と書いています。
+# 関数としては確かに He（Kaiming）の一様分布版に $a = \sqrt 5$ を渡したものですが、その結果の分散は He の 1/6 で、
+# ReLU の層を重ねたときに分散を保つ「He 初期化」とは別物です（このあと 30 層で確かめます）。
+#
+# microgpt はどの行列も $N(0, 0.08^2)$ で初期化します（`init_params`）。microgpt の fan_in は、上の一覧のとおり
+# `mlp_fc2` の 64 を除いてすべて 16 です。この2つの fan_in で、3つの標準偏差を並べます。
+
+# %%
+def he_std(fan_in):
+    return math.sqrt(2.0 / fan_in)
+
+
+def torch_default_std(fan_in):   # std of U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    return 1.0 / math.sqrt(3.0 * fan_in)
+
+
+micro = init_params(cfg)          # microgpt's own init, N(0, 0.08^2)
+print("fan_in | He std  PyTorch default std  microgpt std | Var ratios: default/He  microgpt/He  microgpt/default "
+      "| std of microgpt's init_params matrix")
+for fan_in, key in ((16, "layer0.attn_wq"), (64, "layer0.mlp_fc2")):
+    s_he, s_pt, s_mg = he_std(fan_in), torch_default_std(fan_in), 0.08
+    print(f"{fan_in:6d} | {s_he:6.4f} {s_pt:20.4f} {s_mg:12.4f} | "
+          f"{(s_pt / s_he) ** 2:22.3f} {(s_mg / s_he) ** 2:12.3f} {(s_mg / s_pt) ** 2:17.3f} "
+          f"| {micro[key].std():.4f} ({key})")
+r = np.random.default_rng(1)
+u = r.uniform(-1 / math.sqrt(64), 1 / math.sqrt(64), 1_000_000)
+print(f"check: std of 10^6 draws from U(-1/8, 1/8) = {u.std():.4f}  (formula 1/sqrt(3*64) = {torch_default_std(64):.4f})")
+
+# %% [markdown]
+# PyTorch 既定の分散は、どの fan_in でも He の 0.167 倍（1/6）です。
+# microgpt の 0.08 は、fan_in = 16 では He の分散の 0.051 倍（約 1/20）、PyTorch 既定の分散の 0.307 倍と小さく、
+# fan_in = 64 では He の 0.205 倍、PyTorch 既定の 1.229 倍で、既定とほぼ同じ大きさです。どちらの fan_in でも He よりずっと小さい
+# （`init_params` が実際に引いた行列の標準偏差は 0.0841 と 0.0782）。microgpt は層が1つで、各ブロックの前に
+# `rmsnorm` で大きさをそろえ、残差接続で足し込むので、この小ささが層ごとに掛け算で積み重なることはありません。
+# 積み重なると何が起きるかを、正規化も残差もない 30 段の全結合層で見ます。
+#
+# 幅 256 の全結合層を 30 段重ね、各段で `linear_np`（重み `[out, in]`）→ 活性化関数を通します。
+# 各段の **活性の標準偏差**（順伝播）と、出力側から流した **勾配の標準偏差**（`linear_np_backward` による逆伝播）を、
+# 層ごとに **対数軸** で描きます。1段ごとに一定の倍率で増減すると、対数軸では直線になり、その傾きが1段あたりの倍率です。
+# 分散を保つ初期化は水平な線になります。
+
+# %%
+depth, width, batch = 30, 256, 64
 acts = {
     "tanh": (np.tanh, lambda y, a: 1.0 - a * a),
-    "relu": (lambda y: np.maximum(y, 0.0), lambda y, a: (y > 0).astype(float)),
+    "ReLU": (lambda y: np.maximum(y, 0.0), lambda y, a: (y > 0).astype(float)),
 }
 
 
-def propagate(std, act, dact, seed=0):
-    """Forward through `depth` layers, then backward a unit-variance gradient. Returns per-layer variances."""
+def propagate(std, act, dact, uniform=False, seed=0):
+    """Forward through `depth` layers, then backward a unit-variance gradient.
+
+    Returns (activation std per layer, std of the gradient arriving at each layer's input, the pre-activations
+    of every layer). std is the weight's standard deviation; uniform=True draws U(-sqrt(3) std, sqrt(3) std).
+    """
     r = np.random.default_rng(seed)
     h = r.normal(size=(batch, width))
-    cache, fwd_var = [], []
+    cache, fwd_std = [], []
     for _ in range(depth):
-        w = r.normal(0.0, std, (width, width))
+        if uniform:
+            w = r.uniform(-math.sqrt(3) * std, math.sqrt(3) * std, (width, width))
+        else:
+            w = r.normal(0.0, std, (width, width))
         y = linear_np(h, w)
         a = act(y)
         cache.append((h, w, y, a))
-        fwd_var.append(a.var())
+        fwd_std.append(a.std())
         h = a
     g = r.normal(size=h.shape)
-    bwd_var = []
+    bwd_std = []
     for h_in, w, y, a in reversed(cache):
-        dy = g * dact(y, a)
-        g, _ = linear_np_backward(dy, h_in, w)
-        bwd_var.append(g.var())
-    return fwd_var, bwd_var[::-1]   # bwd_var[l] = variance of the gradient arriving at layer l's input
+        g, _ = linear_np_backward(g * dact(y, a), h_in, w)
+        bwd_std.append(g.std())
+    return np.array(fwd_std), np.array(bwd_std[::-1]), [y for _, _, y, _ in cache]
 
 
-with np.errstate(over="ignore", invalid="ignore"):
-    results = {(a, i): propagate(std, *acts[a]) for a in acts for i, std in inits.items()}
+inits = {   # name: (weight std, uniform?)
+    "Xavier": (math.sqrt(2.0 / (width + width)), False),
+    "He": (he_std(width), False),
+    "PyTorch default": (torch_default_std(width), True),
+}
+names_ja = {"Xavier": "Xavier", "He": "He", "PyTorch default": "PyTorch 既定（nn.Linear）"}
+results = {(a, name): propagate(std, *acts[a], uniform=uni) for a in acts for name, (std, uni) in inits.items()}
 
-fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+fig, axes = plt.subplots(2, 2, figsize=(12, 7.5), sharex=True)
 layers = np.arange(1, depth + 1)
+colors = {"Xavier": "tab:green", "He": "tab:red", "PyTorch default": "tab:purple"}
 for col, a in enumerate(acts):
     for name in inits:
-        fwd, bwd = results[(a, name)]
-        axes[0, col].plot(layers, fwd, marker=".", label=name)
-        axes[1, col].plot(layers, bwd, marker=".", label=name)
-    axes[0, col].set(yscale="log", title=f"{a}: activation variance (forward)", ylabel="Var(activation)")
-    axes[1, col].set(yscale="log", title=f"{a}: gradient variance (backward)", ylabel="Var(dL/dinput)",
-                     xlabel="layer")
+        fwd, bwd, _ = results[(a, name)]
+        axes[0, col].plot(layers, fwd, ".-", color=colors[name], label=names_ja[name])
+        axes[1, col].plot(layers, bwd, ".-", color=colors[name])
+    axes[0, col].set(yscale="log", title=f"{a}：活性の標準偏差（順伝播）", ylabel="活性の標準偏差（対数軸）")
+    axes[1, col].set(yscale="log", title=f"{a}：勾配の標準偏差（逆伝播）", ylabel="∂L/∂(層の入力) の標準偏差（対数軸）",
+                     xlabel="層（1 = 入力側、30 = 出力側）")
     for ax in axes[:, col]:
-        ax.legend(fontsize=8)
-plt.tight_layout()
+        ax.set_ylim(1e-13, 1e1)
+        ax.grid(True, which="major", alpha=0.3)
+fig.suptitle(f"幅 {width} の全結合層 30 段：初期化ごとの標準偏差（正規化も残差接続もなし）")
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="upper center", ncol=3, bbox_to_anchor=(0.5, 0.955))
+plt.tight_layout(rect=(0, 0, 1, 0.93))
 plt.show()
 
 # %%
+print("      init            fan_in*Var(w) | act std: layer 1  layer 30  per layer | grad std: layer 1  layer 30 "
+      "| ReLU theory per layer sqrt(fan_in*Var/2)")
 for a in acts:
-    for name in inits:
-        fwd, bwd = results[(a, name)]
-        print(f"{a:4s} {name:13s} Var(act) layer 1 = {fwd[0]:9.3g}, layer 30 = {fwd[-1]:9.3g} | "
-              f"Var(grad) layer 1 = {bwd[0]:9.3g}")
+    for name, (std, _) in inits.items():
+        fwd, bwd, _ = results[(a, name)]
+        per_f = (fwd[-1] / fwd[0]) ** (1 / (depth - 1))
+        gain = width * std ** 2
+        theory = f"{math.sqrt(gain / 2):.3f}" if a == "ReLU" else "-"
+        print(f"{a:4s}  {name:15s} {gain:12.3f} | {fwd[0]:16.3g} {fwd[-1]:9.3g} {per_f:10.3f} | "
+              f"{bwd[0]:17.3g} {bwd[-1]:9.3g} | {theory}")
 
 # %% [markdown]
-# - **ReLU + He**：30 段を通しても活性と勾配の分散がほぼ一定（0.69 → 0.45）。
-#   ReLU に Xavier を使うと1段ごとに分散が約半分になり、30 段で $10^{-9}$ を下回ります。
-# - **tanh + Xavier**：指数的には崩れず、ゆっくり（層数に対して多項式的に）小さくなるだけです。
-#   tanh + He は少し大きめで、勾配が入力側へ向かって緩やかに増えます。
-# - `N(0,1)` は tanh を ±1 に飽和させ（分散 ≈ 0.95 のまま）、逆伝播では勾配が層ごとに増幅して **勾配爆発**、
-#   ReLU では活性そのものが爆発します。`N(0,0.01²)` は信号も勾配も層ごとに縮んで **消失** します。
-#   資料の「初期値が大きすぎる／小さすぎる」の両方の失敗例です。
+# 対数軸の上で、違いは傾きとして読めます。
+#
+# - **ReLU + He**：水平（1段あたり 0.997 倍）。30 段を通しても活性と勾配の標準偏差がほぼ一定です（活性 0.835 → 0.764）。
+# - **ReLU + Xavier**：正方形の層では Xavier の分散は $1/\text{fan\_in}$ で He の半分なので、1段ごとに標準偏差が
+#   $1/\sqrt 2 \approx 0.707$ 倍になる直線（実測 0.705）。30 段目の活性は $2.3 \times 10^{-5}$ まで縮みます。
+# - **ReLU + PyTorch 既定**：分散が He の 1/6 なので、1段あたり $\sqrt{1/6} \approx 0.408$ 倍（実測 0.412）、
+#   30 段目の活性は $2.3 \times 10^{-12}$。PyTorch の既定の初期化は、正規化も残差もない深い ReLU 網の信号を保ちません。
+#   勾配も同じ傾きで、入力側へ向かって同じように縮みます（下の段）。
+# - **tanh**：Xavier は指数的には崩れず、ゆっくり小さくなるだけ（1段あたり 0.947 倍）。He は少し大きめで、
+#   勾配が入力側へ向かって緩やかに増えます（30 段目 1.05 → 1段目 2.94）。PyTorch 既定では活性が小さく tanh がほぼ恒等写像に
+#   なるので、1段あたり $\sqrt{\text{fan\_in} \cdot \mathrm{Var}(w)} = 1/\sqrt 3 \approx 0.577$ 倍（実測 0.578）で縮みます。
+
+# %% [markdown]
+# ### 初期値が大きすぎると：tanh は飽和、それでも勾配は爆発する
+#
+# 資料は初期値が大きすぎる場合を「活性化関数（SigmoidやSoftmaxなど）の出力が極端になり、前述の勾配消失や、
+# 計算値が無限大に吹っ飛ぶ勾配爆発が起きて学習が崩壊します」と書いています。消失と爆発のどちらが起きるのでしょうか。
+#
+# 逆伝播の1段は、勾配に「活性化関数の局所勾配 $\phi'(y)$」と「重み $W^\top$」を掛けます。
+# 幅が大きいとき、勾配の分散は1段あたり
+# $$\chi = \underbrace{\text{fan\_in} \cdot \mathrm{Var}(w)}_{\text{重みの因子}} \times \underbrace{E[\phi'(y)^2]}_{\text{活性化関数の因子}}$$
+# 倍になり、$\chi < 1$ なら消失、$\chi > 1$ なら爆発します。重みの標準偏差を $c/\sqrt{\text{fan\_in}}$ と書くと、
+# 重みの因子は $c^2$（Xavier は正方形の層で $c = 1$、He は $c = \sqrt 2$、PyTorch 既定は $c = 1/\sqrt 3$）。
+#
+# - **ReLU** は飽和しません。$\phi'$ は 0 か 1 で、$E[\phi'^2] \approx 1/2$ が $c$ によらず一定です。だから $\chi = c^2/2$：
+#   初期値が大きすぎれば、活性も勾配も層ごとに $c^2/2$ 倍ずつ **指数的に爆発** します。
+# - **tanh** では、大きな初期値は $|y|$ を大きくし、ユニットが ±1 に **飽和** して $\tanh'(y) \approx 0$ になります。
+#   これが資料の言う勾配消失の仕組み（「傾き（微分）はほぼ 0」を掛け算する）で、活性化関数の因子は確かに小さくなります。
+#   しかし $y$ が標準偏差 $\sigma$ の正規分布なら、飽和せずに残るユニットの割合は $1/\sigma$ に比例して減るだけなので
+#   $E[\tanh'^2] \propto 1/c$ 程度にしか小さくならず、重みの因子 $c^2$ のほうが速く増えます。積の $\chi$ は $c$ にほぼ比例して増え、
+#   30 段では勾配は **爆発** します（ReLU よりはゆっくり）。
+#
+# 次のセルは、重みの大きさ $c$ を 1/4 倍から 16 倍（幅 256 では $N(0, 1)$ が $c = 16$）まで振って、同じ 30 段の網で
+# 出力側の層の飽和の割合、$E[\phi'(y)^2]$、1段あたりの勾配の分散の倍率（実測）を測ります。
+
+# %%
+scales = 2.0 ** np.arange(-2, 4.5, 0.5)
+sweep = {a: [] for a in acts}
+for c in scales:
+    for a, (act, dact) in acts.items():
+        fwd, bwd, ys = propagate(c / math.sqrt(width), act, dact)
+        y_last = ys[-1]
+        sweep[a].append({
+            "saturated": np.mean(np.abs(np.tanh(y_last)) > 0.99) if a == "tanh" else 0.0,
+            "dphi2": np.mean(dact(y_last, act(y_last)) ** 2),
+            "chi": (bwd[0] / bwd[-1]) ** (2 / (depth - 1)),        # measured per-layer factor of the variance
+            "grad1": bwd[0],
+        })
+print("   c | tanh: saturated  E[tanh'^2]  c^2*E[tanh'^2]  measured chi  grad std at layer 1 "
+      "| ReLU: E[relu'^2]  measured chi  grad std at layer 1")
+for i, c in enumerate(scales):
+    t, rl = sweep["tanh"][i], sweep["ReLU"][i]
+    print(f"{c:5.3g} | {t['saturated']:15.1%} {t['dphi2']:11.4f} {c * c * t['dphi2']:15.3f} {t['chi']:13.3f} "
+          f"{t['grad1']:20.3g} | {rl['dphi2']:16.3f} {rl['chi']:13.3f} {rl['grad1']:20.3g}")
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+ax = axes[0]
+ax.plot(scales, scales ** 2, "k:", label="重みの因子 $c^2$")
+ax.plot(scales, [s["dphi2"] for s in sweep["tanh"]], "o--", color="tab:blue", label="tanh：$E[\\tanh'(y)^2]$（飽和で減る）")
+ax.plot(scales, [s["chi"] for s in sweep["tanh"]], "o-", color="tab:blue", label="tanh：1段あたりの倍率 χ（実測）")
+ax.plot(scales, [s["chi"] for s in sweep["ReLU"]], "s-", color="tab:orange", label="ReLU：1段あたりの倍率 χ（実測）")
+ax.axhline(1.0, color="gray", lw=1)
+ax.text(5.5, 1.3, "χ > 1：爆発", color="gray")
+ax.text(5.5, 0.75, "χ < 1：消失", color="gray", va="top")
+for c0, name in ((1 / math.sqrt(3), "PyTorch 既定"), (1.0, "Xavier"), (math.sqrt(2), "He"), (16.0, "N(0, 1)")):
+    ax.axvline(c0, color="gray", lw=0.6, ls="--")
+    ax.text(c0, 0.02, name, rotation=90, ha="right", va="bottom", color="gray", fontsize=9,
+            transform=ax.get_xaxis_transform())
+ax.set_ylim(1e-3, 1e4)
+ax.set(xscale="log", yscale="log", xlabel="重みの大きさ c（標準偏差 = c / √fan_in、対数軸）",
+       ylabel="1段あたりの勾配の分散の倍率（対数軸）", title="逆伝播の1段：重みの因子 × 活性化関数の因子")
+ax.legend(fontsize=9, loc="upper left")
+ax = axes[1]
+for a, color in (("tanh", "tab:blue"), ("ReLU", "tab:orange")):
+    _, bwd, _ = propagate(1.0, *acts[a])
+    ax.plot(layers, bwd, ".-", color=color, label=f"{a}、N(0, 1)（c = 16）")
+ax.set(yscale="log", xlabel="層（1 = 入力側、30 = 出力側）", ylabel="勾配の標準偏差（対数軸）",
+       title="大きすぎる初期値 N(0, 1) での 30 段の勾配")
+ax.grid(True, which="major", alpha=0.3)
+ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# 表と図から読めること：
+#
+# - **tanh の飽和は本物です。** $N(0,1)$（$c = 16$）では出力側の層のユニットの 86.4% が $|\tanh| > 0.99$ に張り付き、
+#   $E[\tanh'^2]$ は 0.0336 まで下がります（飽和しない $c \le 1/\sqrt 2$ では 1）。資料の言う「傾き（微分）はほぼ 0」はこの因子のことです。
+# - **それでも勾配は爆発します。** 重みの因子は $c^2 = 256$ で、積は $\chi \approx 8.6$（実測 8.7）。30 段で入力側の勾配の
+#   標準偏差は $1.3 \times 10^{14}$ に達します。tanh の $\chi$ は $c$ にほぼ比例して増え、表では $c \ge \sqrt 2$ で 1 を超えています。
+# - **ReLU は飽和しないぶん、もっと速く爆発します。** $E[\mathrm{relu}'^2] = 0.496$ は $c$ によらず同じ値です
+#   （ReLU は正の定数倍と交換するので、$c$ を変えても 0 か 1 かのパターンは変わらない）。だから $\chi \approx c^2/2$ で、
+#   $c = 16$ では $\chi \approx 127$、入力側の勾配の標準偏差は $3.5 \times 10^{31}$ です。
+# - **小さすぎる初期値**（$c < 1$）では、どちらも $\chi < 1$ で、信号も勾配も層ごとに縮んで消えます
+#   （$c = 1/4$ では1段目の勾配が tanh で $8 \times 10^{-19}$、ReLU で $2 \times 10^{-23}$）。
+#
+# つまり、大きすぎる初期値で勾配が消えるという説明は、飽和した **1つのユニット** の局所勾配については正しいが、重みを通して
+# 何段も掛け算される深い網全体では、大きな重みの因子が勝って勾配は爆発します。飽和による消失が勝つのは、大きさの原因が
+# 次の重みではないときです。次の節のアテンションがその例で、スコア $q \cdot k$ は $d$ 個の積の和なので大きくなり、
+# しかも softmax は分布全体が1点に張り付く（飽和していない成分が残らない）ので、局所勾配が指数的に小さくなります。
 
 # %% [markdown]
 # ## 5. スケーリングしないアテンション softmax の勾配消失
@@ -315,10 +607,12 @@ p_sc, g_sc = attention_grad(scaled=True)
 np.set_printoptions(precision=4, suppress=True)
 print("probs, raw q.k    :", p_raw)
 print("probs, q.k/sqrt(d):", p_sc)
-print(f"|dL/dq| raw = {np.linalg.norm(g_raw):.3e}   |dL/dq| with 1/sqrt(d) = {np.linalg.norm(g_sc):.3e}")
+print(f"|dL/dq| raw = {np.linalg.norm(g_raw):.3e}   |dL/dq| with 1/sqrt(d) = {np.linalg.norm(g_sc):.3e}   "
+      f"ratio scaled/raw = {np.linalg.norm(g_sc) / np.linalg.norm(g_raw):.0f}")
 
 # %% [markdown]
-# 1つの例では偶然2つのキーが拮抗して飽和しないこともあります（その場合は勾配も残る）。
+# この例では、スケーリングなしの softmax は1つのキーに張り付き（表示の4桁では `[1, 0, …, 0]`）、$q$ に届く勾配は
+# スケーリングありの 525 分の 1 です。ただ、1つの例では偶然2つのキーが拮抗して飽和しないこともあります（その場合は勾配も残る）。
 # そこで、同じ計算を NumPy 版（`softmax_np` / `softmax_np_backward`）で 2000 回のランダム試行について行い、
 # 次元 $d$ を変えながら「softmax の最大確率」と「$q$ に届く勾配の大きさ $|\partial L/\partial q|$」の中央値を描きます。
 # （$\partial L/\partial q = \sum_t \frac{\partial L}{\partial s_t} k_t$、スケーリングありならさらに $1/\sqrt d$ 倍。）
@@ -341,15 +635,15 @@ for d in dims:
         stats[scaled][0].append(np.median(p.max(axis=-1)))
         stats[scaled][1].append(np.median(np.linalg.norm(dq, axis=-1)))
 
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+fig, axes = plt.subplots(1, 2, figsize=(12, 4))
 for scaled, style in ((False, "o-"), (True, "s-")):
-    label = "softmax(q.k / sqrt(d))" if scaled else "softmax(q.k)  (no scaling)"
+    label = "softmax(q·k / √d)（スケーリングあり）" if scaled else "softmax(q·k)（スケーリングなし）"
     axes[0].plot(dims, stats[scaled][0], style, label=label)
     axes[1].plot(dims, stats[scaled][1], style, label=label)
-axes[0].set(xscale="log", xlabel="head dimension d", ylabel="median of max_t p_t",
-            title="Softmax saturation (T = 8 keys)")
-axes[1].set(xscale="log", yscale="log", xlabel="head dimension d", ylabel="median |dL/dq|",
-            title="Gradient reaching the query")
+axes[0].set(xscale="log", xlabel="ヘッドの次元 d（対数軸）", ylabel="最大確率 max_t p_t の中央値",
+            title="softmax の飽和（キー T = 8 個）")
+axes[1].set(xscale="log", yscale="log", xlabel="ヘッドの次元 d（対数軸）", ylabel="|∂L/∂q| の中央値（対数軸）",
+            title="クエリに届く勾配の大きさ")
 for ax in axes:
     ax.legend()
 plt.tight_layout()
@@ -361,8 +655,128 @@ for i, d in enumerate(dims):
 
 # %% [markdown]
 # スケーリングなしでは $d$ が大きいほど softmax が1点に張り付き（最大確率 → 1）、$q$ に届く勾配が桁違いに小さくなります
-# （表の最後の行：$d = 512$ ではスケーリングありの数百分の一）。
+# （表の最後の行：$d = 512$ ではスケーリングありの約 300 分の 1）。
 # $d$ が小さいうちはスケーリングなしのほうが勾配はむしろ大きい点にも注意してください：スコアの幅がまだ softmax を飽和させない範囲では、
 # $1/\sqrt d$ を掛けないぶん勾配がそのまま大きいだけです。勾配消失は、$d$ が大きくなって飽和が始まってから起こります。
 # $1/\sqrt d$ で割ると、どの $d$ でも分布の鋭さはほぼ一定で、勾配も消えません。
 # microgpt の `gpt` も各ヘッドで `q·k / √head_dim` を使っています（第22章）。
+
+# %% [markdown]
+# ## 理解度チェック
+#
+# **問1.** PyTorch で `t = torch.rand(3)` としたとき `t.requires_grad` は何か。`nn.Parameter(t)` ではどうか。
+# このエンジンではそれぞれ何に当たるか。
+#
+# <details><summary>答え</summary>
+#
+# `torch.rand(3)` などで作った普通のテンソルは `requires_grad=False`（計算は記録されない）。`nn.Parameter(t)` は
+# 既定で `requires_grad=True` で、モジュールの属性にすれば `model.parameters()` に登録される。このエンジンでは、
+# 普通のテンソルがただの `float`（グラフのノードにならない）、`nn.Parameter` が「パラメータリスト `params` に入れた `Value`」に当たる。
+#
+# </details>
+#
+# **問2.** `model.forward(x)` と直接呼んだら、`backward()` で勾配は求まるか。`model(x)` との違いは何か。
+# 評価モードに切り替えたり、勾配を記録せずに推論したりするにはどうするか。
+#
+# <details><summary>答え</summary>
+#
+# 求まる。勾配の記録は `requires_grad=True` のテンソルに対する各演算が行うので、呼び方によらない。
+# `model.forward(x)` で省かれるのは、そのモジュールに登録されたフックの実行だけ。評価モードは `model.eval()`
+# （`model.train()` で戻す）、勾配を記録しない推論は `with torch.no_grad():` で、どちらも呼び方とは別のスイッチ。
+#
+# </details>
+#
+# **問3.** 正規化も残差もない ReLU の全結合層を 30 段重ね、PyTorch の `nn.Linear` の既定の初期化を使う。
+# 1段あたり活性の分散はおよそ何倍になるか。He 初期化ならどうか。
+#
+# <details><summary>答え</summary>
+#
+# 既定は $\mathrm{Var}(w) = 1/(3\,\text{fan\_in})$ で He の 1/6。ReLU の1段で分散は $\text{fan\_in} \cdot \mathrm{Var}(w)/2$ 倍なので
+# 既定では 1/6 倍（標準偏差で 0.408 倍）、30 段で標準偏差は $10^{-12}$ 程度まで縮む。He なら 1 倍で保たれる。
+#
+# </details>
+#
+# **問4.** 初期値が大きすぎると tanh のユニットは飽和し、局所勾配 $\tanh'(y)$ はほぼ 0 になる。それなのに、
+# ノート 05 の 30 段の tanh 網で $N(0, 1)$ を使うと勾配が爆発したのはなぜか。
+#
+# <details><summary>答え</summary>
+#
+# 逆伝播の1段は、局所勾配と重みの両方を掛ける。飽和で $E[\tanh'^2]$ は $1/c$ 程度にしか減らない（正規分布の $y$ の
+# うち 0 の近くに残るユニットが勾配を運ぶ）が、重みの因子は $c^2$ で増える。積 $\chi$ は $c$ にほぼ比例して増え、
+# $c = 16$ では1段ごとに勾配の分散が約 8.7 倍になる。飽和による消失が勝つのは、アテンションの softmax のように分布全体が飽和し、
+# 大きさの原因が次の重みではないとき。
+#
+# </details>
+#
+# **問5.** GPT-2 のアテンション射影 `c_attn` と `c_proj` にバイアスはあるか。microgpt ではどうか。
+#
+# <details><summary>答え</summary>
+#
+# GPT-2 ではどちらもバイアス付き。LLaMA はバイアスを落としている。microgpt はどの行列にもバイアスを持たない
+# （`param_shapes` に `bias` という名前のものがない）。
+#
+# </details>
+
+# %% [markdown]
+# ## 練習問題
+#
+# 解答セルの `raise NotImplementedError` を自分のコードに置き換えてから、その下のチェックセルを実行してください。
+# チェックは 正解 / 不正解 / 未回答 を表示します（まだ解いていなければ 未回答）。
+#
+# ### 練習問題 1：He 初期化の標準偏差
+#
+# `he_std_answer(fan_in)` を書いてください。ReLU の層の重みを $N(0, \sigma^2)$ で初期化するときの He 初期化の
+# 標準偏差 $\sigma$（float）を返します。
+#
+# チェックは、その $\sigma$ で重みを初期化した ReLU の全結合層 30 段（幅は 64, 256, 128 を順に繰り返すので、
+# fan_in が層ごとに変わる）に標準正規の入力を通し、「30 段目の活性の標準偏差 ÷ 1 段目の活性の標準偏差」を測ります。
+# 幅が有限なので1本の網ではこの比が偶然 2 倍近くずれることもあるため、独立に引いた 5 本の網の幾何平均が
+# 1/2 から 2 に収まれば正解です。
+
+# %%
+def he_std_answer(fan_in):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+# %%
+exercises.check_05_he_std(he_std_answer)
+
+# %% [markdown]
+# ### 練習問題 2：バイアス付き線形層の逆伝播
+#
+# 順伝播 $Y = X W^\top + b$（`linear_np(x, w) + b`、`w` は `[out, in]`、`b` は長さ `out`、`x` は形 `(..., in)`）の逆伝播
+# `linear_bias_np_backward(dy, x, w)` を書いてください。出力の勾配 `dy`（形 `(..., out)`）から
+# `(dx, dw, db)` を返します。形はそれぞれ `x`、`w`（`[out, in]`）、`b`（`(out,)`）と同じです。
+# `x` の先頭の次元はバッチで、2つ以上あることもあります。
+#
+# チェックは `dx`, `dw` を `utils.linear_np_backward` と、`db` を中心差分と比べます。
+
+# %%
+def linear_bias_np_backward(dy, x, w):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+# %%
+exercises.check_05_linear_bias_backward(linear_bias_np_backward)
+
+# %% [markdown]
+# ### 練習問題 3：クエリに届く勾配（スケーリングあり・なし）
+#
+# 1つのクエリ `q`（形 `(d,)`）とキー `K`（形 `(T, d)`）から、スコア $s_t = \alpha\, q \cdot k_t$
+# （`scaled=True` なら $\alpha = 1/\sqrt d$、`False` なら $\alpha = 1$）、重み $p = \mathrm{softmax}(s)$ を作ります。
+# 損失の $p$ に対する勾配 `dp` $= \partial L/\partial p$（形 `(T,)`）が与えられたとき、`query_grad(q, K, dp, scaled)` は
+# $\partial L/\partial q$（形 `(d,)`）を返します。`utils.softmax_np` と `utils.softmax_np_backward` を使ってかまいません。
+#
+# チェックは $d = 16$ と $d = 256$ のそれぞれで、スケーリングあり・なしの両方を 5 節と同じ計算と比べ、$|\partial L/\partial q|$ を表示します。
+# 表示されるのは1組のランダムな $q, K$ での値なので、5 節の表（2000 回の中央値）の傾向と逆になることもあります。
+
+# %%
+def query_grad(q, K, dp, scaled):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+# %%
+exercises.check_05_query_grad(query_grad)
