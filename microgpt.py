@@ -334,10 +334,10 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
 
     Training stops with state.error set (and the weights of the last step) when the loss or a gradient is
     not finite, or when it explodes while finite: when the mean train loss of the last DIVERGED_WINDOW steps
-    (checked every DIVERGED_WINDOW steps and at the end) is more than DIVERGED_NATS above both the uniform
-    baseline log(vocab_size) and the val loss at step 0, i.e. the model fits its own training data clearly
-    worse than guessing and than its initial weights. The same rule holds for both engines. (A val loss is
-    not enough: on a tiny corpus it can rise above the uniform baseline by overfitting alone.)
+    (checked every DIVERGED_WINDOW steps and before every val loss, so before every checkpoint) is more than
+    DIVERGED_NATS above both the uniform baseline log(vocab_size) and the val loss at step 0: the model then
+    fits its own training data clearly worse than guessing and than its initial weights. The same rule holds
+    for both engines. (A val loss is not enough: on a tiny corpus overfitting alone can lift it above uniform.)
     """
     if eval_every is None:
         eval_every = resume.eval_every if resume is not None else 100
@@ -402,7 +402,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
             state.step += 1
             state.train_loss.append(loss)
             state.ms_per_step = 1000 * step_time / timed
-            if state.step % DIVERGED_WINDOW == 0 or state.step == steps:
+            evaluating = state.step % eval_every == 0 or state.step == steps
+            if state.step % DIVERGED_WINDOW == 0 or evaluating:  # (so no exploded weights are ever saved)
                 recent = state.train_loss[-DIVERGED_WINDOW:]
                 if sum(recent) / len(recent) > explode:
                     state.error = (f"step {state.step}: the mean train loss of the last {len(recent)} steps is "
@@ -411,7 +412,7 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
                                    "the initial val loss, whichever is higher); the loss exploded")
                     break
             val = None
-            if state.step % eval_every == 0 or state.step == steps:
+            if evaluating:
                 val = evaluate(state.params, val_tokens, cfg)
                 if not math.isfinite(val):
                     state.error = f"step {state.step}: val loss is {val} (the weights are no longer finite-valued)"

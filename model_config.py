@@ -143,7 +143,12 @@ CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the NumPy forward pass o
 
 
 def n_params(cfg):
-    return sum(math.prod(shape) for _, shape in param_shapes(cfg))
+    """The number of parameters, by formula (param_shapes would list 60 million keys for n_layer = 10^7):
+    wte and lm_head V C each, wpe T C, per layer 4 C^2 of attention and 8 C^2 of MLP; sphere mode adds the
+    scale vectors, 7 C per layer (s_qk, alpha_A, alpha_M: C each; s_u: 4C) and s_z (V)."""
+    C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
+    P = 2 * V * C + cfg.block_size * C + 12 * L * C * C
+    return P + (7 * L * C + V if cfg.norm == "sphere" else 0)
 
 
 def forward_bytes_per_doc(cfg):

@@ -188,11 +188,11 @@ def save_checkpoint(path, state):
 MAX_META_CHARS = 2**20  # the JSON meta of a real checkpoint is a few hundred characters
 
 
-def _npy_headers(path):
+def _npy_headers(file):
     """name -> (shape, dtype, stored bytes) of every array in an .npz, from the .npy headers alone: nothing
     is loaded, so a header that claims a huge array costs nothing until it is compared with the config."""
     headers = {}
-    with zipfile.ZipFile(path) as zf:
+    with zipfile.ZipFile(file) as zf:
         for info in zf.infolist():
             if not info.filename.endswith(".npy"):
                 raise ValueError(f"member {info.filename!r} is not a .npy array")
@@ -202,6 +202,7 @@ def _npy_headers(path):
                     np.lib.format.read_array_header_2_0
                 shape, _, dtype = read(f)
             headers[info.filename[:-len(".npy")]] = (shape, dtype, info.file_size)
+    file.seek(0)
     return headers
 
 
@@ -228,11 +229,19 @@ def load_checkpoint(path, max_gb=MAX_MEMORY_GB):
         raise InputError(f"checkpoint {path!r} is corrupt or not a microgpt checkpoint (not a .npz archive)")
     where = f"checkpoint {path!r}"
     try:
-        headers = _npy_headers(path)
+        with open(path, "rb") as file:  # one open file for every read: a run replacing it meanwhile cannot mix versions
+            return _load_checkpoint(file, where, max_gb)
+    except OSError as e:
+        raise InputError(f"cannot read {where}: {e.strerror or e}") from None
+
+
+def _load_checkpoint(file, where, max_gb):
+    try:
+        headers = _npy_headers(file)
         meta_shape, meta_dtype, _ = headers.get("meta", (None, None, 0))
         if meta_shape != () or meta_dtype.kind != "U" or meta_dtype.itemsize > 4 * MAX_META_CHARS:
             raise InputError(f"{where} is incompatible or incomplete (no JSON 'meta' entry of the expected form)")
-        with np.load(path, allow_pickle=False) as z:
+        with np.load(file, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
         if not isinstance(meta, dict):
             raise InputError(f"{where} is incompatible or incomplete ('meta' is not a JSON object)")
@@ -263,7 +272,8 @@ def load_checkpoint(path, max_gb=MAX_MEMORY_GB):
         val_shape, val_dtype, _ = headers["val_loss"]
         if len(val_shape) != 2 or val_shape[1] != 2 or val_shape[0] > step + 2 or val_dtype != np.float64:
             raise InputError(f"{where}: array 'val_loss' has shape {val_shape}; expected (K, 2) with K <= step + 2")
-        with np.load(path, allow_pickle=False) as z:
+        file.seek(0)
+        with np.load(file, allow_pickle=False) as z:
             data = {k: z[k] for k in expected}
             val_loss = z["val_loss"]
     except InputError:
@@ -374,6 +384,9 @@ class RunLock:
         previous = _read_all(fd).strip()
         if previous:  # a run that ended without releasing (killed): the kernel already dropped its lock
             self.notice = f"note: took over {self.path} from an earlier run that is no longer running ({previous})"
+            for name in os.listdir(self.folder):  # and a write it was killed in the middle of
+                if name.startswith(".tmp-"):
+                    os.unlink(os.path.join(self.folder, name))
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
         started = datetime.datetime.now().isoformat(timespec="seconds")

@@ -302,7 +302,16 @@ def _vmf_log_normalizer_scalar(d, kappa):
         #   - (d/2) log(2 pi) - log(sum_k r_k),  which at kappa = 0 is -log area(S^{d-1}).
         tail = _series_log_tail(nu, kappa) if kappa > 0 else 0.0
         return nu * math.log(2.0) + math.lgamma(nu + 1.0) - 0.5 * d * math.log(2.0 * math.pi) - tail
-    return nu * math.log(kappa) - 0.5 * d * math.log(2.0 * math.pi) - _log_iv_scaled(nu, kappa) - kappa
+    return _vmf_log_peak(d, kappa) - kappa
+
+
+def _vmf_log_peak(d, kappa):
+    """log C_d(kappa) + kappa = log p(mu | mu, kappa), the log density at the mode, without the cancellation of
+    adding kappa to log C ~ -kappa (at kappa = 1e300 that sum would lose every digit)."""
+    nu = 0.5 * d - 1.0
+    if kappa <= _SERIES_MAX_X:
+        return _vmf_log_normalizer_scalar(d, kappa) + kappa
+    return nu * math.log(kappa) - 0.5 * d * math.log(2.0 * math.pi) - _log_iv_scaled(nu, kappa)
 
 
 def vmf_log_normalizer(d, kappa):
@@ -322,17 +331,26 @@ def _check_mu(name, mu):
     n = np.linalg.norm(mu)
     if not abs(n - 1.0) <= 1e-8:
         raise ValueError(f"{name}: mu must be a unit vector (got norm {n!r}); normalize it with l2_normalize_np")
-    return mu / n
+    # renormalize only what rounding cannot explain: dividing a unit vector by 1 + 2e-16 moves it, and at
+    # kappa = 1e300 the density at x = (the caller's) mu would notice
+    return mu if abs(n - 1.0) <= 4e-16 else mu / n
 
 
 def vmf_log_density(x, mu, kappa):
-    """log p(x | mu, kappa) = log C_d(kappa) + kappa mu.x for each row of x (shape (..., d)) on S^{d-1}."""
+    """log p(x | mu, kappa) = log C_d(kappa) + kappa mu.x for each row of x (shape (..., d)) on S^{d-1}.
+
+    Computed as (log C_d(kappa) + kappa) + kappa (mu.x - 1), with mu.x - 1 = -|x - mu|^2 / 2 for unit vectors:
+    near the mode both parts keep their digits at any kappa (the plain sum loses all of them once kappa is
+    large: at kappa = 1e300, log C ~ -1e300 and kappa mu.x ~ +1e300, while their sum at x = mu is ~689).
+    """
     mu = _check_mu("vmf_log_density", mu)
     kappa = float(kappa)
+    _check_kappa("vmf_log_density", kappa)
     x = np.asarray(x, dtype=float)
     if x.shape[-1] != mu.shape[0]:
         raise ValueError(f"vmf_log_density: x has rows of length {x.shape[-1]} but mu has {mu.shape[0]} entries")
-    return vmf_log_normalizer(mu.shape[0], kappa) + kappa * (x @ mu)
+    diff = x - mu
+    return _vmf_log_peak(mu.shape[0], kappa) - 0.5 * kappa * (diff * diff).sum(axis=-1)
 
 
 def _mean_resultant_length_scalar(d, kappa):
@@ -368,7 +386,7 @@ def vmf_sample(mu, kappa, n, rng):
     and accepts when kappa w + (d-1) log(1 - x0 w) - c >= log u, u ~ U(0,1), x0 = (1-b)/(1+b),
     c = kappa x0 + (d-1) log(1 - x0^2). Then x = w mu + sqrt(1 - w^2) v with v uniform on the unit sphere of
     the tangent space at mu. kappa = 0 is the uniform distribution. Rejections are redrawn in batches.
-    `rng` is a numpy.random.Generator.
+    Written in 1 - w and 1 - x0, so it stays exact for kappa up to 1e300. `rng` is a numpy.random.Generator.
     """
     mu = _check_mu("vmf_sample", mu)
     kappa = float(kappa)
@@ -381,21 +399,7 @@ def vmf_sample(mu, kappa, n, rng):
     if kappa == 0.0:
         return l2_normalize_np(rng.standard_normal((n, d)))
 
-    b = (d - 1) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1) ** 2))  # no cancellation at large kappa
-    x0 = (1.0 - b) / (1.0 + b)
-    c = kappa * x0 + (d - 1) * math.log1p(-x0 * x0)  # note 1 - x0^2 = 4b / (1+b)^2
-    w = np.empty(0)
-    one_minus_w = np.empty(0)
-    while w.size < n:
-        m = max(2 * (n - w.size), 16)  # acceptance is >= ~0.5 for every (d, kappa) (Wood 1994)
-        z = rng.beta(0.5 * (d - 1), 0.5 * (d - 1), size=m)
-        u = rng.random(m)
-        den = 1.0 - (1.0 - b) * z
-        wz = (1.0 - (1.0 + b) * z) / den
-        ok = kappa * wz + (d - 1) * np.log(1.0 - x0 * wz) - c >= np.log(u)
-        w = np.concatenate([w, wz[ok]])
-        one_minus_w = np.concatenate([one_minus_w, (2.0 * b * z / den)[ok]])  # 1 - w without cancellation
-    w, one_minus_w = w[:n], one_minus_w[:n]
+    w, one_minus_w = _vmf_sample_w(d, kappa, n, rng)
 
     v = rng.standard_normal((n, d))
     for _ in range(2):  # project out mu twice: once is not enough when v is nearly parallel to mu (d = 2)
@@ -403,6 +407,29 @@ def vmf_sample(mu, kappa, n, rng):
     v = l2_normalize_np(v)  # a uniform direction in the tangent space at mu
     s = np.sqrt(np.clip(one_minus_w * (2.0 - one_minus_w), 0.0, None))  # sqrt(1 - w^2) = sqrt((1-w)(1+w))
     return w[:, None] * mu + s[:, None] * v
+
+
+def _vmf_sample_w(d, kappa, n, rng):
+    """Wood's rejection step: n draws of w = mu.x, returned as (w, 1 - w) (1 - w keeps its digits near 1)."""
+    # Everything in terms of b, a = 1 - x0 and 1 - w, never x0 or w themselves: at large kappa x0 and w round to
+    # 1.0 (kappa = 1e16 made log1p(-x0 * x0) a domain error), while b, a and 1 - w keep their digits up to
+    # kappa = 1e300. r = (d-1)/(2 kappa) keeps 4 kappa^2 from overflowing.
+    r = (d - 1) / (2.0 * kappa)
+    b = r / (1.0 + math.sqrt(1.0 + r * r))       # = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2))
+    a = 2.0 * b / (1.0 + b)                      # 1 - x0
+    log_c_rest = math.log(a) + math.log1p(1.0 - a)  # log(1 - x0^2) = log(a (2 - a)); c = kappa x0 + (d-1) this
+    w = np.empty(0)
+    one_minus_w = np.empty(0)
+    while w.size < n:
+        m = max(2 * (n - w.size), 16)  # acceptance is >= ~0.5 for every (d, kappa) (Wood 1994)
+        z = rng.beta(0.5 * (d - 1), 0.5 * (d - 1), size=m)
+        u = rng.random(m)
+        omw = 2.0 * b * z / (1.0 - (1.0 - b) * z)  # 1 - w
+        # kappa w + (d-1) log(1 - x0 w) - c, with w - x0 = a - (1 - w) and 1 - x0 w = a + (1 - a)(1 - w)
+        ok = kappa * (a - omw) + (d - 1) * (np.log(a + (1.0 - a) * omw) - log_c_rest) >= np.log(u)
+        w = np.concatenate([w, 1.0 - omw[ok]])
+        one_minus_w = np.concatenate([one_minus_w, omw[ok]])
+    return w[:n], one_minus_w[:n]
 
 
 def vmf_estimate_kappa(samples):

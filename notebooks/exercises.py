@@ -7,8 +7,8 @@ function that still raises NotImplementedError (or an answer that is still None)
 executed unsolved in CI, so every check must run clean then.
 
 The checks compare with the project's own functions or with finite differences (value.gradient_check),
-never with a hard-coded number the learner cannot see. Reference solutions live in
-tests/test_exercises_NN.py (one file per notebook), which prove every check can say 正解 and that a wrong answer gets 不正解.
+never with a hard-coded number the learner cannot see. Reference solutions live in tests/test_exercises_NN.py
+(one file per notebook), which prove every check can say 正解 and that a wrong answer gets 不正解.
 """
 import sys
 from pathlib import Path

@@ -524,3 +524,11 @@ def test_checkpoint_written_before_the_module_split_still_loads():
     train_docs, val_docs = mg.split_docs(names, state.seed)
     more = mg.train(train_docs, val_docs, state.vocab, state.cfg, steps=8, engine="numpy", resume=state)
     assert more.step == 8 and len(more.train_loss) == 8
+
+
+@pytest.mark.parametrize("kw", [{}, dict(n_layer=3, n_embd=12, n_head=3, block_size=5), dict(norm="sphere"),
+                                dict(norm="sphere", n_layer=2, n_embd=8, n_head=2)])
+def test_the_parameter_count_formula_matches_the_shapes(kw):
+    from model_config import n_params
+    cfg = GPTConfig(vocab_size=V, **kw)
+    assert n_params(cfg) == sum(a.size for a in init_params(cfg).values())

@@ -7,35 +7,15 @@ import sys
 
 import numpy as np
 import pytest
+from cli_helpers import ROOT, TINY, run, snapshot, write_corpus
 
 import corpora
 import microgpt as mg
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ["--engine", "numpy", "--n-embd", "8", "--n-head", "2", "--block-size", "8", "--num-samples", "3"]
-NAMES = "anna\nbob\ncarla\ndave\neve\nfrank\ngrace\nheidi\nivan\njudy\nmallory\noscar\npeggy\nsybil\ntrent\n"
-
 
 @pytest.fixture
 def corpus(tmp_path):
-    path = tmp_path / "names.txt"
-    path.write_text(NAMES, encoding="utf-8")
-    return str(path)
-
-
-def run(capsys, argv):
-    """main(argv) -> (exit code, stdout, stderr); argparse's own errors exit via SystemExit."""
-    try:
-        code = mg.main(argv)
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
-
-
-def snapshot(folder):
-    return {p: open(os.path.join(folder, p), "rb").read() for p in sorted(os.listdir(folder))}
+    return write_corpus(str(tmp_path))
 
 
 def test_end_to_end_with_out(tmp_path, corpus, capsys):

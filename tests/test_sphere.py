@@ -509,3 +509,83 @@ def test_vmf_estimate_kappa_recovers_kappa(d, kappa):
     mu_hat, kappa_hat = sphere.vmf_estimate_kappa(sphere.vmf_sample(mu, kappa, 10_000, rng))
     assert abs(kappa_hat - kappa) < 0.1 * kappa
     assert abs(np.linalg.norm(mu_hat) - 1) < 1e-14 and mu_hat @ mu > 0.9
+
+
+# ----------------------------------------------------------------------------- vMF at extreme kappa (issue 11)
+
+def wood_sampler_as_before(mu, kappa, n, rng):
+    """The sampler as it was before issue 11 (in w and x0 directly): the oracle where it still works."""
+    d = mu.shape[0]
+    b = (d - 1) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1) ** 2))
+    x0 = (1.0 - b) / (1.0 + b)
+    c = kappa * x0 + (d - 1) * math.log1p(-x0 * x0)
+    w, omw = np.empty(0), np.empty(0)
+    while w.size < n:
+        m = max(2 * (n - w.size), 16)
+        z = rng.beta(0.5 * (d - 1), 0.5 * (d - 1), size=m)
+        u = rng.random(m)
+        den = 1.0 - (1.0 - b) * z
+        wz = (1.0 - (1.0 + b) * z) / den
+        ok = kappa * wz + (d - 1) * np.log(1.0 - x0 * wz) - c >= np.log(u)
+        w, omw = np.concatenate([w, wz[ok]]), np.concatenate([omw, (2.0 * b * z / den)[ok]])
+    w, omw = w[:n], omw[:n]
+    v = rng.standard_normal((n, d))
+    for _ in range(2):
+        v = v - (v @ mu)[:, None] * mu
+    v = sphere.l2_normalize_np(v)
+    return w[:, None] * mu + np.sqrt(np.clip(omw * (2.0 - omw), 0.0, None))[:, None] * v
+
+
+@pytest.mark.parametrize("d", [2, 3, 16])
+@pytest.mark.parametrize("kappa", [0.5, 5.0, 50.0, 500.0])
+def test_vmf_sample_equals_the_previous_sampler_where_both_work(d, kappa):
+    mu = sphere.l2_normalize_np(np.arange(1.0, d + 1))
+    new = sphere.vmf_sample(mu, kappa, 500, np.random.default_rng(3))
+    old = wood_sampler_as_before(mu, kappa, 500, np.random.default_rng(3))
+    np.testing.assert_allclose(new, old, rtol=0, atol=1e-12)
+
+
+def assert_gamma_like(t, k):
+    """t ~ Gamma(k, 1): mean and variance k (5 and 8 standard errors); for k = 1 an Exponential(1) (KS, 1%)."""
+    n = t.size
+    assert abs(t.mean() - k) < 5 * math.sqrt(k / n)
+    assert abs(t.var() - k) < 8 * math.sqrt(k * (k + 3) * 2 / n)
+    if k == 1.0:
+        ts = np.sort(t)
+        assert np.max(np.abs(1 - np.exp(-ts) - np.arange(1, n + 1) / n)) < 1.63 / math.sqrt(n)
+
+
+@pytest.mark.parametrize("d", [3, 16])
+@pytest.mark.parametrize("kappa", [1e6, 1e16, 1e100, 1e300])
+def test_vmf_sample_at_huge_kappa(d, kappa):
+    """For large kappa, t = kappa (1 - mu.x) ~ Gamma((d-1)/2, 1) (the marginal exp(kappa w)(1-w^2)^((d-3)/2) with
+    w = 1 - t/kappa); on S^2 (d = 3) an Exponential(1). Checked on the sampler's 1 - w at every kappa, and on the
+    samples themselves while their tangent part is above float64's resolution (kappa <= 1e16; beyond, every
+    sample rounds to mu, which is then the correct float64 answer)."""
+    mu = sphere.l2_normalize_np(np.arange(1.0, d + 1))
+    n = 4000
+    _, one_minus_w = sphere._vmf_sample_w(d, kappa, n, np.random.default_rng(5))
+    assert_gamma_like(kappa * one_minus_w, 0.5 * (d - 1))
+    x = sphere.vmf_sample(mu, kappa, n, np.random.default_rng(7))
+    assert np.isfinite(x).all()
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-12)
+    if kappa <= 1e16:
+        tangent = x - (x @ mu)[:, None] * mu
+        assert_gamma_like(kappa * 0.5 * (tangent * tangent).sum(axis=1), 0.5 * (d - 1))  # 1 - cos = sin^2 / 2
+    else:
+        np.testing.assert_allclose(x, np.broadcast_to(mu, x.shape), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("d", [2, 3, 16])
+def test_vmf_log_density_at_huge_kappa_and_as_before_at_moderate_kappa(d):
+    mu = sphere.l2_normalize_np(np.arange(1.0, d + 1))
+    # at the mode: log C + kappa -> ((d-1)/2) log(kappa / 2 pi) + O(1/kappa), from I_nu(k) ~ e^k / sqrt(2 pi k)
+    for kappa in (1e16, 1e100, 1e300):
+        expected = 0.5 * (d - 1) * (math.log(kappa) - math.log(2 * math.pi))
+        assert sphere.vmf_log_density(mu, mu, kappa) == pytest.approx(expected, rel=1e-14)
+    if d == 3:  # the issue's number: log kappa - log 2 pi at kappa = 1e300 on S^2
+        assert sphere.vmf_log_density(mu, mu, 1e300) == pytest.approx(688.9376508318, rel=1e-12)
+    x = sphere.l2_normalize_np(np.random.default_rng(0).standard_normal((50, d)))
+    for kappa in (0.0, 0.3, 7.0, 60.0, 300.0):  # where the plain formula log C + kappa mu.x keeps its digits
+        plain = sphere.vmf_log_normalizer(d, kappa) + kappa * (x @ mu)
+        np.testing.assert_allclose(sphere.vmf_log_density(x, mu, kappa), plain, rtol=1e-12, atol=1e-12)
