@@ -19,9 +19,9 @@ from run_files import check_setting, claim_run_folder, plot_losses, save_checkpo
 
 DEFAULTS = {"norm": "rmsnorm", "n_embd": 16, "n_head": 4, "n_layer": 1, "block_size": 16, "alpha_init": 0.05,
             "sz_init": 1.0, "engine": "value", "steps": 1000, "batch_size": 1, "lr": 0.01, "seed": 42,
-            "riemannian": False, "corpus": "names", "eval_every": 100}
+            "riemannian": False, "corpus": "names", "eval_every": 100, "dtype": "float64"}
 MODEL_FLAGS = ("norm", "n_embd", "n_head", "n_layer", "block_size", "alpha_init", "sz_init")
-KEPT_ON_RESUME = MODEL_FLAGS + ("batch_size", "lr", "seed", "riemannian", "corpus")
+KEPT_ON_RESUME = MODEL_FLAGS + ("batch_size", "lr", "seed", "riemannian", "corpus", "dtype")
 
 
 def build_parser():
@@ -45,6 +45,8 @@ def build_parser():
     g = p.add_argument_group("training")
     g.add_argument("--engine", choices=["value", "numpy"], help="value: scalar autograd graph (default, slow); "
                    "numpy: vectorized twins with explicit backward. Sampling uses the same engine")
+    g.add_argument("--dtype", choices=["float64", "float32"], help="numpy engine: compute in float64 (default) or "
+                   "float32 (faster on bigger models; the value engine computes in float64 only)")
     g.add_argument("--steps", type=int, help="optimizer steps (default 1000; with --resume: the checkpoint's plan)")
     g.add_argument("--batch-size", type=int, help="docs per step (default 1)")
     g.add_argument("--lr", type=float, help="Adam learning rate, decays linearly to 0 (default 0.01); with --resume "
@@ -95,6 +97,8 @@ def check_args(a):
         raise InputError("--resume needs --checkpoint PATH or --out DIR (containing checkpoint.npz)")
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         raise InputError(f"--out {a.out!r} exists and is not a directory")
+    if a.dtype == "float32" and a.engine == "value":
+        raise InputError("--dtype float32 needs --engine numpy (the value engine computes in float64 only)")
 
 
 def max_gb(a):
@@ -115,7 +119,8 @@ def settings(a, resume=None, ckpt_path=None):
         s["corpus"] = corpus_id(s["corpus"])
         return SimpleNamespace(**s, out=a.out, lr_lowered_from=None)
     kept = {**asdict(resume.cfg), "batch_size": resume.batch_size, "lr": resume.lr, "seed": resume.seed,
-            "riemannian": resume.riemannian, "corpus": corpus_id(resume.corpus)}
+            "riemannian": resume.riemannian, "corpus": corpus_id(resume.corpus),
+            "dtype": resume.params["wte"].dtype.name}
     given = {k: getattr(a, k) for k in KEPT_ON_RESUME}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled, is no conflict
     lowered_from = None

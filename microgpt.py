@@ -36,6 +36,7 @@ from errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputErro
 from model_config import (  # noqa: F401  (re-exported: the public API is `import microgpt as mg`)
     GPTConfig,
     alloc_params,
+    check_dtype,
     check_memory,
     chunk_rows,
     effective_scales,
@@ -44,6 +45,7 @@ from model_config import (  # noqa: F401  (re-exported: the public API is `impor
     pack_params,
     param_shapes,
     sphere_axes,
+    sphere_blocks,
 )
 from numpy_engine import backward_np, evaluate, forward_np, loss_and_grads_np, make_batch  # noqa: F401
 from run_files import (  # noqa: F401
@@ -57,7 +59,7 @@ from run_files import (  # noqa: F401
     load_checkpoint,
     save_checkpoint,
 )
-from sphere import l2_normalize, l2_normalize_np, tangent_project
+from sphere import l2_normalize, tangent_project
 from utils import linear, rmsnorm, softmax, softmax_np
 from value import Value, no_cycle_gc
 
@@ -105,8 +107,9 @@ def doc_tokens(doc, vocab):
 # [out, in] shapes: wte, wpe, lm_head, then per layer attn_wq, attn_wk, attn_wv, attn_wo, mlp_fc1, mlp_fc2
 # (model_config.py). The weights live in one flat float64 buffer, a NumPy view per key.
 
-def init_params(cfg, seed=42):
+def init_params(cfg, seed=42, dtype=np.float64):
     """Matrices ~ N(0, 0.08^2) drawn in key order (the reference init); sphere mode adds nGPT's scales.
+    dtype: float64 (default) or float32 for the NumPy engine; float32 weights are the float64 draws, rounded.
 
     Sphere mode, base = 1/sqrt(C): every matrix is normalized along its embedding dimension; the scale
     vectors attn_alpha, mlp_alpha, attn_sqk and sz are stored as `base` and mlp_su as 1, and gpt_sphere
@@ -114,7 +117,7 @@ def init_params(cfg, seed=42):
     (Storing small values and rescaling is nGPT's trick to give the scales Adam steps of a useful size.)
     """
     rng = np.random.default_rng(seed)
-    _, params = alloc_params(cfg)
+    _, params = alloc_params(cfg, dtype)
     for array in params.values():
         if array.ndim == 2:
             array[...] = rng.normal(0.0, 0.08, array.shape)
@@ -248,22 +251,23 @@ def _check_docs_tokens(docs_tokens, cfg):
             raise ValueError(f"token ids must be in [0, {cfg.vocab_size}), got {list(tokens)}")
 
 
-def loss_and_grads(params, docs_tokens, cfg, engine="value"):
-    """Mean next-token NLL over all predicted positions of the batch, and its gradient (flat layout)."""
+def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
+    """Mean next-token NLL over all predicted positions of the batch, and its gradient (flat layout).
+    out: a grads dict from alloc_params to write the gradient into (train reuses one); by default a new one."""
     _check_docs_tokens(docs_tokens, cfg)
     if engine == "numpy":
-        return loss_and_grads_np(params, docs_tokens, cfg)
+        return loss_and_grads_np(params, docs_tokens, cfg, out)
     if engine != "value":
         raise ValueError(f"engine must be 'value' or 'numpy', got {engine!r}")
     # The graph is acyclic, so reference counting frees it; pausing the cycle collector while it is
     # built roughly halves the step time (see value.no_cycle_gc and benchmarks/bench.py).
     with no_cycle_gc():
-        return loss_and_grads_value(params, docs_tokens, cfg)
+        return loss_and_grads_value(params, docs_tokens, cfg, out)
 
 
 # chapter 22's training step: forward each doc one token at a time through the KV cache, building up the
 # computation graph all the way to the loss; then backward() fills in every parameter's gradient
-def loss_and_grads_value(params, docs_tokens, cfg):
+def loss_and_grads_value(params, docs_tokens, cfg, out=None):
     state_dict = values_from_params(params)
     model = gpt_sphere if cfg.norm == "sphere" else gpt
     losses = []
@@ -278,12 +282,12 @@ def loss_and_grads_value(params, docs_tokens, cfg):
             losses.append(loss_t)
     loss = (1 / len(losses)) * sum(losses)  # final average loss over all predicted positions. May yours be low.
     loss.backward()
-    return loss.data, grads_from_values(state_dict, cfg)
+    return loss.data, grads_from_values(state_dict, cfg, out)
 
 
-def grads_from_values(state_dict, cfg):
-    """The .grad of every Value leaf, gathered into a grads dict with the flat-buffer layout."""
-    _, grads = alloc_params(cfg)
+def grads_from_values(state_dict, cfg, out=None):
+    """The .grad of every Value leaf, gathered into a grads dict with the flat-buffer layout (`out`, if given)."""
+    grads = alloc_params(cfg)[1] if out is None else out
     for key, g in grads.items():
         rows = state_dict[key]
         g[...] = [v.grad for v in rows] if g.ndim == 1 else [[v.grad for v in row] for row in rows]
@@ -293,19 +297,34 @@ def grads_from_values(state_dict, cfg):
 # =========================================================================== 6. Adam (+ the sphere retraction)
 
 def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
-    """The reference Adam update with linear lr decay, on the whole flat buffer at once (in place)."""
+    """The reference Adam update with linear lr decay, on the whole flat buffer at once (in place): each line
+    is the reference's per-parameter line, applied to every parameter (m, v updated in place, no copies)."""
     lr_t = lr * (1 - step / num_steps)  # linear learning rate decay
-    m[:] = beta1 * m + (1 - beta1) * grad
-    v[:] = beta2 * v + (1 - beta2) * grad ** 2
+    m *= beta1
+    m += (1 - beta1) * grad                 # m = beta1 * m + (1 - beta1) * grad
+    v *= beta2
+    v += (1 - beta2) * grad ** 2            # v = beta2 * v + (1 - beta2) * grad ** 2
     m_hat = m / (1 - beta1 ** (step + 1))
     v_hat = v / (1 - beta2 ** (step + 1))
-    flat -= lr_t * m_hat / (v_hat ** 0.5 + eps_adam)
+    v_hat **= 0.5
+    v_hat += eps_adam
+    m_hat *= lr_t
+    m_hat /= v_hat
+    flat -= m_hat                           # flat -= lr_t * m_hat / (v_hat ** 0.5 + eps_adam)
 
 
 def retract(params, cfg):
-    """Sphere mode: put every matrix back on the sphere along its embedding dimension (in place)."""
-    for key, axis in sphere_axes(cfg).items():
-        params[key][...] = l2_normalize_np(params[key], axis=axis)
+    """Sphere mode: put every matrix back on the sphere along its embedding dimension (in place): w / |w|,
+    as l2_normalize_np, for rows or columns as sphere_axes says. (Matrices that lie back to back in the flat
+    buffer and are normalized by rows are done as one block, sphere_blocks: the same numbers, fewer calls.)"""
+    flat = params["wte"].base
+    if flat is None or flat.size != n_params(cfg) or any(a.base is not flat for a in params.values()):
+        blocks = [(params[key], axis) for key, axis in sphere_axes(cfg).items()]  # not one flat buffer
+    else:
+        blocks = [(flat[o:o + rows * cols].reshape(rows, cols), axis) for o, rows, cols, axis in sphere_blocks(cfg)]
+    for w, axis in blocks:
+        n = np.sqrt(np.add.reduce(w * w, axis=axis, keepdims=True))
+        w /= np.maximum(n, 1e-12, out=n)
 
 
 def project_grads(params, grads, cfg):
@@ -321,7 +340,7 @@ DIVERGED_WINDOW = 50  # the mean is over this many steps
 
 
 def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01, seed=42, engine="value",
-          riemannian=False, eval_every=None, progress=None, resume=None, corpus=""):
+          riemannian=False, eval_every=None, progress=None, resume=None, corpus="", dtype="float64"):
     """Train with Adam; return a TrainState (params, per-step train loss, [(step, val loss)], ...).
 
     Step s uses docs (s * batch_size + j) % len(train_docs), so a resumed run sees the same batches.
@@ -329,8 +348,10 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
     progress(info) is called after every step with info = dict(step, steps, loss, ms_per_step, eta_s,
     val_loss or None, state); raising KeyboardInterrupt in it stops training like Ctrl-C does.
     resume: a TrainState (e.g. from load_checkpoint) to continue; `steps` may extend its plan; its
-    batch_size, lr, seed and riemannian are kept (the arguments are ignored; to go on with a lower lr, set
-    resume.lr first), eval_every unless given. Its docs must be the ones it was trained on (a fingerprint).
+    batch_size, lr, seed, riemannian and dtype are kept (the arguments are ignored; to go on with a lower lr,
+    set resume.lr first), eval_every unless given. Its docs must be the ones it was trained on (a fingerprint).
+    dtype: "float64" or "float32" (NumPy engine only; the Value engine computes in float64); the weights and
+    Adam's moments are kept in it.
 
     Training stops with state.error set (and the weights of the last step) when the loss or a gradient is
     not finite, or when it explodes while finite: when the mean train loss of the last DIVERGED_WINDOW steps
@@ -350,10 +371,13 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
         raise InputError(f"lr must be a positive finite number, got {lr!r}")
     if riemannian and cfg.norm != "sphere":
         raise InputError("riemannian gradients need norm='sphere' (there is no sphere to be tangent to)")
+    dtype = check_dtype(resume.params["wte"].dtype if resume is not None else dtype)
+    if engine == "value" and dtype != np.float64:
+        raise InputError(f"the Value engine computes in float64 only; train {dtype.name} with engine='numpy'")
     train_tokens = [doc_tokens(d, vocab) for d in train_docs]
     val_tokens = [doc_tokens(d, vocab) for d in val_docs]
     if resume is None:
-        params = init_params(cfg, seed)
+        params = init_params(cfg, seed, dtype)
         flat = flat_buffer(params)
         state = TrainState(cfg, list(vocab), params, np.zeros_like(flat), np.zeros_like(flat), 0, steps, batch_size,
                            lr, seed, engine, riemannian, corpus, eval_every,
@@ -370,6 +394,7 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
             raise InputError(f"the checkpoint is at step {state.step}, beyond the requested --steps {steps}")
         batch_size, lr, seed, riemannian = state.batch_size, state.lr, state.seed, state.riemannian
     flat = flat_buffer(state.params)
+    g, grads = alloc_params(cfg, dtype)  # one gradient buffer, written by every step
     if not state.val_loss:
         state.val_loss.append((0, evaluate(state.params, val_tokens, cfg)))
     n_train, step_time, timed = len(train_tokens), 0.0, 0
@@ -381,9 +406,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
             batch = [train_tokens[(step * batch_size + j) % n_train] for j in range(batch_size)]
             t0 = time.perf_counter()
             try:
-                loss, grads = loss_and_grads(state.params, batch, cfg, engine)
-                g = flat_buffer(grads)
-                ok = math.isfinite(loss) and np.isfinite(g).all()
+                loss, _ = loss_and_grads(state.params, batch, cfg, engine, out=grads)
+                ok = math.isfinite(loss) and math.isfinite(np.add.reduce(g))  # a NaN or inf anywhere makes the sum so
             except (ArithmeticError, ValueError) as e:  # e.g. the Value engine refusing log(0) or exp overflow
                 loss, ok = float("nan"), False
                 state.error = f"step {step + 1}: {e}"
@@ -598,7 +622,10 @@ def run(args):
     if resume is not None:
         check_same_corpus(resume, train_docs, val_docs, s.corpus)
         resume.lr = s.lr  # the checkpoint's, or a lower --lr
-    check_memory(cfg, s.batch_size, s.engine, cli.max_gb(args))
+    if s.engine == "value" and s.dtype != "float64":
+        raise InputError(f"this run's weights are {s.dtype}; the value engine computes in float64 only: use "
+                         "--engine numpy")
+    check_memory(cfg, s.batch_size, s.engine, cli.max_gb(args), s.dtype)
     base = baselines([doc_tokens(d, vocab) for d in train_docs], [doc_tokens(d, vocab) for d in val_docs], cfg)
 
     with RunLock(s.out) as lock:  # everything is checked; now this run holds --out (or is refused: exit 2)
@@ -608,7 +635,7 @@ def run(args):
         try:                                                                 # 7. training
             state = train(train_docs, val_docs, vocab, cfg, steps=s.steps, batch_size=s.batch_size, lr=s.lr,
                           seed=s.seed, engine=s.engine, riemannian=s.riemannian, eval_every=s.eval_every,
-                          progress=progress, resume=resume, corpus=s.corpus)
+                          progress=progress, resume=resume, corpus=s.corpus, dtype=s.dtype)
         except WriteError as e:  # a checkpoint could not be saved (disk full?): the one before it is intact
             return cli.report_write_error(e, progress, s)
         progress.end()

@@ -12,6 +12,7 @@ moments use the same layout, so the optimizer is one vectorized update of the wh
 """
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -97,19 +98,40 @@ def effective_scales(params, cfg):
             "s_z": params["sz"] * (cfg.sz_init / base)}
 
 
-def alloc_params(cfg):
-    """One contiguous float64 buffer and a dict of views into it, one per parameter (zeros).
+DTYPES = ("float64", "float32")  # the NumPy engine computes in its parameters' dtype; the Value engine in float64
+
+
+def check_dtype(dtype):
+    """The numpy dtype for "float64" / "float32" (or those dtypes); InputError for anything else."""
+    name = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
+    if name not in DTYPES:
+        raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return np.dtype(name)
+
+
+@lru_cache(maxsize=64)
+def _offsets(vocab_size, n_embd, n_layer, block_size, norm):
+    shapes = param_shapes(GPTConfig(vocab_size, n_embd, 1, n_layer, block_size, norm))
+    offsets, offset = {}, 0
+    for key, shape in shapes:
+        offsets[key] = (offset, shape)
+        offset += math.prod(shape)
+    return offsets, offset
+
+
+def param_offsets(cfg):
+    """key -> (offset, shape) of every parameter in the flat buffer, and the buffer's size."""
+    return _offsets(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)
+
+
+def alloc_params(cfg, dtype=np.float64):
+    """One contiguous buffer (float64, or float32) and a dict of views into it, one per parameter (zeros).
 
     Gradients and Adam moments use the same layout, so the optimizer is one vectorized update.
     """
-    shapes = param_shapes(cfg)
-    flat = np.zeros(sum(math.prod(s) for _, s in shapes))
-    views, offset = {}, 0
-    for key, shape in shapes:
-        size = math.prod(shape)
-        views[key] = flat[offset:offset + size].reshape(shape)
-        offset += size
-    return flat, views
+    offsets, size = param_offsets(cfg)
+    flat = np.zeros(size, dtype=check_dtype(dtype))
+    return flat, {key: flat[o:o + math.prod(shape)].reshape(shape) for key, (o, shape) in offsets.items()}
 
 
 def flat_buffer(params):
@@ -121,15 +143,71 @@ def flat_buffer(params):
     return buf
 
 
-def pack_params(params, cfg):
-    """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes."""
-    flat, views = alloc_params(cfg)
+def stacked(flat, cfg, first, count):
+    """`count` parameters that follow each other in the flat layout, starting at key `first`, as one matrix:
+    e.g. attn_wq | attn_wk | attn_wv as a (3C, C) view (nanoGPT's c_attn), so the engine needs one matmul."""
+    offset, (rows, cols) = param_offsets(cfg)[0][first]
+    return flat[offset:offset + count * rows * cols].reshape(count * rows, cols)
+
+
+@lru_cache(maxsize=64)
+def _sphere_blocks(vocab_size, n_embd, n_layer, block_size):
+    cfg = GPTConfig(vocab_size, n_embd, 1, n_layer, block_size, "sphere")
+    offsets, blocks = _offsets(vocab_size, n_embd, n_layer, block_size, "sphere")[0], []
+    for key, axis in sphere_axes(cfg).items():
+        offset, (rows, cols) = offsets[key]
+        last = blocks[-1] if blocks else None
+        if last and axis == 1 == last[3] and cols == last[2] and last[0] + last[1] * last[2] == offset:
+            blocks[-1] = (last[0], last[1] + rows, cols, 1)  # the rows of the next matrix continue this block
+        else:
+            blocks.append((offset, rows, cols, axis))
+    return tuple(blocks)
+
+
+def sphere_blocks(cfg):
+    """The matrices of sphere_axes as (offset, rows, cols, axis) blocks of the flat buffer: consecutive
+    matrices whose rows are normalized and have the same width form one block (wte | wpe | lm_head | the
+    first layer's wq | wk | wv are one (2V + T + 3C, C) block), so the retraction needs few NumPy calls."""
+    return _sphere_blocks(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size)
+
+
+@lru_cache(maxsize=64)
+def _scale_layout(vocab_size, n_embd, n_layer, block_size, alpha_init, sz_init):
+    offsets, size = _offsets(vocab_size, n_embd, n_layer, block_size, "sphere")
+    start = offsets["layer0.attn_sqk"][0]
+    base = n_embd ** -0.5
+    factor = {"attn_sqk": 1 / base, "attn_alpha": alpha_init / base, "mlp_su": n_embd ** 0.5,
+              "mlp_alpha": alpha_init / base, "sz": sz_init / base}
+    mult, is_alpha, slices = np.empty(size - start), np.zeros(size - start, dtype=bool), {}
+    for key, (offset, shape) in offsets.items():
+        if offset >= start:  # a scale vector
+            sl = slice(offset - start, offset - start + shape[0])
+            name = key.split(".")[-1]
+            mult[sl], is_alpha[sl], slices[key] = factor[name], name.endswith("alpha"), sl
+    return start, mult, is_alpha, slices
+
+
+def scale_layout(cfg):
+    """Sphere mode: the scale vectors lie together at the end of the flat buffer (each layer's attn_sqk,
+    attn_alpha, mlp_su, mlp_alpha, then sz). Returns (start, mult, is_alpha, slices): the effective values of
+    all of them are |scales| * mult for the alphas and scales * mult for the rest (see effective_scales), in one
+    vectorized step; slices[key] is each one's place in that tail."""
+    return _scale_layout(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.alpha_init, cfg.sz_init)
+
+
+def pack_params(params, cfg, dtype=None):
+    """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes (dtype: the arrays' own
+    when they are all float32 or all float64, else float64)."""
+    if dtype is None:
+        kinds = {np.asarray(a).dtype for a in params.values()}
+        dtype = kinds.pop() if len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")} else np.float64
+    flat, views = alloc_params(cfg, dtype)
     expected = dict(param_shapes(cfg))
     if set(params) != set(expected):
         missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
         raise ValueError(f"parameter keys do not match the config: missing {missing}, unexpected {extra}")
     for key, view in views.items():
-        a = np.asarray(params[key], dtype=np.float64)
+        a = np.asarray(params[key])
         if a.shape != view.shape:
             raise ValueError(f"parameter {key!r} has shape {a.shape}, the config needs {view.shape}")
         view[...] = a
@@ -165,29 +243,29 @@ def chunk_rows(cfg, most=512):
     return max(1, min(most, CHUNK_BYTES // forward_bytes_per_doc(cfg)))
 
 
-def step_memory(cfg, batch_size, engine):
+def step_memory(cfg, batch_size, engine, itemsize=8):
     """An upper estimate of a training step's peak memory in bytes, from the config alone.
 
     Both engines: the weights, Adam's two moments, the gradients and the update's temporaries (8 float64
     arrays of the parameter count P), and the evaluation chunk (CHUNK_BYTES). numpy: the forward cache of the
     batch, twice (the backward pass's temporaries). value: the graph, about one Value node (~300 bytes with
     its tuples) per multiply and per add: 24 C^2 + 4 C T per position per layer, 2 V C for lm_head, and a
-    node per parameter in the state_dict.
+    node per parameter in the state_dict. itemsize: 8 for float64, 4 for float32 (NumPy engine only).
     """
     C, T, L, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.vocab_size
     P = n_params(cfg)
-    static = 8 * 8 * P
+    static = 8 * itemsize * P
     if engine == "numpy":
-        activations = 2 * batch_size * forward_bytes_per_doc(cfg)
+        activations = 2 * batch_size * forward_bytes_per_doc(cfg) * itemsize // 8
     else:
         nodes = batch_size * T * (L * (24 * C * C + 4 * C * T + 8 * C) + 2 * V * C) + P
         activations = 300 * nodes
     return static + max(activations, CHUNK_BYTES)
 
 
-def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB):
+def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB, dtype="float64"):
     """InputError, with the estimate, if a training step would need more than max_gb GB."""
-    need = step_memory(cfg, batch_size, engine)
+    need = step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize)
     if need > max_gb * 1e9:
         raise InputError(f"this run would need about {need / 1e9:,.1f} GB of memory ({n_params(cfg):,} parameters, "
                          f"n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, block_size {cfg.block_size}, batch "

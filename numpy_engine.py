@@ -1,34 +1,59 @@
 """numpy_engine.py -- the GPT of microgpt.py on arrays: forward_np and backward_np, both norms, whole batches.
 
 Chapter 22's `gpt()` runs one position at a time on scalar Values, and value.py's backward() finds every
-gradient. This module computes the same numbers on float64 arrays, for a whole batch of sequences at once, with
-the backward pass written out by hand (llm.c / cs231n style):
+gradient. This module computes the same numbers on arrays, for a whole batch of sequences at once, with the
+backward pass written out by hand (llm.c / cs231n style):
 
-    x (B, T, C)  the residual stream; attention runs on (B, n_head, T, head_dim) with a causal mask instead of
-                 a growing KV cache (position t attends to positions s <= t, exactly what the cache holds)
+    x (N, C)     the residual stream, one row per position of every sequence (N = B * T); attention runs on
+                 (B, n_head, T, head_dim) with a causal mask instead of a growing KV cache (position t attends
+                 to positions s <= t, exactly what the cache holds)
     forward_np   logits and a `cache` of what the backward pass needs (and what notebooks plot)
     backward_np  the gradient of every parameter from dloss/dlogits, in the flat-buffer layout of model_config
 
-Every op is a NumPy twin from utils.py (linear, softmax, rmsnorm, cross entropy) or sphere.py (l2_normalize);
-the attention and the nGPT residual step get their twins here. tests/test_microgpt.py proves that this engine
-and the Value engine agree to float64 precision, and both against finite differences.
+The math is that of the NumPy twins in utils.py (linear, softmax, rmsnorm, cross entropy) and sphere.py
+(l2_normalize); here they are fused for speed, which matters at microgpt's size, where a step is ~100 small
+NumPy calls and each call's overhead, not its arithmetic, is the cost:
+  * q, k and v come from one matmul with attn_wq | attn_wk | attn_wv, which lie back to back in the flat buffer
+    (nanoGPT's c_attn); their gradients come back the same way, as one matmul into one view of the buffer;
+  * 2-D `a.dot(b)` instead of `a @ b` (half the call overhead for small matrices, the same BLAS product);
+  * each normalization keeps its norm (rmsnorm: the factor r) for the backward pass, instead of recomputing it;
+  * the softmax and the cross entropy work in place on their own temporaries.
+tests/test_numpy_engine.py proves each fused piece equal to the twins it replaces (1e-12), and
+tests/test_microgpt.py that the engine agrees with the Value engine and with finite differences.
+The engine computes in the dtype of the parameters: float64 (the default) or float32.
 """
 import numpy as np
 
-from model_config import alloc_params
-from sphere import l2_normalize_np, l2_normalize_np_backward
-from utils import (
-    cross_entropy_np,
-    cross_entropy_np_backward,
-    linear_np,
-    linear_np_backward,
-    rmsnorm_np,
-    rmsnorm_np_backward,
-    softmax_np,
-    softmax_np_backward,
-)
+from model_config import alloc_params, chunk_rows, flat_buffer, pack_params, param_offsets, scale_layout, stacked
 
-# --------------------------------------------------------------------------- forward
+_sum = np.add.reduce  # the ndarray method .sum() adds a Python-level call on top of this (measurable here)
+EPS_NORM = 1e-12  # l2_normalize's clamp (sphere.l2_normalize_np)
+EPS_RMS = 1e-5    # rmsnorm's epsilon (utils.rmsnorm)
+
+_CONSTANTS = {}
+
+
+def _causal_bias(T, dtype):
+    """(T, T): 0 where query position t may attend to key position s <= t, -inf after it (exp(-inf) = 0)."""
+    key = ("causal", T, dtype)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = np.triu(np.full((T, T), -np.inf, dtype=dtype), 1)
+    return _CONSTANTS[key]
+
+
+def _one_hot(V, dtype):
+    key = ("eye", V, dtype)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = np.eye(V, dtype=dtype)
+    return _CONSTANTS[key]
+
+
+def _rows(N):
+    key = ("rows", N)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = np.arange(N)
+    return _CONSTANTS[key]
+
 
 def _token_array(tokens, cfg):
     """tokens: 1-D ids, 2-D (B, T) int array, or a list of id lists (padded with 0 at the end)."""
@@ -49,41 +74,97 @@ def _token_array(tokens, cfg):
     return idx
 
 
-_CAUSAL = {}
+def _flat(params, cfg):
+    """The flat buffer behind params when it has model_config's layout (init_params, pack_params), else a copy
+    in that layout: the engine reads the fused attn_wq | attn_wk | attn_wv matrix from it."""
+    flat = params["wte"].base
+    if flat is None or flat.ndim != 1 or flat.size != param_offsets(cfg)[1]:
+        return flat_buffer(pack_params(params, cfg))
+    for a in params.values():  # (a plain loop: any() costs a generator per call)
+        if a.base is not flat:
+            return flat_buffer(pack_params(params, cfg))
+    return flat
 
 
-def _causal_mask(T):
-    """(T, T) bool, True where query position t may attend to key position s <= t."""
-    if T not in _CAUSAL:
-        _CAUSAL[T] = np.tril(np.ones((T, T), dtype=bool))
-    return _CAUSAL[T]
+# --------------------------------------------------------------------------- fused twins
+
+def rmsnorm_fused(x):
+    """utils.rmsnorm_np on rows, keeping its factor: y = x r, r = (mean(x^2) + 1e-5)^(-1/2) of shape (N, 1)."""
+    r = _sum(x * x, axis=-1, keepdims=True)
+    r *= 1.0 / x.shape[-1]
+    r += EPS_RMS
+    r **= -0.5
+    return x * r, r
 
 
-def _split_heads(x, n_head):
-    B, T, C = x.shape
-    return x.reshape(B, T, n_head, C // n_head).transpose(0, 2, 1, 3)  # (B, H, T, hd)
+def rmsnorm_fused_backward(dy, y, r):
+    """utils.rmsnorm_np_backward from the forward's output y = x r and r:
+    dx = r dy - r^3 x mean(dy x) = r (dy - y mean(dy y))."""
+    c = _sum(dy * y, axis=-1, keepdims=True)
+    c *= 1.0 / y.shape[-1]
+    dx = y * c
+    np.subtract(dy, dx, out=dx)
+    dx *= r
+    return dx
 
 
-def _merge_heads(x):
-    B, H, T, hd = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(B, T, H * hd)
+def l2_normalize_fused(x):
+    """sphere.l2_normalize_np along the last axis, keeping what its backward needs:
+    (y, den, unclamped) with y = x / den, den = max(|x|, eps), unclamped = |x| >= eps."""
+    n = np.sqrt(_sum(x * x, axis=-1, keepdims=True))
+    unclamped = n >= EPS_NORM
+    den = np.maximum(n, EPS_NORM, out=n)
+    return x / den, den, unclamped
 
 
-def attention_np(q, k, v, scale):
-    """Causal attention on (B, H, T, hd) arrays: softmax(q k^T * scale) v."""
-    T = q.shape[2]
-    logits = (q @ k.transpose(0, 1, 3, 2)) * scale
-    weights = softmax_np(np.where(_causal_mask(T), logits, -np.inf))  # masked: exp(-inf) = 0 exactly
-    return weights @ v, weights
+def l2_normalize_fused_backward(dy, y, den, unclamped, out=None):
+    """sphere.l2_normalize_np_backward from the forward's results: dx = (dy - y (y . dy)) / |x|, and where the
+    norm was clamped (den = eps, a constant) dx = dy / eps: the projection term is switched off there.
+    out: where to write dx (may be dy itself); by default a new array."""
+    s = _sum(y * dy, axis=-1, keepdims=True)
+    s *= unclamped
+    t = y * s
+    dx = np.subtract(dy, t, out=t if out is None else out)
+    dx /= den
+    return dx
 
 
-def attention_np_backward(dy, q, k, v, weights, scale):
-    """y = W v, W = softmax(q k^T scale): returns dq, dk, dv (masked weights are 0, so they pass nothing)."""
-    dweights = dy @ v.transpose(0, 1, 3, 2)
-    dv = weights.transpose(0, 1, 3, 2) @ dy
-    dlogits = softmax_np_backward(dweights, weights) * scale
-    return dlogits @ k, dlogits.transpose(0, 1, 3, 2) @ q, dv
+def attention_np(q, k, v, scale, bias):
+    """Causal attention on (B, H, T, hd) arrays: softmax(q k^T * scale + bias) v, bias = the causal mask
+    (0 or -inf, _causal_bias). Returns (output, weights); the softmax is utils.softmax_np, in place."""
+    att = q @ k.swapaxes(-1, -2)
+    att *= scale
+    att += bias
+    att -= att.max(axis=-1, keepdims=True)
+    np.exp(att, out=att)
+    att /= _sum(att, axis=-1, keepdims=True)
+    return att @ v, att
 
+
+def attention_np_backward(dy, q, k, v, att, scale, out):
+    """y = W v, W = softmax(q k^T scale + bias): writes dq, dk, dv into out[0], out[1], out[2] (masked weights
+    are 0, so they pass nothing back); the softmax backward is utils.softmax_np_backward, times scale."""
+    datt = dy @ v.swapaxes(-1, -2)
+    np.matmul(att.swapaxes(-1, -2), dy, out=out[2])
+    datt -= _sum(datt * att, axis=-1, keepdims=True)
+    datt *= att
+    datt *= scale
+    np.matmul(datt, k, out=out[0])
+    np.matmul(datt.swapaxes(-1, -2), q, out=out[1])
+    return out
+
+
+def _split_qkv(qkv, B, T, H):
+    """(N, 3C) -> q, k, v of shape (B, H, T, hd) each (views)."""
+    return qkv.reshape(B, T, 3, H, -1).transpose(2, 0, 3, 1, 4)
+
+
+def _merge_heads(y, N):
+    """(B, H, T, hd) -> (N, C)."""
+    return y.transpose(0, 2, 1, 3).reshape(N, -1)
+
+
+# --------------------------------------------------------------------------- forward
 
 def forward_np(params, tokens, cfg):
     """Logits for every position of every sequence, and the cache the backward pass (and notebooks) need.
@@ -95,158 +176,220 @@ def forward_np(params, tokens, cfg):
     """
     idx = _token_array(tokens, cfg)
     squeeze = idx.ndim == 1
-    idx = np.atleast_2d(idx)
-    forward = _forward_sphere_np if cfg.norm == "sphere" else _forward_rmsnorm_np
-    logits, cache = forward(params, idx, cfg)
+    logits, cache = _forward(params, np.atleast_2d(idx), cfg)
+    shape = cache["idx"].shape
+    logits = logits.reshape(shape + (cfg.vocab_size,))
+    cache["hidden"] = [h.reshape(shape + (cfg.n_embd,)) for h in cache["hidden"]]
     return (logits[0] if squeeze else logits), cache
 
 
-def _forward_rmsnorm_np(params, idx, cfg):
-    T = idx.shape[1]
-    x0 = params["wte"][idx] + params["wpe"][:T]
-    x = rmsnorm_np(x0)
-    cache = {"idx": idx, "x0": x0, "layers": [], "attn": [], "hidden": [x]}
+def _forward(params, idx, cfg):
+    """forward_np for a checked (B, T) id array; logits as (N, V)."""
+    flat = _flat(params, cfg)
+    logits, cache = (_forward_sphere_np if cfg.norm == "sphere" else _forward_rmsnorm_np)(params, flat, idx, cfg)
+    cache["flat"] = flat
+    return logits, cache
+
+
+def _embed(params, idx):
+    """wte[token] + wpe[position] for every position: (N, C)."""
+    B, T = idx.shape
+    x = params["wte"][idx.reshape(B * T)]
+    xb = x.reshape(B, T, -1)
+    xb += params["wpe"][:T]
+    return x
+
+
+def _forward_rmsnorm_np(params, flat, idx, cfg):
+    B, T = idx.shape
+    N, H = B * T, cfg.n_head
+    x0 = _embed(params, idx)
+    x, r0 = rmsnorm_fused(x0)
+    bias, scale = _causal_bias(T, x.dtype), cfg.head_dim ** -0.5
+    cache = {"idx": idx, "x": x, "r0": r0, "layers": [], "attn": [], "hidden": [x]}
     for li in range(cfg.n_layer):
         p = f"layer{li}."
-        c = {"x_in": x}
-        c["xn"] = xn = rmsnorm_np(x)
-        c["q"] = q = _split_heads(linear_np(xn, params[p + "attn_wq"]), cfg.n_head)
-        c["k"] = k = _split_heads(linear_np(xn, params[p + "attn_wk"]), cfg.n_head)
-        c["v"] = v = _split_heads(linear_np(xn, params[p + "attn_wv"]), cfg.n_head)
-        y, c["weights"] = attention_np(q, k, v, cfg.head_dim ** -0.5)
-        c["y"] = y = _merge_heads(y)
-        x = linear_np(y, params[p + "attn_wo"]) + x
-        c["x_mid"] = x
-        c["xn2"] = xn2 = rmsnorm_np(x)
-        c["u"] = u = linear_np(xn2, params[p + "mlp_fc1"])
+        c = {}
+        # attention block: x_mid = x + wo(attention(q, k, v)), q | k | v = rmsnorm(x) [wq | wk | wv]^T
+        c["xn"], c["r1"] = xn, _ = rmsnorm_fused(x)
+        c["q"], c["k"], c["v"] = q, k, v = _split_qkv(xn.dot(stacked(flat, cfg, p + "attn_wq", 3).T), B, T, H)
+        y, c["weights"] = attention_np(q, k, v, scale, bias)
+        c["y"] = y = _merge_heads(y, N)
+        x_mid = x + y.dot(params[p + "attn_wo"].T)
+        # MLP block: x_out = x_mid + fc2(relu(fc1(rmsnorm(x_mid))))
+        c["xn2"], c["r2"] = xn2, _ = rmsnorm_fused(x_mid)
+        c["u"] = u = xn2.dot(params[p + "mlp_fc1"].T)
         c["a"] = a = np.maximum(u, 0.0)
-        x = linear_np(a, params[p + "mlp_fc2"]) + x
+        x = x_mid + a.dot(params[p + "mlp_fc2"].T)
         cache["layers"].append(c)
         cache["attn"].append(c["weights"])
-        cache["hidden"] += [c["x_mid"], x]
+        cache["hidden"] += [x_mid, x]
     cache["x_out"] = x
-    return linear_np(x, params["lm_head"]), cache
+    return x.dot(params["lm_head"].T), cache
 
 
-def _forward_sphere_np(params, idx, cfg):
-    T, C = idx.shape[1], cfg.n_embd
-    base = C ** -0.5
-    e = params["wte"][idx] + params["wpe"][:T]
-    h = l2_normalize_np(e)
-    cache = {"idx": idx, "e": e, "layers": [], "attn": [], "hidden": [h]}
+def _forward_sphere_np(params, flat, idx, cfg):
+    B, T = idx.shape
+    N, H = B * T, cfg.n_head
+    h, den, ok = l2_normalize_fused(_embed(params, idx))
+    bias, scale = _causal_bias(T, h.dtype), cfg.head_dim ** 0.5
+    # nGPT's scales, stored small, at the effective size the forward pass uses (model_config.effective_scales):
+    # all of them at once, as one vector (model_config.scale_layout), then a slice for each
+    start, mult, is_alpha, where = scale_layout(cfg)
+    eff = flat[start:] * mult.astype(flat.dtype, copy=False)  # (float32 stays float32)
+    np.abs(eff, out=eff, where=is_alpha)
+    cache = {"idx": idx, "norm_e": (h, den, ok), "layers": [], "attn": [], "hidden": [h], "scales": eff}
     for li in range(cfg.n_layer):
         p = f"layer{li}."
         c = {"h_in": h}
-        sqk = (params[p + "attn_sqk"] * (1 / base)).reshape(cfg.n_head, 1, cfg.head_dim)  # per head, bcast over T
-        c["q_raw"] = q_raw = _split_heads(linear_np(h, params[p + "attn_wq"]), cfg.n_head)
-        c["k_raw"] = k_raw = _split_heads(linear_np(h, params[p + "attn_wk"]), cfg.n_head)
-        c["v"] = v = _split_heads(linear_np(h, params[p + "attn_wv"]), cfg.n_head)
-        c["qn"], c["kn"] = qn, kn = l2_normalize_np(q_raw), l2_normalize_np(k_raw)
-        c["q"], c["k"] = q, k = sqk * qn, sqk * kn
-        y, c["weights"] = attention_np(q, k, v, cfg.head_dim ** 0.5)
-        c["y"] = y = _merge_heads(y)
-        c["h_attn"] = h_attn = linear_np(y, params[p + "attn_wo"])
-        h, c["res_a"] = sphere_residual_np(h, h_attn, params[p + "attn_alpha"], cfg)
+        # attention: q and k of each head are unit vectors times s_qk (a scaled cosine), sqrt(head_dim) scale
+        c["sqk"] = sqk = eff[where[p + "attn_sqk"]].reshape(H, 1, -1)  # per head, broadcast over positions
+        qkv = _split_qkv(h.dot(stacked(flat, cfg, p + "attn_wq", 3).T), B, T, H)
+        c["v"] = qkv[2]
+        c["norm_qk"] = qkn, _, _ = l2_normalize_fused(qkv[:2])  # every head's q and k at once
+        c["qn"], c["kn"] = qkn
+        c["q"], c["k"] = q, k = qkn * sqk
+        y, c["weights"] = attention_np(q, k, c["v"], scale, bias)
+        c["y"] = y = _merge_heads(y, N)
+        h, c["res_a"] = sphere_residual_np(h, y.dot(params[p + "attn_wo"].T), eff[where[p + "attn_alpha"]])
         c["h_mid"] = h
-        su = params[p + "mlp_su"] * C ** 0.5
-        c["u_raw"] = u_raw = linear_np(h, params[p + "mlp_fc1"])
+        # MLP, its hidden pre-activation scaled by s_u (times sqrt(C), since the inputs are unit vectors)
+        c["su"] = su = eff[where[p + "mlp_su"]]
+        c["u_raw"] = u_raw = h.dot(params[p + "mlp_fc1"].T)
         c["u"] = u = u_raw * su
         c["a"] = a = np.maximum(u, 0.0)
-        c["h_mlp"] = h_mlp = linear_np(a, params[p + "mlp_fc2"])
-        h, c["res_m"] = sphere_residual_np(h, h_mlp, params[p + "mlp_alpha"], cfg)
+        h, c["res_m"] = sphere_residual_np(h, a.dot(params[p + "mlp_fc2"].T), eff[where[p + "mlp_alpha"]])
         cache["layers"].append(c)
         cache["attn"].append(c["weights"])
         cache["hidden"] += [c["h_mid"], h]
     cache["h_out"] = h
-    cache["lm"] = lm = linear_np(h, params["lm_head"])
-    return lm * (params["sz"] * (cfg.sz_init / base)), cache
+    lm = h.dot(params["lm_head"].T)  # cosines with the unit lm_head rows
+    cache["lm"] = lm.reshape(B, T, -1)
+    return lm * eff[where["sz"]], cache
 
 
-def sphere_residual_np(h, h_block, alpha_param, cfg):
-    """h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))), alpha = |alpha_param| * alpha_init / base."""
-    alpha = np.abs(alpha_param) * (cfg.alpha_init * cfg.n_embd ** 0.5)
-    hn, bn = l2_normalize_np(h), l2_normalize_np(h_block)
-    r = hn + alpha * (bn - hn)
-    return l2_normalize_np(r), {"h": h, "b": h_block, "hn": hn, "bn": bn, "r": r, "alpha": alpha}
+def sphere_residual_np(h, h_block, alpha):
+    """h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))) for unit rows h, with the effective alpha
+    (|attn_alpha| * alpha_init / base). Returns the new h and what the backward pass needs.
+
+    In the engine h is always the output of a normalization, so Norm(h) = h up to rounding and is not computed
+    again (gpt_sphere does compute it). The forward pass changes by ~1e-16; the gradient by nothing beyond
+    rounding: Norm(h)'s backward would project the gradient onto the tangent space at h, and the normalization
+    that produced h applies that same projection to everything that reaches h; projecting twice is projecting
+    once. tests/test_numpy_engine.py checks the whole engine against one that normalizes h, to 1e-12.
+    """
+    bn, bden, bok = l2_normalize_fused(h_block)
+    step = bn - h
+    r = step * alpha
+    r += h
+    out, rden, rok = l2_normalize_fused(r)
+    return out, {"alpha": alpha, "step": step, "norm_b": (bn, bden, bok), "norm_r": (out, rden, rok)}
 
 
-def sphere_residual_np_backward(dout, c, alpha_param, cfg):
-    """Returns (dh, dh_block, dalpha_param) of sphere_residual_np; r = (1 - alpha) hn + alpha bn."""
-    dr = l2_normalize_np_backward(dout, c["r"])
-    dalpha = (dr * (c["bn"] - c["hn"])).reshape(-1, dr.shape[-1]).sum(axis=0)
-    dalpha_param = dalpha * (cfg.alpha_init * cfg.n_embd ** 0.5) * np.where(alpha_param >= 0, 1.0, -1.0)
-    dh = l2_normalize_np_backward(dr * (1 - c["alpha"]), c["h"])
-    db = l2_normalize_np_backward(dr * c["alpha"], c["b"])
-    return dh, db, dalpha_param
+def sphere_residual_np_backward(dout, c, dalpha):
+    """(dh, dh_block) of sphere_residual_np; writes the gradient of the effective alpha into dalpha.
+    r = h + alpha (bn - h)."""
+    dr = l2_normalize_fused_backward(dout, *c["norm_r"])
+    _sum(dr * c["step"], axis=0, out=dalpha)
+    db = dr * c["alpha"]
+    l2_normalize_fused_backward(db, *c["norm_b"], out=db)
+    dr *= 1 - c["alpha"]
+    return dr, db
 
 
 # --------------------------------------------------------------------------- backward
 
-def backward_np(dlogits, cache, params, cfg):
-    """Gradient of a scalar loss w.r.t. every parameter, given dloss/dlogits (B, T, V) and the cache."""
-    _, grads = alloc_params(cfg)
-    dlogits = dlogits.reshape(cache["idx"].shape + (cfg.vocab_size,))
-    (_backward_sphere_np if cfg.norm == "sphere" else _backward_rmsnorm_np)(dlogits, cache, params, grads, cfg)
-    return grads
+def backward_np(dlogits, cache, params, cfg, out=None):
+    """Gradient of a scalar loss w.r.t. every parameter, given dloss/dlogits (B, T, V) and the cache.
+    out: a grads dict made by alloc_params to write into (train reuses one); by default a new one."""
+    if out is None:
+        gflat, out = alloc_params(cfg, params["wte"].dtype)
+    else:
+        gflat = out["wte"].base  # alloc_params' buffer (flat_buffer(out) would check every view, every step)
+        if gflat is None or gflat.size != param_offsets(cfg)[1]:
+            gflat = flat_buffer(out)
+    dlogits = dlogits.reshape(-1, cfg.vocab_size)
+    backward = _backward_sphere_np if cfg.norm == "sphere" else _backward_rmsnorm_np
+    backward(dlogits, cache, params, cache["flat"], out, gflat, cfg)
+    return out
 
 
 def _embedding_backward(dx0, idx, grads):
-    np.add.at(grads["wte"], idx, dx0)  # a token used twice collects both gradients
-    grads["wpe"][:idx.shape[1]] = dx0.sum(axis=0)
+    """wte: one-hot(tokens)^T dx0 (a token used twice collects both gradients, unused rows get 0);
+    wpe: position t's rows summed over the batch (positions beyond T get 0)."""
+    B, T = idx.shape
+    np.dot(_one_hot(grads["wte"].shape[0], dx0.dtype)[idx.reshape(-1)].T, dx0, out=grads["wte"])
+    _sum(dx0.reshape(B, T, -1), axis=0, out=grads["wpe"][:T])
+    grads["wpe"][T:] = 0.0
 
 
-def _backward_rmsnorm_np(dlogits, cache, params, grads, cfg):
-    dx, grads["lm_head"][...] = linear_np_backward(dlogits, cache["x_out"], params["lm_head"])
+def _backward_rmsnorm_np(dlogits, cache, params, flat, grads, gflat, cfg):
+    B, T = cache["idx"].shape
+    N, scale = B * T, cfg.head_dim ** -0.5
+    dx = dlogits.dot(params["lm_head"])
+    np.dot(dlogits.T, cache["x_out"], out=grads["lm_head"])
     for li in reversed(range(cfg.n_layer)):
         p, c = f"layer{li}.", cache["layers"][li]
-        # MLP block: x_out = fc2(relu(fc1(rmsnorm(x_mid)))) + x_mid
-        da, grads[p + "mlp_fc2"][...] = linear_np_backward(dx, c["a"], params[p + "mlp_fc2"])
-        dxn2, grads[p + "mlp_fc1"][...] = linear_np_backward(da * (c["u"] > 0), c["xn2"], params[p + "mlp_fc1"])
-        dx = dx + rmsnorm_np_backward(dxn2, c["x_mid"])
-        # attention block: x_mid = wo(attention(rmsnorm(x_in))) + x_in
-        dy, grads[p + "attn_wo"][...] = linear_np_backward(dx, c["y"], params[p + "attn_wo"])
-        dq, dk, dv = attention_np_backward(_split_heads(dy, cfg.n_head), c["q"], c["k"], c["v"], c["weights"],
-                                            cfg.head_dim ** -0.5)
-        dxn = 0.0
-        for name, d in (("attn_wq", dq), ("attn_wk", dk), ("attn_wv", dv)):
-            dxi, grads[p + name][...] = linear_np_backward(_merge_heads(d), c["xn"], params[p + name])
-            dxn = dxn + dxi
-        dx = dx + rmsnorm_np_backward(dxn, c["x_in"])
-    _embedding_backward(rmsnorm_np_backward(dx, cache["x0"]), cache["idx"], grads)
+        # MLP block: x_out = x_mid + fc2(relu(fc1(rmsnorm(x_mid))))
+        da = dx.dot(params[p + "mlp_fc2"])
+        np.dot(dx.T, c["a"], out=grads[p + "mlp_fc2"])
+        da *= c["u"] > 0
+        dxn2 = da.dot(params[p + "mlp_fc1"])
+        np.dot(da.T, c["xn2"], out=grads[p + "mlp_fc1"])
+        dx += rmsnorm_fused_backward(dxn2, c["xn2"], c["r2"])
+        # attention block: x_mid = x_in + wo(attention(q, k, v)), q | k | v = rmsnorm(x_in) [wq | wk | wv]^T
+        dy = dx.dot(params[p + "attn_wo"])
+        np.dot(dx.T, c["y"], out=grads[p + "attn_wo"])
+        dqkv = np.empty((3, B, cfg.n_head, T, cfg.head_dim), dtype=dx.dtype)
+        attention_np_backward(dy.reshape(B, T, cfg.n_head, -1).transpose(0, 2, 1, 3), c["q"], c["k"], c["v"],
+                              c["weights"], scale, dqkv)
+        dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(N, -1)  # (N, 3C): dq | dk | dv
+        dxn = dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
+        np.dot(dqkv.T, c["xn"], out=stacked(gflat, cfg, p + "attn_wq", 3))
+        dx += rmsnorm_fused_backward(dxn, c["xn"], c["r1"])
+    _embedding_backward(rmsnorm_fused_backward(dx, cache["x"], cache["r0"]), cache["idx"], grads)
 
 
-def _backward_sphere_np(dlogits, cache, params, grads, cfg):
-    C = cfg.n_embd
-    base = C ** -0.5
-    sz = params["sz"] * (cfg.sz_init / base)
-    grads["sz"][...] = (dlogits * cache["lm"]).reshape(-1, cfg.vocab_size).sum(axis=0) * (cfg.sz_init / base)
-    dh, grads["lm_head"][...] = linear_np_backward(dlogits * sz, cache["h_out"], params["lm_head"])
+def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
+    B, T = cache["idx"].shape
+    N, H, scale = B * T, cfg.n_head, cfg.head_dim ** 0.5
+    start, mult, is_alpha, where = scale_layout(cfg)
+    eff = cache["scales"]
+    deff = np.empty_like(eff)  # gradients of the effective scales; turned into the stored ones at the end
+    _sum(dlogits * cache["lm"].reshape(N, -1), axis=0, out=deff[where["sz"]])
+    dlm = dlogits * eff[where["sz"]]
+    dh = dlm.dot(params["lm_head"])
+    np.dot(dlm.T, cache["h_out"], out=grads["lm_head"])
     for li in reversed(range(cfg.n_layer)):
         p, c = f"layer{li}.", cache["layers"][li]
         # MLP residual step and block
-        dh, dh_mlp, grads[p + "mlp_alpha"][...] = sphere_residual_np_backward(dh, c["res_m"], params[p + "mlp_alpha"],
-                                                                               cfg)
-        da, grads[p + "mlp_fc2"][...] = linear_np_backward(dh_mlp, c["a"], params[p + "mlp_fc2"])
-        du = da * (c["u"] > 0)
-        grads[p + "mlp_su"][...] = (du * c["u_raw"]).reshape(-1, 4 * C).sum(axis=0) * C ** 0.5
-        dh_in, grads[p + "mlp_fc1"][...] = linear_np_backward(du * (params[p + "mlp_su"] * C ** 0.5), c["h_mid"],
-                                                              params[p + "mlp_fc1"])
-        dh = dh + dh_in
+        dh, dh_mlp = sphere_residual_np_backward(dh, c["res_m"], deff[where[p + "mlp_alpha"]])
+        da = dh_mlp.dot(params[p + "mlp_fc2"])
+        np.dot(dh_mlp.T, c["a"], out=grads[p + "mlp_fc2"])
+        da *= c["u"] > 0
+        _sum(da * c["u_raw"], axis=0, out=deff[where[p + "mlp_su"]])
+        da *= c["su"]
+        dh += da.dot(params[p + "mlp_fc1"])
+        np.dot(da.T, c["h_mid"], out=grads[p + "mlp_fc1"])
         # attention residual step and block
-        dh, dh_attn, grads[p + "attn_alpha"][...] = sphere_residual_np_backward(dh, c["res_a"],
-                                                                                 params[p + "attn_alpha"], cfg)
-        dy, grads[p + "attn_wo"][...] = linear_np_backward(dh_attn, c["y"], params[p + "attn_wo"])
-        dq, dk, dv = attention_np_backward(_split_heads(dy, cfg.n_head), c["q"], c["k"], c["v"], c["weights"],
-                                            cfg.head_dim ** 0.5)
-        sqk = (params[p + "attn_sqk"] * (1 / base)).reshape(cfg.n_head, 1, cfg.head_dim)
-        dsqk = (dq * c["qn"] + dk * c["kn"]).sum(axis=(0, 2))  # (H, hd): summed over batch and positions
-        grads[p + "attn_sqk"][...] = dsqk.reshape(C) * (1 / base)
-        dq_raw = l2_normalize_np_backward(dq * sqk, c["q_raw"])
-        dk_raw = l2_normalize_np_backward(dk * sqk, c["k_raw"])
-        for name, d in (("attn_wq", dq_raw), ("attn_wk", dk_raw), ("attn_wv", dv)):
-            dhi, grads[p + name][...] = linear_np_backward(_merge_heads(d), c["h_in"], params[p + name])
-            dh = dh + dhi
-    _embedding_backward(l2_normalize_np_backward(dh, cache["e"]), cache["idx"], grads)
+        dh, dh_attn = sphere_residual_np_backward(dh, c["res_a"], deff[where[p + "attn_alpha"]])
+        dy = dh_attn.dot(params[p + "attn_wo"])
+        np.dot(dh_attn.T, c["y"], out=grads[p + "attn_wo"])
+        dqkv = np.empty((3, B, H, T, cfg.head_dim), dtype=dh.dtype)
+        attention_np_backward(dy.reshape(B, T, H, -1).transpose(0, 2, 1, 3), c["q"], c["k"], c["v"], c["weights"],
+                              scale, dqkv)
+        dqk = dqkv[:2]  # q = qn * s_qk, k = kn * s_qk: s_qk's gradient, then through both normalizations at once
+        _sum(dqk * c["norm_qk"][0], axis=(0, 1, 3), out=deff[where[p + "attn_sqk"]].reshape(H, -1))
+        dqk *= c["sqk"]
+        l2_normalize_fused_backward(dqk, *c["norm_qk"], out=dqk)
+        dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(N, -1)  # (N, 3C): dq_raw | dk_raw | dv
+        dh += dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
+        np.dot(dqkv.T, c["h_in"], out=stacked(gflat, cfg, p + "attn_wq", 3))
+    _embedding_backward(l2_normalize_fused_backward(dh, *cache["norm_e"]), cache["idx"], grads)
+    # effective = |stored| * mult (alphas) or stored * mult: d stored = d effective * mult * sign(stored) for the
+    # alphas (sign +1 at 0, as gpt_sphere's _abs), d effective * mult for the rest
+    tail = flat[start:]
+    np.multiply(deff, np.where(is_alpha & (tail < 0), -mult, mult), out=gflat[start:])
 
 
 # --------------------------------------------------------------------------- loss
@@ -261,26 +404,56 @@ def make_batch(docs_tokens, block_size):
     return inputs, targets, mask
 
 
-def loss_and_grads_np(params, docs_tokens, cfg):
-    inputs, targets, mask = make_batch(docs_tokens, cfg.block_size)
-    logits, cache = forward_np(params, inputs, cfg)
-    if mask.all():  # no padding (e.g. batch 1): skip the gather/scatter
-        loss = cross_entropy_np(logits, targets)
-        dlogits = cross_entropy_np_backward(logits, targets)
-    else:  # padded positions are left out of the mean and get zero gradient
-        loss = cross_entropy_np(logits[mask], targets[mask])
-        dlogits = np.zeros_like(logits)
-        dlogits[mask] = cross_entropy_np_backward(logits[mask], targets[mask])
-    return loss, backward_np(dlogits, cache, params, cfg)
+def cross_entropy_fused(logits, targets, weights=None):
+    """utils.cross_entropy_np and its backward in one pass over (N, V) logits: returns (loss, dlogits).
+    weights (N,): each position's share of the loss (1/count, 0 for padding); None: the plain mean."""
+    N = logits.shape[0]
+    rows = _rows(N)
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    s = _sum(e, axis=1)
+    nll = np.log(s)
+    nll -= z[rows, targets]
+    e /= s[:, None]  # softmax(logits), and from here dlogits = (softmax - onehot(targets)) * weight
+    e[rows, targets] -= 1.0
+    if weights is None:
+        e *= 1.0 / N
+        return float(_sum(nll) / N), e
+    e *= weights[:, None]
+    return float(nll.dot(weights)), e
 
 
-def evaluate(params, docs_tokens, cfg, chunk=512):
-    """Mean NLL over all predicted positions of docs_tokens (NumPy engine, no gradients)."""
-    total, count = 0.0, 0
+def _batch(docs_tokens, block_size):
+    """make_batch as the training step needs it: inputs, targets and per-position loss weights (None when
+    nothing is padding, e.g. at batch 1, the default, which takes a shortcut)."""
+    if len(docs_tokens) == 1:
+        t = docs_tokens[0]
+        ids = np.array(t[:min(block_size, len(t) - 1) + 1])
+        return ids[None, :-1], ids[None, 1:], None
+    inputs, targets, mask = make_batch(docs_tokens, block_size)
+    return inputs, targets, None if mask.all() else (mask / mask.sum()).reshape(-1)
+
+
+def loss_and_grads_np(params, docs_tokens, cfg, out=None):
+    """The mean next-token NLL over all predicted positions of the batch, and its gradient (into `out`, a grads
+    dict from alloc_params, when given). docs_tokens are checked by microgpt.loss_and_grads."""
+    inputs, targets, weights = _batch(docs_tokens, cfg.block_size)
+    logits, cache = _forward(params, inputs, cfg)
+    if weights is not None:
+        weights = weights.astype(logits.dtype)
+    loss, dlogits = cross_entropy_fused(logits, targets.reshape(-1), weights)
+    return loss, backward_np(dlogits, cache, params, cfg, out)
+
+
+def evaluate(params, docs_tokens, cfg):
+    """Mean NLL over all predicted positions of docs_tokens (NumPy engine, no gradients), in chunks of
+    model_config.chunk_rows(cfg) documents so that memory stays bounded."""
+    total, count, chunk = 0.0, 0, chunk_rows(cfg)
     for i in range(0, len(docs_tokens), chunk):
         inputs, targets, mask = make_batch(docs_tokens[i:i + chunk], cfg.block_size)
         logits, _ = forward_np(params, inputs, cfg)
-        n = int(mask.sum())
-        total += cross_entropy_np(logits[mask], targets[mask]) * n
-        count += n
+        lg, tg = logits[mask], targets[mask]
+        z = lg - lg.max(axis=1, keepdims=True)
+        total += float(_sum(np.log(_sum(np.exp(z), axis=1)) - z[np.arange(len(tg)), tg]))
+        count += len(tg)
     return total / count

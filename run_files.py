@@ -29,7 +29,7 @@ import numpy as np
 
 from corpora import fingerprint
 from errors import InputError, WriteError
-from model_config import MAX_MEMORY_GB, GPTConfig, flat_buffer, n_params, pack_params, param_shapes
+from model_config import MAX_MEMORY_GB, GPTConfig, check_dtype, flat_buffer, n_params, pack_params, param_shapes
 
 try:  # POSIX: an advisory lock the kernel releases when the process ends, however it ends (kill -9 too)
     import fcntl
@@ -172,13 +172,14 @@ def atomic_write(path, write):
 def save_checkpoint(path, state):
     """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss" (K, 2),
     and "meta", a JSON string: format, version, config, vocab, step, steps, batch_size, lr, seed,
-    engine, riemannian, corpus, eval_every, corpus_sha256, corpus_docs.
+    engine, riemannian, corpus, eval_every, corpus_sha256, corpus_docs, dtype (of the weights and Adam's
+    moments: float64 or float32; a checkpoint without it is float64).
     """
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step, "steps": state.steps, "batch_size": state.batch_size,
             "lr": state.lr, "seed": state.seed, "engine": state.engine, "riemannian": state.riemannian,
             "corpus": state.corpus, "eval_every": state.eval_every, "corpus_sha256": state.corpus_sha256,
-            "corpus_docs": state.corpus_docs}
+            "corpus_docs": state.corpus_docs, "dtype": state.params["wte"].dtype.name}
     arrays = {f"param:{k}": a for k, a in state.params.items()}
     arrays.update(adam_m=state.m, adam_v=state.v, train_loss=np.asarray(state.train_loss, dtype=np.float64),
                   val_loss=np.asarray(state.val_loss, dtype=np.float64).reshape(-1, 2), meta=np.array(json.dumps(meta)))
@@ -250,11 +251,12 @@ def _load_checkpoint(file, where, max_gb):
                              f"this microgpt reads {CHECKPOINT_FORMAT!r} version {CHECKPOINT_VERSION}")
         names = {f.name for f in fields(GPTConfig)}
         cfg = GPTConfig(**{k: v for k, v in meta["config"].items() if k in names})
-        if 3 * 8 * n_params(cfg) > max_gb * 1e9:  # weights and Adam's two moments
+        if 3 * 8 * n_params(cfg) > max_gb * 1e9:  # weights and Adam's two moments (float64: the larger case)
             raise InputError(f"{where} describes a model of {n_params(cfg):,} parameters, about "
                              f"{3 * 8 * n_params(cfg) / 1e9:,.1f} GB with its optimizer state; the limit is "
                              f"{max_gb:g} GB (raise it with --max-memory)")
         step = check_setting("step", meta["step"], f"{where}: step")
+        dtype = check_dtype(meta.get("dtype", "float64"))
         expected = _expected_arrays(cfg, step)
         unknown = sorted(set(headers) - set(expected) - {"meta", "val_loss"})
         if unknown:
@@ -263,11 +265,12 @@ def _load_checkpoint(file, where, max_gb):
         if missing or "val_loss" not in headers:
             raise InputError(f"{where} is incompatible or incomplete (missing {', '.join(missing) or 'val_loss'})")
         for name, shape in expected.items():
-            got, dtype, stored = headers[name]
-            if got != shape or dtype != np.float64:
-                raise InputError(f"{where}: array {name!r} has shape {got} and dtype {dtype}; the config needs "
-                                 f"shape {shape}, float64")
-            if stored < 8 * math.prod(shape):
+            got, got_dtype, stored = headers[name]
+            want = np.dtype(np.float64) if name.endswith("_loss") else dtype
+            if got != shape or got_dtype != want:
+                raise InputError(f"{where}: array {name!r} has shape {got} and dtype {got_dtype}; the config needs "
+                                 f"shape {shape}, {want}")
+            if stored < want.itemsize * math.prod(shape):
                 raise InputError(f"{where} is corrupt (array {name!r} is truncated)")
         val_shape, val_dtype, _ = headers["val_loss"]
         if len(val_shape) != 2 or val_shape[1] != 2 or val_shape[0] > step + 2 or val_dtype != np.float64:

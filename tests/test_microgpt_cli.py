@@ -318,3 +318,20 @@ def test_the_cli_samples_with_the_engine_it_trained_with(tmp_path, corpus, capsy
                                        "--engine", "value"])
     assert code == 0 and len(calls) == 5, err
     assert by_value == by_numpy
+
+
+def test_dtype_float32_end_to_end_and_kept_on_resume(tmp_path, corpus, capsys):
+    out = str(tmp_path / "f32")
+    code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "20", "--dtype", "float32", "--out", out])
+    assert code == 0, err
+    state = mg.load_checkpoint(os.path.join(out, "checkpoint.npz"))
+    assert state.params["wte"].dtype == np.float32 and state.m.dtype == np.float32
+    code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "30"])
+    assert code == 0, err
+    assert mg.load_checkpoint(os.path.join(out, "checkpoint.npz")).params["wte"].dtype == np.float32
+    code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "40", "--dtype", "float64"])
+    assert code == 2 and "--dtype differs from the checkpoint" in err
+    code, _, err = run(capsys, ["--corpus", corpus, "--dtype", "float32", "--engine", "value"])
+    assert code == 2 and "--dtype float32 needs --engine numpy" in err
+    code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "40", "--engine", "value"])
+    assert code == 2 and "the value engine computes in float64 only" in err
