@@ -1,0 +1,144 @@
+"""Smoke test of experiments/scaling.py (--quick): outputs, clear errors, and results independent of --workers."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "experiments", "scaling.py")
+CORPUS = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "names.txt"))
+if not os.path.isfile(CORPUS):  # a git worktree next to the main checkout
+    CORPUS = "/work/shared/data/names.txt"
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
+
+import scaling  # noqa: E402
+
+needs_corpus = pytest.mark.skipif(not os.path.isfile(CORPUS), reason="../shared/data/names.txt is not there")
+PNGS = ("gap_length.png", "gap_depth.png", "gap_width.png", "val_curves_length.png", "lr_sweeps.png")
+TIMING = ("seconds", "ms_per_step")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory):
+    """--quick with 2 workers and with 1 worker (each a few seconds)."""
+    out = {}
+    for workers in (2, 1):
+        d = tmp_path_factory.mktemp(f"w{workers}")
+        r = run("--quick", "--corpus", CORPUS, "--out", str(d), "--workers", str(workers))
+        out[workers] = (r, d)
+    return out
+
+
+@needs_corpus
+def test_quick_writes_tables_json_and_plots(quick_runs):
+    r, out = quick_runs[2]
+    assert r.returncode == 0, r.stderr
+    md = (out / "results.md").read_text(encoding="utf-8")
+    for heading in ("## The trend", "## Length sweep", "## Depth sweep", "## Width sweep", "## Learning-rate sweeps"):
+        assert heading in md
+    for model in ("| rmsnorm |", "| sphere |", "| sphere a=1/L |"):
+        assert model in md
+    assert "- command: `python experiments/scaling.py --quick" in md and "- machine:" in md and "wall time" in md
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert set(raw["summary"]) == {"length", "depth", "width"}
+    for rec in raw["runs"]:
+        for k in ("model", "n_embd", "n_layer", "steps", "batch_size", "lr", "seed", "alpha_init", "val_curve",
+                  "final_val"):
+            assert k in rec
+        assert rec["val_curve"][0][0] == 0 and rec["val_curve"][-1][0] == rec["steps"]
+        assert (rec["alpha_init"] is None) == (rec["model"] == "rmsnorm")
+    # every model in every cell: a sweep, then the seeds at the sweep's best lr
+    seeds = [rec for rec in raw["runs"] if rec["phase"] == "seeds"]
+    assert {(r["model"], r["steps"], r["n_layer"], r["n_embd"]) for r in seeds} == {
+        (m, s, n, e) for m in ("rmsnorm", "sphere") for s, n, e in ((10, 1, 16), (20, 1, 16), (10, 2, 16), (10, 1, 32))
+    } | {("sphere a=1/L", 10, 1, 16), ("sphere a=1/L", 10, 2, 16)}
+    for cell in raw["summary"]["depth"]["cells"]:
+        rows = {row["model"]: row for row in cell["rows"]}
+        assert len(rows["sphere"]["gaps"]) == 2
+        assert rows["sphere"]["gap_mean"] == pytest.approx(rows["sphere"]["final_mean"] - rows["rmsnorm"]["final_mean"])
+        assert rows["sphere a=1/L"]["alpha_init"] == pytest.approx(1 / cell["n_layer"])
+    for name in PNGS:
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]  # atomic writes left no temp files
+    assert "ETA" in r.stderr
+
+
+@needs_corpus
+def test_results_do_not_depend_on_the_number_of_workers(quick_runs):
+    (r2, d2), (r1, d1) = quick_runs[2], quick_runs[1]
+    assert r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr
+    a, b = (json.loads((d / "results.json").read_text(encoding="utf-8")) for d in (d2, d1))
+    strip = lambda runs: [{k: v for k, v in rec.items() if k not in TIMING} for rec in runs]  # noqa: E731
+    assert strip(a["runs"]) == strip(b["runs"])
+    assert a["info"]["wall_s"] > 0 and a["options"]["workers"] == 2 and b["options"]["workers"] == 1
+
+
+@needs_corpus
+def test_from_json_rerenders_the_same_report(quick_runs, tmp_path):
+    _, out = quick_runs[2]
+    r = run("--from-json", str(out / "results.json"), "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "results.md").read_text(encoding="utf-8") == (out / "results.md").read_text(encoding="utf-8")
+
+
+@needs_corpus
+def test_reuse_trains_only_the_new_runs(quick_runs, tmp_path):
+    _, out = quick_runs[2]
+    old = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    r = run("--quick", "--corpus", CORPUS, "--out", str(tmp_path), "--seeds", "3", "--reuse", str(out / "results.json"))
+    assert r.returncode == 0, r.stderr
+    new = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert new["info"]["n_reused"] == len(old["runs"])  # same sweeps and seeds 1-2; only seed 3 is trained
+    assert len(new["runs"]) == len(old["runs"]) + sum(1 for rec in old["runs"] if rec["seed"] == 2)
+    assert [rec for rec in new["runs"] if rec["seed"] != 3] == old["runs"]
+    assert "were not trained again but reused" in (tmp_path / "results.md").read_text(encoding="utf-8")
+
+
+def test_missing_corpus_is_one_clear_line(tmp_path):
+    r = run("--quick", "--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not found" in lines[0] and "--corpus" in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args", [["--workers", "0"], ["--lengths", "x"], ["--bogus"], ["--widths", "18"],
+                                  ["--layers", "1,1"]])
+def test_bad_flags_exit_2_with_one_line(args, tmp_path):
+    r = run("--corpus", CORPUS, "--out", str(tmp_path / "o"), *args)  # not --quick: it would override the sizes
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_help_mentions_every_flag():
+    r = run("--help")
+    assert r.returncode == 0
+    for flag in ("--corpus", "--out", "--quick", "--workers", "--lengths", "--layers", "--widths", "--seeds",
+                 "--lr0", "--base-sweep", "--sweep", "--max-extend", "--val-docs", "--from-json"):
+        assert flag in r.stdout
+
+
+def test_iso_loss_steps_interpolates_in_log_steps():
+    lengths, finals = [1000, 4000], [2.2, 2.0]
+    assert scaling.iso_loss_steps(lengths, finals, 2.1) == ["=", pytest.approx(2000.0)]
+    assert scaling.iso_loss_steps(lengths, finals, 2.3) == ["<", 1000]
+    assert scaling.iso_loss_steps(lengths, finals, 1.9) == [">", 4000]
+
+
+def test_plan_shares_the_base_cell_and_chains_neighbours():
+    opts = scaling.parser().parse_args([])
+    base, axes, units = scaling.build_plan(opts)
+    assert base == (2000, 1, 16)
+    assert len(units) == 2 * (1 + 2 + 3 + 2) + 4  # base + 2 lengths + 3 depths + 2 widths, and a=1/L in depth
+    u = units[("sphere", 40000, 1, 16)]
+    assert u.parent is units[("sphere", 10000, 1, 16)] and u.parent.parent is units[("sphere", 2000, 1, 16)]
+    assert units[("sphere a=1/L", 2000, 8, 16)].parent is units[("sphere a=1/L", 2000, 4, 16)]
+    assert scaling.lr_of(opts, 0) == 0.01 and scaling.lr_of(opts, 2) == pytest.approx(0.02)
