@@ -44,6 +44,7 @@ def _parse_args(argv):
                    help="BLAS threads for the NumPy engine (default 1: these matrices are far too small to split)")
     p.add_argument("--skip-scaling", action="store_true", help="only the main table")
     p.add_argument("--only-scaling", action="store_true", help="only the scaling table")
+    p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # used by the threads table
     return p.parse_args(argv)
 
 
@@ -54,10 +55,17 @@ if ARGS is not None:
         os.environ[var] = str(ARGS.blas_threads)
 
 import numpy as np  # noqa: E402
+import numpy_engine_unfused as unfused  # noqa: E402
 from naive_value import NaiveValue  # noqa: E402
 
 import microgpt  # noqa: E402
-from microgpt import GPTConfig, adam_step, flat_buffer, init_params, loss_and_grads, retract  # noqa: E402
+from microgpt import GPTConfig, adam_step, alloc_params, flat_buffer, init_params, loss_and_grads, retract  # noqa: E402
+
+try:  # PyTorch is never a requirement: its rows appear only where it happens to be installed
+    import torch  # noqa: E402
+    import torch_microgpt  # noqa: E402
+except ImportError:
+    torch = None
 from utils import softmax  # noqa: E402
 from value import Value, no_cycle_gc, topological_order  # noqa: E402
 
@@ -116,8 +124,39 @@ class Trainer:
         return dt
 
 
-def numpy_loss(params, batch, cfg):
-    return loss_and_grads(params, batch, cfg, engine="numpy")
+class NumpyStep:
+    """One NumPy-engine training step as microgpt.train() runs it ("after": loss and gradients into a reused
+    buffer, adam_step, the retraction in sphere mode), or as it ran before issue 13 ("before": the unfused engine
+    of benchmarks/numpy_engine_unfused.py with its Adam and retraction). Own weights, Adam state and timings."""
+
+    def __init__(self, cfg, version="after", dtype="float64"):
+        self.cfg, self.version, self.name = cfg, version, f"numpy {version}" + ("" if dtype == "float64" else " f32")
+        self.params = init_params(cfg, seed=42, dtype=dtype)
+        self.flat = flat_buffer(self.params)
+        self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
+        self.g, self.grads = alloc_params(cfg, dtype)
+        self.step_no, self.times, self.losses = 0, [], []
+
+    def step(self, batch, record=True):
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        if self.version == "after":
+            loss, _ = loss_and_grads(self.params, batch, cfg, engine="numpy", out=self.grads)
+            adam_step(self.flat, self.g, self.m, self.v, self.step_no, 10_000)
+            if cfg.norm == "sphere":
+                retract(self.params, cfg)
+        else:
+            microgpt._check_docs_tokens(batch, cfg)  # what microgpt.loss_and_grads did first, then as it was:
+            loss, grads = unfused.loss_and_grads_np(self.params, batch, cfg)
+            unfused.adam_step(self.flat, flat_buffer(grads), self.m, self.v, self.step_no, 10_000)
+            if cfg.norm == "sphere":
+                unfused.retract(self.params, cfg)
+        dt = time.perf_counter() - t0
+        self.step_no += 1
+        if record:
+            self.times.append(dt)
+            self.losses.append(loss)
+        return dt
 
 
 def naive_loss(params, batch, cfg):
@@ -223,7 +262,7 @@ def main_table(docs_tokens, vocab_size, args, log):
                     raise AssertionError(f"{t.name} disagrees with naive: {t.losses} vs {ref}")
             n_np = (400 if batch_size == 1 else 200) if not quick else 60
             log(f"  {norm} batch {batch_size}: numpy engine, {n_np} steps ...")
-            np_t = Trainer("numpy", cfg, numpy_loss)
+            np_t = NumpyStep(cfg)
             for r in range(n_np + 20):
                 b = r % len(batches)
                 np_t.step(batches[b], record=r >= 20)
@@ -233,13 +272,15 @@ def main_table(docs_tokens, vocab_size, args, log):
             naive = variants[0].times
             for t in variants + [np_t]:
                 med, q1, q3 = summary(t.times)
-                gc_txt = "-" if t.name == "numpy" else ("paused" if t.gc_paused else "on")
+                numpy_row = t.name.startswith("numpy")
+                gc_txt = "-" if numpy_row else ("paused" if t.gc_paused else "on")
                 nodes = f"{counts[t.name]:,.0f}" if t.name in counts else "-"
                 # scalar variants ran the same batch back to back: the median of the per-round ratios is robust
                 # to how long each name is; the NumPy engine ran its own steps, so it gets the ratio of medians
-                speedup = (statistics.median(a / b for a, b in zip(naive, t.times)) if t.name != "numpy"
+                speedup = (statistics.median(a / b for a, b in zip(naive, t.times)) if not numpy_row
                            else statistics.median(naive) / statistics.median(t.times))
-                rows.append(f"| {t.name} | {norm} | {batch_size} | {gc_txt} | {fmt_ms(med)} | "
+                name = "numpy" if numpy_row else t.name
+                rows.append(f"| {name} | {norm} | {batch_size} | {gc_txt} | {fmt_ms(med)} | "
                             f"{fmt_ms(q1)}-{fmt_ms(q3)} | {fmt_ms(med / batch_size)} | {speedup:,.1f}x | "
                             f"{nodes} |")
             if norm == "rmsnorm" and batch_size == 1:
@@ -277,7 +318,8 @@ def scaling_table(docs_tokens, vocab_size, args, log):
     configs = [dict(n_embd=16), dict(n_embd=32), dict(n_embd=64), dict(n_layer=2), dict(n_layer=4),
                dict(block_size=32)]
     rows = ["| n_embd | n_layer | block_size (= T) | params | MFLOP/step | value nodes/step | value ms/step "
-            "| value us/node | numpy ms/step (IQR) | numpy GFLOP/s |", "|" + "---|" * 10]
+            "| value us/node | numpy ms/step (IQR) | numpy GFLOP/s | numpy float32 ms/step | float64/float32 |",
+            "|" + "---|" * 12]
     fit = []
     for over in configs:
         cfg = GPTConfig(vocab_size=vocab_size, **over)
@@ -292,17 +334,20 @@ def scaling_table(docs_tokens, vocab_size, args, log):
         vt.step(docs[0:1], record=False)
         for r in range(reps):
             vt.step(docs[1 + r:2 + r])
-        nt = Trainer("numpy", cfg, numpy_loss)
+        nt, nt32 = NumpyStep(cfg), NumpyStep(cfg, dtype="float32")
         n_np = 60 if quick else 300
-        for r in range(n_np + 20):
+        for r in range(n_np + 20):  # interleaved, the same doc back to back
             nt.step(docs[r % 50:r % 50 + 1], record=r >= 20)
+            nt32.step(docs[r % 50:r % 50 + 1], record=r >= 20)
         v_med = summary(vt.times)[0]
         n_med, q1, q3 = summary(nt.times)
+        n32 = summary(nt32.times)[0]
         mflop = flops_per_step(cfg, T) / 1e6
         fit.append((mflop, n_med, nodes, v_med))
         rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {n_params:,} | {mflop:.2f} | {nodes:,.0f} | "
                     f"{fmt_ms(v_med)} | {v_med * 1e3 / nodes:.2f} | {fmt_ms(n_med)} ({fmt_ms(q1)}-{fmt_ms(q3)}) | "
-                    f"{mflop / n_med:.2f} |")
+                    f"{mflop / n_med:.2f} | {fmt_ms(n32)} | "
+                    f"{statistics.median(a / b for a, b in zip(nt.times, nt32.times)):.2f}x |")
     # fit = [(MFLOP, numpy ms, value nodes, value ms)] for C16, C32, C64, L2, L4, T32 (in `configs` order)
     per_node = [f[3] * 1e3 / f[2] for f in fit]
     per_layer = (fit[4][1] - fit[0][1]) / 3
@@ -317,6 +362,127 @@ def scaling_table(docs_tokens, vocab_size, args, log):
              f"At these sizes the NumPy engine is mostly fixed overhead (best throughput here "
              f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)"]
     return rows, notes
+
+
+def before_after_table(docs_tokens, vocab_size, args, log):
+    """The NumPy engine at batch 1, default config, before and after issue 13, interleaved: every round runs the
+    same docs through both (alternating which goes first); the speed-up is the median of per-round ratios."""
+    rounds, per_round = (8, 20) if args.quick else (40, 50)
+    rows = ["| norm | version | ms/step (median of steps) | IQR | speed-up, median of per-round ratios | target |",
+            "|" + "---|" * 6]
+    for norm, target in (("rmsnorm", "0.10"), ("sphere", "0.15")):
+        cfg = GPTConfig(vocab_size=vocab_size, norm=norm)
+        steppers = [NumpyStep(cfg, "before"), NumpyStep(cfg, "after"), NumpyStep(cfg, "after", "float32")]
+        log(f"  {norm}: before / after / after float32, {rounds} interleaved rounds of {per_round} steps ...")
+        sums = {t.name: [] for t in steppers}
+        for t in steppers:  # warm up: caches, allocator, branch predictors
+            for i in range(100):
+                t.step(docs_tokens[i:i + 1], record=False)
+        for r in range(rounds):
+            batch = [docs_tokens[(r * per_round + i) % len(docs_tokens)] for i in range(per_round)]
+            for t in (steppers if r % 2 == 0 else steppers[::-1]):
+                sums[t.name].append(sum(t.step([doc]) for doc in batch))
+        before = sums["numpy before"]
+        for t in steppers:
+            med, q1, q3 = summary(t.times)
+            ratio = statistics.median(b / a for a, b in zip(sums[t.name], before))
+            rows.append(f"| {norm} | {t.name[len('numpy '):]} | {fmt_ms(med)} | {fmt_ms(q1)}-{fmt_ms(q3)} | "
+                        f"{ratio:.2f}x | {target + ' ms' if t.name == 'numpy after' else ''} |")
+    return rows
+
+
+BIG_CONFIGS = [dict(n_embd=16, n_layer=1, block_size=16, batch=1), dict(n_embd=64, n_layer=2, block_size=64, batch=16),
+               dict(n_embd=128, n_layer=4, block_size=128, batch=16), dict(n_embd=256, n_layer=4, block_size=128,
+                                                                           batch=8)]
+
+
+def big_batch(vocab_size, cfg, batch):
+    rng = np.random.default_rng(0)
+    return [[vocab_size - 1] + rng.integers(0, vocab_size - 1, cfg.block_size).tolist() for _ in range(batch)]
+
+
+def time_steps(step, n):
+    for _ in range(2):
+        step()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def bigger_models(vocab_size, args, log):
+    """rmsnorm, forward + backward + Adam, full-length docs: the NumPy engine in float64 and float32 and, where
+    installed, PyTorch eager in both (1 thread each, as BLAS here), the same model, batch and weights."""
+    configs = BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS
+    head = "| n_embd | n_layer | T | batch | numpy f64 ms | numpy f32 ms | f64/f32"
+    if torch is not None:
+        torch.set_num_threads(args.blas_threads)
+        head += " | torch f64 ms | torch f32 ms | numpy f64 / torch f64 | numpy f32 / torch f32"
+    rows = [head + " |", "|" + "---|" * (head.count("|"))]
+    for over in configs:
+        over = dict(over)
+        batch = over.pop("batch")
+        cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
+        docs = big_batch(vocab_size, cfg, batch)
+        n = 3 if args.quick else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch))))
+        log(f"  bigger models {over}, batch {batch}: {n} steps each ...")
+        out = {}
+        for dt in ("float64", "float32"):
+            t = NumpyStep(cfg, dtype=dt)
+            out[f"numpy {dt}"] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
+        cells = [out["numpy float64"], out["numpy float32"], out["numpy float64"] / out["numpy float32"]]
+        if torch is not None:
+            inputs, targets, _ = microgpt.make_batch(docs, cfg.block_size)
+            params = init_params(cfg, seed=42)
+            torch_microgpt.check_same_model(params, cfg, inputs, targets,
+                                            loss_and_grads(params, docs, cfg, engine="numpy")[0])
+            ti, tt = torch.as_tensor(inputs), torch.as_tensor(targets)
+            for dt, tdt in (("float64", torch.float64), ("float32", torch.float32)):
+                model = torch_microgpt.TorchGPT(params, cfg, tdt)
+                out[f"torch {dt}"] = time_steps(lambda m=model, ti=ti, tt=tt: m.train_step(ti, tt), n)
+            cells += [out["torch float64"], out["torch float32"], out["numpy float64"] / out["torch float64"],
+                      out["numpy float32"] / out["torch float32"]]
+        fmt = [fmt_ms(c) if i not in (2, 5, 6) else f"{c:.2f}x" for i, c in enumerate(cells)]
+        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {cfg.block_size} | {batch} | " + " | ".join(fmt) + " |")
+    return rows
+
+
+def threads_probe(vocab_size, args):
+    """--threads-probe: the bigger models' NumPy step times with whatever BLAS threads this process has (printed
+    as one line of JSON for the parent, which runs this with 1 and with 2 threads)."""
+    import json
+    res = {}
+    for over in (BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS):
+        over = dict(over)
+        batch = over.pop("batch")
+        cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
+        docs = big_batch(vocab_size, cfg, batch)
+        n = 3 if args.quick else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch))))
+        for dt in ("float64", "float32"):
+            t = NumpyStep(cfg, dtype=dt)
+            res[f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}"] = time_steps(
+                lambda t=t, docs=docs: t.step(docs, record=False), n)
+    print(json.dumps(res))
+
+
+def threads_table(args, log):
+    """Does a second BLAS thread help? The same steps in child processes with 1 and 2 BLAS threads."""
+    import json
+    import subprocess
+    results = {}
+    for threads in (1, 2):
+        log(f"  BLAS threads {threads} (child process) ...")
+        cmd = [sys.executable, __file__, "--threads-probe", "--blas-threads", str(threads), "--corpus", args.corpus]
+        out = subprocess.run(cmd + (["--quick"] if args.quick else []), capture_output=True, text=True, check=True)
+        results[threads] = json.loads(out.stdout.strip().splitlines()[-1])
+    rows = ["| n_embd | n_layer | T | batch | dtype | 1 thread ms | 2 threads ms | speed-up |", "|" + "---|" * 8]
+    for key in results[1]:
+        c, layers, t, b, dt = key.split(",")
+        one, two = results[1][key], results[2][key]
+        rows.append(f"| {c} | {layers} | {t} | {b} | {dt} | {fmt_ms(one)} | {fmt_ms(two)} | {one / two:.2f}x |")
+    return rows
 
 
 def main(args):
@@ -336,10 +502,17 @@ def main(args):
     lines = ["# microgpt benchmark", "",
              f"Command: `python benchmarks/bench.py {' '.join(sys.argv[1:])}`".replace(" `", " `").rstrip(),
              ""]
+    if args.threads_probe:
+        return threads_probe(vocab_size, args)
     lines += machine_info(args.blas_threads)
     lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted positions per doc "
               f"{mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, block_size 16", ""]
     if not args.only_scaling:
+        log("numpy engine, batch 1: before and after ...")
+        lines += ["## NumPy engine, batch 1, default config: before and after issue 13", "",
+                  "before: the unfused engine with its Adam and retraction (benchmarks/numpy_engine_unfused.py); "
+                  "after: microgpt's training step; float32: the same with --dtype float32. Interleaved rounds "
+                  "over the same docs.", ""] + before_after_table(docs_tokens, vocab_size, args, log) + [""]
         log("main table ...")
         rows, notes = main_table(docs_tokens, vocab_size, args, log)
         lines += ["## ms per training step (loss + gradients + Adam)", ""] + rows + [""]
@@ -349,6 +522,16 @@ def main(args):
         rows, notes = scaling_table(docs_tokens, vocab_size, args, log)
         lines += ["## Scaling (rmsnorm, batch 1, docs of exactly block_size tokens; value engine with GC paused)",
                   ""] + rows + [""] + [f"- {n}" for n in notes] + [""]
+        log("bigger models ...")
+        lines += ["## Bigger models: NumPy engine in float64 and float32" + (", beside PyTorch eager" if torch else "")
+                  + f" (rmsnorm, forward + backward + Adam, {args.blas_threads} BLAS thread(s))", ""]
+        if torch is None:
+            lines += ["(PyTorch is not installed here, so there are no PyTorch columns; they appear when it is.)", ""]
+        else:
+            lines += [f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads}); the loss of "
+                      "the same weights and batch is checked equal to the NumPy engine's (1e-12) first.", ""]
+        lines += bigger_models(vocab_size, args, log) + [""]
+        lines += ["## BLAS threads: does the second core help the NumPy engine?", ""] + threads_table(args, log) + [""]
     lines.append(f"Total benchmark time {time.perf_counter() - t_start:.0f} s.")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -277,3 +277,23 @@ def evaluate(params, docs_tokens, cfg, chunk=512):
         total += cross_entropy_np(logits[mask], targets[mask]) * n
         count += n
     return total / count
+
+
+# --------------------------------------------------------------------------- the update, as it was
+
+
+def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
+    """microgpt.adam_step before issue 13: the same update with fresh arrays for every line (no in-place)."""
+    lr_t = lr * (1 - step / num_steps)
+    m[:] = beta1 * m + (1 - beta1) * grad
+    v[:] = beta2 * v + (1 - beta2) * grad ** 2
+    m_hat = m / (1 - beta1 ** (step + 1))
+    v_hat = v / (1 - beta2 ** (step + 1))
+    flat -= lr_t * m_hat / (v_hat ** 0.5 + eps_adam)
+
+
+def retract(params, cfg):
+    """microgpt.retract before issue 13: one l2_normalize_np per matrix, copied back."""
+    from model_config import sphere_axes
+    for key, axis in sphere_axes(cfg).items():
+        params[key][...] = l2_normalize_np(params[key], axis=axis)
