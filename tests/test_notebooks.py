@@ -71,3 +71,19 @@ def test_missing_glyph_detector_sees_a_box(tmp_path):
                                                 "plt.rcParams['font.family'] = ['DejaVu Sans']\n"
                                                 "fig, ax = plt.subplots(); ax.set_title('\u96c6\u4e2d\u5ea6')")]
     assert missing_glyphs(build.execute(nb))
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=IDS)
+def test_notebook_ends_with_a_self_check_and_exercises_with_check_cells(src):
+    cells = build.parse_cells(src.read_text(encoding="utf-8"))
+    lines = [(i, line) for i, (kind, text) in enumerate(cells) if kind == "markdown" for line in text.splitlines()]
+    at = {line: i for i, line in lines if line in ("## 理解度チェック", "## 練習問題")}
+    assert set(at) == {"## 理解度チェック", "## 練習問題"}, "the notebook must end with both sections"
+    self_check = cells[at["## 理解度チェック"]:at["## 練習問題"] + 1]
+    between = "\n".join(text for kind, text in self_check if kind == "markdown")
+    assert between.count("<details>") >= 3, "answers to the self-check questions go in <details> blocks"
+    code_after = [text for kind, text in cells[at["## 練習問題"]:] if kind == "code"]
+    checks = [text for text in code_after if "exercises.check_" in text]
+    assert 2 <= len(checks) <= 4, f"{len(checks)} check cells after 練習問題"
+    stubs = [text for text in code_after if "raise NotImplementedError" in text]
+    assert len(stubs) >= len(checks), "every exercise leaves a stub for the learner"
