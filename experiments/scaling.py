@@ -66,6 +66,12 @@ from microgpt import (  # noqa: E402
 )
 
 DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "names.txt"))
+
+
+def shown_path(path):
+    """A path as results.md / results.json record it: relative to the repository (../shared/data/names.txt), so
+    the files name no machine's folders."""
+    return os.path.relpath(os.path.abspath(path), REPO)
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 MODELS = ("rmsnorm", "sphere", "sphere a=1/L")
 COLORS = {"rmsnorm": "tab:blue", "sphere": "tab:orange", "sphere a=1/L": "tab:red"}
@@ -757,7 +763,7 @@ def load_data(opts):
                      block_size=opts.block_size)
     with open(opts.corpus, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    return {"corpus": opts.corpus, "corpus_sha256": digest, "n_docs": len(docs), "vocab": vocab,
+    return {"corpus": shown_path(opts.corpus), "corpus_sha256": digest, "n_docs": len(docs), "vocab": vocab,
             "train": train_docs, "val": val_docs, "val_tokens": val_tokens, "n_train": len(train_docs),
             "n_val_full": len(val_all), "n_val_used": len(val_docs),
             "baselines": baselines([doc_tokens(d, vocab) for d in train_docs], val_tokens, cfg0)}
@@ -812,7 +818,8 @@ def report(units, axes, base, data, opts, info, records, out):
     data["records"] = {(r["model"], r["steps"], r["n_layer"], r["n_embd"], r["phase"], r["seed"]): r
                        for r in records if r["phase"] == "seeds"}
     md = markdown(summary, data, opts, info)
-    raw = {"corpus": opts.corpus, "corpus_sha256": data["corpus_sha256"], "options": vars(opts), "info": info,
+    raw = {"corpus": shown_path(opts.corpus), "corpus_sha256": data["corpus_sha256"],
+           "options": {**vars(opts), "corpus": shown_path(opts.corpus)}, "info": info,
            "n_docs": data["n_docs"], "n_train": data["n_train"], "n_val_full": data["n_val_full"],
            "n_val_used": data["n_val_used"], "vocab": "".join(data["vocab"]), "baselines": data["baselines"],
            "base_point": list(base), "lr_lattice": f"{opts.lr0:g} * 2^(k/2)", "summary": summary, "runs": records}
