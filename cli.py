@@ -8,6 +8,7 @@ runs the chapter's steps with these settings; nothing here trains or samples.
 import argparse
 import math
 import os
+import shlex
 import sys
 from dataclasses import asdict
 from types import SimpleNamespace
@@ -24,8 +25,16 @@ MODEL_FLAGS = ("norm", "n_embd", "n_head", "n_layer", "block_size", "alpha_init"
 KEPT_ON_RESUME = MODEL_FLAGS + ("batch_size", "lr", "seed", "riemannian", "corpus", "dtype")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one line (like every other bad input), not the usage plus the error."""
+
+    def error(self, message):
+        say(f"microgpt: error: {message} (python microgpt.py --help lists the flags)")
+        sys.exit(2)
+
+
 def build_parser():
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="microgpt.py",
         description="Train a tiny GPT on names and sample new ones. --norm sphere switches to the nGPT "
                     "hypersphere model; --engine numpy runs the same math vectorized (fast).",
@@ -61,17 +70,27 @@ def build_parser():
                    help=f"refuse a run whose estimated memory is larger (default {MAX_MEMORY_GB:g} GB); the estimate "
                    "comes from the config before anything is allocated")
     g = p.add_argument_group("files")
-    g.add_argument("--out", help="directory for checkpoint.npz, metrics.json and loss.png "
-                   "(without --out, Ctrl-C still saves to out/checkpoint.npz, or the next free checkpoint-N.npz)")
+    g.add_argument("--out", help="directory for checkpoint.npz, metrics.json and loss.png; the run holds it while "
+                   "it runs (without --out, Ctrl-C still saves a checkpoint, to a new folder out/run-N)")
     g.add_argument("--resume", action="store_true", help="continue from --checkpoint (default OUT/checkpoint.npz)")
     g.add_argument("--checkpoint", help="checkpoint path for --resume or --sample-only")
-    g.add_argument("--sample-only", action="store_true", help="load --checkpoint and only sample")
+    g.add_argument("--sample-only", action="store_true", help="load --checkpoint and only sample (with its engine "
+                   "and seed unless --engine / --seed are given)")
     g = p.add_argument_group("sampling")
     g.add_argument("--num-samples", type=int, default=20, help="names to generate (default 20)")
     g.add_argument("--temperature", type=float, default=0.5, help="> 0; lower is more conservative (default 0.5); "
                    "below 1e-100 the most likely character is taken (greedy)")
     g.add_argument("--prompt", default="", help="prefix every sample continues (default: empty)")
     return p
+
+
+def say(message):
+    """One line on stderr, if there is a stderr to write to (closed, or a full device: nothing more to do)."""
+    try:
+        if sys.stderr is not None:
+            print(message, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def flag(name):
@@ -95,8 +114,17 @@ def check_args(a):
         raise InputError("--checkpoint is only read with --resume or --sample-only (to train from scratch, omit it)")
     if a.resume and not (a.checkpoint or a.out):
         raise InputError("--resume needs --checkpoint PATH or --out DIR (containing checkpoint.npz)")
+    if a.out is not None and not a.out.strip():
+        raise InputError("--out needs a folder name (it is empty)")
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         raise InputError(f"--out {a.out!r} exists and is not a directory")
+    if a.sample_only:
+        ignored = [flag(k) for k in MODEL_FLAGS + ("steps", "batch_size", "lr", "riemannian", "eval_every", "corpus",
+                                                   "dtype", "out") if getattr(a, k) is not None]
+        if ignored:
+            raise InputError(f"{', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect with "
+                             "--sample-only (it samples from the checkpoint as it is; only --engine, --seed and the "
+                             "sampling flags apply)")
     if a.dtype == "float32" and a.engine == "value":
         raise InputError("--dtype float32 needs --engine numpy (the value engine computes in float64 only)")
 
@@ -131,6 +159,8 @@ def settings(a, resume=None, ckpt_path=None):
         raise InputError(f"{', '.join(conflicts)} {'differs' if len(conflicts) == 1 else 'differ'} from the "
                          f"checkpoint {ckpt_path!r}; a resumed run keeps its model, data and optimizer settings "
                          "(only --steps, --engine, output flags and a lower --lr may change)")
+    if a.steps is not None and a.steps < resume.step:
+        raise InputError(f"the checkpoint is at step {resume.step}, beyond the requested --steps {a.steps}")
     return SimpleNamespace(**{k: kept[k] for k in KEPT_ON_RESUME},
                            steps=a.steps if a.steps is not None else resume.steps,
                            engine=a.engine or resume.engine, eval_every=a.eval_every or resume.eval_every,
@@ -149,6 +179,9 @@ def own_checkpoint(out, resume, resume_path):
         return None
     ckpt = os.path.join(out, "checkpoint.npz")
     if os.path.exists(ckpt) and not (resume is not None and os.path.samefile(ckpt, resume_path)):
+        if resume is not None:
+            raise InputError(f"{ckpt!r} holds the checkpoint of another run; give this resumed run an --out of "
+                             "its own")
         raise InputError(f"{ckpt!r} holds the checkpoint of an earlier run; continue it with --resume, "
                          "or choose another --out (or delete that folder to start over)")
     return ckpt
@@ -185,7 +218,9 @@ class Progress:
         self.every = max(1, steps // 10)
 
     def __call__(self, info):
-        line = (f"step {info['step']:4d}/{info['steps']} | loss {info['loss']:.4f} | {info['ms_per_step']:.2f} ms/step"
+        loss = info["loss"]
+        line = (f"step {info['step']:4d}/{info['steps']} | loss {loss:{'.4f' if abs(loss) < 1e4 else '.3e'}} | "
+                f"{info['ms_per_step']:.2f} ms/step"
                 f" | ETA {fmt_time(info['eta_s'])}")
         base = self.base
         if info["val_loss"] is not None:  # a line that stays: val loss beside the baselines it should beat
@@ -215,8 +250,8 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
 
 def report_write_error(error, progress, s):
     progress.end()
-    print(f"microgpt: error: {error}; training stopped; "
-          f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}", file=sys.stderr)
+    say(f"microgpt: error: {error}; training stopped; "
+        f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
     return EXIT_IO
 
 
@@ -224,12 +259,12 @@ def report_divergence(state, progress, s):
     # Nothing new is written: the weights before the bad step would only repeat it on --resume, so the fallback
     # is the last checkpoint of this run (or the one it resumed from), left as it was.
     kept = kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps, "diverged")
-    print(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a resumed run "
-          "may lower it: --resume --lr ...).", file=sys.stderr)
+    say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a resumed run "
+        "may lower it: --resume --lr ...).")
     return EXIT_DIVERGED
 
 
-def save_interrupted(state, progress, s):
+def save_interrupted(state, progress, s, args):
     """Ctrl-C: save to --out, or without --out to a folder of its own (out/run-N, claimed atomically, so two
     runs stopped at the same moment never share one), and print the command that continues the run."""
     try:
@@ -237,12 +272,25 @@ def save_interrupted(state, progress, s):
         ckpt = os.path.join(out, "checkpoint.npz")
         save_checkpoint(ckpt, state)
     except WriteError as e:
-        print(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
-              f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}", file=sys.stderr)
+        say(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
+            f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
         return EXIT_IO
-    print(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {ckpt}\n"
-          f"continue with: python microgpt.py --resume --out {out}", file=sys.stderr)
+    say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {ckpt}\n"
+        f"continue with: {resume_command(out, args)}")
     return EXIT_INTERRUPTED
+
+
+def resume_command(out, args):
+    """The command that continues this run, to be pasted into a shell from the current folder: the script's
+    path as seen from here, every argument quoted, and the flags a checkpoint does not keep (--max-memory, the
+    sampling flags) when they were given."""
+    script = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "microgpt.py"))
+    words = ["python", script, "--resume", "--out", out]
+    defaults = {"max_memory": None, "num_samples": 20, "temperature": 0.5, "prompt": ""}
+    for name, default in defaults.items():
+        if getattr(args, name) != default:
+            words += [flag(name), str(getattr(args, name))]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def print_final(state, base):
@@ -276,8 +324,16 @@ def write_run_files(s, state, base, samples, docs, train_docs, val_docs):
     print(f"wrote {ckpt}, {metrics_path}, {plot_path}")
 
 
+KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
+
+
 def print_samples(samples, temperature, prompt):
+    """Print each name as it arrives from an iterator; returns the first KEEP_SAMPLES of them."""
     print(f"--- inference (new, hallucinated names; temperature {temperature}"
           + (f", prompt {prompt!r}" if prompt else "") + ") ---")
+    kept = []
     for i, s in enumerate(samples, 1):
         print(f"sample {i:2d}: {s}")
+        if i <= KEEP_SAMPLES:
+            kept.append(s)
+    return kept

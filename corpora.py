@@ -7,7 +7,8 @@ downloaded at run time; `load_corpus` returns the documents of
     "jp-names"   Japanese given names as hiragana readings, from `japanese-personal-name-dataset`
     a path       a UTF-8 text file with one document per line (blank lines are skipped)
 
-Repeats are dropped keeping the first occurrence, so the seeded train/val split is reproducible. A text file
+The packaged lists drop repeats (keeping the first occurrence, so the seeded split is reproducible); a text file
+keeps its lines as they are, repeats included. A text file
 is split into lines at "\n" (and "\r\n") only: other characters that Python's str.splitlines() treats as line
 breaks (\x0b, \x0c, \x1c-\x1e, \x85, U+2028, U+2029) stay inside their document. Files larger than MAX_CORPUS_BYTES
 are refused before they are read. `fingerprint(docs)` identifies the documents, so a checkpoint can tell when the

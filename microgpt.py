@@ -25,8 +25,13 @@ parameter layout), numpy_engine.py (forward_np / backward_np), corpora.py (the n
 """
 import math
 import os
+import signal
 import sys
+import threading
 import time
+
+if __name__ == "__main__":  # Ctrl-C while the modules below load (NumPy takes a moment): stop quietly, exit 130
+    signal.signal(signal.SIGINT, lambda *_: (os.write(2, b"\nmicrogpt: interrupted while starting\n"), os._exit(130)))
 
 import numpy as np
 
@@ -327,6 +332,13 @@ def retract(params, cfg):
         w /= np.maximum(n, 1e-12, out=n)
 
 
+def on_sphere(params, cfg, tol=1e-6):
+    """Sphere mode: is every matrix still unit-normalized along its embedding dimension? (Not when an update
+    overflowed: retracting rows of inf gives zeros or NaN, and the loss of such a model can look harmless.)"""
+    return all(np.abs(np.sqrt(np.add.reduce(params[key] ** 2, axis=axis)) - 1).max() <= tol
+               for key, axis in sphere_axes(cfg).items())
+
+
 def project_grads(params, grads, cfg):
     """Riemannian option: keep only the part of each matrix gradient tangent to its sphere (in place)."""
     for key, axis in sphere_axes(cfg).items():
@@ -435,6 +447,10 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
                                    f"training started ({start:.4f}: the uniform baseline log({cfg.vocab_size}) or "
                                    "the initial val loss, whichever is higher); the loss exploded")
                     break
+            if evaluating and cfg.norm == "sphere" and not on_sphere(state.params, cfg):
+                state.error = (f"step {state.step}: the weights are no longer on the sphere (the updates overflowed "
+                               "and the retraction could not put them back)")
+                break
             val = None
             if evaluating:
                 val = evaluate(state.params, val_tokens, cfg)
@@ -502,10 +518,15 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
     engine="value" runs chapter 22's inference loop (sample_value: gpt() one position at a time, one sample
     at a time); engine="numpy" advances a chunk of samples together (sample_np). Both draw the token at
     position pos of sample i with the same uniform number u[i, pos] (row i of one seeded stream), so for the
-    same parameters, prompt, temperature and seed they return the same samples. A temperature below
-    GREEDY_BELOW takes the argmax instead: there softmax(logits / T) is one-hot in float64 anyway, and
-    logits / T (and its derivative in the Value engine) would overflow for smaller T.
+    same parameters, prompt, temperature and seed they return the same samples. Where the temperature is so
+    low that softmax(logits / T) is one-hot anyway and computing it would overflow (too_cold), the draw is the
+    argmax. The distribution is computed in float64 also for float32 weights.
     """
+    return list(iter_samples(params, cfg, vocab, num_samples, temperature, prompt, seed, engine))
+
+
+def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42, engine="numpy"):
+    """sample(), one name at a time (the command line prints them as they come; memory stays bounded)."""
     if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
         raise InputError(f"temperature must be a positive number, got {temperature!r}")
     if not isinstance(num_samples, int) or num_samples <= 0:
@@ -516,14 +537,25 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
     rng = np.random.default_rng(seed)
     if engine == "value":
         state_dict = values_from_params(params)
-        with no_cycle_gc():
-            return [sample_value(state_dict, cfg, vocab, prefix, temperature, rng.random(cfg.block_size))
-                    for _ in range(num_samples)]
-    samples, rows = [], chunk_rows(cfg, most=SAMPLE_CHUNK)  # memory stays bounded, whatever num_samples is
-    for start in range(0, num_samples, rows):  # rows of the same stream, in the same order
-        u = rng.random((min(rows, num_samples - start), cfg.block_size))
-        samples += sample_np(params, cfg, vocab, prefix, temperature, u)
-    return samples
+        return (sample_value(state_dict, cfg, vocab, prefix, temperature, rng.random(cfg.block_size))
+                for _ in range(num_samples))
+    rows = chunk_rows(cfg, most=SAMPLE_CHUNK)  # memory stays bounded, whatever num_samples is
+    return (name for start in range(0, num_samples, rows)  # rows of the same stream, in the same order
+            for name in sample_np(params, cfg, vocab, prefix, temperature,
+                                  rng.random((min(rows, num_samples - start), cfg.block_size))))
+
+
+def too_cold(logits, temperature):
+    """True (per row of logits) where the sampling distribution is taken as the argmax: below GREEDY_BELOW, or
+    where logits / T, or its derivative logits / T^2 that the Value engine computes, would overflow. There
+    softmax(logits / T) is one-hot in float64 anyway (unless two logits tie to within T * 745)."""
+    with np.errstate(over="ignore"):
+        return (temperature < GREEDY_BELOW) | ~np.isfinite(np.abs(logits).max(axis=-1) / temperature / temperature)
+
+
+def not_finite(logits):
+    return InputError("the model's logits are not finite numbers (its weights are too large for float64 "
+                      f"arithmetic, max |logit| {np.abs(logits).max():.3g}): it cannot be sampled from")
 
 
 def draw(probs, u):
@@ -540,19 +572,23 @@ def sample_value(state_dict, cfg, vocab, prefix, temperature, u):
     keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
     token_id = BOS
     sample = [vocab[t] for t in prefix]
-    for pos_id in range(cfg.block_size):
-        logits = model(token_id, pos_id, keys, values, state_dict, cfg)
-        if pos_id < len(prefix):  # still reading the prompt: the next token is given, not drawn
-            token_id = prefix[pos_id]
-            continue
-        if temperature < GREEDY_BELOW:
-            token_id = int(np.argmax([l.data for l in logits]))
-        else:
-            probs = softmax([l / temperature for l in logits])
-            token_id = int(draw(np.array([p.data for p in probs]), u[pos_id]))
-        if token_id == BOS:
-            break
-        sample.append(vocab[token_id])
+    with no_cycle_gc():
+        for pos_id in range(cfg.block_size):
+            logits = model(token_id, pos_id, keys, values, state_dict, cfg)
+            if pos_id < len(prefix):  # still reading the prompt: the next token is given, not drawn
+                token_id = prefix[pos_id]
+                continue
+            z = np.array([l.data for l in logits])
+            if not np.isfinite(z).all():
+                raise not_finite(z)
+            if too_cold(z, temperature):
+                token_id = int(np.argmax(z))
+            else:
+                probs = softmax([l / temperature for l in logits])
+                token_id = int(draw(np.array([p.data for p in probs]), u[pos_id]))
+            if token_id == BOS:
+                break
+            sample.append(vocab[token_id])
     return "".join(sample)
 
 
@@ -563,39 +599,50 @@ def sample_np(params, cfg, vocab, prefix, temperature, u):
     done = np.zeros(n, dtype=bool)
     while tokens.shape[1] <= cfg.block_size and not done.all():
         logits, _ = forward_np(params, tokens, cfg)
+        z = logits[:, -1].astype(np.float64)
+        if not np.isfinite(z).all():
+            raise not_finite(z)
         pos = tokens.shape[1] - 1  # the position whose prediction is drawn now
-        if temperature < GREEDY_BELOW:
-            token_id = logits[:, -1].argmax(axis=1)
-        else:
-            token_id = draw(softmax_np(logits[:, -1] / temperature), u[:, pos])
+        cold = too_cold(z, temperature)
+        with np.errstate(over="ignore", invalid="ignore"):  # (overflowing rows are the cold ones: argmax there)
+            token_id = np.where(cold, z.argmax(axis=1), draw(softmax_np(z / temperature), u[:, pos]))
         token_id[done] = bos
         done |= token_id == bos
         tokens = np.concatenate([tokens, token_id[:, None]], axis=1)
     return [decode(row.tolist(), vocab) for row in tokens[:, 1:]]
+
+
 # =========================================================================== 9. main
 
 def main(argv=None):
     """python microgpt.py: the steps above, in order, driven by flags (cli.py). Returns the exit code (errors.py)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C is a KeyboardInterrupt
     if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print the names
-        print("microgpt: error: cannot write to standard output: it is closed", file=sys.stderr)
+        cli.say("microgpt: error: cannot write to standard output: it is closed")
         return EXIT_IO
+    sys.stdout.reconfigure(errors="backslashreplace")  # names in any script print on any terminal encoding
     args = cli.build_parser().parse_args(argv)
     try:
         return run(args)
     except InputError as e:
-        print(f"microgpt: error: {e}", file=sys.stderr)
+        cli.say(f"microgpt: error: {e}")
         return EXIT_BAD_INPUT
     except WriteError as e:
-        print(f"microgpt: error: {e}", file=sys.stderr)
+        cli.say(f"microgpt: error: {e}")
         return EXIT_IO
     except KeyboardInterrupt:  # Ctrl-C outside the training loop (loading, sampling, writing), or a second one
-        print("\nmicrogpt: interrupted; stopped without saving (files already written are complete: writes are "
-              "atomic)", file=sys.stderr)
+        cli.say("\nmicrogpt: interrupted; stopped without saving (files already written are complete: writes are "
+                "atomic)")
         return EXIT_INTERRUPTED
-    except OSError as e:  # writing to stdout failed: a closed pipe (`| head`) or a full device (> /dev/full)
+    except OSError as e:
+        if e.filename:  # a file of the run (the folder's lock, a temp file) that could not be written
+            cli.say(f"microgpt: error: cannot write {e.filename!r}: {e.strerror or e}")
+            return EXIT_IO
+        # writing to stdout failed: a closed pipe (`| head`) or a full device (> /dev/full)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not fail again
         if not isinstance(e, BrokenPipeError):  # the reader of a pipe left on purpose: stop quietly
-            print(f"microgpt: error: cannot write to standard output: {e.strerror or e}", file=sys.stderr)
+            cli.say(f"microgpt: error: cannot write to standard output: {e.strerror or e}")
         return EXIT_IO
 
 
@@ -603,7 +650,8 @@ def run(args):
     cli.check_args(args)
     if args.sample_only:  # inference from a saved model: section 8 alone
         state = load_checkpoint(args.checkpoint, cli.max_gb(args))
-        print_samples(state.params, state.cfg, state.vocab, args, state.seed, args.engine or state.engine)
+        print_samples(state.params, state.cfg, state.vocab, args, state.seed if args.seed is None else args.seed,
+                      args.engine or state.engine)
         return EXIT_OK
     ckpt_path = cli.resume_path(args) if args.resume else None
     resume = load_checkpoint(ckpt_path, cli.max_gb(args)) if args.resume else None
@@ -625,11 +673,14 @@ def run(args):
     if s.engine == "value" and s.dtype != "float64":
         raise InputError(f"this run's weights are {s.dtype}; the value engine computes in float64 only: use "
                          "--engine numpy")
-    check_memory(cfg, s.batch_size, s.engine, cli.max_gb(args), s.dtype)
+    check_memory(cfg, s.batch_size, s.engine, cli.max_gb(args), s.dtype, (len(docs), sum(map(len, docs))))
     base = baselines([doc_tokens(d, vocab) for d in train_docs], [doc_tokens(d, vocab) for d in val_docs], cfg)
 
+    RunLock.check_free(s.out)  # (both checked before the lock is taken too, so that a refusal changes nothing)
+    cli.own_checkpoint(s.out, resume, ckpt_path)
     with RunLock(s.out) as lock:  # everything is checked; now this run holds --out (or is refused: exit 2)
         ckpt = cli.own_checkpoint(s.out, resume, ckpt_path)
+        lock.clean()
         cli.print_header(s, docs, train_docs, val_docs, cfg, base, resume, lock.notice)
         progress = cli.Progress(s.steps, base, ckpt, (ckpt_path, resume.step) if resume is not None else None)
         try:                                                                 # 7. training
@@ -642,7 +693,7 @@ def run(args):
         if state.error:
             return cli.report_divergence(state, progress, s)
         if state.interrupted:
-            return cli.save_interrupted(state, progress, s)
+            return cli.save_interrupted(state, progress, s, args)
         cli.print_final(state, base)
         samples = print_samples(state.params, cfg, vocab, args, s.seed, s.engine)  # 8. inference
         if s.out:
@@ -651,12 +702,13 @@ def run(args):
 
 
 def print_samples(params, cfg, vocab, args, seed, engine):
+    """Sample and print the names as they come (a million of them need no more memory than one chunk); returns
+    the first KEEP_SAMPLES for metrics.json."""
     if args.temperature < GREEDY_BELOW:
         print(f"note: temperature {args.temperature:g} is below {GREEDY_BELOW:g}: taking the most likely character "
               "each time (greedy)")
-    samples = sample(params, cfg, vocab, args.num_samples, args.temperature, args.prompt, seed, engine)
-    cli.print_samples(samples, args.temperature, args.prompt)
-    return samples
+    names = iter_samples(params, cfg, vocab, args.num_samples, args.temperature, args.prompt, seed, engine)
+    return cli.print_samples(names, args.temperature, args.prompt)
 
 
 if __name__ == "__main__":

@@ -263,10 +263,19 @@ def step_memory(cfg, batch_size, engine, itemsize=8):
     return static + max(activations, CHUNK_BYTES)
 
 
-def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB, dtype="float64"):
-    """InputError, with the estimate, if a training step would need more than max_gb GB."""
-    need = step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize)
+def corpus_memory(n_docs, n_chars):
+    """The documents in memory, as a run keeps them: each as a str, as a list of token ids (for the baselines and
+    for training) and as pairs for the bigram counts; about 350 bytes per document and 50 per character
+    (measured: 2 million 3-character names take about 0.7 GB)."""
+    return 350 * n_docs + 50 * n_chars
+
+
+def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB, dtype="float64", corpus=(0, 0)):
+    """InputError, with the estimate, if a run would need more than max_gb GB: a training step, plus the
+    corpus (n_docs, n_chars) it keeps in memory."""
+    need = step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + corpus_memory(*corpus)
     if need > max_gb * 1e9:
         raise InputError(f"this run would need about {need / 1e9:,.1f} GB of memory ({n_params(cfg):,} parameters, "
                          f"n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, block_size {cfg.block_size}, batch "
-                         f"{batch_size}, engine {engine}); the limit is {max_gb:g} GB (raise it with --max-memory)")
+                         f"{batch_size}, engine {engine}, {corpus[0]:,} documents); the limit is {max_gb:g} GB "
+                         "(raise it with --max-memory)")

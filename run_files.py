@@ -119,24 +119,31 @@ def check_same_corpus(state, train_docs, val_docs, corpus):
 
 
 class DeferSigint:
-    """First Ctrl-C only sets a flag, so the step in progress finishes and the state stays consistent."""
+    """The first Ctrl-C (or SIGTERM, or SIGHUP: a closed terminal) only sets a flag, so the step in progress
+    finishes, the state stays consistent and the caller can save it; a second one interrupts at once."""
+
+    SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
     def __init__(self):
         self.hit = False
-        self.old = None
+        self.old = {}
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self.old = signal.signal(signal.SIGINT, self._handler)
+            self.old = {sig: signal.signal(sig, self._handler) for sig in self.SIGNALS}
         return self
 
     def _handler(self, signum, frame):
         self.hit = True
-        signal.signal(signal.SIGINT, self.old)  # a second Ctrl-C interrupts immediately
+        self._restore()  # a second signal acts immediately
+
+    def _restore(self):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        self.old = {}
 
     def __exit__(self, *exc):
-        if self.old is not None:
-            signal.signal(signal.SIGINT, self.old)
+        self._restore()
         return False
 
 
@@ -246,11 +253,16 @@ def _load_checkpoint(file, where, max_gb):
             meta = json.loads(str(z["meta"]))
         if not isinstance(meta, dict):
             raise InputError(f"{where} is incompatible or incomplete ('meta' is not a JSON object)")
-        if meta.get("format") != CHECKPOINT_FORMAT or meta.get("version") != CHECKPOINT_VERSION:
+        version = meta.get("version")
+        if meta.get("format") != CHECKPOINT_FORMAT or type(version) is not int or version != CHECKPOINT_VERSION:
             raise InputError(f"{where} has format {meta.get('format')!r} version {meta.get('version')!r}; "
                              f"this microgpt reads {CHECKPOINT_FORMAT!r} version {CHECKPOINT_VERSION}")
         names = {f.name for f in fields(GPTConfig)}
-        cfg = GPTConfig(**{k: v for k, v in meta["config"].items() if k in names})
+        config = meta["config"]
+        unknown_settings = sorted(set(config) - names) if isinstance(config, dict) else config
+        if unknown_settings:
+            raise InputError(f"{where}: its config has settings this microgpt does not know: {unknown_settings}")
+        cfg = GPTConfig(**config)
         if 3 * 8 * n_params(cfg) > max_gb * 1e9:  # weights and Adam's two moments (float64: the larger case)
             raise InputError(f"{where} describes a model of {n_params(cfg):,} parameters, about "
                              f"{3 * 8 * n_params(cfg) / 1e9:,.1f} GB with its optimizer state; the limit is "
@@ -289,15 +301,29 @@ def _load_checkpoint(file, where, max_gb):
     if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or \
             not all(isinstance(c, str) and len(c) == 1 for c in vocab):
         raise InputError(f"{where}: vocabulary does not match vocab_size {cfg.vocab_size}")
+    if vocab != sorted(set(vocab)):  # build_vocab makes it: sorted, each character once
+        raise InputError(f"{where}: its vocabulary is not sorted characters, each once (as build_vocab makes it)")
     params = pack_params({k[len("param:"):]: a for k, a in data.items() if k.startswith("param:")}, cfg)
     m, v = data["adam_m"], data["adam_v"]
     if not (np.isfinite(flat_buffer(params)).all() and np.isfinite(m).all() and np.isfinite(v).all()):
         raise InputError(f"{where} contains non-finite weights or optimizer state")
+    if (v < 0).any():
+        raise InputError(f"{where}: Adam's second moment adam_v has negative entries (it is a mean of squares)")
+    losses = data["train_loss"]
+    if not (np.isfinite(losses).all() and np.isfinite(val_loss).all()):
+        raise InputError(f"{where}: its loss history contains NaN or inf")
+    val_steps = val_loss[:, 0]
+    if len(val_steps) and ((val_steps != np.round(val_steps)).any() or val_steps.min() < 0 or
+                           val_steps.max() > step or (np.diff(val_steps) <= 0).any()):
+        raise InputError(f"{where}: the steps of its val-loss history are not increasing whole steps up to {step}")
+    sha, docs = meta.get("corpus_sha256", ""), meta.get("corpus_docs", 0)
+    if not (isinstance(sha, str) and (sha == "" or len(sha) == 64)) or isinstance(docs, bool) or \
+            not isinstance(docs, int) or docs < 0:
+        raise InputError(f"{where}: its corpus fingerprint is malformed (corpus_sha256 {sha!r}, corpus_docs {docs!r})")
     try:
         state = TrainState(cfg, vocab, params, m, v, meta["step"], meta["steps"], meta["batch_size"], meta["lr"],
                            meta["seed"], meta["engine"], meta["riemannian"], meta["corpus"], meta["eval_every"],
-                           meta.get("corpus_sha256", ""), meta.get("corpus_docs", 0), data["train_loss"].tolist(),
-                           [(int(s), float(x)) for s, x in val_loss])
+                           sha, docs, losses.tolist(), [(int(s), float(x)) for s, x in val_loss])
     except KeyError as e:
         raise InputError(f"{where} is incompatible or incomplete (no {e} in its meta)") from None
     check_state(state, where)
@@ -368,10 +394,11 @@ class RunLock:
             return self
         prepare_out(self.folder)
         while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:  # (O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed and overwritten)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             except OSError as e:
-                raise InputError(f"--out {self.folder!r} is not a writable directory ({e.strerror})") from None
+                raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} ({e.strerror}); "
+                                 "is it a symbolic link or a folder?") from None
             if not _try_lock(fd):
                 holder = _read_all(fd).strip() or "a process that has not written its pid yet"
                 os.close(fd)
@@ -387,15 +414,45 @@ class RunLock:
         previous = _read_all(fd).strip()
         if previous:  # a run that ended without releasing (killed): the kernel already dropped its lock
             self.notice = f"note: took over {self.path} from an earlier run that is no longer running ({previous})"
-            for name in os.listdir(self.folder):  # and a write it was killed in the middle of
-                if name.startswith(".tmp-"):
-                    os.unlink(os.path.join(self.folder, name))
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
         started = datetime.datetime.now().isoformat(timespec="seconds")
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
+        except OSError as e:  # e.g. a full disk: give the folder back as it was
+            os.close(fd)
+            raise WriteError(self.path, e) from None
         self.fd = fd
         return self
+
+    @staticmethod
+    def check_free(folder):
+        """InputError if another live run holds `folder`; changes nothing (a shared lock, taken and dropped)."""
+        path = folder and os.path.join(folder, LOCK_NAME)
+        if not path or not os.path.isfile(path) or os.path.islink(path):
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return  # (the exclusive lock will say what is wrong)
+        try:
+            if not _try_lock(fd, shared=True):
+                holder = _read_all(fd).strip() or "a process that has not written its pid yet"
+                raise InputError(f"--out {folder!r} is in use by another run ({holder}); wait for it to end, "
+                                 "or choose another --out")
+        finally:
+            os.close(fd)
+
+    def clean(self):
+        """Remove the temp files of a write that a killed run left half done (atomic_write's .tmp-*<name> files
+        for checkpoint.npz, metrics.json and loss.png; nothing else). Call it once the run is sure to go ahead."""
+        if not self.notice:
+            return
+        for name in os.listdir(self.folder):
+            path = os.path.join(self.folder, name)
+            if name.startswith(".tmp-") and name.endswith(RUN_FILE_NAMES) and os.path.isfile(path) \
+                    and not os.path.islink(path):
+                os.unlink(path)
 
     def __exit__(self, *exc):
         if self.fd is not None:
@@ -408,12 +465,15 @@ class RunLock:
         return False
 
 
-def _try_lock(fd):
+RUN_FILE_NAMES = ("checkpoint.npz", "metrics.json", "loss.png")
+
+
+def _try_lock(fd, shared=False):
     try:
         if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         else:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBRLCK if shared else msvcrt.LK_NBLCK, 1)
         return True
     except OSError:
         return False

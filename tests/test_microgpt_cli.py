@@ -107,9 +107,10 @@ def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
     # issue 11: the resume command it prints works exactly as printed (for run-2 too)
-    command = err.split("continue with: ", 1)[1].strip()
-    assert command == "python microgpt.py --resume --out out/run-2"
-    code, out, err = run(capsys, command.split()[2:])
+    command = err.split("continue with: ", 1)[1].strip().split()
+    assert command[0] == "python" and os.path.samefile(command[1], os.path.join(ROOT, "microgpt.py"))
+    assert command[2:] == ["--resume", "--out", "out/run-2", "--num-samples", "3"]  # (TINY samples 3)
+    code, out, err = run(capsys, command[2:])
     assert code == 0, err
     assert "resuming from step 5 of 10" in out
     assert mg.load_checkpoint("out/run-2/checkpoint.npz").step == 10
@@ -206,6 +207,9 @@ def bad_input_cases(tmp_path, corpus):
         (["--corpus", corpus, "--checkpoint", str(tmp_path / "garbage.npz")], "only read with --resume or --sample"),
         (["--sample-only", "--resume", "--checkpoint", str(tmp_path / "foreign.npz")], "exclude each other"),
         (["--sample-only"], "--sample-only needs --checkpoint"),
+        (["--sample-only", "--checkpoint", corpus, "--n-embd", "8", "--out", "x"],
+         "--n-embd, --out have no effect with --sample-only"),
+        (["--corpus", corpus, "--steps", "1e3"], "argument --steps: invalid int value: '1e3'"),
         (["--sample-only", "--checkpoint", str(tmp_path / "nope.npz")], "not found"),
         (["--sample-only", "--checkpoint", str(tmp_path / "garbage.npz")], "corrupt"),
         (["--sample-only", "--checkpoint", str(tmp_path / "foreign.npz")], "incompatible"),
@@ -219,7 +223,8 @@ def test_every_bad_input_gives_one_clear_message(tmp_path, corpus, capsys):
     assert code == 0
     before = snapshot(out_dir)
     for argv, message in bad_input_cases(tmp_path, corpus):
-        code, out, err = run(capsys, TINY + argv + ["--out", str(out_dir)])
+        # (--sample-only takes no model, training or output flags: those cases run on their own)
+        code, out, err = run(capsys, argv if "--sample-only" in argv else TINY + argv + ["--out", str(out_dir)])
         assert code == 2, (argv, err)
         assert message in err, (argv, err)
         assert err.startswith("microgpt: error:") and err.count("\n") == 1, (argv, err)
@@ -335,3 +340,10 @@ def test_dtype_float32_end_to_end_and_kept_on_resume(tmp_path, corpus, capsys):
     assert code == 2 and "--dtype float32 needs --engine numpy" in err
     code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "40", "--engine", "value"])
     assert code == 2 and "the value engine computes in float64 only" in err
+
+
+def test_small_flag_mistakes_get_one_line(corpus, capsys):
+    code, _, err = run(capsys, ["--corpus", corpus, "--out", " "])
+    assert code == 2 and err == "microgpt: error: --out needs a folder name (it is empty)\n"
+    code, _, err = run(capsys, ["--bogus"])
+    assert code == 2 and err.count("\n") == 1 and "unrecognized arguments: --bogus" in err and "--help" in err

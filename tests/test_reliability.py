@@ -14,7 +14,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from cli_helpers import ROOT, TINY, run, start, write_corpus
+from cli_helpers import ROOT, TINY, run, snapshot, start, write_corpus
 
 import microgpt as mg
 import run_files
@@ -372,3 +372,90 @@ def test_a_corpus_edited_between_interrupt_and_resume_is_refused(tmp_path, capsy
 def test_corpus_lines_end_only_at_newline(tmp_path):
     path = write_corpus(str(tmp_path), "ab\x0bcd\x0cef\x1cgh\x85ij\u2028kl\r\nmn\n")
     assert mg.load_corpus(path) == ["ab\x0bcd\x0cef\x1cgh\x85ij\u2028kl", "mn"]
+
+
+# ----------------------------------------------------------------------------- found by red-teaming the CLI
+
+def test_the_corpus_counts_in_the_memory_estimate(tmp_path, capsys):
+    from model_config import check_memory
+    cfg = mg.GPTConfig(vocab_size=27, n_embd=8, n_head=2)
+    check_memory(cfg, 1, "numpy", 4.0, corpus=(100_000, 600_000))  # names.txt-like: fine
+    with pytest.raises(mg.InputError, match="16,000,000 documents"):
+        check_memory(cfg, 1, "numpy", 4.0, corpus=(16_000_000, 48_000_000))  # a 64 MiB file of 3-letter lines
+    path = write_corpus(str(tmp_path), "\n".join(f"n{i}" for i in range(50_000)))
+    code, _, err = run(capsys, TINY + ["--corpus", path, "--max-memory", "0.05"])
+    assert code == EXIT_BAD_INPUT and "50,000 documents" in err
+
+
+def test_sigterm_and_early_ctrl_c_stop_cleanly(tmp_path, corpus):
+    proc = start(LONG + ["--corpus", corpus, "--out", str(tmp_path / "run")])
+    wait_for_training(proc)
+    proc.send_signal(signal.SIGTERM)  # like Ctrl-C: the step finishes, a checkpoint is saved, exit 130
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED and "checkpoint saved" in err and "Traceback" not in err
+    assert mg.load_checkpoint(str(tmp_path / "run" / "checkpoint.npz")).step >= 1
+    for delay in (0.05, 0.15, 0.3):  # while NumPy and the project's modules are still loading
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "microgpt.py"), *LONG, "--corpus", corpus],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == EXIT_INTERRUPTED and "Traceback" not in err, (delay, err)
+
+
+def test_names_print_on_an_ascii_terminal(corpus):
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "microgpt.py", "--engine", "numpy", "--steps", "3", "--corpus", "jp-names",
+                           "--num-samples", "2"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == EXIT_OK and "Traceback" not in proc.stderr
+    assert "sample  1: \\u" in proc.stdout  # hiragana escaped, not a UnicodeEncodeError
+
+
+def test_the_lock_file_is_never_followed_through_a_symlink(tmp_path, corpus, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("IMPORTANT DATA")
+    os.symlink(victim, out / run_files.LOCK_NAME)
+    (out / ".tmp-mynotes.txt").write_text("mine")
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])
+    assert code == EXIT_BAD_INPUT and "symbolic link" in err
+    assert victim.read_text() == "IMPORTANT DATA" and (out / ".tmp-mynotes.txt").read_text() == "mine"
+
+
+def test_a_stale_lock_is_left_alone_when_the_run_is_refused(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+    (out / run_files.LOCK_NAME).write_text("pid 999999 on elsewhere, started yesterday\n")  # as kill -9 leaves it
+    before = snapshot(out)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])
+    assert code == EXIT_BAD_INPUT and "holds the checkpoint of an earlier run" in err
+    assert snapshot(out) == before  # the refusal changed nothing
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda a: a["val_loss"].__setitem__((1, 0), np.nan), "NaN or inf"),
+    (lambda a: a["val_loss"].__setitem__((1, 0), 7.5), "val-loss history"),
+    (lambda a: a["train_loss"].__setitem__(0, np.nan), "NaN or inf"),
+    (lambda a: a["adam_v"].__setitem__(0, -1.0), "negative"),
+])
+def test_checkpoints_with_bad_histories_or_moments_are_refused(tmp_path, corpus, capsys, edit, message):
+    src = tmp_path / "good"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "20", "--eval-every", "5", "--out", str(src)])[0] == 0
+    with np.load(src / "checkpoint.npz") as z:
+        arrays = {k: z[k].copy() for k in z.files}
+    edit(arrays)
+    np.savez(tmp_path / "bad.npz", **arrays)
+    code, _, err = run(capsys, ["--sample-only", "--checkpoint", str(tmp_path / "bad.npz")])
+    assert code == EXIT_BAD_INPUT and message in err and err.count("\n") == 1
+
+
+def test_float32_weights_at_a_tiny_temperature_sample_greedily_not_from_nan(tmp_path, corpus, capsys):
+    out = str(tmp_path / "f32")
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "30", "--dtype", "float32", "--out", out])[0] == 0
+    ckpt = os.path.join(out, "checkpoint.npz")
+    code, text, err = run(capsys, ["--sample-only", "--checkpoint", ckpt, "--temperature", "1e-39"])
+    assert code == EXIT_OK and not err
+    state = mg.load_checkpoint(ckpt)
+    greedy = mg.sample(state.params, state.cfg, state.vocab, num_samples=1, temperature=1e-300)[0]
+    assert f"sample  1: {greedy}\n" in text
