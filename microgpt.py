@@ -8,7 +8,7 @@ Read it top to bottom: that is the order in which things happen when you run `py
     4. model       gpt (chapter 22), gpt_sphere         one position at a time, on scalar Values
     5. loss        loss_and_grads                       mean NLL of the next character, and its gradient
     6. Adam        adam_step, retract, project_grads    one vectorized update of one flat buffer
-    7. training    train, evaluate, baselines           the loop, the val loss, what "good" means
+    7. training    train (evaluate, baselines)          the loop; val loss and baselines in numpy_engine.py
     8. inference   sample                               invent new names, one character at a time
     9. main        main                                 `python microgpt.py --help`
 
@@ -52,7 +52,19 @@ from model_config import (  # noqa: F401  (re-exported: the public API is `impor
     sphere_axes,
     sphere_blocks,
 )
-from numpy_engine import backward_np, evaluate, forward_np, loss_and_grads_np, make_batch  # noqa: F401
+from numpy_engine import (  # noqa: F401
+    GREEDY_BELOW,
+    backward_np,
+    baselines,
+    draw,
+    evaluate,
+    forward_np,
+    loss_and_grads_np,
+    make_batch,
+    not_finite,
+    sample_np,
+    too_cold,
+)
 from run_files import (  # noqa: F401
     DeferSigint,
     RunLock,
@@ -65,7 +77,7 @@ from run_files import (  # noqa: F401
     save_checkpoint,
 )
 from sphere import l2_normalize, tangent_project
-from utils import linear, rmsnorm, softmax, softmax_np
+from utils import linear, rmsnorm, softmax
 from value import Value, no_cycle_gc
 
 # =========================================================================== 1. dataset
@@ -469,33 +481,6 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, batch_size=1, lr=0.01
     return state
 
 
-def baselines(train_tokens, val_tokens, cfg):
-    """Val loss of models with no neural network, on the same positions the GPT predicts.
-
-    uniform: every token equally likely, log(V). unigram: train frequency of each target token.
-    bigram: P(next | previous character) counted on train. Both use add-one smoothing (as makemore).
-    """
-    V = cfg.vocab_size
-
-    def pairs(docs):
-        prev, nxt = [], []
-        for tokens in docs:
-            n = min(cfg.block_size, len(tokens) - 1)
-            prev += tokens[:n]
-            nxt += tokens[1:n + 1]
-        return np.array(prev), np.array(nxt)
-
-    tp, tn = pairs(train_tokens)
-    vp, vn = pairs(val_tokens)
-    unigram = np.bincount(tn, minlength=V) + 1.0
-    unigram /= unigram.sum()
-    bigram = np.ones((V, V))
-    np.add.at(bigram, (tp, tn), 1.0)
-    bigram /= bigram.sum(axis=1, keepdims=True)
-    return {"uniform": math.log(V), "unigram": float(-np.log(unigram[vn]).mean()),
-            "bigram": float(-np.log(bigram[vp, vn]).mean())}
-
-
 # =========================================================================== 8. inference
 
 def encode_prompt(prompt, vocab, cfg):
@@ -507,7 +492,6 @@ def encode_prompt(prompt, vocab, cfg):
     return prefix
 
 
-GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see sample)
 SAMPLE_CHUNK = 1024    # the NumPy engine samples at most this many names at once (fewer for a big model)
 
 
@@ -540,28 +524,9 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
         return (sample_value(state_dict, cfg, vocab, prefix, temperature, rng.random(cfg.block_size))
                 for _ in range(num_samples))
     rows = chunk_rows(cfg, most=SAMPLE_CHUNK)  # memory stays bounded, whatever num_samples is
-    return (name for start in range(0, num_samples, rows)  # rows of the same stream, in the same order
-            for name in sample_np(params, cfg, vocab, prefix, temperature,
-                                  rng.random((min(rows, num_samples - start), cfg.block_size))))
-
-
-def too_cold(logits, temperature):
-    """True (per row of logits) where the sampling distribution is taken as the argmax: below GREEDY_BELOW, or
-    where logits / T, or its derivative logits / T^2 that the Value engine computes, would overflow. There
-    softmax(logits / T) is one-hot in float64 anyway (unless two logits tie to within T * 745)."""
-    with np.errstate(over="ignore"):
-        return (temperature < GREEDY_BELOW) | ~np.isfinite(np.abs(logits).max(axis=-1) / temperature / temperature)
-
-
-def not_finite(logits):
-    return InputError("the model's logits are not finite numbers (its weights are too large for float64 "
-                      f"arithmetic, max |logit| {np.abs(logits).max():.3g}): it cannot be sampled from")
-
-
-def draw(probs, u):
-    """Inverse-CDF draw (like random.choices): the first token whose cumulative probability reaches u.
-    probs (..., V), u (...) in [0, 1); the same arithmetic for one sample or a batch."""
-    return np.minimum((np.cumsum(probs, axis=-1) < np.expand_dims(u, -1)).sum(axis=-1), probs.shape[-1] - 1)
+    return (decode(ids, vocab) for start in range(0, num_samples, rows)  # rows of one stream, in order
+            for ids in sample_np(params, cfg, len(vocab), prefix, temperature,
+                                 rng.random((min(rows, num_samples - start), cfg.block_size))))
 
 
 # chapter 22's inference loop, for one sample: feed BOS (then the prompt), and from then on draw each token
@@ -590,26 +555,6 @@ def sample_value(state_dict, cfg, vocab, prefix, temperature, u):
                 break
             sample.append(vocab[token_id])
     return "".join(sample)
-
-
-def sample_np(params, cfg, vocab, prefix, temperature, u):
-    """The same loop on arrays for len(u) samples at once: each forward_np call advances all of them by one."""
-    bos, n = len(vocab), len(u)
-    tokens = np.array([[bos] + prefix] * n, dtype=np.int64)
-    done = np.zeros(n, dtype=bool)
-    while tokens.shape[1] <= cfg.block_size and not done.all():
-        logits, _ = forward_np(params, tokens, cfg)
-        z = logits[:, -1].astype(np.float64)
-        if not np.isfinite(z).all():
-            raise not_finite(z)
-        pos = tokens.shape[1] - 1  # the position whose prediction is drawn now
-        cold = too_cold(z, temperature)
-        with np.errstate(over="ignore", invalid="ignore"):  # (overflowing rows are the cold ones: argmax there)
-            token_id = np.where(cold, z.argmax(axis=1), draw(softmax_np(z / temperature), u[:, pos]))
-        token_id[done] = bos
-        done |= token_id == bos
-        tokens = np.concatenate([tokens, token_id[:, None]], axis=1)
-    return [decode(row.tolist(), vocab) for row in tokens[:, 1:]]
 
 
 # =========================================================================== 9. main

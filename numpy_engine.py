@@ -22,9 +22,13 @@ tests/test_numpy_engine.py proves each fused piece equal to the twins it replace
 tests/test_microgpt.py that the engine agrees with the Value engine and with finite differences.
 The engine computes in the dtype of the parameters: float64 (the default) or float32.
 """
+import math
+
 import numpy as np
 
+from errors import InputError
 from model_config import alloc_params, chunk_rows, flat_buffer, pack_params, param_offsets, scale_layout, stacked
+from utils import softmax_np
 
 _sum = np.add.reduce  # the ndarray method .sum() adds a Python-level call on top of this (measurable here)
 EPS_NORM = 1e-12  # l2_normalize's clamp (sphere.l2_normalize_np)
@@ -457,3 +461,77 @@ def evaluate(params, docs_tokens, cfg):
         total += float(_sum(np.log(_sum(np.exp(z), axis=1)) - z[np.arange(len(tg)), tg]))
         count += len(tg)
     return total / count
+
+
+# --------------------------------------------------------------------------- what "good" means
+
+def baselines(train_tokens, val_tokens, cfg):
+    """Val loss of models with no neural network, on the same positions the GPT predicts.
+
+    uniform: every token equally likely, log(V). unigram: train frequency of each target token.
+    bigram: P(next | previous character) counted on train. Both use add-one smoothing (as makemore).
+    """
+    V = cfg.vocab_size
+
+    def pairs(docs):
+        prev, nxt = [], []
+        for tokens in docs:
+            n = min(cfg.block_size, len(tokens) - 1)
+            prev += tokens[:n]
+            nxt += tokens[1:n + 1]
+        return np.array(prev), np.array(nxt)
+
+    tp, tn = pairs(train_tokens)
+    vp, vn = pairs(val_tokens)
+    unigram = np.bincount(tn, minlength=V) + 1.0
+    unigram /= unigram.sum()
+    bigram = np.ones((V, V))
+    np.add.at(bigram, (tp, tn), 1.0)
+    bigram /= bigram.sum(axis=1, keepdims=True)
+    return {"uniform": math.log(V), "unigram": float(-np.log(unigram[vn]).mean()),
+            "bigram": float(-np.log(bigram[vp, vn]).mean())}
+
+
+# --------------------------------------------------------------------------- sampling (microgpt.sample)
+
+GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see too_cold)
+
+
+def too_cold(logits, temperature):
+    """True (per row of logits) where the sampling distribution is taken as the argmax: below GREEDY_BELOW, or
+    where logits / T, or its derivative logits / T^2 that the Value engine computes, would overflow. There
+    softmax(logits / T) is one-hot in float64 anyway (unless two logits tie to within T * 745)."""
+    with np.errstate(over="ignore"):
+        return (temperature < GREEDY_BELOW) | ~np.isfinite(np.abs(logits).max(axis=-1) / temperature / temperature)
+
+
+def not_finite(logits):
+    return InputError("the model's logits are not finite numbers (its weights are too large for float64 "
+                      f"arithmetic, max |logit| {np.abs(logits).max():.3g}): it cannot be sampled from")
+
+
+def draw(probs, u):
+    """Inverse-CDF draw (like random.choices): the first token whose cumulative probability reaches u.
+    probs (..., V), u (...) in [0, 1); the same arithmetic for one sample or a batch."""
+    return np.minimum((np.cumsum(probs, axis=-1) < np.expand_dims(u, -1)).sum(axis=-1), probs.shape[-1] - 1)
+
+
+def sample_np(params, cfg, bos, prefix, temperature, u):
+    """microgpt.sample_value's loop on arrays, for len(u) samples at once: each forward_np call advances all of
+    them by one position. Returns each sample's token ids after BOS (microgpt.sample decodes them)."""
+    n = len(u)
+    tokens = np.array([[bos] + prefix] * n, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    while tokens.shape[1] <= cfg.block_size and not done.all():
+        logits, _ = forward_np(params, tokens, cfg)
+        z = logits[:, -1].astype(np.float64)
+        if not np.isfinite(z).all():
+            raise not_finite(z)
+        pos = tokens.shape[1] - 1  # the position whose prediction is drawn now
+        cold = too_cold(z, temperature)
+        with np.errstate(over="ignore", invalid="ignore"):  # (overflowing rows are the cold ones: argmax there)
+            token_id = np.where(cold, z.argmax(axis=1), draw(softmax_np(z / temperature), u[:, pos]))
+        token_id[done] = bos
+        done |= token_id == bos
+        tokens = np.concatenate([tokens, token_id[:, None]], axis=1)
+    return [row.tolist() for row in tokens[:, 1:]]
