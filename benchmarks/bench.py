@@ -98,15 +98,25 @@ def scalar_loss_and_grads(cls, params, docs_tokens, cfg):
 class Trainer:
     """One engine variant with its own copy of the weights and Adam state (so all variants do the same math)."""
 
-    def __init__(self, name, cfg, loss_fn, gc_paused=False):
+    def __init__(self, name, cfg, loss_fn, gc_paused=False, dtype="float64"):
         self.name, self.cfg, self.loss_fn, self.gc_paused = name, cfg, loss_fn, gc_paused
-        self.params = init_params(cfg, seed=42)
+        self.params = init_params(cfg, seed=42, dtype=dtype)
         self.flat = flat_buffer(self.params)
         self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
         self.step_no, self.times, self.losses = 0, [], []
 
     def step(self, batch, record=True):
         t0 = time.perf_counter()
+        loss = self.update(batch)
+        dt = time.perf_counter() - t0
+        self.step_no += 1
+        if record:
+            self.times.append(dt)
+            self.losses.append(loss)
+        return dt
+
+    def update(self, batch):
+        """Loss and gradients of the batch, then Adam (and the retraction): what is timed. Returns the loss."""
         if self.gc_paused:
             with no_cycle_gc():
                 loss, grads = self.loss_fn(self.params, batch, self.cfg)
@@ -116,47 +126,33 @@ class Trainer:
                   self.step_no, 10_000)
         if self.cfg.norm == "sphere":
             retract(self.params, self.cfg)
-        dt = time.perf_counter() - t0
-        self.step_no += 1
-        if record:
-            self.times.append(dt)
-            self.losses.append(loss)
-        return dt
+        return loss
 
 
-class NumpyStep:
+class NumpyStep(Trainer):
     """One NumPy-engine training step as microgpt.train() runs it ("after": loss and gradients into a reused
     buffer, adam_step, the retraction in sphere mode), or as it ran before issue 13 ("before": the unfused engine
-    of benchmarks/numpy_engine_unfused.py with its Adam and retraction). Own weights, Adam state and timings."""
+    of benchmarks/numpy_engine_unfused.py with its Adam and retraction)."""
 
     def __init__(self, cfg, version="after", dtype="float64"):
-        self.cfg, self.version, self.name = cfg, version, f"numpy {version}" + ("" if dtype == "float64" else " f32")
-        self.params = init_params(cfg, seed=42, dtype=dtype)
-        self.flat = flat_buffer(self.params)
-        self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
+        super().__init__(f"numpy {version}" + ("" if dtype == "float64" else " f32"), cfg, None, dtype=dtype)
+        self.version = version
         self.g, self.grads = alloc_params(cfg, dtype)
-        self.step_no, self.times, self.losses = 0, [], []
 
-    def step(self, batch, record=True):
+    def update(self, batch):
         cfg = self.cfg
-        t0 = time.perf_counter()
         if self.version == "after":
             loss, _ = loss_and_grads(self.params, batch, cfg, engine="numpy", out=self.grads)
             adam_step(self.flat, self.g, self.m, self.v, self.step_no, 10_000)
             if cfg.norm == "sphere":
                 retract(self.params, cfg)
-        else:
-            microgpt._check_docs_tokens(batch, cfg)  # what microgpt.loss_and_grads did first, then as it was:
-            loss, grads = unfused.loss_and_grads_np(self.params, batch, cfg)
-            unfused.adam_step(self.flat, flat_buffer(grads), self.m, self.v, self.step_no, 10_000)
-            if cfg.norm == "sphere":
-                unfused.retract(self.params, cfg)
-        dt = time.perf_counter() - t0
-        self.step_no += 1
-        if record:
-            self.times.append(dt)
-            self.losses.append(loss)
-        return dt
+            return loss
+        microgpt._check_docs_tokens(batch, cfg)  # what microgpt.loss_and_grads did first, then as it was:
+        loss, grads = unfused.loss_and_grads_np(self.params, batch, cfg)
+        unfused.adam_step(self.flat, flat_buffer(grads), self.m, self.v, self.step_no, 10_000)
+        if cfg.norm == "sphere":
+            unfused.retract(self.params, cfg)
+        return loss
 
 
 def naive_loss(params, batch, cfg):

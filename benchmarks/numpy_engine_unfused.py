@@ -9,6 +9,7 @@ by microgpt.py.
 import numpy as np
 
 from model_config import alloc_params
+from numpy_engine import _token_array, make_batch  # (input handling, unchanged by the fusing)
 from sphere import l2_normalize_np, l2_normalize_np_backward
 from utils import (
     cross_entropy_np,
@@ -22,25 +23,6 @@ from utils import (
 )
 
 # --------------------------------------------------------------------------- forward
-
-def _token_array(tokens, cfg):
-    """tokens: 1-D ids, 2-D (B, T) int array, or a list of id lists (padded with 0 at the end)."""
-    if isinstance(tokens, np.ndarray):
-        idx = tokens
-    elif len(tokens) and isinstance(tokens[0], (list, tuple, np.ndarray)):
-        idx = np.zeros((len(tokens), max(len(t) for t in tokens)), dtype=np.int64)
-        for b, t in enumerate(tokens):
-            idx[b, :len(t)] = t
-    else:
-        idx = np.asarray(tokens, dtype=np.int64)
-    if idx.ndim not in (1, 2) or idx.shape[-1] == 0 or not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError(f"tokens must be a non-empty 1-D or 2-D array of ids, got shape {idx.shape}")
-    if idx.shape[-1] > cfg.block_size:
-        raise ValueError(f"sequence length {idx.shape[-1]} exceeds block_size {cfg.block_size}")
-    if idx.min() < 0 or idx.max() >= cfg.vocab_size:
-        raise ValueError(f"token ids must be in [0, {cfg.vocab_size}), got [{idx.min()}, {idx.max()}]")
-    return idx
-
 
 _CAUSAL = {}
 
@@ -243,16 +225,6 @@ def _backward_sphere_np(dlogits, cache, params, grads, cfg):
 
 
 # --------------------------------------------------------------------------- loss
-
-def make_batch(docs_tokens, block_size):
-    """Pad docs to the longest: inputs, targets (B, T) and a mask of the positions that are predicted."""
-    ns = [min(block_size, len(t) - 1) for t in docs_tokens]
-    inputs = np.zeros((len(docs_tokens), max(ns)), dtype=np.int64)
-    targets, mask = np.zeros_like(inputs), np.zeros(inputs.shape, dtype=bool)
-    for b, (tokens, n) in enumerate(zip(docs_tokens, ns)):
-        inputs[b, :n], targets[b, :n], mask[b, :n] = tokens[:n], tokens[1:n + 1], True
-    return inputs, targets, mask
-
 
 def loss_and_grads_np(params, docs_tokens, cfg):
     inputs, targets, mask = make_batch(docs_tokens, cfg.block_size)

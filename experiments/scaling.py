@@ -895,7 +895,7 @@ def main(argv=None):
           f"writing to {out}", file=sys.stderr, flush=True)
     records, wall, n_reused = run_study(units, data, opts, log=lambda s: print(s, file=sys.stderr, flush=True),
                                         cache=cache)
-    info = {"command": "python experiments/scaling.py " + " ".join(shlex.quote(a) for a in argv),
+    info = {"command": " ".join(["python experiments/scaling.py"] + [shlex.quote(a) for a in argv]),
             "machine": machine_info(), "started": started, "load_start": load_start,
             "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg()), "wall_s": wall,
             "run_s": sum(r["seconds"] for r in records), "n_runs": len(records), "n_reused": n_reused,
