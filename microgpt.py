@@ -46,6 +46,7 @@ from model_config import (  # noqa: F401  (re-exported: the public API is `impor
     chunk_rows,
     effective_scales,
     flat_buffer,
+    laid_out,
     n_params,
     pack_params,
     param_shapes,
@@ -334,9 +335,9 @@ def retract(params, cfg):
     """Sphere mode: put every matrix back on the sphere along its embedding dimension (in place): w / |w|,
     as l2_normalize_np, for rows or columns as sphere_axes says. (Matrices that lie back to back in the flat
     buffer and are normalized by rows are done as one block, sphere_blocks: the same numbers, fewer calls.)"""
-    flat = params["wte"].base
-    if flat is None or flat.size != n_params(cfg) or any(a.base is not flat for a in params.values()):
-        blocks = [(params[key], axis) for key, axis in sphere_axes(cfg).items()]  # not one flat buffer
+    flat = laid_out(params, cfg)
+    if flat is None:  # not one flat buffer: matrix by matrix
+        blocks = [(params[key], axis) for key, axis in sphere_axes(cfg).items()]
     else:
         blocks = [(flat[o:o + rows * cols].reshape(rows, cols), axis) for o, rows, cols, axis in sphere_blocks(cfg)]
     for w, axis in blocks:

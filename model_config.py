@@ -143,6 +143,18 @@ def flat_buffer(params):
     return buf
 
 
+def laid_out(params, cfg):
+    """The flat buffer behind params if every array is a view of it in this module's layout (init_params,
+    pack_params), else None (e.g. a dict of separate arrays). One check per call: no generator, no sum."""
+    flat = params["wte"].base
+    if flat is None or flat.ndim != 1 or flat.size != param_offsets(cfg)[1]:
+        return None
+    for a in params.values():
+        if a.base is not flat:
+            return None
+    return flat
+
+
 def stacked(flat, cfg, first, count):
     """`count` parameters that follow each other in the flat layout, starting at key `first`, as one matrix:
     e.g. attn_wq | attn_wk | attn_wv as a (3C, C) view (nanoGPT's c_attn), so the engine needs one matmul."""

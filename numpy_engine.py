@@ -27,8 +27,17 @@ import math
 import numpy as np
 
 from errors import InputError
-from model_config import alloc_params, chunk_rows, flat_buffer, pack_params, param_offsets, scale_layout, stacked
-from utils import softmax_np
+from model_config import (
+    alloc_params,
+    chunk_rows,
+    flat_buffer,
+    laid_out,
+    pack_params,
+    param_offsets,
+    scale_layout,
+    stacked,
+)
+from utils import cross_entropy_np, softmax_np
 
 _sum = np.add.reduce  # the ndarray method .sum() adds a Python-level call on top of this (measurable here)
 EPS_NORM = 1e-12  # l2_normalize's clamp (sphere.l2_normalize_np)
@@ -81,13 +90,8 @@ def _token_array(tokens, cfg):
 def _flat(params, cfg):
     """The flat buffer behind params when it has model_config's layout (init_params, pack_params), else a copy
     in that layout: the engine reads the fused attn_wq | attn_wk | attn_wv matrix from it."""
-    flat = params["wte"].base
-    if flat is None or flat.ndim != 1 or flat.size != param_offsets(cfg)[1]:
-        return flat_buffer(pack_params(params, cfg))
-    for a in params.values():  # (a plain loop: any() costs a generator per call)
-        if a.base is not flat:
-            return flat_buffer(pack_params(params, cfg))
-    return flat
+    flat = laid_out(params, cfg)
+    return flat if flat is not None else flat_buffer(pack_params(params, cfg))
 
 
 # --------------------------------------------------------------------------- fused twins
@@ -456,10 +460,9 @@ def evaluate(params, docs_tokens, cfg):
     for i in range(0, len(docs_tokens), chunk):
         inputs, targets, mask = make_batch(docs_tokens[i:i + chunk], cfg.block_size)
         logits, _ = forward_np(params, inputs, cfg)
-        lg, tg = logits[mask], targets[mask]
-        z = lg - lg.max(axis=1, keepdims=True)
-        total += float(_sum(np.log(_sum(np.exp(z), axis=1)) - z[np.arange(len(tg)), tg]))
-        count += len(tg)
+        n = int(mask.sum())
+        total += cross_entropy_np(logits[mask], targets[mask]) * n
+        count += n
     return total / count
 
 
