@@ -341,8 +341,9 @@ def retract(params, cfg):
     else:
         blocks = [(flat[o:o + rows * cols].reshape(rows, cols), axis) for o, rows, cols, axis in sphere_blocks(cfg)]
     for w, axis in blocks:
-        n = np.sqrt(np.add.reduce(w * w, axis=axis, keepdims=True))
-        w /= np.maximum(n, 1e-12, out=n)
+        vectors = w if axis == 1 else w.T  # one vector per row
+        n = np.maximum(np.sqrt(np.vecdot(vectors, vectors)), 1e-12)  # their norms (vecdot: one call for all)
+        w /= n[:, None] if axis == 1 else n  # each row divided by its norm, or each column by its own
 
 
 def on_sphere(params, cfg, tol=1e-6):

@@ -40,6 +40,18 @@ from model_config import (
 from utils import cross_entropy_np, softmax_np
 
 _sum = np.add.reduce  # the ndarray method .sum() adds a Python-level call on top of this (measurable here)
+_min = np.minimum.reduce
+
+
+def _dot_rows(a, b):
+    """The dot product of matching rows (last axis) of a and b, keepdims: sum(a * b, axis=-1, keepdims=True) in
+    one NumPy call instead of two (np.vecdot, NumPy >= 2.0)."""
+    return np.vecdot(a, b)[..., None]
+
+
+def _dot_columns(a, b, out):
+    """The dot product of matching columns of 2-D a and b, into out: sum(a * b, axis=0) in one NumPy call."""
+    return np.vecdot(a.T, b.T, out=out)
 EPS_NORM = 1e-12  # l2_normalize's clamp (sphere.l2_normalize_np)
 EPS_RMS = 1e-5    # rmsnorm's epsilon (utils.rmsnorm)
 
@@ -61,10 +73,11 @@ def _one_hot(V, dtype):
     return _CONSTANTS[key]
 
 
-def _rows(N):
-    key = ("rows", N)
+def _row_starts(N, V):
+    """0, V, 2V, ...: where each row of a contiguous (N, V) array starts in its flat view."""
+    key = ("rows", N, V)
     if key not in _CONSTANTS:
-        _CONSTANTS[key] = np.arange(N)
+        _CONSTANTS[key] = np.arange(0, N * V, V)
     return _CONSTANTS[key]
 
 
@@ -98,7 +111,7 @@ def _flat(params, cfg):
 
 def rmsnorm_fused(x):
     """utils.rmsnorm_np on rows, keeping its factor: y = x r, r = (mean(x^2) + 1e-5)^(-1/2) of shape (N, 1)."""
-    r = _sum(x * x, axis=-1, keepdims=True)
+    r = _dot_rows(x, x)
     r *= 1.0 / x.shape[-1]
     r += EPS_RMS
     r **= -0.5
@@ -108,7 +121,7 @@ def rmsnorm_fused(x):
 def rmsnorm_fused_backward(dy, y, r):
     """utils.rmsnorm_np_backward from the forward's output y = x r and r:
     dx = r dy - r^3 x mean(dy x) = r (dy - y mean(dy y))."""
-    c = _sum(dy * y, axis=-1, keepdims=True)
+    c = _dot_rows(dy, y)
     c *= 1.0 / y.shape[-1]
     dx = y * c
     np.subtract(dy, dx, out=dx)
@@ -118,19 +131,23 @@ def rmsnorm_fused_backward(dy, y, r):
 
 def l2_normalize_fused(x):
     """sphere.l2_normalize_np along the last axis, keeping what its backward needs:
-    (y, den, unclamped) with y = x / den, den = max(|x|, eps), unclamped = |x| >= eps."""
-    n = np.sqrt(_sum(x * x, axis=-1, keepdims=True))
-    unclamped = n >= EPS_NORM
-    den = np.maximum(n, EPS_NORM, out=n)
-    return x / den, den, unclamped
+    (y, den, unclamped) with y = x / den, den = max(|x|, eps), unclamped = |x| >= eps per row, or None when no
+    row is clamped (the usual case: one check instead of two operations here and one in the backward pass)."""
+    n = np.sqrt(_dot_rows(x, x))
+    unclamped = None
+    if _min(n, axis=None) < EPS_NORM:
+        unclamped = n >= EPS_NORM
+        np.maximum(n, EPS_NORM, out=n)
+    return x / n, n, unclamped
 
 
 def l2_normalize_fused_backward(dy, y, den, unclamped, out=None):
     """sphere.l2_normalize_np_backward from the forward's results: dx = (dy - y (y . dy)) / |x|, and where the
     norm was clamped (den = eps, a constant) dx = dy / eps: the projection term is switched off there.
     out: where to write dx (may be dy itself); by default a new array."""
-    s = _sum(y * dy, axis=-1, keepdims=True)
-    s *= unclamped
+    s = _dot_rows(y, dy)
+    if unclamped is not None:
+        s *= unclamped
     t = y * s
     dx = np.subtract(dy, t, out=t if out is None else out)
     dx /= den
@@ -154,7 +171,7 @@ def attention_np_backward(dy, q, k, v, att, scale, out):
     are 0, so they pass nothing back); the softmax backward is utils.softmax_np_backward, times scale."""
     datt = dy @ v.swapaxes(-1, -2)
     np.matmul(att.swapaxes(-1, -2), dy, out=out[2])
-    datt -= _sum(datt * att, axis=-1, keepdims=True)
+    datt -= _dot_rows(datt, att)
     datt *= att
     datt *= scale
     np.matmul(datt, k, out=out[0])
@@ -202,7 +219,7 @@ def _forward(params, idx, cfg):
 def _embed(params, idx):
     """wte[token] + wpe[position] for every position: (N, C)."""
     B, T = idx.shape
-    x = params["wte"][idx.reshape(B * T)]
+    x = params["wte"].take(idx.reshape(B * T), axis=0)  # (.take: the cheaper form of wte[ids] here)
     xb = x.reshape(B, T, -1)
     xb += params["wpe"][:T]
     return x
@@ -244,9 +261,13 @@ def _forward_sphere_np(params, flat, idx, cfg):
     # nGPT's scales, stored small, at the effective size the forward pass uses (model_config.effective_scales):
     # all of them at once, as one vector (model_config.scale_layout), then a slice for each
     start, mult, is_alpha, where = scale_layout(cfg)
-    eff = flat[start:] * mult.astype(flat.dtype, copy=False)  # (float32 stays float32)
-    np.abs(eff, out=eff, where=is_alpha)
-    cache = {"idx": idx, "norm_e": (h, den, ok), "layers": [], "attn": [], "hidden": [h], "scales": eff}
+    tail = flat[start:]
+    # effective = stored * mult, and |stored| * mult for the alphas: stored * (-mult) where an alpha is negative.
+    # That factor is also d effective / d stored (sign +1 at 0, as gpt_sphere's _abs), kept for the backward pass
+    deff_dstored = np.where(is_alpha & (tail < 0), -mult, mult).astype(flat.dtype, copy=False)  # (f32 stays f32)
+    eff = tail * deff_dstored
+    cache = {"idx": idx, "norm_e": (h, den, ok), "layers": [], "attn": [], "hidden": [h], "scales": eff,
+             "deff_dstored": deff_dstored}
     for li in range(cfg.n_layer):
         p = f"layer{li}."
         c = {"h_in": h}
@@ -255,7 +276,7 @@ def _forward_sphere_np(params, flat, idx, cfg):
         qkv = _split_qkv(h.dot(stacked(flat, cfg, p + "attn_wq", 3).T), B, T, H)
         c["v"] = qkv[2]
         c["norm_qk"] = qkn, _, _ = l2_normalize_fused(qkv[:2])  # every head's q and k at once
-        c["qn"], c["kn"] = qkn
+        c["qn"], c["kn"] = qkn[0], qkn[1]
         c["q"], c["k"] = q, k = qkn * sqk
         y, c["weights"] = attention_np(q, k, c["v"], scale, bias)
         c["y"] = y = _merge_heads(y, N)
@@ -298,10 +319,10 @@ def sphere_residual_np_backward(dout, c, dalpha):
     """(dh, dh_block) of sphere_residual_np; writes the gradient of the effective alpha into dalpha.
     r = h + alpha (bn - h)."""
     dr = l2_normalize_fused_backward(dout, *c["norm_r"])
-    _sum(dr * c["step"], axis=0, out=dalpha)
+    _dot_columns(dr, c["step"], out=dalpha)
     db = dr * c["alpha"]
+    dr -= db  # dh = dr (1 - alpha)
     l2_normalize_fused_backward(db, *c["norm_b"], out=db)
-    dr *= 1 - c["alpha"]
     return dr, db
 
 
@@ -326,7 +347,7 @@ def _embedding_backward(dx0, idx, grads):
     """wte: one-hot(tokens)^T dx0 (a token used twice collects both gradients, unused rows get 0);
     wpe: position t's rows summed over the batch (positions beyond T get 0)."""
     B, T = idx.shape
-    np.dot(_one_hot(grads["wte"].shape[0], dx0.dtype)[idx.reshape(-1)].T, dx0, out=grads["wte"])
+    np.dot(_one_hot(grads["wte"].shape[0], dx0.dtype).take(idx.reshape(-1), axis=0).T, dx0, out=grads["wte"])
     _sum(dx0.reshape(B, T, -1), axis=0, out=grads["wpe"][:T])
     grads["wpe"][T:] = 0.0
 
@@ -341,7 +362,7 @@ def _backward_rmsnorm_np(dlogits, cache, params, flat, grads, gflat, cfg):
         # MLP block: x_out = x_mid + fc2(relu(fc1(rmsnorm(x_mid))))
         da = dx.dot(params[p + "mlp_fc2"])
         np.dot(dx.T, c["a"], out=grads[p + "mlp_fc2"])
-        da *= c["u"] > 0
+        da *= c["u"] > 0.0
         dxn2 = da.dot(params[p + "mlp_fc1"])
         np.dot(da.T, c["xn2"], out=grads[p + "mlp_fc1"])
         dx += rmsnorm_fused_backward(dxn2, c["xn2"], c["r2"])
@@ -361,10 +382,10 @@ def _backward_rmsnorm_np(dlogits, cache, params, flat, grads, gflat, cfg):
 def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
     B, T = cache["idx"].shape
     N, H, scale = B * T, cfg.n_head, cfg.head_dim ** 0.5
-    start, mult, is_alpha, where = scale_layout(cfg)
+    start, _, _, where = scale_layout(cfg)
     eff = cache["scales"]
-    deff = np.empty_like(eff)  # gradients of the effective scales; turned into the stored ones at the end
-    _sum(dlogits * cache["lm"].reshape(N, -1), axis=0, out=deff[where["sz"]])
+    deff = gflat[start:]  # first the gradients of the effective scales, turned into the stored ones at the end
+    _dot_columns(dlogits, cache["lm"].reshape(N, -1), out=deff[where["sz"]])
     dlm = dlogits * eff[where["sz"]]
     dh = dlm.dot(params["lm_head"])
     np.dot(dlm.T, cache["h_out"], out=grads["lm_head"])
@@ -374,8 +395,8 @@ def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
         dh, dh_mlp = sphere_residual_np_backward(dh, c["res_m"], deff[where[p + "mlp_alpha"]])
         da = dh_mlp.dot(params[p + "mlp_fc2"])
         np.dot(dh_mlp.T, c["a"], out=grads[p + "mlp_fc2"])
-        da *= c["u"] > 0
-        _sum(da * c["u_raw"], axis=0, out=deff[where[p + "mlp_su"]])
+        da *= c["u"] > 0.0
+        _dot_columns(da, c["u_raw"], out=deff[where[p + "mlp_su"]])
         da *= c["su"]
         dh += da.dot(params[p + "mlp_fc1"])
         np.dot(da.T, c["h_mid"], out=grads[p + "mlp_fc1"])
@@ -394,10 +415,7 @@ def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
         dh += dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
         np.dot(dqkv.T, c["h_in"], out=stacked(gflat, cfg, p + "attn_wq", 3))
     _embedding_backward(l2_normalize_fused_backward(dh, *cache["norm_e"]), cache["idx"], grads)
-    # effective = |stored| * mult (alphas) or stored * mult: d stored = d effective * mult * sign(stored) for the
-    # alphas (sign +1 at 0, as gpt_sphere's _abs), d effective * mult for the rest
-    tail = flat[start:]
-    np.multiply(deff, np.where(is_alpha & (tail < 0), -mult, mult), out=gflat[start:])
+    deff *= cache["deff_dstored"]  # the stored scales' gradients
 
 
 # --------------------------------------------------------------------------- loss
@@ -415,15 +433,15 @@ def make_batch(docs_tokens, block_size):
 def cross_entropy_fused(logits, targets, weights=None):
     """utils.cross_entropy_np and its backward in one pass over (N, V) logits: returns (loss, dlogits).
     weights (N,): each position's share of the loss (1/count, 0 for padding); None: the plain mean."""
-    N = logits.shape[0]
-    rows = _rows(N)
+    N, V = logits.shape
+    at = _row_starts(N, V) + targets  # each target in the flat view (1-D indexing: cheaper than [rows, targets])
     z = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(z)
     s = _sum(e, axis=1)
     nll = np.log(s)
-    nll -= z[rows, targets]
+    nll -= z.take(at)
     e /= s[:, None]  # softmax(logits), and from here dlogits = (softmax - onehot(targets)) * weight
-    e[rows, targets] -= 1.0
+    e.reshape(-1)[at] -= 1.0
     if weights is None:
         e *= 1.0 / N
         return float(_sum(nll) / N), e

@@ -43,6 +43,7 @@ def test_fused_l2_normalize_equals_the_twin_also_where_the_norm_is_clamped(shape
         x[0] = 0.0          # a zero vector: the clamped branch
         x[-1] *= 1e-14      # a tiny one: clamped too
     y, den, ok = ne.l2_normalize_fused(x)
+    assert (ok is None) == (x.ndim == 1)  # no mask is kept when no row was clamped
     assert rel_err(y, l2_normalize_np(x)) <= 1e-12
     assert rel_err(ne.l2_normalize_fused_backward(dy, y, den, ok), l2_normalize_np_backward(dy, x)) <= 1e-12
 
