@@ -40,7 +40,7 @@ from model_config import (
 from utils import cross_entropy_np, softmax_np
 
 _sum = np.add.reduce  # the ndarray method .sum() adds a Python-level call on top of this (measurable here)
-_min = np.minimum.reduce
+_min, _max = np.minimum.reduce, np.maximum.reduce
 
 
 def _dot_rows(a, b):
@@ -160,7 +160,7 @@ def attention_np(q, k, v, scale, bias):
     att = q @ k.swapaxes(-1, -2)
     att *= scale
     att += bias
-    att -= att.max(axis=-1, keepdims=True)
+    att -= _max(att, axis=-1, keepdims=True)
     np.exp(att, out=att)
     att /= _sum(att, axis=-1, keepdims=True)
     return att @ v, att
@@ -435,7 +435,7 @@ def cross_entropy_fused(logits, targets, weights=None):
     weights (N,): each position's share of the loss (1/count, 0 for padding); None: the plain mean."""
     N, V = logits.shape
     at = _row_starts(N, V) + targets  # each target in the flat view (1-D indexing: cheaper than [rows, targets])
-    z = logits - logits.max(axis=1, keepdims=True)
+    z = logits - _max(logits, axis=1, keepdims=True)
     e = np.exp(z)
     s = _sum(e, axis=1)
     nll = np.log(s)
