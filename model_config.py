@@ -190,20 +190,24 @@ def _scale_layout(vocab_size, n_embd, n_layer, block_size, alpha_init, sz_init):
     base = n_embd ** -0.5
     factor = {"attn_sqk": 1 / base, "attn_alpha": alpha_init / base, "mlp_su": n_embd ** 0.5,
               "mlp_alpha": alpha_init / base, "sz": sz_init / base}
-    mult, is_alpha, slices = np.empty(size - start), np.zeros(size - start, dtype=bool), {}
+    mult, sign_offset, slices = np.empty(size - start), np.full(size - start, np.inf), {}
     for key, (offset, shape) in offsets.items():
         if offset >= start:  # a scale vector
             sl = slice(offset - start, offset - start + shape[0])
             name = key.split(".")[-1]
-            mult[sl], is_alpha[sl], slices[key] = factor[name], name.endswith("alpha"), sl
-    return start, mult, is_alpha, slices
+            mult[sl], slices[key] = factor[name], sl
+            if name.endswith("alpha"):
+                sign_offset[sl] = 0.0
+    return start, mult, sign_offset, slices
 
 
 def scale_layout(cfg):
     """Sphere mode: the scale vectors lie together at the end of the flat buffer (each layer's attn_sqk,
-    attn_alpha, mlp_su, mlp_alpha, then sz). Returns (start, mult, is_alpha, slices): the effective values of
+    attn_alpha, mlp_su, mlp_alpha, then sz). Returns (start, mult, sign_offset, slices): the effective values of
     all of them are |scales| * mult for the alphas and scales * mult for the rest (see effective_scales), in one
-    vectorized step; slices[key] is each one's place in that tail."""
+    vectorized step; sign_offset is 0 at the alphas and +inf elsewhere, so that the sign of scales + sign_offset
+    is the factor the abs applies (+1 at 0, and for everything that is not an alpha); slices[key] is each one's
+    place in that tail."""
     return _scale_layout(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.alpha_init, cfg.sz_init)
 
 

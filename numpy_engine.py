@@ -260,11 +260,12 @@ def _forward_sphere_np(params, flat, idx, cfg):
     bias, scale = _causal_bias(T, h.dtype), cfg.head_dim ** 0.5
     # nGPT's scales, stored small, at the effective size the forward pass uses (model_config.effective_scales):
     # all of them at once, as one vector (model_config.scale_layout), then a slice for each
-    start, mult, is_alpha, where = scale_layout(cfg)
+    start, mult, sign_offset, where = scale_layout(cfg)
     tail = flat[start:]
     # effective = stored * mult, and |stored| * mult for the alphas: stored * (-mult) where an alpha is negative.
-    # That factor is also d effective / d stored (sign +1 at 0, as gpt_sphere's _abs), kept for the backward pass
-    deff_dstored = np.where(is_alpha & (tail < 0), -mult, mult).astype(flat.dtype, copy=False)  # (f32 stays f32)
+    # That factor is also d effective / d stored (sign +1 at 0, as gpt_sphere's _abs), kept for the backward pass;
+    # sign_offset (0 at the alphas, +inf elsewhere) makes it +mult for the rest and at -0.0 (-0.0 + 0.0 = +0.0)
+    deff_dstored = np.copysign(mult, tail + sign_offset).astype(flat.dtype, copy=False)  # (f32 stays f32)
     eff = tail * deff_dstored
     cache = {"idx": idx, "norm_e": (h, den, ok), "layers": [], "attn": [], "hidden": [h], "scales": eff,
              "deff_dstored": deff_dstored}

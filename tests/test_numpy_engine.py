@@ -99,6 +99,21 @@ def test_the_fused_engine_equals_the_unfused_one(norm, words):
         assert a.shape == b.shape and rel_err(a, b) <= 1e-12
 
 
+def test_an_alpha_stored_as_zero_or_minus_zero_takes_the_sign_plus_one():
+    """effective alpha = |stored| * mult: d/d stored = sign(stored) * mult with sign +1 at 0 and at -0.0 (gpt_sphere's
+    _abs: `a if a.data >= 0`), -1 below; the engine reads that sign with copysign, which alone would say -1 at -0.0."""
+    cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=1, block_size=8, norm="sphere")
+    params = mg.init_params(cfg, seed=5)
+    for key in ("layer0.attn_alpha", "layer0.mlp_alpha"):
+        params[key][:4] = [0.0, -0.0, -0.3, 0.3]
+    docs = [mg.doc_tokens("mallory", VOCAB)]
+    grads, grads_u = ne.loss_and_grads_np(params, docs, cfg)[1], unfused.loss_and_grads_np(params, docs, cfg)[1]
+    for key in ("layer0.attn_alpha", "layer0.mlp_alpha"):
+        assert np.abs(grads_u[key][:4]).min() > 1e-6  # (so that a wrong sign would show)
+        assert rel_err(grads[key], grads_u[key]) <= 1e-12, key
+
+
+
 def test_grads_written_into_a_reused_buffer_are_the_same_as_fresh_ones():
     cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2, norm="sphere")
     params = mg.init_params(cfg, seed=1)
