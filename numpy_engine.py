@@ -73,6 +73,15 @@ def _one_hot(V, dtype):
     return _CONSTANTS[key]
 
 
+def _position_one_hot(B, T, V, block_size, dtype):
+    """(B * T, V + block_size): a 1 in column V + t of the rows of position t (the wpe half of the embedding's
+    one-hot rows; _embedding_backward adds the token half)."""
+    key = ("positions", B, T, V, block_size, dtype)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = _one_hot(V + block_size, dtype).take(np.tile(V + np.arange(T), B), axis=0)
+    return _CONSTANTS[key]
+
+
 def _row_starts(N, V):
     """0, V, 2V, ...: where each row of a contiguous (N, V) array starts in its flat view."""
     key = ("rows", N, V)
@@ -344,13 +353,15 @@ def backward_np(dlogits, cache, params, cfg, out=None):
     return out
 
 
-def _embedding_backward(dx0, idx, grads):
-    """wte: one-hot(tokens)^T dx0 (a token used twice collects both gradients, unused rows get 0);
-    wpe: position t's rows summed over the batch (positions beyond T get 0)."""
+def _embedding_backward(dx0, idx, gflat, cfg):
+    """wte: one-hot(tokens)^T dx0 (a token used twice collects both gradients, unused rows get 0); wpe: the same
+    with one-hot(positions) (positions beyond T get 0). wte | wpe lie back to back at the start of the flat buffer,
+    so both are one product into that (V + block_size, C) block: [one-hot(token) | one-hot(position)]^T dx0."""
     B, T = idx.shape
-    np.dot(_one_hot(grads["wte"].shape[0], dx0.dtype).take(idx.reshape(-1), axis=0).T, dx0, out=grads["wte"])
-    _sum(dx0.reshape(B, T, -1), axis=0, out=grads["wpe"][:T])
-    grads["wpe"][T:] = 0.0
+    V, rows = cfg.vocab_size, cfg.vocab_size + cfg.block_size
+    hot = _one_hot(rows, dx0.dtype).take(idx.reshape(-1), axis=0)  # a 1 in each row's token column
+    hot += _position_one_hot(B, T, V, cfg.block_size, dx0.dtype)     # and one in its position's column
+    np.dot(hot.T, dx0, out=gflat[:rows * cfg.n_embd].reshape(rows, cfg.n_embd))
 
 
 def _backward_rmsnorm_np(dlogits, cache, params, flat, grads, gflat, cfg):
@@ -377,7 +388,7 @@ def _backward_rmsnorm_np(dlogits, cache, params, flat, grads, gflat, cfg):
         dxn = dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
         np.dot(dqkv.T, c["xn"], out=stacked(gflat, cfg, p + "attn_wq", 3))
         dx += rmsnorm_fused_backward(dxn, c["xn"], c["r1"])
-    _embedding_backward(rmsnorm_fused_backward(dx, cache["x"], cache["r0"]), cache["idx"], grads)
+    _embedding_backward(rmsnorm_fused_backward(dx, cache["x"], cache["r0"]), cache["idx"], gflat, cfg)
 
 
 def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
@@ -415,7 +426,7 @@ def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
         dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(N, -1)  # (N, 3C): dq_raw | dk_raw | dv
         dh += dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
         np.dot(dqkv.T, c["h_in"], out=stacked(gflat, cfg, p + "attn_wq", 3))
-    _embedding_backward(l2_normalize_fused_backward(dh, *cache["norm_e"]), cache["idx"], grads)
+    _embedding_backward(l2_normalize_fused_backward(dh, *cache["norm_e"]), cache["idx"], gflat, cfg)
     deff *= cache["deff_dstored"]  # the stored scales' gradients
 
 

@@ -202,3 +202,15 @@ def test_float32_needs_the_numpy_engine():
         mg.train(WORDS[:8], WORDS[8:], VOCAB, cfg, steps=1, engine="value", dtype="float32")
     with pytest.raises(mg.InputError, match="dtype must be one of"):
         mg.init_params(cfg, dtype="float16")
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+def test_the_blocks_the_engine_reads_as_one_matrix_lie_back_to_back(norm):
+    """wte | wpe (the embedding gradient is one product) and each layer's wq | wk | wv (one matmul for q, k, v)."""
+    cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=2, block_size=8, norm=norm)
+    offsets = ne.param_offsets(cfg)[0]
+    C = cfg.n_embd
+    assert offsets["wte"][0] == 0 and offsets["wpe"][0] == V * C
+    for i in range(cfg.n_layer):
+        q = offsets[f"layer{i}.attn_wq"][0]
+        assert offsets[f"layer{i}.attn_wk"][0] == q + C * C and offsets[f"layer{i}.attn_wv"][0] == q + 2 * C * C
