@@ -193,6 +193,11 @@ def _split_qkv(qkv, B, T, H):
     return qkv.reshape(B, T, 3, H, -1).transpose(2, 0, 3, 1, 4)
 
 
+def _heads(x):
+    """(B, T, H, hd) -> (B, H, T, hd), the layout attention works in (a view)."""
+    return x.transpose(0, 2, 1, 3)
+
+
 def _merge_heads(y, N):
     """(B, H, T, hd) -> (N, C)."""
     return y.transpose(0, 2, 1, 3).reshape(N, -1)
@@ -282,13 +287,13 @@ def _forward_sphere_np(params, flat, idx, cfg):
         p = f"layer{li}."
         c = {"h_in": h}
         # attention: q and k of each head are unit vectors times s_qk (a scaled cosine), sqrt(head_dim) scale
-        c["sqk"] = sqk = eff[where[p + "attn_sqk"]].reshape(H, 1, -1)  # per head, broadcast over positions
-        qkv = _split_qkv(h.dot(stacked(flat, cfg, p + "attn_wq", 3).T), B, T, H)
-        c["v"] = qkv[2]
-        c["norm_qk"] = qkn, _, _ = l2_normalize_fused(qkv[:2])  # every head's q and k at once
-        c["qn"], c["kn"] = qkn[0], qkn[1]
-        c["q"], c["k"] = q, k = qkn * sqk
-        y, c["weights"] = attention_np(q, k, c["v"], scale, bias)
+        c["sqk"] = sqk = eff[where[p + "attn_sqk"]].reshape(H, -1)  # (H, hd): per head and dimension
+        qkv = h.dot(stacked(flat, cfg, p + "attn_wq", 3).T).reshape(B, T, 3, H, -1)  # per position q | k | v, by head
+        c["norm_qk"] = qkn, _, _ = l2_normalize_fused(qkv[:, :, :2])  # every head's q and k at once
+        qk = qkn * sqk
+        c["qn"], c["kn"] = _heads(qkn[:, :, 0]), _heads(qkn[:, :, 1])
+        c["q"], c["k"], c["v"] = q, k, v = _heads(qk[:, :, 0]), _heads(qk[:, :, 1]), _heads(qkv[:, :, 2])
+        y, c["weights"] = attention_np(q, k, v, scale, bias)
         c["y"] = y = _merge_heads(y, N)
         h, c["res_a"] = sphere_residual_np(h, y.dot(params[p + "attn_wo"].T), eff[where[p + "attn_alpha"]])
         c["h_mid"] = h
@@ -381,10 +386,9 @@ def _backward_rmsnorm_np(dlogits, cache, params, flat, grads, gflat, cfg):
         # attention block: x_mid = x_in + wo(attention(q, k, v)), q | k | v = rmsnorm(x_in) [wq | wk | wv]^T
         dy = dx.dot(params[p + "attn_wo"])
         np.dot(dx.T, c["y"], out=grads[p + "attn_wo"])
-        dqkv = np.empty((3, B, cfg.n_head, T, cfg.head_dim), dtype=dx.dtype)
-        attention_np_backward(dy.reshape(B, T, cfg.n_head, -1).transpose(0, 2, 1, 3), c["q"], c["k"], c["v"],
-                              c["weights"], scale, dqkv)
-        dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(N, -1)  # (N, 3C): dq | dk | dv
+        dqkv = np.empty((N, 3 * cfg.n_embd), dtype=dx.dtype)  # dq | dk | dv, laid out as qkv
+        attention_np_backward(_heads(dy.reshape(B, T, cfg.n_head, -1)), c["q"], c["k"], c["v"], c["weights"], scale,
+                              _split_qkv(dqkv, B, T, cfg.n_head))
         dxn = dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
         np.dot(dqkv.T, c["xn"], out=stacked(gflat, cfg, p + "attn_wq", 3))
         dx += rmsnorm_fused_backward(dxn, c["xn"], c["r1"])
@@ -416,14 +420,13 @@ def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
         dh, dh_attn = sphere_residual_np_backward(dh, c["res_a"], deff[where[p + "attn_alpha"]])
         dy = dh_attn.dot(params[p + "attn_wo"])
         np.dot(dh_attn.T, c["y"], out=grads[p + "attn_wo"])
-        dqkv = np.empty((3, B, H, T, cfg.head_dim), dtype=dh.dtype)
-        attention_np_backward(dy.reshape(B, T, H, -1).transpose(0, 2, 1, 3), c["q"], c["k"], c["v"], c["weights"],
-                              scale, dqkv)
-        dqk = dqkv[:2]  # q = qn * s_qk, k = kn * s_qk: s_qk's gradient, then through both normalizations at once
-        _sum(dqk * c["norm_qk"][0], axis=(0, 1, 3), out=deff[where[p + "attn_sqk"]].reshape(H, -1))
+        dqkv = np.empty((N, 3 * cfg.n_embd), dtype=dh.dtype)  # dq_raw | dk_raw | dv, laid out as qkv
+        attention_np_backward(_heads(dy.reshape(B, T, H, -1)), c["q"], c["k"], c["v"], c["weights"], scale,
+                              _split_qkv(dqkv, B, T, H))
+        dqk = dqkv.reshape(B, T, 3, H, -1)[:, :, :2]  # q = qn * s_qk, k = kn * s_qk: s_qk's gradient, then through
+        _sum(dqk * c["norm_qk"][0], axis=(0, 1, 2), out=deff[where[p + "attn_sqk"]].reshape(H, -1))  # both norms
         dqk *= c["sqk"]
         l2_normalize_fused_backward(dqk, *c["norm_qk"], out=dqk)
-        dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(N, -1)  # (N, 3C): dq_raw | dk_raw | dv
         dh += dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
         np.dot(dqkv.T, c["h_in"], out=stacked(gflat, cfg, p + "attn_wq", 3))
     _embedding_backward(l2_normalize_fused_backward(dh, *cache["norm_e"]), cache["idx"], gflat, cfg)
