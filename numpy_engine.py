@@ -41,6 +41,8 @@ from utils import cross_entropy_np, softmax_np
 
 _sum = np.add.reduce  # the ndarray method .sum() adds a Python-level call on top of this (measurable here)
 _max = np.maximum.reduce
+EPS_NORM = 1e-12  # l2_normalize's clamp (sphere.l2_normalize_np)
+EPS_RMS = 1e-5    # rmsnorm's epsilon (utils.rmsnorm)
 
 
 def _dot_rows(a, b):
@@ -52,8 +54,6 @@ def _dot_rows(a, b):
 def _dot_columns(a, b, out):
     """The dot product of matching columns of 2-D a and b, into out: sum(a * b, axis=0) in one NumPy call."""
     return np.vecdot(a.T, b.T, out=out)
-EPS_NORM = 1e-12  # l2_normalize's clamp (sphere.l2_normalize_np)
-EPS_RMS = 1e-5    # rmsnorm's epsilon (utils.rmsnorm)
 
 _CONSTANTS = {}
 
@@ -423,8 +423,9 @@ def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
         dqkv = np.empty((N, 3 * cfg.n_embd), dtype=dh.dtype)  # dq_raw | dk_raw | dv, laid out as qkv
         attention_np_backward(_heads(dy.reshape(B, T, H, -1)), c["q"], c["k"], c["v"], c["weights"], scale,
                               _split_qkv(dqkv, B, T, H))
-        dqk = dqkv.reshape(B, T, 3, H, -1)[:, :, :2]  # q = qn * s_qk, k = kn * s_qk: s_qk's gradient, then through
-        _sum(dqk * c["norm_qk"][0], axis=(0, 1, 2), out=deff[where[p + "attn_sqk"]].reshape(H, -1))  # both norms
+        # q = qn * s_qk, k = kn * s_qk: s_qk's gradient, then back through both normalizations at once
+        dqk = dqkv.reshape(B, T, 3, H, -1)[:, :, :2]
+        _sum(dqk * c["norm_qk"][0], axis=(0, 1, 2), out=deff[where[p + "attn_sqk"]].reshape(H, -1))
         dqk *= c["sqk"]
         l2_normalize_fused_backward(dqk, *c["norm_qk"], out=dqk)
         dh += dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
