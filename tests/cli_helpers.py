@@ -1,5 +1,6 @@
 """Shared by the command-line tests: a tiny model's flags, a tiny corpus, and main() run in-process."""
 import os
+import signal
 import subprocess
 import sys
 
@@ -15,6 +16,18 @@ def write_corpus(folder, text=NAMES, name="names.txt"):
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
+
+
+def interrupt_at(monkeypatch, k):
+    """Make the k-th optimizer step deliver a real SIGINT (Ctrl-C) to this process."""
+    real = mg.adam_step
+
+    def adam_step(flat, grad, m, v, step, *args, **kwargs):
+        real(flat, grad, m, v, step, *args, **kwargs)
+        if step + 1 == k:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(mg, "adam_step", adam_step)
 
 
 def run(capsys, argv):

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from cli_helpers import ROOT, TINY, run, snapshot, write_corpus
+from cli_helpers import ROOT, TINY, interrupt_at, run, snapshot, write_corpus
 
 import corpora
 import microgpt as mg
@@ -55,24 +55,12 @@ def test_cropping_is_reported_once(tmp_path, capsys):
     assert out.count("cropped") == 1 and "2 docs are longer than block_size 6" in out
 
 
-def _interrupt_at(monkeypatch, k):
-    """Make the k-th optimizer step deliver a real SIGINT (Ctrl-C) to this process."""
-    real = mg.adam_step
-
-    def adam_step(flat, grad, m, v, step, *args, **kwargs):
-        real(flat, grad, m, v, step, *args, **kwargs)
-        if step + 1 == k:
-            signal.raise_signal(signal.SIGINT)
-
-    monkeypatch.setattr(mg, "adam_step", adam_step)
-
-
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
 def test_ctrl_c_saves_and_resume_matches_uninterrupted_run(tmp_path, corpus, capsys, monkeypatch, norm):
     args = TINY + ["--corpus", corpus, "--norm", norm, "--steps", "30", "--batch-size", "2", "--eval-every", "7"]
     code, _, err = run(capsys, args + ["--out", str(tmp_path / "full")])
     assert code == 0, err
-    _interrupt_at(monkeypatch, 12)
+    interrupt_at(monkeypatch, 12)
     code, _, err = run(capsys, args + ["--out", str(tmp_path / "part")])
     assert code == 130
     assert "interrupted at step 12/30" in err and "--resume" in err
@@ -92,14 +80,14 @@ def test_ctrl_c_saves_and_resume_matches_uninterrupted_run(tmp_path, corpus, cap
 def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command_resumes(tmp_path, corpus, capsys,
                                                                                          monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _interrupt_at(monkeypatch, 3)
+    interrupt_at(monkeypatch, 3)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
     assert code == 130 and os.path.join("out", "run-1", "checkpoint.npz") in err
     assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3
     # a second interrupted run keeps the first one's checkpoint and takes the next free folder
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
-    _interrupt_at(monkeypatch, 5)
+    interrupt_at(monkeypatch, 5)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
     assert code == 130 and os.path.join("out", "run-2", "checkpoint.npz") in err
     assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3

@@ -14,7 +14,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from cli_helpers import ROOT, TINY, run, snapshot, start, write_corpus
+from cli_helpers import ROOT, TINY, interrupt_at, run, snapshot, start, write_corpus
 
 import microgpt as mg
 import run_files
@@ -280,14 +280,7 @@ def test_a_full_disk_while_writing_the_plot_is_an_io_error(tmp_path, corpus, cap
 
 
 def test_ctrl_c_on_a_full_disk_says_what_was_kept(tmp_path, corpus, capsys, monkeypatch):
-    real = mg.adam_step
-
-    def adam_step(flat, grad, m, v, step, *args, **kwargs):
-        real(flat, grad, m, v, step, *args, **kwargs)
-        if step + 1 == 15:
-            signal.raise_signal(signal.SIGINT)
-
-    monkeypatch.setattr(mg, "adam_step", adam_step)
+    interrupt_at(monkeypatch, 15)
     fail_fsync_after(monkeypatch, 1)
     out = tmp_path / "run"
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "40", "--eval-every", "10", "--out", str(out)])
@@ -346,14 +339,7 @@ def test_a_tiny_temperature_is_greedy_not_nan(corpus, capsys):
 def test_a_corpus_edited_between_interrupt_and_resume_is_refused(tmp_path, capsys, monkeypatch):
     corpus = write_corpus(str(tmp_path))
     out = str(tmp_path / "run")
-    real = mg.adam_step
-
-    def adam_step(flat, grad, m, v, step, *args, **kwargs):
-        real(flat, grad, m, v, step, *args, **kwargs)
-        if step + 1 == 3:
-            signal.raise_signal(signal.SIGINT)
-
-    monkeypatch.setattr(mg, "adam_step", adam_step)
+    interrupt_at(monkeypatch, 3)
     assert run(capsys, TINY + ["--corpus", corpus, "--steps", "10", "--out", out])[0] == EXIT_INTERRUPTED
     monkeypatch.undo()
     with open(corpus, "a", encoding="utf-8") as f:
