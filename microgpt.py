@@ -334,16 +334,22 @@ def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99
 def retract(params, cfg):
     """Sphere mode: put every matrix back on the sphere along its embedding dimension (in place): w / |w|,
     as l2_normalize_np, for rows or columns as sphere_axes says. (Matrices that lie back to back in the flat
-    buffer and are normalized by rows are done as one block, sphere_blocks: the same numbers, fewer calls.)"""
+    buffer and are normalized by rows are done as one block, sphere_blocks: the same numbers, fewer calls.)
+    Returns the norms it divided by, a list of arrays: concatenated, one per unit vector in the flat layout's
+    order (wte rows, wpe rows, lm_head rows, then each layer's), i.e. how far the update had pushed each off
+    the sphere (1 = not at all)."""
     flat = laid_out(params, cfg)
     if flat is None:  # not one flat buffer: matrix by matrix
         blocks = [(params[key], axis) for key, axis in sphere_axes(cfg).items()]
     else:
         blocks = [(flat[o:o + rows * cols].reshape(rows, cols), axis) for o, rows, cols, axis in sphere_blocks(cfg)]
+    norms = []
     for w, axis in blocks:
         vectors = w if axis == 1 else w.T  # one vector per row
         n = np.maximum(np.sqrt(np.vecdot(vectors, vectors)), 1e-12)  # their norms (vecdot: one call for all)
         w /= n[:, None] if axis == 1 else n  # each row divided by its norm, or each column by its own
+        norms.append(n)
+    return norms
 
 
 def on_sphere(params, cfg, tol=1e-6):

@@ -17,6 +17,12 @@ import numbers
 from contextlib import contextmanager
 
 
+class NumericError(ArithmeticError):
+    """The engine's own numeric failure: log of a non-positive number, division by zero, an overflow, a NaN or
+    inf reaching log / exp / sqrt. Training reports it as divergence; every other exception (a shape mistake,
+    a NameError, ...) is a bug in the code that called the engine and surfaces as a normal traceback."""
+
+
 class Value:
     """One scalar node of a computation graph.
 
@@ -94,20 +100,20 @@ class Value:
                             f"int or float (got exponent {exponent!r})")
         x = self.data
         if x == 0 and exponent < 0:
-            raise ZeroDivisionError(f"Value power (**): {x!r} ** {exponent!r} is undefined (division by zero)")
+            raise NumericError(f"Value power (**): {x!r} ** {exponent!r} is undefined (division by zero)")
         if x < 0 and not float(exponent).is_integer():
-            raise ValueError(f"Value power (**): negative base {x!r} ** non-integer {exponent!r} "
+            raise NumericError(f"Value power (**): negative base {x!r} ** non-integer {exponent!r} "
                              "is not a real number")
         if x == 0 and 0 < exponent < 1:
             # e.g. 0 ** 0.5: the value is 0 but n x^(n-1) = n / x^(1-n) is infinite
-            raise ValueError(f"Value power (**): {x!r} ** {exponent!r} has an infinite derivative "
+            raise NumericError(f"Value power (**): {x!r} ** {exponent!r} has an infinite derivative "
                              "(needs a positive base)")
         try:
             out = x ** exponent
             # n == 0 separately: 0 * 0 ** -1 would raise although d(x^0)/dx = 0
             local_grad = exponent * x ** (exponent - 1) if exponent != 0 else 0.0
         except OverflowError:
-            raise OverflowError(f"Value power (**): {x!r} ** {exponent!r} (or its derivative) "
+            raise NumericError(f"Value power (**): {x!r} ** {exponent!r} (or its derivative) "
                                 "overflows a float") from None
         return Value(out, (self,), (local_grad,), f"**{exponent:g}")
 
@@ -120,7 +126,7 @@ class Value:
         x = self.data
         _check_finite("log", x)
         if x <= 0:
-            raise ValueError(f"Value.log: log of non-positive value {x!r} is undefined")
+            raise NumericError(f"Value.log: log of non-positive value {x!r} is undefined")
         return Value(math.log(x), (self,), (1.0 / x,), "log")
 
     def exp(self):
@@ -128,7 +134,7 @@ class Value:
         try:
             e = math.exp(self.data)
         except OverflowError:
-            raise OverflowError(f"Value.exp: exp({self.data!r}) overflows a float (limit is about 709.78)") from None
+            raise NumericError(f"Value.exp: exp({self.data!r}) overflows a float (limit is about 709.78)") from None
         return Value(e, (self,), (e,), "exp")
 
     def relu(self):
@@ -143,10 +149,10 @@ class Value:
         x = self.data
         _check_finite("sqrt", x)
         if x < 0:
-            raise ValueError(f"Value.sqrt: sqrt of negative value {x!r} is not a real number")
+            raise NumericError(f"Value.sqrt: sqrt of negative value {x!r} is not a real number")
         if x == 0:
             # sqrt(0) = 0 is fine, but d sqrt(x)/dx = 1 / (2 sqrt(x)) is infinite there
-            raise ValueError(f"Value.sqrt: sqrt of {x!r} has an infinite derivative (needs a positive value)")
+            raise NumericError(f"Value.sqrt: sqrt of {x!r} has an infinite derivative (needs a positive value)")
         s = math.sqrt(x)
         return Value(s, (self,), (0.5 / s,), "sqrt")
 
@@ -207,7 +213,7 @@ def _check_real(data):
 def _check_finite(op, x):
     """log, exp and sqrt of NaN or +-inf: one clear error instead of a NaN that spreads through the graph."""
     if not math.isfinite(x):
-        raise ValueError(f"Value.{op}: {op}({x!r}) is undefined here: the input is not a finite number "
+        raise NumericError(f"Value.{op}: {op}({x!r}) is undefined here: the input is not a finite number "
                          "(something before it overflowed or became NaN)")
 
 
@@ -218,11 +224,11 @@ def _divide(a, b):
     into Python's bare "float division by zero" although b != 0.
     """
     if b == 0:
-        raise ZeroDivisionError(f"Value division (/): {a!r} / {b!r} divides by zero")
+        raise NumericError(f"Value division (/): {a!r} / {b!r} divides by zero")
     out, inv = a / b, 1.0 / b
     db = -out * inv
     if not (math.isfinite(inv) and math.isfinite(db)):  # a/b = inf makes db inf; 0 * (1/b = inf) makes it NaN
-        raise OverflowError(f"Value division (/): {a!r} / {b!r} (or its derivative) overflows a float")
+        raise NumericError(f"Value division (/): {a!r} / {b!r} (or its derivative) overflows a float")
     return out, inv, db
 
 

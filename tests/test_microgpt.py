@@ -532,3 +532,19 @@ def test_the_parameter_count_formula_matches_the_shapes(kw):
     from model_config import n_params
     cfg = GPTConfig(vocab_size=V, **kw)
     assert n_params(cfg) == sum(a.size for a in init_params(cfg).values())
+
+
+@pytest.mark.parametrize("laid_out", [True, False])
+def test_retract_returns_each_vectors_norm_before_it_was_put_back(laid_out):
+    cfg = mg.GPTConfig(vocab_size=7, n_embd=8, n_head=2, n_layer=2, block_size=5, norm="sphere")
+    params = mg.init_params(cfg, seed=3)
+    rng = np.random.default_rng(0)
+    for a in params.values():
+        a += 0.1 * rng.standard_normal(a.shape)
+    before = {k: a.copy() for k, a in params.items()}
+    if not laid_out:
+        params = {k: a.copy() for k, a in params.items()}  # separate arrays: the matrix-by-matrix path
+    norms = np.concatenate(mg.retract(params, cfg))
+    expected = [np.linalg.norm(before[k], axis=axis) for k, axis in mg.sphere_axes(cfg).items()]
+    np.testing.assert_allclose(norms, np.concatenate(expected), rtol=1e-13)
+    assert not np.allclose(norms, 1.0)  # the update had moved them off the sphere

@@ -33,7 +33,7 @@ from IPython.display import Image, display
 
 import utils
 from utils import linear, rmsnorm, softmax
-from value import Value, draw_graph, gradient_check, trace_backward, zero_grad
+from value import NumericError, Value, draw_graph, gradient_check, trace_backward, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 np.set_printoptions(precision=6, suppress=True)
@@ -174,7 +174,7 @@ for c in [-100.0, 0.0, 3.5, 1000.0]:
 
 try:
     Value(2.0 + 1000.0).exp()  # what softmax would compute without subtracting max_val first
-except OverflowError as e:
+except NumericError as e:
     print("without subtracting the max:", e)
 
 # %% [markdown]
