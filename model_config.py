@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from errors import InputError
+from harness.errors import InputError
 
 
 @dataclass
@@ -181,6 +181,16 @@ def sphere_blocks(cfg):
     matrices whose rows are normalized and have the same width form one block (wte | wpe | lm_head | the
     first layer's wq | wk | wv are one (2V + T + 3C, C) block), so the retraction needs few NumPy calls."""
     return _sphere_blocks(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size)
+
+
+def sphere_matrices(params, cfg):
+    """(matrix, axis) for every matrix that sphere mode keeps on the sphere along `axis` (sphere_axes), as views
+    to normalize in place: the blocks of sphere_blocks when params lie in the flat layout (fewer NumPy calls,
+    the same numbers), else matrix by matrix. Either way their vectors come in the flat layout's order."""
+    flat = laid_out(params, cfg)
+    if flat is None:
+        return [(params[key], axis) for key, axis in sphere_axes(cfg).items()]
+    return [(flat[o:o + rows * cols].reshape(rows, cols), axis) for o, rows, cols, axis in sphere_blocks(cfg)]
 
 
 @lru_cache(maxsize=64)

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from errors import InputError
+from harness.errors import InputError
 from model_config import (
     alloc_params,
     chunk_rows,
@@ -480,11 +480,12 @@ def loss_and_grads_np(params, docs_tokens, cfg, out=None):
     """The mean next-token NLL over all predicted positions of the batch, and its gradient (into `out`, a grads
     dict from alloc_params, when given). docs_tokens are checked by microgpt.loss_and_grads."""
     inputs, targets, weights = _batch(docs_tokens, cfg.block_size)
-    logits, cache = _forward(params, inputs, cfg)
-    if weights is not None:
-        weights = weights.astype(logits.dtype)
-    loss, dlogits = cross_entropy_fused(logits, targets.reshape(-1), weights)
-    return loss, backward_np(dlogits, cache, params, cfg, out)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # overflow shows as a non-finite result,
+        logits, cache = _forward(params, inputs, cfg)                      # which training checks (and reports)
+        if weights is not None:
+            weights = weights.astype(logits.dtype)
+        loss, dlogits = cross_entropy_fused(logits, targets.reshape(-1), weights)
+        return loss, backward_np(dlogits, cache, params, cfg, out)
 
 
 def evaluate(params, docs_tokens, cfg):
@@ -493,9 +494,10 @@ def evaluate(params, docs_tokens, cfg):
     total, count, chunk = 0.0, 0, chunk_rows(cfg)
     for i in range(0, len(docs_tokens), chunk):
         inputs, targets, mask = make_batch(docs_tokens[i:i + chunk], cfg.block_size)
-        logits, _ = forward_np(params, inputs, cfg)
-        n = int(mask.sum())
-        total += cross_entropy_np(logits[mask], targets[mask]) * n
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # (overflow: a non-finite result)
+            logits, _ = forward_np(params, inputs, cfg)
+            n = int(mask.sum())
+            total += cross_entropy_np(logits[mask], targets[mask]) * n
         count += n
     return total / count
 
@@ -529,7 +531,7 @@ def baselines(train_tokens, val_tokens, cfg):
             "bigram": float(-np.log(bigram[vp, vn]).mean())}
 
 
-# --------------------------------------------------------------------------- sampling (microgpt.sample)
+# --------------------------------------------------------------------------- sampling (microgpt.iter_samples)
 
 GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see too_cold)
 
@@ -537,33 +539,46 @@ GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see too_co
 def too_cold(logits, temperature):
     """True (per row of logits) where the sampling distribution is taken as the argmax: below GREEDY_BELOW, or
     where logits / T, or its derivative logits / T^2 that the Value engine computes, would overflow. There
-    softmax(logits / T) is one-hot in float64 anyway (unless two logits tie to within T * 745)."""
+    softmax(logits / T) is one-hot in float64 anyway (unless two logits tie to within T * 745).
+    Logits that are not finite numbers are an InputError: such a model cannot be sampled from."""
+    logits = np.asarray(logits, dtype=np.float64)
+    if not np.isfinite(logits).all():
+        raise InputError("the model's logits are not finite numbers (its weights are too large for float64 "
+                         f"arithmetic, max |logit| {np.abs(logits).max():.3g}): it cannot be sampled from")
     with np.errstate(over="ignore"):
         return (temperature < GREEDY_BELOW) | ~np.isfinite(np.abs(logits).max(axis=-1) / temperature / temperature)
-
-
-def not_finite(logits):
-    return InputError("the model's logits are not finite numbers (its weights are too large for float64 "
-                      f"arithmetic, max |logit| {np.abs(logits).max():.3g}): it cannot be sampled from")
 
 
 def draw(probs, u):
     """Inverse-CDF draw (like random.choices): the first token whose cumulative probability reaches u.
     probs (..., V), u (...) in [0, 1); the same arithmetic for one sample or a batch."""
+    probs = np.asarray(probs)
     return np.minimum((np.cumsum(probs, axis=-1) < np.expand_dims(u, -1)).sum(axis=-1), probs.shape[-1] - 1)
 
 
-def sample_np(params, cfg, bos, prefix, temperature, u):
-    """microgpt.sample_value's loop on arrays, for len(u) samples at once: each forward_np call advances all of
-    them by one position. Returns each sample's token ids after BOS (microgpt.sample decodes them)."""
-    n = len(u)
-    tokens = np.array([[bos] + prefix] * n, dtype=np.int64)
+SAMPLE_CHUNK = 1024  # samples_np advances at most this many names at once (fewer for a big model)
+
+
+def samples_np(params, cfg, prefix, temperature, num_samples, rng):
+    """microgpt.sample_value's loop on arrays: the token ids (after BOS) of num_samples names, one at a time,
+    computed a chunk at a time (model_config.chunk_rows: memory stays bounded, whatever num_samples is). The
+    uniform numbers are rows of rng.random, in order, exactly as the Value engine draws them."""
+    rows = chunk_rows(cfg, most=SAMPLE_CHUNK)
+    for start in range(0, num_samples, rows):
+        yield from sample_np(params, cfg, prefix, temperature, rng.random((min(rows, num_samples - start),
+                                                                          cfg.block_size)))
+
+
+def sample_np(params, cfg, prefix, temperature, u):
+    """len(u) names at once: each forward_np call advances all of them by one position; row i draws its token at
+    position p with u[i, p]. Returns each name's token ids after BOS."""
+    n, bos = len(u), cfg.vocab_size - 1
+    tokens = np.array([[bos] + list(prefix)] * n, dtype=np.int64)
     done = np.zeros(n, dtype=bool)
     while tokens.shape[1] <= cfg.block_size and not done.all():
-        logits, _ = forward_np(params, tokens, cfg)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # (too_cold refuses non-finite logits)
+            logits, _ = forward_np(params, tokens, cfg)
         z = logits[:, -1].astype(np.float64)
-        if not np.isfinite(z).all():
-            raise not_finite(z)
         pos = tokens.shape[1] - 1  # the position whose prediction is drawn now
         cold = too_cold(z, temperature)
         with np.errstate(over="ignore", invalid="ignore"):  # (overflowing rows are the cold ones: argmax there)

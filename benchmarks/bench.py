@@ -59,6 +59,8 @@ import numpy_engine_unfused as unfused  # noqa: E402
 from naive_value import NaiveValue  # noqa: E402
 
 import microgpt  # noqa: E402
+import numpy_engine  # noqa: E402
+from harness.checks import check_tokens  # noqa: E402
 from microgpt import GPTConfig, adam_step, alloc_params, flat_buffer, init_params, loss_and_grads, retract  # noqa: E402
 
 try:  # PyTorch is never a requirement: its rows appear only where it happens to be installed
@@ -147,7 +149,7 @@ class NumpyStep(Trainer):
             if cfg.norm == "sphere":
                 retract(self.params, cfg)
             return loss
-        microgpt._check_docs_tokens(batch, cfg)  # what microgpt.loss_and_grads did first, then as it was:
+        check_tokens(batch, cfg.vocab_size)  # what microgpt.loss_and_grads does first, then as it was:
         loss, grads = unfused.loss_and_grads_np(self.params, batch, cfg)
         unfused.adam_step(self.flat, flat_buffer(grads), self.m, self.v, self.step_no, 10_000)
         if cfg.norm == "sphere":
@@ -438,7 +440,7 @@ def bigger_models(vocab_size, args, log):
             out[f"numpy {dt}"] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
         cells = [out["numpy float64"], out["numpy float32"], out["numpy float64"] / out["numpy float32"]]
         if torch is not None:
-            inputs, targets, _ = microgpt.make_batch(docs, cfg.block_size)
+            inputs, targets, _ = numpy_engine.make_batch(docs, cfg.block_size)
             params = init_params(cfg, seed=42)
             torch_microgpt.check_same_model(params, cfg, inputs, targets,
                                             loss_and_grads(params, docs, cfg, engine="numpy")[0])

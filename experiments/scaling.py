@@ -54,10 +54,10 @@ sys.path.insert(0, HERE)  # sphere_vs_rmsnorm.py: the measuring helpers
 import numpy as np  # noqa: E402
 import sphere_vs_rmsnorm as sv  # noqa: E402
 
+from harness.errors import InputError  # noqa: E402
+from harness.run_files import atomic_write  # noqa: E402
 from microgpt import (  # noqa: E402
     GPTConfig,
-    InputError,
-    atomic_write,
     baselines,
     build_vocab,
     doc_tokens,

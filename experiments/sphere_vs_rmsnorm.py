@@ -38,20 +38,20 @@ sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
 import numpy as np  # noqa: E402
 
+from harness.errors import InputError  # noqa: E402
+from harness.run_files import atomic_write  # noqa: E402
 from microgpt import (  # noqa: E402
     GPTConfig,
-    InputError,
-    atomic_write,
     baselines,
     build_vocab,
     doc_tokens,
-    effective_scales,
     evaluate,
     init_params,
     load_corpus,
     split_docs,
     train,
 )
+from model_config import effective_scales  # noqa: E402
 
 SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
 

@@ -2,9 +2,12 @@
 import numpy as np
 import pytest
 
-import cli
 import microgpt as mg
+import numpy_engine
+from harness import cli
+from harness.errors import InputError
 from microgpt import GPTConfig, init_params, loss_and_grads
+from model_config import effective_scales
 
 WORDS = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy", "mallory", "oscar"]
 VOCAB = mg.build_vocab(WORDS)
@@ -244,7 +247,9 @@ def test_adam_is_the_reference_update():
     """The reference microgpt's per-parameter Adam loop, constants written out: beta1 .85, beta2 .99, eps 1e-8,
     lr .01 decaying linearly to 0; adam_step (called with its defaults, as train does) must match it."""
     import inspect
-    assert inspect.signature(mg.train).parameters["lr"].default == 0.01 == cli.DEFAULTS["lr"]
+
+    from harness.run import Run
+    assert inspect.signature(Run).parameters["lr"].default == 0.01 == cli.DEFAULTS["lr"]
     rng = np.random.default_rng(0)
     n, num_steps = 7, 5
     flat, m, v = rng.normal(size=n), np.zeros(n), np.zeros(n)
@@ -272,7 +277,7 @@ def test_sphere_invariants_after_training(riemannian):
     for key, axis in mg.sphere_axes(cfg).items():
         norms = np.linalg.norm(st.params[key], axis=axis)
         assert np.abs(norms - 1).max() <= 1e-12, key
-    _, cache = mg.forward_np(st.params, mg.make_batch(toks(WORDS), cfg.block_size)[0], cfg)
+    _, cache = mg.forward_np(st.params, numpy_engine.make_batch(toks(WORDS), cfg.block_size)[0], cfg)
     assert len(cache["hidden"]) == 1 + 2 * cfg.n_layer
     for h in cache["hidden"]:
         assert np.abs(np.linalg.norm(h, axis=-1) - 1).max() <= 1e-12
@@ -376,21 +381,28 @@ def test_load_checkpoint_rejects_damaged_files(tmp_path, damage):
     mg.save_checkpoint(path, st)
     data = path.read_bytes()
     path.write_bytes({"garbage": b"not a checkpoint" * 10, "truncated": data[: len(data) // 2], "empty": b""}[damage])
-    with pytest.raises(mg.InputError, match="corrupt"):
+    with pytest.raises(InputError, match="corrupt"):
         mg.load_checkpoint(path)
 
 
 def test_load_checkpoint_rejects_incompatible_files(tmp_path):
     path = tmp_path / "other.npz"
     np.savez(path, weights=np.zeros(3))
-    with pytest.raises(mg.InputError, match="incompatible"):
+    with pytest.raises(InputError, match="incompatible"):
         mg.load_checkpoint(path)
     cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
     st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=1, engine="numpy")
-    st.params = {k: (np.zeros((3, 3)) if k == "wte" else a) for k, a in st.params.items()}
     mg.save_checkpoint(path, st)
-    with pytest.raises(mg.InputError, match="shape"):
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["param:wte"] = np.zeros((3, 3))
+    np.savez(path, **arrays)
+    with pytest.raises(InputError, match="shape"):
         mg.load_checkpoint(path)
+    st.params = {k: (np.zeros((3, 3)) if k == "wte" else a) for k, a in st.params.items()}
+    with pytest.raises(InputError, match="cannot save checkpoint: param:wte"):  # nor is such a file written
+        mg.save_checkpoint(tmp_path / "bad.npz", st)
+    assert not (tmp_path / "bad.npz").exists()
 
 
 # ----------------------------------------------------------------------------- tokenizer, corpora, sampling
@@ -399,7 +411,7 @@ def test_tokenizer_roundtrip_and_unknown_characters():
     assert mg.decode(mg.encode("grace", VOCAB), VOCAB) == "grace"
     t = mg.doc_tokens("bob", VOCAB)
     assert t[0] == t[-1] == len(VOCAB)
-    with pytest.raises(mg.InputError, match="'X'.*'!'"):
+    with pytest.raises(InputError, match="'X'.*'!'"):
         mg.encode("boXb!", VOCAB)
 
 
@@ -426,9 +438,9 @@ def test_sample_respects_prompt_block_size_and_seed():
     assert len(a) == 30 and all(s.startswith("ma") and len(s) <= cfg.block_size for s in a)
     assert any(len(s) == cfg.block_size for s in a)  # a hot, untrained model runs into the block size
     assert a == mg.sample(params, cfg, VOCAB, num_samples=30, temperature=2.0, prompt="ma", seed=3)
-    with pytest.raises(mg.InputError, match="temperature"):
+    with pytest.raises(InputError, match="temperature"):
         mg.sample(params, cfg, VOCAB, temperature=0)
-    with pytest.raises(mg.InputError, match="'Z'"):
+    with pytest.raises(InputError, match="'Z'"):
         mg.sample(params, cfg, VOCAB, prompt="Zed")
 
 
@@ -436,14 +448,14 @@ def test_effective_scales_match_the_forward_pass():
     cfg = GPTConfig(vocab_size=7, n_embd=8, n_head=2, n_layer=2, block_size=6, norm="sphere", alpha_init=0.3,
                     sz_init=4.0)
     params = init_params(cfg, seed=1)
-    init = mg.effective_scales(params, cfg)  # the issue's initial values: alpha_init, 1, sqrt(C), sz_init
+    init = effective_scales(params, cfg)  # the issue's initial values: alpha_init, 1, sqrt(C), sz_init
     for name, expected in (("alpha_A", 0.3), ("alpha_M", 0.3), ("s_qk", 1.0), ("s_u", 8 ** 0.5), ("s_z", 4.0)):
         np.testing.assert_allclose(init[name], expected, rtol=1e-12)
     rng = np.random.default_rng(0)
     for v in params.values():  # move the scales away from their init so a wrong factor would show
         if v.ndim == 1:
             v *= rng.uniform(-2, 2, v.shape)
-    eff = mg.effective_scales(params, cfg)
+    eff = effective_scales(params, cfg)
     logits, cache = mg.forward_np(params, np.array([[6, 1, 2, 3]]), cfg)
     np.testing.assert_allclose(logits, cache["lm"] * eff["s_z"], rtol=1e-12)
     for i, c in enumerate(cache["layers"]):
@@ -471,7 +483,7 @@ def test_value_and_numpy_sampling_agree_sample_for_sample(norm, temperature, pro
     by_numpy = mg.sample(params, cfg, VOCAB, engine="numpy", **kw)
     assert by_value == by_numpy
     assert all(s.startswith(prompt) and len(s) <= cfg.block_size for s in by_value)
-    if temperature < mg.GREEDY_BELOW:  # greedy: every sample is the same argmax path
+    if temperature < numpy_engine.GREEDY_BELOW:  # greedy: every sample is the same argmax path
         assert len(set(by_value)) == 1
     else:
         assert len(set(by_value)) > 1
@@ -480,7 +492,7 @@ def test_value_and_numpy_sampling_agree_sample_for_sample(norm, temperature, pro
 def test_sampling_in_chunks_draws_the_same_samples(monkeypatch):
     cfg, params = trained("rmsnorm", steps=10)
     whole = mg.sample(params, cfg, VOCAB, num_samples=10, temperature=1.5, seed=3)
-    monkeypatch.setattr(mg, "SAMPLE_CHUNK", 3)  # 3 + 3 + 3 + 1: rows of the same random stream, in order
+    monkeypatch.setattr(numpy_engine, "SAMPLE_CHUNK", 3)  # 3 + 3 + 3 + 1: rows of the same random stream, in order
     assert mg.sample(params, cfg, VOCAB, num_samples=10, temperature=1.5, seed=3) == whole
 
 

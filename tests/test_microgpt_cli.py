@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from cli_helpers import ROOT, TINY, interrupt_at, run, snapshot, write_corpus
 
-import corpora
 import microgpt as mg
+from harness import corpora
+from harness.errors import InputError
 
 
 @pytest.fixture
@@ -106,7 +107,7 @@ def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command
 
 
 def test_two_runs_stopped_together_claim_different_folders(tmp_path):
-    import run_files
+    from harness import run_files
     folders = [run_files.claim_run_folder(str(tmp_path / "out")) for _ in range(3)]
     assert [os.path.basename(f) for f in folders] == ["run-1", "run-2", "run-3"]
     os.rmdir(folders[1])  # a gap is reused, never an existing folder
@@ -287,7 +288,7 @@ def test_missing_package_message(monkeypatch):
     real = corpora.importlib.util.find_spec
     monkeypatch.setattr(corpora.importlib.util, "find_spec",
                         lambda name, *a: None if name == "names" else real(name, *a))
-    with pytest.raises(mg.InputError, match="pip install names"):
+    with pytest.raises(InputError, match="pip install names"):
         mg.load_corpus("names")
 
 

@@ -9,6 +9,8 @@ import pytest
 
 import microgpt as mg
 import numpy_engine as ne
+from harness.errors import InputError
+from model_config import pack_params
 from sphere import l2_normalize_np, l2_normalize_np_backward
 from utils import cross_entropy_np, cross_entropy_np_backward, rmsnorm_np, rmsnorm_np_backward, softmax_np
 
@@ -91,7 +93,7 @@ def test_the_fused_engine_equals_the_unfused_one(norm, words):
     assert list(grads) == list(grads_u)
     for key in grads:
         assert rel_err(grads[key], grads_u[key]) <= 1e-12, key
-    tokens = mg.make_batch(docs, cfg.block_size)[0]
+    tokens = ne.make_batch(docs, cfg.block_size)[0]
     logits, cache = ne.forward_np(params, tokens, cfg)
     logits_u, cache_u = unfused.forward_np(params, tokens, cfg)
     assert rel_err(logits, logits_u) <= 1e-12
@@ -148,11 +150,11 @@ def test_float32_loss_and_gradients_follow_float64(norm):
     for a in p64.values():
         if a.ndim == 1:
             a *= rng.uniform(0.5, 2, a.shape)
-    p32 = mg.pack_params(p64, cfg, np.float32)
+    p32 = pack_params(p64, cfg, np.float32)
     assert all(a.dtype == np.float32 for a in p32.values())
     docs = [mg.doc_tokens(w, VOCAB) for w in ("mallory", "bob", "eve")]
     l64, g64 = ne.loss_and_grads_np(p64, docs, cfg)
-    l32, g32 = ne.loss_and_grads_np(mg.pack_params(p32, cfg), docs, cfg)
+    l32, g32 = ne.loss_and_grads_np(pack_params(p32, cfg), docs, cfg)
     assert all(a.dtype == np.float32 for a in g32.values())  # computed in float32 throughout, not upcast
     assert abs(l32 - l64) <= FLOAT32_RTOL * abs(l64)
     for key in g64:
@@ -198,9 +200,9 @@ def test_float32_checkpoints_record_their_dtype_and_resume_bit_exactly(tmp_path)
 
 def test_float32_needs_the_numpy_engine():
     cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2)
-    with pytest.raises(mg.InputError, match="float64 only"):
+    with pytest.raises(InputError, match="float64 only"):
         mg.train(WORDS[:8], WORDS[8:], VOCAB, cfg, steps=1, engine="value", dtype="float32")
-    with pytest.raises(mg.InputError, match="dtype must be one of"):
+    with pytest.raises(InputError, match="dtype must be one of"):
         mg.init_params(cfg, dtype="float16")
 
 

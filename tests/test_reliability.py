@@ -17,8 +17,8 @@ import pytest
 from cli_helpers import ROOT, TINY, interrupt_at, run, snapshot, start, write_corpus
 
 import microgpt as mg
-import run_files
-from errors import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK
+from harness import run_files
+from harness.errors import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError
 from model_config import CHUNK_BYTES, step_memory
 
 LONG = TINY + ["--steps", "100000000", "--eval-every", "20"]
@@ -72,7 +72,7 @@ def test_the_lock_is_released_and_reused_in_process(tmp_path):
     folder = str(tmp_path / "x")
     with run_files.RunLock(folder) as lock:
         assert lock.notice is None
-        with pytest.raises(mg.InputError, match="in use by another run"):
+        with pytest.raises(InputError, match="in use by another run"):
             run_files.RunLock(folder).__enter__()
     with run_files.RunLock(folder) as again:  # released: free for the next run, with no notice
         assert again.notice is None
@@ -130,7 +130,7 @@ def edited_checkpoint(src, dst, **meta_changes):
     (dict(seed=1.5), "seed must be a non-negative integer, got 1.5"),
     (dict(steps="many"), "steps must be a positive integer, got 'many'"),
     (dict(engine="torch"), "engine must be one of 'value', 'numpy', got 'torch'"),
-    (dict(riemannian=True), "riemannian is true but norm is 'rmsnorm'"),
+    (dict(riemannian=True), "riemannian gradients need norm 'sphere'"),
     (dict(eval_every=0), "eval_every must be a positive integer, got 0"),
     (dict(steps=2), "step 4 is beyond the planned steps 2"),
 ])
@@ -366,7 +366,7 @@ def test_the_corpus_counts_in_the_memory_estimate(tmp_path, capsys):
     from model_config import check_memory
     cfg = mg.GPTConfig(vocab_size=27, n_embd=8, n_head=2)
     check_memory(cfg, 1, "numpy", 4.0, corpus=(100_000, 600_000))  # names.txt-like: fine
-    with pytest.raises(mg.InputError, match="16,000,000 documents"):
+    with pytest.raises(InputError, match="16,000,000 documents"):
         check_memory(cfg, 1, "numpy", 4.0, corpus=(16_000_000, 48_000_000))  # a 64 MiB file of 3-letter lines
     path = write_corpus(str(tmp_path), "\n".join(f"n{i}" for i in range(50_000)))
     code, _, err = run(capsys, TINY + ["--corpus", path, "--max-memory", "0.05"])

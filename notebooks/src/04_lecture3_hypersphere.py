@@ -38,6 +38,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 import microgpt
+import model_config
 import sphere
 from sphere import (
     cosine_similarity_np,
@@ -451,7 +452,7 @@ plt.show()
 # $$h \leftarrow \mathrm{Norm}\big(h + \alpha\,(\mathrm{Norm}(f(h)) - h)\big) = \mathrm{Norm}\big((1-\alpha)\,h + \alpha\,\mathrm{Norm}(f(h))\big).$$
 #
 # 球面上の2点 $h$ と $\mathrm{Norm}(f(h))$ を結ぶ弦の上を α の割合だけ進み、球面に戻る形です（α は nGPT の eigen learning rate。
-# microgpt では次元ごとに学習され、`microgpt.effective_scales` の `alpha_A`, `alpha_M` で読めます）。講義の形との違いは、1歩の大きさが $\lVert f(h)\rVert$ によらないことです。
+# microgpt では次元ごとに学習され、`model_config.effective_scales` の `alpha_A`, `alpha_M` で読めます）。講義の形との違いは、1歩の大きさが $\lVert f(h)\rVert$ によらないことです。
 #
 # 講義の注意「LayerNormの後に線形層を適用すると、出力の長さは射影行列に依存して変化する。」も、12 段の積み重ねで見ます（ここでは LayerNorm の代わりに RMSNorm）。
 # 各段は $f(x) = W_2\,\mathrm{relu}(W_1 x)$ の小さな MLP です（$d = 64$、隠れ層 256、重みは段ごとに別で、成分は $\mathcal{N}(0, 0.3^2)$）。
@@ -1005,13 +1006,13 @@ print(f"kappa per class {kappas_k}: max |posterior (equal priors) - softmax(kapp
 # ロジットはそれに学習されるスケール $s_z$ を掛けたもの、$z_k = s_{z,k}\cos\theta_k$ です（`gpt_sphere` の最後の行）。つまり **$s_z$ が集中度 κ** です。
 # ただし nGPT と同じく $s_z$ はトークンごとのベクトルなので、κ もトークンごとに違います（上の「κ がクラスごとに違う」場合）。
 #
-# 7節で学習した球面モデルで確かめます。$s_z$ は `microgpt.effective_scales(params, cfg)["s_z"]` で読めます
+# 7節で学習した球面モデルで確かめます。$s_z$ は `model_config.effective_scales(params, cfg)["s_z"]` で読めます
 # （nGPT の流儀で小さく保存されたパラメータに、順伝播で掛け戻す倍率を掛けた値。初期値は `cfg.sz_init`）。
 
 # %%
 cfg_s, st_s = runs["sphere"]
 labels = list(vocab) + ["BOS"]                                 # token ids 0..25 are the letters, 26 is BOS
-s_z = microgpt.effective_scales(st_s.params, cfg_s)["s_z"]
+s_z = model_config.effective_scales(st_s.params, cfg_s)["s_z"]
 logits, cache = microgpt.forward_np(st_s.params, inputs, cfg_s)
 h_out = cache["hidden"][-1]                                    # the last residual-stream vector (unit in sphere mode)
 lm_head = st_s.params["lm_head"]

@@ -41,7 +41,8 @@ import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
 
-from microgpt import GPTConfig, init_params, param_shapes
+from microgpt import GPTConfig, init_params
+from model_config import param_shapes
 from utils import linear, linear_np, linear_np_backward, softmax, softmax_np, softmax_np_backward
 from value import Value, topological_order, zero_grad
 
@@ -331,7 +332,7 @@ print("bias=True,  x = 0 ->", [float(v.data) for v in linear_bias(zero, Wv, bias
 #   GPT-3 の論文は、モデルと構造は GPT-2 と同じ（疎なアテンションを交互に使う点を除く）と述べているので、
 #   GPT-3 を bias=False の例に挙げるのは根拠が弱い。
 # - **LLaMA はバイアスを落としています**（Q, K, V, 出力の射影も MLP も `bias=False`）。
-# - **microgpt はバイアスを1つも持ちません。** 次のセルはパラメータの一覧（`microgpt.param_shapes`）を出します。
+# - **microgpt はバイアスを1つも持ちません。** 次のセルはパラメータの一覧（`model_config.param_shapes`）を出します。
 #   全部が重み行列か埋め込みで、`bias` という名前のものはありません。
 
 # %%

@@ -1,4 +1,4 @@
-"""corpora.py -- the documents microgpt trains on: packaged name lists, or any UTF-8 text file.
+"""harness/corpora.py -- the documents microgpt trains on: packaged name lists, or any UTF-8 text file.
 
 Chapter 22 starts from `docs`, a list of strings (the reference downloads makemore's names.txt). Here nothing is
 downloaded at run time; `load_corpus` returns the documents of
@@ -19,7 +19,7 @@ import hashlib
 import importlib.util
 import os
 
-from errors import InputError
+from harness.errors import InputError
 
 BUILTIN = ("names", "jp-names")
 MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refused before it is read

@@ -1,0 +1,161 @@
+"""harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its ETA, the
+final line, the names, and the messages for a diverged, interrupted or failed run (each one line on stderr,
+saying what was kept and what to do next)."""
+import os
+import shlex
+import sys
+
+from harness.checkpoints import save_checkpoint
+from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, WriteError
+from harness.run_files import claim_run_folder
+from model_config import n_params
+
+
+def say(message):
+    """One line on stderr, if there is a stderr to write to (closed, or a full device: nothing more to do)."""
+    try:
+        if sys.stderr is not None:
+            print(message, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def fmt_time(seconds):
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def print_header(s, docs, cfg, base, resume, notice):
+    """docs: the counts {"train", "val", "cropped"}."""
+    print(f"corpus {s.corpus!r}: {docs['train'] + docs['val']} docs ({docs['train']} train / {docs['val']} val), "
+          f"vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters + BOS)")
+    if docs["cropped"]:
+        print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size} and are cropped to it")
+    print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, n_head={cfg.n_head}, "
+          f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={s.engine}"
+          + (", riemannian" if s.riemannian else ""))
+    print("baselines (val loss): " + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
+    if notice:
+        print(notice)
+    if resume is not None:
+        lowered = f" (lr lowered from {s.lr_lowered_from:g} to {s.lr:g})" if s.lr_lowered_from else ""
+        print(f"resuming from step {resume.step} of {s.steps}{lowered}")
+
+
+class Progress:
+    """train()'s progress callback: a live line on a terminal (a plain line every tenth of the run otherwise),
+    a line that stays at every val loss, and with --out a checkpoint at every val loss.
+
+    last_good is the checkpoint this run could fall back to if training diverges: (path, step) of the one it
+    resumed from, then of each one it saves.
+    """
+
+    def __init__(self, steps, base, ckpt=None, last_good=None):
+        self.base, self.ckpt, self.last_good = base, ckpt, last_good
+        self.tty = sys.stdout.isatty()
+        self.every = max(1, steps // 10)
+
+    def __call__(self, info):
+        loss = info["loss"]
+        line = (f"step {info['step']:4d}/{info['steps']} | loss {loss:{'.4f' if abs(loss) < 1e4 else '.3e'}} | "
+                f"{info['ms_per_step']:.2f} ms/step"
+                f" | ETA {fmt_time(info['eta_s'])}")
+        base = self.base
+        if info["val_loss"] is not None:  # a line that stays: val loss beside the baselines it should beat
+            print(("\r" if self.tty else "") + line + f" | val loss {info['val_loss']:.4f} (bigram "
+                  f"{base['bigram']:.4f}, unigram {base['unigram']:.4f}, uniform {base['uniform']:.4f})", flush=True)
+            if self.ckpt:
+                save_checkpoint(self.ckpt, info["state"])
+                self.last_good = (self.ckpt, info["step"])
+        elif self.tty:  # a live line, overwritten in place
+            print("\r" + line + "   ", end="", flush=True)
+        elif info["step"] % self.every == 0:
+            print(line, flush=True)
+
+    def end(self):
+        if self.tty:
+            print()
+
+
+def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
+    """What a failed run leaves to fall back on, in words."""
+    if last_good is not None:
+        return f"the last good checkpoint is {last_good[0]!r} (step {last_good[1]})"
+    if out:
+        return f"no checkpoint was written (it {what} before the first one, due at step {min(eval_every, steps)})"
+    return "no checkpoint was written (no --out)"
+
+
+def report_write_error(error, progress, s):
+    progress.end()
+    say(f"microgpt: error: {error}; training stopped; "
+        f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
+    return EXIT_IO
+
+
+def report_divergence(state, progress, s):
+    # Nothing new is written: the weights before the bad step would only repeat it on --resume, so the fallback
+    # is the last checkpoint of this run (or the one it resumed from), left as it was.
+    kept = kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps, "diverged")
+    say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a resumed run "
+        "may lower it: --resume --lr ...).")
+    return EXIT_DIVERGED
+
+
+def save_interrupted(state, progress, s, args):
+    """Ctrl-C: save to --out, or without --out to a folder of its own (out/run-N, claimed atomically, so two
+    runs stopped at the same moment never share one), and print the command that continues the run."""
+    try:
+        out = s.out or claim_run_folder("out")
+        ckpt = os.path.join(out, "checkpoint.npz")
+        save_checkpoint(ckpt, state)
+    except WriteError as e:
+        say(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
+            f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
+        return EXIT_IO
+    say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {ckpt}\n"
+        f"continue with: {resume_command(out, args)}")
+    return EXIT_INTERRUPTED
+
+
+def resume_command(out, args):
+    """The command that continues this run, to be pasted into a shell from the current folder: the script's
+    path as seen from here, every argument quoted, and the flags a checkpoint does not keep (--max-memory, the
+    sampling flags) when they were given."""
+    script = os.path.relpath(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "microgpt.py"))
+    words = ["python", script, "--resume", "--out", out]
+    defaults = {"max_memory": None, "num_samples": 20, "temperature": 0.5, "prompt": ""}
+    for name, default in defaults.items():
+        if getattr(args, name) != default:
+            words += [flag(name), str(getattr(args, name))]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def print_final(state, base):
+    val = state.val_loss[-1][1]
+    print(f"final: train loss {final_train_loss(state):.4f} (mean of last {min(50, len(state.train_loss))} steps), "
+          f"val loss {val:.4f} -- {'below' if val < base['bigram'] else 'not yet below'} the bigram baseline "
+          f"{base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
+
+
+def final_train_loss(state):
+    return sum(state.train_loss[-50:]) / len(state.train_loss[-50:])
+
+
+KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
+
+
+def print_samples(samples, temperature, prompt):
+    """Print each name as it arrives from an iterator; returns the first KEEP_SAMPLES of them."""
+    print(f"--- inference (new, hallucinated names; temperature {temperature}"
+          + (f", prompt {prompt!r}" if prompt else "") + ") ---")
+    kept = []
+    for i, s in enumerate(samples, 1):
+        print(f"sample {i:2d}: {s}")
+        if i <= KEEP_SAMPLES:
+            kept.append(s)
+    return kept

@@ -1,0 +1,219 @@
+"""harness/run_files.py -- the files a run writes into its --out folder, and the folder's lock.
+
+    atomic_write      temp file + os.replace: readers never see half a file; a failed write is a WriteError
+    write_json        metrics.json
+    plot_losses       loss.png: train and val loss beside the baselines
+    RunLock           a run holds its --out folder (a lock file with its pid) until it ends
+    claim_run_folder  Ctrl-C without --out: the next free out/run-N, taken atomically (mkdir is exclusive)
+"""
+import datetime
+import io
+import json
+import os
+import socket
+import tempfile
+
+import numpy as np
+
+from harness.errors import InputError, WriteError
+
+try:  # POSIX: an advisory lock the kernel releases when the process ends, however it ends (kill -9 too)
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+    import msvcrt
+
+
+def atomic_write(path, write):
+    """write(f) (f a binary file) into a temp file in the same directory, then os.replace: readers never see
+    half a file, and an existing file is only replaced by a complete new one. An OSError (disk full, no
+    permission) becomes a WriteError naming `path`; the file that was there stays as it was."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
+    except OSError as e:
+        raise WriteError(path, e) from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, WriteError):
+            raise WriteError(path, e) from None
+        raise
+
+
+def write_json(path, obj):
+    """obj as indented JSON (UTF-8), written atomically."""
+    atomic_write(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
+
+
+def plot_losses(path, state, base, title):
+    """Loss curve PNG: train loss (raw and smoothed), val loss, and the baselines as horizontal lines."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    steps = np.arange(1, len(state.train_loss) + 1)
+    ax.plot(steps, state.train_loss, color="tab:blue", alpha=0.25, lw=0.8, label="train loss (per step)")
+    if len(steps) >= 2:
+        w = max(1, min(50, len(steps) // 10))
+        smooth = np.convolve(state.train_loss, np.ones(w) / w, mode="valid")
+        ax.plot(steps[w - 1:], smooth, color="tab:blue", lw=1.5, label=f"train loss ({w}-step mean)")
+    if state.val_loss:
+        vs, vl = zip(*state.val_loss)
+        ax.plot(vs, vl, "o-", color="tab:orange", ms=3, label="val loss")
+    for (name, value), color in zip(base.items(), ("gray", "tab:green", "tab:red")):
+        ax.axhline(value, ls="--", lw=1, color=color, label=f"{name} baseline ({value:.3f})")
+    ax.set(title=title, xlabel="training step", ylabel="loss (mean NLL, nats per token)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write(path, lambda f: f.write(buf.getvalue()))
+
+
+def prepare_out(out):
+    """Create --out and check that files can be written into it, before any training time is spent."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise InputError(f"--out {out!r} is not a writable directory ({e.strerror or e})") from None
+
+
+LOCK_NAME = ".microgpt.lock"
+
+
+class RunLock:
+    """A run holds its --out folder: a lock file with its pid, kept locked until the run ends.
+
+    The lock is the operating system's (fcntl.flock on POSIX, msvcrt.locking on Windows): it is released when
+    the process ends, however it ends, so a run killed with kill -9 leaves the file but not the lock. The next
+    run then takes it over with a notice. A second run while the first is alive gets an InputError (exit 2)
+    before any work. Use it as a context manager; `notice` says whether a stale lock was taken over.
+    """
+
+    def __init__(self, folder):
+        self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
+        self.fd, self.notice = None, None
+
+    def __enter__(self):
+        if not self.folder:  # no --out: nothing to hold
+            return self
+        prepare_out(self.folder)
+        while True:
+            try:  # (O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed and overwritten)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            except OSError as e:
+                raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} ({e.strerror}); "
+                                 "is it a symbolic link or a folder?") from None
+            if not _try_lock(fd):
+                holder = _read_all(fd).strip() or "a process that has not written its pid yet"
+                os.close(fd)
+                raise InputError(f"--out {self.folder!r} is in use by another run ({holder}); wait for it to end, "
+                                 "or choose another --out")
+            try:  # the file may have been removed by its last owner between our open and our lock: try again
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        previous = _read_all(fd).strip()
+        if previous:  # a run that ended without releasing (killed): the kernel already dropped its lock
+            self.notice = f"note: took over {self.path} from an earlier run that is no longer running ({previous})"
+        started = datetime.datetime.now().isoformat(timespec="seconds")
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
+        except OSError as e:  # e.g. a full disk: give the folder back as it was
+            os.close(fd)
+            raise WriteError(self.path, e) from None
+        self.fd = fd
+        return self
+
+    @staticmethod
+    def check_free(folder):
+        """InputError if another live run holds `folder`; changes nothing (a shared lock, taken and dropped)."""
+        path = folder and os.path.join(folder, LOCK_NAME)
+        if not path or not os.path.isfile(path) or os.path.islink(path):
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return  # (the exclusive lock will say what is wrong)
+        try:
+            if not _try_lock(fd, shared=True):
+                holder = _read_all(fd).strip() or "a process that has not written its pid yet"
+                raise InputError(f"--out {folder!r} is in use by another run ({holder}); wait for it to end, "
+                                 "or choose another --out")
+        finally:
+            os.close(fd)
+
+    def clean(self):
+        """Remove the temp files of a write that a killed run left half done (atomic_write's .tmp-*<name> files
+        for checkpoint.npz, metrics.json and loss.png; nothing else). Call it once the run is sure to go ahead."""
+        if not self.notice:
+            return
+        for name in os.listdir(self.folder):
+            path = os.path.join(self.folder, name)
+            if name.startswith(".tmp-") and name.endswith(RUN_FILE_NAMES) and os.path.isfile(path) \
+                    and not os.path.islink(path):
+                os.unlink(path)
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            try:
+                os.unlink(self.path)  # while still holding the lock: whoever opened the old file will retry
+            except OSError:
+                pass
+            os.close(self.fd)  # releases the lock
+            self.fd = None
+        return False
+
+
+RUN_FILE_NAMES = ("checkpoint.npz", "metrics.json", "loss.png")
+
+
+def _try_lock(fd, shared=False):
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        else:
+            msvcrt.locking(fd, msvcrt.LK_NBRLCK if shared else msvcrt.LK_NBLCK, 1)
+        return True
+    except OSError:
+        return False
+
+
+def _read_all(fd):
+    os.lseek(fd, 0, os.SEEK_SET)
+    return os.read(fd, 4096).decode("utf-8", "replace")
+
+
+def claim_run_folder(base="out"):
+    """Ctrl-C without --out: a new folder base/run-N for this run's checkpoint, the first N that is free.
+    os.mkdir is atomic and fails if the folder exists, so two runs stopped at the same moment get two folders."""
+    n = 1
+    while True:
+        folder = os.path.join(base, f"run-{n}")
+        try:
+            os.makedirs(folder)
+            return folder
+        except FileExistsError:
+            n += 1
+        except OSError as e:
+            raise WriteError(folder, e) from None

@@ -1,0 +1,115 @@
+"""A learner's mistake is a traceback at their line, and a debugger keeps its Ctrl-C (issue 17).
+
+Someone who edits gpt() and breaks it must see Python's traceback, and `python -m pdb microgpt.py` must stop
+post-mortem where the mistake is; only the engine's own numeric failures count as divergence. Under pdb, Ctrl-C
+during training breaks into the (Pdb) prompt with the program still running, and `c` continues training.
+"""
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from cli_helpers import ROOT, TINY, write_corpus
+
+BROKEN_LINE = "        x = linear(x, state_dict[f'layer{li}.mlp_fc1'])"
+
+
+def broken_copy(folder):
+    """microgpt.py with the learner's mistake of the issue: gpt()'s mlp_fc2 changed to mlp_fc1 (a shape error)."""
+    text = open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8").read()
+    gpt = text.index("def gpt(")
+    fc2 = text.index("        x = linear(x, state_dict[f'layer{li}.mlp_fc2'])", gpt)
+    assert fc2 < text.index("def gpt_sphere(")  # the line is gpt()'s own
+    path = os.path.join(folder, "microgpt.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text[:fc2] + BROKEN_LINE + text[fc2 + len(BROKEN_LINE):])
+    return path
+
+
+def env():
+    """The copy imports the project's modules from the repository, and prints without buffering."""
+    return {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
+
+
+def test_a_learners_mistake_in_gpt_is_a_traceback_into_gpt_not_divergence(tmp_path):
+    script = broken_copy(str(tmp_path))
+    corpus = write_corpus(str(tmp_path))
+    proc = subprocess.run([sys.executable, script, "--steps", "2", "--corpus", corpus], cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=120, env=env())
+    assert proc.returncode == 1  # Python's own exit code for an uncaught exception
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert re.search(r'File ".*microgpt\.py", line \d+, in gpt\n\s+' + re.escape(BROKEN_LINE.strip()), proc.stderr), \
+        proc.stderr
+    assert "linear: x has 64 entries" in proc.stderr  # the shape message is the exception's text
+    assert "diverged" not in proc.stderr + proc.stdout
+
+
+def test_pdb_stops_post_mortem_at_the_learners_line(tmp_path):
+    script = broken_copy(str(tmp_path))
+    corpus = write_corpus(str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "pdb", script, "--steps", "2", "--corpus", corpus],
+                          input="c\nup\np li, len(x)\nq\n", cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=120, env=env())
+    assert "Entering post mortem debugging" in proc.stdout, proc.stdout + proc.stderr
+    # `up` from linear() reaches the learner's line in gpt(), with gpt's variables to inspect
+    assert re.search(r"microgpt\.py\(\d+\)gpt\(\)\n-> " + re.escape(BROKEN_LINE.strip()), proc.stdout), proc.stdout
+    assert "(0, 64)" in proc.stdout  # layer 0; x is the 4C = 64 hidden units the wrong matrix cannot take
+
+
+class Console:
+    """A child process on pipes, read by a thread: wait for text on its stdout, type lines into its stdin."""
+
+    def __init__(self, args, **kwargs):
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     **kwargs)
+        self.out, self.chunks = "", queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while chunk := os.read(self.proc.stdout.fileno(), 4096):
+            self.chunks.put(chunk.decode("utf-8", "replace"))
+
+    def wait_for(self, pattern, start=0, timeout=60):
+        """The position after the first match of `pattern` in the output from `start` on."""
+        deadline = time.monotonic() + timeout
+        while not (match := re.search(pattern, self.out[start:])):
+            try:
+                self.out += self.chunks.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no {pattern!r} within {timeout} s; output so far:\n{self.out[-3000:]}")
+        return start + match.end()
+
+    def type(self, line):
+        self.proc.stdin.write((line + "\n").encode())
+        self.proc.stdin.flush()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="needs POSIX signals")
+def test_ctrl_c_under_pdb_breaks_into_the_prompt_and_c_continues_training(tmp_path):
+    corpus = write_corpus(str(tmp_path))
+    shutil.copy(os.path.join(ROOT, "microgpt.py"), tmp_path)  # (run from a copy: pdb may restart it at the end)
+    console = Console([sys.executable, "-m", "pdb", "microgpt.py", *TINY, "--corpus", corpus, "--steps", "10000000",
+                       "--eval-every", "200", "--out", str(tmp_path / "run")], cwd=str(tmp_path), env=env())
+    try:
+        at = console.wait_for(r"\(Pdb\) ")  # pdb stops before the first line
+        console.type("c")
+        at = console.wait_for(r"step +\d+/10000000 .*val loss", at)  # training is under way
+        console.proc.send_signal(signal.SIGINT)
+        at = console.wait_for(r"Program interrupted\. \(Use 'cont' to resume\)\.", at)
+        at = console.wait_for(r"\(Pdb\) ", at)  # the prompt is back, and the program is still alive
+        assert console.proc.poll() is None
+        console.type("p 6 * 7")
+        at = console.wait_for(r"\b42\n", at)
+        console.type("c")  # training continues from where it was stopped
+        at = console.wait_for(r"step +\d+/10000000 .*val loss", at)
+        assert console.proc.poll() is None
+        assert "interrupted at step" not in console.out and "checkpoint saved" not in console.out  # pdb had it
+    finally:
+        console.proc.kill()
+        console.proc.wait(timeout=30)

@@ -1,0 +1,141 @@
+"""harness/run.py's Run on its own: what the training loop hands over (checks, val loss, divergence rules,
+progress, Ctrl-C, the engine's numeric failures) behaves as documented, driven by a hand-written loop."""
+import math
+import signal
+
+import numpy as np
+import pytest
+
+import microgpt as mg
+from harness.errors import InputError
+from harness.run import DIVERGED_WINDOW, HUGE_GRADIENT, Run
+from model_config import GPTConfig
+from value import NumericError
+
+WORDS = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy"]
+VOCAB = mg.build_vocab(WORDS)
+CFG = GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=8, n_head=2, block_size=8)
+
+
+def make_run(**settings):
+    settings = {"engine": "numpy", "steps": 10, "eval_every": 4, **settings}
+    return Run(CFG, VOCAB, WORDS[:8], WORDS[8:], tokenize=mg.doc_tokens, init=mg.init_params, **settings)
+
+
+def test_a_new_run_starts_from_the_chapters_init_and_measures_step_0():
+    run = make_run(seed=3)
+    assert run.train_tokens[0] == mg.doc_tokens(WORDS[0], VOCAB)
+    np.testing.assert_array_equal(mg.flat_buffer(run.state.params), mg.flat_buffer(mg.init_params(CFG, 3)))
+    with run:
+        assert run.state.val_loss == [(0, pytest.approx(mg.evaluate(run.state.params, run.val_tokens, CFG)))]
+
+
+def test_after_step_records_evaluates_when_due_and_reports_progress():
+    seen = []
+    run = make_run(progress=seen.append)
+    with run:
+        for step in range(10):
+            assert run.after_step(step, 2.5) is False
+    s = run.state
+    assert s.step == 10 and s.train_loss == [2.5] * 10
+    assert [step for step, _ in s.val_loss] == [0, 4, 8, 10]  # step 0, every eval_every, and the end
+    assert [info["step"] for info in seen] == list(range(1, 11))
+    assert [info["val_loss"] is not None for info in seen] == [k in (4, 8, 10) for k in range(1, 11)]
+    assert seen[-1]["eta_s"] == 0 and seen[0]["state"] is s and not s.interrupted and not s.error
+
+
+@pytest.mark.parametrize("loss, grad, why", [
+    (float("nan"), 0.0, "the loss is nan"),
+    (float("inf"), 0.0, "the loss is inf"),
+    (2.0, float("nan"), "the gradient is not finite"),
+    (2.0, -float("inf"), "the gradient is not finite"),
+    (2.0, 10 * HUGE_GRADIENT, "the gradient is not finite"),  # finite, but Adam's square would overflow
+])
+def test_diverged_stops_before_the_update(loss, grad, why):
+    run = make_run()
+    g = np.zeros(5)
+    assert run.diverged(0, 2.0, g) is False and not run.state.error
+    g[3] = grad
+    assert run.diverged(6, loss, g) is True
+    assert run.state.error.startswith("step 7: " + why)
+
+
+def test_an_exploding_loss_is_caught_at_the_window():
+    run = make_run(steps=200, eval_every=1000)
+    with run:
+        start = run.start
+        for step in range(DIVERGED_WINDOW - 1):
+            assert run.after_step(step, start + 5) is False  # not checked between windows
+        assert run.after_step(DIVERGED_WINDOW - 1, start + 5) is True
+    assert "the loss exploded" in run.state.error and run.state.step == DIVERGED_WINDOW
+
+
+def test_the_engines_numeric_failure_is_divergence_and_any_other_exception_a_traceback():
+    run = make_run()
+    with run:
+        run.after_step(0, 2.0)
+        raise NumericError("Value.log: log of non-positive value 0.0 is undefined")
+    assert run.state.error == "step 2: Value.log: log of non-positive value 0.0 is undefined"
+    with pytest.raises(IndexError):  # a learner's bug: not swallowed, not called divergence
+        with make_run() as other:
+            [][0]
+    assert not other.state.error
+
+
+def test_ctrl_c_finishes_the_step_then_stops(monkeypatch):
+    run = make_run(steps=50)
+    with run:
+        assert run.after_step(0, 2.0) is False
+        signal.raise_signal(signal.SIGINT)  # arrives in the middle of step 2: only a flag is set
+        assert run.after_step(1, 2.0) is True
+    assert run.state.interrupted and run.state.step == 2 and len(run.state.train_loss) == 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handed back
+
+
+def test_a_keyboard_interrupt_from_progress_stops_like_ctrl_c():
+    def progress(info):
+        if info["step"] == 3:
+            raise KeyboardInterrupt
+
+    run = make_run(progress=progress)
+    with run:
+        stops = [run.after_step(step, 2.0) for step in range(3)]
+    assert stops == [False, False, True] and run.state.interrupted
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"steps": 0}, "steps must be a positive integer"),
+    ({"steps": True}, "steps must be a positive integer"),
+    ({"batch_size": 2.0}, "batch_size must be a positive integer"),
+    ({"lr": float("nan")}, "lr must be a positive number"),
+    ({"engine": "torch"}, "engine must be one of"),
+    ({"riemannian": True}, "riemannian gradients need norm 'sphere'"),
+    ({"engine": "value", "dtype": "float32"}, "value engine computes in float64 only"),
+    ({"eval_every": -1}, "eval_every must be a positive integer"),
+])
+def test_every_setting_is_checked_with_the_flags_rules(settings, message):
+    with pytest.raises(InputError, match=message):
+        make_run(**settings)
+
+
+def test_numpy_integer_and_float32_settings_are_accepted():
+    run = make_run(steps=np.int64(3), batch_size=np.int32(2), lr=np.float32(0.01))
+    assert run.state.steps == 3 and run.state.batch_size == 2
+
+
+def test_empty_docs_and_unknown_characters_are_refused():
+    with pytest.raises(InputError, match="at least one train and one val document"):
+        Run(CFG, VOCAB, WORDS, [], tokenize=mg.doc_tokens, init=mg.init_params)
+    with pytest.raises(InputError, match="not in the vocabulary: 'Z'"):
+        Run(CFG, VOCAB, WORDS + ["Zed"], WORDS[:1], tokenize=mg.doc_tokens, init=mg.init_params)
+
+
+def test_a_resumed_run_continues_the_state_it_is_given():
+    first = mg.train(WORDS[:8], WORDS[8:], VOCAB, CFG, steps=6, engine="numpy", eval_every=3)
+    run = make_run(steps=9, resume=first, lr=123.0)  # lr, batch size, seed: the state's own
+    assert run.state is first and run.state.step == 6 and run.state.steps == 9 and run.state.lr == 0.01
+    with pytest.raises(InputError, match="beyond the requested --steps 5"):
+        make_run(steps=5, resume=first)
+    with pytest.raises(InputError, match="has changed since the checkpoint"):
+        Run(CFG, VOCAB, WORDS[1:8], WORDS[8:], tokenize=mg.doc_tokens, init=mg.init_params, resume=first, steps=9)
+    assert math.isfinite(first.val_loss[-1][1])
