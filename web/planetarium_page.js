@@ -319,16 +319,19 @@
       ctx.strokeStyle = front ? "rgba(140,170,230,0.22)" : "rgba(140,170,230,0.07)";
       ctx.stroke();
     }
+    // a polyline on the dome: its near-side pieces opaque, its far-side pieces at alphaBack (one stroke per piece)
     const polyline = (pts, color, width, dash, alphaBack) => {
       const s = pts.map(scr);
       ctx.setLineDash(dash || []);
       ctx.lineWidth = width;
-      for (let i = 1; i < s.length; i++) {
-        ctx.globalAlpha = s[i - 1][2] + s[i][2] > 0 ? 1 : alphaBack;
-        ctx.strokeStyle = color;
+      ctx.strokeStyle = color;
+      let i = 1;
+      while (i < s.length) {
+        const front = s[i - 1][2] + s[i][2] > 0;
+        ctx.globalAlpha = front ? 1 : alphaBack;
         ctx.beginPath();
         ctx.moveTo(s[i - 1][0], s[i - 1][1]);
-        ctx.lineTo(s[i][0], s[i][1]);
+        while (i < s.length && (s[i - 1][2] + s[i][2] > 0) === front) { ctx.lineTo(s[i][0], s[i][1]); i++; }
         ctx.stroke();
       }
       ctx.globalAlpha = 1;
