@@ -304,9 +304,9 @@ def _load(file, where, max_bytes):
                 not all(isinstance(c, str) and len(c) == 1 for c in vocab):
             raise InputError(f"its vocabulary is not vocab_size - 1 = {cfg.vocab_size - 1} sorted characters")
         steps, count = meta.get("steps"), meta.get("count")
-        for name, value in (("steps", steps), ("count", count), ("skipped", meta.get("skipped"))):
-            if type(value) is not int or value < 0:
-                raise InputError(f"its {name} is not a non-negative integer")
+        for name, value, least in (("steps", steps, 1), ("count", count, 2), ("skipped", meta.get("skipped"), 0)):
+            if type(value) is not int or value < least:
+                raise InputError(f"its {name} is not an integer >= {least}")
         if meta.get("dtype") not in ("float64", "float32"):
             raise InputError("its dtype is not float64 or float32")
         P, K = n_params(cfg), headers.get("params", ((0,),))[0][0]
@@ -348,7 +348,7 @@ def _load(file, where, max_bytes):
     h.dtype, h.skipped = meta["dtype"], meta["skipped"]
     h._steps, h._params = data["step"].tolist(), list(data["params"])
     h._drift = list(data["drift"]) if sphere else [None] * K
-    h._due = set(snapshot_steps(steps, h.count)) if steps > 0 else set()
+    h._due = set(snapshot_steps(steps, h.count))
     h.train_loss, h.val_loss = data["train_loss"], data["val_loss"]
     return h
 
@@ -359,7 +359,7 @@ def _check_values(data, cfg, steps, where):
         return InputError(f"{where} is not a valid microgpt history: {message}")
 
     step = data["step"]
-    if step.min() < 0 or step.max() > max(steps, 0) or (np.diff(step) <= 0).any():
+    if step.min() < 0 or step.max() > steps or (np.diff(step) <= 0).any():
         raise bad(f"its snapshot steps are not increasing steps from 0 to its planned {steps}")
     params = data["params"]
     if not np.isfinite(params).all():

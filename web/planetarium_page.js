@@ -37,7 +37,7 @@
       cosLine: "{run}：cos θ = <b>{c}</b>（{C} 次元）、図の上では {c3}",
       sphere: "球面モード（nGPT）", rmsnorm: "RMSNorm（元の microgpt）", sphereShort: "球面（nGPT）",
       rmsnormShort: "RMSNorm",
-      info1: "ステップ <b>{s}</b> · 訓練損失 <b>{tl}</b> · 検証損失 <b>{vl}</b>（ステップ {vs}）",
+      info1: "ステップ <b>{s}</b> · 訓練損失 <b>{tl}</b>（移動平均）· 検証損失 <b>{vl}</b>（ステップ {vs}）",
       info2: "上位3主成分が説明する分散 {p}%（射影して単位球面 S² に正規化）",
       infoUnit: "どの星もノルム 1：意味は向きだけが担う（星の明るさは捨てた）",
       infoNorm: "星の大きさ＝ノルム |wte_i|（{lo}〜{hi}）：球面モードが捨てるもの",
@@ -84,7 +84,7 @@
       cosLine: "{run}: cos θ = <b>{c}</b> ({C}-D); on the map {c3}",
       sphere: "sphere mode (nGPT)", rmsnorm: "RMSNorm (the original microgpt)", sphereShort: "sphere (nGPT)",
       rmsnormShort: "RMSNorm",
-      info1: "step <b>{s}</b> · train loss <b>{tl}</b> · val loss <b>{vl}</b> (step {vs})",
+      info1: "step <b>{s}</b> · train loss <b>{tl}</b> (running mean) · val loss <b>{vl}</b> (step {vs})",
       info2: "top 3 principal directions: {p}% of the variance (projected, re-normalized onto S²)",
       infoUnit: "every star has norm 1: only its direction carries meaning",
       infoNorm: "star size = norm |wte_i| ({lo} to {hi}): what sphere mode throws away",
@@ -561,7 +561,7 @@
       const v = r.view, step = r.data.steps[v.k];
       r.title.innerHTML = `<span style="color:${RUN_COLORS[ri % RUN_COLORS.length]}">●</span> ` +
         `<span class="norm">${esc(t(r.data.config.norm))}</span><span class="folder">${esc(r.data.name)}</span>`;
-      const tl = lossAt(r.data.train, step), vl = lossAt(r.data.val, step), st = stars(r, v.k);
+      const tl = lossAt(smooth(r.data.train), step), vl = lossAt(r.data.val, step), st = stars(r, v.k);
       const lines = [t("info1", { s: step, tl: tl ? tl[1].toFixed(3) : "–", vl: vl ? vl[1].toFixed(3) : "–", vs: vl ? vl[0] : "–" }),
         t("info2", { p: (100 * (r.data.share[0] + r.data.share[1] + r.data.share[2])).toFixed(0) })];
       if (r.sphere) {
