@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 from errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError, WriteError
-from harness.history import HISTORY_NAME, SCALE_NAMES, load_history, scale_sizes, unflatten
+from harness.history import HISTORY_NAME, load_history, unflatten
 from model_config import param_offsets
 from run_files import atomic_write
 
@@ -102,16 +102,13 @@ def export_run(history, name):
     run = {"name": name, "config": {k: getattr(cfg, k) for k in ("vocab_size", "n_embd", "n_head", "n_layer",
                                                                   "block_size", "norm", "alpha_init", "sz_init")},
            "labels": list(history.vocab) + ["BOS"], "steps": history.step.tolist(), "planned": history.steps,
-           "dtype": history.dtype, "basis": basis.tolist(), "share": share.tolist(),
+           "basis": basis.tolist(), "share": share.tolist(),
            "stars": b64(stars, np.float64), "rest": b64(rest, np.float32), "scales": None, "drift": None,
            "train": thin_curve(history.train_loss).round(5).tolist(), "val": history.val_loss.round(5).tolist()}
     if cfg.norm == "sphere":
         run["scales"] = b64(history.scales, np.float64)
         drift = history.drift  # wte rows are the first V norms, lm_head rows come after the T rows of wpe
         run["drift"] = b64(np.concatenate([drift[:, :V], drift[:, V + T:2 * V + T]], axis=1), np.float64)
-        with np.errstate(invalid="ignore"):
-            run["drift_all"] = [None if np.isnan(row).all() else float(np.nanmax(np.abs(row - 1))) for row in drift]
-        run["scale_sizes"] = [scale_sizes(cfg)[n] for n in SCALE_NAMES]
     return run
 
 

@@ -176,19 +176,24 @@
     r.starCache.set(k, s);
     return s;
   }
-  // how far the map exaggerates the drift at snapshot k: the largest offset of its stars becomes about 0.2 radii
-  // (rounded down to 1, 2 or 5 times a power of ten; the offsets shrink by orders of magnitude as the lr decays)
-  function driftGain(r, k) {
-    let mx = 0;
+  // the largest offset |d - 1| of the stars (wte and lm_head rows) at snapshot k; NaN at step 0 (no Adam step yet)
+  function driftMax(r, k) {
+    let mx = NaN;
     for (let i = 0; i < 2 * r.V; i++) {
       const d = r.drift[k * 2 * r.V + i];
-      if (Number.isFinite(d)) mx = Math.max(mx, Math.abs(d - 1));
+      if (Number.isFinite(d)) mx = Math.max(Number.isNaN(mx) ? 0 : mx, Math.abs(d - 1));
     }
+    return mx;
+  }
+  // how far the map exaggerates the drift at snapshot k: the largest offset becomes about 0.2 radii (rounded down to
+  // 1, 2 or 5 times a power of ten; the offsets shrink by orders of magnitude as the learning rate decays)
+  function driftGain(r, k) {
+    const mx = driftMax(r, k);
     if (!(mx > 0)) return 1;
     const x = 0.2 / mx, e = Math.pow(10, Math.floor(Math.log10(x))), m = x / e;
     return Math.max(1, (m >= 5 ? 5 : m >= 2 ? 2 : 1) * e);
   }
-  for (const r of runs) {
+  for (const r of runs) {  // RMSNorm: a star's size is its norm relative to the median norm of the final stars
     const fin = stars(r, r.K - 1);
     const ns = fin.wteN.slice().sort((a, b) => a - b);
     r.normMedian = ns[ns.length >> 1] || 1;
@@ -354,10 +359,9 @@
     // RMSNorm the norms are free and the softmax is no vMF posterior (lecture 3: 前提が崩れる場合)
     const caps = r.sphere && state.show.out && view.probs;
     if (caps) {
-      let pmax = 0;
-      for (const p of view.probs) pmax = Math.max(pmax, p);
       for (let i = 0; i < r.V; i++) {
-        const w = view.probs[i] / pmax, c = st.lm[i];
+        // the cap's ink follows the character's probability (p^0.75: at a uniform 1/27 the caps are faint lines)
+        const w = Math.pow(view.probs[i], 0.75), c = st.lm[i];
         const th = Math.acos(Math.max(-1, Math.min(1, 1 - 1 / view.kappa[i])));
         const e1 = unit3(Math.abs(c[0]) < 0.9 ? [0, -c[2], c[1]] : [-c[2], 0, c[0]]);
         const e2 = [c[1] * e1[2] - c[2] * e1[1], c[2] * e1[0] - c[0] * e1[2], c[0] * e1[1] - c[1] * e1[0]];
@@ -370,11 +374,11 @@
         ctx.beginPath();
         pts.forEach((s, j) => (j ? ctx.lineTo(s[0], s[1]) : ctx.moveTo(s[0], s[1])));
         if (scr(c)[2] > 0 && th < 1.05) {
-          ctx.fillStyle = `rgba(255,154,118,${(0.16 * w).toFixed(3)})`;
+          ctx.fillStyle = `rgba(255,154,118,${(0.25 * w).toFixed(3)})`;
           ctx.fill();
         }
-        ctx.strokeStyle = `rgba(255,154,118,${(0.06 + 0.6 * w).toFixed(3)})`;
-        ctx.lineWidth = 0.6 + w;
+        ctx.strokeStyle = `rgba(255,154,118,${(0.04 + 0.8 * w).toFixed(3)})`;
+        ctx.lineWidth = 0.6 + 1.2 * w;
         ctx.stroke();
       }
     }
@@ -473,7 +477,7 @@
     }
   }
 
-  // the train loss of one step (batch 1) jumps by a nat: the plot shows its running mean over a 20th of the run
+  // the train loss of one step (batch 1) jumps by a nat: the page shows its running mean over a 20th of the run
   function smooth(curve) {
     if (curve.smoothed) return curve.smoothed;
     const w = Math.max(1, Math.round(curve.length / 20)), out = [];
@@ -481,7 +485,7 @@
     for (let j = 0; j < curve.length; j++) {
       sum += curve[j][1];
       if (j >= w) sum -= curve[j - w][1];
-      if (j >= w - 1) out.push([curve[j][0], sum / w]);
+      out.push([curve[j][0], sum / Math.min(j + 1, w)]);  // (the first points: the mean so far)
     }
     curve.smoothed = out;
     return out;
@@ -565,9 +569,9 @@
       const lines = [t("info1", { s: step, tl: tl ? tl[1].toFixed(3) : "–", vl: vl ? vl[1].toFixed(3) : "–", vs: vl ? vl[0] : "–" }),
         t("info2", { p: (100 * (r.data.share[0] + r.data.share[1] + r.data.share[2])).toFixed(0) })];
       if (r.sphere) {
-        const d = r.data.drift_all[v.k];
+        const d = driftMax(r, v.k);
         lines.push(t("infoUnit"));
-        lines.push(d === null ? t("infoDrift0") : t("infoDrift", { d: pct(d), G: driftGain(r, v.k) }));
+        lines.push(Number.isNaN(d) ? t("infoDrift0") : t("infoDrift", { d: pct(d), G: driftGain(r, v.k) }));
       } else {
         lines.push(t("infoNorm", { lo: Math.min(...st.wteN).toFixed(2), hi: Math.max(...st.wteN).toFixed(2) }));
       }
