@@ -27,10 +27,10 @@ import sys
 
 import numpy as np
 
-from errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError, WriteError
+from harness.errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError, WriteError
 from harness.history import HISTORY_NAME, load_history, unflatten
+from harness.run_files import atomic_write
 from model_config import param_offsets
-from run_files import atomic_write
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 WEB = os.path.join(ROOT, "web")

@@ -10,7 +10,8 @@ a folder it holds while it runs, --resume, Ctrl-C that loses nothing, and exit c
     checkpoints.py  TrainState (everything a run needs to continue) and its .npz file, without pickle
     run_files.py    atomic writes, metrics.json, loss.png, the --out folder's lock
     signals.py      Ctrl-C (and SIGTERM, SIGHUP): finish the step, save, stop; a debugger keeps its Ctrl-C
-    run.py          Run: what the training loop calls once or twice per step (val loss, divergence, progress)
+    run.py          Run: what the training loop calls twice per step (val loss, divergence, progress)
+    history.py      the snapshots a run keeps for the planetarium (planetarium.py): OUT/history.npz
     cli.py          the command line: flags, settings, messages and the exit code of `python microgpt.py`
 
 Nothing here imports microgpt.py; the chapter hands over what the machinery needs (its tokenizer and init).

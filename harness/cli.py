@@ -26,6 +26,7 @@ from harness.checkpoints import check_same_corpus, load_checkpoint, save_checkpo
 from harness.checks import check_combination, check_sampling, check_setting
 from harness.corpora import MAX_CORPUS_BYTES, corpus_id
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, WriteError
+from harness.history import HISTORY_NAME, History, load_history
 from harness.messages import final_train_loss, flag, say
 from harness.run_files import RunLock, plot_losses, write_json
 from harness.signals import restore, stop_with_keyboard_interrupt
@@ -279,7 +280,7 @@ class Command:
         self.base = baselines([tokenize(d, vocab) for d in train_docs], [tokenize(d, vocab) for d in val_docs], cfg)
         self.docs = {"train": len(train_docs), "val": len(val_docs),
                      "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
-        self.cfg = cfg
+        self.cfg, self.vocab = cfg, vocab
         return cfg
 
     def training(self):
@@ -292,11 +293,29 @@ class Command:
         ckpt = own_checkpoint(s.out, resume, self.ckpt_path)
         self.lock.clean()
         messages.print_header(s, self.docs, self.cfg, self.base, resume, self.lock.notice)
+        history = History(self.cfg, self.vocab, s.steps, previous=self._previous_history())
         self.progress = messages.Progress(s.steps, self.base, ckpt,
-                                          (self.ckpt_path, resume.step) if resume is not None else None)
+                                          (self.ckpt_path, resume.step) if resume is not None else None, history)
         return {"steps": s.steps, "batch_size": s.batch_size, "lr": s.lr, "seed": s.seed, "engine": s.engine,
                 "riemannian": s.riemannian, "eval_every": s.eval_every, "dtype": s.dtype, "corpus": s.corpus,
-                "progress": self.progress, "resume": resume}
+                "progress": self.progress, "resume": resume, "history": history}
+
+    def _previous_history(self):
+        """On --resume, the planetarium snapshots the run kept so far (OUT/history.npz), to continue; a missing or
+        unreadable file is a note, not an error: the history is a by-product, and starts again here."""
+        path = os.path.join(self.s.out, HISTORY_NAME) if self.s.out else None
+        if self.resume is None or not path or not os.path.exists(path):
+            return None
+        try:
+            previous = load_history(path)
+            if previous.cfg == self.cfg and previous.vocab == self.vocab:
+                return previous
+            problem = "it is of another model"
+        except InputError as e:
+            problem = str(e)
+        print(f"note: the planetarium history {path!r} is not continued ({problem}); it starts again at step "
+              f"{self.resume.step}")
+        return None
 
     def trained(self, state):
         """True if training ran to its end; else it says why (diverged: exit 1; interrupted: the checkpoint is
@@ -325,16 +344,18 @@ class Command:
                   "each time (greedy)")
         kept = messages.print_samples(names, a.temperature, a.prompt)
         if state is not None and self.s.out:
-            write_run_files(self.s, state, self.base, kept, self.docs, self.written)
+            write_run_files(self.s, state, self.base, kept, self.docs, self.progress.history, self.written)
 
 
-def write_run_files(s, state, base, samples, docs, written):
-    """--out: the final checkpoint, metrics.json and loss.png (each name goes into `written` once written)."""
+def write_run_files(s, state, base, samples, docs, history, written):
+    """--out: the final checkpoint, history.npz, metrics.json and loss.png (each goes into `written` when written)."""
     cfg = state.cfg
     ckpt, metrics_path, plot_path = (os.path.join(s.out, name) for name in ("checkpoint.npz", "metrics.json",
                                                                            "loss.png"))
     save_checkpoint(ckpt, state)
     written.append(ckpt)
+    messages.save_history(ckpt, state, history)
+    written.append(os.path.join(s.out, HISTORY_NAME))
     metrics = {"config": asdict(cfg), "engine": s.engine, "norm": cfg.norm, "corpus": s.corpus, "seed": s.seed,
                "steps": state.step, "batch_size": state.batch_size, "lr": state.lr, "riemannian": state.riemannian,
                "n_params": n_params(cfg), "docs": docs, "final_train_loss": final_train_loss(state),
@@ -347,6 +368,6 @@ def write_run_files(s, state, base, samples, docs, written):
     plot_losses(plot_path, state, base,
                 f"microgpt, norm={cfg.norm}, engine={s.engine}, corpus={os.path.basename(s.corpus)}")
     written.append(plot_path)
-    print(f"wrote {ckpt}, {metrics_path}, {plot_path}")
+    print(f"wrote {ckpt}, {os.path.join(s.out, HISTORY_NAME)}, {metrics_path}, {plot_path}")
 
 

@@ -1,4 +1,4 @@
-"""history.py -- a training run's snapshots for the planetarium (planetarium.py): how the stars move while it learns.
+"""harness/history.py -- a run's snapshots for the planetarium (planetarium.py): how the stars move while it learns.
 
 A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser early (where the stars move
 most), always the initial weights (step 0) and the last planned step. The run drives it:
@@ -41,9 +41,9 @@ from dataclasses import asdict, fields
 
 import numpy as np
 
-from errors import InputError
+from harness.errors import InputError
+from harness.run_files import atomic_write
 from model_config import GPTConfig, effective_scales, n_params, param_offsets, param_shapes
-from run_files import atomic_write
 
 HISTORY_NAME = "history.npz"
 HISTORY_FORMAT, HISTORY_VERSION = "microgpt-history", 1

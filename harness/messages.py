@@ -7,8 +7,15 @@ import sys
 
 from harness.checkpoints import save_checkpoint
 from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, WriteError
+from harness.history import HISTORY_NAME
 from harness.run_files import claim_run_folder
 from model_config import n_params
+
+
+def save_history(ckpt, state, history):
+    """The planetarium's history.npz beside the checkpoint (when the run keeps one)."""
+    if history is not None:
+        history.save(os.path.join(os.path.dirname(ckpt), HISTORY_NAME), state.train_loss, state.val_loss)
 
 
 def say(message):
@@ -54,8 +61,8 @@ class Progress:
     resumed from, then of each one it saves.
     """
 
-    def __init__(self, steps, base, ckpt=None, last_good=None):
-        self.base, self.ckpt, self.last_good = base, ckpt, last_good
+    def __init__(self, steps, base, ckpt=None, last_good=None, history=None):
+        self.base, self.ckpt, self.last_good, self.history = base, ckpt, last_good, history
         self.tty = sys.stdout.isatty()
         self.every = max(1, steps // 10)
 
@@ -71,6 +78,7 @@ class Progress:
             if self.ckpt:
                 save_checkpoint(self.ckpt, info["state"])
                 self.last_good = (self.ckpt, info["step"])
+                save_history(self.ckpt, info["state"], self.history)
         elif self.tty:  # a live line, overwritten in place
             print("\r" + line + "   ", end="", flush=True)
         elif info["step"] % self.every == 0:
@@ -113,6 +121,7 @@ def save_interrupted(state, progress, s, args):
         out = s.out or claim_run_folder("out")
         ckpt = os.path.join(out, "checkpoint.npz")
         save_checkpoint(ckpt, state)
+        save_history(ckpt, state, progress.history)
     except WriteError as e:
         say(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
             f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")

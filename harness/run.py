@@ -43,17 +43,18 @@ class Run:
     """One training run: its state, its checks, and what happens after each step (see the module docstring).
 
     settings: steps=1000, batch_size=1, lr=0.01, seed=42, engine="value", riemannian=False, eval_every=100,
-    dtype="float64", progress=None, resume=None, corpus="".
+    dtype="float64", progress=None, resume=None, corpus="", history=None.
     progress(info) is called after every step with info = dict(step, steps, loss, ms_per_step, eta_s,
     val_loss or None, state); raising KeyboardInterrupt in it stops training like Ctrl-C does.
     resume: a TrainState (e.g. from load_checkpoint) to continue; `steps` may extend its plan; its
     batch_size, lr, seed, riemannian and dtype are kept (the arguments are ignored; to go on with a lower lr,
     set resume.lr first), eval_every unless given. Its docs must be the ones it was trained on (a fingerprint).
+    history: a harness.history.History that records snapshots of the weights for the planetarium.
     """
 
     def __init__(self, cfg, vocab, train_docs, val_docs, *, tokenize, init, steps=1000, batch_size=1, lr=0.01,
                  seed=42, engine="value", riemannian=False, eval_every=None, dtype="float64", progress=None,
-                 resume=None, corpus=""):
+                 resume=None, corpus="", history=None):
         if eval_every is None:
             eval_every = resume.eval_every if resume is not None else 100
         for name, value in (("steps", steps), ("eval_every", eval_every), ("engine", engine)):
@@ -76,7 +77,7 @@ class Run:
             self.state = self._resumed(resume, train_docs, val_docs, steps, engine, eval_every, corpus)
         s = self.state
         check_combination(engine, s.params["wte"].dtype.name, cfg.norm, s.riemannian)
-        self.progress = progress
+        self.progress, self.history = progress, history
 
     @staticmethod
     def _resumed(state, train_docs, val_docs, steps, engine, eval_every, corpus):
@@ -98,6 +99,8 @@ class Run:
         self.sigint = DeferSigint().__enter__()
         if not s.val_loss:
             s.val_loss.append((0, evaluate(s.params, self.val_tokens, cfg)))
+        if self.history is not None and s.step == 0 and self.history.due(0):
+            self.history.record(0, s.params)
         # where training started: guessing (log V), or the initial weights if they are worse
         self.start = max(math.log(cfg.vocab_size), s.val_loss[0][1])
         self.step_time, self.timed = 0.0, 0
@@ -149,6 +152,8 @@ class Run:
                 s.error = f"step {s.step}: val loss is {val} (the weights are no longer finite-valued)"
                 return True
             s.val_loss.append((s.step, val))
+        if self.history is not None and self.history.due(s.step):  # a snapshot for the planetarium
+            self.history.record(s.step, s.params, drift)
         if self.progress is not None:
             try:
                 self.progress({"step": s.step, "steps": s.steps, "loss": loss, "ms_per_step": s.ms_per_step,

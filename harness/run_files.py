@@ -185,7 +185,7 @@ class RunLock:
         return False
 
 
-RUN_FILE_NAMES = ("checkpoint.npz", "metrics.json", "loss.png")
+RUN_FILE_NAMES = ("checkpoint.npz", "history.npz", "metrics.json", "loss.png")
 
 
 def _try_lock(fd, shared=False):

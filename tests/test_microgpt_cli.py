@@ -25,7 +25,7 @@ def test_end_to_end_with_out(tmp_path, corpus, capsys):
                                          "--out", str(out_dir), "--prompt", "a"])
     assert code == 0, err
     assert "val loss" in out and "bigram" in out and "sample  3: a" in out
-    assert sorted(os.listdir(out_dir)) == ["checkpoint.npz", "loss.png", "metrics.json"]
+    assert sorted(os.listdir(out_dir)) == ["checkpoint.npz", "history.npz", "loss.png", "metrics.json"]
     m = json.loads((out_dir / "metrics.json").read_text())
     assert m["engine"] == "numpy" and m["norm"] == "rmsnorm" and m["steps"] == 40 and m["corpus"] == corpus
     assert m["config"]["n_embd"] == 8 and set(m["baselines"]) == {"uniform", "unigram", "bigram"}

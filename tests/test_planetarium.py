@@ -12,11 +12,11 @@ import zipfile
 
 import numpy as np
 import pytest
-from history_driver import train_with_history
+from cli_helpers import TINY, interrupt_at, write_corpus
 
 import microgpt as mg
 import planetarium
-from errors import InputError
+from harness.errors import InputError
 from harness.history import (
     BUDGET_BYTES,
     HISTORY_NAME,
@@ -26,6 +26,7 @@ from harness.history import (
     snapshot_steps,
     unit_vector_count,
 )
+from model_config import effective_scales, n_params
 from numpy_engine import forward_np
 from utils import softmax_np
 
@@ -34,19 +35,25 @@ STEPS = 300
 MB = 2**20
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Two runs of the default model from the same seed, rmsnorm and sphere, NumPy engine, with their pages."""
-    base = tmp_path_factory.mktemp("planetarium")
+def make_runs(base, steps=STEPS):
+    """Two runs of the default model from the same seed, rmsnorm and sphere, NumPy engine, each with --out (as a
+    learner makes them), and the page for both."""
     out = {}
     for norm in ("rmsnorm", "sphere"):
-        history, params, train_loss, val_loss = train_with_history(str(base / norm), norm=norm, steps=STEPS)
-        out[norm] = {"dir": str(base / norm), "history": history, "params": params, "train_loss": train_loss,
-                     "val_loss": val_loss, "loaded": load_history(base / norm / HISTORY_NAME)}
-    html = base / "two.html"
-    assert planetarium.main([out["rmsnorm"]["dir"], out["sphere"]["dir"], "--html", str(html)]) == 0
-    out["html"] = html
+        folder = base / norm
+        assert mg.main(["--engine", "numpy", "--norm", norm, "--steps", str(steps), "--num-samples", "1",
+                        "--out", str(folder)]) == 0
+        ckpt = mg.load_checkpoint(str(folder / "checkpoint.npz"))
+        out[norm] = {"dir": str(folder), "params": ckpt.params, "train_loss": ckpt.train_loss,
+                     "val_loss": ckpt.val_loss, "loaded": load_history(folder / HISTORY_NAME)}
+    out["html"] = base / "two.html"
+    assert planetarium.main([out["rmsnorm"]["dir"], out["sphere"]["dir"], "--html", str(out["html"])]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return make_runs(tmp_path_factory.mktemp("planetarium"))
 
 
 def page_data(html):
@@ -64,14 +71,13 @@ def decode(b64, dtype):
 
 def test_the_history_is_what_the_run_recorded(runs):
     for norm in ("rmsnorm", "sphere"):
-        h, loaded = runs[norm]["history"], runs[norm]["loaded"]
-        assert loaded.step.tolist() == h.step.tolist() == snapshot_steps(STEPS)
-        assert np.array_equal(loaded.params, h.params)  # float64 round trip, bit for bit
-        final = loaded.params_at(len(loaded) - 1)
+        loaded = runs[norm]["loaded"]
+        assert loaded.step.tolist() == snapshot_steps(STEPS)
+        final = loaded.params_at(len(loaded) - 1)  # the last snapshot is the checkpoint's weights, bit for bit
         for key, array in runs[norm]["params"].items():
             assert np.array_equal(final[key], array), key
-        assert loaded.vocab == h.vocab and loaded.cfg == h.cfg and loaded.steps == STEPS
-        assert loaded.val_loss.tolist() == [list(p) for p in runs[norm]["val_loss"]]
+        assert loaded.vocab == mg.build_vocab(mg.load_corpus("names")) and loaded.steps == STEPS
+        assert loaded.val_loss.tolist() == [[float(s), v] for s, v in runs[norm]["val_loss"]]
         assert np.array_equal(loaded.train_loss[:, 1], runs[norm]["train_loss"])
     assert runs["rmsnorm"]["loaded"].drift is None and runs["rmsnorm"]["loaded"].scales is None
 
@@ -91,7 +97,7 @@ def test_sphere_stars_are_unit_vectors_in_the_history_and_on_the_page(runs):
 
 def test_the_scales_are_the_effective_ones(runs):
     h = runs["sphere"]["loaded"]
-    eff = mg.effective_scales(h.params_at(len(h) - 1), h.cfg)
+    eff = effective_scales(h.params_at(len(h) - 1), h.cfg)
     assert np.array_equal(h.scales[-1], np.concatenate([eff[n] for n in ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")]))
     assert np.allclose(h.scales[0][-h.cfg.vocab_size:], h.cfg.sz_init)  # s_z starts at sz_init
 
@@ -154,7 +160,7 @@ def test_the_file_stays_small_for_the_default_model_and_a_million_steps(runs, tm
 def test_a_big_model_keeps_fewer_snapshots():
     cfg = mg.GPTConfig(27, n_embd=128, n_head=4, n_layer=2)  # 400k parameters: 10 snapshots
     h = History(cfg, list("abcdefghijklmnopqrstuvwxyz"), 1000)
-    assert 2 <= h.count < 50 and h.count * 8 * mg.n_params(cfg) <= BUDGET_BYTES
+    assert 2 <= h.count < 50 and h.count * 8 * n_params(cfg) <= BUDGET_BYTES
 
 
 def test_the_page_for_two_runs_stays_under_5_mb(runs):
@@ -163,6 +169,25 @@ def test_the_page_for_two_runs_stays_under_5_mb(runs):
     text = runs["html"].read_text(encoding="utf-8")
     # self-contained: no address to fetch anything from, a policy that forbids it anyway
     assert not re.search(r"(src|href)\s*=\s*[\"'](https?:)?//", text) and "default-src 'none'" in text
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+def test_an_interrupted_and_resumed_run_records_the_history_of_an_uninterrupted_one(tmp_path, capsys, monkeypatch,
+                                                                                     norm):
+    corpus = write_corpus(str(tmp_path))
+    args = TINY + ["--corpus", corpus, "--norm", norm, "--steps", "120", "--eval-every", "20"]
+    assert mg.main(args + ["--out", str(tmp_path / "whole")]) == 0
+    with monkeypatch.context() as patch:
+        interrupt_at(patch, 47)  # Ctrl-C during step 47: the step finishes, the checkpoint and history are saved
+        assert mg.main(args + ["--out", str(tmp_path / "cut")]) == 130
+    assert mg.main(["--resume", "--out", str(tmp_path / "cut"), "--num-samples", "3"]) == 0
+    whole, cut = (load_history(tmp_path / name / HISTORY_NAME) for name in ("whole", "cut"))
+    assert whole.step.tolist() == cut.step.tolist() == snapshot_steps(120)
+    assert np.array_equal(whole.params, cut.params)  # bit for bit, like the resumed weights
+    if norm == "sphere":
+        assert np.array_equal(whole.drift, cut.drift, equal_nan=True)
+    assert np.array_equal(whole.train_loss, cut.train_loss) and np.array_equal(whole.val_loss, cut.val_loss)
+    capsys.readouterr()
 
 
 def test_resume_keeps_the_snapshots_and_the_schedule(runs):

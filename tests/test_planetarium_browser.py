@@ -14,12 +14,10 @@ import statistics
 
 import numpy as np
 import pytest
-from history_driver import train_with_history
-from test_planetarium import asks, check_page_numbers
+from test_planetarium import asks, check_page_numbers, make_runs
 
 import microgpt as mg
 import planetarium
-from harness.history import HISTORY_NAME, load_history
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -48,12 +46,8 @@ FRAME_MS = 16  # one frame of two default-size runs must draw within this (the i
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("planetarium_browser")
-    out = {}
-    for norm in ("rmsnorm", "sphere"):
-        train_with_history(str(base / norm), norm=norm, steps=300)
-        out[norm] = {"dir": str(base / norm), "loaded": load_history(base / norm / HISTORY_NAME)}
-    out["html"] = base / "planetarium.html"
+    out = make_runs(tmp_path_factory.mktemp("planetarium_browser"))
+    out["html"] = out.pop("html").with_name("planetarium.html")
     assert planetarium.main([out["rmsnorm"]["dir"], out["sphere"]["dir"], "--html", str(out["html"])]) == 0
     return out
 

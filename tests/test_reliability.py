@@ -263,7 +263,7 @@ def fail_fsync_after(monkeypatch, n_ok):
 
 def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_good_one(tmp_path, corpus, capsys, monkeypatch):
     out = tmp_path / "run"
-    fail_fsync_after(monkeypatch, 1)  # the step-10 checkpoint is saved, the step-20 one hits the full disk
+    fail_fsync_after(monkeypatch, 2)  # the step-10 checkpoint and history are saved, the step-20 checkpoint fails
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "40", "--eval-every", "10",
                                        "--out", str(out)])
     assert code == EXIT_IO and err.count("\n") == 1
@@ -274,14 +274,14 @@ def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_good_one(tmp_path,
 
 
 def test_a_full_disk_while_writing_the_plot_is_an_io_error(tmp_path, corpus, capsys, monkeypatch):
-    fail_fsync_after(monkeypatch, 3)  # the step-5 checkpoint, the final one and metrics.json; not loss.png
+    fail_fsync_after(monkeypatch, 5)  # checkpoint and history at step 5 and at the end, metrics.json; not loss.png
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", str(tmp_path / "run")])
     assert code == EXIT_IO and "cannot write" in err and "loss.png" in err and "No space left" in err
 
 
 def test_ctrl_c_on_a_full_disk_says_what_was_kept(tmp_path, corpus, capsys, monkeypatch):
     interrupt_at(monkeypatch, 15)
-    fail_fsync_after(monkeypatch, 1)
+    fail_fsync_after(monkeypatch, 2)  # the step-10 checkpoint and history; not the one Ctrl-C saves
     out = tmp_path / "run"
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "40", "--eval-every", "10", "--out", str(out)])
     assert code == EXIT_IO
