@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
-sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
-sys.path.insert(0, str(ROOT / "notebooks"))  # exercises.py (the check cells of the exercises)
+for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import exercises
 import matplotlib.pyplot as plt

@@ -29,7 +29,9 @@ import sys
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
-sys.path.insert(0, str(ROOT))  # value.py, utils.py, sphere.py, microgpt.py live at the repo root
+for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
