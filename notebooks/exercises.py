@@ -372,21 +372,27 @@ def check_03_attend(attend):
 
 
 def check_03_count_params(count_params):
-    """Exercise 03-2: the number of parameters of an rmsnorm GPTConfig, from its shapes.
-    Judged against the total size of microgpt.init_params(cfg) for several configs."""
+    """Exercise 03-2: the number of parameters of a GPTConfig, rmsnorm or sphere, from its sizes.
+    Judged against the total size of microgpt.init_params(cfg) for several configs of both norms. The project's
+    own counts (init_params, param_shapes, alloc_params) are refused while the learner's function runs: the
+    exercise is to find the formula, in particular the sphere mode's scale vectors, from gpt_sphere's source."""
     import microgpt
+    import model_config
 
     def judge():
-        for vocab_size, n_embd, n_head, n_layer, block_size in [(27, 16, 4, 1, 16), (50, 32, 4, 2, 8),
-                                                                 (10, 8, 2, 3, 32), (5, 12, 3, 4, 5)]:
-            cfg = microgpt.GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_head=n_head, n_layer=n_layer,
-                                     block_size=block_size)
-            want = sum(a.size for a in microgpt.init_params(cfg).values())
-            got = count_params(cfg)
-            if got != want:
-                _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, n_head={n_head}, "
-                               f"n_layer={n_layer}, block_size={block_size})", got, want)
-                return False
+        for norm in ("rmsnorm", "sphere"):
+            for vocab_size, n_embd, n_head, n_layer, block_size in [(27, 16, 4, 1, 16), (50, 32, 4, 2, 8),
+                                                                     (10, 8, 2, 3, 32), (5, 12, 3, 4, 5)]:
+                cfg = microgpt.GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_head=n_head, n_layer=n_layer,
+                                         block_size=block_size, norm=norm)
+                want = sum(a.size for a in microgpt.init_params(cfg).values())
+                with refusing(microgpt.init_params, model_config.param_shapes, model_config.alloc_params,
+                              why="init_params / param_shapes を使わずに、式で求めてください"):
+                    got = count_params(cfg)
+                if got != want:
+                    _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, n_head={n_head}, "
+                                      f"n_layer={n_layer}, block_size={block_size}, norm={norm!r})", got, want)
+                    return False
         return True
 
     return verdict("練習問題 2（count_params）", judge)
