@@ -571,16 +571,22 @@ def check_04_vmf_posterior(vmf_posterior):
 
 
 # ============================================================================ 05 PyTorch concepts
-# Exercises of notebook 05 (PyTorch concepts without PyTorch): He init, the backward of a linear layer with a
-# bias in the [out, in] layout, and the gradient that reaches an attention query with and without 1/sqrt(d).
+# Exercises of notebook 05 (PyTorch concepts without PyTorch): He init drawn from a uniform distribution, the
+# backward of a linear layer with a bias in the [out, in] layout, and the gradient that reaches an attention query
+# with and without 1/sqrt(d).
 
 
-def check_05_he_std(he_std):
-    """Exercise 05-1: he_std(fan_in) -> the He init std. A 30-layer ReLU stack initialized with it keeps its scale.
+def check_05_he_uniform_bound(he_uniform_bound):
+    """Exercise 05-1: he_uniform_bound(fan_in) -> l such that U(-l, l) has He's variance 2 / fan_in
+    (l = sqrt(6 / fan_in), what nn.init.kaiming_uniform_ draws for ReLU). A 30-layer ReLU stack initialized from
+    U(-l, l) keeps its scale.
 
-    The widths cycle through 64, 256, 128 (so fan_in changes from layer to layer). Five independently drawn
-    stacks; correct when the geometric mean over them of (activation std at layer 30) / (at layer 1) is
-    between 1/2 and 2. (One stack alone drifts by a random factor of up to about 2 at these widths.)
+    The notebook shows he_std (the std of the normal version) and Var(U(-l, l)) = l^2 / 3 but not the bound:
+    returning he_std's sqrt(2 / fan_in) as the bound gives a third of He's variance, and the signal shrinks by
+    sqrt(1/3) per layer.
+    The widths cycle through 64, 256, 128 (so fan_in changes from layer to layer). Five independently drawn stacks;
+    correct when the geometric mean over them of (activation std at layer 30) / (at layer 1) is between 1/2 and 2.
+    (One stack alone drifts by a random factor of up to about 2 at these widths.)
     """
     import numpy as np
 
@@ -590,20 +596,20 @@ def check_05_he_std(he_std):
         widths = [64, 256, 128] * 10
         ratios = []
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for seed in range(20, 25):   # five fixed stacks; their mean ratio for the He std is 0.95
+            for seed in range(20, 25):   # five fixed stacks
                 r = np.random.default_rng(seed)
                 h = r.normal(size=(64, widths[-1]))
                 stds = []
                 for fan_out, fan_in in zip(widths, [widths[-1]] + widths[:-1]):
-                    std = float(he_std(fan_in))
-                    h = np.maximum(linear_np(h, r.normal(0.0, std, (fan_out, fan_in))), 0.0)
+                    bound = float(he_uniform_bound(fan_in))
+                    h = np.maximum(linear_np(h, r.uniform(-bound, bound, (fan_out, fan_in))), 0.0)
                     stds.append(h.std())
                 ratios.append(stds[-1] / stds[0])
             ratio = float(np.exp(np.mean(np.log(ratios))))
         print(f"  活性の標準偏差の比（30 段目 / 1 段目、5 回の幾何平均）= {ratio:.3g}（1/2 から 2 の間なら正解）")
         return bool(np.isfinite(ratio) and 0.5 <= ratio <= 2.0)
 
-    return verdict("練習問題 05-1（He 初期化の標準偏差）", judge)
+    return verdict("練習問題 1（He 初期化の一様分布版）", judge)
 
 
 def check_05_linear_bias_backward(linear_bias_np_backward):
