@@ -798,7 +798,9 @@ plt.show()
 #
 # - **vMF**（円周では von Mises 分布）：$A_2(\kappa) = R$ になる κ を二分法で求める（`sphere.vmf_mean_resultant_length`）。
 # - **巻き込み正規分布**（wrapped normal）：$N(0, s^2)$ を $2\pi$ で巻いたもの。$R = e^{-s^2/2}$。
-# - **射影正規分布**：$N((m, 0), I)$ を円周へ射影したもの（§5.1）。$R$ が合う $m$ を二分法で。
+# - **射影正規分布**：$N((m, 0), I)$ を円周へ射影したもの（§5.1）。$R$ が合う $m$ を、閉じた式
+#   $R(m) = \sqrt{\pi/8}\,m\,e^{-m^2/4}\big(I_0(m^2/4) + I_1(m^2/4)\big)$（`sphere.log_bessel_iv` で計算）から二分法で求める
+#   （表の「max |R - target|」が、この式と数値積分の $R$ の一致を確かめています）。
 # - **巻き込みコーシー分布**：$p(\theta) = (1-\rho^2)/(2\pi(1 + \rho^2 - 2\rho\cos\theta))$、$R = \rho$。
 # - **カージオイド分布**：$p(\theta) = (1 + 2\rho\cos\theta)/(2\pi)$、$R = \rho$（$\rho \le 1/2$ のときだけ密度が負にならない）。
 # - **円弧上の一様分布**：$[-a, a]$ の上で一様。$R = \sin a / a$。
@@ -810,7 +812,7 @@ dtheta = 2 * np.pi / n_grid
 circle_pts = np.stack([np.cos(theta_g), np.sin(theta_g)], axis=1)
 
 
-def bisect(f, lo, hi, target, iters=80):
+def bisect(f, lo, hi, target, iters=60):
     """x in [lo, hi] with f(x) = target, for f increasing."""
     for _ in range(iters):
         mid = (lo + hi) / 2
@@ -837,6 +839,12 @@ def projected_normal_pdf(m):
     return np.exp(-m * m / 2) / (2 * np.pi) * (1 + a * cdf / pdf)
 
 
+def projected_normal_resultant(m):
+    """R = E[cos theta] of the projected normal N((m, 0), I) on the circle, in closed form (modified Bessel I0, I1)."""
+    x = m * m / 4
+    return math.sqrt(math.pi / 8) * m * sum(math.exp(float(sphere.log_bessel_iv(nu, x)) - x) for nu in (0, 1))
+
+
 def wrapped_normal_pdf(s2):
     return sum(np.exp(-(theta_g + 2 * np.pi * k) ** 2 / (2 * s2)) for k in range(-20, 21)) / np.sqrt(2 * np.pi * s2)
 
@@ -846,7 +854,7 @@ def family_densities(R):
     a_R = bisect(lambda a: -np.sin(a) / a, 1e-9, np.pi, -R)
     pdfs = {"vMF": np.exp(sphere.vmf_log_density(circle_pts, np.array([1.0, 0.0]), kappa_R)),
             "巻き込み正規": wrapped_normal_pdf(-2 * np.log(R)),
-            "射影正規": projected_normal_pdf(bisect(lambda m: resultant(projected_normal_pdf(m)), 0.0, 30.0, R)),
+            "射影正規": projected_normal_pdf(bisect(projected_normal_resultant, 0.0, 30.0, R)),
             "巻き込みコーシー": (1 - R * R) / (2 * np.pi * (1 + R * R - 2 * R * np.cos(theta_g)))}
     if R <= 0.5:
         pdfs["カージオイド"] = (1 + 2 * R * np.cos(theta_g)) / (2 * np.pi)
@@ -868,7 +876,7 @@ for R in R_grid:
         H_closed = -sphere.vmf_log_normalizer(2, kappa_R) - kappa_R * sphere.vmf_mean_resultant_length(2, kappa_R)
         worst_R = max(abs(resultant(p) - R) for p in pdfs.values())
         worst_int = max(abs(np.sum(p) * dtheta - 1) for p in pdfs.values())
-        print(f"{R:5.2f} | " + " ".join(f"{H.get(name, np.nan):10.4f}" for name in family_names)
+        print(f"{R:5.2f} | " + " ".join(f"{H[name]:10.4f}" if name in H else f"{'-':>10}" for name in family_names)
               + f" | vMF closed form {H_closed:.4f}; max |R - target| {worst_R:.0e}, max |integral - 1| {worst_int:.0e}")
 print(f"uniform on the whole circle (R = 0): H = log(2 pi) = {np.log(2 * np.pi):.4f}")
 H_arr = np.array([H_table[name] for name in family_names])
@@ -1191,7 +1199,7 @@ for norm, (cfg, st) in runs.items():
 # その条件はまったく再現できません。ここで測れるのは、次の2つです。
 #
 # - 同じ検証損失に届くまでの **ステップ数**（上の学習の記録。検証損失は 50 ステップごとなので、50 ステップ刻み）。
-# - **1 ステップの時間**：両モードを 200 ステップずつ、交互に 2 回学習し直し、各ステップにかかった時間の中央値を取ります
+# - **1 ステップの時間**：両モードを 150 ステップずつ、交互に 2 回学習し直し、各ステップにかかった時間の中央値を取ります
 #   （同じマシンで他の仕事が動くと時間が跳ねるので、平均ではなく中央値、2 回のうち速いほう）。値はこのノートを実行するたびに少し変わります。
 
 # %%
@@ -1200,7 +1208,7 @@ steps_to = {norm: {name: next((step for step, loss in st.val_loss if loss <= t),
             for norm, (_cfg, st) in runs.items()}
 
 
-def ms_per_training_step(cfg, steps=200):
+def ms_per_training_step(cfg, steps=150):
     """Median wall time of one training step (loss, gradient, Adam, and the retraction in sphere mode), in ms."""
     stamps = []
     microgpt.train(train_docs, val_docs, vocab, cfg, steps=steps, batch_size=16, engine="numpy", eval_every=steps,
@@ -1213,7 +1221,7 @@ for _ in range(2):                                   # alternate the two modes
     for norm, (cfg, _st) in runs.items():
         ms_per_step[norm].append(ms_per_training_step(cfg))
 ms = {norm: min(v) for norm, v in ms_per_step.items()}
-print(f"time per step (median over 200 steps, best of 2 runs): rmsnorm {ms['rmsnorm']:.2f} ms, "
+print(f"time per step (median over 150 steps, best of 2 runs): rmsnorm {ms['rmsnorm']:.2f} ms, "
       f"sphere {ms['sphere']:.2f} ms -> sphere / rmsnorm = {ms['sphere'] / ms['rmsnorm']:.2f}")
 print(f"\n{'val loss target':>16} | {'steps: rmsnorm':>14} {'sphere':>7} {'rmsnorm/sphere':>15} | "
       f"{'time: rmsnorm':>13} {'sphere':>11}")
