@@ -96,18 +96,26 @@ def execute(nb, timeout=120, cwd=NB_DIR):
     return _tidy(nb)
 
 
+# With several kernels at once, each gets one BLAS thread: two kernels that each start a BLAS thread per core would
+# fight over two cores (OpenBLAS threads spin while they wait), and a BLAS-heavy notebook then runs several times
+# slower than alone.
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def execute_all(jobs, timeout=120):
     """Run several notebooks at once, each job (nb, cwd) in a fresh kernel of its own; raises on the first cell error.
 
-    The kernels are processes of their own, so two of them keep two cores busy (one pass costs about the time of
-    the slower notebook, not of both).
+    The kernels are processes of their own with one BLAS thread each, so two of them keep two cores busy (a pass
+    costs about the time of the slower notebook, not of both).
     """
     import asyncio
+    import os
 
+    env = {**os.environ, **ONE_BLAS_THREAD}
     clients = [_client(nb, timeout, cwd) for nb, cwd in jobs]
 
     async def run():
-        await asyncio.gather(*(client.async_execute() for client in clients))
+        await asyncio.gather(*(client.async_execute(env=env) for client in clients))
 
     asyncio.run(run())
     return [_tidy(nb) for nb, _ in jobs]
