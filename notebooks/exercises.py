@@ -7,9 +7,13 @@ function that still raises NotImplementedError (or an answer that is still None)
 executed unsolved in CI, so every check must run clean then.
 
 The checks compare with the project's own functions or with finite differences (value.gradient_check),
-never with a hard-coded number the learner cannot see. Reference solutions live in tests/test_exercises_NN.py
-(one file per notebook), which prove every check can say 正解 and that a wrong answer gets 不正解.
+never with a hard-coded number the learner cannot see. Where calling the project's own function would be the
+answer copied (Value.backward for "write backward()", init_params for "count the parameters"), the check
+refuses it while the learner's code runs (`refusing`): the call raises, and the verdict is 不正解. Reference
+solutions live in tests/test_exercises_NN.py (one file per notebook), which prove every check can say 正解 and
+that a wrong or copied answer gets 不正解.
 """
+import contextlib
 import sys
 from pathlib import Path
 
@@ -34,6 +38,25 @@ def verdict(name, judge):
         return False
     print(f"{name}: {'正解' if ok else '不正解'}")
     return bool(ok)
+
+
+@contextlib.contextmanager
+def refusing(*functions, why):
+    """While the block runs, each of the project's functions in `functions` raises RuntimeError(why) when called.
+
+    The function object itself is changed (its __code__), not a module attribute: a learner who imported the
+    function by name (`from value import topological_order`) reaches the same object. Restored on exit.
+    """
+    namespace = {}
+    exec(f"def refused(*args, **kwargs):\n    raise RuntimeError({why!r})", namespace)
+    saved = [(f, f.__code__) for f in functions]
+    try:
+        for f in functions:
+            f.__code__ = namespace["refused"].__code__
+        yield
+    finally:
+        for f, code in saved:
+            f.__code__ = code
 
 
 def answered(answer):
@@ -74,7 +97,7 @@ def _uses_twice_01():
 
 
 def check_01_grad_a(grad_a):
-    """練習問題1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward()."""
+    """練習問題 1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward()."""
     import random
 
     from value import Value
@@ -91,11 +114,11 @@ def check_01_grad_a(grad_a):
                 return False
         return True
 
-    return verdict("練習問題1 grad_a", judge)
+    return verdict("練習問題 1（grad_a）", judge)
 
 
 def check_01_sigmoid(sigmoid):
-    """練習問題2: sigmoid(v) must be one node (child v) with data 1/(1+e^-x) and a local gradient that
+    """練習問題 2: sigmoid(v) must be one node (child v) with data 1/(1+e^-x) and a local gradient that
     passes value.gradient_check in expressions at several points."""
     import math
     import random
@@ -126,19 +149,25 @@ def check_01_sigmoid(sigmoid):
                     return False
         return True
 
-    return verdict("練習問題2 sigmoid", judge)
+    return verdict("練習問題 2（sigmoid）", judge)
 
 
 def check_01_backward(my_backward):
-    """練習問題3: my_backward(root) on a fresh graph must give every node the grad that Value.backward gives."""
-    from value import topological_order
+    """練習問題 3: my_backward(root) on a fresh graph must give every node the grad that Value.backward gives.
+
+    Value.backward and value.trace_backward (which runs the same loop) are refused while my_backward runs:
+    `lambda root: root.backward()` copies the engine's answer instead of writing the loop.
+    """
+    from value import Value, topological_order, trace_backward
 
     def judge():
         cases = [_uses_twice_01] + [lambda s=s: _graph_01(s) for s in range(103, 109)]
         for build in cases:
             _, root = build()
             _, ref_root = build()  # the same graph again, for the reference
-            my_backward(root)
+            with refusing(Value.backward, trace_backward,
+                          why="root.backward() も trace_backward も使わずに、ループを自分で書いてください"):
+                my_backward(root)
             ref_root.backward()
             mine, ref = topological_order(root), topological_order(ref_root)
             for i, (u, w) in enumerate(zip(mine, ref)):
@@ -149,12 +178,13 @@ def check_01_backward(my_backward):
                     return False
         return True
 
-    return verdict("練習問題3 my_backward", judge)
+    return verdict("練習問題 3（my_backward）", judge)
 
 
 def check_01_topological_order(my_topological_order):
-    """練習問題4: my_topological_order(root) must list every reachable node once, children before parents,
-    on random graphs and on a chain three times as long as the recursion limit."""
+    """練習問題 4: my_topological_order(root) must list every reachable node once, children before parents,
+    on random graphs and on a chain three times as long as the recursion limit. value.topological_order (and
+    Value.backward, which calls it) is refused while the learner's function runs."""
     from value import Value, topological_order
 
     def valid(order, root):
@@ -172,20 +202,24 @@ def check_01_topological_order(my_topological_order):
                 return False
         return True
 
+    def answer(root):
+        with refusing(topological_order, why="この問題では value.topological_order を使わずに書いてください"):
+            return list(my_topological_order(root))
+
     def judge():
         for root in [_uses_twice_01()[1]] + [_graph_01(s)[1] for s in range(110, 116)]:
-            if not valid(list(my_topological_order(root)), root):
+            if not valid(answer(root), root):
                 return False
         n = 3 * sys.getrecursionlimit()
         y = Value(1.0)
         for _ in range(n):
             y = y * 0.999
-        if not valid(list(my_topological_order(y)), y):
+        if not valid(answer(y), y):
             print(f"  (on a chain of {n} multiplications)")
             return False
         return True
 
-    return verdict("練習問題4 my_topological_order", judge)
+    return verdict("練習問題 4（my_topological_order）", judge)
 
 
 # ============================================================================ 02 chapter 21
@@ -334,28 +368,34 @@ def check_03_attend(attend):
                 return False
         return True
 
-    return verdict("練習問題 1 attend", judge)
+    return verdict("練習問題 1（attend）", judge)
 
 
 def check_03_count_params(count_params):
-    """Exercise 03-2: the number of parameters of an rmsnorm GPTConfig, from its shapes.
-    Judged against the total size of microgpt.init_params(cfg) for several configs."""
+    """Exercise 03-2: the number of parameters of a GPTConfig, rmsnorm or sphere, from its sizes.
+    Judged against the total size of microgpt.init_params(cfg) for several configs of both norms. The project's
+    own counts (init_params, param_shapes, alloc_params) are refused while the learner's function runs: the
+    exercise is to find the formula, in particular the sphere mode's scale vectors, from gpt_sphere's source."""
     import microgpt
+    import model_config
 
     def judge():
-        for vocab_size, n_embd, n_head, n_layer, block_size in [(27, 16, 4, 1, 16), (50, 32, 4, 2, 8),
-                                                                 (10, 8, 2, 3, 32), (5, 12, 3, 4, 5)]:
-            cfg = microgpt.GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_head=n_head, n_layer=n_layer,
-                                     block_size=block_size)
-            want = sum(a.size for a in microgpt.init_params(cfg).values())
-            got = count_params(cfg)
-            if got != want:
-                _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, n_head={n_head}, "
-                               f"n_layer={n_layer}, block_size={block_size})", got, want)
-                return False
+        for norm in ("rmsnorm", "sphere"):
+            for vocab_size, n_embd, n_head, n_layer, block_size in [(27, 16, 4, 1, 16), (50, 32, 4, 2, 8),
+                                                                     (10, 8, 2, 3, 32), (5, 12, 3, 4, 5)]:
+                cfg = microgpt.GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_head=n_head, n_layer=n_layer,
+                                         block_size=block_size, norm=norm)
+                want = sum(a.size for a in microgpt.init_params(cfg).values())
+                with refusing(microgpt.init_params, model_config.param_shapes, model_config.alloc_params,
+                              why="init_params / param_shapes を使わずに、式で求めてください"):
+                    got = count_params(cfg)
+                if got != want:
+                    _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, n_head={n_head}, "
+                                      f"n_layer={n_layer}, block_size={block_size}, norm={norm!r})", got, want)
+                    return False
         return True
 
-    return verdict("練習問題 2 count_params", judge)
+    return verdict("練習問題 2（count_params）", judge)
 
 
 def check_03_temperature_probs(temperature_probs):
@@ -378,7 +418,7 @@ def check_03_temperature_probs(temperature_probs):
                 return False
         return True
 
-    return verdict("練習問題 3 temperature_probs", judge)
+    return verdict("練習問題 3（temperature_probs）", judge)
 
 
 def check_03_bigram_loss(bigram_loss):
@@ -406,7 +446,7 @@ def check_03_bigram_loss(bigram_loss):
                 return False
         return True
 
-    return verdict("練習問題 4 bigram_loss", judge)
+    return verdict("練習問題 4（bigram_loss）", judge)
 
 
 # ============================================================================ 04 lecture 3
@@ -445,7 +485,7 @@ def check_04_riemannian_step(riemannian_step):
                 return False
         return True
 
-    return verdict("練習問題1 riemannian_step", judge)
+    return verdict("練習問題 1（riemannian_step）", judge)
 
 
 def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
@@ -474,7 +514,7 @@ def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
                 return False
         return True
 
-    return verdict("練習問題2 safe_normalize", judge)
+    return verdict("練習問題 2（safe_normalize）", judge)
 
 
 def check_04_vmf_log_density_s2(vmf_log_density_s2):
@@ -495,7 +535,7 @@ def check_04_vmf_log_density_s2(vmf_log_density_s2):
                 return False
         return True
 
-    return verdict("練習問題3 vmf_log_density_s2", judge)
+    return verdict("練習問題 3（vmf_log_density_s2）", judge)
 
 
 def check_04_vmf_posterior(vmf_posterior):
@@ -527,20 +567,26 @@ def check_04_vmf_posterior(vmf_posterior):
                 return False
         return True
 
-    return verdict("練習問題4 vmf_posterior", judge)
+    return verdict("練習問題 4（vmf_posterior）", judge)
 
 
 # ============================================================================ 05 PyTorch concepts
-# Exercises of notebook 05 (PyTorch concepts without PyTorch): He init, the backward of a linear layer with a
-# bias in the [out, in] layout, and the gradient that reaches an attention query with and without 1/sqrt(d).
+# Exercises of notebook 05 (PyTorch concepts without PyTorch): He init drawn from a uniform distribution, the
+# backward of a linear layer with a bias in the [out, in] layout, and the gradient that reaches an attention query
+# with and without 1/sqrt(d).
 
 
-def check_05_he_std(he_std):
-    """Exercise 05-1: he_std(fan_in) -> the He init std. A 30-layer ReLU stack initialized with it keeps its scale.
+def check_05_he_uniform_bound(he_uniform_bound):
+    """Exercise 05-1: he_uniform_bound(fan_in) -> l such that U(-l, l) has He's variance 2 / fan_in
+    (l = sqrt(6 / fan_in), what nn.init.kaiming_uniform_ draws for ReLU). A 30-layer ReLU stack initialized from
+    U(-l, l) keeps its scale.
 
-    The widths cycle through 64, 256, 128 (so fan_in changes from layer to layer). Five independently drawn
-    stacks; correct when the geometric mean over them of (activation std at layer 30) / (at layer 1) is
-    between 1/2 and 2. (One stack alone drifts by a random factor of up to about 2 at these widths.)
+    The notebook shows he_std (the std of the normal version) and Var(U(-l, l)) = l^2 / 3 but not the bound:
+    returning he_std's sqrt(2 / fan_in) as the bound gives a third of He's variance, and the signal shrinks by
+    sqrt(1/3) per layer.
+    The widths cycle through 64, 256, 128 (so fan_in changes from layer to layer). Five independently drawn stacks;
+    correct when the geometric mean over them of (activation std at layer 30) / (at layer 1) is between 1/2 and 2.
+    (One stack alone drifts by a random factor of up to about 2 at these widths.)
     """
     import numpy as np
 
@@ -550,20 +596,20 @@ def check_05_he_std(he_std):
         widths = [64, 256, 128] * 10
         ratios = []
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for seed in range(20, 25):   # five fixed stacks; their mean ratio for the He std is 0.95
+            for seed in range(20, 25):   # five fixed stacks
                 r = np.random.default_rng(seed)
                 h = r.normal(size=(64, widths[-1]))
                 stds = []
                 for fan_out, fan_in in zip(widths, [widths[-1]] + widths[:-1]):
-                    std = float(he_std(fan_in))
-                    h = np.maximum(linear_np(h, r.normal(0.0, std, (fan_out, fan_in))), 0.0)
+                    bound = float(he_uniform_bound(fan_in))
+                    h = np.maximum(linear_np(h, r.uniform(-bound, bound, (fan_out, fan_in))), 0.0)
                     stds.append(h.std())
                 ratios.append(stds[-1] / stds[0])
             ratio = float(np.exp(np.mean(np.log(ratios))))
         print(f"  活性の標準偏差の比（30 段目 / 1 段目、5 回の幾何平均）= {ratio:.3g}（1/2 から 2 の間なら正解）")
         return bool(np.isfinite(ratio) and 0.5 <= ratio <= 2.0)
 
-    return verdict("練習問題 05-1（He 初期化の標準偏差）", judge)
+    return verdict("練習問題 1（He 初期化の一様分布版）", judge)
 
 
 def check_05_linear_bias_backward(linear_bias_np_backward):
@@ -602,7 +648,7 @@ def check_05_linear_bias_backward(linear_bias_np_backward):
                     ok = False
         return ok
 
-    return verdict("練習問題 05-2（バイアス付き線形層の逆伝播）", judge)
+    return verdict("練習問題 2（バイアス付き線形層の逆伝播）", judge)
 
 
 def check_05_query_grad(query_grad):
@@ -634,4 +680,4 @@ def check_05_query_grad(query_grad):
                 ok = ok and good
         return ok
 
-    return verdict("練習問題 05-3（クエリに届く勾配）", judge)
+    return verdict("練習問題 3（クエリに届く勾配）", judge)

@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
 
-from value import Value, topological_order  # noqa: E402
+from value import Value, topological_order, trace_backward  # noqa: E402
 
 
 def stub(*args):
@@ -90,6 +90,18 @@ def test_backward(wrong):
     assert exercises.check_01_backward(stub) is None
 
 
+@pytest.mark.parametrize("copied", [lambda root: root.backward(), lambda root: trace_backward(root, quiet=True),
+                                    lambda root: Value.backward(root)])
+def test_backward_refuses_the_engines_own(copied, capsys):
+    # Calling the engine's backward() gives exactly the right grads: the check must still say 不正解.
+    assert exercises.check_01_backward(copied) is False
+    assert "使わずに" in capsys.readouterr().out
+    # ... and the engine works again afterwards (the refusal is undone on exit)
+    a = Value(3.0)
+    (a * a).backward()
+    assert a.grad == 6.0 and len(trace_backward(a * a, quiet=True)) == 2
+
+
 # -- 練習問題4: an iterative topological sort (order may differ from value.topological_order)
 
 def my_topological_order(root):
@@ -125,8 +137,12 @@ def parents_first(root):  # every node once, but in the wrong direction
 
 def test_topological_order(capsys):
     assert exercises.check_01_topological_order(my_topological_order) is True
-    assert exercises.check_01_topological_order(topological_order) is True  # any valid order passes
+    # any valid order passes: the reference's order is not value.topological_order's
     assert my_topological_order(exercises._graph_01(110)[1]) != topological_order(exercises._graph_01(110)[1])
+    assert exercises.check_01_topological_order(topological_order) is False  # the engine's own: copied
+    assert exercises.check_01_topological_order(lambda root: list(topological_order(root))) is False
+    assert "使わずに" in capsys.readouterr().out
+    assert len(topological_order(exercises._graph_01(110)[1])) > 4  # restored after the check
     assert exercises.check_01_topological_order(recursive_topological_order) is False
     assert "RecursionError" in capsys.readouterr().out
     assert exercises.check_01_topological_order(parents_first) is False

@@ -48,29 +48,55 @@ def test_attend():
     assert exercises.check_03_attend(stub) is None
 
 
-# ---------------------------------------------------------------- 2. count_params
+# ---------------------------------------------------------------- 2. count_params (rmsnorm and sphere)
 
 def count_params(cfg):
     V, C, L, T = cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size
     embeddings = V * C + T * C + V * C                     # wte, wpe, lm_head
     per_layer = 4 * C * C + 4 * C * C + C * 4 * C         # wq wk wv wo, mlp_fc1, mlp_fc2
+    if cfg.norm == "sphere":
+        per_layer += C + C + 4 * C + C                     # s_qk, alpha_A, s_u (the MLP's hidden width), alpha_M
+        embeddings += V                                    # s_z: one per token
     return embeddings + L * per_layer
+
+
+def count_params_rmsnorm_formula_only(cfg):  # §1's printed formula: right for rmsnorm, misses the sphere's scales
+    C = cfg.n_embd
+    return 2 * cfg.vocab_size * C + cfg.block_size * C + 12 * cfg.n_layer * C * C
 
 
 def count_params_no_wpe(cfg):  # forgets the position embedding
     return count_params(cfg) - cfg.block_size * cfg.n_embd
 
 
-def count_params_one_layer(cfg):  # ignores n_layer
-    C = cfg.n_embd
-    return 2 * cfg.vocab_size * C + cfg.block_size * C + 12 * C * C
+def count_params_su_of_width_c(cfg):  # takes s_u as long as the residual stream (C), not the MLP's hidden layer (4C)
+    return count_params(cfg) - (3 * cfg.n_embd * cfg.n_layer if cfg.norm == "sphere" else 0)
 
 
-def test_count_params():
+def count_params_copied(cfg):  # the project's own count: refused
+    import microgpt
+    return sum(a.size for a in microgpt.init_params(cfg).values())
+
+
+def count_params_copied_shapes(cfg):
+    import math
+
+    from model_config import param_shapes
+    return sum(math.prod(shape) for _, shape in param_shapes(cfg))
+
+
+def test_count_params(capsys):
     assert exercises.check_03_count_params(count_params) is True
+    assert exercises.check_03_count_params(count_params_rmsnorm_formula_only) is False
     assert exercises.check_03_count_params(count_params_no_wpe) is False
-    assert exercises.check_03_count_params(count_params_one_layer) is False
+    assert exercises.check_03_count_params(count_params_su_of_width_c) is False
+    capsys.readouterr()
+    assert exercises.check_03_count_params(count_params_copied) is False
+    assert exercises.check_03_count_params(count_params_copied_shapes) is False
+    assert "使わずに" in capsys.readouterr().out
     assert exercises.check_03_count_params(stub) is None
+    import microgpt  # the refusal is undone after the check
+    assert sum(a.size for a in microgpt.init_params(microgpt.GPTConfig(vocab_size=27)).values()) == 4192
 
 
 # ---------------------------------------------------------------- 3. temperature_probs

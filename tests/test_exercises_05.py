@@ -19,27 +19,34 @@ def stub(*args):
     raise NotImplementedError
 
 
-# -- 05-1: He init std
+# -- 05-1: the bound of He's uniform init (sqrt(6 / fan_in): U(-l, l) has variance l^2 / 3 = 2 / fan_in)
 
 
-def he_std(fan_in):
-    return math.sqrt(2.0 / fan_in)
+def he_uniform_bound(fan_in):
+    return math.sqrt(6.0 / fan_in)
 
 
-def test_he_std_reference_is_correct(capsys):
-    assert exercises.check_05_he_std(he_std) is True
+def test_he_uniform_bound_reference_is_correct(capsys):
+    assert exercises.check_05_he_uniform_bound(he_uniform_bound) is True
     assert "正解" in capsys.readouterr().out
 
 
-def test_he_std_wrong_answers():
-    assert exercises.check_05_he_std(lambda fan_in: math.sqrt(1.0 / fan_in)) is False        # Xavier, square layers
-    assert exercises.check_05_he_std(lambda fan_in: 1.0 / math.sqrt(3.0 * fan_in)) is False  # PyTorch's default
-    assert exercises.check_05_he_std(lambda fan_in: 0.08) is False                           # microgpt's fixed std
-    assert exercises.check_05_he_std(lambda fan_in: 2.0 / fan_in) is False                   # the variance, not std
+def test_he_uniform_bound_via_the_variance_is_correct():
+    # derived as the notebook suggests: l^2 / 3 = Var = he_std(fan_in)^2
+    assert exercises.check_05_he_uniform_bound(lambda fan_in: math.sqrt(3.0) * math.sqrt(2.0 / fan_in)) is True
 
 
-def test_he_std_unanswered(capsys):
-    assert exercises.check_05_he_std(stub) is None
+def test_he_uniform_bound_wrong_answers():
+    # the notebook's he_std copied as the bound: a third of He's variance, the signal vanishes
+    assert exercises.check_05_he_uniform_bound(lambda fan_in: math.sqrt(2.0 / fan_in)) is False
+    assert exercises.check_05_he_uniform_bound(lambda fan_in: 1.0 / math.sqrt(fan_in)) is False      # PyTorch's default
+    assert exercises.check_05_he_uniform_bound(lambda fan_in: math.sqrt(3.0 / fan_in)) is False      # Xavier-like
+    assert exercises.check_05_he_uniform_bound(lambda fan_in: 6.0 / fan_in) is False                 # no square root
+    assert exercises.check_05_he_uniform_bound(lambda fan_in: 0.08) is False                 # microgpt's std
+
+
+def test_he_uniform_bound_unanswered(capsys):
+    assert exercises.check_05_he_uniform_bound(stub) is None
     assert "未回答" in capsys.readouterr().out
 
 

@@ -6,27 +6,32 @@
 #
 # このノートで見られるもの：
 #
-# 1. 小さな式を `Value` で組み、計算グラフを描く（`value.draw_graph`）。各ノードの `grad` が $\partial L/\partial(\text{そのノード})$ であること。
+# 1. 小さな式を `Value` で組み、計算グラフを描く（`value.draw_graph`。150 dpi の実寸で表示）。各ノードの `grad` が $\partial L/\partial(\text{そのノード})$ であること。
 # 2. `backward()` が **どの順に** ノードを訪れ、各辺で `child.grad += local_grad * node.grad` を
 #    どう積み上げるかを、ノードごとの表で見る（`value.trace_backward`）。
 # 3. micrograd でおなじみの式で、勾配を手計算・公開値と照合し、`value.gradient_check` で数値微分（中心差分）とも照合する。
 # 4. 局所勾配をわざと間違えたノードを `gradient_check` が FAIL と判定する様子と、この検査の限界（特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる）。
-# 5. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch では `retain_graph=True` がないと2回目がエラーになる理由も）。
+# 5. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch で2回目がエラーになるのはどんなグラフか、その規則も）。
 # 6. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる。再帰上限はこの環境で実際に表示する）。
 # 7. Graphviz の DOT テキスト（`value.to_dot`）。
 # 8. 理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示）。
+#
+# 途中の2か所（§5 と §6）には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
 # %%
 import sys
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
-sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
+for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
+from figures import show_graph  # notebooks/figures.py: value.draw_graph at 150 dpi, shown at full size
 
-from value import Value, draw_graph, gradient_check, to_dot, topological_order, trace_backward, zero_grad
+from value import Value, gradient_check, to_dot, topological_order, trace_backward, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 
@@ -43,6 +48,7 @@ plt.rcParams["figure.dpi"] = 110
 #
 # `labels` で名前を付けて描きます。
 # 箱は値（上段が名前、`data`、`grad`。葉は橙、演算の結果は青）、丸は演算（名前が長いものは横長の角丸）、辺の小さな数字は局所勾配 $\partial(\text{親})/\partial(\text{子})$ です。
+# 図は 150 dpi で描き、縮小せずに実寸で表示します（ページより広い図は横にスクロールして見てください）。
 
 # %%
 a, b, c, f = Value(2.0), Value(-3.0), Value(10.0), Value(-2.0)
@@ -51,9 +57,7 @@ d = e + c
 L = d * f
 names = {a: "a", b: "b", c: "c", e: "e", d: "d", f: "f", L: "L"}
 
-ax = draw_graph(L, labels=names)
-ax.set_title(r"$L = (a \cdot b + c) \cdot f$：backward() の前（grad はすべて 0）")
-plt.show()
+show_graph(L, names, r"$L = (a \cdot b + c) \cdot f$：backward() の前（grad はすべて 0）")
 
 # %% [markdown]
 # `trace_backward` は `backward()` とまったく同じ計算をしながら、訪れた順に1行ずつ記録します。
@@ -64,9 +68,7 @@ plt.show()
 rows = trace_backward(L, labels=names)
 
 # %%
-ax = draw_graph(L, labels=names)
-ax.set_title(r"backward() の後：grad = $\partial L / \partial$(そのノード)")
-plt.show()
+show_graph(L, names, r"backward() の後：grad = $\partial L / \partial$(そのノード)")
 
 # %% [markdown]
 # 手計算：$L = d f$、$d = e + c$、$e = a b$ なので
@@ -114,9 +116,7 @@ names = {x1: "x1", x2: "x2", w1: "w1", w2: "w2", bias: "b", x1w1: "x1*w1", x2w2:
 rows = trace_backward(o, labels=names)
 
 # %%
-ax = draw_graph(o, labels=names)
-ax.set_title(r"$o = \tanh(x_1 w_1 + x_2 w_2 + b)$：backward() の後")
-plt.show()
+show_graph(o, names, r"$o = \tanh(x_1 w_1 + x_2 w_2 + b)$：backward() の後")
 
 # %% [markdown]
 # 手計算：$\partial o/\partial n = 1 - o^2 = 0.5$。よって
@@ -237,22 +237,21 @@ rows = trace_backward(y, labels=names)
 print("\na.grad =", a.grad, " (hand: 2a + 2 =", 2 * 3.0 + 2, ")")
 
 # %%
-ax = draw_graph(y, labels=names)
-ax.set_title(r"$y = a \cdot a + 2a$：$a$ から出る3本の辺の勾配が足し合わされる", fontsize=10)
-plt.show()
+show_graph(y, names, r"$y = a \cdot a + 2a$：$a$ から出る3本の辺の勾配が足し合わされる", fontsize=10)
 
 # %% [markdown]
-# (2) **`backward()` を2回呼ぶ**と、ここでは葉（パラメータ）の勾配が累積します（2倍になる）。
-# 途中のノードは毎回 0 に戻されるので、2回目はちょうど「1回目をもう一度足した」ことになります。
+# (2) **`backward()` を2回呼ぶ**とどうなるでしょうか。上のセルで `backward()` は1回呼ばれ、`a.grad` は 8 です。
+#
+# **予想してから確かめる：** 次のセルは同じ `y` でもう一度 `backward()` を呼びます。`a.grad` はいくつになるでしょうか。
+# そのあと `zero_grad([a])` で葉の勾配を 0 に戻してから `backward()` すると、いくつでしょうか。
+#
+# <details><summary>答え</summary>
+#
+# 2回目の後は 16、`zero_grad` の後は 8 です（下のセルの出力）。`backward()` は根の `grad` を 1 にし、途中のノードの `grad` を 0 に戻してから押し出しますが、
+# 葉（パラメータ）の `grad` には触れずに `+=` で足し込むので、2回目はちょうど「1回目をもう一度足した」ことになります。
 # 学習ループでは各ステップの前に `zero_grad(params)` で葉の勾配を消します。
 #
-# **PyTorch との違い：** 同じ式を PyTorch で書いて `y.backward()` を2回呼ぶと、2回目は
-# `RuntimeError: Trying to backward through the graph a second time ...` で止まります。
-# PyTorch は局所勾配を前もって数値にせず、逆伝播のときに計算するために必要な値（`a*a` なら両方の因子 $a$）を
-# 順伝播でテンソルとして保存しておき、1回目の `backward()` が終わるとそれらを解放するからです。
-# 1回目に `y.backward(retain_graph=True)` と渡しておけば保存値が残り、2回目はここと同じく葉の `.grad` に累積します。
-# （保存値を必要としない演算だけのグラフ、たとえば足し算と定数倍だけなら、PyTorch でも2回目はエラーになりません。）
-# この `Value` は局所勾配を順伝播のときに数値として各ノードに持たせ、捨てないので、何度でも `backward()` できます。
+# </details>
 
 # %%
 y.backward()
@@ -260,6 +259,23 @@ print("after a 2nd backward():", a.grad, "(= 2 x 8)")
 zero_grad([a])
 y.backward()
 print("zero_grad, then backward():", a.grad)
+
+# %% [markdown]
+# **PyTorch との違い：** PyTorch で同じ式を書いて `y.backward()` を2回呼ぶと、2回目は
+# `RuntimeError: Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed) ...` で止まります。
+# PyTorch は局所勾配を前もって数値にせず、逆伝播のときに計算します。そのために必要な値を、順伝播のときにノードごとに **テンソルとして保存** しておき、
+# 1回目の `backward()` が終わるとそれらを解放します。エラーになるかどうかは、グラフに「何かを保存したノード」があるかどうかで決まります。
+#
+# - **掛け算と割り算** のノードは、相手の因子を保存します（$\partial(uv)/\partial u = v$ なので $v$ が要る）。相手が定数でも同じで、
+#   PyTorch は Python の数 `2` を 0 次元のテンソルに包んで保存します。だから `2*b`、`b/2`、`b + 2*b` は、掛け算・割り算が1つあるだけで2回目が **エラー** になります。
+# - **足し算・引き算・符号反転** のノードは、局所勾配が ±1 なので何も保存しません。`b + b`、`b + 1`、`b - 3`、`-b` だけのグラフなら、2回目もエラーにならず、
+#   葉の `.grad` に累積します（ここの `Value` と同じ）。
+#
+# つまり「足し算と定数倍だけなら大丈夫」ではなく、「保存するノード（掛け算・割り算、`tanh` や `exp` など）が1つもなければ大丈夫」です。
+# 1回目に `y.backward(retain_graph=True)` と渡しておけば保存値が残り、どのグラフでも2回目はここと同じく葉の `.grad` に累積します。
+# （このノートは PyTorch を使いません。ここで述べた PyTorch の挙動は、`tests/test_torch_facts.py` が PyTorch 2.x で確かめています。torch が入っていない環境ではそのテストは飛ばされます。）
+#
+# この `Value` は局所勾配を順伝播のときに数値として各ノードに持たせ、捨てないので、何度でも `backward()` できます。
 
 # %% [markdown]
 # ## 6. 深い鎖と反復トポロジカルソート
@@ -294,6 +310,16 @@ print("recursion limit in plain python:", plain.stdout.strip())
 # %% [markdown]
 # 比較のため、ベンチマーク用に置いてある「元の設計」の `benchmarks/naive_value.NaiveValue`（再帰版のトポロジカルソート）で、
 # $y = x \cdot 0.999999^{n}$ の鎖が何段まで `backward()` できるかを二分探索で測ります。
+#
+# **予想してから確かめる：** 再帰版が逆伝播できる最長の鎖は、上に表示したこのカーネルの再帰上限と比べてどのくらいでしょうか。
+# (a) 再帰上限とちょうど同じ、(b) 再帰上限よりわずかに短い、(c) 再帰上限の半分くらい。
+#
+# <details><summary>答え</summary>
+#
+# (b) です。下のセルの出力で、差は数十段です。鎖の1段が再帰の1段（`build_topo` の呼び出し1回）になり、
+# 差は `build_topo` の外側ですでに使われている段数（Jupyter のカーネル、このセル、`naive_chain_ok`、`backward` の呼び出し）です。
+#
+# </details>
 
 # %%
 from benchmarks.naive_value import NaiveValue
@@ -322,8 +348,7 @@ print("longest chain NaiveValue can backprop:", lo, "links")
 print("difference                           :", sys.getrecursionlimit() - lo)
 
 # %% [markdown]
-# 再帰版が通る最長の鎖は、再帰上限よりわずかに短いだけです。鎖の1段が再帰の1段（`build_topo` の呼び出し1回）になり、
-# 上限との差は、`build_topo` の外側ですでに使われている段数（Jupyter のカーネル、このセル、`naive_chain_ok`、`backward` の呼び出し）です。
+# 再帰版が通る最長の鎖は、再帰上限よりわずかに短いだけです（上の出力の difference）。
 # 長い系列を1ステップずつ積み上げる RNN 風の計算や、何千層もの演算を1つのグラフにすると簡単に超える深さです。
 #
 # `value.topological_order` は明示的なスタックを使う反復版の深さ優先探索なので、
@@ -361,11 +386,11 @@ print(to_dot(L, labels=names))
 # %% [markdown]
 # ## 理解度チェック
 #
-# **問1.** 1節の式 $L = (a \cdot b + c) \cdot f$ で、`backward()` の後の `d.grad = -2` は何を意味しますか。`e.grad` も $-2$ になるのはなぜですか。
+# **問1.** §1 の式 $L = (a \cdot b + c) \cdot f$ で、`backward()` の後の `d.grad = -2` は何を意味しますか。`e.grad` も $-2$ になるのはなぜですか。
 #
 # <details><summary>答え</summary>
 #
-# $d$ の値だけを微小量 $\delta$ 動かすと（$d$ を作った $e$、$c$ はそのまま）、$L = d f$ がおよそ $-2\delta$ 変わる、という意味です（$\partial L/\partial d = f = -2$。1節で $d$ を実際に動かして確かめました）。
+# $d$ の値だけを微小量 $\delta$ 動かすと（$d$ を作った $e$、$c$ はそのまま）、$L = d f$ がおよそ $-2\delta$ 変わる、という意味です（$\partial L/\partial d = f = -2$。§1 で $d$ を実際に動かして確かめました）。
 # $e$ は $d = e + c$ を通してだけ $L$ に効き、その辺の局所勾配は $\partial d/\partial e = 1$ なので、$\partial L/\partial e = \partial L/\partial d \cdot 1 = -2$ です。
 #
 # </details>
@@ -379,7 +404,7 @@ print(to_dot(L, labels=names))
 #
 # </details>
 #
-# **問3.** `child.grad += local_grad * node.grad` の `+=` を `=` に書き換えると、5節の $y = a \cdot a + 2a$（$a = 3$）で `a.grad` はいくつになりますか。5節の表を見て答えてください。
+# **問3.** `child.grad += local_grad * node.grad` の `+=` を `=` に書き換えると、§5 の $y = a \cdot a + 2a$（$a = 3$）で `a.grad` はいくつになりますか。§5 の表を見て答えてください。
 #
 # <details><summary>答え</summary>
 #
@@ -391,8 +416,10 @@ print(to_dot(L, labels=names))
 #
 # <details><summary>答え</summary>
 #
-# この `Value` では、葉の `grad` に2回分が累積します（5節で `a.grad` が 8 から 16 に）。途中のノードは毎回 0 に戻されます。
-# PyTorch では、1回目の `backward()` が逆伝播用に保存したテンソル（ここでは `a*a` の因子 $a$）を解放するので、2回目は `RuntimeError` になります。1回目に `retain_graph=True` を渡していれば、ここと同じく葉の `.grad` に累積します。
+# この `Value` では、葉の `grad` に2回分が累積します（§5 で `a.grad` が 8 から 16 に）。途中のノードは毎回 0 に戻されます。
+# PyTorch では、1回目の `backward()` が逆伝播用に保存したテンソル（ここでは `a*a` の因子 $a$、`2*a` の定数 2）を解放するので、2回目は `RuntimeError` になります。
+# 保存するノードが1つもないグラフ（`a + a` や `a + 1` のような足し算・引き算だけ）なら2回目も通りますが、掛け算や割り算が1つでもあれば、相手が定数でもエラーです。
+# 1回目に `retain_graph=True` を渡していれば、どのグラフでもここと同じく葉の `.grad` に累積します。
 # どちらでも、学習の各ステップの前に勾配を 0 に戻す（`zero_grad`）必要があります。
 #
 # </details>
@@ -401,7 +428,7 @@ print(to_dot(L, labels=names))
 #
 # <details><summary>答え</summary>
 #
-# 言えません。調べたのはその1点だけです。4節の `sq_wrong` は $x = 0$ では正しい実装と同じ 0 を返すので合格しました。0 や 1 のような特別な点を避け、ばらばらな値の点をいくつか調べます。
+# 言えません。調べたのはその1点だけです。§4 の `sq_wrong` は $x = 0$ では正しい実装と同じ 0 を返すので合格しました。0 や 1 のような特別な点を避け、ばらばらな値の点をいくつか調べます。
 # 逆に、微分できない点（`relu` の 0）では、正しい実装でも中心差分と合わずに FAIL になります。
 #
 # </details>
@@ -419,7 +446,7 @@ import math  # noqa: F401  (for your answers: math.tanh, math.exp)
 import exercises
 
 # %% [markdown]
-# ### 練習問題1：$\partial L/\partial a$ を手で求める
+# ### 練習問題 1：$\partial L/\partial a$ を手で求める
 #
 # $L = \tanh(a b) \cdot a$ を `Value` で組むと次のようになります。
 #
@@ -429,7 +456,7 @@ import exercises
 # L.backward()   # a.grad が ∂L/∂a
 # ```
 #
-# $a$ は2か所で使われています（5節）。$\partial L/\partial a$ を手で導き、その式を関数 `grad_a(a, b)` に書いてください。
+# $a$ は2か所で使われています（§5）。$\partial L/\partial a$ を手で導き、その式を関数 `grad_a(a, b)` に書いてください。
 # 引数 `a`, `b` は普通の float、戻り値も float です（`math.tanh` を使ってよい。`Value` は使わずに）。
 # チェックは、いくつかの点で `a.grad` と比べます。
 
@@ -443,11 +470,11 @@ def grad_a(a, b):
 exercises.check_01_grad_a(grad_a)
 
 # %% [markdown]
-# ### 練習問題2：新しい演算 `sigmoid` の局所勾配
+# ### 練習問題 2：新しい演算 `sigmoid` の局所勾配
 #
 # シグモイド $\sigma(x) = 1/(1 + e^{-x})$ を、`tanh` と同じく **1つのノード** として作る関数 `sigmoid(v)` を書いてください。
 # `v` は `Value`、戻り値は子が `(v,)` だけの新しい `Value` で、`data` は $s = \sigma(x)$（$x$ は `v.data`）、局所勾配は $d\sigma/dx$ を $s$ で表したものです
-# （4節の `sq_right` と同じ形：`Value(data, (v,), (局所勾配,), "sigmoid")`）。
+# （§4 の `sq_right` と同じ形：`Value(data, (v,), (局所勾配,), "sigmoid")`）。
 # チェックは値を確かめ、`sigmoid` を含む式をいくつかの点で `gradient_check` にかけます（不合格なら表を表示します）。
 
 # %%
@@ -460,11 +487,12 @@ def sigmoid(v):
 exercises.check_01_sigmoid(sigmoid)
 
 # %% [markdown]
-# ### 練習問題3：`backward()` を自分で書く
+# ### 練習問題 3：`backward()` を自分で書く
 #
 # 関数 `my_backward(root)` を書いてください。`root` は `backward()` をまだ一度も呼んでいないグラフの根です（どのノードの `grad` も 0）。
 # `value.topological_order(root)`（子が親より先に来る並び）を使い、根の `grad` を 1 にしてから、
 # 各ノードの子 `node._children` と局所勾配 `node._local_grads` を使って、すべてのノードの `grad` を $\partial(\text{root})/\partial(\text{そのノード})$ にします。戻り値は不要です。
+# `root.backward()` や `value.trace_backward` を呼ぶのは、エンジンの答えを写すことになるので使わないでください（チェックの間にそれらが呼ばれると 不正解 になります）。
 # チェックは、同じ形のランダムなグラフ（同じノードを何度も使うもの）をもう1つ作って `root.backward()` し、全ノードの `grad` を比べます。
 
 # %%
@@ -477,11 +505,11 @@ def my_backward(root):
 exercises.check_01_backward(my_backward)
 
 # %% [markdown]
-# ### 練習問題4：反復版のトポロジカルソート
+# ### 練習問題 4：反復版のトポロジカルソート
 #
 # 関数 `my_topological_order(root)` を、**再帰を使わずに**（自分で管理するリストをスタックにして）書いてください。
 # 戻り値は、`root` から子をたどって届くすべてのノードを、どのノードもその子より後に来るように、ちょうど1回ずつ並べたリストです。
-# `value.topological_order` は使わないでください。ただし並びが `value.topological_order` と同じである必要はありません。
+# `value.topological_order` は使わないでください（チェックの間に呼ばれると 不正解 になります）。ただし並びが `value.topological_order` と同じである必要はありません。
 # チェックは、ランダムなグラフで正しい並びになっているかを確かめ、さらに再帰上限の3倍の長さの鎖でも動くかを確かめます
 # （再帰で書くとそこで `RecursionError` になり、不正解と表示されます）。
 

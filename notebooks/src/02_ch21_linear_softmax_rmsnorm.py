@@ -6,54 +6,64 @@
 #
 # このノートで見られるもの：
 #
+# 0. 章の行番号（microgpt.py L129–L144）と、このプロジェクトでコードが実際にあるファイル（`utils.py`）。
 # 1. 章の最小例（`linear` → 11、`softmax([1, 2])`、`rmsnorm([3, 4])`）の値、計算グラフ、`backward()` の勾配と手計算の照合。
+#    softmax の入力 logits が「まだ確率になっていない生のスコア」であること（負の値もあり、和は 1 でない。`lm_head` が作る）。
 # 2. softmax のヤコビアン：各行の和が 0 になること、それは全 logits に同じ定数を足しても確率が変わらない性質（シフト不変性）から来ること、そしてだから `max_val` を定数として扱っても勾配が変わらないこと。
 # 3. `value.gradient_check` で3つの関数の勾配を有限差分（中心差分）と照合し、`rmsnorm` の `scale` を `max_val` と同じように定数扱いすると勾配が間違うことを検出する例。
-# 4. LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。
+# 4. LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。LayerNorm の学習可能な倍率とバイアス、
+#    microgpt.py の「GPT-2 との相違点」のコメントが指す違い。
 # 5. スカラー版（`Value` のリスト）と NumPy 版の双子（`linear_np` など、順伝播と明示的な逆伝播）が float64 の精度で一致すること。
 # 6. 理解度チェックと練習問題（softmax のヤコビアン行列、RMSNorm と LayerNorm の逆伝播を自分で書き、チェックセルで確かめる）。
 #
 # 関数はすべて `utils.py` から import します（章のコードそのもの）。
 # 計算グラフの図は横に長いので、縮小せず実寸で表示します（ページからはみ出す部分は横にスクロールして見てください）。
+# §2 と §5 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
 # %%
-import io
+import inspect
 import sys
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
-sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
-sys.path.insert(0, str(ROOT / "notebooks"))  # exercises.py (the check cells of the exercises)
+for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import exercises
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
-from IPython.display import Image, display
+from figures import show_graph  # notebooks/figures.py: value.draw_graph at 150 dpi, shown at full size
 
+import microgpt
+import model_config
 import utils
 from utils import linear, rmsnorm, softmax
-from value import NumericError, Value, draw_graph, gradient_check, trace_backward, zero_grad
+from value import NumericError, Value, gradient_check, trace_backward, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 np.set_printoptions(precision=6, suppress=True)
 
+# %% [markdown]
+# ## 0. 章の行番号と、コードのあるファイル
+#
+# 章は `linear` を「L129–L131」、`softmax` を「L133–L138」、`rmsnorm` を「L140–L144」と、**microgpt.py** の行番号で示します。
+# これは参照実装（Karpathy の microgpt）の1ファイルの行番号です。このプロジェクトでは3つの関数は **`utils.py`** にあり、
+# `microgpt.py` はそれを import して使います。行番号も違うので、実行時のソースから確かめます（ファイル名と行番号は `inspect` が返すもの）。
 
-def show_graph(root, labels, title, dpi=150):
-    """Draw root's computation graph with value.draw_graph and show it at full size.
-
-    draw_graph sizes its own figure for 7-point text; a notebook would shrink a long graph to the page
-    width and make that text unreadable, so the PNG is shown unconfined (at its pixel size; scroll sideways).
-    """
-    ax = draw_graph(root, labels=labels)
-    ax.set_title(title)
-    buf = io.BytesIO()
-    ax.figure.savefig(buf, format="png", dpi=dpi)
-    plt.close(ax.figure)
-    display(Image(data=buf.getvalue(), format="png", unconfined=True, alt=title))
-
+# %%
+for fn, chapter_lines in ((utils.linear, "L129-L131"), (utils.softmax, "L133-L138"), (utils.rmsnorm, "L140-L144")):
+    lines, start = inspect.getsourcelines(fn)
+    print(f"{fn.__name__:8s} chapter: microgpt.py {chapter_lines} | here: {Path(inspect.getsourcefile(fn)).name} "
+          f"L{start}-L{start + len(lines) - 1}")
+print("microgpt.py imports them:", [line for line in inspect.getsource(microgpt).splitlines()
+                                    if line.startswith("from utils import")])
 
 # %% [markdown]
+# `utils.py` の版には、章のコードにない入力の検査（空のリストや長さの合わない行列でエラーを出す数行）が加わっているので、章より数行長くなっています。
+# 計算の行そのものは章と同じです。`utils.py` の各関数の上のコメント（`# chapter 21.1.1, microgpt.py L129-L131` など）も、この対応を書いています。
+#
 # ## 1. `linear`：行ごとの内積（線形変換）
 #
 # ```python
@@ -97,6 +107,26 @@ print("w.grad =", [[v.grad for v in row] for row in w], " (= x = [1, 2])")
 #     return [e / total for e in exps]
 # ```
 #
+# 入力の **logits（ロジット）** は、まだ確率になっていない、語彙の各候補に対する **生のスコア** の列です（語彙サイズが $V$ なら長さ $V$）。
+# 大きいほど「そのトークンらしい」という強さを表しますが、**負でもよく、足して 1 になる必要もありません**。
+# microgpt では、最後の隠れ状態 $h$ に出力の線形層 `lm_head`（形 `[V, n_embd]`）をかけた $z = \mathrm{lm\_head}\,h$ がロジットです（第22章の `gpt` の最後の行）。
+# 初期化したばかりの microgpt で、`BOS`、`e`、`m` と入力したときの3つの位置のロジットを見ます（`microgpt.forward_np` は `gpt` の NumPy 版で、
+# 最後の隠れ状態も `cache["hidden"][-1]` に返します）。
+
+# %%
+cfg = microgpt.GPTConfig(vocab_size=27)                        # 26 letters + BOS, the names corpus of chapter 22
+params = microgpt.init_params(cfg, seed=42)
+tokens_in = [26, 4, 12]                                         # BOS, 'e', 'm'
+logits_np, cache = microgpt.forward_np(params, tokens_in, cfg)
+h_last = cache["hidden"][-1][0]                                 # the last hidden state of every position
+print("logits = linear(h, lm_head) exactly:", np.array_equal(logits_np, utils.linear_np(h_last, params["lm_head"])))
+for pos, z in enumerate(logits_np):
+    p = utils.softmax_np(z)
+    print(f"position {pos}: logits in [{z.min():+.3f}, {z.max():+.3f}], {int((z < 0).sum())} of {z.size} negative, "
+          f"sum {z.sum():+.3f} | softmax: all >= 0: {bool((p >= 0).all())}, sum {p.sum():.15f}")
+
+# %% [markdown]
+# ロジットには負の値がいくつもあり、和もばらばらです（上の出力）。softmax は、このスコアを「0 以上で、すべて足すと 1」の確率に変える関数です。
 # 章の説明どおり「最大値を引いてから指数するので、オーバーフローを抑えた実装です。」
 # 最小例 `[1, 2]`：$\exp(1-2) = e^{-1}$、$\exp(2-2) = 1$、正規化の分母は $1 + e^{-1}$、確率は $[e^{-1}, 1]/(1 + e^{-1}) = [0.2689, 0.7311]$。
 # `max_val` は `.data` から取ったただの数（章の言葉では「全 logits の最大（スカラー）」）なので、計算グラフのノードにはなりません。
@@ -164,8 +194,17 @@ print("max |J - (diag(p) - p p^T)| =", np.abs(J4 - (np.diag(p4) - np.outer(p4, p
 # $z$ を $\mathbf{1}$ の方向に動かしても $p$ が動かないので、その方向の微分 $\sum_j \partial p_i/\partial z_j = (J\mathbf{1})_i$ は 0 です。これが **各行の和が 0** になる理由です。
 # （**列の和** が 0 になるのは別の理由で、確率の和 $\sum_i p_i$ が常に 1 だからです。softmax の $J$ は対称なので、両方が同時に成り立ちます。）
 #
-# まず数値で：`[1, 2]` に同じ定数を足しても、章の `softmax` の出力は変わりません。
-# 最大値を引かずに指数をとると、$c = 1000$ で `exp` があふれます（`Value.exp` は float の上限 $e^{709.78}$ を超えるとエラーを出します）。
+# まず数値で確かめます。
+#
+# **予想してから確かめる：** `[1, 2]` のすべての logits に $c = -100, 0, 3.5, 1000$ を足して章の `softmax` に通すと、出力はどうなるでしょうか。
+# また、最大値を引かずに $e^{2 + 1000}$ を直接計算しようとすると、何が起きるでしょうか。
+#
+# <details><summary>答え</summary>
+#
+# どの $c$ でも出力は `[0.2689, 0.7311]` のままです（分子と分母の $e^c$ が約分される。章の `softmax` は最大値を引くので、指数に入るのは常に $-1$ と $0$）。
+# 最大値を引かずに $e^{1002}$ を計算すると float の上限（約 $e^{709.78}$）を超えるので、`Value.exp` は `NumericError` を出します（下のセルの最後の行）。
+#
+# </details>
 
 # %%
 for c in [-100.0, 0.0, 3.5, 1000.0]:
@@ -199,7 +238,7 @@ print("max |J (max_val a constant) - J (max in the graph)| =", np.abs(J4 - J4_gr
 
 # %% [markdown]
 # 確率はまったく同じで、ヤコビアンの差も $10^{-17}$ 程度の丸め誤差だけです。
-# この議論はシフト不変性に頼っています。次の節では、同じように `.data` から取った値を定数として扱うと勾配が **変わってしまう** 例（`rmsnorm` の `scale`）を見ます。
+# この議論はシフト不変性に頼っています。§4 では、同じように `.data` から取った値を定数として扱うと勾配が **変わってしまう** 例（`rmsnorm` の `scale`）を見ます。
 #
 # ## 3. `rmsnorm`：RMS（二乗平均の平方根）でスケール
 #
@@ -303,8 +342,18 @@ assert not ok_wrong
 # ## 5. LayerNorm と RMSNorm を並べる
 #
 # 章の注記のとおり、LayerNorm は「中心化（平均を引く）→ スケーリング（標準偏差で割る）」、RMSNorm は中心化を省いて RMS で割るだけです。
-# このプロジェクトには LayerNorm はないので、比較用にここで NumPy の2行で書きます（学習可能な倍率・バイアスなし、$\epsilon = 10^{-5}$）。
+# このプロジェクトには LayerNorm はないので、比較用にここで NumPy の2行で書きます（まずは学習可能な倍率・バイアスなし、$\epsilon = 10^{-5}$。倍率とバイアスはこの節の後半で）。
 # RMSNorm はプロジェクトの `utils.rmsnorm_np`（`rmsnorm` の NumPy 版）を使います。
+#
+# **予想してから確かめる：** `[1, 2, 3, 4]` と、それに 100 を足した `[101, 102, 103, 104]` を LayerNorm と RMSNorm に通すと、
+# 2つの出力はそれぞれ同じになるでしょうか、違うでしょうか。
+#
+# <details><summary>答え</summary>
+#
+# LayerNorm ではどちらも同じ `[-1.34, -0.45, 0.45, 1.34]` になります（平均を引くので、全成分に足した 100 は消える）。
+# RMSNorm では違い、`[101, …, 104]` の出力は各成分がほぼ 1 の `[0.985, 0.995, 1.005, 1.015]` です（平均を引かないので、共通の 100 が RMS の大部分を占める）。下のセルの出力で確かめてください。
+#
+# </details>
 
 # %%
 def layernorm_np(x, eps=1e-5):
@@ -369,6 +418,70 @@ for k, (title, out) in enumerate([("入力", x4), ("RMSNorm の出力", utils.rm
     axes[k].legend(fontsize=8, loc="center left" if k == 0 else "best")
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# ### LayerNorm の学習可能な倍率とバイアス
+#
+# 章の注記の3つ目の段階「（実装によっては）学習可能な倍率とバイアスを掛けて、モデルが正規化の強さを調整できるようにする」は、
+# 正規化した $\hat x = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$ に、成分ごとの倍率 $\gamma$（gain、PyTorch の `weight`）とバイアス $\beta$（`bias`）をかけることです：
+#
+# $$y_i = \gamma_i\,\hat x_i + \beta_i .$$
+#
+# $\gamma, \beta$ は長さ `n_embd` のパラメータで、初期値は $\gamma = 1$、$\beta = 0$（PyTorch の `nn.LayerNorm` の既定）なので、学習の始めは上の `layernorm_np` と同じです。
+# 大事なのは、$\gamma, \beta$ が **すべての入力で共通** だということです。成分ごとに大きさと位置をずらせますが、入力ごとの平均や大きさを元に戻すことはできません。
+# GPT-2 の LayerNorm（各ブロックの `ln_1`、`ln_2` と最後の `ln_f`）はどれも $\gamma$ と $\beta$ を持ちます。
+# microgpt の `rmsnorm` には倍率もバイアスもありません（LLaMA などの RMSNorm は倍率 $\gamma$ だけを持つ）。
+
+# %%
+def layernorm_affine_np(x, gamma, beta, eps=1e-5):
+    """LayerNorm with a learnable gain gamma and bias beta (per component, shared by every input)."""
+    return gamma * layernorm_np(x, eps) + beta
+
+
+x4 = np.array([[1.0, 2.0, 3.0, 4.0], [101.0, 102.0, 103.0, 104.0], [10.0, 20.0, 30.0, 40.0]])
+gamma0, beta0 = np.ones(4), np.zeros(4)                       # the initial values
+print("gamma = 1, beta = 0 gives layernorm_np exactly:",
+      np.array_equal(layernorm_affine_np(x4, gamma0, beta0), layernorm_np(x4)))
+gamma, beta = np.array([2.0, 2.0, 0.5, 0.5]), np.array([0.0, 1.0, 0.0, -1.0])   # as learning might set them
+out = layernorm_affine_np(x4, gamma, beta)
+print("with gamma =", gamma, "beta =", beta)
+for row, o in zip(x4, out):
+    print(f"  x = {row} -> y = {o}   mean {o.mean():+.3f}, std {o.std():.3f}")
+extra = cfg.n_embd * (1 + 2 * cfg.n_layer)                      # one norm after the embedding, two per layer
+print(f"microgpt's rmsnorm calls per position: {1 + 2 * cfg.n_layer} (n_layer = {cfg.n_layer}); a gain of length "
+      f"n_embd = {cfg.n_embd} for each would add {extra} parameters, gain and bias (LayerNorm) {2 * extra}, "
+      f"to the {sum(a.size for a in params.values())} of the model")
+
+# %% [markdown]
+# 3つの入力は、倍率とバイアスを通しても **同じ出力** になります（10 倍した行だけ 6 桁目が違うのは、分散に足す $\epsilon$ の効き方が変わるため）。
+# LayerNorm は入力ごとに平均を引いて標準偏差で割るので、$[1, 2, 3, 4]$、それに 100 を足したもの、10 倍したものは
+# どれも同じ $\hat x$ になり、その後の $\gamma, \beta$ は全入力に共通だからです。倍率とバイアスが調整するのは「正規化した後の成分ごとの大きさと位置」で、
+# 出力の平均と標準偏差は $\beta$ と $\gamma$ で決まる値になります（上の出力）。
+#
+# ### microgpt.py のコメント：GPT-2 との相違点
+#
+# 章は「microgpt.py のモデル部コメント（GPT-2 との相違点として LayerNorm→RMSNorm と書かれている箇所）」に触れます。
+# 参照実装の microgpt.py では、`linear` の直前（章の L129 のすぐ上）に次のコメントがあります：
+#
+# ```python
+# # Follow GPT-2, blessed among the GPTs, with minor differences: layernorm -> rmsnorm, no biases, GeLU -> ReLU
+# ```
+#
+# 相違点は3つです：LayerNorm の代わりに RMSNorm（しかも上で見た倍率もバイアスもない）、線形層にバイアスがない、MLP の活性化関数が GeLU ではなく ReLU。
+# このプロジェクトの `microgpt.py` は関数を `utils.py` に移したので、このコメントの行はありません。代わりに、3つの相違点がこのプロジェクトのコードでも成り立つことを、
+# 実行時のソースとパラメータの一覧から確かめます。
+
+# %%
+src_microgpt = inspect.getsource(microgpt)
+src_gpt = inspect.getsource(microgpt.gpt)
+print("lines of microgpt.py that mention GPT-2:", [line.strip() for line in src_microgpt.splitlines() if "GPT-2" in line])
+print("gpt() normalizes with rmsnorm:", "rmsnorm(" in src_gpt, "| with a layernorm:", "layernorm" in src_gpt.lower())
+print("parameters named like a bias:", [key for key, _ in model_config.param_shapes(cfg) if "bias" in key])
+print("MLP nonlinearity in gpt():", [name for name in ("relu", "gelu") if f".{name}()" in src_gpt])
+
+# %% [markdown]
+# RMSNorm を使い、バイアスは1つもなく、活性化関数は ReLU です（上の出力）。倍率 $\gamma$ がないので、microgpt の `rmsnorm` の出力は常に RMS がほぼ 1
+# （ノルムがほぼ $\sqrt{\text{n\_embd}}$）で、大きさを調整する役目は、その後の `linear` の重みが担います。
 
 # %% [markdown]
 # ## 6. スカラー版と NumPy 版（双子）の一致
@@ -481,7 +594,7 @@ plt.show()
 #
 # <details><summary>答え</summary>
 #
-# $y_1 = w_{10} x_0 + w_{11} x_1$ なので $\partial y_1/\partial x_0 = w_{10}$、$\partial y_1/\partial w_{10} = x_0$（第1節の最小例と同じ形）。
+# $y_1 = w_{10} x_0 + w_{11} x_1$ なので $\partial y_1/\partial x_0 = w_{10}$、$\partial y_1/\partial w_{10} = x_0$（§1 の最小例と同じ形）。
 # $x_0$ は3つの出力すべてに使われるので、`x[0].grad` には3本の道の和 $\sum_o w_{o0}\,\partial L/\partial y_o$ が集まります（NumPy 版では `dx = dy @ w`）。
 #
 # </details>
@@ -490,9 +603,9 @@ plt.show()
 #
 # <details><summary>答え</summary>
 #
-# 指数のオーバーフローを防ぐためです（第2節：$c = 1000$ だと `exp` があふれる）。引いた後の最大の指数は $e^0 = 1$ になります。
+# 指数のオーバーフローを防ぐためです（§2：$c = 1000$ だと `exp` があふれる）。引いた後の最大の指数は $e^0 = 1$ になります。
 # 勾配が変わらないのはシフト不変性のためです。全 logits に同じ定数を足しても確率は変わらないので $J\mathbf{1} = 0$（ヤコビアンの各行の和が 0）で、
-# `max_val` を通る道の寄与 $-(J\mathbf{1})_i\,\partial m/\partial z_k$ はちょうど 0 になります。第2節で、最大値をグラフに入れた版とヤコビアンが一致することを確かめました。
+# `max_val` を通る道の寄与 $-(J\mathbf{1})_i\,\partial m/\partial z_k$ はちょうど 0 になります。§2 で、最大値をグラフに入れた版とヤコビアンが一致することを確かめました。
 #
 # </details>
 #
@@ -510,7 +623,7 @@ plt.show()
 # <details><summary>答え</summary>
 #
 # 順伝播の値は同じですが、`backward()` は `scale` が $x$ に依存することを知らず、`scale` を経由する道（$-s^3 x_j\,\mathrm{mean}(dy \cdot x)$ の項）が抜け落ちます。
-# この道の寄与は 0 ではないので勾配は間違い、第4節の `gradient_check` は FAIL を出して False を返しました。
+# この道の寄与は 0 ではないので勾配は間違い、§4 の `gradient_check` は FAIL を出して False を返しました。
 # 定数扱いしてよいかどうかは、その値を通る道の寄与が 0 になるかどうかで決まります。
 #
 # </details>
@@ -520,7 +633,7 @@ plt.show()
 # <details><summary>答え</summary>
 #
 # LayerNorm は中心化（平均を引く）のでどちらも同じ `[-1.34, -0.45, 0.45, 1.34]` になります（softmax と同じくシフト不変）。
-# RMSNorm は平均を引かないので、`[101, …, 104]` では共通成分 100 が残り、出力は各成分がほぼ 1 の `[0.985, 0.995, 1.005, 1.015]` になります（第5節の出力）。
+# RMSNorm は平均を引かないので、`[101, …, 104]` では共通成分 100 が残り、出力は各成分がほぼ 1 の `[0.985, 0.995, 1.005, 1.015]` になります（§5 の出力）。
 #
 # </details>
 #
@@ -556,7 +669,7 @@ exercises.check_02_softmax_jacobian(softmax_jacobian)
 #
 # <details><summary>ヒント</summary>
 #
-# 第3節の手計算を一般の $n$ に広げます。$s = (m + \epsilon)^{-1/2}$、$m = \frac1n \sum_i x_i^2$ とすると $\partial s/\partial x_j = -s^3 x_j / n$。
+# §3 の手計算を一般の $n$ に広げます。$s = (m + \epsilon)^{-1/2}$、$m = \frac1n \sum_i x_i^2$ とすると $\partial s/\partial x_j = -s^3 x_j / n$。
 # $y_i = x_i s$ の2つの道（直接と、$s$ を経由）を足し合わせてください。
 #
 # </details>
@@ -573,7 +686,7 @@ exercises.check_02_rmsnorm_backward(rmsnorm_backward)
 # %% [markdown]
 # ### 練習問題 3：LayerNorm の逆伝播
 #
-# 第5節の `layernorm_np` と同じ $y = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$（$\mu$ は最後の軸の平均、$\sigma^2$ は分散 `x.var(axis=-1)`、$\epsilon = 10^{-5}$、学習可能な倍率・バイアスなし）について、
+# §5 の `layernorm_np` と同じ $y = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$（$\mu$ は最後の軸の平均、$\sigma^2$ は分散 `x.var(axis=-1)`、$\epsilon = 10^{-5}$、学習可能な倍率・バイアスなし）について、
 # 形 `(..., n)` の `dy` と `x` から勾配 $dx$ を同じ形で返す関数 `layernorm_backward(dy, x)` を書いてください。
 #
 # チェックは `value.gradient_check` を使います。あなたの $dx$ を、損失 $\sum_i dy_i y_i$ を値に持つ1つの `Value` ノードの局所勾配として取り込み、

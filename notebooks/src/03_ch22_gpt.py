@@ -16,7 +16,9 @@
 # 6. 学習後のモデルの **注意の重み** をヘッドごとのヒートマップで見て、ヘッドの役割分担を数える。
 # 7. `gpt` と講義3 の超球面版 `gpt_sphere`（nGPT）の **行単位の差分** と、違いの一つひとつの説明。
 # 8. いくつかの温度でのサンプル（新しい名前の生成）。
-# 9. 理解度チェックと練習問題（1 位置の注意、パラメータ数、温度つき softmax、バイグラム基準の損失）。
+# 9. 理解度チェックと練習問題（1 位置の注意、球面モードも含めたパラメータ数、温度つき softmax、バイグラム基準の損失）。
+#
+# §3 と §7 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
 # %%
 import difflib
@@ -25,7 +27,9 @@ import sys
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
-sys.path.insert(0, str(ROOT))  # value.py, utils.py, sphere.py, microgpt.py live at the repo root
+for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import exercises  # the check cells of the exercises (notebooks/exercises.py)
 import matplotlib.pyplot as plt
@@ -93,13 +97,13 @@ print(inspect.getsource(microgpt.gpt))
 # %% [markdown]
 # 上から順に読むと、1回の呼び出し（1つの位置）で次のことが起きます。
 #
-# 1. **埋め込み**：トークン埋め込み `wte[token_id]` と位置埋め込み `wpe[pos_id]` を足し、`rmsnorm` をかける。
-# 2. **注意ブロック**（層ごと）：残差 `x_residual` を取っておき、`rmsnorm` → `linear` で $q, k, v$（各 16 次元）を作る。
+# 1. **埋め込み**：トークン埋め込み `wte[token_id]` と位置埋め込み `wpe[pos_id]` を足し、`rmsnorm` をかけます。
+# 2. **注意ブロック**（層ごと）：残差 `x_residual` を取っておき、`rmsnorm` → `linear` で $q, k, v$（各 16 次元）を作ります。
 #    $k$ と $v$ を `keys[li]` / `values[li]` に **追加** してから（これが KV キャッシュ）、ヘッドごとに 4 次元ずつ切り出して、
-#    キャッシュにある全位置 $t$ に対して注意のロジット $q_h \cdot k_{h,t} / \sqrt{4}$ を計算し、`softmax` で重みにして $v_{h,t}$ の重み付き和を取る。
-#    4ヘッドの出力を並べて `attn_wo` をかけ、残差を足す（$x + f(x)$）。
-# 3. **MLP ブロック**：`rmsnorm` → `mlp_fc1`（16 → 64）→ ReLU → `mlp_fc2`（64 → 16）、そして残差を足す。
-# 4. **出力**：`lm_head` で 27 個のロジット（次のトークンの生のスコア）にする。確率にするのは呼び出し側の `softmax`。
+#    キャッシュにある全位置 $t$ に対して注意のロジット $q_h \cdot k_{h,t} / \sqrt{4}$ を計算し、`softmax` で重みにして $v_{h,t}$ の重み付き和を取ります。
+#    4ヘッドの出力を並べて `attn_wo` をかけ、残差を足します（$x + f(x)$）。
+# 3. **MLP ブロック**：`rmsnorm` → `mlp_fc1`（16 → 64）→ ReLU → `mlp_fc2`（64 → 16）、そして残差を足します。
+# 4. **出力**：`lm_head` で 27 個のロジット（次のトークンの生のスコア）にします。確率にするのは呼び出し側の `softmax` です。
 #
 # 埋め込みの直後と注意ブロックの入口で `rmsnorm` が2回続くのは、参照実装（Karpathy の microgpt）そのままです。
 
@@ -113,6 +117,16 @@ print(inspect.getsource(microgpt.gpt))
 # 初期化直後（未学習）のモデルに `emma` を通し、位置ごとにキャッシュの長さ（`len(keys[0])`、各キーは 16 次元）、
 # 計算グラフのノード数（過去の位置のキーとバリューを経由してグラフがつながるので増えていく）、
 # そして次の文字の確率の上位を表示します。
+#
+# **予想してから確かめる：** 重みが $N(0, 0.08^2)$ の乱数のままのモデルは、次の文字（27 候補）にどんな確率を出すでしょうか。
+# 正解の文字に高い確率を置くでしょうか。
+#
+# <details><summary>答え</summary>
+#
+# どの位置でも、すべての確率が一様分布の $1/27 \approx 0.037$ のまわりに少しばらつくだけです（下のセルの最後の行の範囲）。
+# 重みが小さいのでロジットはどれも 0 に近く、softmax はほぼ平らになります。正解の文字の確率も各行の `p` のとおり 0.03〜0.05 程度で、学習していないモデルは何も知りません。
+#
+# </details>
 
 # %%
 def walk(params, name):
@@ -307,7 +321,7 @@ print(f"head 2: w[2] / w[0] = {w2[2] / w2[0]:.4f} = exp(z[2] - z[0]) = exp({z2[2
 
 # %% [markdown]
 # 重みの偏り方はヘッドごとに違います。ヘッド 0 は BOS（キー 0）に 0.7166、ヘッド 3 は `e`（キー 1）に 0.6120、
-# ヘッド 2 は直前の文字 `m`（キー 2）に 0.5348 の重みを置いています（節 6 で見るとおり、ヘッド 2 は全体としても直前の文字を見るヘッドです）。
+# ヘッド 2 は直前の文字 `m`（キー 2）に 0.5348 の重みを置いています（§6 で見るとおり、ヘッド 2 は全体としても直前の文字を見るヘッドです）。
 # ヘッド 1 の重みは 0.20〜0.37 と一様（0.25）に近く、どのキーにも広く注意を分けています。
 # 重みの比はロジットの差だけで決まります：ヘッド 2 のキー 2 とキー 0 では、ロジットの差 1.1252 が重みの比 $e^{1.1252} \approx 3.08$ になります（最後の行）。
 #
@@ -339,7 +353,7 @@ print("next-character probabilities, top 3:", ", ".join(f"{letter(i)}: {probs[i]
       f"| correct answer {chars[POS + 1]!r}: {probs[tokens[POS + 1]]:.3f}")
 
 # %% [markdown]
-# 位置 3 の注意の重みは、後のヒートマップ（節 6）の `emma` の図の「4行目」（クエリが2つ目の `m` の行）そのものです。
+# 位置 3 の注意の重みは、後のヒートマップ（§6）の `emma` の図の「4行目」（クエリが2つ目の `m` の行）そのものです。
 # NumPy エンジンの `forward_np` が返す重みと比べておきます。
 
 # %%
@@ -354,7 +368,7 @@ print("max |step-through weights - forward_np weights (row 3)| =",
 # 注意の重みをヘッドごとに描きます。行が「今の位置（クエリ）」、列が「キャッシュの中の位置（キー）」で、各行の和は 1。
 # 行 $t$ はちょうど、位置 $t$ で KV キャッシュに入っている $t + 1$ 個のキーに対する softmax です（右上が空白なのは、その時点ではまだ未来のキーがキャッシュにないため）。
 # 重みは `forward_np` の `cache["attn"][layer]`（形 `(B, n_head, T, T)`）から取ります。
-# `emma` の図の赤枠は、節 5 で手で計算した位置 3 の行です（ヘッド 0 は BOS、ヘッド 2 はキー 2 の `m` が明るい）。
+# `emma` の図の赤枠は、§5 で手で計算した位置 3 の行です（ヘッド 0 は BOS、ヘッド 2 はキー 2 の `m` が明るい）。
 
 # %%
 def attention_heatmaps(name, highlight_row=None):
@@ -437,17 +451,26 @@ print("\n".join(difflib.unified_diff(src_gpt, src_sphere, "gpt", "gpt_sphere", n
 #
 # | `gpt` | `gpt_sphere` | 意味 |
 # |---|---|---|
-# | 埋め込みの後の `x = rmsnorm(x)` | `h = l2_normalize(...)` | `rmsnorm` は $x/\mathrm{RMS}(x)$ なので出力のノルムは約 $\sqrt{C} = 4$（上の 5.1 の出力）。`l2_normalize` は $x/\lVert x\rVert$ で、半径 1 の単位超球面に置く。球面版では重み行列の各ベクトルも単位ベクトルに保たれる（学習の各ステップの後にリトラクションで球面に戻す）。 |
-# | ブロック入口の `x = rmsnorm(x)` | なし | 隠れ状態 $h$ はすでに単位ベクトルなので、入口の正規化は要らない。 |
-# | $q, k$ はそのまま、ロジットは $q_h \cdot k_h / \sqrt{d}$ | ヘッドごとに $q_h, k_h$ を `l2_normalize` して学習可能な $s_{qk}$ を掛け、ロジットは $q_h \cdot k_h \cdot \sqrt{d}$ | 単位ベクトル同士の内積はコサインで $[-1, 1]$ に収まる。$\sqrt{d}$ で割るとロジットがさらに小さくなり注意がほぼ一様になるので、逆に $\sqrt{d}$ を掛け、残りの倍率は $s_{qk}$（初期値 1）に学ばせる。`gpt` の $1/\sqrt{d}$ は、ノルムが制御されていない内積の分散を抑えるためのもの。 |
-# | 残差 `x = x + f(x)`（注意と MLP の2か所） | $h \leftarrow \mathrm{Norm}(h + \alpha\,(\mathrm{Norm}(f(h)) - h))$ | ブロックの出力を足し込むのではなく、球面上の $h$ から正規化した出力 $\mathrm{Norm}(f(h))$ の方向へ、次元ごとの学習可能な歩幅 $\alpha$（初期値 `alpha_init` = 0.05）だけ進み、`l2_normalize` で球面に戻す。コードは $h$ を `l2_normalize(h)` と書くが、$h$ はすでに単位ベクトルなので同じもの。 |
-# | `mlp_fc1` の出力をそのまま ReLU へ | `mlp_fc1` の出力に $s_u$ を掛けてから ReLU | 入力が単位ベクトルなので `mlp_fc1` の出力（コサイン）は小さい。学習可能な $s_u$（初期値 $\sqrt{C} = 4$）が MLP の隠れ層の大きさを決める。 |
-# | `logits = linear(x, lm_head)` | `linear(h, lm_head)` に $s_z$ を掛ける | `lm_head` の行も $h$ も単位ベクトルなので、ロジットはコサイン（$[-1, 1]$）。そのままでは softmax がほとんど平らにしかならないので、トークンごとの学習可能な $s_z$ がロジットの幅を決める。講義3 の von Mises–Fisher 分布の集中度 κ にあたるのがこの $s_z$（ノート 04）。 |
-# | — | `base = n_embd ** -0.5`、`_abs(a)` | 倍率 $s_{qk}, \alpha, s_z$ は小さな値（`base` = $1/\sqrt{C}$）で保存し、順伝播で掛け戻す（Adam の一歩がちょうどよい大きさになる、nGPT の工夫）。$\alpha$ は絶対値を取って正に保つ。 |
-# | ヘッドのループ変数 `h` | `hd` | 球面版では `h` が隠れ状態の名前なので、ループ変数の名前を変えただけ。 |
+# | 埋め込みの後の `x = rmsnorm(x)` | `h = l2_normalize(...)` | `rmsnorm` は $x/\mathrm{RMS}(x)$ なので出力のノルムは約 $\sqrt{C} = 4$（上の 5.1 の出力）。`l2_normalize` は $x/\lVert x\rVert$ で、半径 1 の単位超球面に置きます。球面版では重み行列の各ベクトルも単位ベクトルに保たれます（学習の各ステップの後にリトラクションで球面に戻す）。 |
+# | ブロック入口の `x = rmsnorm(x)` | なし | 隠れ状態 $h$ はすでに単位ベクトルなので、入口の正規化は要りません。 |
+# | $q, k$ はそのまま、ロジットは $q_h \cdot k_h / \sqrt{d}$ | ヘッドごとに $q_h, k_h$ を `l2_normalize` して学習可能な $s_{qk}$ を掛け、ロジットは $q_h \cdot k_h \cdot \sqrt{d}$ | 単位ベクトル同士の内積はコサインで $[-1, 1]$ に収まります。$\sqrt{d}$ で割るとロジットがさらに小さくなり注意がほぼ一様になるので、逆に $\sqrt{d}$ を掛け、残りの倍率は $s_{qk}$（初期値 1）に学ばせます。`gpt` の $1/\sqrt{d}$ は、ノルムが制御されていない内積の分散を抑えるためのものです。 |
+# | 残差 `x = x + f(x)`（注意と MLP の2か所） | $h \leftarrow \mathrm{Norm}(h + \alpha\,(\mathrm{Norm}(f(h)) - h))$ | ブロックの出力を足し込むのではなく、球面上の $h$ から正規化した出力 $\mathrm{Norm}(f(h))$ の方向へ、次元ごとの学習可能な歩幅 $\alpha$（初期値 `alpha_init` = 0.05）だけ進み、`l2_normalize` で球面に戻します。コードは $h$ を `l2_normalize(h)` と書きますが、$h$ はすでに単位ベクトルなので同じものです。 |
+# | `mlp_fc1` の出力をそのまま ReLU へ | `mlp_fc1` の出力に $s_u$ を掛けてから ReLU | 入力が単位ベクトルなので `mlp_fc1` の出力（コサイン）は小さくなります。学習可能な $s_u$（初期値 $\sqrt{C} = 4$）が MLP の隠れ層の大きさを決めます。 |
+# | `logits = linear(x, lm_head)` | `linear(h, lm_head)` に $s_z$ を掛ける | `lm_head` の行も $h$ も単位ベクトルなので、ロジットはコサイン（$[-1, 1]$）。そのままでは softmax がほとんど平らにしかならないので、トークンごとの学習可能な $s_z$ がロジットの幅を決めます。講義3 の von Mises–Fisher 分布の集中度 κ にあたるのがこの $s_z$ です（ノート 04）。 |
+# | — | `base = n_embd ** -0.5`、`_abs(a)` | 倍率 $s_{qk}, \alpha, s_z$ は小さな値（`base` = $1/\sqrt{C}$）で保存し、順伝播で掛け戻します（Adam の一歩がちょうどよい大きさになる、nGPT の工夫）。$\alpha$ は絶対値を取って正に保ちます。 |
+# | ヘッドのループ変数 `h` | `hd` | 球面版では `h` が隠れ状態の名前なので、ループ変数の名前を変えただけです。 |
 #
 # 表の $s_z$ の行の意味を数値で見ておきます。球面版を初期化して（学習なし）`emma` を通すと、$s_z$ の初期値は 1 なのでロジットはコサインそのもので、
-# 絶対値は 1 を超えません。するとどんな位置でも、最大の確率は $e^{2}/(e^{2} + 26)$（1 つのロジットが 1、残り 26 個が −1 のとき）を超えられません。
+# 絶対値は 1 を超えません。
+#
+# **予想してから確かめる：** ロジットがすべて $[-1, 1]$ に収まるとき、27 候補のうち1つの文字の確率は最大でいくつまで上がれるでしょうか。
+#
+# <details><summary>答え</summary>
+#
+# $e^{2}/(e^{2} + 26) \approx 0.22$ です。確率がいちばん偏るのは、1 つのロジットが 1、残り 26 個が −1 のときで、そのとき $e^{1}/(e^{1} + 26e^{-1}) = e^2/(e^2 + 26)$。
+# 初期化直後の実際の最大の確率はこれよりさらに小さい値です（下のセルの出力）。
+#
+# </details>
 
 # %%
 cfg_sphere = microgpt.GPTConfig(vocab_size=cfg.vocab_size, norm="sphere")
@@ -506,7 +529,7 @@ for t in temps:
 
 # %% [markdown]
 # ここまでの `sample` は NumPy エンジン（既定の `engine="numpy"`）で、10 個の名前を 1 位置ずつまとめて進めました。
-# `engine="value"` にすると、第 22 章の推論ループそのもの（`microgpt.sample_value`）が動きます。`gpt()` を 1 位置ずつ呼び、
+# `engine="value"` にすると、第22章の推論ループそのもの（`microgpt.sample_value`）が動きます。`gpt()` を 1 位置ずつ呼び、
 # KV キャッシュを 1 つずつ伸ばし、`softmax(logits / temperature)` から 1 文字ずつ引きます。
 # 2 つのエンジンは各位置の抽選に同じ一様乱数 `u[i, pos]`（同じシードの乱数列の行 `i`）を使うので、同じ名前が出るはずです。
 
@@ -525,7 +548,7 @@ print("same names as engine='numpy':", by_value == by_numpy)
 #
 # `gpt` は1回の呼び出しで1つの位置だけを計算し、その位置の $k, v$ をキャッシュに追加してから、キャッシュの中のキーだけに注意を向けます。
 # 位置 $t$ を計算する時点でキャッシュにあるのは位置 $0, \dots, t$ のキーとバリューだけなので、未来は「まだ存在しない」のです。
-# 全位置を一度に計算する `forward_np` では同じことを因果マスク（上三角を $-\infty$ にする）で実現しており、2つのエンジンのロジットは一致しました（節 3）。
+# 全位置を一度に計算する `forward_np` では同じことを因果マスク（上三角を $-\infty$ にする）で実現しており、2つのエンジンのロジットは一致しました（§3）。
 #
 # </details>
 #
@@ -534,7 +557,7 @@ print("same names as engine='numpy':", by_value == by_numpy)
 #
 # <details><summary>答え</summary>
 #
-# `gpt` はその位置の $k$ を追加してから注意を計算するので、キーは位置 0〜3 の 4 個です（節 5 の出力で `len(keys[0])` が 3 → 4）。
+# `gpt` はその位置の $k$ を追加してから注意を計算するので、キーは位置 0〜3 の 4 個です（§5 の出力で `len(keys[0])` が 3 → 4）。
 # 注意の重みはヘッドごとに 4 個で、`softmax` の出力なので和は 1 です。各ヘッドの出力は、この 4 個の重みで $v$ の 4 次元部分を平均したものです。
 #
 # </details>
@@ -566,7 +589,7 @@ print("same names as engine='numpy':", by_value == by_numpy)
 #
 # $\mathrm{softmax}(z / T)$ は、$T \to 0$ で最大のロジットのトークンに確率 1 を置く（毎回 argmax を選ぶ）分布に、
 # $T \to \infty$ ですべてのロジットが 0 に縮むので一様分布（$1/27$）に近づきます。$T = 1$ はモデルが学習した分布そのもので、
-# 訓練の損失（交差エントロピー）が測っているのはこの分布です。節 8 の図と出力で、温度が低いほど `m` の確率が上がるのが見えます。
+# 訓練の損失（交差エントロピー）が測っているのはこの分布です。§8 の図と出力で、温度が低いほど `m` の確率が上がるのが見えます。
 #
 # </details>
 
@@ -582,9 +605,9 @@ print("same names as engine='numpy':", by_value == by_numpy)
 # （キャッシュにある位置 $0, \dots, T-1$ のキーとバリュー。数のリストのリストでも NumPy 配列でもよい）です。
 # `gpt` の1ヘッドと同じく、ロジット $z_t = q \cdot k_t / \sqrt{d}$、重み $w = \mathrm{softmax}(z)$ を計算し、
 # ヘッドの出力 $\sum_t w_t v_t$（長さ $d$）を返してください（リストでも配列でもよい）。
-# ヒント：節 5.2 のヘッドのループ。節 5 のキャッシュで試すなら、
+# ヒント：§5.2 のヘッドのループ。§5 のキャッシュで試すなら、
 # `attend(nums(q[0:4]), [nums(k_t[0:4]) for k_t in keys[0]], [nums(v_t[0:4]) for v_t in values[0]])` が
-# 節 5.2 のヘッド 0 の head output と同じになるはずです。
+# §5.2 のヘッド 0 の head output と同じになるはずです。
 
 # %%
 def attend(q, keys, values):
@@ -595,12 +618,15 @@ def attend(q, keys, values):
 exercises.check_03_attend(attend)
 
 # %% [markdown]
-# ### 練習問題 2：パラメータの個数
+# ### 練習問題 2：球面モードも含めたパラメータの個数
 #
-# 関数 `count_params(cfg)` を書いてください。`norm="rmsnorm"` の `GPTConfig` を受け取り、そのモデルのパラメータの総数（整数）を、
-# 節 1 の形の一覧（`wte`, `wpe`, `lm_head` と、層ごとの注意の4行列と MLP の2行列）から計算して返します。
-# `init_params` を呼ばずに、`cfg.vocab_size`、`cfg.n_embd`、`cfg.n_layer`、`cfg.block_size` から式で求めてください。
-# チェックは、いくつかの設定で `microgpt.init_params(cfg)` の配列の要素数の合計と比べます。
+# 関数 `count_params(cfg)` を書いてください。`GPTConfig` を受け取り、`cfg.norm` が `"rmsnorm"` でも `"sphere"` でも、そのモデルのパラメータの総数（整数）を返します。
+# rmsnorm の場合は §1 の一覧と式のとおりです。球面モード（§7 の `gpt_sphere`）には、同じ行列のほかに **学習可能な倍率のベクトル** があります。
+# §7 の差分の `+` の行に出てくる `state_dict[...]` のキーから、どんなベクトルが層ごと（とモデル全体）にいくつあるか、
+# それぞれの長さがいくつか（そのベクトルと成分ごとに掛け合わされる量の長さ）を読み取ってください。
+# `microgpt.init_params` や `param_shapes` は使わずに、`cfg.vocab_size`、`cfg.n_embd`、`cfg.n_layer`、`cfg.block_size`、`cfg.norm` から式で求めてください
+# （チェックの間にそれらが呼ばれると 不正解 になります）。
+# チェックは、rmsnorm と sphere のいくつかの設定で、`microgpt.init_params(cfg)` の配列の要素数の合計と比べます。
 
 # %%
 def count_params(cfg):
@@ -633,7 +659,7 @@ exercises.check_03_temperature_probs(temperature_probs)
 # （`[BOS] + 文字 + [BOS]` の整数のリスト）のリストです。訓練データのすべての隣り合う組（直前のトークン, 次のトークン）を数え、
 # すべての組に 1 を足してから（+1 平滑化）各行を正規化して条件付き確率 $P(\text{次} \mid \text{直前})$ を作り、
 # 検証データのすべての隣り合う組の負の対数尤度の平均（float）を返してください。
-# チェックは、`block_size` より短いトークン列で `microgpt.baselines(...)["bigram"]`（節 4 のバイグラム基準）と比べます。
+# チェックは、`block_size` より短いトークン列で `microgpt.baselines(...)["bigram"]`（§4 のバイグラム基準）と比べます。
 
 # %%
 def bigram_loss(train_tokens, val_tokens, vocab_size):

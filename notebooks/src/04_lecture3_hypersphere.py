@@ -15,21 +15,35 @@
 # 3. **コード例 03_normalized_linear**：重みを初期化で1回正規化するだけでは学習中に球面から外れること（毎ステップのリトラクションが必要）。
 #    講義の残差 $x + \alpha f(x)$ と nGPT の残差 $\mathrm{Norm}(h + \alpha(\mathrm{Norm}(f(h)) - h))$、深さ方向のノルムの図の読み方。
 # 4. **コード例 03_vmf_distribution_plot**：円周上の vMF 密度、集中度 κ ∈ {0, 1, 5, 10, 50}（折れ線と極座標、講義の図と同じ）。
-# 5. 講義の先へ：$\mathbb{S}^2$ 上の vMF サンプル（3D）、サンプルから κ を推定し直す。
+# 5. 講義の先へ：$\mathbb{S}^2$ 上の vMF サンプル（3D、平均方向 μ の真上から）、サンプルから κ を推定し直す。
+#    なぜ射影正規分布ではなく vMF か、ガウス分布から生まれる vMF（講義の κ = ‖m‖/σ² は「条件付け」で厳密、「射影」ではおよそ ‖m‖²/σ²）、
+#    vMF が同じ平均合成ベクトル長の分布の中でエントロピー最大であること。
 # 6. リーマン勾配＋リトラクションと、講義の疑似コードの「射影勾配法」の1歩の比較（球面からのずれ）。運動量ベクトルが接空間から外れること。
 # 7. microgpt を `norm="rmsnorm"` と `norm="sphere"`（nGPT）で学習した損失曲線、隠れ状態と重みのノルムの分布。
+#    「高速化」の意味（ステップ数と 1 ステップの時間）、講義の4つの仮説をここで確かめられる範囲で、
+#    2010 年代に普及しなかった理由（正規化したロジットの損失の下限と倍率 $s_z$）と現在の技術。
 # 8. 講義の中心：vMF と softmax。ロジット $z_k = \kappa\cos\theta_k$ の softmax（温度 $T = 1/\kappa$）は vMF 混合モデルのクラス事後確率であり、
 #    microgpt の球面モードでは学習されるスケール `s_z` が κ であること。サンプリング温度が κ をどう変えるか。
 # 9. プラネタリウム：学習したモデルのトークン埋め込み（`wte` の行）を球面上の星として見る（コサイン類似度行列と3次元の星図）。
+#    第1回の離散的な星空との違い（星と星のあいだも意味を持つ連続した夜空）と、プラネタリウムの賞味期限。
+# 10. 球面設計の限界：ノルムに意味がある場合（rmsnorm モードでは隠れ状態のノルムが確信度を運ぶ）。
+# 11. 曲率の影響と双曲空間：球面と双曲面の三角形の内角の和、円周の長さ（講義の見通し、第12回）。
 #
 # 最後に、理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示）があります。
+# §2 と §5.1 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
 # %%
+import inspect
+import json
+import math
 import sys
+import time
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
-sys.path.insert(0, str(ROOT))  # value.py, utils.py, sphere.py, microgpt.py live at the repo root
+for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
@@ -68,9 +82,17 @@ embeddings = rng.standard_normal((32, 768))   # batch 32, dimension 768
 normalized = l2_normalize_np(embeddings)
 norms = np.linalg.norm(normalized, axis=-1)
 print(f"norm before: mean {np.linalg.norm(embeddings, axis=-1).mean():.3f}  (about sqrt(768) = {768 ** 0.5:.3f})")
-print(f"norm after : mean {norms.mean():.6f}, std {norms.std(ddof=1):.2e}")
+print(f"norm after : mean {norms.mean():.6f}, std {norms.std(ddof=1):.2e}  (float64)")
+# the lecture's two lines, as its script prints them: torch.randn is float32, .std() has ddof=1, format .6f
+norms32 = np.linalg.norm(l2_normalize_np(embeddings.astype(np.float32)), axis=-1)
+print(f"ノルムの平均: {norms32.mean():.6f}")
+print(f"ノルムの標準偏差: {norms32.std(ddof=1):.6f}   (float32; unrounded {norms32.std(ddof=1):.1e})")
 
 # %% [markdown]
+# 講義のスクリプトは float32（`torch.randn` の既定）で計算し、小数点以下 6 桁で表示するので、`ノルムの平均: 1.000000`、`ノルムの標準偏差: 0.000000` と出ます（最後の2行。
+# 標準偏差は 0 ではなく float32 の丸め誤差の大きさで、6 桁では見えないだけです）。768 次元のベクトルを正規化した点は $\mathbb{S}^{767}$ の上にあります
+# （講義の「次元表記の混同に注意」：$\mathbb{R}^d$ の中の球面は $(d-1)$ 次元の $\mathbb{S}^{d-1}$）。
+#
 # 正規化前のノルムがほぼ $\sqrt{768} \approx 27.7$ に揃っているのは、第2回の「高次元の集中現象」（ガウス分布は殻に集中する）そのものです。
 #
 # 正規化の **勾配** も見ておきます。$y = x/\lVert x\rVert$ のヤコビアンは $(I - yy^\top)/\lVert x\rVert$、
@@ -102,8 +124,19 @@ print("dx . x       =", dx_scalar @ x_np, " (orthogonal: the gradient lives in t
 #   講義の `torch.finfo(torch.float16).tiny / 1024` は $2^{-14}/2^{10} = 2^{-24}$、float16 で表せる **最小の正の数そのもの** です。
 # - `x.norm()` は、float16 の値を **float32 で累積** し（二乗・和・平方根を float32 で計算し）、結果だけを float16 に丸めます。
 #   下の `norm_like_torch` がこれを真似ます。
-# - テンソルの表示は有効数字 4 桁です（`print(t)` なら `tensor([5.9605e-08, ...], dtype=torch.float16)` の形。下の `torch_str` が同じ規則で書式化）。
+# - テンソルの表示は **小数点以下 4 桁** です（PyTorch の既定 `precision=4`。固定小数点なら `0.5000`、指数表記なら仮数の小数点以下 4 桁で `5.9605e-08`。
+#   有効数字 4 桁ではないので、`123.456789` は `123.4568` と表示されます）。`print(t)` なら `tensor([5.9605e-08, ...], dtype=torch.float16)` の形で、下の `torch_str` が同じ規則で書式化します。
 #   ただし f 文字列に **0 次元** テンソルを入れると、`Tensor.__format__` が `.item()` を使うので Python の float として表示されます。
+#
+# **予想してから確かめる：** 講義のスクリプトは、$2^{-24}$（float16 の最小の正の数）を3つ並べたベクトルのノルムを表示します。コメントは「非常に小さい、または0」です。
+# 実際には何が表示されるでしょうか。(a) 0、(b) 本当の値 $\sqrt{3}\cdot 2^{-24} \approx 1.03\times10^{-7}$、(c) そのどちらでもない値。
+#
+# <details><summary>答え</summary>
+#
+# (c) です。表示は `ノルム: 1.1920928955078125e-07`、つまり $2^{-23}$ で、本当の値より 15% 大きい値です（下のセルの出力。理由はその後の表とセルで）。
+# そのため `eps` なしの正規化は NaN にならず、長さ 0.866 の単位ベクトルでないベクトル `[0.5, 0.5, 0.5]` を返します。
+#
+# </details>
 
 # %%
 def torch_str(a):
@@ -172,6 +205,10 @@ print(f"exact norm sqrt(3) * 2^-24       = {np.sqrt(3.0) * 2.0 ** -24:.4e}")
 print(f"float32 norm (before rounding)   = {float(norm32):.4e}  = {float(norm32) / 2.0 ** -24:.3f} x 2^-24")
 print(f"rounded to float16               = {float(norm_fp16):.4e}  = {float(norm_fp16) / 2.0 ** -24:.0f} x 2^-24 "
       f"(float16's spacing at this size is {float(np.spacing(np.float16(0))):.4e} = 2^-24)")
+units = float(norm32) / 2.0 ** -24
+print(f"the float16 numbers on either side: {np.floor(units):.0f} x 2^-24 and {np.ceil(units):.0f} x 2^-24, at distances "
+      f"{units - np.floor(units):.3f} and {np.ceil(units) - units:.3f} (in units of 2^-24): round to nearest picks "
+      f"{float(norm_fp16) / 2.0 ** -24:.0f} x 2^-24")
 print(f"so x / norm = 2^-24 / 2^-23 = {unsafe}, length sqrt(3)/2 = {np.sqrt(3) / 2:.3f}")
 print()
 print("float16 rounding of tiny numbers:", {f"2^{e}": float(np.float16(2.0 ** e)) for e in (-14, -24, -25)},
@@ -188,7 +225,8 @@ print("safe recipe on the zero vector:", torch_str(l2_normalize_np(zero_fp16.ast
 
 # %% [markdown]
 # 1.1921e-07 の正体：float32 で計算したノルム $1.0324\times10^{-7}$ は $2^{-24}$ の 1.732 倍です。float16 はこの大きさでは
-# $2^{-24}$ 刻みの非正規化数しか持たないので、1.732 刻みは 2 刻みに丸められ、ノルムは $2^{-23}$ になります。
+# 非正規化数、つまり $2^{-24}$ の整数倍しか表せません。1.732 倍の両隣は 1 倍と 2 倍で、距離は 0.732 と 0.268 なので、
+# 最も近い 2 倍 $= 2^{-23}$ に丸められます（上の出力の最後の行）。
 # 割り算 $2^{-24}/2^{-23}$ はちょうど 0.5 です。もし float16 の中だけで二乗していたら（素朴な NumPy の float16 計算）、
 # $2^{-48}$ は 0 にアンダーフローして `inf` が出ていたはずで、講義のコメントが想定していたのはおそらくこちらです。
 # PyTorch は float32 で累積するのでアンダーフローは起きず、代わりに **丸めの粗さ** が残ります。
@@ -297,7 +335,7 @@ print(f"formula eps / (||x|| + eps)^2 = {1e-12 / (np.sqrt(3) * 1e-7 + 1e-12) ** 
 # クランプ形では 0 です。
 #
 # 理由はスケール不変性です。$y = x/\lVert x\rVert$ は $x$ を $c > 0$ 倍しても変わらない（0次の同次関数）ので、
-# オイラーの同次関数定理から $\nabla f(x)^\top x = 0$、つまり勾配は接空間に入ります（1節で見た直交性）。ここでは上流の勾配 $[1, 1, 1]$ が $y$ と平行なので、
+# オイラーの同次関数定理から $\nabla f(x)^\top x = 0$、つまり勾配は接空間に入ります（§1 で見た直交性）。ここでは上流の勾配 $[1, 1, 1]$ が $y$ と平行なので、
 # 接空間に残る成分はなく、勾配は 0 です。ε を **足す** と $x/(\lVert x\rVert + \epsilon)$ は $x$ を伸ばすとわずかに長くなる関数になり、
 # スケール不変性が壊れます。$\mathbf{1}^\top y$ の勾配は
 # $\dfrac{\mathbf{1}}{\lVert x\rVert + \epsilon} - \dfrac{\mathbf{1}^\top x}{(\lVert x\rVert + \epsilon)^2 \lVert x\rVert}\,x$ で、
@@ -437,11 +475,11 @@ plt.show()
 # すべての行が厳密に 1 のままで、損失はほとんど変わりません。ずれる理由は3つあります。
 #
 # 1. 出力を正規化していても、損失は **行ごとの** ノルムに依存します（ある行だけ伸ばすと出力の向きが変わる）。だから勾配は行に対して接ベクトルになりません（初期化での |cos| が 0 でない）。
-# 2. 勾配が接ベクトルでも、接平面内の1歩は長さを $\sqrt{1 + \eta^2\lVert g\rVert^2}$ 倍にします（6節）。
+# 2. 勾配が接ベクトルでも、接平面内の1歩は長さを $\sqrt{1 + \eta^2\lVert g\rVert^2}$ 倍にします（§6）。
 # 3. Adam は座標ごとに勾配を割るので、接ベクトルの勾配からも接ベクトルでない更新が出てきます。
 #
 # つまり「球面上の重み」は、初期化ではなく **毎ステップのリトラクション** で保たれる性質です。microgpt の `train` は球面モードで、Adam の各ステップの後に
-# `microgpt.retract(params, cfg)` を呼んで、すべての重み行列を埋め込み次元の方向に正規化し直しています（7節のノルムの分布の図で、学習後の重みのノルムがすべて 1）。
+# `microgpt.retract(params, cfg)` を呼んで、すべての重み行列を埋め込み次元の方向に正規化し直しています（§7 のノルムの分布の図で、学習後の重みのノルムがすべて 1）。
 
 # %% [markdown]
 # ### 残差接続：講義の $x + \alpha f(x)$ と nGPT の $h + \alpha(\mathrm{Norm}(f(h)) - h)$
@@ -617,6 +655,7 @@ plt.show()
 #
 # `sphere.vmf_sample` は Wood (1994) の棄却法で $\mathbb{S}^{d-1}$ 上の vMF からサンプルを引きます。
 # $d = 3$（地球表面のような $\mathbb{S}^2$）で、κ ごとに 1000 点ずつ描きます。プラネタリウムのドームに貼られた「星座」のまとまり具合です。
+# 視点は平均方向 μ の真上に置きます（μ の矢印がこちらを向く）。こうすると、κ が大きいときの集まり（球面上の丸い「帽子」）を真正面から見られます。
 
 # %%
 mu3 = l2_normalize_np(np.array([1.0, 1.0, 1.0]))
@@ -632,6 +671,7 @@ for i, k in enumerate([0, 1, 10, 100]):
     ax.set(title=f"$S^2$ 上の vMF、κ = {k}", xlabel="x", ylabel="y", zlabel="z",
            xlim=(-1, 1), ylim=(-1, 1), zlim=(-1, 1), box_aspect=(1, 1, 1),
            xticks=[-1, 0, 1], yticks=[-1, 0, 1], zticks=[-1, 0, 1])
+    ax.view_init(elev=np.degrees(np.arcsin(mu3[2])), azim=np.degrees(np.arctan2(mu3[1], mu3[0])))  # look along mu
     ax.legend(loc="upper left", fontsize=8)
 plt.tight_layout()
 plt.show()
@@ -671,6 +711,201 @@ plt.show()
 # %% [markdown]
 # 同じ κ でも次元が高いほど $\bar R$ は小さい（κ が小さいうちは $A_d(\kappa) \approx \kappa/d$）：高次元の球面では、同じ「まとまり」に見えるためにより大きな κ が要ります。
 # サンプル数が少なく κ が小さい（ほぼ一様）と、推定は上に偏ります（ランダムな点の平均もわずかに長さを持つため）。
+
+# %% [markdown]
+# ### 5.1 なぜ vMF なのか：射影正規分布と、ガウス分布から生まれる vMF
+#
+# 球面上の分布を作るいちばん素直な方法は、講義も挙げるとおり、$\mathbb{R}^d$ の正規分布に従うベクトルを原点から球面へ射影すること（**射影正規分布**、projected normal）です。
+# 講義はそれを正当な選択肢と認めたうえで、「平均方向 $\boldsymbol\mu$ と集中度 $\kappa$ を直接指定でき、指数型分布族として解析しやすい」vMF を選びます。違いを数で見ます。
+#
+# - 中心が原点の等方的な正規分布 $N(\mathbf 0, \sigma^2 I)$ を射影すると、球面上の **一様分布** になります（どの向きも同じ確率）。サンプル平均の長さ $\bar R$ が 0 に近いことで確かめます。
+# - 中心 $\mathbf m \ne \mathbf 0$ の $N(\mathbf m, \sigma^2 I)$ を射影した分布の密度は、$d = 2$ でも $\Phi$（正規分布の累積分布関数）を含む式になり、
+#   $\log p(\mathbf x)$ は $\mathbf x$ の簡単な関数になりません。vMF の $\log p(\mathbf x) = \log C_d(\kappa) + \kappa\,\boldsymbol\mu^\top\mathbf x$ は
+#   $\mathbf x$ の **1次関数** で、μ と κ がそのまま読めます（指数型分布族の形）。
+#
+# 講義の NOTE「ガウスから誘導される方向分布」は、$N(\mathbf m, \sigma^2 I)$ から $\kappa = \lVert\mathbf m\rVert/\sigma^2$ の vMF が生まれると述べ、
+# 括弧で「$\lVert\mathbf z\rVert = 1$ に条件付けた密度として見た場合」と断っています。ここには2つの別の操作が混ざっているので、分けて確かめます。
+#
+# 1. **条件付け**：$N(\mathbf m, \sigma^2 I)$ の密度を単位球面の上だけで見ると、$\lVert\mathbf x\rVert = 1$ では
+#    $-\lVert\mathbf x - \mathbf m\rVert^2/(2\sigma^2) = \mathbf m^\top\mathbf x/\sigma^2 + \text{定数}$ なので、**どの次元でも厳密に**
+#    $\mathrm{vMF}(\mathbf m/\lVert\mathbf m\rVert,\ \lVert\mathbf m\rVert/\sigma^2)$ です。
+# 2. **射影**：サンプル $\mathbf z$ を $\mathbf z/\lVert\mathbf z\rVert$ に縮める。こちらが射影正規分布で、vMF とは別の分布です。
+#
+# **予想してから確かめる：** $\mathbb{S}^2$ で、$N(\mathbf m, \sigma^2 I)$ のサンプルを **射影** した点に vMF をあてはめると（§5 の κ の推定）、
+# 推定した κ は講義の $\lVert\mathbf m\rVert/\sigma^2$ に一致するでしょうか。
+#
+# <details><summary>答え</summary>
+#
+# 一般には一致しません。$\lVert\mathbf m\rVert$ が $\sigma$ より十分大きいとき、射影した点の推定 κ はおよそ $\lVert\mathbf m\rVert^2/\sigma^2$ です
+# （接方向のずれが $\sigma/\lVert\mathbf m\rVert$ 程度になるから）。$\lVert\mathbf m\rVert/\sigma^2$ に一致するのは、球面の近く（$\lVert\mathbf z\rVert \approx 1$）のサンプルだけを残す
+# **条件付け** のほうです。2つの式は $\lVert\mathbf m\rVert = 1$ のときだけ同じ値になります。下の表と図で確かめます。
+#
+# </details>
+
+# %%
+rng = np.random.default_rng(9)
+z0 = 2.0 * rng.standard_normal((20000, 3))                       # isotropic, centered at the origin
+print(f"N(0, 2^2 I) projected onto S^2: mean resultant length {np.linalg.norm(l2_normalize_np(z0).mean(axis=0)):.4f} "
+      f"(uniform on the sphere: 0 up to 1/sqrt(n) = {1 / np.sqrt(len(z0)):.4f})")
+
+# 1. conditioning is exact: on the sphere, log N(x; m, sigma^2 I) and the vMF log density differ by a constant
+m_vec, sigma = np.array([2.0, 0.0, 0.0]), 0.5
+x_test = l2_normalize_np(rng.standard_normal((1000, 3)))
+gap_log = (-np.sum((x_test - m_vec) ** 2, axis=1) / (2 * sigma**2)
+           - sphere.vmf_log_density(x_test, l2_normalize_np(m_vec), np.linalg.norm(m_vec) / sigma**2))
+print(f"on S^2: log N(x; m, sigma^2 I) - log vMF(x; m/|m|, |m|/sigma^2) has std {gap_log.std():.1e} over 1000 points "
+      "(a constant: the same distribution up to normalization)")
+
+# 2. projection vs conditioning, sample by sample
+print(f"\n{'|m|':>5} {'sigma':>6} | {'|m|/sigma^2':>11} {'|m|^2/sigma^2':>13} | {'kappa fit: projected':>20} "
+      f"{'kappa fit: conditioned':>22} {'(samples kept)':>14}")
+gauss_rows = []
+for m_len, sig in ((0.5, 0.5), (1.0, 0.5), (1.0, 0.25), (1.5, 0.5), (2.0, 0.5), (2.0, 0.4)):
+    z = np.array([m_len, 0.0, 0.0]) + sig * rng.standard_normal((400_000, 3))
+    r = np.linalg.norm(z, axis=1)
+    u = z / r[:, None]
+    kappa_proj = sphere.vmf_estimate_kappa(u[:20_000])[1]
+    near = np.abs(r - 1) < 0.02                                   # keep the samples with ||z|| close to 1
+    kappa_cond = sphere.vmf_estimate_kappa(u[near])[1]
+    gauss_rows.append((m_len / sig**2, m_len**2 / sig**2, kappa_proj, kappa_cond))
+    print(f"{m_len:5.2f} {sig:6.2f} | {m_len / sig**2:11.2f} {m_len**2 / sig**2:13.2f} | {kappa_proj:20.2f} "
+          f"{kappa_cond:22.2f} {near.sum():14d}")
+
+fig, ax = plt.subplots(figsize=(6.4, 4.6))
+g = np.array(gauss_rows)
+ax.plot(g[:, 0], g[:, 3], "o", ms=7, label="条件付け（||z|| ≈ 1 のサンプル）の推定 κ")
+ax.plot(g[:, 0], g[:, 2], "s", ms=7, label="射影（z / ||z||）の推定 κ")
+ax.plot(g[:, 0], g[:, 1], "x", color="k", ms=8, label="||m||² / σ²（射影の目安）")
+line = np.linspace(0, g[:, 0].max() * 1.05, 2)
+ax.plot(line, line, "k--", lw=1, label="推定 κ = ||m|| / σ²（講義の式）")
+ax.set(xlabel="講義の式 ||m|| / σ²", ylabel="サンプルから推定した κ", title="ガウス分布から生まれる方向分布（$S^2$）")
+ax.legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# 原点中心の正規分布を射影すると平均の長さはほぼ 0、つまり一様分布です（最初の行）。条件付けは厳密に vMF で（2行目の標準偏差は丸め誤差の大きさ）、
+# 球面の近くのサンプルから推定した κ は講義の式 $\lVert\mathbf m\rVert/\sigma^2$ の破線の上に乗ります（残ったサンプルが少ない行ほどばらつく）。
+# 射影した点の κ は破線から外れ、$\lVert\mathbf m\rVert$ が σ より十分大きい行では $\lVert\mathbf m\rVert^2/\sigma^2$（× 印）に近づきます。
+# 2つの式が重なるのは $\lVert\mathbf m\rVert = 1$ の行だけです。講義の「大 κ かつ高次元の条件下では vMF 分布で近似できる」は射影正規分布の話で、
+# そのときの κ は $\lVert\mathbf m\rVert/\sigma^2$ ではなく、およそ $\lVert\mathbf m\rVert^2/\sigma^2$ です（$\lVert\mathbf m\rVert \gg \sigma\sqrt d$ のとき）。
+# 「$\kappa = \lVert\mathbf m\rVert/\sigma^2$」は括弧の中の条件付けの読み方のほうで、こちらは近似ではなく厳密です。
+#
+# ### 5.2 vMF は最大エントロピーの方向分布
+#
+# 講義の NOTE「最大エントロピー原理」：平均 $\mathbb{E}[\mathbf x]$ が決まっているとき、球面上でエントロピーがいちばん大きい分布が vMF です。
+# 円周 $\mathbb{S}^1$ で、平均合成ベクトル長 $R = \lVert\mathbb{E}[\mathbf x]\rVert$ が同じになるように合わせた6種類の分布のエントロピー
+# $H = -\int p(\theta)\log p(\theta)\,d\theta$ を比べます（4096 点の格子で数値積分。vMF は閉じた式 $H = -\log C_2(\kappa) - \kappa A_2(\kappa)$ とも照合）。
+#
+# - **vMF**（円周では von Mises 分布）：$A_2(\kappa) = R$ になる κ を二分法で求める（`sphere.vmf_mean_resultant_length`）。
+# - **巻き込み正規分布**（wrapped normal）：$N(0, s^2)$ を $2\pi$ で巻いたもの。$R = e^{-s^2/2}$。
+# - **射影正規分布**：$N((m, 0), I)$ を円周へ射影したもの（§5.1）。$R$ が合う $m$ を、閉じた式
+#   $R(m) = \sqrt{\pi/8}\,m\,e^{-m^2/4}\big(I_0(m^2/4) + I_1(m^2/4)\big)$（`sphere.log_bessel_iv` で計算）から二分法で求める
+#   （表の「max |R - target|」が、この式と数値積分の $R$ の一致を確かめています）。
+# - **巻き込みコーシー分布**：$p(\theta) = (1-\rho^2)/(2\pi(1 + \rho^2 - 2\rho\cos\theta))$、$R = \rho$。
+# - **カージオイド分布**：$p(\theta) = (1 + 2\rho\cos\theta)/(2\pi)$、$R = \rho$（$\rho \le 1/2$ のときだけ密度が負にならない）。
+# - **円弧上の一様分布**：$[-a, a]$ の上で一様。$R = \sin a / a$。
+
+# %%
+n_grid = 4096
+theta_g = np.linspace(-np.pi, np.pi, n_grid, endpoint=False)
+dtheta = 2 * np.pi / n_grid
+circle_pts = np.stack([np.cos(theta_g), np.sin(theta_g)], axis=1)
+
+
+def bisect(f, lo, hi, target, iters=60):
+    """x in [lo, hi] with f(x) = target, for f increasing."""
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def entropy(p):
+    q = p[p > 0]
+    return -np.sum(q * np.log(q)) * dtheta
+
+
+def resultant(p):
+    return np.sum(p * np.cos(theta_g)) * dtheta
+
+
+erf = np.vectorize(math.erf)
+
+
+def projected_normal_pdf(m):
+    """Angle density of z / |z| for z ~ N((m, 0), I) in R^2 (closed form with the normal cdf)."""
+    a = m * np.cos(theta_g)
+    cdf, pdf = 0.5 * (1 + erf(a / np.sqrt(2))), np.exp(-a * a / 2) / np.sqrt(2 * np.pi)
+    return np.exp(-m * m / 2) / (2 * np.pi) * (1 + a * cdf / pdf)
+
+
+def projected_normal_resultant(m):
+    """R = E[cos theta] of the projected normal N((m, 0), I) on the circle, in closed form (modified Bessel I0, I1)."""
+    x = m * m / 4
+    return math.sqrt(math.pi / 8) * m * sum(math.exp(float(sphere.log_bessel_iv(nu, x)) - x) for nu in (0, 1))
+
+
+def wrapped_normal_pdf(s2):
+    return sum(np.exp(-(theta_g + 2 * np.pi * k) ** 2 / (2 * s2)) for k in range(-20, 21)) / np.sqrt(2 * np.pi * s2)
+
+
+def family_densities(R):
+    kappa_R = bisect(lambda k: sphere.vmf_mean_resultant_length(2, k), 0.0, 1e4, R)
+    a_R = bisect(lambda a: -np.sin(a) / a, 1e-9, np.pi, -R)
+    pdfs = {"vMF": np.exp(sphere.vmf_log_density(circle_pts, np.array([1.0, 0.0]), kappa_R)),
+            "巻き込み正規": wrapped_normal_pdf(-2 * np.log(R)),
+            "射影正規": projected_normal_pdf(bisect(projected_normal_resultant, 0.0, 30.0, R)),
+            "巻き込みコーシー": (1 - R * R) / (2 * np.pi * (1 + R * R - 2 * R * np.cos(theta_g)))}
+    if R <= 0.5:
+        pdfs["カージオイド"] = (1 + 2 * R * np.cos(theta_g)) / (2 * np.pi)
+    return kappa_R, a_R, pdfs
+
+
+family_names = ["vMF", "巻き込み正規", "射影正規", "巻き込みコーシー", "カージオイド", "円弧上の一様"]
+print(f"{'R':>5} | " + " ".join(f"{name:>10s}" for name in ["vMF", "wrap.normal", "proj.normal", "wrap.Cauchy", "cardioid",
+                                                             "arc unif."]) + " | checks")
+R_grid = np.linspace(0.05, 0.95, 19)
+H_table = {name: [] for name in family_names}
+for R in R_grid:
+    kappa_R, a_R, pdfs = family_densities(R)
+    H = {name: entropy(p) for name, p in pdfs.items()}
+    H["円弧上の一様"] = np.log(2 * a_R)                            # uniform on [-a, a]: log(2a)
+    for name in family_names:
+        H_table[name].append(H.get(name, np.nan))
+    if np.isclose(R, [0.2, 0.45, 0.7, 0.9]).any():
+        H_closed = -sphere.vmf_log_normalizer(2, kappa_R) - kappa_R * sphere.vmf_mean_resultant_length(2, kappa_R)
+        worst_R = max(abs(resultant(p) - R) for p in pdfs.values())
+        worst_int = max(abs(np.sum(p) * dtheta - 1) for p in pdfs.values())
+        print(f"{R:5.2f} | " + " ".join(f"{H[name]:10.4f}" if name in H else f"{'-':>10}" for name in family_names)
+              + f" | vMF closed form {H_closed:.4f}; max |R - target| {worst_R:.0e}, max |integral - 1| {worst_int:.0e}")
+print(f"uniform on the whole circle (R = 0): H = log(2 pi) = {np.log(2 * np.pi):.4f}")
+H_arr = np.array([H_table[name] for name in family_names])
+print("vMF has the largest entropy at every R on the grid:", bool(np.all(np.nanargmax(H_arr, axis=0) == 0)))
+
+family_colors = dict(zip(family_names, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")))
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
+for name in family_names[1:]:
+    axes[0].plot(R_grid, np.array(H_table["vMF"]) - np.array(H_table[name]), "o-", ms=3, color=family_colors[name],
+                 label=name)
+axes[0].set(xlabel="平均合成ベクトル長 R", ylabel="H(vMF) − H（nats、対数軸）", yscale="log",
+            title="同じ R の分布のエントロピーは vMF より小さい（差がすべて正）")
+axes[0].legend(fontsize=8)
+kappa_R, a_R, pdfs = family_densities(0.7)
+for name, p in pdfs.items():
+    axes[1].plot(theta_g, p, "-" if name == "vMF" else "--", lw=2.5 if name == "vMF" else 1.2,
+                 color=family_colors[name], label=name)
+axes[1].plot(theta_g, (np.abs(theta_g) <= a_R) / (2 * a_R), ":", color=family_colors["円弧上の一様"], label="円弧上の一様")
+axes[1].set(xlabel="角度 θ（ラジアン）", ylabel="確率密度", title="R = 0.7 にそろえた密度")
+axes[1].legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# 表のどの行でも、図のどの $R$ でも、vMF のエントロピーがいちばん大きくなっています（表の後の True。左の図は vMF との差で、どれも正）。巻き込み正規分布と射影正規分布は vMF にかなり近く、
+# 円弧上の一様分布や $R$ が大きいときの巻き込みコーシー分布は、同じ平均の長さでもずっと「仮定の多い」（エントロピーの小さい）分布です。
+# 講義の言う「最も仮定の少ない方向分布」はこの意味です。ただし制約がなければ、最大は円周上の一様分布の $\log 2\pi = 1.8379$ で（表の下の行）、
+# vMF は「平均の向きと長さを決めた」という制約つきの最大です。
 
 # %% [markdown]
 # ## 6. リーマン勾配＋リトラクション と 射影勾配法
@@ -754,7 +989,7 @@ plt.show()
 #   2次の伸びが打ち消し合って、たまたまノルムが 1 に戻る $\eta$ です。
 # - 中：学習の途中のずれ。最小点に近づくとリーマン勾配は 0 に向かうのでずれも消えますが、ユークリッド勾配 $g = -2Ax \approx -2\lambda_{\max} x$ は
 #   ほぼ **半径方向だけ** になり、射影勾配法は毎回「$x$ を $1 + 2\eta\lambda_{\max}$ 倍に伸ばして正規化で戻す」ことを繰り返します（上の出力の値）。
-# - 右：$\eta = 0.05$ では、$f(x) < 0$ になって以降は射影勾配法のほうが遅い。$g^\top x = 2f(x) < 0$ なので $x - \eta g$ は伸び、
+# - 右：$\eta = 0.05$ では、$f(x) < 0$ になって以降は射影勾配法のほうが遅くなります。$g^\top x = 2f(x) < 0$ なので $x - \eta g$ は伸び、
 #   それを正規化で割り戻すとき接方向の1歩も同じ比率で縮むからです（最小点の近くでは上の出力の $1/(1 + 2\eta\lambda_{\max})$ 倍）。
 #
 # リトラクションと厳密な測地線の1歩（指数写像 `sphere.exp_map`）の差は $\eta$ の3次です。
@@ -803,6 +1038,8 @@ for name in ("projected", "riemannian", "riemannian + transport"):
     momentum_runs[name] = (np.array(radial), np.array(gap))
     print(f"{name:23s}: radial share |m.x| / |m| median {np.median(radial):.3f}, max {np.max(radial):.3f}; "
           f"f - min f after 150 steps {gap[-1]:.1e}; last ||x - eta m|| = {stretch:.2f}")
+ratio_transport = momentum_runs["riemannian + transport"][1][-1] / momentum_runs["riemannian"][1][-1]
+print(f"after 150 steps, f - min f with transport / without = {ratio_transport:.0f}")
 
 fig, axes = plt.subplots(1, 2, figsize=(13, 4))
 labels_m = {"projected": "射影勾配法＋モーメンタム", "riemannian": "リーマン勾配＋モーメンタム",
@@ -824,7 +1061,9 @@ plt.show()
 #   収束が大きく遅れます（右の図）。半径方向の運動量は、リトラクションで捨てられるだけの無駄な動きです。
 # - **リーマン勾配＋モーメンタム**：積むのは接ベクトルでも、$m$ は接空間に残りません（割合は 0.97 まで上がり、中央値 0.31）。
 #   この例では収束は速いままですが、$m$ が接空間にあるという保証はありません。講義の注意はこのことです。
-# - **＋移送**：$m$ を毎回新しい接空間へ射影すると、割合は 0 のままです（収束の速さは、この例では移送なしとほぼ同じ）。
+# - **＋移送**：$m$ を毎回新しい接空間へ射影すると、割合は 0 のままです。ただし収束は移送なしより **遅く**、150 ステップ後の $f - \min f$ は
+#   移送なしの 37 倍です（上の出力の最後の行の比。右の図でも、移送ありの線のほうが上に残る）。$m$ を接空間に保つことと速く収束することは別の性質で、
+#   この例では移送しないほうが速く収束しました。移送は「運動量を接空間に保つ」ための操作で、速さを約束するものではありません。
 #
 # microgpt の Adam も同じ事情にあります。`microgpt.train(..., riemannian=True)`（コマンドラインでは `--riemannian`）は、Adam に渡す前に
 # 各重み行列の勾配を接空間へ射影します（`microgpt.project_grads`。上の「リーマン勾配＋モーメンタム」にあたる）。しかし Adam の1次・2次モーメントは
@@ -850,11 +1089,21 @@ train_docs, val_docs = microgpt.split_docs(docs, seed=42)
 base = microgpt.baselines([microgpt.doc_tokens(d, vocab) for d in train_docs],
                           [microgpt.doc_tokens(d, vocab) for d in val_docs],
                           microgpt.GPTConfig(vocab_size=len(vocab) + 1))
-runs = {}
+grad_probe = [microgpt.doc_tokens(d, vocab) for d in val_docs[:64]]   # a fixed batch: the gradient's size (§7.2)
+runs, grad_norms = {}, {}
 for norm in ("rmsnorm", "sphere"):
     cfg = microgpt.GPTConfig(vocab_size=len(vocab) + 1, norm=norm)
+    record = []
+
+    def probe(info, cfg=cfg, record=record):
+        """Every 100 steps: the norm of the whole gradient on the fixed batch (train calls this after each step)."""
+        if info["step"] == 1 or info["step"] % 100 == 0:
+            _, grads = microgpt.loss_and_grads(info["state"].params, grad_probe, cfg, engine="numpy")
+            record.append((info["step"], float(np.sqrt(sum(np.sum(g * g) for g in grads.values())))))
+
     runs[norm] = (cfg, microgpt.train(train_docs, val_docs, vocab, cfg, steps=1500, batch_size=16,
-                                      engine="numpy", eval_every=50, seed=42))
+                                      engine="numpy", eval_every=50, seed=42, progress=probe))
+    grad_norms[norm] = record
 print(f"{len(docs)} names, vocab {len(vocab)} + BOS; baselines (val):",
       {k: round(v, 4) for k, v in base.items()})
 for norm, (_cfg, st) in runs.items():
@@ -910,6 +1159,9 @@ for norm, (cfg, st) in runs.items():
     norm_data[norm] = (hidden, weights)
     print(f"{norm:8s} hidden-state norms: min {hidden.min():.6f} max {hidden.max():.6f} "
           f"| weight-vector norms: min {weights.min():.6f} max {weights.max():.6f}")
+    for stage, h in zip(("after the embedding", "after attention", "after the MLP"), cache["hidden"]):
+        n_ = np.linalg.norm(h, axis=-1)[mask]
+        print(f"         {stage:20s}: min {n_.min():.4f}, median {np.median(n_):.4f}, max {n_.max():.4f}")
     if norm == "sphere":
         print(f"         max | ||h|| - 1 | = {np.abs(hidden - 1).max():.1e}, "
               f"max | ||w|| - 1 | = {np.abs(weights - 1).max():.1e}")
@@ -928,8 +1180,9 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# RMSNorm モードでは隠れ状態のノルムは $\sqrt{C} = 4$ 付近から広がり（RMSNorm は二乗平均を 1 にするのでノルムは $\sqrt{C}$、その後の残差加算でさらに変わる）、
-# 重みのノルムも学習でばらばらになります。球面モードでは、隠れ状態も重みも **すべてノルム 1**（丸め誤差の範囲）に並びます。
+# RMSNorm モードでは、埋め込みの直後の隠れ状態は RMSNorm の出力なので、ノルムがどれもほぼ $\sqrt{C} = 4$ です（RMSNorm は二乗平均をほぼ 1 にする。
+# `1e-5` のぶんだけ 4 よりわずかに小さい）。その後の注意ブロックと MLP ブロックの残差加算で、ノルムは 4 より小さくも大きくもなり、
+# 全体では 3.13 から 14.34 まで広がります（上の出力の段ごとの最小・中央値・最大）。重みのノルムも学習でばらばらになります。球面モードでは、隠れ状態も重みも **すべてノルム 1**（丸め誤差の範囲）に並びます。
 # ノルムは捨てられ、意味は「向き」だけが担う ── 講義のプラネタリウム（星の明るさは使わない）です。
 #
 # 両モデルが作る名前（温度 0.5）：
@@ -937,6 +1190,145 @@ plt.show()
 # %%
 for norm, (cfg, st) in runs.items():
     print(f"{norm:8s}", ", ".join(microgpt.sample(st.params, cfg, vocab, num_samples=12, temperature=0.5, seed=1)))
+
+# %% [markdown]
+# ### 7.1 「高速化」の意味：ステップ数と、1 ステップの時間
+#
+# 講義の NOTE のとおり、nGPT の主張は「同じ精度に届くまでの **学習ステップ数** の削減」（4～20倍、シーケンス長に依存）で、
+# 壁時計時間や FLOPs が同じだけ減るとは限りません。正規化のぶん、1 ステップの計算は増えるからです。
+# 削減率の「シーケンス長への依存」は、論文では文脈が長いほど削減率が大きいという報告です。ここの names は最長でも 12 トークン、モデルは1層・$C = 16$ なので、
+# その条件はまったく再現できません。ここで測れるのは、次の2つです。
+#
+# - 同じ検証損失に届くまでの **ステップ数**（上の学習の記録。検証損失は 50 ステップごとなので、50 ステップ刻み）。
+# - **1 ステップの時間**：両モードを 150 ステップずつ、交互に 2 回学習し直し、各ステップにかかった時間の中央値を取ります
+#   （同じマシンで他の仕事が動くと時間が跳ねるので、平均ではなく中央値、2 回のうち速いほう）。値はこのノートを実行するたびに少し変わります。
+
+# %%
+targets = {"bigram baseline": base["bigram"], "2.2": 2.2, "2.1": 2.1, "2.05": 2.05}
+steps_to = {norm: {name: next((step for step, loss in st.val_loss if loss <= t), None) for name, t in targets.items()}
+            for norm, (_cfg, st) in runs.items()}
+
+
+def ms_per_training_step(cfg, steps=150):
+    """Median wall time of one training step (loss, gradient, Adam, and the retraction in sphere mode), in ms."""
+    stamps = []
+    microgpt.train(train_docs, val_docs, vocab, cfg, steps=steps, batch_size=16, engine="numpy", eval_every=steps,
+                   seed=42, progress=lambda info: stamps.append(time.perf_counter()))
+    return 1000 * float(np.median(np.diff(stamps[:-1])))      # the last step also evaluates: left out
+
+
+ms_per_step = {norm: [] for norm in runs}
+for _ in range(2):                                   # alternate the two modes
+    for norm, (cfg, _st) in runs.items():
+        ms_per_step[norm].append(ms_per_training_step(cfg))
+ms = {norm: min(v) for norm, v in ms_per_step.items()}
+print(f"time per step (median over 150 steps, best of 2 runs): rmsnorm {ms['rmsnorm']:.2f} ms, "
+      f"sphere {ms['sphere']:.2f} ms -> sphere / rmsnorm = {ms['sphere'] / ms['rmsnorm']:.2f}")
+print(f"\n{'val loss target':>16} | {'steps: rmsnorm':>14} {'sphere':>7} {'rmsnorm/sphere':>15} | "
+      f"{'time: rmsnorm':>13} {'sphere':>11}")
+for name in targets:
+    a, b = steps_to["rmsnorm"][name], steps_to["sphere"][name]
+    time_a = f"{a * ms['rmsnorm'] / 1000:.2f} s" if a else "-"
+    time_b = f"{b * ms['sphere'] / 1000:.2f} s" if b else "not reached"
+    ratio = f"{a / b:.2f}" if a and b else "-"
+    print(f"{name:>16} | {a or '-':>14} {b or 'no':>7} {ratio:>15} | {time_a:>13} {time_b:>11}")
+
+# %% [markdown]
+# この小さなモデルでは、球面モードは **ステップ数でも遅く**（どの目標でも rmsnorm/sphere の比が 1 未満。いちばん低い目標には球面モードは届かない）、
+# **1 ステップも重い**（正規化とリトラクションのぶん。上の時間の比）ので、壁時計時間ではさらに差が開きます。
+# 講義の言う「総合的な効率改善の程度は、実装やハードウェアに依存する」の、小さなモデルでの姿です。1 ステップの上乗せは正規化とリトラクションの費用で、
+# その割合はモデルの大きさ、系列の長さ、実装（行列積がどれだけ速いか）で変わります。
+# 文脈が長いほどステップ数の削減が大きいという論文の報告が本当に当てはまるかは、ここでは確かめられません（長い文脈と大きなモデルが要る）。
+#
+# ### 7.2 なぜ高速化するのか（講義の仮説）を、ここで確かめられる範囲で
+#
+# 講義は、高速化の理由として4つの仮説を挙げ、「仮説段階」と注意しています。このノートの道具で確かめられる範囲を並べます。
+#
+# | 仮説 | 講義の説明 | ここで見るもの |
+# |---|---|---|
+# | 勾配の安定化 | ノルムが固定されると、勾配のスケールも安定する | 学習中の勾配全体のノルム（§7 の学習で 100 ステップごとに、検証の名前 64 個の固定バッチで測ったもの） |
+# | 損失ランドスケープの改善 | 球面上では、局所解の構造が単純になる可能性 | ここでは測れません（ヘッセ行列や多数の初期値からの比較が要る） |
+# | 学習率の設定が容易 | ノルムが一定なので、学習率の調整が楽になる | 記録済みの実験（`experiments/results/names/results.json`）の学習率の掃引：5 つの学習率での最終検証損失 |
+# | 高次元の集中現象との相性 | 高次元のデータは「自然に球面状に分布しやすい」 | ガウス分布のノルムの相対的なばらつき（標準偏差 / 平均）が次元とともに縮むこと（§1 の 768 次元の続き） |
+
+# %%
+print("gradient norm on the fixed batch (every 100 steps; relative to the first, measured after step 1):")
+for norm, record in grad_norms.items():
+    gn = np.array([g for _, g in record])
+    print(f"  {norm:8s} first {gn[0]:.3f}; relative: {np.round(gn / gn[0], 2)}; max / min over training {gn.max() / gn.min():.2f}")
+
+results = json.loads((ROOT / "experiments" / "results" / "names" / "results.json").read_text(encoding="utf-8"))
+print(f"\nrecorded learning-rate sweep ({results['main_setting']}: batch 16, 1 layer, 2000 steps, seed 0), final val loss:")
+for run in results["runs"]:
+    if run["setting"] == results["main_setting"] and run["arm"] in ("rmsnorm", "sphere"):
+        finals = [r["final_val"] for r in run["sweep"]]
+        print(f"  {run['arm']:8s} " + "  ".join(f"lr {r['lr']:.4f}: {r['final_val']:.3f}" for r in run["sweep"])
+              + f"  | worst - best = {max(finals) - min(finals):.3f}")
+
+rng = np.random.default_rng(1)
+print("\nnorms of N(0, I) vectors in R^d (the shell gets thin as d grows):")
+for d_ in (3, 16, 64, 768):
+    n_ = np.linalg.norm(rng.standard_normal((4000, d_)), axis=1)
+    print(f"  d = {d_:3d}: mean {n_.mean():6.2f} (sqrt(d) = {np.sqrt(d_):6.2f}), std / mean = {n_.std() / n_.mean():.3f} "
+          f"(1 / sqrt(2d) = {1 / np.sqrt(2 * d_):.3f})")
+
+# %% [markdown]
+# - **勾配の安定化**：この学習では、球面モードの勾配のノルムのほうがむしろ大きく変わります（学習が進むにつれておおむね大きくなり、最大で最初の 2.33 倍。
+#   $s_z$ などの倍率が育ってロジットが鋭くなるぶんと考えられます）。rmsnorm モードは上下に揺れながらほぼ同じ大きさです。この小さなモデルでは、仮説を支える様子は見えません。
+# - **学習率の設定が容易**：記録済みの掃引では、5 つの学習率の最良と最悪の差は球面モードのほうが大きく、小さな学習率での悪化が目立ちます（上の出力）。
+#   ここでも仮説を支える結果ではありません。
+# - **高次元の集中現象**：ノルムの相対的なばらつきは $1/\sqrt{2d}$ のように縮み、768 次元ではノルムがほとんど一定です。
+#   高次元のガウス的なデータは「もともとほぼ球面の上にある」ので、球面制約で失う情報が少ない、というのがこの仮説の中身です。
+#   逆に $d = 16$ の microgpt では、ばらつきはまだ 18% ほどあります。
+#
+# 講義の CAUTION のとおり、これらは提案されている説明で、証明されたメカニズムではありません。小さなモデルでの結果は、大きなモデルでの報告を否定するものでもありません。
+#
+# ### 7.3 歴史的文脈：なぜ 2010 年代には普及しなかったか、そして今
+#
+# 講義は理由の1つ目に、NormFace（Wang et al., 2017）が指摘した「スケーリングと損失設計の非自明さ」を挙げます。その中身は、数で見るとはっきりします。
+# 特徴ベクトルもクラス代表（ここでは `lm_head` の行）も単位ベクトルなら、ロジットはコサインで $[-1, 1]$ に収まります。
+# するとどんなに上手に並べても、softmax の交差エントロピーには **下限** があります。$K$ クラスを互いにいちばん離れた配置（正単体：どの2つのコサインも $-1/(K-1)$）に置き、
+# 特徴が正解クラスの代表にぴったり重なったときが最良で、倍率 $s$ を掛けたロジット $s\cos\theta$ の損失は
+#
+# $$\log\Big(1 + (K-1)\,e^{-sK/(K-1)}\Big)$$
+#
+# です（NormFace の下限）。$K = 27$ の microgpt で計算し、正単体を実際に作って交差エントロピーを測った値とも比べます。
+
+# %%
+K_tokens = len(vocab) + 1
+simplex = l2_normalize_np(np.eye(K_tokens) - 1 / K_tokens)     # K unit vectors, pairwise cos = -1/(K-1)
+print(f"regular simplex of {K_tokens} unit vectors: pairwise cos {(simplex @ simplex.T)[0, 1]:.4f} "
+      f"(-1/(K-1) = {-1 / (K_tokens - 1):.4f})")
+s_z_trained = model_config.effective_scales(runs["sphere"][1].params, runs["sphere"][0])["s_z"]
+print(f"{'scale s':>26} | {'loss floor (formula)':>20} {'simplex, measured':>18}")
+for label, s_ in (("1 (s_z at init)", 1.0), ("2", 2.0), ("4", 4.0),
+                  (f"{np.median(s_z_trained):.2f} (median learned s_z)", float(np.median(s_z_trained)))):
+    floor = np.log1p((K_tokens - 1) * np.exp(-s_ * K_tokens / (K_tokens - 1)))
+    p_ = softmax_np(s_ * simplex @ simplex.T)                   # the feature sits exactly on its class's vector
+    print(f"{label:>26} | {floor:20.4f} {-np.log(np.diag(p_)).mean():18.4f}")
+print(f"bigram baseline (val) {base['bigram']:.4f}; the trained sphere model's final val loss "
+      f"{runs['sphere'][1].val_loss[-1][1]:.4f}")
+print("microgpt.adam_step's arguments:", list(inspect.signature(microgpt.adam_step).parameters))
+
+# %% [markdown]
+# 倍率が 1 のままでは、完璧なモデルでも損失は 2.32 より下がらず、これは文字バイグラムの基準 2.335 とほとんど同じです（上の出力）。
+# 正規化しただけのモデルは、数え上げの統計と同じ程度にしか当てられない、ということです。倍率を学習させれば下限は急速に下がり、
+# microgpt の球面モードでは $s_z$ がこの役目を担い、学習で中央値が 5.37 まで育ちます（上の表の最後の行。その倍率での下限は 0.09 で、もう邪魔になりません）。
+# §8 で、この $s_z$ が vMF の集中度 κ だと見ます。
+# 正規化を入れると「どのくらいの倍率を、どう学習させるか」を別に設計しなければならない ── NormFace が指摘したのはこのことでした。
+#
+# 講義の残りの2つの理由も、このノートで見たものにつながります。「球面制約を維持しながら効率的に最適化する実践的なレシピ」は、§3 の毎ステップのリトラクションと
+# §6 のリーマン勾配・運動量の扱いです。「相対的なオーバーヘッド」は §7.1 の 1 ステップの時間の比です。講義の CAUTION のとおり、これは「なぜ普及しなかったか」についての
+# 推測で、球面上の最適化そのものは多様体最適化（Absil et al., 2008; Bonnabel, 2013）として研究されていました。
+#
+# 講義が挙げる「現在の技術」と、このプロジェクトでの対応：
+#
+# | 現在の技術 | このプロジェクト |
+# |---|---|
+# | AdamW などの最適化手法（重み減衰と適応的学習率） | microgpt は Adam（`microgpt.adam_step`、学習率は 0 へ線形に減衰）。重み減衰の引数はありません（上の出力の引数の一覧）。球面モードでは重みのノルムが毎ステップ 1 に戻されるので、重み減衰が抑えるはずの「重みの伸び」そのものが起きません |
+# | 残差接続（勾配の流れを安定させる） | `gpt` の `x + f(x)` と、`gpt_sphere` の nGPT の残差 $\mathrm{Norm}(h + \alpha(\mathrm{Norm}(f(h)) - h))$（§3） |
+# | 混合精度学習 | §2 の float16：ノルムを float32 で計算してクランプする安全策。microgpt 自身は float64（`--dtype float32` も選べる） |
+# | 大規模 GPU メモリ（大きなバッチ） | このプロジェクトは CPU だけで、バッチは 16 名前程度。ここでは関係しません |
 
 # %% [markdown]
 # ## 8. 講義の中心：vMF と softmax ── ロジットは κ 倍されたコサイン
@@ -1006,7 +1398,7 @@ print(f"kappa per class {kappas_k}: max |posterior (equal priors) - softmax(kapp
 # ロジットはそれに学習されるスケール $s_z$ を掛けたもの、$z_k = s_{z,k}\cos\theta_k$ です（`gpt_sphere` の最後の行）。つまり **$s_z$ が集中度 κ** です。
 # ただし nGPT と同じく $s_z$ はトークンごとのベクトルなので、κ もトークンごとに違います（上の「κ がクラスごとに違う」場合）。
 #
-# 7節で学習した球面モデルで確かめます。$s_z$ は `model_config.effective_scales(params, cfg)["s_z"]` で読めます
+# §7 で学習した球面モデルで確かめます。$s_z$ は `model_config.effective_scales(params, cfg)["s_z"]` で読めます
 # （nGPT の流儀で小さく保存されたパラメータに、順伝播で掛け戻す倍率を掛けた値。初期値は `cfg.sz_init`）。
 
 # %%
@@ -1073,7 +1465,7 @@ plt.show()
 # %% [markdown]
 # 右の図のとおり、温度を下げる（κ を上げる）と確率は角度の小さいトークンに集まり、上げる（κ を下げる）と一様に近づきます。
 # 上の出力では、検証 NLL は T = 1（学習したときの κ そのもの）でいちばん小さく、T を下げるとエントロピーが下がって名前はありふれた形に、
-# T を上げると綴りが崩れていきます。7節で名前の生成に使った T = 0.5 は、全トークンの κ を2倍にしたことになります。
+# T を上げると綴りが崩れていきます。§7 で名前の生成に使った T = 0.5 は、全トークンの κ を2倍にしたことになります。
 #
 # トークンごとの $s_z$ の違い（上の「κ がクラスごとに違う」場合）は、その出力トークンのロジットの幅の違いです。$s_z$ が大きいトークンほど、
 # $\cos\theta_k$ の小さな違いが確率に大きく効きます。どのトークンの $s_z$ が大きくなるかはデータと学習の結果で、ここでは x、q、j、h など
@@ -1194,6 +1586,168 @@ plt.show()
 # この星図は、学習を再生しながら動かして見ることもできます：`python planetarium.py RUN_DIR` が `--out` のフォルダの `history.npz` から 1 つの HTML ページを書き出し、星が落ち着いていく様子、Adam の一歩とリトラクション、入力した名前の隠れ状態の道、vMF キャップとしての次の文字の確率を、ドラッグで回せる球面の上に描きます（README の「Planetarium」）。
 
 # %% [markdown]
+# ### 9.1 第1回の「星空」との違い：連続した夜空
+#
+# 講義の NOTE のとおり、第1回の「星＝単語、星座＝トピック」は **離散的な星空** で、星はあっても、それらを浮かべる連続的な空間がありませんでした。
+# 本回の単位球面は連続した夜空で、星と星の **あいだ** の点もすべて「向き」として意味を持ちます。
+# 球面モデルの星 `a` から星 `k` まで、測地線（大円の弧）に沿って進み（`sphere.exp_map`）、途中の点にいちばん近い星を調べます。
+# また、モデルが実際に予測に使う最後の隠れ状態 $h$ も、この夜空の上の点です。$h$ が出力の星（`lm_head` の行）にどれだけ近いかも見ます。
+
+# %%
+star_a, star_k = wte[labels.index("a")], wte[labels.index("k")]
+arc = geodesic_distance_np(star_a, star_k)
+toward_k = l2_normalize_np(tangent_project(star_a, star_k))      # the unit tangent at 'a' pointing to 'k'
+print(f"angle between the stars a and k: {np.degrees(arc):.1f} deg")
+for t in np.linspace(0, 1, 9):
+    point = sphere.exp_map(star_a, t * arc * toward_k)
+    c_ = wte @ point
+    nearest = np.argsort(-c_)[:2]
+    print(f"  {t:5.3f} of the way: |point| = {np.linalg.norm(point):.6f}, nearest stars "
+          + ", ".join(f"{labels[j]} (cos {c_[j]:.2f})" for j in nearest))
+max_cos_out = cos_theta[mask].max(axis=1)
+print(f"last hidden states h of the val positions: cos to the nearest output star (lm_head row): median "
+      f"{np.median(max_cos_out):.2f}, range {max_cos_out.min():.2f} .. {max_cos_out.max():.2f}")
+
+# %% [markdown]
+# 弧の上のどの点もノルム 1 で、いちばん近い星は道のりの半ばで `a` から `k` に入れ替わり、2番目に近い星も `o`、`a`、`d`、`f` と変わっていきます（上の出力）。
+# 途中の点はどの文字でもありませんが、夜空の中の「向き」として、どの星に近いかが連続的に決まります。予測に使われる $h$ も、
+# 出力の星のどれかにぴったり重なることはなく（いちばん近い星とのコサインの中央値は 1 よりずっと小さい）、星と星のあいだから、全部の星との角度で次の文字の確率が決まります。
+# 離散的な星しかなかった第1回の星空では、こうした「あいだ」に意味はありませんでした。
+#
+# ### 9.2 プラネタリウムの賞味期限
+#
+# 講義の CAUTION のとおり、このメタファーは「空間全体が均一な曲率を持つ球面」であることを前提にしています。球面はどこでも同じ形をしていて、
+# ドームのどこに星座を貼っても、同じ大きさの三角形は同じ内角の和を持ちます（§11 で、ばらばらな位置で測って確かめます）。
+# 第12回の双曲空間のように曲率が負の空間や、場所によって曲率が変わる一般の多様体では、「ドームに星を貼る」という単純な描像は成り立ちません。
+# プラネタリウムは、球面という特殊な場合のための直感です。
+
+# %% [markdown]
+# ## 10. 球面設計の限界：ノルムに意味がある場合
+#
+# 講義の「球面設計の限界と注意点」は、ノルムを捨てると失われる情報がある、と表にまとめています。
+#
+# | タスク | ノルムの意味 | 球面制約の適否 | このノートで見たこと |
+# |---|---|---|---|
+# | 分類（表現の比較） | 不要なことが多い | ✓ 適している | §8：角度だけで事後確率（softmax）が決まる |
+# | 回帰（連続値の予測） | 出力の大きさが重要 | ✗ 適さない | 単位ベクトル同士の内積は $[-1, 1]$ に収まる（§8 のコサイン）。大きさを出すには、球面の外に倍率を足すしかない |
+# | 不確実性推定 | ノルムが確信度を表す場合 | △ タスク依存 | 下のセル：rmsnorm モードでは隠れ状態のノルムが確信度を運んでいる |
+# | 生成モデル | 分布のスケールが重要 | △ 設計次第 | microgpt の球面モードも生成モデル。分布の鋭さは学習する倍率 $s_z$ が担う（§7.3、§8） |
+#
+# 「ノルムが確信度を表す」を、§7 の2つのモデルで確かめます。検証の名前の全位置で、最後の隠れ状態 $h$ のノルムと、次の文字の分布のエントロピー（小さいほど確信している）を比べます。
+# 相関は順位相関（スピアマン）で測ります。
+
+# %%
+def rank_correlation(a, b):
+    """Spearman's rank correlation (Pearson's correlation of the ranks; no ties in continuous data)."""
+    return np.corrcoef(np.argsort(np.argsort(a)), np.argsort(np.argsort(b)))[0, 1]
+
+
+for norm, (cfg, st) in runs.items():
+    logits_v, cache_v = microgpt.forward_np(st.params, inputs, cfg)
+    h_v = cache_v["hidden"][-1][mask]
+    p_v = softmax_np(logits_v[mask])
+    entropy_v = -(p_v * np.log(p_v)).sum(axis=1)
+    h_norm = np.linalg.norm(h_v, axis=1)
+    print(f"{norm:8s}: ||h|| from {h_norm.min():.4f} to {h_norm.max():.4f}; entropy from {entropy_v.min():.2f} "
+          f"to {entropy_v.max():.2f} nats")
+    if norm == "rmsnorm":
+        print(f"          rank correlation of ||h|| with the entropy: {rank_correlation(h_norm, entropy_v):+.2f}")
+    else:
+        cos_v = h_v @ st.params["lm_head"].T
+        print(f"          ||h|| is 1 everywhere; rank correlation of the entropy with the largest cos: "
+              f"{rank_correlation(cos_v.max(axis=1), entropy_v):+.2f}, with the largest s_z cos: "
+              f"{rank_correlation((s_z * cos_v).max(axis=1), entropy_v):+.2f}")
+
+# %% [markdown]
+# rmsnorm モードでは、$h$ のノルムが大きい位置ほどエントロピーが小さい（確信している）という強い負の相関があります。このモデルは、確信度の一部を
+# **ノルム** に載せています。球面モードではノルムは常に 1 なので、その通り道はありません。代わりに、いちばん近い出力の星とのコサイン（角度）と
+# トークンごとの $s_z$ が確信度を運びます（同じく強い負の相関）。球面制約は確信度を表せなくするわけではなく、**どこに載せるか** を変えるのです。
+# ただし、ノルムそのものが答えであるタスク（回帰や、ノルムで不確実性を読む設計）では、球面に載せた時点でその情報は消えます。講義の言う「タスク依存」「設計次第」はこのことです。
+
+# %% [markdown]
+# ## 11. 曲率の影響と双曲空間（講義の見通し）
+#
+# 球面は **正の曲率** を持つ多様体で、講義のとおり「三角形の内角の和が180°を超える」空間です。第12回で扱う双曲空間は **負の曲率** を持ち、内角の和は 180° に届きません。
+# 同じ作り方で、3辺の長さが等しい測地線の三角形を、球面 $\mathbb{S}^2$ と双曲面（ミンコフスキー空間 $\mathbb{R}^{1,2}$ の中の $-t^2 + x^2 + y^2 = -1$、$t > 0$。
+# 内積を $\langle u, v\rangle = -u_0 v_0 + u_1 v_1 + u_2 v_2$ に取り替えると、球面とまったく同じ式で距離と角度が測れる）に作り、内角の和を測ります。
+# 内角は、頂点での接ベクトルどうしの角度です（球面では `sphere.tangent_project`）。
+
+# %%
+def minkowski(u, v):
+    return -u[..., 0] * v[..., 0] + (u[..., 1:] * v[..., 1:]).sum(axis=-1)
+
+
+def triangle(rho, space):
+    """Three points at distance rho from the 'north pole', 120 degrees apart around it."""
+    phis = np.radians([90.0, 210.0, 330.0])
+    if space == "sphere":
+        return np.stack([[np.cos(rho), np.sin(rho) * np.cos(p), np.sin(rho) * np.sin(p)] for p in phis])
+    return np.stack([[np.cosh(rho), np.sinh(rho) * np.cos(p), np.sinh(rho) * np.sin(p)] for p in phis])
+
+
+def side_length(P, space):
+    return float(geodesic_distance_np(P[0], P[1])) if space == "sphere" else float(np.arccosh(-minkowski(P[0], P[1])))
+
+
+def angle_sum(P, space):
+    """Sum of the interior angles (degrees): the angle between the tangent vectors towards the other two corners."""
+    total = 0.0
+    for i in range(3):
+        a, b, c = P[i], P[(i + 1) % 3], P[(i + 2) % 3]
+        if space == "sphere":
+            tb, tc = tangent_project(a, b), tangent_project(a, c)
+            total += np.degrees(np.arccos(tb @ tc / (np.linalg.norm(tb) * np.linalg.norm(tc))))
+        else:                                        # on the hyperboloid: project with the Minkowski inner product
+            tb, tc = b + minkowski(a, b) * a, c + minkowski(a, c) * a
+            total += np.degrees(np.arccos(minkowski(tb, tc) / np.sqrt(minkowski(tb, tb) * minkowski(tc, tc))))
+    return total
+
+
+print(f"{'side':>6} | {'angle sum: sphere':>17} {'plane':>6} {'hyperbolic':>11}")
+for side in (0.1, 0.5, 1.0, 1.5):
+    sums = {}
+    for space in ("sphere", "hyperbolic"):
+        rho = bisect(lambda r, space=space: side_length(triangle(r, space), space), 1e-9, 1.5, side)
+        sums[space] = angle_sum(triangle(rho, space), space)
+    print(f"{side:6.2f} | {sums['sphere']:17.2f} {180:6d} {sums['hyperbolic']:11.2f}")
+print("the octant triangle (1,0,0), (0,1,0), (0,0,1) on S^2:", round(angle_sum(np.eye(3), "sphere"), 6), "degrees")
+
+rng = np.random.default_rng(11)
+rho_05 = bisect(lambda r: side_length(triangle(r, "sphere"), "sphere"), 1e-9, 1.5, 0.5)
+moved = []
+for _ in range(5):                                   # the same triangle, rotated to random places on the sphere
+    Q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    moved.append(angle_sum(triangle(rho_05, "sphere") @ Q.T, "sphere"))
+print("side 0.5 at five random places on S^2: angle sums", np.round(moved, 6))
+
+print(f"\n{'r':>4} | circumference of a circle of radius r: {'sphere':>8} {'plane':>8} {'hyperbolic':>11}")
+phi = np.linspace(0, 2 * np.pi, 3601)
+for r in (0.5, 1.0, 2.0, 3.0):
+    on_s = np.stack([np.full_like(phi, np.cos(r)), np.sin(r) * np.cos(phi), np.sin(r) * np.sin(phi)], axis=1)
+    on_h = np.stack([np.full_like(phi, np.cosh(r)), np.sinh(r) * np.cos(phi), np.sinh(r) * np.sin(phi)], axis=1)
+    c_s = geodesic_distance_np(on_s[:-1], on_s[1:]).sum()       # the polygon through 3600 points on the circle
+    c_h = np.arccosh(np.maximum(-minkowski(on_h[:-1], on_h[1:]), 1.0)).sum()
+    print(f"{r:4.1f} | {'':39s}{c_s:8.2f} {2 * np.pi * r:8.2f} {c_h:11.2f}   (2 pi sin r = {2 * np.pi * np.sin(r):.2f}, "
+          f"2 pi sinh r = {2 * np.pi * np.sinh(r):.2f})")
+
+for deg in (60, 90, 150, 180):
+    u_ = np.array([1.0, 0.0, 0.0])
+    v_ = np.array([np.cos(np.radians(deg)), np.sin(np.radians(deg)), 0.0])
+    print(f"two unit vectors {deg:3d} deg apart: the midpoint of the straight chord has norm {np.linalg.norm((u_ + v_) / 2):.3f}")
+
+# %% [markdown]
+# - **内角の和**：球面の三角形は 180° を超え、双曲面の三角形は 180° に届きません。差は三角形が大きいほど大きく、小さな三角形ではどちらも平面の 180° に近づきます
+#   （曲率は「小さな範囲では平ら」に見える）。球面の八分円の三角形（3つの角がすべて直角）は 270° です。
+# - **均一な曲率**：同じ三角形を球面のばらばらな位置に移しても、内角の和は丸め誤差まで同じです（§9.2 の「均一な曲率」）。
+# - **円周の長さ**：半径 $r$ の円の周は、平面で $2\pi r$、球面で $2\pi\sin r$（$r = \pi/2$ を過ぎると縮む）、双曲面で $2\pi\sinh r$（$r$ とともに **指数的に** 増える）です。
+#   木構造のように「深さとともに指数的に増える」階層を埋め込むには、中心から離れるほど空間が指数的に広がる双曲空間が向いている、というのが講義の見通し（第12回）の根拠です。
+#   球面では逆に、遠くへ行くほど場所が足りなくなります。
+# - **直線で結べない**：球面上の2点を結ぶ直線（弦）の中点は球面の内側にあり、正規化し直さないと球面に戻りません（講義の「遠い二点を直線で結ぶことができない」）。
+#   正反対の2点（180°）では中点が原点になり、正規化の向きさえ決まりません（§2 のクランプする ε が守るのはこういう点です）。
+#
+# 講義のまとめのとおり、空間の曲率は表現したい構造に応じて選ぶものです。球面（正の曲率）はノルムの混乱を断ち切るのに向き、階層構造には双曲空間（負の曲率）が向くことがあります。
+
+# %% [markdown]
 # ## 理解度チェック
 #
 # **問1.** 講義の float16 のスクリプトで、ノルムが 0 にも本当の値 $\sqrt{3}\cdot 2^{-24} \approx 1.03\times10^{-7}$ にもならず 1.1921e-07 になるのはなぜですか。
@@ -1202,8 +1756,8 @@ plt.show()
 # <details><summary>答え</summary>
 #
 # PyTorch は float16 の値を float32 で二乗・合計・平方根してから、結果だけを float16 に丸めます。float32 では $2^{-48}$ もアンダーフローしないので、
-# ノルムは $1.03\times10^{-7} = 1.732 \times 2^{-24}$ と正しく計算されます。ところが float16 はこの大きさでは $2^{-24}$ 刻みの非正規化数しか持たないので、
-# 2 刻み $= 2^{-23} = 1.1921\times10^{-7}$ に丸められます。割り算は $2^{-24}/2^{-23} = 0.5$ なので結果は [0.5, 0.5, 0.5]、長さ 0.866 のベクトルです。
+# ノルムは $1.03\times10^{-7} = 1.732 \times 2^{-24}$ と正しく計算されます。ところが float16 はこの大きさでは $2^{-24}$ の整数倍（非正規化数）しか表せないので、
+# 最も近い整数倍の $2 \times 2^{-24} = 2^{-23} = 1.1921\times10^{-7}$ に丸められます。割り算は $2^{-24}/2^{-23} = 0.5$ なので結果は [0.5, 0.5, 0.5]、長さ 0.866 のベクトルです。
 # NaN も inf も出ず、何の警告もなく単位ベクトルでないものが返ります。安全策は「ノルムを float32 で計算し、$x/\max(\lVert x\rVert, \epsilon)$ で割ってから float16 に戻す」です
 # （`F.normalize` を使うなら 1次元テンソルには `dim=-1` を渡す）。
 #
@@ -1224,7 +1778,7 @@ plt.show()
 #
 # <details><summary>答え</summary>
 #
-# 初期化で1回正規化しただけなので、学習とともに 1 から離れます（3節の例では Adam で 1.66〜2.03）。勾配が行に対して接ベクトルでない、接ベクトルでも1歩で長さが伸びる、
+# 初期化で1回正規化しただけなので、学習とともに 1 から離れます（§3 の例では Adam で 1.66〜2.03）。勾配が行に対して接ベクトルでない、接ベクトルでも1歩で長さが伸びる、
 # Adam が座標ごとに割る、の3つが原因です。毎ステップの更新の後で行を正規化し直す（リトラクション）必要があり、microgpt の球面モードは Adam の各ステップの後に
 # `microgpt.retract` でこれを行います。
 #
@@ -1255,12 +1809,26 @@ plt.show()
 # </details>
 
 # %% [markdown]
+# **問6.** 講義は、等方的なガウス分布 $N(\mathbf m, \sigma^2 I)$ から $\kappa = \lVert\mathbf m\rVert/\sigma^2$ の vMF が生まれると述べます。
+# サンプル $\mathbf z$ を $\mathbf z/\lVert\mathbf z\rVert$ と射影した点の分布は、その vMF ですか。
+#
+# <details><summary>答え</summary>
+#
+# 違います。射影した点の分布は射影正規分布で、vMF とは別の分布です。$\lVert\mathbf m\rVert$ が $\sigma$ より十分大きいときは vMF で近似でき、
+# その κ はおよそ $\lVert\mathbf m\rVert^2/\sigma^2$ です。$\kappa = \lVert\mathbf m\rVert/\sigma^2$ の vMF になるのは、ガウス分布の密度を単位球面の上だけで見たとき
+# （$\lVert\mathbf z\rVert = 1$ に条件付けたとき）で、こちらはどの次元でも厳密です（§5.1 の表と図）。2つは $\lVert\mathbf m\rVert = 1$ のときだけ一致します。
+#
+# </details>
+
+# %% [markdown]
 # ## 練習問題
 #
 # 解答セルの `raise NotImplementedError` を消して関数を書き、その下のチェックセルを実行してください。チェックは、このプロジェクトの関数
 # （`sphere.py`）や中心差分と、シード固定の乱数の入力で比べて、正解 / 不正解 / 未回答 を表示します。
 #
-# **練習問題1（リーマン勾配の1歩）.** 単位ベクトル `x`（1次元の NumPy 配列）、ユークリッド勾配 `g`、学習率 `lr` から、
+# ### 練習問題 1：リーマン勾配の1歩
+#
+# 単位ベクトル `x`（1次元の NumPy 配列）、ユークリッド勾配 `g`、学習率 `lr` から、
 # リーマン勾配＋リトラクションの1歩 $R\big(x - \eta\,(g - (g^\top x)\,x)\big)$、$R(v) = v/\lVert v\rVert$ を返す関数 `riemannian_step(x, g, lr)` を書いてください。
 # `sphere.riemannian_sgd_step` と比べます（`sphere` の関数は使わずに書くこと）。
 
@@ -1277,7 +1845,9 @@ def riemannian_step(x, g, lr):
 exercises.check_04_riemannian_step(riemannian_step)
 
 # %% [markdown]
-# **練習問題2（安全な正規化とその勾配）.** 1次元の配列 `x` について、
+# ### 練習問題 2：安全な正規化とその勾配
+#
+# 1次元の配列 `x` について、
 #
 # - `safe_normalize(x, eps=1e-12)`：$y = x / \max(\lVert x\rVert, \epsilon)$ を返す（`F.normalize` のクランプ形）。
 # - `safe_normalize_backward(dy, x, eps=1e-12)`：上流の勾配 `dy` $= \partial L/\partial y$ から $\partial L/\partial x$ を返す。
@@ -1300,7 +1870,9 @@ def safe_normalize_backward(dy, x, eps=1e-12):
 exercises.check_04_safe_normalize(safe_normalize, safe_normalize_backward)
 
 # %% [markdown]
-# **練習問題3（$\mathbb{S}^2$ 上の vMF 密度）.** $d = 3$ では正規化定数が初等関数で書けて、$C_3(\kappa) = \dfrac{\kappa}{4\pi\sinh\kappa}$ です。
+# ### 練習問題 3：$\mathbb{S}^2$ 上の vMF 密度
+#
+# $d = 3$ では正規化定数が初等関数で書けて、$C_3(\kappa) = \dfrac{\kappa}{4\pi\sinh\kappa}$ です。
 # 形 `(n, 3)` の単位ベクトル `x`、単位ベクトル `mu`、$\kappa > 0$ から、各行の対数密度 $\log C_3(\kappa) + \kappa\,\boldsymbol\mu^\top\mathbf x$（形 `(n,)`）を返す
 # `vmf_log_density_s2(x, mu, kappa)` を書いてください。κ は 0.01 から 1000 まで調べます。`np.sinh` は κ ≈ 710 を超えると inf に溢れるので、
 # $\log\sinh\kappa = \kappa + \log(1 - e^{-2\kappa}) - \log 2$ のように対数のまま計算してください。`sphere.vmf_log_density` と比べます。
@@ -1314,11 +1886,13 @@ def vmf_log_density_s2(x, mu, kappa):
 exercises.check_04_vmf_log_density_s2(vmf_log_density_s2)
 
 # %% [markdown]
-# **練習問題4（vMF 混合のクラス事後確率）.** クラス $k$ の点が $\mathrm{vMF}(\boldsymbol\mu_k, \kappa_k)$ から生まれ、クラスが事前確率 $\pi_k$ で選ばれる混合モデルで、
+# ### 練習問題 4：vMF 混合のクラス事後確率
+#
+# クラス $k$ の点が $\mathrm{vMF}(\boldsymbol\mu_k, \kappa_k)$ から生まれ、クラスが事前確率 $\pi_k$ で選ばれる混合モデルで、
 # 事後確率 $p(k\mid\mathbf x) \propto \pi_k\,C_d(\kappa_k)\exp(\kappa_k\,\boldsymbol\mu_k^\top\mathbf x)$ を返す `vmf_posterior(x, mus, kappas, priors)` を書いてください。
 # `x` は形 `(n, d)` の単位ベクトル、`mus` は形 `(K, d)`、`kappas` と `priors` は形 `(K,)`。戻り値は形 `(n, K)` で、各行の和が 1。
 # $\log C_d(\kappa)$ には `sphere.vmf_log_normalizer(d, kappa)` を使ってかまいません。κ は 1000 まで調べるので、対数のまま足し合わせ、
-# 行ごとに最大値を引いてから exp してください。κ が共通で事前確率が等しいときに 8節の softmax$(\kappa\cos\theta_k)$ に一致することも確かめられます。
+# 行ごとに最大値を引いてから exp してください。κ が共通で事前確率が等しいときに §8 の softmax$(\kappa\cos\theta_k)$ に一致することも確かめられます。
 
 # %%
 def vmf_posterior(x, mus, kappas, priors):

@@ -3,10 +3,11 @@
 #
 # **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」。
 #
-# ノート 05 では、この資料に出てくる PyTorch の基本概念を、このプロジェクトのスカラー自動微分エンジン `value.Value` と
+# このノートでは、この資料に出てくる PyTorch の基本概念を、このプロジェクトのスカラー自動微分エンジン `value.Value` と
 # `utils.py`（第21章の `linear` / `softmax` / `rmsnorm` とその NumPy 版）に対応づけて確かめます。
-# 資料の記述のうち PyTorch 2.x の実際の挙動と違うところは、その場で訂正します（ノート 05 は PyTorch を使わないので、
-# PyTorch の挙動は文章で述べ、このエンジンでの対応物を実行して見せます）。
+# 資料の記述のうち PyTorch 2.x の実際の挙動と違うところは、その場で訂正します（このノートは PyTorch を使わないので、
+# PyTorch の挙動は文章で述べ、このエンジンでの対応物を実行して見せます。述べた PyTorch の挙動は `tests/test_torch_facts.py` が
+# PyTorch 2.x で確かめています。torch が入っていない環境ではそのテストは飛ばされます）。
 # 読み終えると、次のものが見られます。
 #
 # 1. `requires_grad` の既定値（普通のテンソルは `False`、`nn.Parameter` は `True`）と、このエンジンでの対応
@@ -14,15 +15,20 @@
 # 2. 凍結（フリーズ）をファインチューニングとして：事前学習した重み `w` をオプティマイザから外すと、`w` は
 #    事前学習の値のまま動かず、残りのパラメータだけで新しいタスクの損失が下がる様子。
 # 3. `model(x)` と `model.forward(x)` の違い：直接呼んでも勾配は記録され、省かれるのはフックだけ。
-#    学習/評価モードは別のスイッチ（`model.train()` / `model.eval()`）。
+#    学習/評価モードは別のスイッチ（`model.train()` / `model.eval()`）。入れ子のモジュールと `model.to(device)`
+#    （このプロジェクトでは、全パラメータが1本のバッファのビューなので、型の変換が一度で済むこと）。
 # 4. `nn.Linear` のバイアスと重みの `[out, in]` レイアウト。GPT-2 のアテンション射影にはバイアスがあり、
-#    microgpt にはバイアスが1つもないこと。
+#    microgpt にはバイアスが1つもないこと。LLM で `bias=False` が多い理由として資料が挙げる2つを確かめる
+#    （キーのバイアスは softmax のシフト不変性で厳密に効かない。バイアスはパラメータのごく一部）。
+#    `[out, in]` レイアウトの3つの理由のうち、行優先とブロードキャストの2つが成り立たないこと。
 # 5. 初期化：He・PyTorch の既定（`nn.Linear`）・microgpt の `N(0, 0.08²)` の標準偏差の比較と、
 #    Xavier / He / PyTorch 既定で 30 層を通した活性と勾配の標準偏差（対数軸なので指数的な増減が直線になる）。
 # 6. 初期値が大きすぎるとき、tanh ではユニットが飽和し（局所勾配 ≈ 0）、それでも 30 層の勾配は爆発する理由。
 #    ReLU ではもっと速く爆発すること。
 # 7. アテンションの softmax をスケーリング（$1/\sqrt d$）しないと勾配が消える様子を、実際の勾配で。
-# 8. 理解度チェックと練習問題（He 初期化の標準偏差、バイアス付き線形層の逆伝播、クエリに届く勾配）。
+# 8. 理解度チェックと練習問題（He 初期化の一様分布版の範囲、バイアス付き線形層の逆伝播、クエリに届く勾配）。
+#
+# §2 と §4 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 #
 # コードセルはプロジェクトのモジュールを import して使います。PyTorch の仕組みを説明するための小さなスケッチ
 # （`Module` の `__call__`）だけはノートの中に書きます。
@@ -30,11 +36,13 @@
 # %%
 import math
 import sys
+import time
 from pathlib import Path
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
-sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
-sys.path.insert(0, str(ROOT / "notebooks"))  # exercises.py (the check cells of the exercises)
+for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import exercises
 import matplotlib.pyplot as plt
@@ -42,7 +50,7 @@ import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the 
 import numpy as np
 
 from microgpt import GPTConfig, init_params
-from model_config import param_shapes
+from model_config import flat_buffer, pack_params, param_shapes
 from utils import linear, linear_np, linear_np_backward, softmax, softmax_np, softmax_np_backward
 from value import Value, topological_order, zero_grad
 
@@ -83,13 +91,13 @@ print("nodes in the graph:", len(topological_order(y)), "-> w, b, w*x, +  (x ent
 # 資料のとおり、凍結は「学習済みの重みを固定してファインチューニング」するときに使います。
 # 小さなモデル $\hat y = v \tanh(w x) + c$ で試します。$w$ は特徴 $\tanh(wx)$ を作る本体、$v, c$ はその上に載るヘッドです。
 #
-# 1. **事前学習**：タスク A（$y = 2\tanh(1.5x)$）で $w, v, c$ をすべて学習する。
+# 1. **事前学習**：タスク A（$y = 2\tanh(1.5x)$）で $w, v, c$ をすべて学習します。
 # 2. **ファインチューニング**：タスク B（$y = -1.2\tanh(1.5x) + 0.5$、同じ特徴で別の出力）へ。
-#    事前学習した $w$ を凍結して $v, c$ だけを学習する。凍結のやり方は PyTorch と同じく2通りあります。
-#    - (i) **オプティマイザから外す**：$w$ は `Value` のままだが `params = [v, c]` だけを更新する。
-#      $w$ の勾配は計算されるが使われない（PyTorch でオプティマイザに渡さなかったパラメータと同じ）。
-#    - (ii) **`requires_grad=False` 型**：$w$ をただの `float` にする（PyTorch の `w.requires_grad_(False)`）。
-#      特徴 $\tanh(wx)$ はただの数として計算され、グラフに入らない。
+#    事前学習した $w$ を凍結して $v, c$ だけを学習します。凍結のやり方は PyTorch と同じく2通りあります。
+#    - (i) **オプティマイザから外す**：$w$ は `Value` のままだが `params = [v, c]` だけを更新します。
+#      $w$ の勾配は計算されますが使われません（PyTorch でオプティマイザに渡さなかったパラメータと同じ）。
+#    - (ii) **`requires_grad=False` 型**：$w$ をただの `float` にします（PyTorch の `w.requires_grad_(False)`）。
+#      特徴 $\tanh(wx)$ はただの数として計算され、グラフに入りません。
 #    - 比較として (iii) **全部を学習**（凍結しない）。
 
 # %%
@@ -202,6 +210,16 @@ plt.show()
 # それでも `model(x)` と呼ぶのが作法なのは、フックを使う道具（特徴の取り出し、プロファイラ、一部のライブラリ）が
 # 正しく動くためです。次のセルは、`nn.Module.__call__` がすることを数行に縮めた **スケッチ**（PyTorch のコードではない）で、
 # 違いがフックだけであることを確かめます。
+#
+# **予想してから確かめる：** 次のセルは、同じモデルを `model(x)` と `model.forward(x)` の2通りで呼んで `backward()` します。
+# `model.forward(x)` のほうで、(a) 出力は計算グラフに記録されるでしょうか、(b) `w.grad` は `model(x)` と同じになるでしょうか、(c) フックは実行されるでしょうか。
+#
+# <details><summary>答え</summary>
+#
+# (a) 記録されます、(b) 同じ 2.0 です、(c) 実行されません。記録は `Value`（PyTorch なら `requires_grad=True` のテンソル）の演算それぞれの仕事で、
+# 呼び方には関係しません。`model.forward(x)` で省かれるのは、`__call__` が forward の前後で実行するフックだけです（下のセルの出力）。
+#
+# </details>
 
 # %%
 class Module:
@@ -292,6 +310,70 @@ for name, mat in state_dict.items():
     print(f"{name:11s} shape [{len(mat)}][{len(mat[0])}]  grads:", np.round([[p.grad for p in row] for row in mat], 3).tolist())
 
 # %% [markdown]
+# ### 入れ子のモジュールと `model.to(device)`
+#
+# 資料が挙げる `nn.Module` の恩恵のうち、残りの2つを見ます。
+#
+# - **モジュールの階層化**：モジュールの属性に別のモジュールを置くと、`model.parameters()` / `model.named_parameters()` は子モジュールの中まで
+#   たどって、`attn.w` のように点でつないだ名前でパラメータを集めます。`model.train()` / `model.eval()` も子モジュールまで `training` フラグを書き換えます。
+#   GPT はこうして「ブロックの中のアテンションの中の線形層」と組み上げられます。microgpt の `state_dict` のキー `layer0.attn_wq` も同じ点つなぎの名前です。
+# - **デバイスの一括転送**：`model.to("cuda")` は、木の中のすべてのパラメータ（とバッファ）をその場で移し、`model` 自身を返します。
+#   **テンソル** の `t.to("cuda")` は違い、新しいテンソルを返して `t` はそのまま残ります（だから `t = t.to(device)` と書く）。
+#
+# 上のスケッチ `Module` に、子モジュールをたどる2つの関数を足して確かめます。
+
+# %%
+def named_parameters(module, prefix=""):
+    """What nn.Module.named_parameters() does: this module's parameters, then each child module's, dotted names."""
+    for name, value in vars(module).items():
+        if isinstance(value, Value):
+            yield prefix + name, value
+        elif isinstance(value, Module):
+            yield from named_parameters(value, prefix + name + ".")
+
+
+def set_training(module, mode):
+    """What model.train(mode) / model.eval() do: set the flag on this module and on every module inside it."""
+    module.training = mode
+    for value in vars(module).values():
+        if isinstance(value, Module):
+            set_training(value, mode)
+
+
+class Block(Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Scale(0.5)        # child modules, each with its own parameter
+        self.mlp = Scale(-2.0)
+
+    def forward(self, x):
+        return self.mlp(self.attn(x))
+
+
+block = Block()
+print("named_parameters:", [(name, p.data) for name, p in named_parameters(block)])
+set_training(block, False)            # block.eval()
+print("after eval(): training flags", block.training, block.attn.training, block.mlp.training)
+
+cfg_small = GPTConfig(vocab_size=27)
+mg_params = init_params(cfg_small)
+flat = flat_buffer(mg_params)
+print(f"microgpt: {len(mg_params)} parameter arrays, all views of one buffer: "
+      f"{all(a.base is flat for a in mg_params.values())} ({flat.size} numbers, {flat.dtype})")
+as32 = pack_params(mg_params, cfg_small, dtype=np.float32)   # the whole model converted in one call
+print(f"pack_params(..., float32): a new dict, dtypes {sorted({str(a.dtype) for a in as32.values()})}; "
+      f"the original stays {mg_params['wte'].dtype} (like tensor.to, not module.to)")
+
+# %% [markdown]
+# 名前は `attn.w`、`mlp.w` と点でつながり、`eval()` は子モジュールのフラグまで変えます（上の出力）。このプロジェクトには GPU がないので
+# デバイスの転送はありませんが、「全パラメータを一度に変える」ことは同じ形で起きます。microgpt の全パラメータは1本の連続したバッファのビュー
+# （`flat_buffer`）なので、float32 への変換も1回で済みます（`microgpt.py --dtype float32` の中身）。`pack_params` は新しい辞書を返し、元はそのままです。
+# これはモジュールの `model.to()`（その場で変える）ではなく、テンソルの `t.to()`（新しいものを返す）と同じふるまいです。
+#
+# 資料の「5. nn.Parameter と nn.Linear の本質的な違い」も、この対応で言い直せます。`nn.Parameter` は原材料（ここでは1つの `Value`）、
+# `nn.Linear` は完成品（重みとバイアスの `Value` を作り、初期化し、`linear` を呼ぶ。上の `fc1` の3つの部品をまとめたもの）です。
+
+# %% [markdown]
 # ## 3. `nn.Linear`：バイアスと `[out, in]` レイアウト
 #
 # `utils.linear(x, w)` の `w` は **行が出力、列が入力** です（`nn.Linear.weight` と同じ `[out_features, in_features]`）。
@@ -330,7 +412,7 @@ print("bias=True,  x = 0 ->", [float(v.data) for v in linear_bias(zero, Wv, bias
 # - **GPT-2 にはバイアスがあります。** アテンションの射影 `c_attn`（Q, K, V をまとめた射影）と `c_proj`（出力射影）は
 #   どちらもバイアス付きです（Hugging Face の GPT-2 の重みにも `attn.c_attn.bias` と `attn.c_proj.bias` がある）。
 #   GPT-3 の論文は、モデルと構造は GPT-2 と同じ（疎なアテンションを交互に使う点を除く）と述べているので、
-#   GPT-3 を bias=False の例に挙げるのは根拠が弱い。
+#   GPT-3 を bias=False の例に挙げるのは根拠が弱いと言えます。
 # - **LLaMA はバイアスを落としています**（Q, K, V, 出力の射影も MLP も `bias=False`）。
 # - **microgpt はバイアスを1つも持ちません。** 次のセルはパラメータの一覧（`model_config.param_shapes`）を出します。
 #   全部が重み行列か埋め込みで、`bias` という名前のものはありません。
@@ -341,6 +423,97 @@ shapes = param_shapes(cfg)
 for key, shape in shapes:
     print(f"  {key:16s} {str(list(shape)):9s} fan_in = {shape[1]}")
 print("any bias among microgpt's parameters:", any("bias" in key for key, _ in shapes))
+
+# %% [markdown]
+# ### LLM のアテンションで `bias=False` が多い理由：資料の2つの理由を確かめる
+#
+# 資料は理由を2つ挙げます。(1)「バイアスがない方が過学習を防ぎやすく、かつ学習が数値的に安定しやすいという研究報告がある」、
+# (2)「キーやクエリのベクトルにおいて、単語全体の傾向から『特定の方向（原点からのズレ）』をあえて固定で持たせる必要がない」。
+#
+# (2) は、射影ごとに分けるともっとはっきり言えます。1つのクエリ $q$ について、キーの射影にバイアス $b_k$ を足すと、ロジット $q \cdot (k_t + b_k)$ は
+# **どのキー $t$ にも同じ** $q \cdot b_k$ だけずれるだけです。softmax はシフト不変（第21章、ノート 02）なので、注意の重みは1ビットも変わらず、
+# $b_k$ に届く勾配も厳密に 0 です。バリューのバイアス $b_v$ は、重みの和が 1 なので出力にそのまま $b_v$ を足すだけで、出力射影のバイアスにまとめられます。
+# 効くのはクエリのバイアス $b_q$ だけです（$b_q \cdot k_t$ はキーごとに違う）。
+
+# %%
+r = np.random.default_rng(5)
+d_h, T_k = 8, 6
+q0, K0, V0 = r.normal(size=d_h), r.normal(size=(T_k, d_h)), r.normal(size=(T_k, d_h))
+b_q, b_k, b_v = r.normal(size=d_h), r.normal(size=d_h), r.normal(size=d_h)
+
+
+def attend_one(q, K, V):
+    p = softmax_np(K @ q / math.sqrt(d_h))
+    return p, p @ V
+
+
+p_plain, out_plain = attend_one(q0, K0, V0)
+p_bk, out_bk = attend_one(q0, K0 + b_k, V0)
+p_bq, _ = attend_one(q0 + b_q, K0, V0)
+_, out_bv = attend_one(q0, K0, V0 + b_v)
+print(f"key bias:   max |weights change| = {np.abs(p_bk - p_plain).max():.1e}")
+dp = r.normal(size=T_k)                                       # any upstream gradient on the weights
+ds = softmax_np_backward(dp, p_plain)                         # dL/d(logits); logit t gets q . b_k / sqrt(d)
+print(f"            dL/db_k = sum_t dL/ds_t * q / sqrt(d): largest entry {np.abs(ds.sum() * q0 / math.sqrt(d_h)).max():.1e}"
+      f"  (sum_t dL/ds_t = {ds.sum():.1e})")
+print(f"value bias: output - (output without it) - b_v: max {np.abs(out_bv - out_plain - b_v).max():.1e}  "
+      "(a constant added to every output)")
+print(f"query bias: max |weights change| = {np.abs(p_bq - p_plain).max():.2f}")
+
+gpt2 = {"n_layer": 12, "n_embd": 768, "vocab": 50257, "n_ctx": 1024}        # GPT-2 small (124M)
+C_, L_ = gpt2["n_embd"], gpt2["n_layer"]
+weights = gpt2["vocab"] * C_ + gpt2["n_ctx"] * C_ + L_ * (C_ * 3 * C_ + C_ * C_ + C_ * 4 * C_ + 4 * C_ * C_)
+linear_biases = L_ * (3 * C_ + C_ + 4 * C_ + C_)              # c_attn, attn.c_proj, c_fc, mlp.c_proj
+norm_params = (2 * L_ + 1) * 2 * C_                           # ln_1, ln_2 per block and ln_f: gain and bias
+total = weights + linear_biases + norm_params
+print(f"\nGPT-2 small: {total:,} parameters; biases of the linear layers {linear_biases:,} "
+      f"({linear_biases / total:.3%}), of which in the attention {L_ * 4 * C_:,}")
+
+# %% [markdown]
+# キーのバイアスは重みを変えず（差は丸め誤差）、勾配も丸め誤差の大きさの 0 です。バリューのバイアスは定数を足すだけ、重みを動かすのはクエリのバイアスだけです（上の出力）。
+# つまり K と V のバイアスは「要らない」のではなく **意味がない**（K）か **別の場所にまとめられる**（V）もので、資料の (2) の理由はこの形で正確になります。
+#
+# (1) については、数で見ると「過学習を防ぐ」は弱い理由です。GPT-2 small でも、線形層のバイアスは全パラメータの 0.07% にすぎず、外してもモデルの表現力はほとんど変わりません（上の出力）。
+# 大きな言語モデルの事前学習は巨大なコーパスをほぼ1周だけ学習することが多く、過学習が主な問題になることはあまりありません。
+# 数値的な安定については、PaLM の論文（Chowdhery et al., 2022）が「密な層にも LayerNorm にもバイアスを使わず、大きなモデルの学習の安定性が増した」と報告しています。
+# 資料が例に挙げる Chinchilla（Hoffmann et al., 2022）の論文の主題は、計算量を決めたときのモデルの大きさと学習トークン数の配分で、バイアスの有無を論じたものではありません。
+# 根拠として引くなら、理由を自ら述べている PaLM のほうが適切です。
+#
+# ### なぜ `[out, in]` なのか：資料の3つの理由を確かめる
+#
+# 資料は、`nn.Linear` が重みを `[out_features, in_features]` で持つ理由を3つ挙げます。
+#
+# 1. **縦ベクトルの数式 $y = Wx$ との整合**：これはそのとおりです。`W[o]` は出力 $o$ のニューロンの重みベクトルそのもの（1行）で、`utils.linear` も `for wo in w` と行ごとに内積を取ります。
+#    講義3 の `NormalizedLinear` が `F.normalize(weight, dim=1)` で「行」を正規化するのも、出力ニューロンごとの重みベクトルを単位ベクトルにする、という意味になります。
+# 2. **行優先（Row-Major）のメモリ配置で計算が速い**：成り立ちません。`W.T` はコピーではなく、同じメモリを列優先として読む **ビュー** で、
+#    行列積のライブラリ（BLAS）は「転置して読む」指定をそのまま受け取ります。`[in, out]` で持った重みとの積と、結果も時間も同じ程度です。
+# 3. **ブロードキャスト（バッチ処理）への適合**：成り立ちません。`x @ W.T` の先頭のバッチ次元（`[バッチ, ヘッド, 単語数, 特徴量]` など）は `x` の側の話で、
+#    重みを `[out, in]` で持っても `[in, out]` で持っても、同じようにブロードキャストされます。
+
+# %%
+r = np.random.default_rng(7)
+W_oi = r.normal(size=(512, 512))                  # [out, in], as nn.Linear stores it
+W_io = np.ascontiguousarray(W_oi.T)               # the same weights stored [in, out]
+x_b = r.normal(size=(256, 512))
+print(f"W.T is a view of W (no copy): {np.shares_memory(W_oi, W_oi.T)}; row-major (C order): "
+      f"{W_oi.T.flags['C_CONTIGUOUS']}, column-major (F order): {W_oi.T.flags['F_CONTIGUOUS']}")
+print("x @ W.T and x @ W_io give identical results:", np.array_equal(x_b @ W_oi.T, x_b @ W_io))
+t_oi, t_io = [], []
+for _ in range(15):                               # alternate the two, keep the fastest of each
+    t0 = time.perf_counter()
+    x_b @ W_oi.T
+    t_oi.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    x_b @ W_io
+    t_io.append(time.perf_counter() - t0)
+print(f"time of x @ W.T ([out, in] stored) / x @ W ([in, out] stored): {min(t_oi) / min(t_io):.2f}")
+x_4d = r.normal(size=(2, 3, 5, 512))              # [batch, heads, tokens, features]
+print("4-D input: shapes", (x_4d @ W_oi.T).shape, (x_4d @ W_io).shape, "equal:", np.array_equal(x_4d @ W_oi.T, x_4d @ W_io))
+
+# %% [markdown]
+# `W.T` はコピーされない列優先のビューで、積は `[in, out]` で持った重みとの積とビット単位で同じ、時間の比もほぼ 1 です（実行のたびに少し揺れます）。
+# 4 次元の入力も、どちらの持ち方でも同じ形・同じ値で計算されます。`[out, in]` を選ぶ理由として残るのは 1 の「数式と同じ形」で、
+# 2 と 3 はこの選択の理由にはなりません。
 
 # %% [markdown]
 # ## 4. 初期化：Xavier、He、PyTorch の既定、microgpt の `N(0, 0.08²)`
@@ -394,6 +567,16 @@ print(f"check: std of 10^6 draws from U(-1/8, 1/8) = {u.std():.4f}  (formula 1/s
 # 各段の **活性の標準偏差**（順伝播）と、出力側から流した **勾配の標準偏差**（`linear_np_backward` による逆伝播）を、
 # 層ごとに **対数軸** で描きます。1段ごとに一定の倍率で増減すると、対数軸では直線になり、その傾きが1段あたりの倍率です。
 # 分散を保つ初期化は水平な線になります。
+#
+# **予想してから確かめる：** ReLU の 30 段を PyTorch の `nn.Linear` の既定の初期化（分散が He の 1/6）で通すと、30 段目の活性の標準偏差は
+# 1 段目のおよそ何倍になるでしょうか。(a) ほぼ 1 倍、(b) $10^{-1}$ 倍くらい、(c) $10^{-11}$ 倍くらい。
+#
+# <details><summary>答え</summary>
+#
+# (c) です。ReLU の1段で分散は $\text{fan\_in}\cdot\mathrm{Var}(w)/2 = 1/6$ 倍、標準偏差は $1/\sqrt 6 \approx 0.408$ 倍になり、それが 29 回掛かるので
+# $0.408^{29} \approx 5 \times 10^{-12}$ です。下の表では、1 段目の 0.335 から 30 段目の $2.3 \times 10^{-12}$ まで縮みます。
+#
+# </details>
 
 # %%
 depth, width, batch = 30, 256, 64
@@ -569,7 +752,7 @@ plt.show()
 #
 # つまり、大きすぎる初期値で勾配が消えるという説明は、飽和した **1つのユニット** の局所勾配については正しいが、重みを通して
 # 何段も掛け算される深い網全体では、大きな重みの因子が勝って勾配は爆発します。飽和による消失が勝つのは、大きさの原因が
-# 次の重みではないときです。次の節のアテンションがその例で、スコア $q \cdot k$ は $d$ 個の積の和なので大きくなり、
+# 次の重みではないときです。§5 のアテンションがその例で、スコア $q \cdot k$ は $d$ 個の積の和なので大きくなり、
 # しかも softmax は分布全体が1点に張り付く（飽和していない成分が残らない）ので、局所勾配が指数的に小さくなります。
 
 # %% [markdown]
@@ -665,56 +848,58 @@ for i, d in enumerate(dims):
 # %% [markdown]
 # ## 理解度チェック
 #
-# **問1.** PyTorch で `t = torch.rand(3)` としたとき `t.requires_grad` は何か。`nn.Parameter(t)` ではどうか。
-# このエンジンではそれぞれ何に当たるか。
+# **問1.** PyTorch で `t = torch.rand(3)` としたとき `t.requires_grad` は何ですか。`nn.Parameter(t)` ではどうですか。
+# このエンジンではそれぞれ何に当たりますか。
 #
 # <details><summary>答え</summary>
 #
-# `torch.rand(3)` などで作った普通のテンソルは `requires_grad=False`（計算は記録されない）。`nn.Parameter(t)` は
-# 既定で `requires_grad=True` で、モジュールの属性にすれば `model.parameters()` に登録される。このエンジンでは、
-# 普通のテンソルがただの `float`（グラフのノードにならない）、`nn.Parameter` が「パラメータリスト `params` に入れた `Value`」に当たる。
+# `torch.rand(3)` などで作った普通のテンソルは `requires_grad=False` です（計算は記録されません）。`nn.Parameter(t)` は
+# 既定で `requires_grad=True` で、モジュールの属性にすれば `model.parameters()` に登録されます。このエンジンでは、
+# 普通のテンソルがただの `float`（グラフのノードにならない）、`nn.Parameter` が「パラメータリスト `params` に入れた `Value`」に当たります。
 #
 # </details>
 #
-# **問2.** `model.forward(x)` と直接呼んだら、`backward()` で勾配は求まるか。`model(x)` との違いは何か。
-# 評価モードに切り替えたり、勾配を記録せずに推論したりするにはどうするか。
+# **問2.** `model.forward(x)` と直接呼んだら、`backward()` で勾配は求まりますか。`model(x)` との違いは何ですか。
+# 評価モードに切り替えたり、勾配を記録せずに推論したりするにはどうしますか。
 #
 # <details><summary>答え</summary>
 #
-# 求まる。勾配の記録は `requires_grad=True` のテンソルに対する各演算が行うので、呼び方によらない。
-# `model.forward(x)` で省かれるのは、そのモジュールに登録されたフックの実行だけ。評価モードは `model.eval()`
-# （`model.train()` で戻す）、勾配を記録しない推論は `with torch.no_grad():` で、どちらも呼び方とは別のスイッチ。
+# 求まります。勾配の記録は `requires_grad=True` のテンソルに対する各演算が行うので、呼び方によりません。
+# `model.forward(x)` で省かれるのは、そのモジュールに登録されたフックの実行だけです。評価モードは `model.eval()`
+# （`model.train()` で戻す）、勾配を記録しない推論は `with torch.no_grad():` で、どちらも呼び方とは別のスイッチです。
 #
 # </details>
 #
-# **問3.** 正規化も残差もない ReLU の全結合層を 30 段重ね、PyTorch の `nn.Linear` の既定の初期化を使う。
-# 1段あたり活性の分散はおよそ何倍になるか。He 初期化ならどうか。
+# **問3.** 正規化も残差もない ReLU の全結合層を 30 段重ね、PyTorch の `nn.Linear` の既定の初期化を使います。
+# 1段あたり活性の分散はおよそ何倍になりますか。He 初期化ならどうですか。
 #
 # <details><summary>答え</summary>
 #
-# 既定は $\mathrm{Var}(w) = 1/(3\,\text{fan\_in})$ で He の 1/6。ReLU の1段で分散は $\text{fan\_in} \cdot \mathrm{Var}(w)/2$ 倍なので
-# 既定では 1/6 倍（標準偏差で 0.408 倍）、30 段で標準偏差は $10^{-12}$ 程度まで縮む。He なら 1 倍で保たれる。
+# 既定は $\mathrm{Var}(w) = 1/(3\,\text{fan\_in})$ で He の 1/6 です。ReLU の1段で分散は $\text{fan\_in} \cdot \mathrm{Var}(w)/2$ 倍なので
+# 既定では 1/6 倍（標準偏差で 0.408 倍）、30 段で標準偏差は $10^{-12}$ 程度まで縮みます。He なら 1 倍で保たれます。
 #
 # </details>
 #
-# **問4.** 初期値が大きすぎると tanh のユニットは飽和し、局所勾配 $\tanh'(y)$ はほぼ 0 になる。それなのに、
-# ノート 05 の 30 段の tanh 網で $N(0, 1)$ を使うと勾配が爆発したのはなぜか。
+# **問4.** 初期値が大きすぎると tanh のユニットは飽和し、局所勾配 $\tanh'(y)$ はほぼ 0 になります。それなのに、
+# このノートの 30 段の tanh 網で $N(0, 1)$ を使うと勾配が爆発したのはなぜですか。
 #
 # <details><summary>答え</summary>
 #
-# 逆伝播の1段は、局所勾配と重みの両方を掛ける。飽和で $E[\tanh'^2]$ は $1/c$ 程度にしか減らない（正規分布の $y$ の
-# うち 0 の近くに残るユニットが勾配を運ぶ）が、重みの因子は $c^2$ で増える。積 $\chi$ は $c$ にほぼ比例して増え、
-# $c = 16$ では1段ごとに勾配の分散が約 8.7 倍になる。飽和による消失が勝つのは、アテンションの softmax のように分布全体が飽和し、
-# 大きさの原因が次の重みではないとき。
+# 逆伝播の1段は、局所勾配と重みの両方を掛けます。飽和で $E[\tanh'^2]$ は $1/c$ 程度にしか減らない（正規分布の $y$ の
+# うち 0 の近くに残るユニットが勾配を運ぶ）のに、重みの因子は $c^2$ で増えます。積 $\chi$ は $c$ にほぼ比例して増え、
+# $c = 16$ では1段ごとに勾配の分散が約 8.7 倍になります。飽和による消失が勝つのは、アテンションの softmax のように分布全体が飽和し、
+# 大きさの原因が次の重みではないときです。
 #
 # </details>
 #
-# **問5.** GPT-2 のアテンション射影 `c_attn` と `c_proj` にバイアスはあるか。microgpt ではどうか。
+# **問5.** GPT-2 のアテンション射影 `c_attn` と `c_proj` にバイアスはありますか。microgpt ではどうですか。
+# キーの射影にだけバイアスを足すと、注意の重みはどう変わりますか。
 #
 # <details><summary>答え</summary>
 #
-# GPT-2 ではどちらもバイアス付き。LLaMA はバイアスを落としている。microgpt はどの行列にもバイアスを持たない
-# （`param_shapes` に `bias` という名前のものがない）。
+# GPT-2 ではどちらもバイアス付きです。LLaMA はバイアスを落としています。microgpt はどの行列にもバイアスを持ちません
+# （`param_shapes` に `bias` という名前のものがない）。キーのバイアスは、1つのクエリのすべてのロジットに同じ $q \cdot b_k$ を足すだけなので、
+# softmax のシフト不変性で注意の重みはまったく変わらず、$b_k$ に届く勾配も 0 です（§3）。
 #
 # </details>
 
@@ -724,24 +909,25 @@ for i, d in enumerate(dims):
 # 解答セルの `raise NotImplementedError` を自分のコードに置き換えてから、その下のチェックセルを実行してください。
 # チェックは 正解 / 不正解 / 未回答 を表示します（まだ解いていなければ 未回答）。
 #
-# ### 練習問題 1：He 初期化の標準偏差
+# ### 練習問題 1：He 初期化の一様分布版
 #
-# `he_std_answer(fan_in)` を書いてください。ReLU の層の重みを $N(0, \sigma^2)$ で初期化するときの He 初期化の
-# 標準偏差 $\sigma$（float）を返します。
+# §4 の `he_std` は、重みを **正規分布** $N(0, \sigma^2)$ で引くときの He 初期化の標準偏差でした。PyTorch の `nn.init.kaiming_uniform_` のように、
+# 重みを **一様分布** $U(-\ell, \ell)$ で引いて He 初期化と同じ分散にしたいとき、範囲 $\ell$ はいくつにすればよいでしょうか。
+# fan_in を受け取って $\ell$（float）を返す関数 `he_uniform_bound(fan_in)` を書いてください（§4 の一様分布の分散の式がヒントです）。
 #
-# チェックは、その $\sigma$ で重みを初期化した ReLU の全結合層 30 段（幅は 64, 256, 128 を順に繰り返すので、
+# チェックは、重みを $U(-\ell, \ell)$ で初期化した ReLU の全結合層 30 段（幅は 64, 256, 128 を順に繰り返すので、
 # fan_in が層ごとに変わる）に標準正規の入力を通し、「30 段目の活性の標準偏差 ÷ 1 段目の活性の標準偏差」を測ります。
 # 幅が有限なので1本の網ではこの比が偶然 2 倍近くずれることもあるため、独立に引いた 5 本の網の幾何平均が
-# 1/2 から 2 に収まれば正解です。
+# 1/2 から 2 に収まれば正解です（`he_std` をそのまま $\ell$ に使うと、分散が足りずに信号が消えていきます）。
 
 # %%
-def he_std_answer(fan_in):
+def he_uniform_bound(fan_in):
     # ここに解答を書く (write your answer here)
     raise NotImplementedError
 
 
 # %%
-exercises.check_05_he_std(he_std_answer)
+exercises.check_05_he_uniform_bound(he_uniform_bound)
 
 # %% [markdown]
 # ### 練習問題 2：バイアス付き線形層の逆伝播
@@ -770,8 +956,8 @@ exercises.check_05_linear_bias_backward(linear_bias_np_backward)
 # 損失の $p$ に対する勾配 `dp` $= \partial L/\partial p$（形 `(T,)`）が与えられたとき、`query_grad(q, K, dp, scaled)` は
 # $\partial L/\partial q$（形 `(d,)`）を返します。`utils.softmax_np` と `utils.softmax_np_backward` を使ってかまいません。
 #
-# チェックは $d = 16$ と $d = 256$ のそれぞれで、スケーリングあり・なしの両方を 5 節と同じ計算と比べ、$|\partial L/\partial q|$ を表示します。
-# 表示されるのは1組のランダムな $q, K$ での値なので、5 節の表（2000 回の中央値）の傾向と逆になることもあります。
+# チェックは $d = 16$ と $d = 256$ のそれぞれで、スケーリングあり・なしの両方を §5と同じ計算と比べ、$|\partial L/\partial q|$ を表示します。
+# 表示されるのは1組のランダムな $q, K$ での値なので、§5の表（2000 回の中央値）の傾向と逆になることもあります。
 
 # %%
 def query_grad(q, K, dp, scaled):
