@@ -12,6 +12,7 @@ install requirements.txt and run the commands on the right directly (README: "Se
 """
 import hashlib
 import os
+import shlex
 import subprocess
 import sys
 import venv
@@ -77,6 +78,9 @@ def main(argv):
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     python = ensure_venv()
     command = [python, *COMMANDS[argv[0]], *argv[1:]]
+    if argv[0] == "run":  # the resume command a stopped run prints: this launcher, from the folder it was typed in
+        os.environ["MICROGPT_LAUNCHER"] = shlex.join([sys.executable, sys.argv[0], "run"])
+        os.environ["MICROGPT_CWD"] = os.getcwd()
     os.chdir(ROOT)
     if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are exactly its own
         os.execv(python, command)

@@ -15,7 +15,7 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
 import numpy as np
 
 from harness.checkpoints import TrainState, load_checkpoint, save_checkpoint  # noqa: F401  (the public API)
-from harness.checks import check_known, check_sampling, check_setting, check_tokens
+from harness.checks import check_known, check_loss_args, check_sampling
 from harness.cli import Command
 from harness.corpora import load_corpus
 from harness.run import Run
@@ -192,8 +192,7 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
 def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
     """Mean next-token NLL over all predicted positions of the batch, and its gradient (flat layout, into `out`
     if given). engine="numpy" computes the same numbers on arrays (numpy_engine.py)."""
-    check_setting("engine", engine, "engine")
-    check_tokens(docs_tokens, cfg.vocab_size)
+    check_loss_args(params, docs_tokens, cfg, engine)  # (the weights fit cfg, the ids the vocabulary)
     if engine == "numpy":
         return loss_and_grads_np(params, docs_tokens, cfg, out)
     with no_cycle_gc():  # the graph is acyclic: refcounting frees it, the cycle collector would only cost time

@@ -11,6 +11,7 @@ chapter's `params = [p for mat in state_dict.values() for row in mat for p in ro
 moments use the same layout, so the optimizer is one vectorized update of the whole buffer.
 """
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -296,12 +297,34 @@ def corpus_memory(n_docs, n_chars):
     return 350 * n_docs + 50 * n_chars
 
 
-def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB, dtype="float64", corpus=(0, 0)):
-    """InputError, with the estimate, if a run would need more than max_gb GB: a training step, plus the
-    corpus (n_docs, n_chars) it keeps in memory."""
-    need = step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + corpus_memory(*corpus)
-    if need > max_gb * 1e9:
+BYTES_PER_STEP = 80        # what a run keeps per optimizer step: its train loss as a Python float in a list (32),
+                           # in the checkpoint's array (8) and as text in metrics.json (~25), with room to spare
+SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/history.py keeps a big model's fewer)
+
+
+def history_memory(cfg, steps):
+    """What a run of `steps` steps keeps besides its model: the loss history, and the planetarium's snapshots."""
+    return BYTES_PER_STEP * steps + min(SNAPSHOT_BUDGET, 50 * 8 * n_params(cfg))
+
+
+def machine_memory():
+    """This machine's memory in bytes (0 where the operating system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB, dtype="float64", corpus=(0, 0), steps=0):
+    """InputError, with the estimate, if a run would need more than max_gb GB, or more than this machine has: a
+    training step, the corpus (n_docs, n_chars) it keeps in memory, and the history of `steps` steps."""
+    need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + corpus_memory(*corpus)
+            + history_memory(cfg, steps))
+    limit, why = max_gb * 1e9, f"the limit is {max_gb:g} GB (raise it with --max-memory)"
+    ram = machine_memory()
+    if 0 < ram < limit:
+        limit, why = ram, f"this machine has {ram / 1e9:,.1f} GB"
+    if need > limit:
         raise InputError(f"this run would need about {need / 1e9:,.1f} GB of memory ({n_params(cfg):,} parameters, "
                          f"n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, block_size {cfg.block_size}, batch "
-                         f"{batch_size}, engine {engine}, {corpus[0]:,} documents); the limit is {max_gb:g} GB "
-                         "(raise it with --max-memory)")
+                         f"{batch_size}, engine {engine}, {corpus[0]:,} documents, {steps:,} steps); {why}")

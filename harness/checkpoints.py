@@ -23,7 +23,7 @@ from harness.checks import check_combination, check_setting
 from harness.corpora import fingerprint
 from harness.errors import InputError
 from harness.run_files import atomic_write
-from model_config import MAX_MEMORY_GB, GPTConfig, check_dtype, n_params, pack_params, param_shapes
+from model_config import BYTES_PER_STEP, MAX_MEMORY_GB, GPTConfig, check_dtype, n_params, pack_params, param_shapes
 
 
 @dataclass
@@ -106,6 +106,11 @@ def check_state(state, where):
 def corpus_fingerprint(train_docs, val_docs):
     """(sha256, count) of the docs a run trains and validates on, in split order."""
     return fingerprint(list(train_docs) + list(val_docs)), len(train_docs) + len(val_docs)
+
+
+def same_corpus(state, train_docs, val_docs):
+    """Are these the documents the state was trained on (by its fingerprint; True when it has none)?"""
+    return not state.corpus_sha256 or corpus_fingerprint(train_docs, val_docs)[0] == state.corpus_sha256
 
 
 def check_same_corpus(state, train_docs, val_docs, corpus):
@@ -211,11 +216,14 @@ def _load_checkpoint(file, where, max_gb):
         if unknown_settings:
             raise InputError(f"{where}: its config has settings this microgpt does not know: {unknown_settings}")
         cfg = GPTConfig(**config)
-        if 3 * 8 * n_params(cfg) > max_gb * 1e9:  # weights and Adam's two moments (float64: the larger case)
-            raise InputError(f"{where} describes a model of {n_params(cfg):,} parameters, about "
-                             f"{3 * 8 * n_params(cfg) / 1e9:,.1f} GB with its optimizer state; the limit is "
-                             f"{max_gb:g} GB (raise it with --max-memory)")
         step = check_setting("step", meta["step"], f"{where}: step")
+        # weights and Adam's two moments (float64: the larger case), and its history: one train loss per step,
+        # in the file, in memory and in metrics.json (a file of zeros compresses well: a small file can claim a lot)
+        need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step
+        if need > max_gb * 1e9:
+            raise InputError(f"{where} describes a model of {n_params(cfg):,} parameters trained {step:,} steps, "
+                             f"about {need / 1e9:,.1f} GB with its optimizer state and history; the limit is "
+                             f"{max_gb:g} GB (raise it with --max-memory)")
         dtype = check_dtype(meta.get("dtype", "float64"))
         expected = _expected_arrays(cfg, step)
         unknown = sorted(set(headers) - set(expected) - {"meta", "val_loss"})

@@ -7,6 +7,8 @@ disagree. A broken rule is an InputError whose text names where the value came f
     check_setting(name, value, label)      the rule for one setting (a positive integer, a choice, ...)
     check_combination(engine, dtype, norm, riemannian, where)   the rules that tie settings together
     check_tokens(docs_tokens, vocab_size)  documents as token ids, as the loss needs them
+    check_params(params, cfg)              weights that fit the config
+    check_forward(params, cfg, where)      a forward pass that stays within floating point, for both engines
 """
 import math
 import numbers
@@ -14,6 +16,8 @@ import numbers
 import numpy as np
 
 from harness.errors import InputError
+from model_config import laid_out, param_shapes
+from numpy_engine import forward_np
 
 POSITIVE_INTS = ("steps", "batch_size", "eval_every", "n_embd", "n_head", "n_layer", "block_size", "num_samples")
 NON_NEGATIVE_INTS = ("seed", "step")
@@ -100,3 +104,47 @@ def check_sampling(num_samples, temperature, engine, prompt, prefix, cfg):
         raise InputError(f"prompt {short(prompt)} has {len(prefix)} characters; it must be shorter than block_size "
                          f"{cfg.block_size}")
     return prefix
+
+
+def check_params(params, cfg):
+    """The weights fit the config: its keys, each with its shape (a mismatch would surface deep in the model as an
+    IndexError or a broadcasting error). Free for what init_params and load_checkpoint make (model_config's flat
+    layout); other dicts are checked key by key."""
+    if laid_out(params, cfg) is not None:
+        return
+    shapes = dict(param_shapes(cfg))
+    if set(params) != set(shapes):
+        raise InputError(f"the weights do not fit the config: missing {short(sorted(set(shapes) - set(params)))}, "
+                         f"unexpected {short(sorted(set(params) - set(shapes)))}")
+    for key, shape in shapes.items():
+        if np.shape(params[key]) != shape:
+            raise InputError(f"weight {key!r} has shape {np.shape(params[key])}; the config needs {shape}")
+
+
+LOGIT_SPAN = 700.0  # softmax gives a character probability exp(-span) at worst: 0 in float64 beyond ~745 (log 0)
+
+
+def check_forward(params, cfg, where):
+    """InputError unless the model's forward pass stays within floating point, the same for both engines: weights
+    (a checkpoint's) or flags (--alpha-init, --sz-init) so large that a normalization overflows, or logits so
+    far apart that softmax gives a character probability 0 (whose log the loss needs), would train at a
+    meaningless loss or stop at once, differently in each engine. Checked on one sequence of every token."""
+    tokens = np.arange(min(cfg.block_size, cfg.vocab_size)) % cfg.vocab_size
+    try:
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            logits, _ = forward_np(params, tokens, cfg)
+            span = float((logits.max(axis=-1) - logits.min(axis=-1)).max())
+    except FloatingPointError as e:
+        raise InputError(f"{where}: the model's forward pass overflows ({e}): its weights or scales are too large "
+                         "for floating point") from None
+    if not span < LOGIT_SPAN:  # (also NaN)
+        raise InputError(f"{where}: the model's logits span {span:.3g}; beyond {LOGIT_SPAN:g} softmax gives some "
+                         "characters probability 0, and the loss needs their log (is --sz-init, or a weight, far "
+                         "too large?)")
+
+
+def check_loss_args(params, docs_tokens, cfg, engine):
+    """What microgpt.loss_and_grads is given: an engine, weights that fit cfg, documents of valid token ids."""
+    check_setting("engine", engine, "engine")
+    check_tokens(docs_tokens, cfg.vocab_size)
+    check_params(params, cfg)

@@ -22,14 +22,14 @@ from dataclasses import asdict
 from types import SimpleNamespace
 
 from harness import messages
-from harness.checkpoints import check_same_corpus, load_checkpoint, save_checkpoint
-from harness.checks import check_combination, check_sampling, check_setting
-from harness.corpora import MAX_CORPUS_BYTES, corpus_id
+from harness.checkpoints import check_same_corpus, load_checkpoint, same_corpus, save_checkpoint
+from harness.checks import check_combination, check_forward, check_sampling, check_setting
+from harness.corpora import BUILTIN, MAX_CORPUS_BYTES, check_corpus_memory, corpus_id
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, WriteError
 from harness.history import HISTORY_NAME, History, load_history
 from harness.messages import final_train_loss, flag, say
 from harness.run_files import RunLock, plot_losses, write_json
-from harness.signals import restore, stop_with_keyboard_interrupt
+from harness.signals import DeferSigint, restore, stop_with_keyboard_interrupt
 from model_config import MAX_MEMORY_GB, GPTConfig, check_memory, n_params
 from numpy_engine import GREEDY_BELOW, baselines
 
@@ -146,12 +146,20 @@ def settings(a, resume=None, ckpt_path=None):
         s = {k: (getattr(a, k) if getattr(a, k) is not None else d) for k, d in DEFAULTS.items()}
         s["corpus"] = corpus_id(s["corpus"])
         check_combination(s["engine"], s["dtype"], s["norm"], s["riemannian"])
-        return SimpleNamespace(**s, out=a.out, lr_lowered_from=None)
+        return SimpleNamespace(**s, out=a.out, lr_lowered_from=None, corpus_moved_from=None)
     kept = {**asdict(resume.cfg), "batch_size": resume.batch_size, "lr": resume.lr, "seed": resume.seed,
             "riemannian": resume.riemannian, "corpus": corpus_id(resume.corpus),
             "dtype": resume.params["wte"].dtype.name}
     given = {k: getattr(a, k) for k in KEPT_ON_RESUME}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled, is no conflict
+    moved_from = None
+    if given["corpus"] and given["corpus"] != kept["corpus"] and resume.corpus_sha256:
+        # another path (the run's folder moved, say): fine if it holds the same documents, which the checkpoint's
+        # fingerprint of them tells (checked once the corpus is read: check_same_corpus)
+        moved_from, kept["corpus"] = kept["corpus"], given["corpus"]
+    elif not given["corpus"] and kept["corpus"] not in BUILTIN and not os.path.exists(kept["corpus"]):
+        raise InputError(f"the checkpoint's corpus {kept['corpus']!r} is not there any more; if it moved, give its "
+                         "new path with --corpus (its documents are checked against the checkpoint's fingerprint)")
     lowered_from = None
     if given["lr"] is not None and given["lr"] < kept["lr"]:  # lowering the lr is allowed: a diverged run's way out
         lowered_from, kept["lr"] = kept["lr"], given["lr"]
@@ -165,7 +173,8 @@ def settings(a, resume=None, ckpt_path=None):
     s = SimpleNamespace(**{k: kept[k] for k in KEPT_ON_RESUME},
                         steps=a.steps if a.steps is not None else resume.steps, engine=a.engine or resume.engine,
                         eval_every=a.eval_every or resume.eval_every,
-                        out=a.out or os.path.dirname(os.path.abspath(ckpt_path)), lr_lowered_from=lowered_from)
+                        out=a.out or os.path.dirname(os.path.abspath(ckpt_path)), lr_lowered_from=lowered_from,
+                        corpus_moved_from=moved_from)
     check_combination(s.engine, s.dtype, s.norm, s.riemannian, f"checkpoint {ckpt_path!r}: ")
     return s
 
@@ -195,7 +204,7 @@ class Command:
         self.argv, self.tokenize = argv, tokenize  # the chapter's tokenizer: the prompt, the baselines
         self.exit_code = EXIT_OK
         self.args = self.s = self.resume = self.ckpt_path = self.lock = self.progress = None
-        self.handlers = {}
+        self.handlers, self.notes = {}, []
         self.written = []  # the run files written so far (a Ctrl-C while writing says which)
 
     def __enter__(self):
@@ -203,8 +212,8 @@ class Command:
             say("microgpt: error: cannot write to standard output: it is closed")
             sys.exit(EXIT_IO)
         sys.stdout.reconfigure(errors="backslashreplace")  # names in any script print on any terminal encoding
-        self.handlers = stop_with_keyboard_interrupt()  # Ctrl-C, SIGTERM, SIGHUP now unwind to __exit__ (exit 130)
         self.args = build_parser().parse_args(self.argv)  # (argparse's own errors: one line, exit 2)
+        self.handlers = stop_with_keyboard_interrupt()  # Ctrl-C, SIGTERM, SIGHUP now unwind to __exit__ (exit 130)
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -229,11 +238,16 @@ class Command:
                 return messages.report_write_error(e, self.progress, self.s)
             say(f"microgpt: error: {e}")
             return EXIT_IO
-        if isinstance(e, KeyboardInterrupt):  # Ctrl-C outside the training loop, or a second one
+        if isinstance(e, KeyboardInterrupt):  # a signal outside the training loop (or a second one within it)
+            last = self.progress and self.progress.last_good
             done = (f"{', '.join(self.written)} {'was' if len(self.written) == 1 else 'were'} written" if self.written
-                    else "stopped without saving")
+                    else f"the last checkpoint is {last[0]!r} (step {last[1]})" if last else "nothing was saved")
             say(f"\nmicrogpt: interrupted; {done} (files already written are complete: writes are atomic)")
             return EXIT_INTERRUPTED
+        if isinstance(e, MemoryError):  # the estimate was within the limits, but the machine could not give it
+            say("microgpt: error: not enough memory for this run (an allocation failed); try a smaller model, batch "
+                "or --num-samples")
+            return EXIT_BAD_INPUT
         if isinstance(e, OSError) and e.filename:  # a file of the run (the folder's lock, a temp file)
             say(f"microgpt: error: cannot write {e.filename!r}: {e.strerror or e}")
             return EXIT_IO
@@ -253,20 +267,27 @@ class Command:
         check_args(a)
         if a.sample_only:
             ckpt = load_checkpoint(a.checkpoint, max_gb(a))
+            check_forward(ckpt.params, ckpt.cfg, f"checkpoint {a.checkpoint!r}")
             self.s = SimpleNamespace(sample_only=True, params=ckpt.params, cfg=ckpt.cfg, vocab=ckpt.vocab,
                                      seed=ckpt.seed if a.seed is None else a.seed, engine=a.engine or ckpt.engine)
             return self.s
         if a.resume:
             self.ckpt_path = resume_path(a)
             self.resume = load_checkpoint(self.ckpt_path, max_gb(a))
+            check_forward(self.resume.params, self.resume.cfg, f"checkpoint {self.ckpt_path!r}")
         self.s = settings(a, self.resume, self.ckpt_path)
         self.s.sample_only = False
+        check_corpus_memory(self.s.corpus, max_gb(a))  # before the corpus is read and split
         return self.s
 
     def config(self, vocab, train_docs, val_docs):
         """The model's GPTConfig (a resumed run's is the checkpoint's), after the checks that need the corpus:
         its vocabulary and fingerprint on --resume, the prompt, the memory the run would need."""
         s, a, resume, tokenize = self.s, self.args, self.resume, self.tokenize
+        if s.corpus_moved_from and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
+            raise InputError(f"--corpus {s.corpus!r} differs from the checkpoint's corpus {s.corpus_moved_from!r}: "
+                             "its documents are not the ones the run was trained on (a corpus that moved is taken "
+                             "when its documents are the same)")
         if resume is not None and vocab != resume.vocab:
             raise InputError(f"corpus {s.corpus!r} no longer has the checkpoint's vocabulary; cannot resume")
         cfg = resume.cfg if resume is not None else GPTConfig(
@@ -274,9 +295,17 @@ class Command:
         check_sampling(a.num_samples, a.temperature, s.engine, a.prompt, tokenize(a.prompt, vocab)[1:-1], cfg)
         if resume is not None:
             check_same_corpus(resume, train_docs, val_docs, s.corpus)
-            resume.lr = s.lr  # the checkpoint's, or a lower --lr
+            resume.lr, resume.corpus = s.lr, s.corpus  # the checkpoint's, or a lower --lr; the corpus where it is now
+            if s.corpus_moved_from:
+                self.notes.append(f"note: the corpus is now {s.corpus!r} (the checkpoint read it from "
+                                  f"{s.corpus_moved_from!r}); its documents are the same (the checkpoint's "
+                                  "fingerprint of them matches)")
+            if s.engine != resume.engine:
+                self.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on with the "
+                                  f"{s.engine} engine: the two agree to about 1e-15, so the result is not bit for bit "
+                                  "the one either engine alone would give")
         docs = train_docs + val_docs
-        check_memory(cfg, s.batch_size, s.engine, max_gb(a), s.dtype, (len(docs), sum(map(len, docs))))
+        check_memory(cfg, s.batch_size, s.engine, max_gb(a), s.dtype, (len(docs), sum(map(len, docs))), s.steps)
         self.base = baselines([tokenize(d, vocab) for d in train_docs], [tokenize(d, vocab) for d in val_docs], cfg)
         self.docs = {"train": len(train_docs), "val": len(val_docs),
                      "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
@@ -292,7 +321,7 @@ class Command:
         self.lock = RunLock(s.out).__enter__()  # this run holds --out now (or is refused: exit 2)
         ckpt = own_checkpoint(s.out, resume, self.ckpt_path)
         self.lock.clean()
-        messages.print_header(s, self.docs, self.cfg, self.base, resume, self.lock.notice)
+        messages.print_header(s, self.docs, self.cfg, self.base, resume, [self.lock.notice, *self.notes])
         history = History(self.cfg, self.vocab, s.steps, previous=self._previous_history())
         self.progress = messages.Progress(s.steps, self.base, ckpt,
                                           (self.ckpt_path, resume.step) if resume is not None else None, history)
@@ -344,7 +373,11 @@ class Command:
                   "each time (greedy)")
         kept = messages.print_samples(names, a.temperature, a.prompt)
         if state is not None and self.s.out:
-            write_run_files(self.s, state, self.base, kept, self.docs, self.progress.history, self.written)
+            with DeferSigint() as signal:  # a signal now lets the run's files be written whole, then stops the run
+                write_run_files(self.s, state, self.base, kept, self.docs, self.progress.history, self.written)
+            if signal.hit:
+                say("microgpt: interrupted while writing the run's files; all of them were written")
+                self.exit_code = EXIT_INTERRUPTED
 
 
 def write_run_files(s, state, base, samples, docs, history, written):

@@ -20,6 +20,7 @@ import importlib.util
 import os
 
 from harness.errors import InputError
+from model_config import corpus_memory
 
 BUILTIN = ("names", "jp-names")
 MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refused before it is read
@@ -111,3 +112,22 @@ def fingerprint(docs):
 def corpus_id(corpus):
     """A built-in corpus by name, a file by its absolute path: a checkpoint can be resumed from any directory."""
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)
+
+
+def check_corpus_memory(name_or_path, max_gb):
+    """InputError if a corpus file holds more documents than --max-memory allows, before it is decoded and split
+    (that is what takes time and memory: a 64 MiB file of short lines is 16 million documents). Reads the bytes
+    once, to count the lines; the packaged corpora are small."""
+    if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
+        return  # (load_corpus says what is wrong with a path that is not a file)
+    try:
+        with open(name_or_path, "rb") as f:
+            raw = f.read(MAX_CORPUS_BYTES + 1)
+    except OSError:
+        return
+    lines = raw.count(b"\n") + 1
+    need = corpus_memory(lines, len(raw))
+    if need > max_gb * 1e9:
+        raise InputError(f"corpus file {name_or_path!r} has {lines:,} lines; keeping them as documents would need "
+                         f"about {need / 1e9:,.1f} GB of memory, over the limit of {max_gb:g} GB (raise it with "
+                         "--max-memory)")

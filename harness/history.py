@@ -43,13 +43,13 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.run_files import atomic_write
-from model_config import GPTConfig, effective_scales, n_params, param_offsets, param_shapes
+from model_config import SNAPSHOT_BUDGET, GPTConfig, effective_scales, n_params, param_offsets, param_shapes
 
 HISTORY_NAME = "history.npz"
 HISTORY_FORMAT, HISTORY_VERSION = "microgpt-history", 1
 DEFAULT_COUNT = 50
 MAX_SNAPSHOTS = 1000           # a history never keeps more (count is capped, and so is the loader)
-BUDGET_BYTES = 32 * 2**20      # the snapshots' weights of one run: a big model gets fewer snapshots
+BUDGET_BYTES = SNAPSHOT_BUDGET  # the snapshots' weights of one run: a big model gets fewer snapshots
 MAX_CURVE = 2000               # points per loss curve in the file (a million steps are averaged down to this)
 MAX_META_CHARS = 2**20         # a real meta is a few hundred characters (plus the vocabulary)
 MAX_FILE_BYTES = 2**30         # load_history refuses bigger files before reading them

@@ -31,12 +31,23 @@ def flag(name):
     return "--" + name.replace("_", "-")
 
 
+def fmt_loss(x):
+    """A loss in a message: 4 decimals, but a huge one as 1.234e+300, never a 300-digit number."""
+    return f"{x:.4f}" if abs(x) < 1e4 else f"{x:.3e}"
+
+
+def printable(text):
+    """text with its control characters (CR, BEL, ESC, ...) written as escapes: a name from a corpus cannot move
+    the cursor, ring the bell or recolour the terminal."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def fmt_time(seconds):
     seconds = int(round(seconds))
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def print_header(s, docs, cfg, base, resume, notice):
+def print_header(s, docs, cfg, base, resume, notices):
     """docs: the counts {"train", "val", "cropped"}."""
     print(f"corpus {s.corpus!r}: {docs['train'] + docs['val']} docs ({docs['train']} train / {docs['val']} val), "
           f"vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters + BOS)")
@@ -46,7 +57,7 @@ def print_header(s, docs, cfg, base, resume, notice):
           f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={s.engine}"
           + (", riemannian" if s.riemannian else ""))
     print("baselines (val loss): " + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
-    if notice:
+    for notice in filter(None, notices):
         print(notice)
     if resume is not None:
         lowered = f" (lr lowered from {s.lr_lowered_from:g} to {s.lr:g})" if s.lr_lowered_from else ""
@@ -68,12 +79,12 @@ class Progress:
 
     def __call__(self, info):
         loss = info["loss"]
-        line = (f"step {info['step']:4d}/{info['steps']} | loss {loss:{'.4f' if abs(loss) < 1e4 else '.3e'}} | "
+        line = (f"step {info['step']:4d}/{info['steps']} | loss {fmt_loss(loss)} | "
                 f"{info['ms_per_step']:.2f} ms/step"
                 f" | ETA {fmt_time(info['eta_s'])}")
         base = self.base
         if info["val_loss"] is not None:  # a line that stays: val loss beside the baselines it should beat
-            print(("\r" if self.tty else "") + line + f" | val loss {info['val_loss']:.4f} (bigram "
+            print(("\r" if self.tty else "") + line + f" | val loss {fmt_loss(info['val_loss'])} (bigram "
                   f"{base['bigram']:.4f}, unigram {base['unigram']:.4f}, uniform {base['uniform']:.4f})", flush=True)
             if self.ckpt:
                 save_checkpoint(self.ckpt, info["state"])
@@ -132,23 +143,26 @@ def save_interrupted(state, progress, s, args):
 
 
 def resume_command(out, args):
-    """The command that continues this run, to be pasted into a shell from the current folder: the script's
-    path as seen from here, every argument quoted, and the flags a checkpoint does not keep (--max-memory, the
-    sampling flags) when they were given."""
-    script = os.path.relpath(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "microgpt.py"))
-    words = ["python", script, "--resume", "--out", out]
+    """The command that continues this run, ready to paste into a shell in the folder it was started from: the
+    interpreter that ran it (a bare `python` may be another one, without this project's packages), or the launcher
+    the user typed (dev.py says which: MICROGPT_LAUNCHER, MICROGPT_CWD), paths as seen from there, every word
+    quoted, and the flags a checkpoint does not keep (--max-memory, the sampling flags) when they were given."""
+    launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.environ.get("MICROGPT_CWD") or os.getcwd()
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "microgpt.py")
+    words = shlex.split(launcher) if launcher else [sys.executable, os.path.relpath(script, here)]
+    words += ["--resume", "--out", os.path.relpath(os.path.abspath(out), here)]
     defaults = {"max_memory": None, "num_samples": 20, "temperature": 0.5, "prompt": ""}
     for name, default in defaults.items():
         if getattr(args, name) != default:
             words += [flag(name), str(getattr(args, name))]
-    return " ".join(shlex.quote(w) for w in words)
+    return shlex.join(words)
 
 
 def print_final(state, base):
     val = state.val_loss[-1][1]
-    print(f"final: train loss {final_train_loss(state):.4f} (mean of last {min(50, len(state.train_loss))} steps), "
-          f"val loss {val:.4f} -- {'below' if val < base['bigram'] else 'not yet below'} the bigram baseline "
-          f"{base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
+    print(f"final: train loss {fmt_loss(final_train_loss(state))} (mean of last {min(50, len(state.train_loss))} "
+          f"steps), val loss {fmt_loss(val)} -- {'below' if val < base['bigram'] else 'not yet below'} the bigram "
+          f"baseline {base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
 
 
 def final_train_loss(state):
@@ -164,7 +178,7 @@ def print_samples(samples, temperature, prompt):
           + (f", prompt {prompt!r}" if prompt else "") + ") ---")
     kept = []
     for i, s in enumerate(samples, 1):
-        print(f"sample {i:2d}: {s}")
+        print(f"sample {i:2d}: {printable(s)}")
         if i <= KEEP_SAMPLES:
             kept.append(s)
     return kept

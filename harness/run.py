@@ -26,8 +26,9 @@ import time
 import numpy as np
 
 from harness.checkpoints import TrainState, check_same_corpus, check_state, corpus_fingerprint
-from harness.checks import check_combination, check_setting
+from harness.checks import check_combination, check_forward, check_setting
 from harness.errors import InputError
+from harness.messages import fmt_loss
 from harness.signals import DeferSigint
 from model_config import check_dtype, flat_buffer, pack_params, sphere_axes
 from numpy_engine import evaluate
@@ -77,6 +78,7 @@ class Run:
             self.state = self._resumed(resume, train_docs, val_docs, steps, engine, eval_every, corpus)
         s = self.state
         check_combination(engine, s.params["wte"].dtype.name, cfg.norm, s.riemannian)
+        check_forward(s.params, cfg, f"the model at step {s.step}")  # (flags or weights too large: refused now)
         self.progress, self.history = progress, history
 
     @staticmethod
@@ -124,7 +126,7 @@ class Run:
         if math.isfinite(loss) and -HUGE_GRADIENT < float(grad.min()) and float(grad.max()) < HUGE_GRADIENT:
             return False  # (a NaN fails both comparisons)
         self.state.error = f"step {step + 1}: " + (f"the loss is {loss} (not finite)" if not math.isfinite(loss)
-                                                   else f"the gradient is not finite (NaN/inf); loss {loss:.4f}")
+                                                   else f"the gradient is not finite (NaN/inf); loss {fmt_loss(loss)}")
         return True
 
     def after_step(self, step, loss, drift=None):
@@ -174,7 +176,7 @@ class Run:
         if mean <= self.start + DIVERGED_NATS:
             return False
         s.error = (f"step {s.step}: the mean train loss of the last {len(recent)} steps is {mean:.4g}, more than "
-                   f"{DIVERGED_NATS:g} nat above where training started ({self.start:.4f}: the uniform baseline "
+                   f"{DIVERGED_NATS:g} nat above where training started ({fmt_loss(self.start)}: the uniform baseline "
                    f"log({s.cfg.vocab_size}) or the initial val loss, whichever is higher); the loss exploded")
         return True
 

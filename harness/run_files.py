@@ -55,6 +55,9 @@ def write_json(path, obj):
     atomic_write(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
 
 
+MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
+
+
 def plot_losses(path, state, base, title):
     """Loss curve PNG: train loss (raw and smoothed), val loss, and the baselines as horizontal lines."""
     import matplotlib
@@ -62,12 +65,17 @@ def plot_losses(path, state, base, title):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    steps = np.arange(1, len(state.train_loss) + 1)
-    ax.plot(steps, state.train_loss, color="tab:blue", alpha=0.25, lw=0.8, label="train loss (per step)")
+    losses = np.asarray(state.train_loss, dtype=np.float64)
+    stride = -(-len(losses) // MAX_PLOT_POINTS)  # a long run is drawn as means of `stride` steps (a PNG shows no more)
+    if stride > 1:
+        losses = losses[:len(losses) // stride * stride].reshape(-1, stride).mean(axis=1)
+    steps = stride * np.arange(1, len(losses) + 1)
+    per = "per step" if stride == 1 else f"means of {stride} steps"
+    ax.plot(steps, losses, color="tab:blue", alpha=0.25, lw=0.8, label=f"train loss ({per})")
     if len(steps) >= 2:
         w = max(1, min(50, len(steps) // 10))
-        smooth = np.convolve(state.train_loss, np.ones(w) / w, mode="valid")
-        ax.plot(steps[w - 1:], smooth, color="tab:blue", lw=1.5, label=f"train loss ({w}-step mean)")
+        smooth = np.convolve(losses, np.ones(w) / w, mode="valid")
+        ax.plot(steps[w - 1:], smooth, color="tab:blue", lw=1.5, label=f"train loss ({w * stride}-step mean)")
     if state.val_loss:
         vs, vl = zip(*state.val_loss)
         ax.plot(vs, vl, "o-", color="tab:orange", ms=3, label="val loss")
@@ -97,31 +105,38 @@ LOCK_NAME = ".microgpt.lock"
 
 
 class RunLock:
-    """A run holds its --out folder: a lock file with its pid, kept locked until the run ends.
+    """A run holds its --out folder until the run ends: the folder itself is locked, and a lock file in it says
+    which process holds it.
 
-    The lock is the operating system's (fcntl.flock on POSIX, msvcrt.locking on Windows): it is released when
-    the process ends, however it ends, so a run killed with kill -9 leaves the file but not the lock. The next
-    run then takes it over with a notice. A second run while the first is alive gets an InputError (exit 2)
-    before any work. Use it as a context manager; `notice` says whether a stale lock was taken over.
+    The locks are the operating system's (fcntl.flock on POSIX, msvcrt.locking of the file on Windows): they are
+    released when the process ends, however it ends, so a run killed with kill -9 leaves the file but not the
+    lock. The next run then takes it over with a notice. Deleting the lock file does not free a folder that a
+    live run holds (its lock is on the folder). A second run while the first is alive gets an InputError (exit 2)
+    before any work. A folder the run created and left empty (it was refused, or stopped before writing
+    anything) is removed again. Use it as a context manager; `notice` says whether a stale lock was taken over.
     """
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
-        self.fd, self.notice = None, None
+        self.fd, self.dir_fd, self.notice, self.created = None, None, None, False
 
     def __enter__(self):
         if not self.folder:  # no --out: nothing to hold
             return self
+        self.created = not os.path.exists(self.folder)
         prepare_out(self.folder)
+        self.dir_fd = _lock_folder(self.folder)
         while True:
             try:  # (O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed and overwritten)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             except OSError as e:
+                self._release()
                 raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} ({e.strerror}); "
                                  "is it a symbolic link or a folder?") from None
             if not _try_lock(fd):
                 holder = _read_all(fd).strip() or "a process that has not written its pid yet"
                 os.close(fd)
+                self._release()
                 raise InputError(f"--out {self.folder!r} is in use by another run ({holder}); wait for it to end, "
                                  "or choose another --out")
             try:  # the file may have been removed by its last owner between our open and our lock: try again
@@ -135,19 +150,21 @@ class RunLock:
         if previous:  # a run that ended without releasing (killed): the kernel already dropped its lock
             self.notice = f"note: took over {self.path} from an earlier run that is no longer running ({previous})"
         started = datetime.datetime.now().isoformat(timespec="seconds")
+        self.fd = fd
         try:
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
             os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
         except OSError as e:  # e.g. a full disk: give the folder back as it was
-            os.close(fd)
+            self._release()
             raise WriteError(self.path, e) from None
-        self.fd = fd
         return self
 
     @staticmethod
     def check_free(folder):
-        """InputError if another live run holds `folder`; changes nothing (a shared lock, taken and dropped)."""
+        """InputError if another live run holds `folder`; changes nothing (shared locks, taken and dropped)."""
+        if folder and os.path.isdir(folder) and fcntl is not None:
+            os.close(_lock_folder(folder, shared=True))
         path = folder and os.path.join(folder, LOCK_NAME)
         if not path or not os.path.isfile(path) or os.path.islink(path):
             return
@@ -175,14 +192,43 @@ class RunLock:
                 os.unlink(path)
 
     def __exit__(self, *exc):
+        self._release()
+        return False
+
+    def _release(self):
         if self.fd is not None:
             try:
                 os.unlink(self.path)  # while still holding the lock: whoever opened the old file will retry
             except OSError:
                 pass
-            os.close(self.fd)  # releases the lock
+            os.close(self.fd)  # releases the file's lock
             self.fd = None
-        return False
+        if self.created:
+            try:
+                os.rmdir(self.folder)  # a folder this run made and left empty (only fails if it holds files)
+            except OSError:
+                pass
+        if self.dir_fd is not None:
+            os.close(self.dir_fd)  # releases the folder
+            self.dir_fd = None
+
+
+def _lock_folder(folder, shared=False):
+    """An open descriptor of `folder` holding the operating system's lock on it (POSIX; None on Windows, where the
+    lock file alone holds the folder); InputError if another live run holds it."""
+    if fcntl is None:
+        return None
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    if not _try_lock(fd, shared):
+        os.close(fd)
+        try:
+            with open(os.path.join(folder, LOCK_NAME), encoding="utf-8", errors="replace") as f:
+                holder = f.read(4096).strip()
+        except OSError:
+            holder = ""
+        raise InputError(f"--out {folder!r} is in use by another run ({holder or 'its lock file was deleted'}); "
+                         "wait for it to end, or choose another --out")
+    return fd
 
 
 RUN_FILE_NAMES = ("checkpoint.npz", "history.npz", "metrics.json", "loss.png")

@@ -21,7 +21,7 @@ from harness import run_files
 from harness.errors import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError
 from model_config import CHUNK_BYTES, step_memory
 
-LONG = TINY + ["--steps", "100000000", "--eval-every", "20"]
+LONG = TINY + ["--steps", "10000000", "--eval-every", "20"]  # (its history fits the memory estimate)
 
 
 @pytest.fixture
