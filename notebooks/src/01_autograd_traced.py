@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 
-from value import Value, draw_graph, gradient_check, to_dot, topological_order, trace_backward, zero_grad
+from tracing import draw_graph, to_dot, trace_backward
+from value import Value, gradient_check, topological_order, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 

@@ -32,8 +32,9 @@ import numpy as np
 from IPython.display import Image, display
 
 import utils
+from tracing import draw_graph, trace_backward
 from utils import linear, rmsnorm, softmax
-from value import NumericError, Value, draw_graph, gradient_check, trace_backward, zero_grad
+from value import NumericError, Value, gradient_check, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 np.set_printoptions(precision=6, suppress=True)
