@@ -212,6 +212,17 @@ def forward_np(params, tokens, cfg):
     (logits, cache): logits (B, T, V), or (T, V) for 1-D input. cache["attn"][layer] are the attention
     weights (B, n_head, T, T); cache["hidden"] the residual stream (B, T, C) after the embedding and
     after each attention and MLP block (unit vectors in sphere mode).
+
+    What else the cache keeps, each entry named for what it holds (rows are positions, N = B * T):
+      rmsnorm  emb_norm, emb_inv_rms       rmsnorm(wte[token] + wpe[pos]) and its 1/rms factor (N, 1)
+               layers[l]: attn_norm, attn_inv_rms (q | k | v's input), q, k, v (B, H, T, hd), attn_weights,
+               attn_heads (the heads' outputs side by side, attn_wo's input), mlp_norm, mlp_inv_rms,
+               mlp_preact (fc1's output), mlp_act (relu of it);  x_final (lm_head's input)
+      sphere   emb_unit (unit rows, norms, unclamped rows), eff_scales and deff_dstored (nGPT's scales at
+               their effective size, and d effective / d stored), logit_cosines (before s_z), h_final;
+               layers[l]: attn_in, s_qk, qk_unit (unit q | k with norms), q_unit, k_unit, q, k, v,
+               attn_weights, attn_heads, attn_residual, mlp_in, s_u, mlp_cosines (fc1's output before
+               s_u), mlp_preact, mlp_act, mlp_residual (what sphere_residual_np keeps)
     """
     idx = _token_array(tokens, cfg)
     squeeze = idx.ndim == 1
@@ -243,27 +254,27 @@ def _forward_rmsnorm_np(params, flat, idx, cfg):
     B, T = idx.shape
     N, H = B * T, cfg.n_head
     x0 = _embed(params, idx)
-    x, r0 = rmsnorm_fused(x0)
+    x, inv_rms = rmsnorm_fused(x0)
     bias, scale = _causal_bias(T, x.dtype), cfg.head_dim ** -0.5
-    cache = {"idx": idx, "x": x, "r0": r0, "layers": [], "attn": [], "hidden": [x]}
+    cache = {"idx": idx, "emb_norm": x, "emb_inv_rms": inv_rms, "layers": [], "attn": [], "hidden": [x]}
     for li in range(cfg.n_layer):
         p = f"layer{li}."
         c = {}
         # attention block: x_mid = x + wo(attention(q, k, v)), q | k | v = rmsnorm(x) [wq | wk | wv]^T
-        c["xn"], c["r1"] = xn, _ = rmsnorm_fused(x)
+        c["attn_norm"], c["attn_inv_rms"] = xn, _ = rmsnorm_fused(x)
         c["q"], c["k"], c["v"] = q, k, v = _split_qkv(xn.dot(stacked(flat, cfg, p + "attn_wq", 3).T), B, T, H)
-        y, c["weights"] = attention_np(q, k, v, scale, bias)
-        c["y"] = y = _merge_heads(y, N)
+        y, c["attn_weights"] = attention_np(q, k, v, scale, bias)
+        c["attn_heads"] = y = _merge_heads(y, N)  # the heads' outputs side by side: attn_wo's input
         x_mid = x + y.dot(params[p + "attn_wo"].T)
         # MLP block: x_out = x_mid + fc2(relu(fc1(rmsnorm(x_mid))))
-        c["xn2"], c["r2"] = xn2, _ = rmsnorm_fused(x_mid)
-        c["u"] = u = xn2.dot(params[p + "mlp_fc1"].T)
-        c["a"] = a = np.maximum(u, 0.0)
+        c["mlp_norm"], c["mlp_inv_rms"] = xn2, _ = rmsnorm_fused(x_mid)
+        c["mlp_preact"] = u = xn2.dot(params[p + "mlp_fc1"].T)
+        c["mlp_act"] = a = np.maximum(u, 0.0)
         x = x_mid + a.dot(params[p + "mlp_fc2"].T)
         cache["layers"].append(c)
-        cache["attn"].append(c["weights"])
+        cache["attn"].append(c["attn_weights"])
         cache["hidden"] += [x_mid, x]
-    cache["x_out"] = x
+    cache["x_final"] = x  # lm_head's input
     return x.dot(params["lm_head"].T), cache
 
 
@@ -281,34 +292,34 @@ def _forward_sphere_np(params, flat, idx, cfg):
     # sign_offset (0 at the alphas, +inf elsewhere) makes it +mult for the rest and at -0.0 (-0.0 + 0.0 = +0.0)
     deff_dstored = np.copysign(mult, tail + sign_offset).astype(flat.dtype, copy=False)  # (f32 stays f32)
     eff = tail * deff_dstored
-    cache = {"idx": idx, "norm_e": (h, den, ok), "layers": [], "attn": [], "hidden": [h], "scales": eff,
+    cache = {"idx": idx, "emb_unit": (h, den, ok), "layers": [], "attn": [], "hidden": [h], "eff_scales": eff,
              "deff_dstored": deff_dstored}
     for li in range(cfg.n_layer):
         p = f"layer{li}."
-        c = {"h_in": h}
+        c = {"attn_in": h}
         # attention: q and k of each head are unit vectors times s_qk (a scaled cosine), sqrt(head_dim) scale
-        c["sqk"] = sqk = eff[where[p + "attn_sqk"]].reshape(H, -1)  # (H, hd): per head and dimension
+        c["s_qk"] = sqk = eff[where[p + "attn_sqk"]].reshape(H, -1)  # (H, hd): per head and dimension
         qkv = h.dot(stacked(flat, cfg, p + "attn_wq", 3).T).reshape(B, T, 3, H, -1)  # per position q | k | v, by head
-        c["norm_qk"] = qkn, _, _ = l2_normalize_fused(qkv[:, :, :2])  # every head's q and k at once
+        c["qk_unit"] = qkn, _, _ = l2_normalize_fused(qkv[:, :, :2])  # every head's q and k at once
         qk = qkn * sqk
-        c["qn"], c["kn"] = _heads(qkn[:, :, 0]), _heads(qkn[:, :, 1])
+        c["q_unit"], c["k_unit"] = _heads(qkn[:, :, 0]), _heads(qkn[:, :, 1])
         c["q"], c["k"], c["v"] = q, k, v = _heads(qk[:, :, 0]), _heads(qk[:, :, 1]), _heads(qkv[:, :, 2])
-        y, c["weights"] = attention_np(q, k, v, scale, bias)
-        c["y"] = y = _merge_heads(y, N)
-        h, c["res_a"] = sphere_residual_np(h, y.dot(params[p + "attn_wo"].T), eff[where[p + "attn_alpha"]])
-        c["h_mid"] = h
+        y, c["attn_weights"] = attention_np(q, k, v, scale, bias)
+        c["attn_heads"] = y = _merge_heads(y, N)
+        h, c["attn_residual"] = sphere_residual_np(h, y.dot(params[p + "attn_wo"].T), eff[where[p + "attn_alpha"]])
+        c["mlp_in"] = h
         # MLP, its hidden pre-activation scaled by s_u (times sqrt(C), since the inputs are unit vectors)
-        c["su"] = su = eff[where[p + "mlp_su"]]
-        c["u_raw"] = u_raw = h.dot(params[p + "mlp_fc1"].T)
-        c["u"] = u = u_raw * su
-        c["a"] = a = np.maximum(u, 0.0)
-        h, c["res_m"] = sphere_residual_np(h, a.dot(params[p + "mlp_fc2"].T), eff[where[p + "mlp_alpha"]])
+        c["s_u"] = su = eff[where[p + "mlp_su"]]
+        c["mlp_cosines"] = u_raw = h.dot(params[p + "mlp_fc1"].T)  # unit h with unit fc1 rows
+        c["mlp_preact"] = u = u_raw * su
+        c["mlp_act"] = a = np.maximum(u, 0.0)
+        h, c["mlp_residual"] = sphere_residual_np(h, a.dot(params[p + "mlp_fc2"].T), eff[where[p + "mlp_alpha"]])
         cache["layers"].append(c)
-        cache["attn"].append(c["weights"])
-        cache["hidden"] += [c["h_mid"], h]
-    cache["h_out"] = h
+        cache["attn"].append(c["attn_weights"])
+        cache["hidden"] += [c["mlp_in"], h]
+    cache["h_final"] = h
     lm = h.dot(params["lm_head"].T)  # cosines with the unit lm_head rows
-    cache["lm"] = lm.reshape(B, T, -1)
+    cache["logit_cosines"] = lm.reshape(B, T, -1)
     return lm * eff[where["sz"]], cache
 
 
@@ -327,17 +338,17 @@ def sphere_residual_np(h, h_block, alpha):
     r = step * alpha
     r += h
     out, rden, rok = l2_normalize_fused(r)
-    return out, {"alpha": alpha, "step": step, "norm_b": (bn, bden, bok), "norm_r": (out, rden, rok)}
+    return out, {"alpha": alpha, "step": step, "block_unit": (bn, bden, bok), "out_unit": (out, rden, rok)}
 
 
 def sphere_residual_np_backward(dout, c, dalpha):
     """(dh, dh_block) of sphere_residual_np; writes the gradient of the effective alpha into dalpha.
     r = h + alpha (bn - h)."""
-    dr = l2_normalize_fused_backward(dout, *c["norm_r"])
+    dr = l2_normalize_fused_backward(dout, *c["out_unit"])
     _dot_columns(dr, c["step"], out=dalpha)
     db = dr * c["alpha"]
     dr -= db  # dh = dr (1 - alpha)
-    l2_normalize_fused_backward(db, *c["norm_b"], out=db)
+    l2_normalize_fused_backward(db, *c["block_unit"], out=db)
     return dr, db
 
 
@@ -373,64 +384,64 @@ def _backward_rmsnorm_np(dlogits, cache, params, flat, grads, gflat, cfg):
     B, T = cache["idx"].shape
     N, scale = B * T, cfg.head_dim ** -0.5
     dx = dlogits.dot(params["lm_head"])
-    np.dot(dlogits.T, cache["x_out"], out=grads["lm_head"])
+    np.dot(dlogits.T, cache["x_final"], out=grads["lm_head"])
     for li in reversed(range(cfg.n_layer)):
         p, c = f"layer{li}.", cache["layers"][li]
         # MLP block: x_out = x_mid + fc2(relu(fc1(rmsnorm(x_mid))))
         da = dx.dot(params[p + "mlp_fc2"])
-        np.dot(dx.T, c["a"], out=grads[p + "mlp_fc2"])
-        da *= c["u"] > 0.0
+        np.dot(dx.T, c["mlp_act"], out=grads[p + "mlp_fc2"])
+        da *= c["mlp_preact"] > 0.0
         dxn2 = da.dot(params[p + "mlp_fc1"])
-        np.dot(da.T, c["xn2"], out=grads[p + "mlp_fc1"])
-        dx += rmsnorm_fused_backward(dxn2, c["xn2"], c["r2"])
+        np.dot(da.T, c["mlp_norm"], out=grads[p + "mlp_fc1"])
+        dx += rmsnorm_fused_backward(dxn2, c["mlp_norm"], c["mlp_inv_rms"])
         # attention block: x_mid = x_in + wo(attention(q, k, v)), q | k | v = rmsnorm(x_in) [wq | wk | wv]^T
         dy = dx.dot(params[p + "attn_wo"])
-        np.dot(dx.T, c["y"], out=grads[p + "attn_wo"])
+        np.dot(dx.T, c["attn_heads"], out=grads[p + "attn_wo"])
         dqkv = np.empty((N, 3 * cfg.n_embd), dtype=dx.dtype)  # dq | dk | dv, laid out as qkv
-        attention_np_backward(_heads(dy.reshape(B, T, cfg.n_head, -1)), c["q"], c["k"], c["v"], c["weights"], scale,
-                              _split_qkv(dqkv, B, T, cfg.n_head))
+        attention_np_backward(_heads(dy.reshape(B, T, cfg.n_head, -1)), c["q"], c["k"], c["v"], c["attn_weights"],
+                              scale, _split_qkv(dqkv, B, T, cfg.n_head))
         dxn = dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
-        np.dot(dqkv.T, c["xn"], out=stacked(gflat, cfg, p + "attn_wq", 3))
-        dx += rmsnorm_fused_backward(dxn, c["xn"], c["r1"])
-    _embedding_backward(rmsnorm_fused_backward(dx, cache["x"], cache["r0"]), cache["idx"], gflat, cfg)
+        np.dot(dqkv.T, c["attn_norm"], out=stacked(gflat, cfg, p + "attn_wq", 3))
+        dx += rmsnorm_fused_backward(dxn, c["attn_norm"], c["attn_inv_rms"])
+    _embedding_backward(rmsnorm_fused_backward(dx, cache["emb_norm"], cache["emb_inv_rms"]), cache["idx"], gflat, cfg)
 
 
 def _backward_sphere_np(dlogits, cache, params, flat, grads, gflat, cfg):
     B, T = cache["idx"].shape
     N, H, scale = B * T, cfg.n_head, cfg.head_dim ** 0.5
     start, _, _, where = scale_layout(cfg)
-    eff = cache["scales"]
+    eff = cache["eff_scales"]
     deff = gflat[start:]  # first the gradients of the effective scales, turned into the stored ones at the end
-    _dot_columns(dlogits, cache["lm"].reshape(N, -1), out=deff[where["sz"]])
+    _dot_columns(dlogits, cache["logit_cosines"].reshape(N, -1), out=deff[where["sz"]])
     dlm = dlogits * eff[where["sz"]]
     dh = dlm.dot(params["lm_head"])
-    np.dot(dlm.T, cache["h_out"], out=grads["lm_head"])
+    np.dot(dlm.T, cache["h_final"], out=grads["lm_head"])
     for li in reversed(range(cfg.n_layer)):
         p, c = f"layer{li}.", cache["layers"][li]
         # MLP residual step and block
-        dh, dh_mlp = sphere_residual_np_backward(dh, c["res_m"], deff[where[p + "mlp_alpha"]])
+        dh, dh_mlp = sphere_residual_np_backward(dh, c["mlp_residual"], deff[where[p + "mlp_alpha"]])
         da = dh_mlp.dot(params[p + "mlp_fc2"])
-        np.dot(dh_mlp.T, c["a"], out=grads[p + "mlp_fc2"])
-        da *= c["u"] > 0.0
-        _dot_columns(da, c["u_raw"], out=deff[where[p + "mlp_su"]])
-        da *= c["su"]
+        np.dot(dh_mlp.T, c["mlp_act"], out=grads[p + "mlp_fc2"])
+        da *= c["mlp_preact"] > 0.0
+        _dot_columns(da, c["mlp_cosines"], out=deff[where[p + "mlp_su"]])
+        da *= c["s_u"]
         dh += da.dot(params[p + "mlp_fc1"])
-        np.dot(da.T, c["h_mid"], out=grads[p + "mlp_fc1"])
+        np.dot(da.T, c["mlp_in"], out=grads[p + "mlp_fc1"])
         # attention residual step and block
-        dh, dh_attn = sphere_residual_np_backward(dh, c["res_a"], deff[where[p + "attn_alpha"]])
+        dh, dh_attn = sphere_residual_np_backward(dh, c["attn_residual"], deff[where[p + "attn_alpha"]])
         dy = dh_attn.dot(params[p + "attn_wo"])
-        np.dot(dh_attn.T, c["y"], out=grads[p + "attn_wo"])
+        np.dot(dh_attn.T, c["attn_heads"], out=grads[p + "attn_wo"])
         dqkv = np.empty((N, 3 * cfg.n_embd), dtype=dh.dtype)  # dq_raw | dk_raw | dv, laid out as qkv
-        attention_np_backward(_heads(dy.reshape(B, T, H, -1)), c["q"], c["k"], c["v"], c["weights"], scale,
+        attention_np_backward(_heads(dy.reshape(B, T, H, -1)), c["q"], c["k"], c["v"], c["attn_weights"], scale,
                               _split_qkv(dqkv, B, T, H))
         # q = qn * s_qk, k = kn * s_qk: s_qk's gradient, then back through both normalizations at once
         dqk = dqkv.reshape(B, T, 3, H, -1)[:, :, :2]
-        _sum(dqk * c["norm_qk"][0], axis=(0, 1, 2), out=deff[where[p + "attn_sqk"]].reshape(H, -1))
-        dqk *= c["sqk"]
-        l2_normalize_fused_backward(dqk, *c["norm_qk"], out=dqk)
+        _sum(dqk * c["qk_unit"][0], axis=(0, 1, 2), out=deff[where[p + "attn_sqk"]].reshape(H, -1))
+        dqk *= c["s_qk"]
+        l2_normalize_fused_backward(dqk, *c["qk_unit"], out=dqk)
         dh += dqkv.dot(stacked(flat, cfg, p + "attn_wq", 3))
-        np.dot(dqkv.T, c["h_in"], out=stacked(gflat, cfg, p + "attn_wq", 3))
-    _embedding_backward(l2_normalize_fused_backward(dh, *cache["norm_e"]), cache["idx"], gflat, cfg)
+        np.dot(dqkv.T, c["attn_in"], out=stacked(gflat, cfg, p + "attn_wq", 3))
+    _embedding_backward(l2_normalize_fused_backward(dh, *cache["emb_unit"]), cache["idx"], gflat, cfg)
     deff *= cache["deff_dstored"]  # the stored scales' gradients
 
 
