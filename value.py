@@ -108,7 +108,7 @@ class Value:
     def log(self):
         x = self.data
         if not 0 < x < math.inf:
-            raise _domain_error("log", x, "is undefined: log needs a positive value")
+            raise _domain_error("log", x, f"log of non-positive value {x!r} is undefined")
         return Value(math.log(x), (self,), (1.0 / x,), "log")
 
     def exp(self):
@@ -132,8 +132,8 @@ class Value:
     def sqrt(self):  # sqrt(0) = 0 is fine, but d sqrt(x)/dx = 1 / (2 sqrt(x)) is infinite there
         x = self.data
         if not 0 < x < math.inf:
-            raise _domain_error("sqrt", x, "is not a real number" if x < 0 else
-                                "has an infinite derivative 1 / (2 sqrt(x)): sqrt needs a positive value here")
+            raise _domain_error("sqrt", x, f"sqrt of negative value {x!r} is not a real number" if x < 0 else
+                                f"sqrt of {x!r} has an infinite derivative (needs a positive value)")
         s = math.sqrt(x)
         return Value(s, (self,), (0.5 / s,), "sqrt")
 
@@ -184,12 +184,13 @@ def _check_real(data):
                         f"{type(data).__name__} {data!r}")
 
 
-def _domain_error(op, x, what=""):
+def _domain_error(op, x, message=""):
     """log / exp / sqrt outside their domain: one clear error instead of a NaN that spreads through the graph.
-    A NaN or inf input gets its own explanation: the number went wrong before it reached this op."""
+    A NaN or inf input gets its own message: the number went wrong before it reached this op."""
     if not math.isfinite(x):
-        what = "is undefined here: the input is not a finite number (something before it overflowed or became NaN)"
-    return NumericError(f"Value.{op}: {op}({x!r}) {what}")
+        message = (f"{op}({x!r}) is undefined here: the input is not a finite number (something before it "
+                   "overflowed or became NaN)")
+    return NumericError(f"Value.{op}: {message}")
 
 
 def _divide(a, b):
