@@ -41,10 +41,16 @@ def _has_commits(*commits):
 
 def test_the_old_and_the_new_code_run_in_alternating_processes(monkeypatch):
     calls = []
-    monkeypatch.setattr(vs_commits, "run_probe", lambda folder, *args: calls.append(folder) or [1.0, 2.0, 3.0])
+    monkeypatch.setattr(vs_commits, "run_probe", lambda folder, *args: calls.append(folder) or [len(calls), 2.0, 3.0])
     new, old = vs_commits.side_by_side("NEW", "OLD", "numpy", "rmsnorm", 3, 4, "docs.txt", lambda *a: None)
     assert calls == ["NEW", "OLD", "OLD", "NEW", "NEW", "OLD", "OLD", "NEW"]
-    assert new == old == [2.0] * 4  # the NumPy engine's figure: the median step
+    assert [run[0] for run in new] == [1, 4, 5, 8] and [run[0] for run in old] == [2, 3, 6, 7]
+
+
+def test_a_steps_best_is_taken_over_the_rounds_step_by_step():
+    runs = [[5.0, 1.0, 9.0], [2.0, 8.0, 3.0]]  # two rounds of three steps
+    assert vs_commits.figures("value", runs) == ([5.0, 13 / 3], 2.0)  # means; the mean of [2, 1, 3]
+    assert vs_commits.figures("numpy", runs) == ([5.0, 3.0], 2.0)  # medians; the median of [2, 1, 3]
 
 
 def test_a_commit_git_does_not_have_is_a_clear_error(tmp_path):
