@@ -6,7 +6,10 @@ through the graph. Beside each one sits its NumPy *twin*, in the llm.c /
 cs231n style: a forward on float64 arrays with any leading batch dims
 (the function acts on the last axis) and an explicit `*_backward` that takes
 the output gradient and returns the input (and weight) gradients. The twins
-are the hot path of the NumPy GPT engine; tests/test_utils.py proves each twin
+are the readable reference for the NumPy GPT engine (numpy_engine.py): its
+training step runs fused versions of them, proven equal to these twins by
+tests/test_numpy_engine.py, and calls only two twins itself (cross_entropy_np
+in evaluate, softmax_np in sampling). tests/test_utils.py proves each twin
 equals its scalar version to float64 precision, forward and backward.
 
 A numerically stable cross-entropy twin (log-softmax + NLL) closes the file;

@@ -43,6 +43,9 @@ def _parse_args(argv):
     p.add_argument("--blas-threads", type=int, default=1,
                    help="BLAS threads for the NumPy engine (default 1: these matrices are far too small to split)")
     p.add_argument("--skip-scaling", action="store_true", help="only the main table")
+    p.add_argument("--only-commits", action="store_true",
+                   help="only the issue-21 table: this tree against e631a43 and f57ef30 (benchmarks/vs_commits.py)")
+    p.add_argument("--skip-commits", action="store_true", help="leave out the issue-21 table")
     p.add_argument("--only-scaling", action="store_true", help="only the scaling table")
     p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # used by the threads table
     return p.parse_args(argv)
@@ -56,6 +59,7 @@ if ARGS is not None:
 
 import numpy as np  # noqa: E402
 import numpy_engine_unfused as unfused  # noqa: E402
+import vs_commits  # noqa: E402
 from naive_value import NaiveValue  # noqa: E402
 
 import microgpt  # noqa: E402
@@ -519,6 +523,17 @@ def main(args):
     lines += machine_info(args.blas_threads)
     lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted positions per doc "
               f"{mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, block_size 16", ""]
+    if not args.skip_commits and not args.only_scaling:
+        log("this tree against older commits (issue 21), alternating processes ...")
+        lines += ["## This tree against older commits, side by side (issue 21)", "",
+                  "Each figure is one fresh process running microgpt.train() of one checkout (the old ones from "
+                  "`git archive`) on the same docs; processes alternate, old and new. ms/step is CPU time "
+                  "(benchmarks/vs_commits.py; `--clock wall` there for elapsed time). Targets: the Value engine at "
+                  "most 1.00x e631a43, the NumPy engine within 1.10x of f57ef30 for both norms.", ""]
+        lines += vs_commits.table(vs_commits._parse_args(["--corpus", args.corpus] + (["--quick"] if args.quick
+                                                                                       else [])), log) + [""]
+    if args.only_commits:
+        args.only_scaling = args.skip_scaling = True
     if not args.only_scaling:
         log("numpy engine, batch 1: before and after ...")
         lines += ["## NumPy engine, batch 1, default config: before and after issue 13", "",

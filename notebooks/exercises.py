@@ -155,10 +155,11 @@ def check_01_sigmoid(sigmoid):
 def check_01_backward(my_backward):
     """練習問題 3: my_backward(root) on a fresh graph must give every node the grad that Value.backward gives.
 
-    Value.backward and value.trace_backward (which runs the same loop) are refused while my_backward runs:
+    Value.backward and tracing.trace_backward (which runs the same loop) are refused while my_backward runs:
     `lambda root: root.backward()` copies the engine's answer instead of writing the loop.
     """
-    from value import Value, topological_order, trace_backward
+    from tracing import trace_backward
+    from value import Value, topological_order
 
     def judge():
         cases = [_uses_twice_01] + [lambda s=s: _graph_01(s) for s in range(103, 109)]

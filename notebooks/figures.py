@@ -1,6 +1,6 @@
 """figures.py -- how the notebooks show computation graphs (shared by notebooks 01 and 02).
 
-value.draw_graph sizes its figure for 7-point text. Shown inline, a notebook scales a wide graph down to the page
+tracing.draw_graph sizes its figure for 7-point text. Shown inline, a notebook scales a wide graph down to the page
 width and that text becomes unreadable; so the figure is rendered at 150 dpi and shown unconfined, at its pixel
 size (a reader scrolls sideways through a long graph instead of squinting at a shrunken one).
 """
@@ -8,11 +8,11 @@ import io
 
 
 def show_graph(root, labels, title, dpi=150, fontsize=None):
-    """Draw root's computation graph with value.draw_graph and show it at full size (150 dpi, unconfined)."""
+    """Draw root's computation graph with tracing.draw_graph and show it at full size (150 dpi, unconfined)."""
     import matplotlib.pyplot as plt
     from IPython.display import Image, display
 
-    from value import draw_graph
+    from tracing import draw_graph
 
     ax = draw_graph(root, labels=labels)
     ax.set_title(title, fontsize=fontsize)

@@ -1,11 +1,17 @@
-"""benchmarks/bench.py's issue-13 table, in a smoke version (a few rounds; nothing here judges a time)."""
+"""benchmarks/bench.py's issue-13 table and benchmarks/vs_commits.py's issue-21 table, in smoke versions (a few
+rounds and steps; nothing here judges a time)."""
 import argparse
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import bench  # noqa: E402
+import vs_commits  # noqa: E402
 
 import microgpt as mg  # noqa: E402
 
@@ -21,3 +27,45 @@ def test_the_before_after_table_states_each_target_as_the_speed_up_it_asked_for(
     for norm, (target, before_then) in bench.TARGETS.items():
         after = next(r for r in body if r.startswith(f"| {norm} | after |"))
         assert re.search(rf"\| [\d.]+x \| {target:.2f} ms = {before_then / target:.2f}x: (met|not met) \|$", after)
+
+
+# ----------------------------------------------------------------------------- issue 21: benchmarks/vs_commits.py
+
+def _has_commits(*commits):
+    if shutil.which("git") is None:
+        return False
+    root = Path(__file__).resolve().parent.parent
+    return all(subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{c}^{{commit}}"],
+                              capture_output=True).returncode == 0 for c in commits)
+
+
+def test_the_old_and_the_new_code_run_in_alternating_processes(monkeypatch):
+    calls = []
+    monkeypatch.setattr(vs_commits, "run_probe", lambda folder, *args: calls.append(folder) or [len(calls), 2.0, 3.0])
+    new, old = vs_commits.side_by_side("NEW", "OLD", "numpy", "rmsnorm", 3, 4, "docs.txt", lambda *a: None)
+    assert calls == ["NEW", "OLD", "OLD", "NEW", "NEW", "OLD", "OLD", "NEW"]
+    assert [run[0] for run in new] == [1, 4, 5, 8] and [run[0] for run in old] == [2, 3, 6, 7]
+
+
+def test_a_steps_best_is_taken_over_the_rounds_step_by_step():
+    runs = [[5.0, 1.0, 9.0], [2.0, 8.0, 3.0]]  # two rounds of three steps
+    assert vs_commits.figures("value", runs) == ([5.0, 13 / 3], 2.0)  # means; the mean of [2, 1, 3]
+    assert vs_commits.figures("numpy", runs) == ([5.0, 3.0], 2.0)  # medians; the median of [2, 1, 3]
+
+
+def test_a_commit_git_does_not_have_is_a_clear_error(tmp_path):
+    with pytest.raises(SystemExit, match="cannot read commit 0000000"):
+        vs_commits.export_commit("0000000", tmp_path)
+
+
+@pytest.mark.skipif(not _has_commits(vs_commits.VALUE_BASE, vs_commits.NUMPY_BASE),
+                    reason="needs git and a clone with the baseline commits (not a shallow one)")
+def test_the_issue_21_table_runs_both_comparisons_against_the_old_commits():
+    args = vs_commits._parse_args(["--value-rounds", "1", "--value-steps", "2", "--numpy-rounds", "1",
+                                   "--numpy-steps", "20"])
+    rows = vs_commits.table(args, lambda *a: None)
+    body = rows[2:]
+    assert [r.split(" | ")[:3] for r in body] == [["| value", "rmsnorm", "e631a43"], ["| numpy", "rmsnorm", "f57ef30"],
+                                                   ["| numpy", "sphere", "f57ef30"]]
+    for r, target in zip(body, ("1.00", "1.10", "1.10")):
+        assert re.search(rf"\| [\d.]+x \| at most {target}x: (met|not met) \| [\d.]+ \|$", r), r

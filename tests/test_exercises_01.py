@@ -9,7 +9,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
 
-from value import Value, topological_order, trace_backward  # noqa: E402
+from tracing import trace_backward  # noqa: E402
+from value import Value, topological_order  # noqa: E402
 
 
 def stub(*args):

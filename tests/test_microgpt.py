@@ -457,13 +457,13 @@ def test_effective_scales_match_the_forward_pass():
             v *= rng.uniform(-2, 2, v.shape)
     eff = effective_scales(params, cfg)
     logits, cache = mg.forward_np(params, np.array([[6, 1, 2, 3]]), cfg)
-    np.testing.assert_allclose(logits, cache["lm"] * eff["s_z"], rtol=1e-12)
+    np.testing.assert_allclose(logits, cache["logit_cosines"] * eff["s_z"], rtol=1e-12)
     for i, c in enumerate(cache["layers"]):
-        np.testing.assert_allclose(c["res_a"]["alpha"], eff["alpha_A"][i * 8:(i + 1) * 8], rtol=1e-12)
-        np.testing.assert_allclose(c["res_m"]["alpha"], eff["alpha_M"][i * 8:(i + 1) * 8], rtol=1e-12)
-        np.testing.assert_allclose(c["u"], c["u_raw"] * eff["s_u"][i * 32:(i + 1) * 32], rtol=1e-12)
+        np.testing.assert_allclose(c["attn_residual"]["alpha"], eff["alpha_A"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(c["mlp_residual"]["alpha"], eff["alpha_M"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(c["mlp_preact"], c["mlp_cosines"] * eff["s_u"][i * 32:(i + 1) * 32], rtol=1e-12)
         sqk = eff["s_qk"][i * 8:(i + 1) * 8].reshape(2, 1, 4)
-        np.testing.assert_allclose(c["q"], c["qn"] * sqk, rtol=1e-12)
+        np.testing.assert_allclose(c["q"], c["q_unit"] * sqk, rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------- inference: the two engines

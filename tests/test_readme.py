@@ -33,7 +33,8 @@ def test_dev_py_runs_what_it_says():
 
 def test_pdb_breakpoints_point_at_the_lines_the_text_names():
     readme = read("README.md")
-    expected = {"microgpt.py": ["loss.backward()", "if token_id == BOS:"], "value.py": ["a.grad += da * g"]}
+    expected = {"microgpt.py": ["loss.backward()", "if token_id == BOS:"],
+                "value.py": ["child.grad += local_grad * node.grad"]}
     found = re.findall(r"b (microgpt\.py|value\.py):(\d+)", readme)
     assert sorted(found) == sorted(set(found)) and len(found) == 3
     hits = []

@@ -6,14 +6,14 @@
 #
 # このノートで見られるもの：
 #
-# 1. 小さな式を `Value` で組み、計算グラフを描く（`value.draw_graph`。150 dpi の実寸で表示）。各ノードの `grad` が $\partial L/\partial(\text{そのノード})$ であること。
+# 1. 小さな式を `Value` で組み、計算グラフを描く（`tracing.draw_graph`。150 dpi の実寸で表示）。各ノードの `grad` が $\partial L/\partial(\text{そのノード})$ であること。
 # 2. `backward()` が **どの順に** ノードを訪れ、各辺で `child.grad += local_grad * node.grad` を
-#    どう積み上げるかを、ノードごとの表で見る（`value.trace_backward`）。
+#    どう積み上げるかを、ノードごとの表で見る（`tracing.trace_backward`）。
 # 3. micrograd でおなじみの式で、勾配を手計算・公開値と照合し、`value.gradient_check` で数値微分（中心差分）とも照合する。
 # 4. 局所勾配をわざと間違えたノードを `gradient_check` が FAIL と判定する様子と、この検査の限界（特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる）。
 # 5. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch で2回目がエラーになるのはどんなグラフか、その規則も）。
 # 6. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる。再帰上限はこの環境で実際に表示する）。
-# 7. Graphviz の DOT テキスト（`value.to_dot`）。
+# 7. Graphviz の DOT テキスト（`tracing.to_dot`）。
 # 8. 理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示）。
 #
 # 途中の2か所（§5 と §6）には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
@@ -29,9 +29,10 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the roo
 
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
-from figures import show_graph  # notebooks/figures.py: value.draw_graph at 150 dpi, shown at full size
+from figures import show_graph  # notebooks/figures.py: tracing.draw_graph at 150 dpi, shown at full size
 
-from value import Value, gradient_check, to_dot, topological_order, trace_backward, zero_grad
+from tracing import to_dot, trace_backward
+from value import Value, gradient_check, topological_order, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 
@@ -492,7 +493,7 @@ exercises.check_01_sigmoid(sigmoid)
 # 関数 `my_backward(root)` を書いてください。`root` は `backward()` をまだ一度も呼んでいないグラフの根です（どのノードの `grad` も 0）。
 # `value.topological_order(root)`（子が親より先に来る並び）を使い、根の `grad` を 1 にしてから、
 # 各ノードの子 `node._children` と局所勾配 `node._local_grads` を使って、すべてのノードの `grad` を $\partial(\text{root})/\partial(\text{そのノード})$ にします。戻り値は不要です。
-# `root.backward()` や `value.trace_backward` を呼ぶのは、エンジンの答えを写すことになるので使わないでください（チェックの間にそれらが呼ばれると 不正解 になります）。
+# `root.backward()` や `tracing.trace_backward` を呼ぶのは、エンジンの答えを写すことになるので使わないでください（チェックの間にそれらが呼ばれると 不正解 になります）。
 # チェックは、同じ形のランダムなグラフ（同じノードを何度も使うもの）をもう1つ作って `root.backward()` し、全ノードの `grad` を比べます。
 
 # %%

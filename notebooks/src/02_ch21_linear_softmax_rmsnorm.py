@@ -34,13 +34,14 @@ import exercises
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
-from figures import show_graph  # notebooks/figures.py: value.draw_graph at 150 dpi, shown at full size
+from figures import show_graph  # notebooks/figures.py: tracing.draw_graph at 150 dpi, shown at full size
 
 import microgpt
 import model_config
 import utils
+from tracing import trace_backward
 from utils import linear, rmsnorm, softmax
-from value import NumericError, Value, gradient_check, trace_backward, zero_grad
+from value import NumericError, Value, gradient_check, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 np.set_printoptions(precision=6, suppress=True)

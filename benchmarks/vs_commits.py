@@ -1,0 +1,202 @@
+"""vs_commits.py -- this working tree's training step against older commits, side by side (issue 21).
+
+    python benchmarks/vs_commits.py            # both comparisons below, about 5 minutes on 2 cores
+    python benchmarks/vs_commits.py --quick    # a rough run in well under a minute
+
+Two comparisons, each the ratio "this tree / the old commit" of the time of one training step:
+  value  the Value engine, rmsnorm, batch 1, default config, against e631a43 (before the reliability work);
+         per process: the mean ms/step over --value-steps steps (48 by default)
+  numpy  the NumPy engine, batch 1, default config, both norms, against f57ef30 (the fused engine of issue 13);
+         per process: the median ms/step over --numpy-steps steps (2000 by default)
+
+The old code comes from git (`git archive COMMIT` into a temporary folder), so this needs git and a clone that
+has those commits. Each figure is one fresh process running microgpt.train() of that checkout on the same docs
+(a fixed, seeded sample of the corpus) and timing its steps; train() times the step itself (loss and gradients,
+the finite checks, Adam, the sphere retraction), not the evaluation around it. By default the clock is the process's
+CPU time (--clock wall for elapsed time): on a shared machine other programs inflate elapsed time by tens of percent
+from one process to the next, CPU time far less. Processes alternate, old and new
+in turn (new first in even rounds, old first in odd ones), so the machine's drift hits both alike. The table
+gives each side's step-wise best (each step's best over the rounds: the same docs and weights every round, so the
+same work; see figures()) and its median over rounds, the ratio of the step-wise bests, which the targets are
+judged on, and the median of the per-round ratios.
+"""
+import argparse
+import io
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VALUE_BASE, NUMPY_BASE = "e631a43", "f57ef30"
+
+
+def _parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer rounds and steps (rough numbers)")
+    p.add_argument("--only", choices=("value", "numpy"), help="run one of the two comparisons")
+    p.add_argument("--value-base", default=VALUE_BASE, help=f"commit for the Value engine (default {VALUE_BASE})")
+    p.add_argument("--numpy-base", default=NUMPY_BASE, help=f"commit for the NumPy engine (default {NUMPY_BASE})")
+    p.add_argument("--value-rounds", type=int, help="alternating rounds of the Value engine (default 15, quick 1)")
+    p.add_argument("--value-steps", type=int, help="steps per Value-engine process (default 48, quick 8)")
+    p.add_argument("--numpy-rounds", type=int, help="alternating rounds per norm (default 15, quick 3)")
+    p.add_argument("--numpy-steps", type=int, help="steps per NumPy-engine process (default 2000, quick 300)")
+    p.add_argument("--corpus", default="names", help="docs to train on (as microgpt's --corpus)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="cpu (default): each process's CPU time, which other programs on a shared machine disturb "
+                        "far less; wall: elapsed time")
+    p.add_argument("--probe", nargs=6, metavar=("DIR", "ENGINE", "NORM", "STEPS", "DOCS", "CLOCK"),
+                   help=argparse.SUPPRESS)  # one child process: see probe()
+    args = p.parse_args(argv)
+    defaults = {"value_rounds": (15, 1), "value_steps": (48, 8), "numpy_rounds": (15, 3), "numpy_steps": (2000, 300)}
+    for name, (full, quick) in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    return args
+
+
+# ----------------------------------------------------------------------------------------------- child process
+
+def probe(folder, engine, norm, steps, docs_file, clock):
+    """In a fresh process: microgpt.train() of the checkout in `folder` for `steps` steps; prints the time of each
+    step (ms) as one line of JSON. progress() reports the running mean after every step, so each step's own time
+    is the difference of two running sums."""
+    sys.path[0] = folder  # that checkout's modules, not this tree's
+    if clock == "cpu":  # train() times its steps with time.perf_counter(): make that this process's CPU time
+        time.perf_counter = time.process_time
+    import microgpt as mg
+
+    docs = Path(docs_file).read_text(encoding="utf-8").split("\n")
+    vocab = mg.build_vocab(docs)
+    cfg = mg.GPTConfig(vocab_size=len(vocab) + 1, norm=norm)
+    sums = [0.0]
+
+    def progress(info):
+        sums.append(info["ms_per_step"] * info["step"])
+
+    state = mg.train(docs, docs[:20], vocab, cfg, steps=steps, engine=engine, eval_every=steps, progress=progress)
+    if state.error:
+        raise SystemExit(f"training stopped: {state.error}")
+    print(json.dumps([b - a for a, b in zip(sums, sums[1:])]))
+
+
+def run_probe(folder, engine, norm, steps, docs_file, clock="cpu"):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--probe", str(folder), engine, norm, str(steps), docs_file,
+           clock]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder)
+    if out.returncode != 0:
+        raise RuntimeError(f"probe in {folder} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------------------------- old code
+
+def export_commit(commit, into):
+    """The files of `commit` in a new folder under `into` (git archive); a clear error without git or the commit."""
+    def git(*cmd):
+        try:
+            return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, check=True)
+        except FileNotFoundError:
+            raise SystemExit("vs_commits: git is not installed; the old code comes from git") from None
+        except subprocess.CalledProcessError as e:
+            raise SystemExit(f"vs_commits: cannot read commit {commit} from the repository at {ROOT} "
+                             f"(a shallow clone? try `git fetch --unshallow`): "
+                             f"{e.stderr.decode(errors='replace').strip()}") from None
+    sha = git("rev-parse", "--verify", f"{commit}^{{commit}}").stdout.decode().strip()
+    folder = Path(into) / sha[:12]
+    folder.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(git("archive", "--format=tar", sha).stdout)) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.12 (and later patch releases of 3.8-3.11)
+            tar.extractall(folder, filter="data")
+        else:
+            tar.extractall(folder)
+    return folder
+
+
+# ----------------------------------------------------------------------------------------------- comparison
+
+def side_by_side(new_dir, old_dir, engine, norm, steps, rounds, docs_file, log, clock="cpu"):
+    """(new runs, old runs): each run one process's list of step times (ms), in alternating rounds."""
+    runs = {"new": [], "old": []}
+    for r in range(rounds):
+        for side in (("new", "old") if r % 2 == 0 else ("old", "new")):
+            log(f"  {engine} {norm}: round {r + 1} of {rounds}, {side} ...")
+            folder = new_dir if side == "new" else old_dir
+            runs[side].append(run_probe(folder, engine, norm, steps, docs_file, clock))
+    return runs["new"], runs["old"]
+
+
+TARGETS = {"value": 1.00, "numpy": 1.10}  # issue 21: this tree / the old commit, at most
+
+
+def figures(engine, runs):
+    """(one figure per process, the step-wise best): the mean step (Value engine: 48 different docs) or the median
+    step (NumPy engine) of each process; and the same figure of each step's best over all rounds. Every round runs
+    the same docs from the same weights, so step i is the same work in every round; another program on the
+    machine only ever adds time, so a step's best over rounds is its least disturbed measurement."""
+    figure = statistics.fmean if engine == "value" else statistics.median
+    return [figure(run) for run in runs], figure([min(step) for step in zip(*runs)])
+
+
+def row(engine, norm, base, steps, new_runs, old_runs):
+    (new, new_best), (old, old_best) = figures(engine, new_runs), figures(engine, old_runs)
+    ratios = [a / b for a, b in zip(new, old)]
+    what = "mean" if engine == "value" else "median"
+    verdict = "met" if new_best / old_best <= TARGETS[engine] else "not met"
+    return (f"| {engine} | {norm} | {base} | {len(new)} x {steps} steps ({what}) | {new_best:.3f} / "
+            f"{statistics.median(new):.3f} | {old_best:.3f} / {statistics.median(old):.3f} | "
+            f"{new_best / old_best:.3f}x | {statistics.median(ratios):.3f}x | at most {TARGETS[engine]:.2f}x: "
+            f"{verdict} | {' '.join(f'{x:.2f}' for x in ratios)} |")
+
+
+def table(args, log):
+    """The markdown rows of both comparisons (or the one --only asks for)."""
+    sys.path.insert(0, str(ROOT))
+    import microgpt as mg
+
+    docs = list(mg.load_corpus(args.corpus))
+    random.Random(0).shuffle(docs)  # a fixed sample: both sides see the same docs in the same order
+    rows = ["| engine | norm | against | rounds x steps (per process) | this tree ms/step: step-wise best / median "
+            "of rounds | old ms/step: the same | ratio, step-wise best | median of per-round ratios | target (on the "
+            "step-wise best) | per-round ratios |", "|" + "---|" * 10]
+    with tempfile.TemporaryDirectory(prefix="vs_commits_") as tmp:
+        docs_file = str(Path(tmp) / "docs.txt")
+        Path(docs_file).write_text("\n".join(docs[:5000]), encoding="utf-8")
+        plan = []
+        if args.only in (None, "value"):
+            plan.append(("value", "rmsnorm", args.value_base, args.value_steps, args.value_rounds))
+        if args.only in (None, "numpy"):
+            plan += [("numpy", norm, args.numpy_base, args.numpy_steps, args.numpy_rounds)
+                     for norm in ("rmsnorm", "sphere")]
+        folders = {}
+        for engine, norm, base, steps, rounds in plan:
+            if base not in folders:
+                log(f"  git archive {base} ...")
+                folders[base] = export_commit(base, tmp)
+            new, old = side_by_side(ROOT, folders[base], engine, norm, steps, rounds, docs_file, log, args.clock)
+            rows.append(row(engine, norm, base, steps, new, old))
+    return rows
+
+
+def main(argv=None):
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    if args.probe:
+        folder, engine, norm, steps, docs_file, clock = args.probe
+        return probe(folder, engine, norm, int(steps), docs_file, clock)
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    cmd = " ".join(["python benchmarks/vs_commits.py", *(sys.argv[1:] if argv is None else argv)])
+    print("\n".join([f"Command: `{cmd}`", ""] + table(args, log)))
+
+
+if __name__ == "__main__":
+    main()
