@@ -53,3 +53,16 @@ def test_local_links_exist():
     assert local, "expected links to notebooks and results"
     missing = [link for link in local if not os.path.exists(os.path.join(ROOT, link))]
     assert not missing, f"README links to missing files: {missing}"
+
+
+def test_the_python_api_example_runs_as_written(tmp_path, monkeypatch):
+    """The README's "Using it from Python" block, executed (with fewer steps, in a temporary folder)."""
+    block = read("README.md").split("### Using it from Python", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    assert "steps=2000" in block
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(block.replace("steps=2000", "steps=60"), namespace)
+    state, mg = namespace["state"], namespace["mg"]
+    assert state.step == 60 and len(state.val_loss) == 2 and os.path.exists("ck.npz")
+    assert mg.sample(state.params, state.cfg, state.vocab, num_samples=3, seed=0) == \
+        mg.sample(state.params, state.cfg, state.vocab, num_samples=3, seed=0, engine="value")
