@@ -13,8 +13,6 @@ run continues bit for bit.
 """
 import json
 import math
-import os
-import zipfile
 from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
@@ -22,7 +20,7 @@ import numpy as np
 from harness.checks import check_combination, check_setting
 from harness.corpora import fingerprint
 from harness.errors import InputError
-from harness.run_files import atomic_write
+from harness.run_files import atomic_write, check_npz_file, npz_headers, npz_meta
 from model_config import BYTES_PER_STEP, MAX_MEMORY_GB, GPTConfig, check_dtype, n_params, pack_params, param_shapes
 
 
@@ -149,24 +147,6 @@ def save_checkpoint(path, state):
 MAX_META_CHARS = 2**20  # the JSON meta of a real checkpoint is a few hundred characters
 
 
-def _npy_headers(file):
-    """name -> (shape, dtype, stored bytes) of every array in an .npz, from the .npy headers alone: nothing
-    is loaded, so a header that claims a huge array costs nothing until it is compared with the config."""
-    headers = {}
-    with zipfile.ZipFile(file) as zf:
-        for info in zf.infolist():
-            if not info.filename.endswith(".npy"):
-                raise ValueError(f"member {info.filename!r} is not a .npy array")
-            with zf.open(info) as f:
-                version = np.lib.format.read_magic(f)
-                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
-                    np.lib.format.read_array_header_2_0
-                shape, _, dtype = read(f)
-            headers[info.filename[:-len(".npy")]] = (shape, dtype, info.file_size)
-    file.seek(0)
-    return headers
-
-
 def _expected_arrays(cfg, step):
     P = n_params(cfg)
     shapes = {f"param:{key}": shape for key, shape in param_shapes(cfg)}
@@ -182,12 +162,7 @@ def load_checkpoint(path, max_gb=MAX_MEMORY_GB):
     shapes, float64, no unknown arrays). Then the arrays are loaded and must be finite.
     """
     path = str(path)
-    if not os.path.exists(path):
-        raise InputError(f"checkpoint {path!r} not found")
-    if not os.path.isfile(path):
-        raise InputError(f"checkpoint {path!r} is not a file")
-    if not zipfile.is_zipfile(path):  # else np.load would guess at a pickle and say so, which misleads
-        raise InputError(f"checkpoint {path!r} is corrupt or not a microgpt checkpoint (not a .npz archive)")
+    check_npz_file(path, "checkpoint")
     where = f"checkpoint {path!r}"
     try:
         with open(path, "rb") as file:  # one open file for every read: a run replacing it meanwhile cannot mix versions
@@ -198,14 +173,11 @@ def load_checkpoint(path, max_gb=MAX_MEMORY_GB):
 
 def _load_checkpoint(file, where, max_gb):
     try:
-        headers = _npy_headers(file)
-        meta_shape, meta_dtype, _ = headers.get("meta", (None, None, 0))
-        if meta_shape != () or meta_dtype.kind != "U" or meta_dtype.itemsize > 4 * MAX_META_CHARS:
-            raise InputError(f"{where} is incompatible or incomplete (no JSON 'meta' entry of the expected form)")
-        with np.load(file, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-        if not isinstance(meta, dict):
-            raise InputError(f"{where} is incompatible or incomplete ('meta' is not a JSON object)")
+        headers = npz_headers(file)
+        try:
+            meta = npz_meta(file, headers, MAX_META_CHARS)
+        except ValueError as e:
+            raise InputError(f"{where} is incompatible or incomplete ({e})") from None
         version = meta.get("version")
         if meta.get("format") != CHECKPOINT_FORMAT or type(version) is not int or version != CHECKPOINT_VERSION:
             raise InputError(f"{where} has format {meta.get('format')!r} version {meta.get('version')!r}; "

@@ -36,13 +36,12 @@ corrupted, truncated or hostile file is an InputError with one clear line.
 import json
 import math
 import os
-import zipfile
 from dataclasses import asdict, fields
 
 import numpy as np
 
 from harness.errors import InputError
-from harness.run_files import atomic_write
+from harness.run_files import atomic_write, check_npz_file, npz_headers, npz_meta
 from model_config import SNAPSHOT_BUDGET, GPTConfig, effective_scales, n_params, param_offsets, param_shapes
 
 HISTORY_NAME = "history.npz"
@@ -239,41 +238,17 @@ def val_curve(val_loss):
 
 # --------------------------------------------------------------------------- reading it back
 
-def _headers(file):
-    """name -> (shape, dtype, uncompressed bytes) of every array in an .npz, from the .npy headers alone."""
-    headers = {}
-    with zipfile.ZipFile(file) as zf:
-        infos = zf.infolist()
-        if len(infos) > 16:
-            raise InputError(f"it has {len(infos)} members; a history has at most 7")
-        for info in infos:
-            if not info.filename.endswith(".npy"):
-                raise InputError(f"member {info.filename!r} is not a .npy array")
-            with zf.open(info) as f:
-                version = np.lib.format.read_magic(f)
-                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                shape, _, dtype = read(f)
-            headers[info.filename[:-len(".npy")]] = (shape, dtype, info.file_size)
-    file.seek(0)
-    return headers
-
-
 def load_history(path, max_bytes=MAX_FILE_BYTES):
     """A History from the file History.save wrote; InputError (one line) if it is missing, not a history, corrupted,
     truncated, too big, or holds values no run could have written (weights off the sphere, steps out of order, ...).
     Every array's header is checked against the config in its meta before anything but the meta is read."""
     path = str(path)
-    if not os.path.exists(path):
-        raise InputError(f"history {path!r} not found")
-    if not os.path.isfile(path):
-        raise InputError(f"history {path!r} is not a file")
     where = f"history {path!r}"
     try:
+        check_npz_file(path, "history")
         size = os.path.getsize(path)
         if size > max_bytes:
             raise InputError(f"{where} is {size / 2**20:,.0f} MiB; the limit is {max_bytes / 2**20:,.0f} MiB")
-        if not zipfile.is_zipfile(path):  # (np.load would guess at a pickle)
-            raise InputError(f"{where} is corrupt, truncated or not a microgpt history (not a .npz archive)")
         with open(path, "rb") as file:  # one open file: a run replacing it meanwhile cannot mix two versions
             return _load(file, where, max_bytes)
     except OSError as e:
@@ -282,15 +257,11 @@ def load_history(path, max_bytes=MAX_FILE_BYTES):
 
 def _load(file, where, max_bytes):
     try:
-        headers = _headers(file)
-        meta_shape, meta_dtype, _ = headers.get("meta", (None, None, 0))
-        if meta_shape != () or meta_dtype.kind != "U" or meta_dtype.itemsize > 4 * MAX_META_CHARS:
-            raise InputError("no JSON 'meta' entry of the expected form")
-        with np.load(file, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-        file.seek(0)
-        if not isinstance(meta, dict):
-            raise InputError("'meta' is not a JSON object")
+        headers = npz_headers(file, max_members=16)  # (a history has at most 7 arrays)
+        try:
+            meta = npz_meta(file, headers, MAX_META_CHARS)
+        except ValueError as e:
+            raise InputError(str(e)) from None
         version = meta.get("version")
         if meta.get("format") != HISTORY_FORMAT or type(version) is not int or version != HISTORY_VERSION:
             raise InputError(f"it has format {meta.get('format')!r} version {version!r}; this planetarium reads "

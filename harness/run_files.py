@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import tempfile
+import zipfile
 
 import numpy as np
 
@@ -48,6 +49,53 @@ def atomic_write(path, write):
         if isinstance(e, OSError) and not isinstance(e, WriteError):
             raise WriteError(path, e) from None
         raise
+
+
+def check_npz_file(path, what):
+    """InputError unless `path` is a file that is a zip archive, as every .npz is (np.load would take any other file
+    for a pickle, refuse it, and say so, which misleads). what: "checkpoint", "history"."""
+    if not os.path.exists(path):
+        raise InputError(f"{what} {path!r} not found")
+    if not os.path.isfile(path):
+        raise InputError(f"{what} {path!r} is not a file")
+    if not zipfile.is_zipfile(path):
+        raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz archive)")
+
+
+def npz_headers(file, max_members=64):
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz file, from the .npy headers alone:
+    nothing is loaded, so a header that claims a huge array costs nothing until it is compared with what the file
+    should hold. ValueError for a member that is not an array, or too many members."""
+    headers = {}
+    with zipfile.ZipFile(file) as zf:
+        infos = zf.infolist()
+        if len(infos) > max_members:
+            raise ValueError(f"it has {len(infos)} members; at most {max_members} were expected")
+        for info in infos:
+            if not info.filename.endswith(".npy"):
+                raise ValueError(f"member {info.filename!r} is not a .npy array")
+            with zf.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(f)
+            headers[info.filename[:-len(".npy")]] = (shape, dtype, info.file_size)
+    file.seek(0)
+    return headers
+
+
+def npz_meta(file, headers, max_chars=2**20):
+    """The JSON object in an open .npz's "meta" entry (a 0-d string array of at most max_chars characters: its
+    header says so before it is read); ValueError if there is no such entry or it holds no JSON object."""
+    shape, dtype, _ = headers.get("meta", (None, None, 0))
+    if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
+        raise ValueError("no JSON 'meta' entry of the expected form")
+    with np.load(file, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+    file.seek(0)
+    if not isinstance(meta, dict):
+        raise ValueError("'meta' is not a JSON object")
+    return meta
 
 
 def write_json(path, obj):
