@@ -5,17 +5,10 @@ import subprocess
 import sys
 
 import pytest
+from test_value import diamond  # x -> h (shared interior) -> two branches -> y
 
 from tracing import draw_graph, format_trace, node_names, to_dot, trace_backward
 from value import Value, topological_order
-
-
-def diamond():
-    """x -> h (shared interior) -> two branches -> y (as in test_value.py)."""
-    x, w = Value(0.7), Value(-1.3)
-    h = (x * w).tanh()
-    y = h * h + h.exp() * 2.0 + h / w
-    return y, x, w, h
 
 
 def chapter_graph():
