@@ -142,6 +142,13 @@ def save_interrupted(state, progress, s, args):
     return EXIT_INTERRUPTED
 
 
+def shown_path(path, here):
+    """path as seen from the folder `here`: relative when that is short, else absolute (not ../../work/...)."""
+    path = os.path.abspath(path)
+    relative = os.path.relpath(path, here)
+    return path if relative.startswith(os.path.join(os.pardir, os.pardir)) else relative
+
+
 def resume_command(out, args):
     """The command that continues this run, ready to paste into a shell in the folder it was started from: the
     interpreter that ran it (a bare `python` may be another one, without this project's packages), or the launcher
@@ -149,8 +156,8 @@ def resume_command(out, args):
     quoted, and the flags a checkpoint does not keep (--max-memory, the sampling flags) when they were given."""
     launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.environ.get("MICROGPT_CWD") or os.getcwd()
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "microgpt.py")
-    words = shlex.split(launcher) if launcher else [sys.executable, os.path.relpath(script, here)]
-    words += ["--resume", "--out", os.path.relpath(os.path.abspath(out), here)]
+    words = shlex.split(launcher) if launcher else [sys.executable, shown_path(script, here)]
+    words += ["--resume", "--out", shown_path(out, here)]
     defaults = {"max_memory": None, "num_samples": 20, "temperature": 0.5, "prompt": ""}
     for name, default in defaults.items():
         if getattr(args, name) != default:

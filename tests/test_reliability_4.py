@@ -256,15 +256,17 @@ def test_the_printed_resume_command_names_the_interpreter_or_the_launcher(tmp_pa
     monkeypatch.chdir(ROOT)  # (dev.py runs microgpt.py from the repository's root)
     assert shlex.split(messages.resume_command("out/run-1", args)) == [
         "/usr/bin/python3", "../dev.py", "run", "--resume", "--out", os.path.join("..", "out", "run-1")]
+    monkeypatch.setenv("MICROGPT_CWD", "/tmp/a/b/c/d")  # far away: an absolute path reads better than ../../..
+    assert shlex.split(messages.resume_command("out/run-1", args))[-1] == os.path.join(ROOT, "out", "run-1")
 
 
 def test_dev_py_tells_the_run_how_it_was_launched(monkeypatch, tmp_path):
     seen = {}
+    monkeypatch.setattr(dev.os, "environ", dict(os.environ))  # (dev.main sets variables for the run it starts)
     monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
-    monkeypatch.setattr(dev.os, "execv", lambda python, command: seen.update(os.environ))
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: seen.update(dev.os.environ))
     monkeypatch.setattr(dev.sys, "argv", ["../dev.py", "run"])
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MICROGPT_LAUNCHER", raising=False)
     dev.main(["run", "--steps", "3"])
     assert shlex.split(seen["MICROGPT_LAUNCHER"])[1:] == ["../dev.py", "run"]
     assert seen["MICROGPT_CWD"] == str(tmp_path)
