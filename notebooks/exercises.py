@@ -97,9 +97,14 @@ def _uses_twice_01():
 
 
 def check_01_grad_a(grad_a):
-    """練習問題 1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward()."""
+    """練習問題 1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward().
+
+    Value.backward and tracing.trace_backward are refused while grad_a runs: the exercise prints the three lines
+    that compute a.grad with the engine, and pasting them into grad_a would copy the engine's answer.
+    """
     import random
 
+    from tracing import trace_backward
     from value import Value
 
     def judge():
@@ -108,7 +113,9 @@ def check_01_grad_a(grad_a):
             a0, b0 = rng.uniform(-2, 2), rng.uniform(-2, 2)
             a, b = Value(a0), Value(b0)
             ((a * b).tanh() * a).backward()
-            got = float(grad_a(a0, b0))
+            with refusing(Value.backward, trace_backward,
+                          why="backward() も trace_backward も使わずに、手で導いた式で書いてください"):
+                got = float(grad_a(a0, b0))
             if not abs(got - a.grad) <= 1e-9 * max(1.0, abs(a.grad)):
                 print(f"  a = {a0:.4f}, b = {b0:.4f}: your dL/da = {got:.6g}, backward() gives {a.grad:.6g}")
                 return False
