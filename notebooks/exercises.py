@@ -231,8 +231,12 @@ def check_01_topological_order(my_topological_order):
 
 
 # ============================================================================ 02 chapter 21
-# Exercises of notebook 02: the softmax Jacobian as a matrix, rmsnorm's backward, layernorm's backward.
+# Exercises of notebook 02: the Jacobian of log-softmax as a matrix, rmsnorm's backward, layernorm's backward.
 # numpy, utils and value are imported inside the functions (this file's imports stay at its top).
+# All three ask for a derivative by hand, so while the learner's function runs, the engine's backward() and the
+# project's backward functions that would hand over the answer are refused (_02_REFUSED_WHY).
+
+_02_REFUSED_WHY = "プロジェクトの逆伝播（backward() や *_backward）を使わずに、手で導いた式で書いてください"
 
 
 def _02_layernorm_np(x, eps=1e-5):
@@ -243,68 +247,87 @@ def _02_layernorm_np(x, eps=1e-5):
     return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
 
 
-def _02_answer_array(fn, *args, shape):
+def _02_answer_array(fn, *args, shape, refused=()):
     """Call the learner's fn on copies of args (so it cannot edit the judge's arrays); the answer as a float array.
 
-    Prints why and returns None when the answer does not have the expected shape.
+    The functions in `refused` raise while fn runs. Prints why and returns None when the answer does not have
+    the expected shape.
     """
     import numpy as np
 
-    out = np.asarray(fn(*(np.array(a, copy=True) for a in args)), dtype=float)
+    with refusing(*refused, why=_02_REFUSED_WHY):
+        out = np.asarray(fn(*(np.array(a, copy=True) for a in args)), dtype=float)
     if out.shape != shape:
         print(f"  the answer has shape {out.shape}, expected {shape}")
         return None
     return out
 
 
-def check_02_softmax_jacobian(softmax_jacobian):
-    """Exercise 02-1: softmax_jacobian(p) -> the (n, n) matrix J[i, j] = dp_i/dz_j for p = softmax(z).
+def check_02_log_softmax_jacobian(log_softmax_jacobian):
+    """Exercise 02-1: log_softmax_jacobian(z) -> the (n, n) matrix J[i, j] = d log p_i / d z_j for p = softmax(z)
+    (= delta_ij - p_j). The notebook shows the Jacobian of softmax itself (diag(p) - p p^T), not of its log.
 
-    Judged against the project's backward: with the upstream gradient e_i (1 at i, 0 elsewhere),
-    utils.softmax_np_backward(e_i, p) returns dz_j = dp_i/dz_j, the i-th row of J.
+    Judged against the project's cross-entropy backward: -log p_i is the loss for the target i, and
+    utils.cross_entropy_np_backward(z, i) = p - e_i is minus the i-th row of J. Includes logits of +-1000 (the
+    softmax must subtract the max first). While the learner's function runs, the backward functions that would
+    give the rows directly (utils.softmax_np_backward, utils.cross_entropy_np_backward,
+    numpy_engine.cross_entropy_fused) and Value.backward (the notebook's jacobian() helper) are refused.
     """
     import numpy as np
 
+    import numpy_engine
     import utils
+    from value import Value
+
+    refused = (utils.softmax_np_backward, utils.cross_entropy_np_backward, numpy_engine.cross_entropy_fused,
+               Value.backward)
 
     def judge():
         rng = np.random.default_rng(2102)
-        for n in (2, 3, 6):
-            p = utils.softmax_np(rng.normal(scale=2.0, size=n))
-            J = _02_answer_array(softmax_jacobian, p, shape=(n, n))
+        cases = [rng.normal(scale=2.0, size=n) for n in (2, 3, 6)] + [np.array([1000.0, 999.0, 990.0, -1000.0])]
+        for z in cases:
+            n = z.size
+            reference = -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0] for i in range(n)])
+            J = _02_answer_array(log_softmax_jacobian, z, shape=(n, n), refused=refused)
             if J is None:
                 return False
-            reference = np.stack([utils.softmax_np_backward(e, p) for e in np.eye(n)])
             if not np.allclose(J, reference, rtol=1e-9, atol=1e-12):
-                print(f"  n = {n}: max |J - reference| = {np.abs(J - reference).max():.3g}")
+                where = "logits of +-1000 (subtract the max before exp)" if np.abs(z).max() > 100 else f"n = {n}"
+                print(f"  {where}: max |J - reference| = {np.abs(J - reference).max():.3g}")
                 return False
         return True
 
-    return verdict("練習問題 1（softmax のヤコビアン）", judge)
+    return verdict("練習問題 1（log-softmax のヤコビアン）", judge)
 
 
 def check_02_rmsnorm_backward(rmsnorm_backward):
     """Exercise 02-2: rmsnorm_backward(dy, x) -> dx for y = rmsnorm(x) over the last axis (eps = 1e-5).
 
-    Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row.
+    Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row. While the learner's
+    function runs, utils.rmsnorm_np_backward, numpy_engine.rmsnorm_fused_backward and Value.backward are refused
+    (each would compute the answer instead of the learner's formula).
     """
     import numpy as np
 
+    import numpy_engine
+    import utils
     from utils import rmsnorm
     from value import Value
+
+    refused = (utils.rmsnorm_np_backward, numpy_engine.rmsnorm_fused_backward, Value.backward)
 
     def judge():
         rng = np.random.default_rng(2103)
         for shape in ((4,), (3, 5)):
             x, dy = rng.normal(size=shape), rng.normal(size=shape)
-            dx = _02_answer_array(rmsnorm_backward, dy, x, shape=shape)
-            if dx is None:
-                return False
             reference = np.zeros(shape)
             for i in np.ndindex(*shape[:-1]):
                 xs = [Value(float(v)) for v in x[i]]
                 sum(float(g) * yj for g, yj in zip(dy[i], rmsnorm(xs))).backward()
                 reference[i] = [v.grad for v in xs]
+            dx = _02_answer_array(rmsnorm_backward, dy, x, shape=shape, refused=refused)
+            if dx is None:
+                return False
             if not np.allclose(dx, reference, rtol=1e-9, atol=1e-12):
                 print(f"  x.shape {shape}: max |dx - backward()| = {np.abs(dx - reference).max():.3g}")
                 return False
@@ -318,7 +341,9 @@ def check_02_layernorm_backward(layernorm_backward):
 
     Judged with value.gradient_check: for each row, the learner's dx becomes the local gradients of one
     Value node holding the loss sum_i dy_i y_i, and backprop through that node is compared with central
-    differences of the loss. On a mismatch the gradient_check table of that row is printed.
+    differences of the loss. On a mismatch the gradient_check table of that row is printed. Value.backward is
+    refused while the learner's function runs (LayerNorm written with Values and backpropagated by the engine
+    would be the engine's answer, not the learner's formula).
     """
     import numpy as np
 
@@ -328,7 +353,7 @@ def check_02_layernorm_backward(layernorm_backward):
         rng = np.random.default_rng(2104)
         shape = (3, 5)
         x, dy = rng.normal(scale=2.0, size=shape), rng.normal(size=shape)
-        dx = _02_answer_array(layernorm_backward, dy, x, shape=shape)
+        dx = _02_answer_array(layernorm_backward, dy, x, shape=shape, refused=(Value.backward,))
         if dx is None:
             return False
         for r in range(shape[0]):
