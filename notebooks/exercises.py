@@ -380,34 +380,55 @@ def _show_mismatch_03(label, got, want):
     print(f"  {label}: 期待される値 {want}、あなたの答え {got}")
 
 
-def check_03_attend(attend):
-    """Exercise 03-1: one head's causal attention at one position, as in gpt():
-    z_t = q . k_t / sqrt(d), w = softmax(z), output sum_t w_t v_t.
-    Judged against utils.softmax_np on seeded random q, keys, values with T = 1..6 cached positions."""
+def check_03_causal_attention(causal_attention):
+    """Exercise 03-1: causal multi-head attention for every position at once, as forward_np computes it:
+    causal_attention(q, k, v, n_head) with q, k, v of shape (T, C) (row t = position t) returns (T, C), the heads'
+    outputs side by side (attn_wo's input). Row t, head h: softmax over s <= t of q_t,h . k_s,h / sqrt(head_dim),
+    then the weighted sum of v_s,h. The notebook steps through one head at one position (gpt's loop); this asks
+    for all positions and heads together, with the causal rule that the KV cache gives gpt for free.
+
+    Judged against the project's NumPy engine: microgpt.forward_np on a random model (rmsnorm mode) keeps each
+    layer's q, k, v and the heads' outputs ("attn_heads"); the learner gets that q, k, v. numpy_engine.attention_np
+    (the engine's own attention) is refused while the learner's function runs.
+    """
     import numpy as np
 
-    from utils import softmax_np
+    import microgpt
+    import numpy_engine
 
     def judge():
         rng = np.random.default_rng(2203)
-        for T, d in [(1, 4), (2, 4), (4, 4), (6, 4), (3, 8)]:
-            q = rng.normal(0.0, 1.5, d)
-            keys = rng.normal(0.0, 1.5, (T, d))
-            values = rng.normal(0.0, 1.0, (T, d))
-            want = softmax_np(keys @ q / np.sqrt(d)) @ values
-            got = np.asarray(attend(q.tolist(), keys.tolist(), values.tolist()), dtype=float)
-            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
-                _show_mismatch_03(f"T = {T}, d = {d}", np.round(got, 6), np.round(want, 6))
+        for T, n_embd, n_head in [(1, 8, 2), (4, 8, 2), (6, 16, 4), (5, 12, 3), (7, 8, 1)]:
+            cfg = microgpt.GPTConfig(vocab_size=11, n_embd=n_embd, n_head=n_head, n_layer=1, block_size=8)
+            params = microgpt.init_params(cfg, seed=int(rng.integers(1000)))
+            for a in params.values():
+                a *= 4.0  # larger than init's N(0, 0.08^2), so the attention weights are far from uniform
+            _, cache = microgpt.forward_np(params, rng.integers(0, cfg.vocab_size, T), cfg)
+            layer = cache["layers"][0]
+            q, k, v = (layer[name][0].transpose(1, 0, 2).reshape(T, n_embd) for name in ("q", "k", "v"))
+            want = layer["attn_heads"]
+            with refusing(numpy_engine.attention_np,
+                          why="numpy_engine.attention_np を使わずに、注意の計算を自分で書いてください"):
+                got = np.asarray(causal_attention(q.copy(), k.copy(), v.copy(), n_head), dtype=float)
+            if got.shape != want.shape:
+                _show_mismatch_03(f"T = {T}, n_embd = {n_embd}, n_head = {n_head}: 形", got.shape, want.shape)
+                return False
+            bad = ~np.isclose(got, want, rtol=1e-9, atol=1e-12).all(axis=1)
+            if bad.any():
+                t = int(np.argmax(bad))
+                print(f"  T = {T}, n_embd = {n_embd}, n_head = {n_head}: 位置 {t} の行が違います"
+                      + ("（位置 t はキー 0..t だけを見ます。未来のキーを見ていませんか）" if t < T - 1 else ""))
+                _show_mismatch_03(f"位置 {t}", np.round(got[t], 6), np.round(want[t], 6))
                 return False
         return True
 
-    return verdict("練習問題 1（attend）", judge)
+    return verdict("練習問題 1（causal_attention）", judge)
 
 
 def check_03_count_params(count_params):
     """Exercise 03-2: the number of parameters of a GPTConfig, rmsnorm or sphere, from its sizes.
     Judged against the total size of microgpt.init_params(cfg) for several configs of both norms. The project's
-    own counts (init_params, param_shapes, alloc_params) are refused while the learner's function runs: the
+    own counts (init_params, param_shapes, alloc_params, n_params) are refused while the learner's function runs: the
     exercise is to find the formula, in particular the sphere mode's scale vectors, from gpt_sphere's source."""
     import microgpt
     import model_config
@@ -420,7 +441,8 @@ def check_03_count_params(count_params):
                                          block_size=block_size, norm=norm)
                 want = sum(a.size for a in microgpt.init_params(cfg).values())
                 with refusing(microgpt.init_params, model_config.param_shapes, model_config.alloc_params,
-                              why="init_params / param_shapes を使わずに、式で求めてください"):
+                              model_config.n_params,
+                              why="init_params / param_shapes / n_params を使わずに、式で求めてください"):
                     got = count_params(cfg)
                 if got != want:
                     _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, n_head={n_head}, "
@@ -433,9 +455,13 @@ def check_03_count_params(count_params):
 
 def check_03_temperature_probs(temperature_probs):
     """Exercise 03-3: softmax(logits / T), stable for huge logits and small T.
-    Judged against utils.softmax_np(logits / T)."""
+    Judged against utils.softmax_np(logits / T). While the learner's function runs, utils.softmax_np, the chapter's
+    softmax and numpy_engine.cross_entropy_fused (which computes a softmax too) are refused: calling them would
+    copy the answer instead of writing the max-subtracting softmax."""
     import numpy as np
 
+    import numpy_engine
+    import utils
     from utils import softmax_np
 
     def judge():
@@ -444,7 +470,9 @@ def check_03_temperature_probs(temperature_probs):
         cases += [(np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1), (np.array([3.0, 3.0, 3.0]), 0.7)]
         for logits, T in cases:
             want = softmax_np(logits / T)
-            got = np.asarray(temperature_probs(logits.tolist(), T), dtype=float)
+            with refusing(utils.softmax_np, utils.softmax, numpy_engine.cross_entropy_fused,
+                          why="utils.softmax_np も章の softmax も使わずに、自分で書いてください"):
+                got = np.asarray(temperature_probs(logits.tolist(), T), dtype=float)
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-15):
                 _show_mismatch_03(f"logits {np.round(logits[:4], 3)}..., T = {T}", np.round(got[:4], 6),
                                np.round(want[:4], 6))
@@ -457,7 +485,8 @@ def check_03_temperature_probs(temperature_probs):
 def check_03_bigram_loss(bigram_loss):
     """Exercise 03-4: the add-one-smoothed bigram baseline's val loss.
     Judged against microgpt.baselines(train, val, cfg)["bigram"] on seeded random token sequences
-    that fit in block_size (so no position is cropped)."""
+    that fit in block_size (so no position is cropped). baselines (numpy_engine.baselines, the same function) is
+    refused while the learner's function runs."""
     import numpy as np
 
     import microgpt
@@ -473,7 +502,8 @@ def check_03_bigram_loss(bigram_loss):
 
             train, val = docs(40), docs(15)
             want = microgpt.baselines(train, val, cfg)["bigram"]
-            got = float(bigram_loss(train, val, cfg.vocab_size))
+            with refusing(microgpt.baselines, why="microgpt.baselines を使わずに、数えて求めてください"):
+                got = float(bigram_loss(train, val, cfg.vocab_size))
             if not np.isclose(got, want, rtol=1e-9, atol=1e-12):
                 _show_mismatch_03(f"vocab_size {cfg.vocab_size}", got, want)
                 return False
