@@ -532,18 +532,24 @@ def _close_04(got, want, rtol, atol, what):
 
 def check_04_riemannian_step(riemannian_step):
     """練習問題1: riemannian_step(x, g, lr) (x a unit 1-D vector) must equal sphere.riemannian_sgd_step:
-    x <- R(x - lr (g - (g.x) x)), R(v) = v / ||v||."""
+    x <- R(x - lr (g - (g.x) x)), R(v) = v / ||v||. sphere's step functions and their parts (tangent_project,
+    retract, exp_map) are refused while the learner's function runs: the exercise is to write the step."""
     import numpy as np
 
     import sphere
+
+    refused = (sphere.riemannian_sgd_step, sphere.projected_sgd_step, sphere.tangent_project, sphere.retract,
+               sphere.exp_map)
 
     def judge():
         rng = np.random.default_rng(401)
         for d, lr in ((3, 0.1), (5, 0.5), (16, 0.02), (16, 2.0), (64, 0.3)):
             x = sphere.l2_normalize_np(rng.standard_normal(d))
             g = 3.0 * rng.standard_normal(d) + 2.0 * x  # with a radial part, which the step must ignore
-            got = riemannian_step(x.copy(), g.copy(), lr)
             want = sphere.riemannian_sgd_step(x, g, lr)
+            with refusing(*refused, why="sphere の関数（riemannian_sgd_step, tangent_project, retract など）を"
+                                        "使わずに書いてください"):
+                got = riemannian_step(x.copy(), g.copy(), lr)
             if not _close_04(got, want, 1e-9, 1e-12, f"d = {d}, lr = {lr}"):
                 return False
         return True
@@ -554,10 +560,19 @@ def check_04_riemannian_step(riemannian_step):
 def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
     """練習問題2: safe_normalize(x, eps) = x / max(||x||, eps) (as sphere.l2_normalize_np) and
     safe_normalize_backward(dy, x, eps) = its dx, checked against central differences of the project's
-    forward, at ||x|| ~ 1, ~ 1e-7 (where an added eps is visibly wrong) and below eps (the clamped branch)."""
+    forward, at ||x|| ~ 1, ~ 1e-7 (where an added eps is visibly wrong) and below eps (the clamped branch).
+    The reference values are computed first; while the learner's functions run, the project's normalizations and
+    their backward passes (sphere.l2_normalize_np, l2_normalize_np_backward, the scalar l2_normalize,
+    numpy_engine's fused twins) and Value.backward are refused."""
     import numpy as np
 
+    import numpy_engine
     import sphere
+    from value import Value
+
+    refused = (sphere.l2_normalize_np, sphere.l2_normalize_np_backward, sphere.l2_normalize,
+               numpy_engine.l2_normalize_fused, numpy_engine.l2_normalize_fused_backward, Value.backward)
+    why = "sphere の正規化とその逆伝播（l2_normalize_np, l2_normalize_np_backward など）を使わずに書いてください"
 
     def judge():
         rng = np.random.default_rng(402)
@@ -566,13 +581,16 @@ def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
             x = scale * rng.standard_normal(5)
             dy = rng.standard_normal(5)
             y_want = sphere.l2_normalize_np(x, eps=eps)
-            at = f"at ||x|| = {np.linalg.norm(x):.1e}"
-            if not _close_04(safe_normalize(x.copy(), eps), y_want, 1e-10, 0.0, f"y {at}"):
-                return False
             h = 1e-5 * np.linalg.norm(x)  # central differences of L = dy . y(x), one coordinate at a time
             numeric = np.array([(dy @ sphere.l2_normalize_np(x + h * e, eps=eps)
                                  - dy @ sphere.l2_normalize_np(x - h * e, eps=eps)) / (2 * h) for e in np.eye(5)])
-            got = safe_normalize_backward(dy.copy(), x.copy(), eps)
+            at = f"at ||x|| = {np.linalg.norm(x):.1e}"
+            with refusing(*refused, why=why):
+                y_got = safe_normalize(x.copy(), eps)
+            if not _close_04(y_got, y_want, 1e-10, 0.0, f"y {at}"):
+                return False
+            with refusing(*refused, why=why):
+                got = safe_normalize_backward(dy.copy(), x.copy(), eps)
             if not _close_04(got, numeric, 1e-6, 1e-6 * np.abs(numeric).max(), f"dx {at}"):
                 return False
         return True
@@ -582,7 +600,8 @@ def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
 
 def check_04_vmf_log_density_s2(vmf_log_density_s2):
     """練習問題3: the closed form on S^2, log(kappa / (4 pi sinh kappa)) + kappa mu.x, must equal
-    sphere.vmf_log_density for kappa from 0.01 to 1000 (sinh overflows above ~710: work in log space)."""
+    sphere.vmf_log_density for kappa from 0.01 to 1000 (sinh overflows above ~710: work in log space).
+    sphere.vmf_log_density, vmf_log_normalizer and log_bessel_iv are refused while the learner's function runs."""
     import numpy as np
 
     import sphere
@@ -592,8 +611,11 @@ def check_04_vmf_log_density_s2(vmf_log_density_s2):
         mu = sphere.l2_normalize_np(rng.standard_normal(3))
         x = sphere.l2_normalize_np(rng.standard_normal((6, 3)))
         for kappa in (0.01, 0.5, 3.0, 40.0, 1000.0):
-            got = vmf_log_density_s2(x.copy(), mu.copy(), kappa)
             want = sphere.vmf_log_density(x, mu, kappa)
+            with refusing(sphere.vmf_log_density, sphere.vmf_log_normalizer, sphere.log_bessel_iv,
+                          why="sphere.vmf_log_density / vmf_log_normalizer / log_bessel_iv を使わずに、"
+                              "閉じた式で書いてください"):
+                got = vmf_log_density_s2(x.copy(), mu.copy(), kappa)
             if not _close_04(got, want, 1e-9, 1e-9, f"kappa = {kappa}"):
                 return False
         return True
@@ -601,36 +623,63 @@ def check_04_vmf_log_density_s2(vmf_log_density_s2):
     return verdict("練習問題 3（vmf_log_density_s2）", judge)
 
 
-def check_04_vmf_posterior(vmf_posterior):
-    """練習問題4: vmf_posterior(x, mus, kappas, priors) -> p(k | x) of a mixture of vMF(mu_k, kappa_k) with
-    priors pi_k, i.e. pi_k C_d(kappa_k) exp(kappa_k mu_k.x) normalized over k; built here from
-    sphere.vmf_log_density. With one shared kappa and equal priors it is softmax(kappa mu_k.x)."""
+def _04_log_posterior_grad(x, mus, kappas, priors, k):
+    """The reference of 練習問題4: the Riemannian gradient at the unit vector x of log p(k | x) in the vMF mixture,
+    by the scalar engine: log p(k | x) = z_k - logsumexp(z), z_j = log pi_j + log C_d(kappa_j) + kappa_j mu_j.x,
+    built from Values of x (the max subtracted as a constant, as the chapter's softmax does), backward(), and
+    the Euclidean gradient projected onto the tangent space (sphere.tangent_project)."""
     import numpy as np
 
     import sphere
-    from utils import softmax_np
+    from value import Value
 
-    def reference(x, mus, kappas, priors):
-        logp = np.stack([np.log(p) + sphere.vmf_log_density(x, m, k) for m, k, p in zip(mus, kappas, priors)], axis=1)
-        return softmax_np(logp)
+    d = x.shape[0]
+    log_const = np.log(priors) + sphere.vmf_log_normalizer(d, kappas)
+    xs = [Value(float(v)) for v in x]
+    z = [float(c) + float(kap) * sum(float(m_i) * x_i for m_i, x_i in zip(mu, xs))
+         for c, kap, mu in zip(log_const, kappas, mus)]
+    top = max(zj.data for zj in z)
+    log_p = z[k] - (sum((zj - top).exp() for zj in z).log() + top)
+    log_p.backward()
+    return sphere.tangent_project(x, np.array([v.grad for v in xs]))
+
+
+def check_04_vmf_posterior_grad(vmf_posterior_grad):
+    """練習問題4: vmf_posterior_grad(x, mus, kappas, priors, k) -> the Riemannian gradient at the unit vector x (d,)
+    of log p(k | x), the log posterior of class k in a mixture of vMF(mu_k, kappa_k) with priors pi_k:
+    kappa_k mu_k - sum_j p(j | x) kappa_j mu_j, projected onto the tangent space at x. The notebook computes the
+    posterior (§8) and the tangent projection (§6), not this gradient.
+
+    Judged against the scalar engine's backward() (_04_log_posterior_grad) at several points and classes, from
+    one shared kappa to kappas up to 1000 (exp(kappa) alone overflows: the posterior must be computed in log
+    space). Value.backward is refused while the learner's function runs."""
+    import numpy as np
+
+    import sphere
+    from value import Value
 
     def judge():
         rng = np.random.default_rng(404)
         cases = [(3, 4, [5.0] * 4, [0.25] * 4),                 # the lecture's setting: softmax(kappa cos)
                  (3, 4, [1.0, 4.0, 10.0, 30.0], [0.1, 0.2, 0.3, 0.4]),
                  (16, 5, [4.0, 5.0, 6.0, 7.0, 8.6], [0.2] * 5),  # like microgpt's s_z: one kappa per class
-                 (16, 3, [200.0, 600.0, 1000.0], [0.5, 0.3, 0.2])]  # exp(kappa) alone would overflow
+                 (16, 3, [1000.0, 600.0, 200.0], [0.2, 0.3, 0.5])]  # exp(kappa_0 mu_0.x) overflows
         for d, K, kappas, priors in cases:
             mus = sphere.l2_normalize_np(rng.standard_normal((K, d)))
-            x = sphere.l2_normalize_np(mus[0] + 0.3 * rng.standard_normal((7, d)))
             kappas, priors = np.array(kappas), np.array(priors)
-            want = reference(x, mus, kappas, priors)
-            got = vmf_posterior(x.copy(), mus.copy(), kappas.copy(), priors.copy())
-            if not _close_04(got, want, 1e-7, 1e-12, f"d = {d}, kappas = {kappas.tolist()}"):
-                return False
+            for _ in range(3):
+                # a point near mu_0 (not too near: with kappa = 1000 every class's posterior would be 0 or 1)
+                x = sphere.l2_normalize_np(mus[0] + (0.3 if kappas.max() < 100 else 0.02) * rng.standard_normal(d))
+                for k in range(K):
+                    want = _04_log_posterior_grad(x, mus, kappas, priors, k)
+                    with refusing(Value.backward, why="backward() を使わずに、勾配の式を書いてください"):
+                        got = vmf_posterior_grad(x.copy(), mus.copy(), kappas.copy(), priors.copy(), k)
+                    what = f"d = {d}, kappas = {kappas.tolist()}, k = {k}"
+                    if not _close_04(got, want, 1e-7, 1e-9 * max(1.0, np.abs(want).max()), what):
+                        return False
         return True
 
-    return verdict("練習問題 4（vmf_posterior）", judge)
+    return verdict("練習問題 4（vmf_posterior_grad）", judge)
 
 
 # ============================================================================ 05 PyTorch concepts
