@@ -684,8 +684,8 @@ def check_04_vmf_posterior_grad(vmf_posterior_grad):
 
 # ============================================================================ 05 PyTorch concepts
 # Exercises of notebook 05 (PyTorch concepts without PyTorch): He init drawn from a uniform distribution, the
-# backward of a linear layer with a bias in the [out, in] layout, and the gradient that reaches an attention query
-# with and without 1/sqrt(d).
+# backward of a linear layer with a bias in the [out, in] layout, and the gradients that reach the attention's keys
+# and values with and without 1/sqrt(d).
 
 
 def check_05_he_uniform_bound(he_uniform_bound):
@@ -728,7 +728,9 @@ def check_05_linear_bias_backward(linear_bias_np_backward):
     """Exercise 05-2: linear_bias_np_backward(dy, x, w) -> (dx, dw, db) for y = linear_np(x, w) + b.
 
     dx and dw are compared with utils.linear_np_backward, db with central differences of the forward pass
-    (sum(dy * y) is linear in b, so the difference quotient is exact up to rounding).
+    (sum(dy * y) is linear in b, so the difference quotient is exact up to rounding). The task lets the learner
+    take dx and dw from utils.linear_np_backward (the bias does not change them): db over any number of batch
+    axes is the new part.
     """
     import numpy as np
 
@@ -763,33 +765,50 @@ def check_05_linear_bias_backward(linear_bias_np_backward):
     return verdict("練習問題 2（バイアス付き線形層の逆伝播）", judge)
 
 
-def check_05_query_grad(query_grad):
-    """Exercise 05-3: query_grad(q, K, dp, scaled) -> dL/dq for p = softmax(alpha K q), alpha = 1/sqrt(d) or 1.
+def check_05_key_value_grads(key_value_grads):
+    """Exercise 05-3: key_value_grads(q, K, V, do, scaled) -> (dK, dV) for the attention output of one query,
+    o = p @ V, p = softmax(alpha K q), alpha = 1/sqrt(d) or 1, given do = dL/do. The notebook computes the gradient
+    that reaches the query (§5); this asks for the keys and the values: dV = outer(p, do) does not pass through
+    softmax's Jacobian, dK = alpha outer(ds, q) does (ds = dL/d(scores)).
 
-    The reference is built from utils.softmax_np and utils.softmax_np_backward, for d = 16 and d = 256.
+    Judged against the NumPy engine's attention backward (numpy_engine.attention_np_backward) for d = 16 and
+    d = 256, with and without the scaling; it and Value.backward are refused while the learner's function runs.
     """
     import numpy as np
 
-    from utils import softmax_np, softmax_np_backward
+    import numpy_engine
+    from utils import softmax_np
+    from value import Value
 
     def judge():
         ok = True
         for d in (16, 256):
             r = np.random.default_rng(d)
-            q, K, dp = r.normal(size=d), r.normal(size=(8, d)), r.normal(size=8)
+            q, K, V, do = r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)), r.normal(size=d)
             for scaled in (False, True):
                 alpha = 1 / np.sqrt(d) if scaled else 1.0
                 p = softmax_np(alpha * (K @ q))
-                ref = alpha * (softmax_np_backward(dp, p) @ K)
-                got = np.asarray(query_grad(q.copy(), K.copy(), dp.copy(), scaled), dtype=float)
-                if got.shape != ref.shape:
-                    print(f"  d = {d}, scaled = {scaled}：形が {got.shape}、正しくは {ref.shape}")
+                out = [np.zeros((1, d)), np.zeros((8, d)), np.zeros((8, d))]   # dq, dK, dV
+                numpy_engine.attention_np_backward(do[None], q[None], K, V, p[None], alpha, out)
+                dK_ref, dV_ref = out[1], out[2]
+                with refusing(numpy_engine.attention_np_backward, Value.backward,
+                              why="attention_np_backward も backward() も使わずに、式で書いてください"):
+                    got = key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
+                if not (isinstance(got, tuple) and len(got) == 2):
+                    print(f"  (dK, dV) の2つ組を返してください（返ってきたのは {type(got).__name__}）")
+                    return False
+                dK, dV = (np.asarray(g, dtype=float) for g in got)
+                line = f"  d = {d:3d}, scaled = {str(scaled):5s}："
+                if dK.shape != dK_ref.shape or dV.shape != dV_ref.shape:
+                    print(f"{line}形が dK {dK.shape}, dV {dV.shape}、正しくは {dK_ref.shape}, {dV_ref.shape}")
                     ok = False
                     continue
-                good = np.allclose(got, ref, rtol=1e-6, atol=1e-12)
-                print(f"  d = {d:3d}, scaled = {str(scaled):5s}：|dL/dq| = {np.linalg.norm(got):.3e}"
-                      f"{'' if good else f'（正しくは {np.linalg.norm(ref):.3e}）'}")
-                ok = ok and good
+                good_K = np.allclose(dK, dK_ref, rtol=1e-6, atol=1e-12)
+                good_V = np.allclose(dV, dV_ref, rtol=1e-6, atol=1e-12)
+                print(f"{line}|dL/dK| = {np.linalg.norm(dK):.3e}"
+                      f"{'' if good_K else f'（正しくは {np.linalg.norm(dK_ref):.3e}）'}, |dL/dV| = "
+                      f"{np.linalg.norm(dV):.3e}{'' if good_V else f'（正しくは {np.linalg.norm(dV_ref):.3e}）'}")
+                ok = ok and good_K and good_V
         return ok
 
-    return verdict("練習問題 3（クエリに届く勾配）", judge)
+    return verdict("練習問題 3（キーとバリューに届く勾配）", judge)
