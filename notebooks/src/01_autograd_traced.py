@@ -380,7 +380,7 @@ except RecursionError as err:
     print(f"NaiveValue, {n_links:,} links (recursive topological sort): RecursionError: {err}")
 
 # %% [markdown]
-# この鎖の勾配は $0.999999^{200000} \approx 0.82$ です（上の出力の1行目）。1段あたりの因子が 1 にごく近いので、20 万段を通っても 18% しか減りません。
+# この鎖の勾配は $0.999999^{200000} \approx 0.82$ です（上の出力の1行目）。1段あたりの因子が 1 にごく近いので、20 万段を通っても 0.82 倍にしかなりません。
 # 因子が 1 より十分小さいと、話が変わります。逆伝播は各段の局所勾配を順に掛けていくので、PyTorch の基本の資料が「伝言ゲーム」にたとえる **勾配消失** が起きます
 # （資料の例は $0.1 \times 0.1 \times 0.1 \times \dots \to 0$）。同じ反復版の `backward()` で、$y = x \cdot 0.1^{n}$ の鎖の `x.grad` を見ます。
 
@@ -394,7 +394,7 @@ for n in (10, 100, 300, 320, 323, 324):
         y = y * 0.1
     y.backward()
     print(f"{n:3d} links of * 0.1: x.grad = {x.grad!r}")
-print("the smallest positive float64:", math.ulp(0.0))
+print(f"the smallest positive float64: {math.ulp(0.0):.3e}")
 
 # %% [markdown]
 # 勾配は $10^{-n}$ と指数的に小さくなり、float64 で表せる最小の正の数（約 $4.9\times10^{-324}$）を下回る 324 段で **ちょうど 0.0** になります。
