@@ -48,6 +48,13 @@ def log_softmax_jacobian_transposed(z):  # delta_ij - p_i: the rows and columns 
     return log_softmax_jacobian(z).T
 
 
+def log_softmax_jacobian_dividing_by_p(z):  # J of softmax divided row by row by p_i: 0/0 where p_i underflows to 0
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.diag(p) - np.outer(p, p)) / p[:, None]
+
+
 def log_softmax_jacobian_unstable(z):  # exp without subtracting the max: nan at logits of 1000
     with np.errstate(over="ignore", invalid="ignore"):
         p = np.exp(z) / np.exp(z).sum()
@@ -74,7 +81,8 @@ def layernorm_as_rmsnorm(dy, x):  # treats LayerNorm as if it did not subtract t
 
 CASES = [
     (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian,
-     [softmax_jacobian_instead, log_softmax_jacobian_transposed, log_softmax_jacobian_unstable]),
+     [softmax_jacobian_instead, log_softmax_jacobian_transposed, log_softmax_jacobian_unstable,
+      log_softmax_jacobian_dividing_by_p]),
     (exercises.check_02_rmsnorm_backward, rmsnorm_backward, [rmsnorm_scale_as_constant, rmsnorm_unbatched]),
     (exercises.check_02_layernorm_backward, layernorm_backward,
      [layernorm_without_variance_path, layernorm_as_rmsnorm]),
@@ -237,3 +245,9 @@ def test_copied_answers_are_wrong(check, copied, capsys):
     assert "不正解" in out and "使わずに" in out
     # and they work again after the check.
     assert copy_gives_the_right_numbers(check, copied)
+
+
+def test_dividing_by_p_is_right_where_no_probability_underflows():
+    # The hint's second route is the same matrix wherever every p_i > 0; only the logits of -1000 make it 0/0.
+    z = np.array([0.3, -1.2, 2.0, 0.5])
+    assert np.allclose(log_softmax_jacobian_dividing_by_p(z), log_softmax_jacobian(z), atol=1e-12)

@@ -663,6 +663,7 @@ plt.show()
 # <details><summary>ヒント</summary>
 #
 # $\log p_i = z_i - \log\sum_k e^{z_k}$ と書けます。あるいは、$\partial \log p_i = \partial p_i / p_i$ なので、§2 の $J$ の第 $i$ 行を $p_i$ で割っても同じ答えになります。
+# ただし、ロジット −1000 の成分では $p_i$ が float64 で 0 にアンダーフローし、そのまま割ると 0/0 = NaN になります。割り算を約分して消した形にしてから書いてください。
 #
 # </details>
 
