@@ -53,7 +53,7 @@ np.set_printoptions(precision=6, suppress=True)
 # ## 0. 章の行番号と、コードのあるファイル
 #
 # 章は `linear` を「L129–L131」、`softmax` を「L133–L138」、`rmsnorm` を「L140–L144」と、**microgpt.py** の行番号で示します。
-# これは参照実装（Karpathy の microgpt）の1ファイルの行番号です。このプロジェクトでは3つの関数は **`utils.py`** にあり、
+# これは参照実装（Karpathy の microgpt、1ファイル）の、章が使った版の行番号です（章のコードには日本語の docstring が付いていて、どのリビジョンかは章に書かれていません。§5 の「microgpt.py のコメント」を参照）。このプロジェクトでは3つの関数は **`utils.py`** にあり、
 # `microgpt.py` はそれを import して使います。行番号も違うので、実行時のソースから確かめます（ファイル名と行番号は `inspect` が返すもの）。
 
 # %%
