@@ -97,9 +97,14 @@ def _uses_twice_01():
 
 
 def check_01_grad_a(grad_a):
-    """練習問題 1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward()."""
+    """練習問題 1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward().
+
+    Value.backward and tracing.trace_backward are refused while grad_a runs: the exercise prints the three lines
+    that compute a.grad with the engine, and pasting them into grad_a would copy the engine's answer.
+    """
     import random
 
+    from tracing import trace_backward
     from value import Value
 
     def judge():
@@ -108,7 +113,9 @@ def check_01_grad_a(grad_a):
             a0, b0 = rng.uniform(-2, 2), rng.uniform(-2, 2)
             a, b = Value(a0), Value(b0)
             ((a * b).tanh() * a).backward()
-            got = float(grad_a(a0, b0))
+            with refusing(Value.backward, trace_backward,
+                          why="backward() も trace_backward も使わずに、手で導いた式で書いてください"):
+                got = float(grad_a(a0, b0))
             if not abs(got - a.grad) <= 1e-9 * max(1.0, abs(a.grad)):
                 print(f"  a = {a0:.4f}, b = {b0:.4f}: your dL/da = {got:.6g}, backward() gives {a.grad:.6g}")
                 return False
@@ -224,8 +231,12 @@ def check_01_topological_order(my_topological_order):
 
 
 # ============================================================================ 02 chapter 21
-# Exercises of notebook 02: the softmax Jacobian as a matrix, rmsnorm's backward, layernorm's backward.
+# Exercises of notebook 02: the Jacobian of log-softmax as a matrix, rmsnorm's backward, layernorm's backward.
 # numpy, utils and value are imported inside the functions (this file's imports stay at its top).
+# All three ask for a derivative by hand, so while the learner's function runs, the engine's backward() and the
+# project's backward functions that would hand over the answer are refused (_02_REFUSED_WHY).
+
+_02_REFUSED_WHY = "プロジェクトの逆伝播（backward() や *_backward）を使わずに、手で導いた式で書いてください"
 
 
 def _02_layernorm_np(x, eps=1e-5):
@@ -236,68 +247,87 @@ def _02_layernorm_np(x, eps=1e-5):
     return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
 
 
-def _02_answer_array(fn, *args, shape):
+def _02_answer_array(fn, *args, shape, refused=()):
     """Call the learner's fn on copies of args (so it cannot edit the judge's arrays); the answer as a float array.
 
-    Prints why and returns None when the answer does not have the expected shape.
+    The functions in `refused` raise while fn runs. Prints why and returns None when the answer does not have
+    the expected shape.
     """
     import numpy as np
 
-    out = np.asarray(fn(*(np.array(a, copy=True) for a in args)), dtype=float)
+    with refusing(*refused, why=_02_REFUSED_WHY):
+        out = np.asarray(fn(*(np.array(a, copy=True) for a in args)), dtype=float)
     if out.shape != shape:
         print(f"  the answer has shape {out.shape}, expected {shape}")
         return None
     return out
 
 
-def check_02_softmax_jacobian(softmax_jacobian):
-    """Exercise 02-1: softmax_jacobian(p) -> the (n, n) matrix J[i, j] = dp_i/dz_j for p = softmax(z).
+def check_02_log_softmax_jacobian(log_softmax_jacobian):
+    """Exercise 02-1: log_softmax_jacobian(z) -> the (n, n) matrix J[i, j] = d log p_i / d z_j for p = softmax(z)
+    (= delta_ij - p_j). The notebook shows the Jacobian of softmax itself (diag(p) - p p^T), not of its log.
 
-    Judged against the project's backward: with the upstream gradient e_i (1 at i, 0 elsewhere),
-    utils.softmax_np_backward(e_i, p) returns dz_j = dp_i/dz_j, the i-th row of J.
+    Judged against the project's cross-entropy backward: -log p_i is the loss for the target i, and
+    utils.cross_entropy_np_backward(z, i) = p - e_i is minus the i-th row of J. Includes logits of +-1000 (the
+    softmax must subtract the max first). While the learner's function runs, the backward functions that would
+    give the rows directly (utils.softmax_np_backward, utils.cross_entropy_np_backward,
+    numpy_engine.cross_entropy_fused) and Value.backward (the notebook's jacobian() helper) are refused.
     """
     import numpy as np
 
+    import numpy_engine
     import utils
+    from value import Value
+
+    refused = (utils.softmax_np_backward, utils.cross_entropy_np_backward, numpy_engine.cross_entropy_fused,
+               Value.backward)
 
     def judge():
         rng = np.random.default_rng(2102)
-        for n in (2, 3, 6):
-            p = utils.softmax_np(rng.normal(scale=2.0, size=n))
-            J = _02_answer_array(softmax_jacobian, p, shape=(n, n))
+        cases = [rng.normal(scale=2.0, size=n) for n in (2, 3, 6)] + [np.array([1000.0, 999.0, 990.0, -1000.0])]
+        for z in cases:
+            n = z.size
+            reference = -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0] for i in range(n)])
+            J = _02_answer_array(log_softmax_jacobian, z, shape=(n, n), refused=refused)
             if J is None:
                 return False
-            reference = np.stack([utils.softmax_np_backward(e, p) for e in np.eye(n)])
             if not np.allclose(J, reference, rtol=1e-9, atol=1e-12):
-                print(f"  n = {n}: max |J - reference| = {np.abs(J - reference).max():.3g}")
+                where = "logits of +-1000 (subtract the max before exp)" if np.abs(z).max() > 100 else f"n = {n}"
+                print(f"  {where}: max |J - reference| = {np.abs(J - reference).max():.3g}")
                 return False
         return True
 
-    return verdict("練習問題 1（softmax のヤコビアン）", judge)
+    return verdict("練習問題 1（log-softmax のヤコビアン）", judge)
 
 
 def check_02_rmsnorm_backward(rmsnorm_backward):
     """Exercise 02-2: rmsnorm_backward(dy, x) -> dx for y = rmsnorm(x) over the last axis (eps = 1e-5).
 
-    Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row.
+    Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row. While the learner's
+    function runs, utils.rmsnorm_np_backward, numpy_engine.rmsnorm_fused_backward and Value.backward are refused
+    (each would compute the answer instead of the learner's formula).
     """
     import numpy as np
 
+    import numpy_engine
+    import utils
     from utils import rmsnorm
     from value import Value
+
+    refused = (utils.rmsnorm_np_backward, numpy_engine.rmsnorm_fused_backward, Value.backward)
 
     def judge():
         rng = np.random.default_rng(2103)
         for shape in ((4,), (3, 5)):
             x, dy = rng.normal(size=shape), rng.normal(size=shape)
-            dx = _02_answer_array(rmsnorm_backward, dy, x, shape=shape)
-            if dx is None:
-                return False
             reference = np.zeros(shape)
             for i in np.ndindex(*shape[:-1]):
                 xs = [Value(float(v)) for v in x[i]]
                 sum(float(g) * yj for g, yj in zip(dy[i], rmsnorm(xs))).backward()
                 reference[i] = [v.grad for v in xs]
+            dx = _02_answer_array(rmsnorm_backward, dy, x, shape=shape, refused=refused)
+            if dx is None:
+                return False
             if not np.allclose(dx, reference, rtol=1e-9, atol=1e-12):
                 print(f"  x.shape {shape}: max |dx - backward()| = {np.abs(dx - reference).max():.3g}")
                 return False
@@ -311,7 +341,9 @@ def check_02_layernorm_backward(layernorm_backward):
 
     Judged with value.gradient_check: for each row, the learner's dx becomes the local gradients of one
     Value node holding the loss sum_i dy_i y_i, and backprop through that node is compared with central
-    differences of the loss. On a mismatch the gradient_check table of that row is printed.
+    differences of the loss. On a mismatch the gradient_check table of that row is printed. Value.backward is
+    refused while the learner's function runs (LayerNorm written with Values and backpropagated by the engine
+    would be the engine's answer, not the learner's formula).
     """
     import numpy as np
 
@@ -321,7 +353,7 @@ def check_02_layernorm_backward(layernorm_backward):
         rng = np.random.default_rng(2104)
         shape = (3, 5)
         x, dy = rng.normal(scale=2.0, size=shape), rng.normal(size=shape)
-        dx = _02_answer_array(layernorm_backward, dy, x, shape=shape)
+        dx = _02_answer_array(layernorm_backward, dy, x, shape=shape, refused=(Value.backward,))
         if dx is None:
             return False
         for r in range(shape[0]):
@@ -348,34 +380,55 @@ def _show_mismatch_03(label, got, want):
     print(f"  {label}: 期待される値 {want}、あなたの答え {got}")
 
 
-def check_03_attend(attend):
-    """Exercise 03-1: one head's causal attention at one position, as in gpt():
-    z_t = q . k_t / sqrt(d), w = softmax(z), output sum_t w_t v_t.
-    Judged against utils.softmax_np on seeded random q, keys, values with T = 1..6 cached positions."""
+def check_03_causal_attention(causal_attention):
+    """Exercise 03-1: causal multi-head attention for every position at once, as forward_np computes it:
+    causal_attention(q, k, v, n_head) with q, k, v of shape (T, C) (row t = position t) returns (T, C), the heads'
+    outputs side by side (attn_wo's input). Row t, head h: softmax over s <= t of q_t,h . k_s,h / sqrt(head_dim),
+    then the weighted sum of v_s,h. The notebook steps through one head at one position (gpt's loop); this asks
+    for all positions and heads together, with the causal rule that the KV cache gives gpt for free.
+
+    Judged against the project's NumPy engine: microgpt.forward_np on a random model (rmsnorm mode) keeps each
+    layer's q, k, v and the heads' outputs ("attn_heads"); the learner gets that q, k, v. numpy_engine.attention_np
+    (the engine's own attention) is refused while the learner's function runs.
+    """
     import numpy as np
 
-    from utils import softmax_np
+    import microgpt
+    import numpy_engine
 
     def judge():
         rng = np.random.default_rng(2203)
-        for T, d in [(1, 4), (2, 4), (4, 4), (6, 4), (3, 8)]:
-            q = rng.normal(0.0, 1.5, d)
-            keys = rng.normal(0.0, 1.5, (T, d))
-            values = rng.normal(0.0, 1.0, (T, d))
-            want = softmax_np(keys @ q / np.sqrt(d)) @ values
-            got = np.asarray(attend(q.tolist(), keys.tolist(), values.tolist()), dtype=float)
-            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
-                _show_mismatch_03(f"T = {T}, d = {d}", np.round(got, 6), np.round(want, 6))
+        for T, n_embd, n_head in [(1, 8, 2), (4, 8, 2), (6, 16, 4), (5, 12, 3), (7, 8, 1)]:
+            cfg = microgpt.GPTConfig(vocab_size=11, n_embd=n_embd, n_head=n_head, n_layer=1, block_size=8)
+            params = microgpt.init_params(cfg, seed=int(rng.integers(1000)))
+            for a in params.values():
+                a *= 4.0  # larger than init's N(0, 0.08^2), so the attention weights are far from uniform
+            _, cache = microgpt.forward_np(params, rng.integers(0, cfg.vocab_size, T), cfg)
+            layer = cache["layers"][0]
+            q, k, v = (layer[name][0].transpose(1, 0, 2).reshape(T, n_embd) for name in ("q", "k", "v"))
+            want = layer["attn_heads"]
+            with refusing(numpy_engine.attention_np,
+                          why="numpy_engine.attention_np を使わずに、注意の計算を自分で書いてください"):
+                got = np.asarray(causal_attention(q.copy(), k.copy(), v.copy(), n_head), dtype=float)
+            if got.shape != want.shape:
+                _show_mismatch_03(f"T = {T}, n_embd = {n_embd}, n_head = {n_head}: 形", got.shape, want.shape)
+                return False
+            bad = ~np.isclose(got, want, rtol=1e-9, atol=1e-12).all(axis=1)
+            if bad.any():
+                t = int(np.argmax(bad))
+                print(f"  T = {T}, n_embd = {n_embd}, n_head = {n_head}: 位置 {t} の行が違います"
+                      + ("（位置 t はキー 0..t だけを見ます。未来のキーを見ていませんか）" if t < T - 1 else ""))
+                _show_mismatch_03(f"位置 {t}", np.round(got[t], 6), np.round(want[t], 6))
                 return False
         return True
 
-    return verdict("練習問題 1（attend）", judge)
+    return verdict("練習問題 1（causal_attention）", judge)
 
 
 def check_03_count_params(count_params):
     """Exercise 03-2: the number of parameters of a GPTConfig, rmsnorm or sphere, from its sizes.
     Judged against the total size of microgpt.init_params(cfg) for several configs of both norms. The project's
-    own counts (init_params, param_shapes, alloc_params) are refused while the learner's function runs: the
+    own counts (init_params, param_shapes, alloc_params, n_params) are refused while the learner's function runs: the
     exercise is to find the formula, in particular the sphere mode's scale vectors, from gpt_sphere's source."""
     import microgpt
     import model_config
@@ -388,7 +441,8 @@ def check_03_count_params(count_params):
                                          block_size=block_size, norm=norm)
                 want = sum(a.size for a in microgpt.init_params(cfg).values())
                 with refusing(microgpt.init_params, model_config.param_shapes, model_config.alloc_params,
-                              why="init_params / param_shapes を使わずに、式で求めてください"):
+                              model_config.n_params,
+                              why="init_params / param_shapes / n_params を使わずに、式で求めてください"):
                     got = count_params(cfg)
                 if got != want:
                     _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, n_head={n_head}, "
@@ -401,9 +455,13 @@ def check_03_count_params(count_params):
 
 def check_03_temperature_probs(temperature_probs):
     """Exercise 03-3: softmax(logits / T), stable for huge logits and small T.
-    Judged against utils.softmax_np(logits / T)."""
+    Judged against utils.softmax_np(logits / T). While the learner's function runs, utils.softmax_np, the chapter's
+    softmax and numpy_engine.cross_entropy_fused (which computes a softmax too) are refused: calling them would
+    copy the answer instead of writing the max-subtracting softmax."""
     import numpy as np
 
+    import numpy_engine
+    import utils
     from utils import softmax_np
 
     def judge():
@@ -412,7 +470,9 @@ def check_03_temperature_probs(temperature_probs):
         cases += [(np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1), (np.array([3.0, 3.0, 3.0]), 0.7)]
         for logits, T in cases:
             want = softmax_np(logits / T)
-            got = np.asarray(temperature_probs(logits.tolist(), T), dtype=float)
+            with refusing(utils.softmax_np, utils.softmax, numpy_engine.cross_entropy_fused,
+                          why="utils.softmax_np も章の softmax も使わずに、自分で書いてください"):
+                got = np.asarray(temperature_probs(logits.tolist(), T), dtype=float)
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-15):
                 _show_mismatch_03(f"logits {np.round(logits[:4], 3)}..., T = {T}", np.round(got[:4], 6),
                                np.round(want[:4], 6))
@@ -425,7 +485,8 @@ def check_03_temperature_probs(temperature_probs):
 def check_03_bigram_loss(bigram_loss):
     """Exercise 03-4: the add-one-smoothed bigram baseline's val loss.
     Judged against microgpt.baselines(train, val, cfg)["bigram"] on seeded random token sequences
-    that fit in block_size (so no position is cropped)."""
+    that fit in block_size (so no position is cropped). baselines (numpy_engine.baselines, the same function) is
+    refused while the learner's function runs."""
     import numpy as np
 
     import microgpt
@@ -441,7 +502,8 @@ def check_03_bigram_loss(bigram_loss):
 
             train, val = docs(40), docs(15)
             want = microgpt.baselines(train, val, cfg)["bigram"]
-            got = float(bigram_loss(train, val, cfg.vocab_size))
+            with refusing(microgpt.baselines, why="microgpt.baselines を使わずに、数えて求めてください"):
+                got = float(bigram_loss(train, val, cfg.vocab_size))
             if not np.isclose(got, want, rtol=1e-9, atol=1e-12):
                 _show_mismatch_03(f"vocab_size {cfg.vocab_size}", got, want)
                 return False
@@ -470,18 +532,24 @@ def _close_04(got, want, rtol, atol, what):
 
 def check_04_riemannian_step(riemannian_step):
     """練習問題1: riemannian_step(x, g, lr) (x a unit 1-D vector) must equal sphere.riemannian_sgd_step:
-    x <- R(x - lr (g - (g.x) x)), R(v) = v / ||v||."""
+    x <- R(x - lr (g - (g.x) x)), R(v) = v / ||v||. sphere's step functions and their parts (tangent_project,
+    retract, exp_map) are refused while the learner's function runs: the exercise is to write the step."""
     import numpy as np
 
     import sphere
+
+    refused = (sphere.riemannian_sgd_step, sphere.projected_sgd_step, sphere.tangent_project, sphere.retract,
+               sphere.exp_map)
 
     def judge():
         rng = np.random.default_rng(401)
         for d, lr in ((3, 0.1), (5, 0.5), (16, 0.02), (16, 2.0), (64, 0.3)):
             x = sphere.l2_normalize_np(rng.standard_normal(d))
             g = 3.0 * rng.standard_normal(d) + 2.0 * x  # with a radial part, which the step must ignore
-            got = riemannian_step(x.copy(), g.copy(), lr)
             want = sphere.riemannian_sgd_step(x, g, lr)
+            with refusing(*refused, why="sphere の関数（riemannian_sgd_step, tangent_project, retract など）を"
+                                        "使わずに書いてください"):
+                got = riemannian_step(x.copy(), g.copy(), lr)
             if not _close_04(got, want, 1e-9, 1e-12, f"d = {d}, lr = {lr}"):
                 return False
         return True
@@ -492,10 +560,19 @@ def check_04_riemannian_step(riemannian_step):
 def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
     """練習問題2: safe_normalize(x, eps) = x / max(||x||, eps) (as sphere.l2_normalize_np) and
     safe_normalize_backward(dy, x, eps) = its dx, checked against central differences of the project's
-    forward, at ||x|| ~ 1, ~ 1e-7 (where an added eps is visibly wrong) and below eps (the clamped branch)."""
+    forward, at ||x|| ~ 1, ~ 1e-7 (where an added eps is visibly wrong) and below eps (the clamped branch).
+    The reference values are computed first; while the learner's functions run, the project's normalizations and
+    their backward passes (sphere.l2_normalize_np, l2_normalize_np_backward, the scalar l2_normalize,
+    numpy_engine's fused twins) and Value.backward are refused."""
     import numpy as np
 
+    import numpy_engine
     import sphere
+    from value import Value
+
+    refused = (sphere.l2_normalize_np, sphere.l2_normalize_np_backward, sphere.l2_normalize,
+               numpy_engine.l2_normalize_fused, numpy_engine.l2_normalize_fused_backward, Value.backward)
+    why = "sphere の正規化とその逆伝播（l2_normalize_np, l2_normalize_np_backward など）を使わずに書いてください"
 
     def judge():
         rng = np.random.default_rng(402)
@@ -504,13 +581,16 @@ def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
             x = scale * rng.standard_normal(5)
             dy = rng.standard_normal(5)
             y_want = sphere.l2_normalize_np(x, eps=eps)
-            at = f"at ||x|| = {np.linalg.norm(x):.1e}"
-            if not _close_04(safe_normalize(x.copy(), eps), y_want, 1e-10, 0.0, f"y {at}"):
-                return False
             h = 1e-5 * np.linalg.norm(x)  # central differences of L = dy . y(x), one coordinate at a time
             numeric = np.array([(dy @ sphere.l2_normalize_np(x + h * e, eps=eps)
                                  - dy @ sphere.l2_normalize_np(x - h * e, eps=eps)) / (2 * h) for e in np.eye(5)])
-            got = safe_normalize_backward(dy.copy(), x.copy(), eps)
+            at = f"at ||x|| = {np.linalg.norm(x):.1e}"
+            with refusing(*refused, why=why):
+                y_got = safe_normalize(x.copy(), eps)
+            if not _close_04(y_got, y_want, 1e-10, 0.0, f"y {at}"):
+                return False
+            with refusing(*refused, why=why):
+                got = safe_normalize_backward(dy.copy(), x.copy(), eps)
             if not _close_04(got, numeric, 1e-6, 1e-6 * np.abs(numeric).max(), f"dx {at}"):
                 return False
         return True
@@ -520,7 +600,8 @@ def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
 
 def check_04_vmf_log_density_s2(vmf_log_density_s2):
     """練習問題3: the closed form on S^2, log(kappa / (4 pi sinh kappa)) + kappa mu.x, must equal
-    sphere.vmf_log_density for kappa from 0.01 to 1000 (sinh overflows above ~710: work in log space)."""
+    sphere.vmf_log_density for kappa from 0.01 to 1000 (sinh overflows above ~710: work in log space).
+    sphere.vmf_log_density, vmf_log_normalizer and log_bessel_iv are refused while the learner's function runs."""
     import numpy as np
 
     import sphere
@@ -530,8 +611,11 @@ def check_04_vmf_log_density_s2(vmf_log_density_s2):
         mu = sphere.l2_normalize_np(rng.standard_normal(3))
         x = sphere.l2_normalize_np(rng.standard_normal((6, 3)))
         for kappa in (0.01, 0.5, 3.0, 40.0, 1000.0):
-            got = vmf_log_density_s2(x.copy(), mu.copy(), kappa)
             want = sphere.vmf_log_density(x, mu, kappa)
+            with refusing(sphere.vmf_log_density, sphere.vmf_log_normalizer, sphere.log_bessel_iv,
+                          why="sphere.vmf_log_density / vmf_log_normalizer / log_bessel_iv を使わずに、"
+                              "閉じた式で書いてください"):
+                got = vmf_log_density_s2(x.copy(), mu.copy(), kappa)
             if not _close_04(got, want, 1e-9, 1e-9, f"kappa = {kappa}"):
                 return False
         return True
@@ -539,42 +623,69 @@ def check_04_vmf_log_density_s2(vmf_log_density_s2):
     return verdict("練習問題 3（vmf_log_density_s2）", judge)
 
 
-def check_04_vmf_posterior(vmf_posterior):
-    """練習問題4: vmf_posterior(x, mus, kappas, priors) -> p(k | x) of a mixture of vMF(mu_k, kappa_k) with
-    priors pi_k, i.e. pi_k C_d(kappa_k) exp(kappa_k mu_k.x) normalized over k; built here from
-    sphere.vmf_log_density. With one shared kappa and equal priors it is softmax(kappa mu_k.x)."""
+def _04_log_posterior_grad(x, mus, kappas, priors, k):
+    """The reference of 練習問題4: the Riemannian gradient at the unit vector x of log p(k | x) in the vMF mixture,
+    by the scalar engine: log p(k | x) = z_k - logsumexp(z), z_j = log pi_j + log C_d(kappa_j) + kappa_j mu_j.x,
+    built from Values of x (the max subtracted as a constant, as the chapter's softmax does), backward(), and
+    the Euclidean gradient projected onto the tangent space (sphere.tangent_project)."""
     import numpy as np
 
     import sphere
-    from utils import softmax_np
+    from value import Value
 
-    def reference(x, mus, kappas, priors):
-        logp = np.stack([np.log(p) + sphere.vmf_log_density(x, m, k) for m, k, p in zip(mus, kappas, priors)], axis=1)
-        return softmax_np(logp)
+    d = x.shape[0]
+    log_const = np.log(priors) + sphere.vmf_log_normalizer(d, kappas)
+    xs = [Value(float(v)) for v in x]
+    z = [float(c) + float(kap) * sum(float(m_i) * x_i for m_i, x_i in zip(mu, xs))
+         for c, kap, mu in zip(log_const, kappas, mus)]
+    top = max(zj.data for zj in z)
+    log_p = z[k] - (sum((zj - top).exp() for zj in z).log() + top)
+    log_p.backward()
+    return sphere.tangent_project(x, np.array([v.grad for v in xs]))
+
+
+def check_04_vmf_posterior_grad(vmf_posterior_grad):
+    """練習問題4: vmf_posterior_grad(x, mus, kappas, priors, k) -> the Riemannian gradient at the unit vector x (d,)
+    of log p(k | x), the log posterior of class k in a mixture of vMF(mu_k, kappa_k) with priors pi_k:
+    kappa_k mu_k - sum_j p(j | x) kappa_j mu_j, projected onto the tangent space at x. The notebook computes the
+    posterior (§8) and the tangent projection (§6), not this gradient.
+
+    Judged against the scalar engine's backward() (_04_log_posterior_grad) at several points and classes, from
+    one shared kappa to kappas up to 1000 (exp(kappa) alone overflows: the posterior must be computed in log
+    space). Value.backward is refused while the learner's function runs."""
+    import numpy as np
+
+    import sphere
+    from value import Value
 
     def judge():
         rng = np.random.default_rng(404)
         cases = [(3, 4, [5.0] * 4, [0.25] * 4),                 # the lecture's setting: softmax(kappa cos)
                  (3, 4, [1.0, 4.0, 10.0, 30.0], [0.1, 0.2, 0.3, 0.4]),
                  (16, 5, [4.0, 5.0, 6.0, 7.0, 8.6], [0.2] * 5),  # like microgpt's s_z: one kappa per class
-                 (16, 3, [200.0, 600.0, 1000.0], [0.5, 0.3, 0.2])]  # exp(kappa) alone would overflow
+                 (16, 3, [1000.0, 600.0, 200.0], [0.2, 0.3, 0.5])]  # exp(kappa_0 mu_0.x) overflows
         for d, K, kappas, priors in cases:
             mus = sphere.l2_normalize_np(rng.standard_normal((K, d)))
-            x = sphere.l2_normalize_np(mus[0] + 0.3 * rng.standard_normal((7, d)))
             kappas, priors = np.array(kappas), np.array(priors)
-            want = reference(x, mus, kappas, priors)
-            got = vmf_posterior(x.copy(), mus.copy(), kappas.copy(), priors.copy())
-            if not _close_04(got, want, 1e-7, 1e-12, f"d = {d}, kappas = {kappas.tolist()}"):
-                return False
+            for _ in range(3):
+                # a point near mu_0 (not too near: with kappa = 1000 every class's posterior would be 0 or 1)
+                x = sphere.l2_normalize_np(mus[0] + (0.3 if kappas.max() < 100 else 0.02) * rng.standard_normal(d))
+                for k in range(K):
+                    want = _04_log_posterior_grad(x, mus, kappas, priors, k)
+                    with refusing(Value.backward, why="backward() を使わずに、勾配の式を書いてください"):
+                        got = vmf_posterior_grad(x.copy(), mus.copy(), kappas.copy(), priors.copy(), k)
+                    what = f"d = {d}, kappas = {kappas.tolist()}, k = {k}"
+                    if not _close_04(got, want, 1e-7, 1e-9 * max(1.0, np.abs(want).max()), what):
+                        return False
         return True
 
-    return verdict("練習問題 4（vmf_posterior）", judge)
+    return verdict("練習問題 4（vmf_posterior_grad）", judge)
 
 
 # ============================================================================ 05 PyTorch concepts
 # Exercises of notebook 05 (PyTorch concepts without PyTorch): He init drawn from a uniform distribution, the
-# backward of a linear layer with a bias in the [out, in] layout, and the gradient that reaches an attention query
-# with and without 1/sqrt(d).
+# backward of a linear layer with a bias in the [out, in] layout, and the gradients that reach the attention's keys
+# and values with and without 1/sqrt(d).
 
 
 def check_05_he_uniform_bound(he_uniform_bound):
@@ -617,7 +728,9 @@ def check_05_linear_bias_backward(linear_bias_np_backward):
     """Exercise 05-2: linear_bias_np_backward(dy, x, w) -> (dx, dw, db) for y = linear_np(x, w) + b.
 
     dx and dw are compared with utils.linear_np_backward, db with central differences of the forward pass
-    (sum(dy * y) is linear in b, so the difference quotient is exact up to rounding).
+    (sum(dy * y) is linear in b, so the difference quotient is exact up to rounding). The task lets the learner
+    take dx and dw from utils.linear_np_backward (the bias does not change them): db over any number of batch
+    axes is the new part.
     """
     import numpy as np
 
@@ -652,33 +765,50 @@ def check_05_linear_bias_backward(linear_bias_np_backward):
     return verdict("練習問題 2（バイアス付き線形層の逆伝播）", judge)
 
 
-def check_05_query_grad(query_grad):
-    """Exercise 05-3: query_grad(q, K, dp, scaled) -> dL/dq for p = softmax(alpha K q), alpha = 1/sqrt(d) or 1.
+def check_05_key_value_grads(key_value_grads):
+    """Exercise 05-3: key_value_grads(q, K, V, do, scaled) -> (dK, dV) for the attention output of one query,
+    o = p @ V, p = softmax(alpha K q), alpha = 1/sqrt(d) or 1, given do = dL/do. The notebook computes the gradient
+    that reaches the query (§5); this asks for the keys and the values: dV = outer(p, do) does not pass through
+    softmax's Jacobian, dK = alpha outer(ds, q) does (ds = dL/d(scores)).
 
-    The reference is built from utils.softmax_np and utils.softmax_np_backward, for d = 16 and d = 256.
+    Judged against the NumPy engine's attention backward (numpy_engine.attention_np_backward) for d = 16 and
+    d = 256, with and without the scaling; it and Value.backward are refused while the learner's function runs.
     """
     import numpy as np
 
-    from utils import softmax_np, softmax_np_backward
+    import numpy_engine
+    from utils import softmax_np
+    from value import Value
 
     def judge():
         ok = True
         for d in (16, 256):
             r = np.random.default_rng(d)
-            q, K, dp = r.normal(size=d), r.normal(size=(8, d)), r.normal(size=8)
+            q, K, V, do = r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)), r.normal(size=d)
             for scaled in (False, True):
                 alpha = 1 / np.sqrt(d) if scaled else 1.0
                 p = softmax_np(alpha * (K @ q))
-                ref = alpha * (softmax_np_backward(dp, p) @ K)
-                got = np.asarray(query_grad(q.copy(), K.copy(), dp.copy(), scaled), dtype=float)
-                if got.shape != ref.shape:
-                    print(f"  d = {d}, scaled = {scaled}：形が {got.shape}、正しくは {ref.shape}")
+                out = [np.zeros((1, d)), np.zeros((8, d)), np.zeros((8, d))]   # dq, dK, dV
+                numpy_engine.attention_np_backward(do[None], q[None], K, V, p[None], alpha, out)
+                dK_ref, dV_ref = out[1], out[2]
+                with refusing(numpy_engine.attention_np_backward, Value.backward,
+                              why="attention_np_backward も backward() も使わずに、式で書いてください"):
+                    got = key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
+                if not (isinstance(got, tuple) and len(got) == 2):
+                    print(f"  (dK, dV) の2つ組を返してください（返ってきたのは {type(got).__name__}）")
+                    return False
+                dK, dV = (np.asarray(g, dtype=float) for g in got)
+                line = f"  d = {d:3d}, scaled = {str(scaled):5s}："
+                if dK.shape != dK_ref.shape or dV.shape != dV_ref.shape:
+                    print(f"{line}形が dK {dK.shape}, dV {dV.shape}、正しくは {dK_ref.shape}, {dV_ref.shape}")
                     ok = False
                     continue
-                good = np.allclose(got, ref, rtol=1e-6, atol=1e-12)
-                print(f"  d = {d:3d}, scaled = {str(scaled):5s}：|dL/dq| = {np.linalg.norm(got):.3e}"
-                      f"{'' if good else f'（正しくは {np.linalg.norm(ref):.3e}）'}")
-                ok = ok and good
+                good_K = np.allclose(dK, dK_ref, rtol=1e-6, atol=1e-12)
+                good_V = np.allclose(dV, dV_ref, rtol=1e-6, atol=1e-12)
+                print(f"{line}|dL/dK| = {np.linalg.norm(dK):.3e}"
+                      f"{'' if good_K else f'（正しくは {np.linalg.norm(dK_ref):.3e}）'}, |dL/dV| = "
+                      f"{np.linalg.norm(dV):.3e}{'' if good_V else f'（正しくは {np.linalg.norm(dV_ref):.3e}）'}")
+                ok = ok and good_K and good_V
         return ok
 
-    return verdict("練習問題 3（クエリに届く勾配）", judge)
+    return verdict("練習問題 3（キーとバリューに届く勾配）", judge)

@@ -29,12 +29,31 @@ def grad_a_one_path_only(a, b):  # forgets the edge a -> (... * a): the gradient
     return (1 - t * t) * b * a
 
 
+def grad_a_copied_from_the_exercise(a0, b0):  # the three engine lines the exercise prints: the engine's answer
+    a, b = Value(a0), Value(b0)
+    ((a * b).tanh() * a).backward()
+    return a.grad
+
+
+def grad_a_copied_through_the_trace(a0, b0):
+    a, b = Value(a0), Value(b0)
+    trace_backward((a * b).tanh() * a, quiet=True)
+    return a.grad
+
+
 def test_grad_a(capsys):
     assert exercises.check_01_grad_a(grad_a) is True
     assert exercises.check_01_grad_a(grad_a_one_path_only) is False
     assert exercises.check_01_grad_a(stub) is None
     out = capsys.readouterr().out
     assert "正解" in out and "不正解" in out and "未回答" in out
+
+
+@pytest.mark.parametrize("copied", [grad_a_copied_from_the_exercise, grad_a_copied_through_the_trace])
+def test_grad_a_copied_from_the_engine_is_wrong(copied, capsys):
+    assert exercises.check_01_grad_a(copied) is False
+    assert "使わずに" in capsys.readouterr().out
+    assert copied(0.3, -1.2) == pytest.approx(grad_a(0.3, -1.2))  # the copy is right, and backward() works again
 
 
 # -- 練習問題2: sigmoid as one node with its local gradient s * (1 - s)

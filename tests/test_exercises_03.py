@@ -17,35 +17,83 @@ def stub(*args):
     raise NotImplementedError
 
 
-# ---------------------------------------------------------------- 1. attend
+# ---------------------------------------------------------------- 1. causal_attention (all positions, all heads)
 
-def attend(q, keys, values):
-    d = len(q)
-    logits = [sum(qj * kj for qj, kj in zip(q, k)) / math.sqrt(d) for k in keys]
-    m = max(logits)
-    exps = [math.exp(z - m) for z in logits]
-    total = sum(exps)
-    weights = [e / total for e in exps]
-    return [sum(w * v[j] for w, v in zip(weights, values)) for j in range(d)]
-
-
-def attend_unscaled(q, keys, values):  # forgets the 1/sqrt(d)
-    z = np.asarray(keys) @ np.asarray(q)
-    w = np.exp(z - z.max())
-    return (w / w.sum()) @ np.asarray(values)
+def causal_attention(q, k, v, n_head):
+    T, C = q.shape
+    hd = C // n_head
+    out = np.zeros((T, C))
+    mask = np.tril(np.ones((T, T), dtype=bool))                  # position t sees keys 0..t
+    for h in range(n_head):
+        s = slice(h * hd, (h + 1) * hd)
+        z = np.where(mask, q[:, s] @ k[:, s].T / math.sqrt(hd), -np.inf)
+        w = np.exp(z - z.max(axis=1, keepdims=True))
+        out[:, s] = (w / w.sum(axis=1, keepdims=True)) @ v[:, s]
+    return out
 
 
-def attend_weights_only(q, keys, values):  # returns the weights, not the head output
-    z = np.asarray(keys) @ np.asarray(q) / math.sqrt(len(q))
-    w = np.exp(z - z.max())
-    return w / w.sum()
+def causal_attention_by_position(q, k, v, n_head):  # gpt's loop: the cache at position t holds keys 0..t
+    T, C = len(q), len(q[0])
+    hd = C // n_head
+    out = []
+    for t in range(T):
+        row = []
+        for h in range(n_head):
+            s = slice(h * hd, (h + 1) * hd)
+            logits = [sum(a * b for a, b in zip(q[t][s], k[u][s])) / math.sqrt(hd) for u in range(t + 1)]
+            m = max(logits)
+            e = [math.exp(z - m) for z in logits]
+            row += [sum(e[u] / sum(e) * v[u][s][j] for u in range(t + 1)) for j in range(hd)]
+        out.append(row)
+    return out
 
 
-def test_attend():
-    assert exercises.check_03_attend(attend) is True
-    assert exercises.check_03_attend(attend_unscaled) is False
-    assert exercises.check_03_attend(attend_weights_only) is False
-    assert exercises.check_03_attend(stub) is None
+def attention_without_mask(q, k, v, n_head):  # every position sees the future too
+    T, C = q.shape
+    hd = C // n_head
+    out = np.zeros((T, C))
+    for h in range(n_head):
+        s = slice(h * hd, (h + 1) * hd)
+        z = q[:, s] @ k[:, s].T / math.sqrt(hd)
+        w = np.exp(z - z.max(axis=1, keepdims=True))
+        out[:, s] = (w / w.sum(axis=1, keepdims=True)) @ v[:, s]
+    return out
+
+
+def attention_one_head(q, k, v, n_head):  # treats the whole vector as one head (right only when n_head = 1)
+    return causal_attention(q, k, v, 1)
+
+
+def attention_scaled_by_n_embd(q, k, v, n_head):  # 1/sqrt(n_embd) instead of 1/sqrt(head_dim)
+    return causal_attention(q / math.sqrt(n_head), k, v, n_head)
+
+
+def causal_attention_copied(q, k, v, n_head):  # the NumPy engine's own attention: refused
+    import numpy_engine
+
+    T, C = q.shape
+    heads = [a.reshape(1, T, n_head, -1).transpose(0, 2, 1, 3) for a in (q, k, v)]
+    y, _ = numpy_engine.attention_np(*heads, (C // n_head) ** -0.5, numpy_engine._causal_bias(T, q.dtype))
+    return y.transpose(0, 2, 1, 3).reshape(T, C)
+
+
+def test_causal_attention(capsys):
+    assert exercises.check_03_causal_attention(causal_attention) is True
+    assert exercises.check_03_causal_attention(causal_attention_by_position) is True   # loops are fine too
+    assert exercises.check_03_causal_attention(attention_without_mask) is False
+    assert "未来のキー" in capsys.readouterr().out
+    assert exercises.check_03_causal_attention(attention_one_head) is False
+    assert exercises.check_03_causal_attention(attention_scaled_by_n_embd) is False
+    assert exercises.check_03_causal_attention(stub) is None
+
+
+def test_causal_attention_copied_from_the_engine_is_wrong(capsys):
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(3, 5, 8))
+    assert np.allclose(causal_attention_copied(q, k, v, 2), causal_attention(q, k, v, 2))  # right numbers ...
+    assert exercises.check_03_causal_attention(causal_attention_copied) is False            # ... but refused
+    assert "使わずに" in capsys.readouterr().out
+    assert np.allclose(causal_attention_copied(q, k, v, 2), causal_attention(q, k, v, 2))  # restored afterwards
 
 
 # ---------------------------------------------------------------- 2. count_params (rmsnorm and sphere)
@@ -85,6 +133,11 @@ def count_params_copied_shapes(cfg):
     return sum(math.prod(shape) for _, shape in param_shapes(cfg))
 
 
+def count_params_copied_n_params(cfg):
+    import model_config
+    return model_config.n_params(cfg)
+
+
 def test_count_params(capsys):
     assert exercises.check_03_count_params(count_params) is True
     assert exercises.check_03_count_params(count_params_rmsnorm_formula_only) is False
@@ -93,10 +146,19 @@ def test_count_params(capsys):
     capsys.readouterr()
     assert exercises.check_03_count_params(count_params_copied) is False
     assert exercises.check_03_count_params(count_params_copied_shapes) is False
+    assert exercises.check_03_count_params(count_params_copied_n_params) is False
     assert "使わずに" in capsys.readouterr().out
+    # n_params gives the right count (the copy would pass without the refusal), and works again after the check
+    assert all(count_params_copied_n_params(microgpt_cfg(norm)) == count_params(microgpt_cfg(norm))
+               for norm in ("rmsnorm", "sphere"))
     assert exercises.check_03_count_params(stub) is None
     import microgpt  # the refusal is undone after the check
     assert sum(a.size for a in microgpt.init_params(microgpt.GPTConfig(vocab_size=27)).values()) == 4192
+
+
+def microgpt_cfg(norm):
+    import microgpt
+    return microgpt.GPTConfig(vocab_size=27, n_embd=16, n_layer=2, norm=norm)
 
 
 # ---------------------------------------------------------------- 3. temperature_probs
@@ -117,7 +179,22 @@ def temperature_probs_times_t(logits, temperature):  # multiplies by T instead o
     return temperature_probs(np.asarray(logits, dtype=float) * temperature ** 2, temperature)
 
 
-def test_temperature_probs():
+def temperature_probs_copied(logits, temperature):  # the project's softmax: refused
+    import utils
+    return utils.softmax_np(np.asarray(logits, dtype=float) / temperature)
+
+
+def temperature_probs_chapter_softmax(logits, temperature):  # chapter 21's scalar softmax: refused too
+    import utils
+    from value import Value
+    return np.array([p.data for p in utils.softmax([Value(float(z) / temperature) for z in logits])])
+
+
+def test_temperature_probs(capsys):
+    for copied in (temperature_probs_copied, temperature_probs_chapter_softmax):
+        assert np.allclose(copied([1000.0, 999.0, 3.0], 0.1), temperature_probs([1000.0, 999.0, 3.0], 0.1))
+        assert exercises.check_03_temperature_probs(copied) is False
+        assert "使わずに" in capsys.readouterr().out
     assert exercises.check_03_temperature_probs(temperature_probs) is True
     assert exercises.check_03_temperature_probs(temperature_probs_naive) is False
     assert exercises.check_03_temperature_probs(temperature_probs_times_t) is False
@@ -150,7 +227,26 @@ def bigram_loss_mean_per_doc(train_tokens, val_tokens, vocab_size):  # averages 
     return float(np.mean([bigram_loss(train_tokens, [t], vocab_size) for t in val_tokens]))
 
 
-def test_bigram_loss():
+def bigram_loss_copied(train_tokens, val_tokens, vocab_size):  # the project's baseline: refused
+    import microgpt
+    cfg = microgpt.GPTConfig(vocab_size=vocab_size, block_size=16)
+    return microgpt.baselines(train_tokens, val_tokens, cfg)["bigram"]
+
+
+def bigram_loss_copied_from_numpy_engine(train_tokens, val_tokens, vocab_size):  # the same function
+    import microgpt
+    import numpy_engine
+    cfg = microgpt.GPTConfig(vocab_size=vocab_size, block_size=16)
+    return numpy_engine.baselines(train_tokens, val_tokens, cfg)["bigram"]
+
+
+def test_bigram_loss(capsys):
+    docs = [[3, 0, 1, 2, 3], [3, 2, 2, 3], [3, 1, 3]]
+    for copied in (bigram_loss_copied, bigram_loss_copied_from_numpy_engine):
+        assert math.isclose(copied(docs, docs[:2], 4), bigram_loss(docs, docs[:2], 4))
+        assert exercises.check_03_bigram_loss(copied) is False
+        assert "使わずに" in capsys.readouterr().out
+    assert math.isclose(bigram_loss_copied(docs, docs[:2], 4), bigram_loss(docs, docs[:2], 4))  # restored
     assert exercises.check_03_bigram_loss(bigram_loss) is True
     assert exercises.check_03_bigram_loss(bigram_loss_unsmoothed) is False
     assert exercises.check_03_bigram_loss(bigram_loss_mean_per_doc) is False

@@ -12,7 +12,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
 
-from utils import linear_np_backward, softmax_np, softmax_np_backward  # noqa: E402
+from utils import linear_np_backward, softmax, softmax_np, softmax_np_backward  # noqa: E402
 
 
 def stub(*args):
@@ -94,44 +94,87 @@ def test_linear_bias_backward_unanswered():
     assert exercises.check_05_linear_bias_backward(stub) is None
 
 
-# -- 05-3: the gradient that reaches the query
+# -- 05-3: the gradients that reach the keys and the values
 
 
-def query_grad(q, K, dp, scaled):
+def key_value_grads(q, K, V, do, scaled):
     alpha = 1 / np.sqrt(q.shape[-1]) if scaled else 1.0
     p = softmax_np(alpha * (K @ q))
-    ds = softmax_np_backward(dp, p)   # dL/ds
-    return alpha * (ds @ K)           # s_t = alpha q . k_t
+    dV = np.outer(p, do)              # o = sum_t p_t v_t
+    ds = softmax_np_backward(V @ do, p)   # dL/dp_t = v_t . do, then through softmax
+    return alpha * np.outer(ds, q), dV    # s_t = alpha q . k_t
 
 
-def test_query_grad_reference_is_correct(capsys):
-    assert exercises.check_05_query_grad(query_grad) is True
-    assert "正解" in capsys.readouterr().out
+def test_key_value_grads_reference_is_correct(capsys):
+    assert exercises.check_05_key_value_grads(key_value_grads) is True
+    out = capsys.readouterr().out
+    assert "正解" in out and "|dL/dK|" in out and "|dL/dV|" in out
 
 
-def test_query_grad_by_hand_is_correct():
-    def by_hand(q, K, dp, scaled):
+def test_key_value_grads_by_hand_is_correct():
+    def by_hand(q, K, V, do, scaled):
         alpha = 1 / math.sqrt(len(q)) if scaled else 1.0
         s = alpha * (K @ q)
         p = np.exp(s - s.max())
         p /= p.sum()
+        dp = V @ do
         ds = p * (dp - p @ dp)
-        return alpha * (K.T @ ds)
-    assert exercises.check_05_query_grad(by_hand) is True
+        return [[alpha * ds[t] * qj for qj in q] for t in range(len(K))], p[:, None] * do[None, :]
+    assert exercises.check_05_key_value_grads(by_hand) is True
 
 
-def test_query_grad_wrong_answers():
-    def scale_once(q, K, dp, scaled):   # applies 1/sqrt(d) in the forward but forgets it in the backward
+def test_key_value_grads_wrong_answers(capsys):
+    def scale_once(q, K, V, do, scaled):   # 1/sqrt(d) in the forward pass, forgotten in dK
+        dK, dV = key_value_grads(q, K, V, do, scaled)
+        return dK * (np.sqrt(q.shape[-1]) if scaled else 1.0), dV
+
+    def no_softmax_backward(q, K, V, do, scaled):  # treats softmax as the identity on the way back
         alpha = 1 / np.sqrt(q.shape[-1]) if scaled else 1.0
-        return softmax_np_backward(dp, softmax_np(alpha * (K @ q))) @ K
+        return alpha * np.outer(V @ do, q), key_value_grads(q, K, V, do, scaled)[1]
 
-    def no_softmax_backward(q, K, dp, scaled):  # treats softmax as the identity
+    def dv_transposed(q, K, V, do, scaled):  # outer(do, p): shape (d, T) instead of V's (T, d)
+        dK, dV = key_value_grads(q, K, V, do, scaled)
+        return dK, dV.T
+
+    def dv_uniform(q, K, V, do, scaled):   # as if every value had weight 1/T
+        dK, _ = key_value_grads(q, K, V, do, scaled)
+        return dK, np.tile(do, (len(K), 1)) / len(K)
+
+    for wrong in (scale_once, no_softmax_backward, dv_transposed, dv_uniform):
+        assert exercises.check_05_key_value_grads(wrong) is False, wrong.__name__
+    assert "形が" in capsys.readouterr().out
+    only_dk = lambda q, K, V, do, scaled: key_value_grads(q, K, V, do, scaled)[0]  # noqa: E731  (not a pair)
+    assert exercises.check_05_key_value_grads(only_dk) is False
+
+
+def test_key_value_grads_copied_is_wrong(capsys):
+    import numpy_engine
+    from value import Value
+
+    def copied_from_the_engine(q, K, V, do, scaled):  # the NumPy engine's attention backward: refused
         alpha = 1 / np.sqrt(q.shape[-1]) if scaled else 1.0
-        return alpha * (dp @ K)
+        p = softmax_np(alpha * (K @ q))
+        out = [np.zeros((1, len(q))), np.zeros(K.shape), np.zeros(V.shape)]
+        numpy_engine.attention_np_backward(do[None], q[None], K, V, p[None], alpha, out)
+        return out[1], out[2]
 
-    assert exercises.check_05_query_grad(scale_once) is False
-    assert exercises.check_05_query_grad(no_softmax_backward) is False
+    def by_backward(q, K, V, do, scaled):  # §5's scalar attention with Values for K and V: refused
+        alpha = 1 / math.sqrt(len(q)) if scaled else 1.0
+        Kv = [[Value(float(a)) for a in row] for row in K]
+        Vv = [[Value(float(a)) for a in row] for row in V]
+        p = softmax([sum(float(qj) * kj for qj, kj in zip(q, k)) * alpha for k in Kv])
+        loss = sum(float(do[j]) * sum(p[t] * Vv[t][j] for t in range(len(Vv))) for j in range(len(q)))
+        loss.backward()
+        return np.array([[a.grad for a in row] for row in Kv]), np.array([[a.grad for a in row] for row in Vv])
+
+    r = np.random.default_rng(0)
+    args = (r.normal(size=4), r.normal(size=(3, 4)), r.normal(size=(3, 4)), r.normal(size=4), True)
+    for copied in (copied_from_the_engine, by_backward):
+        assert all(np.allclose(a, b) for a, b in zip(copied(*args), key_value_grads(*args)))  # right numbers
+        assert exercises.check_05_key_value_grads(copied) is False
+        assert "使わずに" in capsys.readouterr().out
+        assert all(np.allclose(a, b) for a, b in zip(copied(*args), key_value_grads(*args)))  # restored
 
 
-def test_query_grad_unanswered():
-    assert exercises.check_05_query_grad(stub) is None
+def test_key_value_grads_unanswered():
+    assert exercises.check_05_key_value_grads(stub) is None

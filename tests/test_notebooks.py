@@ -72,6 +72,27 @@ def test_a_notebook_that_needs_its_folder_fails_from_the_root():
         build.execute(nb, cwd=WORKING_DIRECTORIES["repository root"])
 
 
+def test_a_kernel_started_outside_the_repository_gets_a_clear_error(tmp_path):
+    # Each notebook's first code cell looks for value.py from the working directory upwards. Started outside the
+    # repository it must stop with one clear line, not a bare StopIteration from next(). The lines from
+    # `ROOT = next(` up to the sys.path loop run in a fresh Python, once in tmp_path (no value.py above it) and once
+    # in notebooks/ (where they must find the root).
+    import subprocess
+    import sys
+
+    for src in SOURCES:
+        code = next(text for kind, text in build.parse_cells(src.read_text(encoding="utf-8")) if kind == "code")
+        lines = code.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("ROOT = next("))
+        end = next(i for i, line in enumerate(lines) if line.startswith("for path in (ROOT"))
+        guard = "\n".join(["from pathlib import Path", *lines[start:end], "print(ROOT)"])
+        outside = subprocess.run([sys.executable, "-c", guard], cwd=tmp_path, capture_output=True, text=True)
+        assert outside.returncode != 0 and "StopIteration" not in outside.stderr, (src.name, outside.stderr)
+        assert outside.stderr.strip().splitlines()[-1].startswith("FileNotFoundError: value.py が"), outside.stderr
+        inside = subprocess.run([sys.executable, "-c", guard], cwd=NB_DIR, capture_output=True, text=True)
+        assert inside.returncode == 0 and inside.stdout.strip() == str(NB_DIR.parent), (src.name, inside.stderr)
+
+
 @pytest.mark.parametrize("src", SOURCES, ids=IDS)
 def test_notebook_opens_with_its_chapter(src):
     # The first cell tells the reader which lecture chapter this notebook accompanies and what they will see.

@@ -13,6 +13,7 @@
 # 4. 局所勾配をわざと間違えたノードを `gradient_check` が FAIL と判定する様子と、この検査の限界（特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる）。
 # 5. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch で2回目がエラーになるのはどんなグラフか、その規則も）。
 # 6. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる。再帰上限はこの環境で実際に表示する）。
+#    1 未満の因子を掛ける段を重ねると勾配が消えていくこと（0.1 を 324 回掛けると、勾配はちょうど 0）。
 # 7. Graphviz の DOT テキスト（`tracing.to_dot`）。
 # 8. 理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示）。
 #
@@ -22,7 +23,10 @@
 import sys
 from pathlib import Path
 
-ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists()), None)
+if ROOT is None:  # the kernel was started outside the repository: say so, instead of a bare StopIteration
+    raise FileNotFoundError(f"value.py が {Path.cwd()} にもその上のフォルダにもありません。"
+                            "Jupyter はこのリポジトリの中（ルートか notebooks/）で起動してください")
 for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
@@ -376,6 +380,28 @@ except RecursionError as err:
     print(f"NaiveValue, {n_links:,} links (recursive topological sort): RecursionError: {err}")
 
 # %% [markdown]
+# この鎖の勾配は $0.999999^{200000} \approx 0.82$ です（上の出力の1行目）。1段あたりの因子が 1 にごく近いので、20 万段を通っても 0.82 倍にしかなりません。
+# 因子が 1 より十分小さいと、話が変わります。逆伝播は各段の局所勾配を順に掛けていくので、PyTorch の基本の資料が「伝言ゲーム」にたとえる **勾配消失** が起きます
+# （資料の例は $0.1 \times 0.1 \times 0.1 \times \dots \to 0$）。同じ反復版の `backward()` で、$y = x \cdot 0.1^{n}$ の鎖の `x.grad` を見ます。
+
+# %%
+import math
+
+for n in (10, 100, 300, 320, 323, 324):
+    x = Value(1.0)
+    y = x
+    for _ in range(n):
+        y = y * 0.1
+    y.backward()
+    print(f"{n:3d} links of * 0.1: x.grad = {x.grad!r}")
+print(f"the smallest positive float64: {math.ulp(0.0):.3e}")
+
+# %% [markdown]
+# 勾配は $10^{-n}$ と指数的に小さくなり、float64 で表せる最小の正の数（約 $4.9\times10^{-324}$）を下回る 324 段で **ちょうど 0.0** になります。
+# ここから先の `x` には、学習の信号がまったく届きません。実際のネットワークでは因子は定数ではなく「重み × 活性化関数の局所勾配」で、
+# 層を重ねたときに勾配が消える（あるいは爆発する）様子は、ノート 05 §4（30 段の全結合層）と §5（スケーリングしないアテンションの softmax）で見ます。
+
+# %% [markdown]
 # ## 7. Graphviz の DOT テキスト
 #
 # `to_dot(root)` は Graphviz の DOT 形式の文字列を返します（Graphviz 本体は不要）。
@@ -459,7 +485,8 @@ import exercises
 #
 # $a$ は2か所で使われています（§5）。$\partial L/\partial a$ を手で導き、その式を関数 `grad_a(a, b)` に書いてください。
 # 引数 `a`, `b` は普通の float、戻り値も float です（`math.tanh` を使ってよい。`Value` は使わずに）。
-# チェックは、いくつかの点で `a.grad` と比べます。
+# チェックは、いくつかの点で `a.grad` と比べます。上の3行を関数の中にそのまま書くとエンジンの答えを写すことになるので、
+# チェックの間は `backward()` と `tracing.trace_backward` が使えません（呼ぶと 不正解 になります）。
 
 # %%
 def grad_a(a, b):

@@ -4,17 +4,17 @@
 # **対応する章:** microgpt 本 第21章「microgpt のユーティリティ関数」。
 # 第22章の `gpt` から何度も呼ばれる3つの部品を、章の最小例そのままで動かします。
 #
-# このノートで見られるもの：
+# このノートで見られるもの（先頭の §N がその節）：
 #
-# 0. 章の行番号（microgpt.py L129–L144）と、このプロジェクトでコードが実際にあるファイル（`utils.py`）。
-# 1. 章の最小例（`linear` → 11、`softmax([1, 2])`、`rmsnorm([3, 4])`）の値、計算グラフ、`backward()` の勾配と手計算の照合。
-#    softmax の入力 logits が「まだ確率になっていない生のスコア」であること（負の値もあり、和は 1 でない。`lm_head` が作る）。
-# 2. softmax のヤコビアン：各行の和が 0 になること、それは全 logits に同じ定数を足しても確率が変わらない性質（シフト不変性）から来ること、そしてだから `max_val` を定数として扱っても勾配が変わらないこと。
-# 3. `value.gradient_check` で3つの関数の勾配を有限差分（中心差分）と照合し、`rmsnorm` の `scale` を `max_val` と同じように定数扱いすると勾配が間違うことを検出する例。
-# 4. LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。LayerNorm の学習可能な倍率とバイアス、
-#    microgpt.py の「GPT-2 との相違点」のコメントが指す違い。
-# 5. スカラー版（`Value` のリスト）と NumPy 版の双子（`linear_np` など、順伝播と明示的な逆伝播）が float64 の精度で一致すること。
-# 6. 理解度チェックと練習問題（softmax のヤコビアン行列、RMSNorm と LayerNorm の逆伝播を自分で書き、チェックセルで確かめる）。
+# - **§0**：章の行番号（microgpt.py L129–L144）と、このプロジェクトでコードが実際にあるファイル（`utils.py`）。
+# - **§1〜§3**：章の最小例（§1 `linear` → 11、§2 `softmax([1, 2])`、§3 `rmsnorm([3, 4])`）の値、計算グラフ、`backward()` の勾配と手計算の照合。
+#   §2 では、softmax の入力 logits が「まだ確率になっていない生のスコア」であること（負の値もあり、和は 1 でない。`lm_head` が作る）も見ます。
+# - **§2**：softmax のヤコビアン：各行の和が 0 になること、それは全 logits に同じ定数を足しても確率が変わらない性質（シフト不変性）から来ること、そしてだから `max_val` を定数として扱っても勾配が変わらないこと。
+# - **§4**：`value.gradient_check` で3つの関数の勾配を有限差分（中心差分）と照合し、`rmsnorm` の `scale` を `max_val` と同じように定数扱いすると勾配が間違うことを検出する例。
+# - **§5**：LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。LayerNorm の学習可能な倍率とバイアス、
+#   microgpt.py の「GPT-2 との相違点」のコメントが指す違い。
+# - **§6**：スカラー版（`Value` のリスト）と NumPy 版の双子（`linear_np` など、順伝播と明示的な逆伝播）が float64 の精度で一致すること。
+# - **理解度チェックと練習問題**：log-softmax のヤコビアン行列、RMSNorm と LayerNorm の逆伝播を自分で書き、チェックセルで確かめる。
 #
 # 関数はすべて `utils.py` から import します（章のコードそのもの）。
 # 計算グラフの図は横に長いので、縮小せず実寸で表示します（ページからはみ出す部分は横にスクロールして見てください）。
@@ -25,7 +25,10 @@ import inspect
 import sys
 from pathlib import Path
 
-ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists()), None)
+if ROOT is None:  # the kernel was started outside the repository: say so, instead of a bare StopIteration
+    raise FileNotFoundError(f"value.py が {Path.cwd()} にもその上のフォルダにもありません。"
+                            "Jupyter はこのリポジトリの中（ルートか notebooks/）で起動してください")
 for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
@@ -50,7 +53,7 @@ np.set_printoptions(precision=6, suppress=True)
 # ## 0. 章の行番号と、コードのあるファイル
 #
 # 章は `linear` を「L129–L131」、`softmax` を「L133–L138」、`rmsnorm` を「L140–L144」と、**microgpt.py** の行番号で示します。
-# これは参照実装（Karpathy の microgpt）の1ファイルの行番号です。このプロジェクトでは3つの関数は **`utils.py`** にあり、
+# これは参照実装（Karpathy の microgpt、1ファイル）の、章が使った版の行番号です（章のコードには日本語の docstring が付いていて、どのリビジョンかは章に書かれていません。§5 の「microgpt.py のコメント」を参照）。このプロジェクトでは3つの関数は **`utils.py`** にあり、
 # `microgpt.py` はそれを import して使います。行番号も違うので、実行時のソースから確かめます（ファイル名と行番号は `inspect` が返すもの）。
 
 # %%
@@ -461,8 +464,10 @@ print(f"microgpt's rmsnorm calls per position: {1 + 2 * cfg.n_layer} (n_layer = 
 #
 # ### microgpt.py のコメント：GPT-2 との相違点
 #
-# 章は「microgpt.py のモデル部コメント（GPT-2 との相違点として LayerNorm→RMSNorm と書かれている箇所）」に触れます。
-# 参照実装の microgpt.py では、`linear` の直前（章の L129 のすぐ上）に次のコメントがあります：
+# 章は「microgpt.py のモデル部コメント（GPT-2 との相違点として LayerNorm→RMSNorm と書かれている箇所）」に触れますが、
+# コメントの文面は引用しておらず、どのリビジョンの microgpt.py を使ったかも書いていません。章のコードには L130 の日本語の docstring のように
+# 公開版にない行があるので、章の行番号（L129 など）は章が使った版のものです。Karpathy が公開している microgpt.py では、`linear` の定義のすぐ上に
+# 次のコメントがあり、章が指しているのはこの行だと考えられます（下の引用は公開版のもので、章の版の文面ではありません）：
 #
 # ```python
 # # Follow GPT-2, blessed among the GPTs, with minor differences: layernorm -> rmsnorm, no biases, GeLU -> ReLU
@@ -643,30 +648,42 @@ plt.show()
 # 各問の解答セルの `raise NotImplementedError` を自分のコードに置き換え、その下のチェックセルを実行すると「正解」か「不正解」が表示されます（書く前は「未回答」）。
 # チェックは、シードを固定したランダムな入力で、プロジェクトの関数や有限差分と比べます。
 #
-# ### 練習問題 1：softmax のヤコビアン行列
+# ### 練習問題 1：log-softmax のヤコビアン行列
 #
-# 確率ベクトル `p`（形 `(n,)` の NumPy 配列、`p = softmax(z)`）を受け取り、ヤコビアン $J_{ij} = \partial p_i/\partial z_j$ を形 `(n, n)` の NumPy 配列で返す関数
-# `softmax_jacobian(p)` を書いてください。
+# §2 では softmax そのもののヤコビアン $J = \mathrm{diag}(p) - pp^\top$ を見ました。第22章の損失（交差エントロピー $-\log p_t$）が使うのは確率の **対数** で、
+# その微分は softmax のヤコビアンとは別の、もっと簡単な形になります。
+# logits `z`（形 `(n,)` の NumPy 配列）を受け取り、$p = \mathrm{softmax}(z)$ の対数のヤコビアン $\partial \log p_i/\partial z_j$ を形 `(n, n)` の NumPy 配列で返す関数
+# `log_softmax_jacobian(z)` を書いてください（$i$ が行、$j$ が列）。ロジットには ±1000 のような大きな値も来るので、$p$ は章の `softmax` と同じく
+# 最大値を引いてから `exp` して計算してください（`utils.softmax_np` を使ってもかまいません）。
 #
-# チェックは、$J$ の第 $i$ 行を `utils.softmax_np_backward(e_i, p)` と比べます。上流の勾配が $e_i$（第 $i$ 成分だけが 1）のとき、
-# 逆伝播が返す `dz` は $\partial p_i/\partial z_j$（$j = 0, \dots, n-1$）、つまり $J$ の第 $i$ 行だからです。
+# チェックは、第 $i$ 行を「正解が $i$ のときの交差エントロピー $-\log p_i$ の勾配」（`utils.cross_entropy_np_backward`）の符号を変えたものと比べます。
+# 式を導く問題なので、チェックの間は逆伝播の関数（`utils.softmax_np_backward`、`utils.cross_entropy_np_backward` など）と `backward()`（§2 の `jacobian` 関数も）が使えません
+# （呼ぶと 不正解 になります）。
+#
+# <details><summary>ヒント</summary>
+#
+# $\log p_i = z_i - \log\sum_k e^{z_k}$ と書けます。あるいは、$\partial \log p_i = \partial p_i / p_i$ なので、§2 の $J$ の第 $i$ 行を $p_i$ で割っても同じ答えになります。
+# ただし、ロジット −1000 の成分では $p_i$ が float64 で 0 にアンダーフローし、そのまま割ると 0/0 = NaN になります。割り算を約分して消した形にしてから書いてください。
+#
+# </details>
 
 # %%
-def softmax_jacobian(p):
+def log_softmax_jacobian(z):
     # ここに解答を書く (write your answer here)
     raise NotImplementedError
 
 
 # %%
-exercises.check_02_softmax_jacobian(softmax_jacobian)
+exercises.check_02_log_softmax_jacobian(log_softmax_jacobian)
 
 # %% [markdown]
 # ### 練習問題 2：RMSNorm の逆伝播
 #
 # 形 `(..., n)` の NumPy 配列 `dy` と `x`（最後の軸が1本のベクトル、先頭の軸はバッチ）を受け取り、$y = \mathrm{rmsnorm}(x)$（章と同じ $\epsilon = 10^{-5}$）の
-# 入力についての勾配 $dx_j = \sum_i dy_i\,\partial y_i/\partial x_j$ を同じ形で返す関数 `rmsnorm_backward(dy, x)` を書いてください（`utils.rmsnorm_np_backward` は使わずに）。
+# 入力についての勾配 $dx_j = \sum_i dy_i\,\partial y_i/\partial x_j$ を同じ形で返す関数 `rmsnorm_backward(dy, x)` を書いてください。
 #
-# チェックは、章のスカラー版 `rmsnorm` に損失 $\sum_i dy_i y_i$ の `backward()` をかけた勾配と比べます。
+# チェックは、章のスカラー版 `rmsnorm` に損失 $\sum_i dy_i y_i$ の `backward()` をかけた勾配と比べます。チェックの間は `utils.rmsnorm_np_backward` と
+# `backward()` が使えません（どちらも答えそのものを計算してしまうので。呼ぶと 不正解 になります）。
 #
 # <details><summary>ヒント</summary>
 #
@@ -691,7 +708,8 @@ exercises.check_02_rmsnorm_backward(rmsnorm_backward)
 # 形 `(..., n)` の `dy` と `x` から勾配 $dx$ を同じ形で返す関数 `layernorm_backward(dy, x)` を書いてください。
 #
 # チェックは `value.gradient_check` を使います。あなたの $dx$ を、損失 $\sum_i dy_i y_i$ を値に持つ1つの `Value` ノードの局所勾配として取り込み、
-# その `backward()` の勾配を中心差分と比べます（不正解のときは、その表が印字されます）。
+# その `backward()` の勾配を中心差分と比べます（不正解のときは、その表が印字されます）。LayerNorm を `Value` で書いて `backward()` すると
+# エンジンの答えになってしまうので、あなたの関数が動いている間は `backward()` が使えません（呼ぶと 不正解 になります）。
 #
 # <details><summary>ヒント</summary>
 #

@@ -16,7 +16,7 @@
 # 6. 学習後のモデルの **注意の重み** をヘッドごとのヒートマップで見て、ヘッドの役割分担を数える。
 # 7. `gpt` と講義3 の超球面版 `gpt_sphere`（nGPT）の **行単位の差分** と、違いの一つひとつの説明。
 # 8. いくつかの温度でのサンプル（新しい名前の生成）。
-# 9. 理解度チェックと練習問題（1 位置の注意、球面モードも含めたパラメータ数、温度つき softmax、バイグラム基準の損失）。
+# 9. 理解度チェックと練習問題（全位置・全ヘッドの因果的注意、球面モードも含めたパラメータ数、温度つき softmax、バイグラム基準の損失）。
 #
 # §3 と §7 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
@@ -26,7 +26,10 @@ import inspect
 import sys
 from pathlib import Path
 
-ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists()), None)
+if ROOT is None:  # the kernel was started outside the repository: say so, instead of a bare StopIteration
+    raise FileNotFoundError(f"value.py が {Path.cwd()} にもその上のフォルダにもありません。"
+                            "Jupyter はこのリポジトリの中（ルートか notebooks/）で起動してください")
 for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
@@ -172,7 +175,8 @@ print("max |grad(value) - grad(numpy)| over all parameters =", max(np.abs(grads_
 #
 # ## 4. 短い学習（NumPy エンジン）と基準との比較
 #
-# Adam（β1 0.85、β2 0.99、学習率 0.01 から線形に 0 へ減衰）で、1ステップに 16 個の名前、2000 ステップ学習します（数秒）。
+# Adam（β1 0.85、β2 0.99、学習率 0.01 から線形に 0 へ減衰。下のセルの出力の1行目：β は `microgpt.adam_step` の既定値、学習率は `train` の既定値）で、
+# 1ステップに 16 個の名前、2000 ステップ学習します（数秒）。
 # 検証損失を、ニューラルネットを使わない3つの基準と比べます。
 #
 # - **一様（uniform）**：全トークン等確率、$\log 27 \approx 3.30$。
@@ -185,6 +189,9 @@ print("max |grad(value) - grad(numpy)| over all parameters =", max(np.abs(grads_
 # %%
 state = microgpt.train(train_docs, val_docs, vocab, cfg, steps=2000, batch_size=16, engine="numpy",
                        eval_every=100, seed=42)
+adam = inspect.signature(microgpt.adam_step).parameters
+print(f"Adam: beta1 {adam['beta1'].default}, beta2 {adam['beta2'].default} (adam_step's defaults), "
+      f"lr {state.lr} decayed linearly to 0 over {state.steps} steps")
 base = microgpt.baselines([microgpt.doc_tokens(d, vocab) for d in train_docs],
                           [microgpt.doc_tokens(d, vocab) for d in val_docs], cfg)
 print("baselines (val):", {k: round(v, 4) for k, v in base.items()})
@@ -515,17 +522,24 @@ plt.tight_layout()
 plt.show()
 for t in temps:
     p = softmax_np(logits0[-1] / t)
-    print(f"T = {t:4}: most likely first character {letters[int(p.argmax())]!r} with p = {p.max():.3f}")
+    print(f"T = {t:4}: most likely first character {letters[int(p.argmax())]!r} with p = {p.max():.3f}; "
+          f"BOS first (an empty name) p = {p[BOS]:.4f}")
 
 # %% [markdown]
 # 温度を下げると最も確率の高い最初の文字（`m`）の確率が大きくなり、温度を上げると分布が平らになっていきます。
+# 最初の位置で BOS（名前の終わり）が引かれると、1文字もない **空の名前** になります。その確率は低い温度ではほぼ 0 ですが、温度を上げると大きくなります
+# （上の出力の各行の最後。T = 2 で約 1%）。下の生成では名前を `repr` で表示するので、空の名前は `''` と見えます（T = 2 の行の2つ目が、その約 1% が当たったもの）。
+# 「訓練データにない名前」は、空でない名前だけで数えます。
 
 # %%
 train_set = set(train_docs)
 for t in temps:
     names = microgpt.sample(params, cfg, vocab, num_samples=10, temperature=t, seed=7)
-    new = sum(n not in train_set for n in names)
-    print(f"T = {t:4}: {', '.join(names)}   ({new}/10 not in the training set)")
+    real = [n for n in names if n]                 # an empty name: BOS was drawn first
+    new = sum(n not in train_set for n in real)
+    empty = f"; {len(names) - len(real)} empty" if len(real) < len(names) else ""
+    print(f"T = {t:4}: {', '.join(map(repr, names))}   ({new} of the {len(real)} non-empty names not in the "
+          f"training set{empty})")
 
 # %% [markdown]
 # ここまでの `sample` は NumPy エンジン（既定の `engine="numpy"`）で、10 個の名前を 1 位置ずつまとめて進めました。
@@ -597,25 +611,35 @@ print("same names as engine='numpy':", by_value == by_numpy)
 # ## 練習問題
 #
 # 各問の解答セルの関数を書き、その下のチェックセルを実行すると「正解」「不正解」が表示されます（解答前は「未回答」）。
-# チェックはプロジェクト自身の関数（`utils.softmax_np`、`microgpt.init_params`、`microgpt.baselines`）と、その場で作った入力で比べます。
+# チェックはプロジェクト自身の関数（`microgpt.forward_np`、`microgpt.init_params`、`utils.softmax_np`、`microgpt.baselines`）と、その場で作った入力で比べます。
+# 答えそのものを計算してしまうプロジェクトの関数は、あなたの関数が動いている間は使えません（呼ぶと 不正解 になります。各問に書いてあります）。
 #
-# ### 練習問題 1：1 つの位置の因果的注意（1 ヘッド）
+# ### 練習問題 1：全位置・全ヘッドの因果的注意（`forward_np` の形）
 #
-# 関数 `attend(q, keys, values)` を書いてください。`q` は長さ $d$ のクエリ、`keys` と `values` はそれぞれ長さ $d$ のベクトル $T$ 個のリスト
-# （キャッシュにある位置 $0, \dots, T-1$ のキーとバリュー。数のリストのリストでも NumPy 配列でもよい）です。
-# `gpt` の1ヘッドと同じく、ロジット $z_t = q \cdot k_t / \sqrt{d}$、重み $w = \mathrm{softmax}(z)$ を計算し、
-# ヘッドの出力 $\sum_t w_t v_t$（長さ $d$）を返してください（リストでも配列でもよい）。
-# ヒント：§5.2 のヘッドのループ。§5 のキャッシュで試すなら、
-# `attend(nums(q[0:4]), [nums(k_t[0:4]) for k_t in keys[0]], [nums(v_t[0:4]) for v_t in values[0]])` が
-# §5.2 のヘッド 0 の head output と同じになるはずです。
+# §5.2 では、1つの位置（位置 3）の注意を、ヘッドごとのループで計算しました。`gpt` は位置を1つずつ進め、その時点のキャッシュにはそこまでのキーしかないので、
+# 因果性（未来を見ない）は作り方から自然に成り立ちます。NumPy エンジンの `forward_np` は、**すべての位置とすべてのヘッドを一度に** 計算します（§3）。
+# そのときは未来の位置のキーもそろっているので、位置 $t$ が位置 $0, \dots, t$ のキーだけを見るようにする仕組みが要ります。
+#
+# 関数 `causal_attention(q, k, v, n_head)` を書いてください。`q`, `k`, `v` は形 `(T, C)` の NumPy 配列で、第 $t$ 行が位置 $t$ のクエリ・キー・バリュー
+# （`gpt` が位置ごとに作る `q`, `k`, `v` を位置の順に積み重ねたもの）、`n_head` はヘッドの数です（ヘッド $h$ は $d$ = `head_dim` = $C$ / `n_head` 成分ずつ）。
+# 戻り値は形 `(T, C)` で、第 $t$ 行は位置 $t$ での各ヘッドの出力を並べたもの（`gpt` の `x_attn`、`attn_wo` に入る前のベクトル）です。
+# 位置 $t$・ヘッド $h$ の出力は、ロジット $q_{t,h} \cdot k_{s,h} / \sqrt{d}$（$s = 0, \dots, t$）の softmax を重みにした $v_{s,h}$ の重み付き和です。
+# 行列演算（マスク）で書いても、位置とヘッドのループで書いてもかまいません。
+#
+# チェックは、いくつかの大きさのランダムなモデルで `microgpt.forward_np` を動かし、その注意の層が使った $q, k, v$ をあなたの関数に渡して、
+# `forward_np` が計算した各ヘッドの出力（`cache["layers"][0]["attn_heads"]`）と比べます。チェックの間は NumPy エンジンの注意の関数
+# `numpy_engine.attention_np` は使えません（呼ぶと 不正解）。
+# ヒント：このノートのモデルで試すなら、`_, c = microgpt.forward_np(params, microgpt.doc_tokens("emma", vocab)[:-1], cfg)` の
+# `c["layers"][0]` の `"q"`, `"k"`, `"v"`（形 `(1, n_head, T, head_dim)`）を `.transpose(0, 2, 1, 3).reshape(T, C)` で `(T, C)` に並べ直して渡すと、
+# 結果の第 3 行が §5.2 の `nums(x_attn)` と（丸め誤差の範囲で）一致するはずです。
 
 # %%
-def attend(q, keys, values):
+def causal_attention(q, k, v, n_head):
     # ここに解答を書く (write your answer here)
     raise NotImplementedError
 
 # %%
-exercises.check_03_attend(attend)
+exercises.check_03_causal_attention(causal_attention)
 
 # %% [markdown]
 # ### 練習問題 2：球面モードも含めたパラメータの個数
@@ -624,7 +648,7 @@ exercises.check_03_attend(attend)
 # rmsnorm の場合は §1 の一覧と式のとおりです。球面モード（§7 の `gpt_sphere`）には、同じ行列のほかに **学習可能な倍率のベクトル** があります。
 # §7 の差分の `+` の行に出てくる `state_dict[...]` のキーから、どんなベクトルが層ごと（とモデル全体）にいくつあるか、
 # それぞれの長さがいくつか（そのベクトルと成分ごとに掛け合わされる量の長さ）を読み取ってください。
-# `microgpt.init_params` や `param_shapes` は使わずに、`cfg.vocab_size`、`cfg.n_embd`、`cfg.n_layer`、`cfg.block_size`、`cfg.norm` から式で求めてください
+# `microgpt.init_params` や `param_shapes`、`model_config.n_params` は使わずに、`cfg.vocab_size`、`cfg.n_embd`、`cfg.n_layer`、`cfg.block_size`、`cfg.norm` から式で求めてください
 # （チェックの間にそれらが呼ばれると 不正解 になります）。
 # チェックは、rmsnorm と sphere のいくつかの設定で、`microgpt.init_params(cfg)` の配列の要素数の合計と比べます。
 
@@ -641,7 +665,7 @@ exercises.check_03_count_params(count_params)
 #
 # 関数 `temperature_probs(logits, temperature)` を書いてください。`logits` は長さ $V$ の数の並び（リストまたは 1 次元配列）、
 # `temperature` は正の数で、$\mathrm{softmax}(\text{logits} / T)$ を長さ $V$ の NumPy 配列で返します（`sample` が次の文字を引く分布）。
-# `utils.softmax_np` は使わずに書き、第21章の `softmax` と同じく最大値を引いてから `exp` してください。
+# `utils.softmax_np` も第21章の `softmax` も使わずに書き、第21章の `softmax` と同じく最大値を引いてから `exp` してください（チェックの間にそれらが呼ばれると 不正解 になります）。
 # チェックは `utils.softmax_np(logits / T)` と比べ、とても大きなロジットと小さな温度（例えばロジット 1000 で $T = 0.1$）も試します。
 
 # %%
@@ -660,6 +684,7 @@ exercises.check_03_temperature_probs(temperature_probs)
 # すべての組に 1 を足してから（+1 平滑化）各行を正規化して条件付き確率 $P(\text{次} \mid \text{直前})$ を作り、
 # 検証データのすべての隣り合う組の負の対数尤度の平均（float）を返してください。
 # チェックは、`block_size` より短いトークン列で `microgpt.baselines(...)["bigram"]`（§4 のバイグラム基準）と比べます。
+# `microgpt.baselines` を呼ぶと答えを写すことになるので、チェックの間は使えません（呼ぶと 不正解 になります）。
 
 # %%
 def bigram_loss(train_tokens, val_tokens, vocab_size):

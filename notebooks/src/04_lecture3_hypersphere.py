@@ -8,7 +8,8 @@
 # 講義のコードが実際に何を表示するかも確かめながら、講義の先まで進みます。このノートで見られるもの：
 #
 # 1. **コード例 03_l2_normalize**：$L_2$ 正規化でノルムの平均 ≈ 1、標準偏差 ≈ 0。正規化の勾配が接空間に入ること。
-# 2. **コード例 03_fp16_instability_demo**：講義のスクリプトが PyTorch 2.x で実際に表示する値（入力 5.9605e-08、ノルム 1.1921e-07、
+# 2. **コード例 03_fp16_instability_demo**：講義のスクリプトが PyTorch 2.x で実際に表示する値（入力 5.9605e-08、
+#    ノルム 1.1920928955078125e-07（= $2^{-23}$。`print(t.norm())` なら 1.1921e-07）、
 #    正規化の結果 [0.5, 0.5, 0.5]、ゼロ割りの NaN、「安全策」の行での IndexError）を NumPy で再現し、コードとコメントの食い違いを確かめる。
 #    安全な正規化 $x/\max(\lVert x\rVert, \epsilon)$ と、float16 で正規化できる入力の範囲。ゼロ近傍の勾配：講義の「足す ε」
 #    $x/(\lVert x\rVert + \epsilon)$ では勾配が 0 ではなく 32.5 になり、`F.normalize` のクランプ形では 0 になること。
@@ -40,7 +41,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists()), None)
+if ROOT is None:  # the kernel was started outside the repository: say so, instead of a bare StopIteration
+    raise FileNotFoundError(f"value.py が {Path.cwd()} にもその上のフォルダにもありません。"
+                            "Jupyter はこのリポジトリの中（ルートか notebooks/）で起動してください")
 for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
@@ -133,7 +137,7 @@ print("dx . x       =", dx_scalar @ x_np, " (orthogonal: the gradient lives in t
 #
 # <details><summary>答え</summary>
 #
-# (c) です。表示は `ノルム: 1.1920928955078125e-07`、つまり $2^{-23}$ で、本当の値より 15% 大きい値です（下のセルの出力。理由はその後の表とセルで）。
+# (c) です。表示は `ノルム: 1.1920928955078125e-07`、つまり $2^{-23}$ で、本当の値の 1.1547 倍、15.5% 大きい値です（下のセルの出力。理由はその後の表とセルで）。
 # そのため `eps` なしの正規化は NaN にならず、長さ 0.866 の単位ベクトルでないベクトル `[0.5, 0.5, 0.5]` を返します。
 #
 # </details>
@@ -182,6 +186,9 @@ print(f"ゼロをepsなしで割る: {torch_str(zero_by_zero)}")
 print("--- then F.normalize(small_fp16.float(), eps=1e-12) raises IndexError and the script stops ---")
 print()
 print("print(small_fp16.norm()) would show:", torch_str(norm_fp16), f"  (= 2^-23: {float(norm_fp16) == 2.0 ** -23})")
+true_norm = np.sqrt(3.0) * 2.0 ** -24
+print(f"2^-23 against the true norm sqrt(3) * 2^-24 = {true_norm:.4e}: {float(norm_fp16) / true_norm:.4f} times, "
+      f"{float(norm_fp16) / true_norm - 1:.1%} too large")
 print("as NumPy arrays: x / norm =", unsafe, f", a vector of length {np.linalg.norm(unsafe.astype(np.float64)):.3f}")
 
 # %% [markdown]
@@ -191,7 +198,7 @@ print("as NumPy arrays: x / norm =", unsafe, f", a vector of length {np.linalg.n
 # |---|---|
 # | `# min positive normal ≈ 6e-5 なので、それより十分小さい値は 0 になりやすい` | $2^{-14}$ より小さい値は 0 ではなく **非正規化数** になります（精度が落ちるだけ）。0 に丸められるのは $2^{-25}$ 以下だけです。 |
 # | `# → 0 になりうる`（`.half()` の行） | $2^{-24}$ は float16 の最小の非正規化数で、**ちょうど表せます**。入力は 0 になりません（5.9605e-08 が3つ）。 |
-# | `# 非常に小さい、または0`（ノルムの行） | 0 ではなく $2^{-23}$（f 文字列では Python の float として 1.1920928955078125e-07、`print(small_fp16.norm())` なら 1.1921e-07 と表示）。しかも本当の値 $\sqrt{3}\cdot 2^{-24} \approx 1.03\times10^{-7}$ より 15% 大きい（下で説明）。 |
+# | `# 非常に小さい、または0`（ノルムの行） | 0 ではなく $2^{-23}$（f 文字列では Python の float として 1.1920928955078125e-07、`print(small_fp16.norm())` なら 1.1921e-07 と表示）。しかも本当の値 $\sqrt{3}\cdot 2^{-24} \approx 1.03\times10^{-7}$ より 15.5% 大きい（上の出力。理由は下で説明）。 |
 # | `# eps なしで正規化すると不安定（ノルムが 0 に丸められると NaN/Inf）` | ノルムは 0 にならないので NaN も inf も出ません。出てくるのは [0.5, 0.5, 0.5]、長さ 0.866 の **単位ベクトルでないベクトル** です。何の警告もなく球面から外れる、NaN より気づきにくい壊れ方です。 |
 # | `# NaN が出る`（ゼロ割り） | そのとおり：$0/0$ = NaN。 |
 # | `# 安全策：ノルム計算をfloat32で行い、epsで保護して正規化` | 考え方は正しいのですが、その行 `F.normalize(small_fp16.float(), eps=1e-12)` は動きません。`F.normalize` の既定は `dim=1` で、1次元テンソルには次元 0（= −1）しかないので、次元が範囲外だという **IndexError** で止まります。スクリプトはここで終わり、最後の勾配の例（次の小節）は実行されません。`dim=-1` を渡せば各成分 0.5771（float32 で 0.57735 を float16 に丸めた値）が返ります。 |
@@ -224,9 +231,9 @@ print("safe recipe on the zero vector:", torch_str(l2_normalize_np(zero_fp16.ast
       "| eps = 1e-12 in float16 is", float(np.float16(1e-12)), "(the eps only protects in float32)")
 
 # %% [markdown]
-# 1.1921e-07 の正体：float32 で計算したノルム $1.0324\times10^{-7}$ は $2^{-24}$ の 1.732 倍です。float16 はこの大きさでは
+# $2^{-23}$（1.1920928955078125e-07）の正体：float32 で計算したノルム $1.0324\times10^{-7}$ は $2^{-24}$ の 1.732 倍です。float16 はこの大きさでは
 # 非正規化数、つまり $2^{-24}$ の整数倍しか表せません。1.732 倍の両隣は 1 倍と 2 倍で、距離は 0.732 と 0.268 なので、
-# 最も近い 2 倍 $= 2^{-23}$ に丸められます（上の出力の最後の行）。
+# 最も近い 2 倍 $= 2^{-23}$ に丸められます（上の出力の `the float16 numbers on either side` で始まる行）。
 # 割り算 $2^{-24}/2^{-23}$ はちょうど 0.5 です。もし float16 の中だけで二乗していたら（素朴な NumPy の float16 計算）、
 # $2^{-48}$ は 0 にアンダーフローして `inf` が出ていたはずで、講義のコメントが想定していたのはおそらくこちらです。
 # PyTorch は float32 で累積するのでアンダーフローは起きず、代わりに **丸めの粗さ** が残ります。
@@ -484,7 +491,7 @@ plt.show()
 # %% [markdown]
 # ### 残差接続：講義の $x + \alpha f(x)$ と nGPT の $h + \alpha(\mathrm{Norm}(f(h)) - h)$
 #
-# 講義の `NormalizedResidual` は $\mathrm{Normalize}(x + \alpha f(x))$ です。nGPT の論文（と microgpt の `gpt_sphere`）の残差更新は少し違い、
+# 講義の `NormalizedResidual` は $\mathrm{Normalize}(x + \alpha f(x))$ です。nGPT の論文（Loshchilov et al., 2025）と microgpt の `gpt_sphere` の残差更新は少し違い、
 # ブロックの出力もいったん球面に載せてから、そちらへ向かって α だけ進みます：
 #
 # $$h \leftarrow \mathrm{Norm}\big(h + \alpha\,(\mathrm{Norm}(f(h)) - h)\big) = \mathrm{Norm}\big((1-\alpha)\,h + \alpha\,\mathrm{Norm}(f(h))\big).$$
@@ -618,6 +625,7 @@ pdfs = {k: np.exp(sphere.vmf_log_density(points, mu, k)) for k in kappas}
 for k in kappas:
     total = np.sum(pdfs[k][:-1]) * (theta[1] - theta[0])      # the density integrates to 1 over the circle
     print(f"κ = {k:2d}: max density {pdfs[k].max():.4f}, integral over the circle {total:.6f}")
+print(f"κ = 50: the peak of N(0, 1/κ), sqrt(κ / 2π) = {np.sqrt(50 / (2 * np.pi)):.4f}")
 
 fig = plt.figure(figsize=(13, 5))
 ax = fig.add_subplot(1, 2, 1)
@@ -637,7 +645,8 @@ plt.show()
 
 # %% [markdown]
 # κ = 0 は円（一様）、κ が大きくなるほど平均方向 θ = 0 に鋭く集中します。正規分布の分散 $\sigma^2$ に対応するのは $1/\kappa$ で、
-# 大きな κ では $p(\theta) \approx \mathcal{N}(0, 1/\kappa)$ に近づきます（κ = 50 のピーク $\approx \sqrt{50/2\pi} = 2.82$）。
+# 大きな κ では $p(\theta) \approx \mathcal{N}(0, 1/\kappa)$ に近づきます（κ = 50 のピーク 2.8131 は、$\mathcal{N}(0, 1/50)$ のピーク $\sqrt{50/2\pi} = 2.8209$ より
+# わずかに低いだけ。上の出力の最後の2行）。
 # 同じ図を極座標の軸（`projection="polar"`）でも描いておきます。
 
 # %%
@@ -653,9 +662,11 @@ plt.show()
 # %% [markdown]
 # ## 5. 講義の先へ：$\mathbb{S}^2$ 上の vMF サンプルと κ の推定
 #
+# vMF は方向統計学の標準的な分布で、講義は文献に Mardia & Jupp (2000) と、機械学習への応用として Banerjee et al. (2005) を挙げています。
 # `sphere.vmf_sample` は Wood (1994) の棄却法で $\mathbb{S}^{d-1}$ 上の vMF からサンプルを引きます。
 # $d = 3$（地球表面のような $\mathbb{S}^2$）で、κ ごとに 1000 点ずつ描きます。プラネタリウムのドームに貼られた「星座」のまとまり具合です。
-# 視点は平均方向 μ の真上に置きます（μ の矢印がこちらを向く）。こうすると、κ が大きいときの集まり（球面上の丸い「帽子」）を真正面から見られます。
+# 視点は平均方向 μ の真上に置きます。μ の矢印はこちらを向いて点にしか見えないので、球面上の μ の位置（矢印の先）を大きな赤い星印で示します。
+# こうすると、κ が大きいときの集まり（球面上の丸い「帽子」）を真正面から見られます。
 
 # %%
 mu3 = l2_normalize_np(np.array([1.0, 1.0, 1.0]))
@@ -666,8 +677,11 @@ for i, k in enumerate([0, 1, 10, 100]):
     s = sphere.vmf_sample(mu3, k, 1000, rng)
     ax = fig.add_subplot(1, 4, i + 1, projection="3d")
     ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.5)
+    ax.computed_zorder = False                       # draw in call order: the marker of mu stays on top
     ax.scatter(s[:, 0], s[:, 1], s[:, 2], s=3, alpha=0.6, label="サンプル")
-    ax.quiver(0, 0, 0, *(1.3 * mu3), color="tab:red", lw=2, arrow_length_ratio=0.12, label="平均方向 μ")
+    ax.quiver(0, 0, 0, *(1.3 * mu3), color="tab:red", lw=2, arrow_length_ratio=0.12)
+    ax.scatter(*mu3, s=260, marker="*", color="tab:red", edgecolor="k", linewidth=0.8, depthshade=False,
+               label="平均方向 μ（球面上の位置）")
     ax.set(title=f"$S^2$ 上の vMF、κ = {k}", xlabel="x", ylabel="y", zlabel="z",
            xlim=(-1, 1), ylim=(-1, 1), zlim=(-1, 1), box_aspect=(1, 1, 1),
            xticks=[-1, 0, 1], yticks=[-1, 0, 1], zticks=[-1, 0, 1])
@@ -913,7 +927,8 @@ plt.show()
 # 講義の「球面上の学習」：点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$、
 # ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配 $\mathrm{grad}_S f = g - (g^\top x)\,x$（`sphere.tangent_project`）です。
 #
-# - **リーマン勾配＋リトラクション**：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。
+# - **リーマン勾配＋リトラクション**：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`。$R$ は球面へ戻す写像、リトラクションで、
+#   多様体最適化（講義の文献では Absil et al., 2008）の用語です）。
 #   接平面内で1歩進むので、リトラクション前の $\lVert x - \eta\,\mathrm{grad}_S f\rVert^2 = 1 + \eta^2 \lVert \mathrm{grad}_S f \rVert^2$：球面からのずれは $\eta$ の **2次**。
 # - **射影勾配法**（講義の疑似コード）：$x \leftarrow x - \eta g$、$x \leftarrow x/\lVert x\rVert$（`sphere.projected_sgd_step`）。
 #   $g$ の半径方向成分も $x$ を動かすので、ずれは $\eta$ の **1次**。
@@ -1009,6 +1024,7 @@ for scale in (1.0, 0.5, 0.25):
 #
 # > また、運動量を使う場合、運動量ベクトルも接空間上にあるべきだが、この近似ではそれが保証されない。
 #
+# 講義は続けて、より厳密なリーマン最適化手法については Bonnabel (2013)（多様体上の確率的勾配降下法）などを参照、としています。ここでは、保証されないとはどういうことかを数で見ます。
 # 重い球（heavy-ball）のモーメンタム $m \leftarrow \beta m + g$、$x \leftarrow R(x - \eta m)$（β = 0.9、η = 0.02）で同じ $f(x) = -x^\top A x$ を最小化し、
 # 各ステップで運動量ベクトル $m$ のうち **半径方向の割合** $|m^\top x| / \lVert m\rVert$ を測ります（$m$ が接空間にあれば 0）。
 #
@@ -1077,7 +1093,7 @@ plt.show()
 # 第22章の tiny GPT（`microgpt.py`）を2つのモードで学習します。
 #
 # - `norm="rmsnorm"`：元の microgpt（RMSNorm、重みは制約なし）。
-# - `norm="sphere"`：nGPT の球面制約。埋め込み・隠れ状態・重み行列のベクトルがすべて単位ノルムで、更新のたびにリトラクション（`microgpt.retract`）で球面に戻します。
+# - `norm="sphere"`：nGPT（Loshchilov et al., 2025）の球面制約。埋め込み・隠れ状態・重み行列のベクトルがすべて単位ノルムで、更新のたびにリトラクション（`microgpt.retract`）で球面に戻します。
 #
 # 既定のコーパス（英語圏のファーストネーム）で、NumPy エンジン・バッチ 16・1500 ステップ（数秒）。検証損失を、ニューラルネットなしの基準
 # （一様・ユニグラム・文字バイグラム）と並べます。
@@ -1196,7 +1212,7 @@ for norm, (cfg, st) in runs.items():
 #
 # 講義の NOTE のとおり、nGPT の主張は「同じ精度に届くまでの **学習ステップ数** の削減」（4～20倍、シーケンス長に依存）で、
 # 壁時計時間や FLOPs が同じだけ減るとは限りません。正規化のぶん、1 ステップの計算は増えるからです。
-# 削減率の「シーケンス長への依存」は、論文では文脈が長いほど削減率が大きいという報告です。ここの names は最長でも 12 トークン、モデルは1層・$C = 16$ なので、
+# 削減率の「シーケンス長への依存」は、論文では文脈が長いほど削減率が大きいという報告です。ここの names は最長でも 12 トークン（BOS と 11 文字。下のセルの出力の1行目）、モデルは1層・$C = 16$ なので、
 # その条件はまったく再現できません。ここで測れるのは、次の2つです。
 #
 # - 同じ検証損失に届くまでの **ステップ数**（上の学習の記録。検証損失は 50 ステップごとなので、50 ステップ刻み）。
@@ -1204,6 +1220,9 @@ for norm, (cfg, st) in runs.items():
 #   （同じマシンで他の仕事が動くと時間が跳ねるので、平均ではなく中央値、2 回のうち速いほう）。値はこのノートを実行するたびに少し変わります。
 
 # %%
+longest_name = max(docs, key=len)
+print(f"longest name: {longest_name!r}, {len(longest_name)} characters -> {len(longest_name) + 1} input tokens "
+      f"(BOS + characters), of block_size {runs['sphere'][0].block_size}")
 targets = {"bigram baseline": base["bigram"], "2.2": 2.2, "2.1": 2.1, "2.05": 2.05}
 steps_to = {norm: {name: next((step for step, loss in st.val_loss if loss <= t), None) for name, t in targets.items()}
             for norm, (_cfg, st) in runs.items()}
@@ -1494,6 +1513,9 @@ def mean_off_diagonal(c, rows, cols):
 
 
 print(f"max | ||wte row|| - 1 | = {np.abs(np.linalg.norm(wte, axis=1) - 1).max():.1e}")
+off_diagonal = (wte_init @ wte_init.T)[~np.eye(len(labels), dtype=bool)]
+print(f"before training, every pair of different rows: cos std {off_diagonal.std():.2f} (random directions in R^16: "
+      f"about 1/sqrt(16) = {1 / np.sqrt(16):.2f}), from {off_diagonal.min():+.2f} to {off_diagonal.max():+.2f}")
 for name, e in (("before training", wte_init), ("after training", wte)):
     c = e @ e.T
     print(f"{name:15s}: mean cos vowel-vowel {mean_off_diagonal(c, vowel_ids, vowel_ids):+.2f}, "
@@ -1521,7 +1543,8 @@ fig.colorbar(im, ax=axes, shrink=0.8, label="cos θ（1 = 同じ向き、0 = 直
 plt.show()
 
 # %% [markdown]
-# 学習前は cos が 0 のまわりに ±0.5 程度ばらつくだけで、母音・子音のブロックの構造はありません（16 次元のランダムな向きどうし）。学習後は左上の母音のブロックが赤く（母音どうしは平均して近い向き）、
+# 学習前は cos が 0 のまわりに標準偏差 0.24 ほど（−0.62 から +0.75）ばらつくだけで、母音・子音のブロックの構造はありません
+# （16 次元のランダムな向きどうしの $1/\sqrt{16} = 0.25$ と同じ程度。上の出力の2行目）。学習後は左上の母音のブロックが赤く（母音どうしは平均して近い向き）、
 # 母音と子音の間は青く（平均して離れた向き）なりました（数値は上の出力）。1文字先を予測するモデルにとって、母音どうし・子音どうしは
 # 「次に来る文字」の傾向が似ているからだと考えられます。y は子音の側に数えましたが、星図の上では a、e、o のすぐ近くにいます（最近傍の出力）。
 # 名前の中の y はしばしば母音のように働くので、これも「次に来る文字」の傾向で説明がつきます。BOS は名前の始まりと終わりを表す特別な星です。
@@ -1750,7 +1773,8 @@ for deg in (60, 90, 150, 180):
 # %% [markdown]
 # ## 理解度チェック
 #
-# **問1.** 講義の float16 のスクリプトで、ノルムが 0 にも本当の値 $\sqrt{3}\cdot 2^{-24} \approx 1.03\times10^{-7}$ にもならず 1.1921e-07 になるのはなぜですか。
+# **問1.** 講義の float16 のスクリプトで、ノルムが 0 にも本当の値 $\sqrt{3}\cdot 2^{-24} \approx 1.03\times10^{-7}$ にもならず
+# $2^{-23}$（スクリプトの表示では 1.1920928955078125e-07）になるのはなぜですか。
 # その結果、`eps` なしの正規化は何を返しますか。
 #
 # <details><summary>答え</summary>
@@ -1830,7 +1854,8 @@ for deg in (60, 90, 150, 180):
 #
 # 単位ベクトル `x`（1次元の NumPy 配列）、ユークリッド勾配 `g`、学習率 `lr` から、
 # リーマン勾配＋リトラクションの1歩 $R\big(x - \eta\,(g - (g^\top x)\,x)\big)$、$R(v) = v/\lVert v\rVert$ を返す関数 `riemannian_step(x, g, lr)` を書いてください。
-# `sphere.riemannian_sgd_step` と比べます（`sphere` の関数は使わずに書くこと）。
+# `sphere.riemannian_sgd_step` と比べます。`sphere` の関数は使わずに書いてください（チェックの間は `riemannian_sgd_step`、`projected_sgd_step`、
+# `tangent_project`、`retract`、`exp_map` が使えず、呼ぶと 不正解 になります）。
 
 # %%
 import exercises  # the check cells (notebooks/exercises.py)
@@ -1854,7 +1879,8 @@ exercises.check_04_riemannian_step(riemannian_step)
 #   $\lVert x\rVert \ge \epsilon$ では $(dy - y\,(y^\top dy))/\lVert x\rVert$、$\lVert x\rVert < \epsilon$ では分母が定数 ε なので $dy/\epsilon$。
 #
 # を書いてください。順伝播は `sphere.l2_normalize_np` と、逆伝播は中心差分と、$\lVert x\rVert \approx 1$、$\approx 10^{-7}$（「足す ε」の誤りが見える大きさ）、
-# $< \epsilon$ の3つの大きさで比べます。
+# $< \epsilon$ の3つの大きさで比べます。チェックの間は、プロジェクトの正規化とその逆伝播（`sphere.l2_normalize_np`、`l2_normalize_np_backward`、
+# スカラー版の `l2_normalize` など）と `backward()` が使えません（呼ぶと 不正解 になります）。
 
 # %%
 def safe_normalize(x, eps=1e-12):
@@ -1875,7 +1901,8 @@ exercises.check_04_safe_normalize(safe_normalize, safe_normalize_backward)
 # $d = 3$ では正規化定数が初等関数で書けて、$C_3(\kappa) = \dfrac{\kappa}{4\pi\sinh\kappa}$ です。
 # 形 `(n, 3)` の単位ベクトル `x`、単位ベクトル `mu`、$\kappa > 0$ から、各行の対数密度 $\log C_3(\kappa) + \kappa\,\boldsymbol\mu^\top\mathbf x$（形 `(n,)`）を返す
 # `vmf_log_density_s2(x, mu, kappa)` を書いてください。κ は 0.01 から 1000 まで調べます。`np.sinh` は κ ≈ 710 を超えると inf に溢れるので、
-# $\log\sinh\kappa = \kappa + \log(1 - e^{-2\kappa}) - \log 2$ のように対数のまま計算してください。`sphere.vmf_log_density` と比べます。
+# $\log\sinh\kappa = \kappa + \log(1 - e^{-2\kappa}) - \log 2$ のように対数のまま計算してください。`sphere.vmf_log_density` と比べます
+# （チェックの間は `sphere.vmf_log_density`、`vmf_log_normalizer`、`log_bessel_iv` が使えず、呼ぶと 不正解 になります）。
 
 # %%
 def vmf_log_density_s2(x, mu, kappa):
@@ -1886,18 +1913,32 @@ def vmf_log_density_s2(x, mu, kappa):
 exercises.check_04_vmf_log_density_s2(vmf_log_density_s2)
 
 # %% [markdown]
-# ### 練習問題 4：vMF 混合のクラス事後確率
+# ### 練習問題 4：vMF 混合の事後確率の、球面上の勾配
 #
-# クラス $k$ の点が $\mathrm{vMF}(\boldsymbol\mu_k, \kappa_k)$ から生まれ、クラスが事前確率 $\pi_k$ で選ばれる混合モデルで、
-# 事後確率 $p(k\mid\mathbf x) \propto \pi_k\,C_d(\kappa_k)\exp(\kappa_k\,\boldsymbol\mu_k^\top\mathbf x)$ を返す `vmf_posterior(x, mus, kappas, priors)` を書いてください。
-# `x` は形 `(n, d)` の単位ベクトル、`mus` は形 `(K, d)`、`kappas` と `priors` は形 `(K,)`。戻り値は形 `(n, K)` で、各行の和が 1。
-# $\log C_d(\kappa)$ には `sphere.vmf_log_normalizer(d, kappa)` を使ってかまいません。κ は 1000 まで調べるので、対数のまま足し合わせ、
-# 行ごとに最大値を引いてから exp してください。κ が共通で事前確率が等しいときに §8 の softmax$(\kappa\cos\theta_k)$ に一致することも確かめられます。
+# §8 の混合モデル（クラス $k$ の点が $\mathrm{vMF}(\boldsymbol\mu_k, \kappa_k)$ から生まれ、クラスが事前確率 $\pi_k$ で選ばれる）で、
+# 点 $\mathbf x$ を球面の上で動かすと、クラス $k$ の事後確率 $p(k\mid\mathbf x)$ はどう変わるでしょうか。
+# 単位ベクトル `x`（形 `(d,)`）、`mus`（形 `(K, d)`）、`kappas` と `priors`（形 `(K,)`）、クラスの番号 `k` から、$\log p(k\mid\mathbf x)$ の
+# **リーマン勾配**（§6：ユークリッド勾配を $\mathbf x$ の接空間へ射影したもの。形 `(d,)`）を返す関数 `vmf_posterior_grad(x, mus, kappas, priors, k)` を書いてください。
+#
+# 事後確率そのものは §8 の `mixture_posterior` で計算してかまいません（`x[None]` を渡すと形 `(1, K)` で返ります）。κ は 1000 まで調べるので、
+# 事後確率は対数のまま計算してください（`mixture_posterior` はそうしています）。接空間への射影には `sphere.tangent_project` を使ってかまいません。
+# チェックは、$\log p(k\mid\mathbf x)$ を `Value` で組んで `backward()` し、接空間へ射影したものと比べます。式を導く問題なので、
+# あなたの関数が動いている間は `backward()` が使えません（呼ぶと 不正解 になります）。
+#
+# この勾配は、microgpt の球面モードで最後の隠れ状態 $h$ に届く勾配と同じ形です。損失 $-\log p(\text{正解}\mid h)$ の $h$ についての勾配は、
+# κ を $s_z$ に置き換えたこの式の符号を変えたもので、$h$ は `l2_normalize` の出力なので、前の層へ流れるのはその接空間の成分だけです（§1：正規化の勾配は接空間に入る）。
+#
+# <details><summary>ヒント</summary>
+#
+# $\log p(k\mid\mathbf x) = z_k - \log\sum_j e^{z_j}$、$z_j = \log\pi_j + \log C_d(\kappa_j) + \kappa_j\,\boldsymbol\mu_j^\top\mathbf x$ です。
+# $z_j$ の $\mathbf x$ についての勾配は $\kappa_j\boldsymbol\mu_j$ で、$\log\sum_j e^{z_j}$ の勾配は、それを事後確率 $p(j\mid\mathbf x)$ で平均したものです。
+#
+# </details>
 
 # %%
-def vmf_posterior(x, mus, kappas, priors):
+def vmf_posterior_grad(x, mus, kappas, priors, k):
     # ここに解答を書く (write your answer here)
     raise NotImplementedError
 
 # %%
-exercises.check_04_vmf_posterior(vmf_posterior)
+exercises.check_04_vmf_posterior_grad(vmf_posterior_grad)

@@ -8,25 +8,25 @@
 # 資料の記述のうち PyTorch 2.x の実際の挙動と違うところは、その場で訂正します（このノートは PyTorch を使わないので、
 # PyTorch の挙動は文章で述べ、このエンジンでの対応物を実行して見せます。述べた PyTorch の挙動は `tests/test_torch_facts.py` が
 # PyTorch 2.x で確かめています。torch が入っていない環境ではそのテストは飛ばされます）。
-# 読み終えると、次のものが見られます。
+# 読み終えると、次のものが見られます（先頭の §N がその節）。
 #
-# 1. `requires_grad` の既定値（普通のテンソルは `False`、`nn.Parameter` は `True`）と、このエンジンでの対応
-#    （ただの `float` / パラメータリストに入った `Value`）。
-# 2. 凍結（フリーズ）をファインチューニングとして：事前学習した重み `w` をオプティマイザから外すと、`w` は
-#    事前学習の値のまま動かず、残りのパラメータだけで新しいタスクの損失が下がる様子。
-# 3. `model(x)` と `model.forward(x)` の違い：直接呼んでも勾配は記録され、省かれるのはフックだけ。
-#    学習/評価モードは別のスイッチ（`model.train()` / `model.eval()`）。入れ子のモジュールと `model.to(device)`
-#    （このプロジェクトでは、全パラメータが1本のバッファのビューなので、型の変換が一度で済むこと）。
-# 4. `nn.Linear` のバイアスと重みの `[out, in]` レイアウト。GPT-2 のアテンション射影にはバイアスがあり、
-#    microgpt にはバイアスが1つもないこと。LLM で `bias=False` が多い理由として資料が挙げる2つを確かめる
-#    （キーのバイアスは softmax のシフト不変性で厳密に効かない。バイアスはパラメータのごく一部）。
-#    `[out, in]` レイアウトの3つの理由のうち、行優先とブロードキャストの2つが成り立たないこと。
-# 5. 初期化：He・PyTorch の既定（`nn.Linear`）・microgpt の `N(0, 0.08²)` の標準偏差の比較と、
-#    Xavier / He / PyTorch 既定で 30 層を通した活性と勾配の標準偏差（対数軸なので指数的な増減が直線になる）。
-# 6. 初期値が大きすぎるとき、tanh ではユニットが飽和し（局所勾配 ≈ 0）、それでも 30 層の勾配は爆発する理由。
-#    ReLU ではもっと速く爆発すること。
-# 7. アテンションの softmax をスケーリング（$1/\sqrt d$）しないと勾配が消える様子を、実際の勾配で。
-# 8. 理解度チェックと練習問題（He 初期化の一様分布版の範囲、バイアス付き線形層の逆伝播、クエリに届く勾配）。
+# - **§1**：`requires_grad` の既定値（普通のテンソルは `False`、`nn.Parameter` は `True`）と、このエンジンでの対応
+#   （ただの `float` / パラメータリストに入った `Value`）。
+# - **§1**：凍結（フリーズ）をファインチューニングとして：事前学習した重み `w` をオプティマイザから外すと、`w` は
+#   事前学習の値のまま動かず、残りのパラメータだけで新しいタスクの損失が下がる様子。
+# - **§2**：`model(x)` と `model.forward(x)` の違い：直接呼んでも勾配は記録され、省かれるのはフックだけ。
+#   学習/評価モードは別のスイッチ（`model.train()` / `model.eval()`）。入れ子のモジュールと `model.to(device)`
+#   （モジュールの `to()` はその場で変えて自分自身を返し、テンソルの `to()` は新しいものを返すこと。このプロジェクトでは、全パラメータが1本のバッファのビューなので、型の変換が一度で済むこと）。
+# - **§3**：`nn.Linear` のバイアスと重みの `[out, in]` レイアウト。GPT-2 のアテンション射影にはバイアスがあり、
+#   microgpt にはバイアスが1つもないこと。LLM で `bias=False` が多い理由として資料が挙げる2つを確かめる
+#   （キーのバイアスは softmax のシフト不変性で厳密に効かない。バイアスはパラメータのごく一部）。
+#   `[out, in]` レイアウトの3つの理由のうち、ブロードキャストの理由は成り立たず、行優先の理由もこの環境では差が出ないこと。
+# - **§4**：初期化：He・PyTorch の既定（`nn.Linear`）・microgpt の `N(0, 0.08²)` の標準偏差の比較と、
+#   Xavier / He / PyTorch 既定で 30 層を通した活性と勾配の標準偏差（対数軸なので指数的な増減が直線になる）。
+# - **§4**：初期値が大きすぎるとき、tanh ではユニットが飽和し（局所勾配 ≈ 0）、それでも 30 層の勾配は爆発する理由。
+#   ReLU ではもっと速く爆発すること。
+# - **§5**：アテンションの softmax をスケーリング（$1/\sqrt d$）しないと勾配が消える様子を、実際の勾配で。
+# - **理解度チェックと練習問題**：He 初期化の一様分布版の範囲、バイアス付き線形層の逆伝播、キーとバリューに届く勾配。
 #
 # §2 と §4 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 #
@@ -39,7 +39,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists())
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "value.py").exists()), None)
+if ROOT is None:  # the kernel was started outside the repository: say so, instead of a bare StopIteration
+    raise FileNotFoundError(f"value.py が {Path.cwd()} にもその上のフォルダにもありません。"
+                            "Jupyter はこのリポジトリの中（ルートか notebooks/）で起動してください")
 for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the root, exercises.py in notebooks/
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
@@ -223,7 +226,8 @@ plt.show()
 
 # %%
 class Module:
-    """A sketch of what nn.Module adds around forward: hooks in __call__, a training flag. Not PyTorch's code."""
+    """A sketch of what nn.Module adds around forward: hooks in __call__, a training flag, an in-place to().
+    Not PyTorch's code."""
 
     def __init__(self):
         self.training = True
@@ -244,6 +248,14 @@ class Module:
         for hook in self._forward_hooks:
             hook(self, x, out)
         return out
+
+    def to(self, dtype):          # model.to(...): every parameter of the tree changed in place; returns the model
+        for value in vars(self).values():
+            if isinstance(value, Value):
+                value.data = float(np.dtype(dtype).type(value.data))   # the same Value object, rounded contents
+            elif isinstance(value, Module):
+                value.to(dtype)
+        return self
 
 
 class Scale(Module):
@@ -320,7 +332,8 @@ for name, mat in state_dict.items():
 # - **デバイスの一括転送**：`model.to("cuda")` は、木の中のすべてのパラメータ（とバッファ）をその場で移し、`model` 自身を返します。
 #   **テンソル** の `t.to("cuda")` は違い、新しいテンソルを返して `t` はそのまま残ります（だから `t = t.to(device)` と書く）。
 #
-# 上のスケッチ `Module` に、子モジュールをたどる2つの関数を足して確かめます。
+# 上のスケッチ `Module` に、子モジュールをたどる2つの関数を足して確かめます。`to()` はスケッチの `Module` に書いておいたメソッドで、
+# GPU がないので、デバイスの代わりに型（float16 への丸め）を変えます。比べるために、テンソルの `t.to()` にあたる `value_to` も書きます。
 
 # %%
 def named_parameters(module, prefix=""):
@@ -355,6 +368,22 @@ print("named_parameters:", [(name, p.data) for name, p in named_parameters(block
 set_training(block, False)            # block.eval()
 print("after eval(): training flags", block.training, block.attn.training, block.mlp.training)
 
+
+def value_to(v, dtype):
+    """What tensor.to(...) does: a new object with the converted contents; v itself is left as it was."""
+    return Value(float(np.dtype(dtype).type(v.data)))
+
+
+block.attn.w.data = 0.1               # a value float16 cannot hold exactly
+w_object = block.attn.w
+returned = block.to("float16")        # module.to: in place
+print(f"block.to('float16') returns the block itself: {returned is block}; block.attn.w is the same Value: "
+      f"{block.attn.w is w_object}; its data is now {block.attn.w.data!r}")
+t = Value(0.1)
+t16 = value_to(t, "float16")          # tensor.to: a new object
+print(f"value_to(t, 'float16') returns a new Value: {t16 is not t}; t.data stays {t.data!r}, the new one holds "
+      f"{t16.data!r}")
+
 cfg_small = GPTConfig(vocab_size=27)
 mg_params = init_params(cfg_small)
 flat = flat_buffer(mg_params)
@@ -365,7 +394,9 @@ print(f"pack_params(..., float32): a new dict, dtypes {sorted({str(a.dtype) for 
       f"the original stays {mg_params['wte'].dtype} (like tensor.to, not module.to)")
 
 # %% [markdown]
-# 名前は `attn.w`、`mlp.w` と点でつながり、`eval()` は子モジュールのフラグまで変えます（上の出力）。このプロジェクトには GPU がないので
+# 名前は `attn.w`、`mlp.w` と点でつながり、`eval()` は子モジュールのフラグまで変えます（上の出力）。
+# モジュールの `to()` は木の中のパラメータをその場で変えて `block` 自身を返し（だから `model.to(device)` と書くだけでよい）、
+# テンソルの `to()` にあたる `value_to` は新しいものを返して元を残します（だから `t = t.to(device)` と代入し直す）。このプロジェクトには GPU がないので
 # デバイスの転送はありませんが、「全パラメータを一度に変える」ことは同じ形で起きます。microgpt の全パラメータは1本の連続したバッファのビュー
 # （`flat_buffer`）なので、float32 への変換も1回で済みます（`microgpt.py --dtype float32` の中身）。`pack_params` は新しい辞書を返し、元はそのままです。
 # これはモジュールの `model.to()`（その場で変える）ではなく、テンソルの `t.to()`（新しいものを返す）と同じふるまいです。
@@ -485,8 +516,10 @@ print(f"\nGPT-2 small: {total:,} parameters; biases of the linear layers {linear
 #
 # 1. **縦ベクトルの数式 $y = Wx$ との整合**：これはそのとおりです。`W[o]` は出力 $o$ のニューロンの重みベクトルそのもの（1行）で、`utils.linear` も `for wo in w` と行ごとに内積を取ります。
 #    講義3 の `NormalizedLinear` が `F.normalize(weight, dim=1)` で「行」を正規化するのも、出力ニューロンごとの重みベクトルを単位ベクトルにする、という意味になります。
-# 2. **行優先（Row-Major）のメモリ配置で計算が速い**：成り立ちません。`W.T` はコピーではなく、同じメモリを列優先として読む **ビュー** で、
-#    行列積のライブラリ（BLAS）は「転置して読む」指定をそのまま受け取ります。`[in, out]` で持った重みとの積と、結果も時間も同じ程度です。
+# 2. **行優先（Row-Major）のメモリ配置で計算が速い**：この環境では差が出ず、理由になりません。`W.T` はコピーではなく、同じメモリを列優先として読む **ビュー** で、
+#    行列積のライブラリ（BLAS）は「転置して読む」指定をそのまま受け取ります。この環境の NumPy では、`[in, out]` で持った重みとの積と、結果も時間も同じ程度です（下のセル）。
+#    ただし行列積（GEMM）のライブラリは、ハードウェア（とくに GPU）によってはどちらの並びで読むかで速さが違うことがあるので、
+#    「どこでも速さは変わらない」とまでは言えません。ここで確かめられるのは、この環境の1回の計測だけです。
 # 3. **ブロードキャスト（バッチ処理）への適合**：成り立ちません。`x @ W.T` の先頭のバッチ次元（`[バッチ, ヘッド, 単語数, 特徴量]` など）は `x` の側の話で、
 #    重みを `[out, in]` で持っても `[in, out]` で持っても、同じようにブロードキャストされます。
 
@@ -512,8 +545,8 @@ print("4-D input: shapes", (x_4d @ W_oi.T).shape, (x_4d @ W_io).shape, "equal:",
 
 # %% [markdown]
 # `W.T` はコピーされない列優先のビューで、積は `[in, out]` で持った重みとの積とビット単位で同じ、時間の比もほぼ 1 です（実行のたびに少し揺れます）。
-# 4 次元の入力も、どちらの持ち方でも同じ形・同じ値で計算されます。`[out, in]` を選ぶ理由として残るのは 1 の「数式と同じ形」で、
-# 2 と 3 はこの選択の理由にはなりません。
+# 4 次元の入力も、どちらの持ち方でも同じ形・同じ値で計算されます。`[out, in]` を選ぶ理由として確かに残るのは
+# 1 の「数式と同じ形」です。3 は理由になりません。2 はこの環境では差が出ないので理由になりませんが、他のハードウェアの GEMM ライブラリには並びの好みがありえます。
 
 # %% [markdown]
 # ## 4. 初期化：Xavier、He、PyTorch の既定、microgpt の `N(0, 0.08²)`
@@ -936,6 +969,7 @@ exercises.check_05_he_uniform_bound(he_uniform_bound)
 # `linear_bias_np_backward(dy, x, w)` を書いてください。出力の勾配 `dy`（形 `(..., out)`）から
 # `(dx, dw, db)` を返します。形はそれぞれ `x`、`w`（`[out, in]`）、`b`（`(out,)`）と同じです。
 # `x` の先頭の次元はバッチで、2つ以上あることもあります。
+# バイアスは `dx` と `dw` を変えないので、この2つは `utils.linear_np_backward(dy, x, w)` をそのまま使ってかまいません。新しく求めるのは `db` です。
 #
 # チェックは `dx`, `dw` を `utils.linear_np_backward` と、`db` を中心差分と比べます。
 
@@ -949,21 +983,24 @@ def linear_bias_np_backward(dy, x, w):
 exercises.check_05_linear_bias_backward(linear_bias_np_backward)
 
 # %% [markdown]
-# ### 練習問題 3：クエリに届く勾配（スケーリングあり・なし）
+# ### 練習問題 3：キーとバリューに届く勾配（スケーリングあり・なし）
 #
-# 1つのクエリ `q`（形 `(d,)`）とキー `K`（形 `(T, d)`）から、スコア $s_t = \alpha\, q \cdot k_t$
-# （`scaled=True` なら $\alpha = 1/\sqrt d$、`False` なら $\alpha = 1$）、重み $p = \mathrm{softmax}(s)$ を作ります。
-# 損失の $p$ に対する勾配 `dp` $= \partial L/\partial p$（形 `(T,)`）が与えられたとき、`query_grad(q, K, dp, scaled)` は
-# $\partial L/\partial q$（形 `(d,)`）を返します。`utils.softmax_np` と `utils.softmax_np_backward` を使ってかまいません。
+# §5 では、注意の出力から **クエリ** $q$ に届く勾配を計算しました。同じ注意で、**キー** と **バリュー** に届く勾配を求めます。
+# 1つのクエリ `q`（形 `(d,)`）、キー `K` とバリュー `V`（どちらも形 `(T, d)`）から、スコア $s_t = \alpha\, q \cdot k_t$
+# （`scaled=True` なら $\alpha = 1/\sqrt d$、`False` なら $\alpha = 1$）、重み $p = \mathrm{softmax}(s)$、出力 $o = \sum_t p_t v_t$ を作ります。
+# 出力の勾配 `do` $= \partial L/\partial o$（形 `(d,)`）が与えられたとき、`key_value_grads(q, K, V, do, scaled)` は
+# $(\partial L/\partial K, \partial L/\partial V)$（どちらも形 `(T, d)`）の組を返します。`utils.softmax_np` と `utils.softmax_np_backward` を使ってかまいません。
 #
-# チェックは $d = 16$ と $d = 256$ のそれぞれで、スケーリングあり・なしの両方を §5と同じ計算と比べ、$|\partial L/\partial q|$ を表示します。
-# 表示されるのは1組のランダムな $q, K$ での値なので、§5の表（2000 回の中央値）の傾向と逆になることもあります。
+# チェックは $d = 16$ と $d = 256$ のそれぞれで、スケーリングあり・なしの両方を NumPy エンジンの注意の逆伝播（`numpy_engine.attention_np_backward`）と比べ、
+# $|\partial L/\partial K|$ と $|\partial L/\partial V|$ を表示します。チェックの間はその関数と `backward()` は使えません（呼ぶと 不正解 になります）。
+# 表示されるのは1組のランダムな $q, K, V$ での値なので、§5 の表（2000 回の中央値）の傾向と逆になることもあります。
+# 解けたら、2つの勾配のうち softmax のヤコビアンを通るのはどちらか、スケーリングなしで softmax が飽和したときにどちらが消えるかを考えてみてください。
 
 # %%
-def query_grad(q, K, dp, scaled):
+def key_value_grads(q, K, V, do, scaled):
     # ここに解答を書く (write your answer here)
     raise NotImplementedError
 
 
 # %%
-exercises.check_05_query_grad(query_grad)
+exercises.check_05_key_value_grads(key_value_grads)
