@@ -2,6 +2,7 @@
 
     python benchmarks/vs_commits.py            # both comparisons below, about 5 minutes on 2 cores
     python benchmarks/vs_commits.py --quick    # a rough run in well under a minute
+    python benchmarks/vs_commits.py --clock instructions   # instructions per step, counted (needs valgrind)
 
 Two comparisons, each the ratio "this tree / the old commit" of the time of one training step:
   value  the Value engine, rmsnorm, batch 1, default config, against e631a43 (before the reliability work);
@@ -19,12 +20,23 @@ in turn (new first in even rounds, old first in odd ones), so the machine's drif
 gives each side's step-wise best (each step's best over the rounds: the same docs and weights every round, so the
 same work; see figures()) and its median over rounds, the ratio of the step-wise bests, which the targets are
 judged on, and the median of the per-round ratios.
+
+--clock instructions counts instead of timing: the machine instructions one step executes, under valgrind's
+callgrind (`valgrind --tool=callgrind`), which counts them whatever else the machine is doing, the same count
+every run (hash seed fixed). A process of 5 steps and one of 5 + N steps are counted; the difference divided by N
+is the instructions per step of those N steps (start-up, loading and the evaluation around the steps cancel out,
+and so do the first steps, which cost more while Python's allocator grows to the size of the graph).
+One round is enough; a count is not a time (a cache miss costs more than an add), but two versions of the same
+pure-Python loop differ in time about as they differ in instructions, and a count resolves 0.1% where
+alternating processes on a shared machine resolve 2-5%.
 """
 import argparse
 import io
 import json
 import os
 import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,13 +60,16 @@ def _parse_args(argv):
     p.add_argument("--numpy-rounds", type=int, help="alternating rounds per norm (default 15, quick 3)")
     p.add_argument("--numpy-steps", type=int, help="steps per NumPy-engine process (default 2000, quick 300)")
     p.add_argument("--corpus", default="names", help="docs to train on (as microgpt's --corpus)")
-    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+    p.add_argument("--clock", choices=("cpu", "wall", "instructions"), default="cpu",
                    help="cpu (default): each process's CPU time, which other programs on a shared machine disturb "
-                        "far less; wall: elapsed time")
+                        "far less; wall: elapsed time;\ninstructions: instructions per step, counted by valgrind "
+                        "(one round; steps 24 and 300 unless given)")
     p.add_argument("--probe", nargs=6, metavar=("DIR", "ENGINE", "NORM", "STEPS", "DOCS", "CLOCK"),
                    help=argparse.SUPPRESS)  # one child process: see probe()
     args = p.parse_args(argv)
     defaults = {"value_rounds": (15, 1), "value_steps": (48, 8), "numpy_rounds": (15, 3), "numpy_steps": (2000, 300)}
+    if args.clock == "instructions":  # a count is the same every round: one is enough
+        defaults = {"value_rounds": (1, 1), "value_steps": (24, 4), "numpy_rounds": (1, 1), "numpy_steps": (300, 50)}
     for name, (full, quick) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
@@ -87,13 +102,39 @@ def probe(folder, engine, norm, steps, docs_file, clock):
 
 
 def run_probe(folder, engine, norm, steps, docs_file, clock="cpu"):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--probe", str(folder), engine, norm, str(steps), docs_file,
-           clock]
+    """One process's step times (ms); for clock "instructions", [the instructions per step] (see count_step)."""
+    if clock == "instructions":
+        return [count_step(folder, engine, norm, steps, docs_file)]
+    return json.loads(_probe_process(folder, engine, norm, steps, docs_file, clock).stdout.strip().splitlines()[-1])
+
+
+def _probe_process(folder, engine, norm, steps, docs_file, clock, prefix=()):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    cmd = [*prefix, sys.executable, str(Path(__file__).resolve()), "--probe", str(folder), engine, norm, str(steps),
+           docs_file, "cpu" if clock == "instructions" else clock]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder)
     if out.returncode != 0:
         raise RuntimeError(f"probe in {folder} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return out
+
+
+CALLGRIND = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={os.devnull}")
+
+
+WARMUP_STEPS = 5  # not counted: the first steps of a process also grow Python's allocator to the graph's size
+
+
+def count_step(folder, engine, norm, steps, docs_file):
+    """Instructions per training step, counted by callgrind: (count of WARMUP_STEPS + steps steps - count of
+    WARMUP_STEPS steps) / steps. Everything but the extra steps (start-up, loading, the first steps, the
+    evaluations) is the same in both processes."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("vs_commits: --clock instructions needs valgrind (apt-get install valgrind)")
+
+    def count(n):
+        err = _probe_process(folder, engine, norm, n, docs_file, "instructions", CALLGRIND).stderr
+        return int(re.search(r"Collected : (\d+)", err).group(1))
+    return (count(WARMUP_STEPS + steps) - count(WARMUP_STEPS)) / steps
 
 
 # ----------------------------------------------------------------------------------------------- old code
@@ -145,13 +186,14 @@ def figures(engine, runs):
     return [figure(run) for run in runs], figure([min(step) for step in zip(*runs)])
 
 
-def row(engine, norm, base, steps, new_runs, old_runs):
+def row(engine, norm, base, steps, new_runs, old_runs, clock="cpu"):
     (new, new_best), (old, old_best) = figures(engine, new_runs), figures(engine, old_runs)
     ratios = [a / b for a, b in zip(new, old)]
-    what = "mean" if engine == "value" else "median"
+    what = "counted" if clock == "instructions" else "mean" if engine == "value" else "median"
+    scale = 1e-6 if clock == "instructions" else 1.0  # instructions in millions
     verdict = "met" if new_best / old_best <= TARGETS[engine] else "not met"
-    return (f"| {engine} | {norm} | {base} | {len(new)} x {steps} steps ({what}) | {new_best:.3f} / "
-            f"{statistics.median(new):.3f} | {old_best:.3f} / {statistics.median(old):.3f} | "
+    return (f"| {engine} | {norm} | {base} | {len(new)} x {steps} steps ({what}) | {new_best * scale:.3f} / "
+            f"{statistics.median(new) * scale:.3f} | {old_best * scale:.3f} / {statistics.median(old) * scale:.3f} | "
             f"{new_best / old_best:.3f}x | {statistics.median(ratios):.3f}x | at most {TARGETS[engine]:.2f}x: "
             f"{verdict} | {' '.join(f'{x:.2f}' for x in ratios)} |")
 
@@ -163,8 +205,9 @@ def table(args, log):
 
     docs = list(mg.load_corpus(args.corpus))
     random.Random(0).shuffle(docs)  # a fixed sample: both sides see the same docs in the same order
-    rows = ["| engine | norm | against | rounds x steps (per process) | this tree ms/step: step-wise best / median "
-            "of rounds | old ms/step: the same | ratio, step-wise best | median of per-round ratios | target (on the "
+    unit = "million instructions/step" if args.clock == "instructions" else "ms/step"
+    rows = [f"| engine | norm | against | rounds x steps (per process) | this tree {unit}: step-wise best / median "
+            f"of rounds | old {unit}: the same | ratio, step-wise best | median of per-round ratios | target (on the "
             "step-wise best) | per-round ratios |", "|" + "---|" * 10]
     with tempfile.TemporaryDirectory(prefix="vs_commits_") as tmp:
         docs_file = str(Path(tmp) / "docs.txt")
@@ -181,7 +224,7 @@ def table(args, log):
                 log(f"  git archive {base} ...")
                 folders[base] = export_commit(base, tmp)
             new, old = side_by_side(ROOT, folders[base], engine, norm, steps, rounds, docs_file, log, args.clock)
-            rows.append(row(engine, norm, base, steps, new, old))
+            rows.append(row(engine, norm, base, steps, new, old, args.clock))
     return rows
 
 

@@ -69,3 +69,22 @@ def test_the_issue_21_table_runs_both_comparisons_against_the_old_commits():
                                                    ["| numpy", "sphere", "f57ef30"]]
     for r, target in zip(body, ("1.00", "1.10", "1.10")):
         assert re.search(rf"\| [\d.]+x \| at most {target}x: (met|not met) \| [\d.]+ \|$", r), r
+
+
+def test_instructions_per_step_are_the_difference_of_two_counted_processes(monkeypatch):
+    counted = []
+
+    def process(folder, engine, norm, steps, docs_file, clock, prefix=()):
+        assert prefix[0] == "valgrind" and clock == "instructions"
+        counted.append(steps)
+        return subprocess.CompletedProcess([], 0, "", f"==1== Collected : {1000 + 7 * steps}\n")
+    monkeypatch.setattr(vs_commits.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(vs_commits, "_probe_process", process)
+    assert vs_commits.run_probe("DIR", "value", "rmsnorm", 24, "docs.txt", "instructions") == [7.0]
+    assert counted == [vs_commits.WARMUP_STEPS + 24, vs_commits.WARMUP_STEPS]
+
+
+def test_instructions_without_valgrind_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(vs_commits.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="needs valgrind"):
+        vs_commits.count_step("DIR", "value", "rmsnorm", 24, "docs.txt")
