@@ -220,15 +220,18 @@ def topological_order(root):
     """
     order, visited = [], set()
     stack = [root]
+    # The five list/set methods, looked up once instead of on every visit: 1% of a training step's instructions
+    # (benchmarks/vs_commits.py --clock instructions; README, Performance).
+    pop, push, extend, visit, emit = stack.pop, stack.append, stack.extend, visited.add, order.append
     while stack:
-        node = stack.pop()
+        node = pop()
         if node is None:  # the marker: the node under it has all its children in `order`
-            order.append(stack.pop())
+            emit(pop())
         elif node not in visited:
-            visited.add(node)
-            stack.append(node)
-            stack.append(None)
-            stack.extend(node._children)
+            visit(node)
+            push(node)
+            push(None)
+            extend(node._children)
     return order
 
 
