@@ -428,6 +428,6 @@ def test_value_py_is_the_engine_alone():
     assert cls.end_lineno - cls.lineno + 1 <= 160
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert not functions & {"node_names", "trace_backward", "format_trace", "to_dot", "draw_graph"}  # tracing.py
-    # the chain rule reads as the module docstring writes it, in the branch binary ops take and in the other
+    # the chain rule reads as the module docstring writes it, in each branch: binary ops, unary ops, hand-built
     backward = next(node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "backward")
-    assert ast.get_source_segment(source, backward).count("child.grad += local_grad * node.grad") == 2
+    assert ast.get_source_segment(source, backward).count("child.grad += local_grad * node.grad") == 3
