@@ -7,10 +7,12 @@
     claim_run_folder  Ctrl-C without --out: the next free out/run-N, taken atomically (mkdir is exclusive)
 """
 import datetime
+import errno
 import io
 import json
 import os
 import socket
+import stat
 import tempfile
 import zipfile
 
@@ -25,10 +27,30 @@ except ImportError:  # Windows
     import msvcrt
 
 
+def not_a_regular_file(path):
+    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO", ...), else None.
+    lstat, not stat: a symbolic link is itself what os.replace would replace."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # not there (or not reachable: the write itself will say why)
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def atomic_write(path, write):
     """write(f) (f a binary file) into a temp file in the same directory, then os.replace: readers never see
     half a file, and an existing file is only replaced by a complete new one. An OSError (disk full, no
-    permission) becomes a WriteError naming `path`; the file that was there stays as it was."""
+    permission) becomes a WriteError naming `path`; the file that was there stays as it was.
+
+    Only a regular file is ever replaced: os.replace would put a regular file in the place of a symbolic link,
+    a FIFO or a device (run as root, `/dev/null` itself), so such a target is a WriteError and is left alone."""
+    kind = not_a_regular_file(path)
+    if kind:
+        raise WriteError(path, OSError(errno.EEXIST, f"it is {kind}, not a regular file; it is left as it is"))
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
