@@ -297,6 +297,8 @@ def corpus_memory(n_docs, n_chars):
     return 350 * n_docs + 50 * n_chars
 
 
+MAX_STEPS = 2**53          # the most steps a run may plan: whole numbers up to here are exact in float64 (the lr
+                           # schedule divides by it, np.geomspace plans the snapshots); far beyond any real run
 BYTES_PER_STEP = 80        # what a run keeps per optimizer step: its train loss as a Python float in a list (32),
                            # in the checkpoint's array (8) and as text in metrics.json (~25), with room to spare
 SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/history.py keeps a big model's fewer)

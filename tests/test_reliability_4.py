@@ -369,3 +369,35 @@ def test_deleting_the_lock_file_does_not_free_a_held_folder(tmp_path, corpus):
 
 def test_the_machine_memory_is_known_here():
     assert machine_memory() > 2**30
+
+
+# ----------------------------------------------------------------------------- red team: crafted files and paths
+
+def edit_npz(path, **changes):
+    """Rewrite the .npz at `path` with its meta's entries updated by `changes` (the crafted files of a red team)."""
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            meta[key].update(value)
+        else:
+            meta[key] = value
+    arrays["meta"] = np.array(json.dumps(meta))
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def test_a_history_planning_10_to_the_30_steps_is_one_line_or_a_note(tmp_path, corpus, capsys):
+    import planetarium
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+    edit_npz(out / HISTORY_NAME, steps=10**30)
+    assert planetarium.main([str(out), "--html", str(tmp_path / "p.html")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "beyond 2**53" in err
+    one_clean_line(err)
+    code, out_text, err = run(capsys, ["--resume", "--out", str(out), "--steps", "6", "--corpus", corpus])
+    assert code == EXIT_OK and "is not continued" in out_text and "beyond 2**53" in out_text, err
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", str(10**30)])
+    assert code == EXIT_BAD_INPUT and "at most 2**53" in err
