@@ -401,3 +401,26 @@ def test_a_history_planning_10_to_the_30_steps_is_one_line_or_a_note(tmp_path, c
     assert code == EXIT_OK and "is not continued" in out_text and "beyond 2**53" in out_text, err
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", str(10**30)])
     assert code == EXIT_BAD_INPUT and "at most 2**53" in err
+
+
+def test_the_estimate_counts_the_bigram_table_of_a_big_vocabulary(tmp_path, capsys):
+    from model_config import GPTConfig, check_memory
+    with pytest.raises(InputError, match="vocab_size 30,001"):  # 7.2 GB of bigram counts for a tiny model
+        check_memory(GPTConfig(30_001, n_embd=16, n_head=4), 1, "numpy", max_gb=4)
+    chars = "".join(chr(0x4E00 + i) for i in range(12_000))  # 12,000 distinct CJK characters: a 1.15 GB table
+    corpus = write_corpus(str(tmp_path), "\n".join(chars[i:i + 8] for i in range(0, len(chars), 8)) + "\n")
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "1", "--max-memory", "1"])
+    assert code == EXIT_BAD_INPUT and "vocab_size 12,001" in err
+    one_clean_line(err)
+
+
+def test_the_estimate_counts_the_python_objects_of_every_layer(corpus, capsys):
+    from model_config import GPTConfig, check_memory
+    deep = GPTConfig(27, n_embd=1, n_head=1, n_layer=1_000_000, block_size=1)  # 12 M weights, ~10 GB of objects
+    with pytest.raises(InputError, match="n_layer 1000000"):
+        check_memory(deep, 1, "numpy", max_gb=4)
+    t0 = time.monotonic()
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--n-layer", "1000000", "--n-embd", "1", "--n-head", "1",
+                                       "--block-size", "1", "--steps", "1"])
+    assert code == EXIT_BAD_INPUT and "n_layer 1000000" in err and time.monotonic() - t0 < 5
+    one_clean_line(err)
