@@ -222,6 +222,11 @@ def scale_layout(cfg):
     return _scale_layout(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.alpha_init, cfg.sz_init)
 
 
+def cut_list(items, most=5):
+    """A list in a message: its first `most` items and how many more (a message stays one readable line)."""
+    return repr(items) if len(items) <= most else f"{items[:most]!r} and {len(items) - most:,} more"
+
+
 def pack_params(params, cfg, dtype=None):
     """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes (dtype: the arrays' own
     when they are all float32 or all float64, else float64)."""
@@ -232,7 +237,8 @@ def pack_params(params, cfg, dtype=None):
     expected = dict(param_shapes(cfg))
     if set(params) != set(expected):
         missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
-        raise ValueError(f"parameter keys do not match the config: missing {missing}, unexpected {extra}")
+        raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, unexpected "
+                         f"{cut_list(extra)}")
     for key, view in views.items():
         a = np.asarray(params[key])
         if a.shape != view.shape:

@@ -84,16 +84,19 @@ def check_npz_file(path, what):
         raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz archive)")
 
 
-def npz_headers(file, max_members=64):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz file, from the .npy headers alone:
-    nothing is loaded, so a header that claims a huge array costs nothing until it is compared with what the file
-    should hold. ValueError for a member that is not an array, or too many members."""
+def npz_headers(file, max_members=64, only=None):
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz file (or of those named in `only`),
+    from the .npy headers alone: nothing is loaded, so a header that claims a huge array costs nothing until it is
+    compared with what the file should hold. ValueError for a member that is not an array, or too many members
+    (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
         infos = zf.infolist()
-        if len(infos) > max_members:
+        if max_members is not None and len(infos) > max_members:
             raise ValueError(f"it has {len(infos)} members; at most {max_members} were expected")
         for info in infos:
+            if only is not None and info.filename[:-len(".npy")] not in only:
+                continue
             if not info.filename.endswith(".npy"):
                 raise ValueError(f"member {info.filename!r} is not a .npy array")
             with zf.open(info) as f:

@@ -424,3 +424,35 @@ def test_the_estimate_counts_the_python_objects_of_every_layer(corpus, capsys):
                                        "--block-size", "1", "--steps", "1"])
     assert code == EXIT_BAD_INPUT and "n_layer 1000000" in err and time.monotonic() - t0 < 5
     one_clean_line(err)
+
+
+@pytest.fixture
+def small_checkpoint(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])[0] == EXIT_OK
+    return out / "checkpoint.npz"
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"n_layer": 1000}, "holds 14 arrays; a checkpoint of its config (n_layer 1000, norm rmsnorm) holds 6008"),
+    ({"n_layer": 10**6, "n_embd": 1, "n_head": 1}, "describes a model of 12,000,"),
+    ({"n_layer": 10**7, "n_embd": 1, "n_head": 1}, "describes a model of"),
+    ({"n_embd": 16.0}, "its config: n_embd must be a positive integer, got 16.0"),
+])
+def test_a_checkpoint_claiming_many_layers_is_refused_quickly_in_one_short_line(small_checkpoint, capsys, config,
+                                                                                  words):
+    edit_npz(small_checkpoint, config=config)
+    t0 = time.monotonic()
+    code, _, err = run(capsys, ["--sample-only", "--checkpoint", str(small_checkpoint)])
+    assert code == EXIT_BAD_INPUT and words in err and str(small_checkpoint) in err, err
+    assert len(err) < 400 and time.monotonic() - t0 < 3, (len(err), time.monotonic() - t0)
+    one_clean_line(err)
+
+
+def test_a_checkpoint_of_ten_layers_resumes(tmp_path, corpus, capsys):
+    """(It holds 68 arrays; a fixed limit of 64 members refused it.)"""
+    out = tmp_path / "deep"
+    args = TINY + ["--corpus", corpus, "--n-layer", "10", "--out", str(out)]
+    assert run(capsys, args + ["--steps", "2"])[0] == EXIT_OK
+    code, _, err = run(capsys, ["--resume", "--out", str(out), "--steps", "3", "--corpus", corpus])
+    assert code == EXIT_OK, err
