@@ -16,7 +16,7 @@ network request and opens from file://. The numbers it shows come from a JavaScr
 the page holds: wte, lm_head and the effective scales in float64, the other matrices in float32 (page_params).
 
 Exit codes: 0 ok (the page's path is printed), 2 bad input (a missing folder, a run without history.npz, a
-corrupted file: one line on stderr), 74 the page could not be written.
+corrupted file, not enough memory: one line on stderr), 74 the page could not be written.
 """
 import argparse
 import base64
@@ -218,6 +218,9 @@ def main(argv=None):
     except WriteError as e:
         say(f"planetarium: error: {e}")
         return EXIT_IO
+    except MemoryError:  # the checks bound what a history may claim, but the machine may still have less
+        say("planetarium: error: not enough memory for these runs' page (an allocation failed)")
+        return EXIT_BAD_INPUT
     if len(page) > PAGE_BUDGET:
         say(f"planetarium: note: the page is {len(page) / 2**20:.1f} MiB (big models make big pages); it still "
             "opens, but slowly")

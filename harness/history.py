@@ -42,7 +42,17 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.run_files import atomic_write, check_npz_file, npz_headers, npz_meta
-from model_config import MAX_STEPS, SNAPSHOT_BUDGET, GPTConfig, effective_scales, n_params, param_offsets, param_shapes
+from model_config import (
+    BYTES_PER_ARRAY,
+    MAX_STEPS,
+    SNAPSHOT_BUDGET,
+    GPTConfig,
+    effective_scales,
+    n_param_arrays,
+    n_params,
+    param_offsets,
+    param_shapes,
+)
 
 HISTORY_NAME = "history.npz"
 HISTORY_FORMAT, HISTORY_VERSION = "microgpt-history", 1
@@ -286,9 +296,12 @@ def _load(file, where, max_bytes):
         sphere = cfg.norm == "sphere"
         if not 1 <= K <= MAX_SNAPSHOTS:
             raise InputError(f"it has {K} snapshots; a history has 1 to {MAX_SNAPSHOTS}")
-        if 8 * K * P > max_bytes:
-            raise InputError(f"its {K} snapshots of {P:,} weights would take {8 * K * P / 2**20:,.0f} MiB; the limit "
-                             f"is {max_bytes / 2**20:,.0f} MiB")
+        # the weights, and the Python objects of every parameter array of every snapshot (the checks and the page
+        # take the snapshots apart array by array: n_layer 10^6 is millions of them, however narrow the model)
+        need = 8 * K * P + K * n_param_arrays(cfg) * BYTES_PER_ARRAY
+        if need > max_bytes:
+            raise InputError(f"its {K} snapshots of {P:,} weights in {n_param_arrays(cfg):,} arrays would take "
+                             f"{need / 2**20:,.0f} MiB; the limit is {max_bytes / 2**20:,.0f} MiB")
         expected = {"meta": ((), None), "step": ((K,), np.int64), "params": ((K, P), np.float64),
                     "train_loss": (None, np.float64), "val_loss": (None, np.float64)}
         if sphere:

@@ -456,3 +456,41 @@ def test_a_checkpoint_of_ten_layers_resumes(tmp_path, corpus, capsys):
     assert run(capsys, args + ["--steps", "2"])[0] == EXIT_OK
     code, _, err = run(capsys, ["--resume", "--out", str(out), "--steps", "3", "--corpus", corpus])
     assert code == EXIT_OK, err
+
+
+def test_a_history_claiming_a_deep_narrow_model_is_refused_before_it_is_taken_apart(tmp_path, corpus, capsys):
+    """n_layer 10^5, n_embd 1: 1.2 M weights (small), but 600,000 arrays in each snapshot (was 7 s; 10^6 layers:
+    72 s, 4 GB and a 122 MiB page)."""
+    import planetarium
+    from model_config import GPTConfig, n_params
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+    path = out / HISTORY_NAME
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    meta["config"].update(n_layer=10**5, n_embd=1, n_head=1)
+    P = n_params(GPTConfig(**meta["config"]))
+    arrays.update(meta=np.array(json.dumps(meta)), step=np.array([0, 3]), params=np.zeros((2, P)))
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    t0 = time.monotonic()
+    code = planetarium.main([str(out), "--html", str(tmp_path / "p.html")])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT and "600,003 arrays would take" in err and time.monotonic() - t0 < 3, err
+    one_clean_line(err)
+
+
+def test_planetarium_turns_a_failed_allocation_into_one_line(tmp_path, corpus, capsys, monkeypatch):
+    import planetarium
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+
+    def no_memory(runs):
+        raise MemoryError
+
+    monkeypatch.setattr(planetarium, "build_page", no_memory)
+    assert planetarium.main([str(out)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "not enough memory" in err
+    one_clean_line(err)
