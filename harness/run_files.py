@@ -172,6 +172,8 @@ def prepare_out(out):
             pass
     except OSError as e:
         raise InputError(f"--out {out!r} is not a writable directory ({e.strerror or e})") from None
+    except RecursionError:  # os.makedirs recurses once per missing folder level: thousands of them overflow it
+        raise InputError(f"--out {out[:60]!r}... has too many folder levels to create") from None
 
 
 LOCK_NAME = ".microgpt.lock"

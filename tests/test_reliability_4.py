@@ -494,3 +494,11 @@ def test_planetarium_turns_a_failed_allocation_into_one_line(tmp_path, corpus, c
     err = capsys.readouterr().err
     assert "not enough memory" in err
     one_clean_line(err)
+
+
+def test_an_out_of_3000_folder_levels_is_one_line(tmp_path, corpus, capsys):
+    deep = str(tmp_path) + "/a" * 3000
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "1", "--out", deep])
+    assert code == EXIT_BAD_INPUT and "too many folder levels" in err
+    one_clean_line(err)
+    assert os.listdir(tmp_path) == ["names.txt"]
