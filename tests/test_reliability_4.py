@@ -502,3 +502,18 @@ def test_an_out_of_3000_folder_levels_is_one_line(tmp_path, corpus, capsys):
     assert code == EXIT_BAD_INPUT and "too many folder levels" in err
     one_clean_line(err)
     assert os.listdir(tmp_path) == ["names.txt"]
+
+
+def test_a_new_run_never_overwrites_an_earlier_runs_history_or_metrics(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])[0] == EXIT_OK
+    os.remove(out / "checkpoint.npz")
+    before = {name: (out / name).read_bytes() for name in (HISTORY_NAME, "metrics.json")}
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])
+    assert code == EXIT_BAD_INPUT and "holds an earlier run's history.npz, metrics.json" in err
+    assert before == {name: (out / name).read_bytes() for name in before}
+
+
+def test_an_empty_corpus_name_is_called_empty(capsys):
+    code, _, err = run(capsys, TINY + ["--corpus", ""])
+    assert code == EXIT_BAD_INPUT and "it is empty" in err and "directory" not in err
