@@ -222,6 +222,11 @@ def scale_layout(cfg):
     return _scale_layout(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.alpha_init, cfg.sz_init)
 
 
+def cut_list(items, most=5):
+    """A list in a message: its first `most` items and how many more (a message stays one readable line)."""
+    return repr(items) if len(items) <= most else f"{items[:most]!r} and {len(items) - most:,} more"
+
+
 def pack_params(params, cfg, dtype=None):
     """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes (dtype: the arrays' own
     when they are all float32 or all float64, else float64)."""
@@ -232,7 +237,8 @@ def pack_params(params, cfg, dtype=None):
     expected = dict(param_shapes(cfg))
     if set(params) != set(expected):
         missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
-        raise ValueError(f"parameter keys do not match the config: missing {missing}, unexpected {extra}")
+        raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, unexpected "
+                         f"{cut_list(extra)}")
     for key, view in views.items():
         a = np.asarray(params[key])
         if a.shape != view.shape:
@@ -254,6 +260,21 @@ def n_params(cfg):
     C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
     P = 2 * V * C + cfg.block_size * C + 12 * L * C * C
     return P + (7 * L * C + V if cfg.norm == "sphere" else 0)
+
+
+def n_param_arrays(cfg):
+    """How many parameter arrays (state_dict keys) param_shapes lists, by formula, so that a config can be
+    measured before a Python object is made per layer: wte, wpe, lm_head, 6 matrices per layer; sphere mode adds 4
+    scale vectors per layer and s_z."""
+    return 3 + 6 * cfg.n_layer + (4 * cfg.n_layer + 1 if cfg.norm == "sphere" else 0)
+
+
+# What each parameter array costs in Python objects besides its numbers: its key string, dict entries (params,
+# grads, offsets, sphere axes), NumPy views of the flat buffers and the per-layer objects of a step. Measured
+# with tracemalloc around a 1-step numpy-engine train() of n_layer = 10,000, n_embd = 1: 7.2 kB per layer for
+# rmsnorm (6 arrays), 13.6 kB for sphere (10 arrays), i.e. 1.2-1.4 kB an array; peak RSS grew 14 kB per sphere
+# layer at 40,000 layers. A deep, narrow model (n_layer 10^6, n_embd 1) is made of these, not of its numbers.
+BYTES_PER_ARRAY = 1500
 
 
 def forward_bytes_per_doc(cfg):
@@ -287,7 +308,7 @@ def step_memory(cfg, batch_size, engine, itemsize=8):
     else:
         nodes = batch_size * T * (L * (24 * C * C + 4 * C * T + 8 * C) + 2 * V * C) + P
         activations = 300 * nodes
-    return static + max(activations, CHUNK_BYTES)
+    return static + BYTES_PER_ARRAY * n_param_arrays(cfg) + max(activations, CHUNK_BYTES)
 
 
 def corpus_memory(n_docs, n_chars):
@@ -297,6 +318,8 @@ def corpus_memory(n_docs, n_chars):
     return 350 * n_docs + 50 * n_chars
 
 
+MAX_STEPS = 2**53          # the most steps a run may plan: whole numbers up to here are exact in float64 (the lr
+                           # schedule divides by it, np.geomspace plans the snapshots); far beyond any real run
 BYTES_PER_STEP = 80        # what a run keeps per optimizer step: its train loss as a Python float in a list (32),
                            # in the checkpoint's array (8) and as text in metrics.json (~25), with room to spare
 SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/history.py keeps a big model's fewer)
@@ -315,16 +338,24 @@ def machine_memory():
         return 0
 
 
+def baseline_memory(cfg):
+    """numpy_engine.baselines counts the bigrams in a dense V x V float64 table: 7.2 GB for 30,000 distinct
+    characters (a CJK corpus), however small the model."""
+    return 8 * cfg.vocab_size ** 2
+
+
 def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB, dtype="float64", corpus=(0, 0), steps=0):
     """InputError, with the estimate, if a run would need more than max_gb GB, or more than this machine has: a
-    training step, the corpus (n_docs, n_chars) it keeps in memory, and the history of `steps` steps."""
-    need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + corpus_memory(*corpus)
-            + history_memory(cfg, steps))
+    training step, the bigram baseline's V x V table, the corpus (n_docs, n_chars) it keeps in memory, and the
+    history of `steps` steps."""
+    need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + baseline_memory(cfg)
+            + corpus_memory(*corpus) + history_memory(cfg, steps))
     limit, why = max_gb * 1e9, f"the limit is {max_gb:g} GB (raise it with --max-memory)"
     ram = machine_memory()
     if 0 < ram < limit:
         limit, why = ram, f"this machine has {ram / 1e9:,.1f} GB"
     if need > limit:
         raise InputError(f"this run would need about {need / 1e9:,.1f} GB of memory ({n_params(cfg):,} parameters, "
-                         f"n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, block_size {cfg.block_size}, batch "
-                         f"{batch_size}, engine {engine}, {corpus[0]:,} documents, {steps:,} steps); {why}")
+                         f"vocab_size {cfg.vocab_size:,}, n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, block_size "
+                         f"{cfg.block_size}, batch {batch_size}, engine {engine}, {corpus[0]:,} documents, {steps:,} "
+                         f"steps); {why}")

@@ -16,7 +16,7 @@ network request and opens from file://. The numbers it shows come from a JavaScr
 the page holds: wte, lm_head and the effective scales in float64, the other matrices in float32 (page_params).
 
 Exit codes: 0 ok (the page's path is printed), 2 bad input (a missing folder, a run without history.npz, a
-corrupted file: one line on stderr), 74 the page could not be written.
+corrupted file, not enough memory: one line on stderr), 74 the page could not be written.
 """
 import argparse
 import base64
@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError, WriteError
 from harness.history import HISTORY_NAME, load_history, unflatten
-from harness.run_files import atomic_write
+from harness.run_files import atomic_write, not_a_regular_file
 from model_config import param_offsets
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -182,7 +182,9 @@ def build_parser():
                         "side by side under one camera")
     p.add_argument("--html", metavar="PATH",
                    help="where to write the page (default: RUN_DIR/planetarium.html for one run, ./planetarium.html "
-                        "for several); an existing file there is replaced")
+                        "for several); it must end in .html or .htm, so that a run's own files (checkpoint.npz, "
+                        "history.npz, metrics.json, ...) or a corpus are never overwritten; an existing page "
+                        "there is replaced (a symbolic link, FIFO or device is refused, not replaced)")
     return p
 
 
@@ -196,6 +198,15 @@ def main(argv=None):
                              else "planetarium.html")
         if os.path.isdir(path):
             raise InputError(f"--html {path!r} is a folder; give the path of the page to write")
+        # a typo such as --html RUN/checkpoint.npz would replace a run's own file with the page: only a page's
+        # name is taken, and only a regular file is replaced (never a symbolic link, a FIFO or /dev/null)
+        if not path.lower().endswith((".html", ".htm")):
+            raise InputError(f"--html {path!r} does not end in .html or .htm; the page is written only to such a "
+                             "path, so that no run file or corpus is overwritten")
+        kind = not_a_regular_file(path)
+        if kind:
+            raise InputError(f"--html {path!r} is {kind}, not a regular file; it is left as it is (give the path "
+                             "of a new or existing page)")
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise InputError(f"--html {path!r}: folder {folder!r} does not exist")
@@ -207,6 +218,9 @@ def main(argv=None):
     except WriteError as e:
         say(f"planetarium: error: {e}")
         return EXIT_IO
+    except MemoryError:  # the checks bound what a history may claim, but the machine may still have less
+        say("planetarium: error: not enough memory for these runs' page (an allocation failed)")
+        return EXIT_BAD_INPUT
     if len(page) > PAGE_BUDGET:
         say(f"planetarium: note: the page is {len(page) / 2**20:.1f} MiB (big models make big pages); it still "
             "opens, but slowly")

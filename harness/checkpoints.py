@@ -17,11 +17,21 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from harness.checks import check_combination, check_setting
+from harness.checks import check_combination, check_setting, cut, short
 from harness.corpora import fingerprint
 from harness.errors import InputError
 from harness.run_files import atomic_write, check_npz_file, npz_headers, npz_meta
-from model_config import BYTES_PER_STEP, MAX_MEMORY_GB, GPTConfig, check_dtype, n_params, pack_params, param_shapes
+from model_config import (
+    BYTES_PER_ARRAY,
+    BYTES_PER_STEP,
+    MAX_MEMORY_GB,
+    GPTConfig,
+    check_dtype,
+    n_param_arrays,
+    n_params,
+    pack_params,
+    param_shapes,
+)
 
 
 @dataclass
@@ -77,8 +87,8 @@ def check_state(state, where):
                              f"{getattr(a, 'dtype', '')}; the config needs {want}, one dtype (float64 or float32) "
                              "for the weights and Adam's moments")
     if len(state.params) != len(shapes):
-        raise InputError(f"{where}: its parameters are not the config's: {sorted(set(shapes) - set(state.params))} "
-                         "missing")
+        missing = sorted(set(shapes) - set(state.params))
+        raise InputError(f"{where}: its parameters are not the config's: {short(missing)} missing")
     check_combination(state.engine, dtype.name, cfg.norm, state.riemannian, f"{where}: ")
     if not all(np.isfinite(a).all() for a in arrays.values()):
         raise InputError(f"{where} contains non-finite weights or optimizer state")
@@ -173,9 +183,8 @@ def load_checkpoint(path, max_gb=MAX_MEMORY_GB):
 
 def _load_checkpoint(file, where, max_gb):
     try:
-        headers = npz_headers(file)
-        try:
-            meta = npz_meta(file, headers, MAX_META_CHARS)
+        try:  # the meta first: its config says how many arrays the file should hold
+            meta = npz_meta(file, npz_headers(file, max_members=None, only=("meta",)), MAX_META_CHARS)
         except ValueError as e:
             raise InputError(f"{where} is incompatible or incomplete ({e})") from None
         version = meta.get("version")
@@ -186,24 +195,37 @@ def _load_checkpoint(file, where, max_gb):
         config = meta["config"]
         unknown_settings = sorted(set(config) - names) if isinstance(config, dict) else config
         if unknown_settings:
-            raise InputError(f"{where}: its config has settings this microgpt does not know: {unknown_settings}")
-        cfg = GPTConfig(**config)
+            raise InputError(f"{where}: its config has settings this microgpt does not know: "
+                             f"{short(unknown_settings)}")
+        try:
+            cfg = GPTConfig(**config)
+        except InputError as e:  # (GPTConfig does not know the file: name it, as every other refusal here does)
+            raise InputError(f"{where}: its config: {e}") from None
         step = check_setting("step", meta["step"], f"{where}: step")
         # weights and Adam's two moments (float64: the larger case), and its history: one train loss per step,
         # in the file, in memory and in metrics.json (a file of zeros compresses well: a small file can claim a lot)
-        need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step
+        # and the Python objects of each parameter array (n_layer 10^6 is 6 million of them, however narrow)
+        need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step + BYTES_PER_ARRAY * n_param_arrays(cfg)
         if need > max_gb * 1e9:
             raise InputError(f"{where} describes a model of {n_params(cfg):,} parameters trained {step:,} steps, "
-                             f"about {need / 1e9:,.1f} GB with its optimizer state and history; the limit is "
-                             f"{max_gb:g} GB (raise it with --max-memory)")
+                             f"about {need / 1e9:,.1f} GB with its optimizer state, history and per-array objects; the "
+                             f"limit is {max_gb:g} GB (raise it with --max-memory)")
         dtype = check_dtype(meta.get("dtype", "float64"))
+        # count before naming: a small file whose config claims 1000 layers is refused without a list of the 6000
+        # arrays it lacks (and without building one)
+        count = n_param_arrays(cfg) + 5  # + adam_m, adam_v, train_loss, val_loss, meta
+        headers = npz_headers(file, max_members=count + 16)  # (room to name a few arrays that do not belong)
+        if len(headers) < count:
+            raise InputError(f"{where} is incompatible or incomplete: it holds {len(headers)} arrays; a checkpoint "
+                             f"of its config (n_layer {cfg.n_layer}, norm {cfg.norm}) holds {count}")
         expected = _expected_arrays(cfg, step)
         unknown = sorted(set(headers) - set(expected) - {"meta", "val_loss"})
         if unknown:
-            raise InputError(f"{where} holds arrays a microgpt checkpoint does not have: {', '.join(unknown)}")
+            raise InputError(f"{where} holds arrays a microgpt checkpoint does not have: {cut(', '.join(unknown))}")
         missing = sorted(set(expected) - set(headers))
         if missing or "val_loss" not in headers:
-            raise InputError(f"{where} is incompatible or incomplete (missing {', '.join(missing) or 'val_loss'})")
+            raise InputError(f"{where} is incompatible or incomplete (missing "
+                             f"{cut(', '.join(missing) or 'val_loss')})")
         for name, shape in expected.items():
             got, got_dtype, stored = headers[name]
             want = np.dtype(np.float64) if name.endswith("_loss") else dtype

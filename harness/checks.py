@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from harness.errors import InputError
-from model_config import laid_out, param_shapes
+from model_config import MAX_STEPS, laid_out, param_shapes
 from numpy_engine import forward_np
 
 POSITIVE_INTS = ("steps", "batch_size", "eval_every", "n_embd", "n_head", "n_layer", "block_size", "num_samples")
@@ -41,6 +41,8 @@ def check_setting(name, value, label):
         raise InputError(f"{label} must be a positive integer, got {short(value)}")
     if name in NON_NEGATIVE_INTS and not (is_int(value) and value >= 0):
         raise InputError(f"{label} must be a non-negative integer, got {short(value)}")
+    if name in ("steps", "step") and value > MAX_STEPS:  # (a checkpoint's meta may say 10**30)
+        raise InputError(f"{label} must be at most 2**53 = {MAX_STEPS:,}, got {short(value)}")
     if name in POSITIVE_NUMBERS and not (is_real(value) and math.isfinite(value) and value > 0):
         raise InputError(f"{label} must be a positive number, got {short(value)}")
     if name in CHOICES and value not in CHOICES[name]:

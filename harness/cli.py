@@ -28,7 +28,7 @@ from harness.corpora import BUILTIN, MAX_CORPUS_BYTES, check_corpus_memory, corp
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, WriteError
 from harness.history import HISTORY_NAME, History, load_history
 from harness.messages import final_train_loss, flag, say
-from harness.run_files import RunLock, plot_losses, write_json
+from harness.run_files import RUN_FILE_NAMES, RunLock, plot_losses, write_json
 from harness.signals import DeferSigint, restore, stop_with_keyboard_interrupt
 from model_config import MAX_MEMORY_GB, GPTConfig, check_memory, n_params
 from numpy_engine import GREEDY_BELOW, baselines
@@ -185,6 +185,11 @@ def own_checkpoint(out, resume, resume_path):
     if not out:
         return None
     ckpt = os.path.join(out, "checkpoint.npz")
+    if resume is None and not os.path.exists(ckpt):  # its checkpoint was deleted, but not the rest of its work
+        earlier = [name for name in RUN_FILE_NAMES if os.path.exists(os.path.join(out, name))]
+        if earlier:
+            raise InputError(f"--out {out!r} holds an earlier run's {', '.join(earlier)}; a new run would overwrite "
+                             "them: choose another --out (or delete them to start over)")
     if os.path.exists(ckpt) and not (resume is not None and os.path.samefile(ckpt, resume_path)):
         if resume is not None:
             raise InputError(f"{ckpt!r} holds the checkpoint of another run; give this resumed run an --out of "

@@ -111,6 +111,8 @@ def fingerprint(docs):
 
 def corpus_id(corpus):
     """A built-in corpus by name, a file by its absolute path: a checkpoint can be resumed from any directory."""
+    if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder: a misleading error)
+        raise InputError(f"--corpus needs a corpus name or a file path (it is empty: {corpus!r})")
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)
 
 

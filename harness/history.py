@@ -42,7 +42,17 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.run_files import atomic_write, check_npz_file, npz_headers, npz_meta
-from model_config import SNAPSHOT_BUDGET, GPTConfig, effective_scales, n_params, param_offsets, param_shapes
+from model_config import (
+    BYTES_PER_ARRAY,
+    MAX_STEPS,
+    SNAPSHOT_BUDGET,
+    GPTConfig,
+    effective_scales,
+    n_param_arrays,
+    n_params,
+    param_offsets,
+    param_shapes,
+)
 
 HISTORY_NAME = "history.npz"
 HISTORY_FORMAT, HISTORY_VERSION = "microgpt-history", 1
@@ -106,8 +116,8 @@ class History:
         if len(vocab) + 1 != cfg.vocab_size:
             raise ValueError(f"vocab has {len(vocab)} characters; the config needs vocab_size - 1 = "
                              f"{cfg.vocab_size - 1}")
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps <= 0:
-            raise ValueError(f"steps must be a positive integer, got {steps!r}")
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 0 < steps <= MAX_STEPS:
+            raise ValueError(f"steps must be a positive integer up to 2**53, got {steps!r}")
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 2 <= count <= MAX_SNAPSHOTS:
             raise ValueError(f"count must be an integer from 2 to {MAX_SNAPSHOTS}, got {count!r}")
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -278,15 +288,20 @@ def _load(file, where, max_bytes):
         for name, value, least in (("steps", steps, 1), ("count", count, 2), ("skipped", meta.get("skipped"), 0)):
             if type(value) is not int or value < least:
                 raise InputError(f"its {name} is not an integer >= {least}")
+        if steps > MAX_STEPS:  # (the same bound as a run's --steps: 10**30 would break the snapshot plan)
+            raise InputError("its steps is beyond 2**53, the most a run may plan")
         if meta.get("dtype") not in ("float64", "float32"):
             raise InputError("its dtype is not float64 or float32")
         P, K = n_params(cfg), headers.get("params", ((0,),))[0][0]
         sphere = cfg.norm == "sphere"
         if not 1 <= K <= MAX_SNAPSHOTS:
             raise InputError(f"it has {K} snapshots; a history has 1 to {MAX_SNAPSHOTS}")
-        if 8 * K * P > max_bytes:
-            raise InputError(f"its {K} snapshots of {P:,} weights would take {8 * K * P / 2**20:,.0f} MiB; the limit "
-                             f"is {max_bytes / 2**20:,.0f} MiB")
+        # the weights, and the Python objects of every parameter array of every snapshot (the checks and the page
+        # take the snapshots apart array by array: n_layer 10^6 is millions of them, however narrow the model)
+        need = 8 * K * P + K * n_param_arrays(cfg) * BYTES_PER_ARRAY
+        if need > max_bytes:
+            raise InputError(f"its {K} snapshots of {P:,} weights in {n_param_arrays(cfg):,} arrays would take "
+                             f"{need / 2**20:,.0f} MiB; the limit is {max_bytes / 2**20:,.0f} MiB")
         expected = {"meta": ((), None), "step": ((K,), np.int64), "params": ((K, P), np.float64),
                     "train_loss": (None, np.float64), "val_loss": (None, np.float64)}
         if sphere:
@@ -309,6 +324,7 @@ def _load(file, where, max_bytes):
                 raise InputError(f"array {name!r} is truncated")
         with np.load(file, allow_pickle=False) as z:
             data = {name: z[name] for name in expected if name != "meta"}
+        due = set(snapshot_steps(steps, max(2, min(count, MAX_SNAPSHOTS))))  # (in here: any failure is one line)
     except InputError as e:
         raise InputError(f"{where} is not a valid microgpt history: {e}") from None
     except Exception as e:  # zip, npy header, truncation, JSON, a GPTConfig refusing its values: all "not valid"
@@ -319,7 +335,7 @@ def _load(file, where, max_bytes):
     h.dtype, h.skipped = meta["dtype"], meta["skipped"]
     h._steps, h._params = data["step"].tolist(), list(data["params"])
     h._drift = list(data["drift"]) if sphere else [None] * K
-    h._due = set(snapshot_steps(steps, h.count))
+    h._due = due
     h.train_loss, h.val_loss = data["train_loss"], data["val_loss"]
     return h
 

@@ -7,10 +7,12 @@
     claim_run_folder  Ctrl-C without --out: the next free out/run-N, taken atomically (mkdir is exclusive)
 """
 import datetime
+import errno
 import io
 import json
 import os
 import socket
+import stat
 import tempfile
 import zipfile
 
@@ -25,10 +27,30 @@ except ImportError:  # Windows
     import msvcrt
 
 
+def not_a_regular_file(path):
+    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO", ...), else None.
+    lstat, not stat: a symbolic link is itself what os.replace would replace."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # not there (or not reachable: the write itself will say why)
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def atomic_write(path, write):
     """write(f) (f a binary file) into a temp file in the same directory, then os.replace: readers never see
     half a file, and an existing file is only replaced by a complete new one. An OSError (disk full, no
-    permission) becomes a WriteError naming `path`; the file that was there stays as it was."""
+    permission) becomes a WriteError naming `path`; the file that was there stays as it was.
+
+    Only a regular file is ever replaced: os.replace would put a regular file in the place of a symbolic link,
+    a FIFO or a device (run as root, `/dev/null` itself), so such a target is a WriteError and is left alone."""
+    kind = not_a_regular_file(path)
+    if kind:
+        raise WriteError(path, OSError(errno.EEXIST, f"it is {kind}, not a regular file; it is left as it is"))
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
@@ -62,16 +84,19 @@ def check_npz_file(path, what):
         raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz archive)")
 
 
-def npz_headers(file, max_members=64):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz file, from the .npy headers alone:
-    nothing is loaded, so a header that claims a huge array costs nothing until it is compared with what the file
-    should hold. ValueError for a member that is not an array, or too many members."""
+def npz_headers(file, max_members=64, only=None):
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz file (or of those named in `only`),
+    from the .npy headers alone: nothing is loaded, so a header that claims a huge array costs nothing until it is
+    compared with what the file should hold. ValueError for a member that is not an array, or too many members
+    (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
         infos = zf.infolist()
-        if len(infos) > max_members:
+        if max_members is not None and len(infos) > max_members:
             raise ValueError(f"it has {len(infos)} members; at most {max_members} were expected")
         for info in infos:
+            if only is not None and info.filename[:-len(".npy")] not in only:
+                continue
             if not info.filename.endswith(".npy"):
                 raise ValueError(f"member {info.filename!r} is not a .npy array")
             with zf.open(info) as f:
@@ -147,6 +172,8 @@ def prepare_out(out):
             pass
     except OSError as e:
         raise InputError(f"--out {out!r} is not a writable directory ({e.strerror or e})") from None
+    except RecursionError:  # os.makedirs recurses once per missing folder level: thousands of them overflow it
+        raise InputError(f"--out {out[:60]!r}... has too many folder levels to create") from None
 
 
 LOCK_NAME = ".microgpt.lock"

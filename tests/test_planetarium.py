@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -388,3 +389,39 @@ def test_the_command_line_prints_the_pages_path(runs, tmp_path):
     code, out, _ = planetarium_cli("--help")
     assert code == 0 and "RUN_DIR" in out and "file://" in out and "exit codes" in out
     assert zipfile.is_zipfile(os.path.join(runs["sphere"]["dir"], HISTORY_NAME))  # (a plain .npz, no pickle)
+
+
+def test_html_never_replaces_a_run_file_a_link_or_a_fifo(runs, tmp_path, capsys):
+    """--html RUN/checkpoint.npz, a symbolic link or a FIFO (as /dev/null would be) is refused and left alone."""
+    run_dir = runs["sphere"]["dir"]
+    history = os.path.join(run_dir, HISTORY_NAME)
+    before = open(history, "rb").read()
+    target = tmp_path / "target.html"
+    target.write_text("mine")
+    link = tmp_path / "link.html"
+    os.symlink(target, link)
+    fifo = tmp_path / "fifo.html"
+    os.mkfifo(fifo)
+    for path, words in ((history, "does not end in .html"), (tmp_path / "metrics.json", "does not end in .html"),
+                        (link, "is a symbolic link"), (fifo, "is a FIFO")):
+        code = planetarium.main([run_dir, "--html", str(path)])
+        out, err = capsys.readouterr()
+        check_one_line(code, out, err, words)
+    assert open(history, "rb").read() == before and target.read_text() == "mine"
+    assert os.path.islink(link) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_atomic_write_replaces_only_regular_files(tmp_path):
+    from harness.errors import WriteError
+    from harness.run_files import atomic_write
+    fifo, link = tmp_path / "fifo", tmp_path / "link"
+    os.mkfifo(fifo)
+    os.symlink(tmp_path / "elsewhere", link)
+    for path in (fifo, link):
+        with pytest.raises(WriteError, match="not a regular file"):
+            atomic_write(str(path), lambda f: f.write(b"x"))
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.islink(link)
+    assert not (tmp_path / "elsewhere").exists() and sorted(os.listdir(tmp_path)) == ["fifo", "link"]
+    atomic_write(str(tmp_path / "plain"), lambda f: f.write(b"x"))  # a new file, or a regular one, as before
+    atomic_write(str(tmp_path / "plain"), lambda f: f.write(b"y"))
+    assert (tmp_path / "plain").read_bytes() == b"y"

@@ -369,3 +369,151 @@ def test_deleting_the_lock_file_does_not_free_a_held_folder(tmp_path, corpus):
 
 def test_the_machine_memory_is_known_here():
     assert machine_memory() > 2**30
+
+
+# ----------------------------------------------------------------------------- red team: crafted files and paths
+
+def edit_npz(path, **changes):
+    """Rewrite the .npz at `path` with its meta's entries updated by `changes` (the crafted files of a red team)."""
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            meta[key].update(value)
+        else:
+            meta[key] = value
+    arrays["meta"] = np.array(json.dumps(meta))
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def test_a_history_planning_10_to_the_30_steps_is_one_line_or_a_note(tmp_path, corpus, capsys):
+    import planetarium
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+    edit_npz(out / HISTORY_NAME, steps=10**30)
+    assert planetarium.main([str(out), "--html", str(tmp_path / "p.html")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "beyond 2**53" in err
+    one_clean_line(err)
+    code, out_text, err = run(capsys, ["--resume", "--out", str(out), "--steps", "6", "--corpus", corpus])
+    assert code == EXIT_OK and "is not continued" in out_text and "beyond 2**53" in out_text, err
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", str(10**30)])
+    assert code == EXIT_BAD_INPUT and "at most 2**53" in err
+
+
+def test_the_estimate_counts_the_bigram_table_of_a_big_vocabulary(tmp_path, capsys):
+    from model_config import GPTConfig, check_memory
+    with pytest.raises(InputError, match="vocab_size 30,001"):  # 7.2 GB of bigram counts for a tiny model
+        check_memory(GPTConfig(30_001, n_embd=16, n_head=4), 1, "numpy", max_gb=4)
+    chars = "".join(chr(0x4E00 + i) for i in range(12_000))  # 12,000 distinct CJK characters: a 1.15 GB table
+    corpus = write_corpus(str(tmp_path), "\n".join(chars[i:i + 8] for i in range(0, len(chars), 8)) + "\n")
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "1", "--max-memory", "1"])
+    assert code == EXIT_BAD_INPUT and "vocab_size 12,001" in err
+    one_clean_line(err)
+
+
+def test_the_estimate_counts_the_python_objects_of_every_layer(corpus, capsys):
+    from model_config import GPTConfig, check_memory
+    deep = GPTConfig(27, n_embd=1, n_head=1, n_layer=1_000_000, block_size=1)  # 12 M weights, ~10 GB of objects
+    with pytest.raises(InputError, match="n_layer 1000000"):
+        check_memory(deep, 1, "numpy", max_gb=4)
+    t0 = time.monotonic()
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--n-layer", "1000000", "--n-embd", "1", "--n-head", "1",
+                                       "--block-size", "1", "--steps", "1"])
+    assert code == EXIT_BAD_INPUT and "n_layer 1000000" in err and time.monotonic() - t0 < 5
+    one_clean_line(err)
+
+
+@pytest.fixture
+def small_checkpoint(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])[0] == EXIT_OK
+    return out / "checkpoint.npz"
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"n_layer": 1000}, "holds 14 arrays; a checkpoint of its config (n_layer 1000, norm rmsnorm) holds 6008"),
+    ({"n_layer": 10**6, "n_embd": 1, "n_head": 1}, "describes a model of 12,000,"),
+    ({"n_layer": 10**7, "n_embd": 1, "n_head": 1}, "describes a model of"),
+    ({"n_embd": 16.0}, "its config: n_embd must be a positive integer, got 16.0"),
+])
+def test_a_checkpoint_claiming_many_layers_is_refused_quickly_in_one_short_line(small_checkpoint, capsys, config,
+                                                                                  words):
+    edit_npz(small_checkpoint, config=config)
+    t0 = time.monotonic()
+    code, _, err = run(capsys, ["--sample-only", "--checkpoint", str(small_checkpoint)])
+    assert code == EXIT_BAD_INPUT and words in err and str(small_checkpoint) in err, err
+    assert len(err) < 400 and time.monotonic() - t0 < 3, (len(err), time.monotonic() - t0)
+    one_clean_line(err)
+
+
+def test_a_checkpoint_of_ten_layers_resumes(tmp_path, corpus, capsys):
+    """(It holds 68 arrays; a fixed limit of 64 members refused it.)"""
+    out = tmp_path / "deep"
+    args = TINY + ["--corpus", corpus, "--n-layer", "10", "--out", str(out)]
+    assert run(capsys, args + ["--steps", "2"])[0] == EXIT_OK
+    code, _, err = run(capsys, ["--resume", "--out", str(out), "--steps", "3", "--corpus", corpus])
+    assert code == EXIT_OK, err
+
+
+def test_a_history_claiming_a_deep_narrow_model_is_refused_before_it_is_taken_apart(tmp_path, corpus, capsys):
+    """n_layer 10^5, n_embd 1: 1.2 M weights (small), but 600,000 arrays in each snapshot (was 7 s; 10^6 layers:
+    72 s, 4 GB and a 122 MiB page)."""
+    import planetarium
+    from model_config import GPTConfig, n_params
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+    path = out / HISTORY_NAME
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    meta["config"].update(n_layer=10**5, n_embd=1, n_head=1)
+    P = n_params(GPTConfig(**meta["config"]))
+    arrays.update(meta=np.array(json.dumps(meta)), step=np.array([0, 3]), params=np.zeros((2, P)))
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    t0 = time.monotonic()
+    code = planetarium.main([str(out), "--html", str(tmp_path / "p.html")])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT and "600,003 arrays would take" in err and time.monotonic() - t0 < 3, err
+    one_clean_line(err)
+
+
+def test_planetarium_turns_a_failed_allocation_into_one_line(tmp_path, corpus, capsys, monkeypatch):
+    import planetarium
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+
+    def no_memory(runs):
+        raise MemoryError
+
+    monkeypatch.setattr(planetarium, "build_page", no_memory)
+    assert planetarium.main([str(out)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "not enough memory" in err
+    one_clean_line(err)
+
+
+def test_an_out_of_3000_folder_levels_is_one_line(tmp_path, corpus, capsys):
+    deep = str(tmp_path) + "/a" * 3000
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "1", "--out", deep])
+    assert code == EXIT_BAD_INPUT and "too many folder levels" in err
+    one_clean_line(err)
+    assert os.listdir(tmp_path) == ["names.txt"]
+
+
+def test_a_new_run_never_overwrites_an_earlier_runs_history_or_metrics(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])[0] == EXIT_OK
+    os.remove(out / "checkpoint.npz")
+    before = {name: (out / name).read_bytes() for name in (HISTORY_NAME, "metrics.json")}
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])
+    assert code == EXIT_BAD_INPUT and "holds an earlier run's history.npz, metrics.json" in err
+    assert before == {name: (out / name).read_bytes() for name in before}
+
+
+def test_an_empty_corpus_name_is_called_empty(capsys):
+    code, _, err = run(capsys, TINY + ["--corpus", ""])
+    assert code == EXIT_BAD_INPUT and "it is empty" in err and "directory" not in err
