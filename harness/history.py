@@ -324,14 +324,15 @@ def _load(file, where, max_bytes):
                 raise InputError(f"array {name!r} is truncated")
         with np.load(file, allow_pickle=False) as z:
             data = {name: z[name] for name in expected if name != "meta"}
-        due = set(snapshot_steps(steps, max(2, min(count, MAX_SNAPSHOTS))))  # (in here: any failure is one line)
+        count = max(2, min(count, MAX_SNAPSHOTS))
+        due = set(snapshot_steps(steps, count))  # (in here: any failure is one line)
     except InputError as e:
         raise InputError(f"{where} is not a valid microgpt history: {e}") from None
     except Exception as e:  # zip, npy header, truncation, JSON, a GPTConfig refusing its values: all "not valid"
         raise InputError(f"{where} is corrupt or not a microgpt history ({type(e).__name__}: {e})") from None
     _check_values(data, cfg, steps, where)
     h = History.__new__(History)
-    h.cfg, h.vocab, h.steps, h.count = cfg, vocab, steps, max(2, min(count, MAX_SNAPSHOTS))
+    h.cfg, h.vocab, h.steps, h.count = cfg, vocab, steps, count
     h.dtype, h.skipped = meta["dtype"], meta["skipped"]
     h._steps, h._params = data["step"].tolist(), list(data["params"])
     h._drift = list(data["drift"]) if sphere else [None] * K
