@@ -1,6 +1,6 @@
 """dev.py -- set up and run the project with one command; needs nothing but Python >= 3.10 and its venv module.
 
-    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help)
+    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help), in this folder
     python3 dev.py test [args]     the test suite: python -m pytest [args]
     python3 dev.py lint            ruff check .
     python3 dev.py notebooks [NN]  rebuild and execute the notebooks (all, or those whose name contains NN)
@@ -78,10 +78,11 @@ def main(argv):
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     python = ensure_venv()
     command = [python, *COMMANDS[argv[0]], *argv[1:]]
-    if argv[0] == "run":  # the resume command a stopped run prints: this launcher, from the folder it was typed in
+    if argv[0] == "run":  # in the user's folder, so --corpus and --out are read from there, as for any command;
+        command[1] = os.path.join(ROOT, command[1])  # the resume command a stopped run prints names this launcher
         os.environ["MICROGPT_LAUNCHER"] = shlex.join([sys.executable, sys.argv[0], "run"])
-        os.environ["MICROGPT_CWD"] = os.getcwd()
-    os.chdir(ROOT)
+    else:
+        os.chdir(ROOT)  # pytest, ruff and the notebooks' build read the project's own configuration
     if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are exactly its own
         os.execv(python, command)
     try:

@@ -9,8 +9,8 @@ What a run adds around the chapter (flags, checks, val loss, checkpoints, Ctrl-C
 import sys
 
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from inside an import)
-    from harness.signals import quiet_startup
-    quiet_startup()
+    from harness import quiet_startup
+    quiet_startup("microgpt")
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from harness.checkpoints import TrainState, load_checkpoint, save_checkpoint  # 
 from harness.checks import check_known, check_loss_args, check_sampling
 from harness.cli import Command
 from harness.corpora import load_corpus
-from harness.run import Run
+from harness.run import Run, run_state
 from model_config import GPTConfig, alloc_params, flat_buffer, sphere_axes, sphere_matrices  # noqa: F401
 from numpy_engine import backward_np, baselines, draw, evaluate, forward_np, loss_and_grads_np, samples_np, too_cold  # noqa: F401,E501
 from sphere import l2_normalize, tangent_project
@@ -260,23 +260,27 @@ def project_grads(params, grads, cfg):
 
 # =========================================================================== 7. training
 
-def train(train_docs, val_docs, vocab, cfg, **settings):
+def train(train_docs, val_docs, vocab, cfg, resume=None, progress=None, history=None, **settings):
     """Train with Adam; return the TrainState (.params, .train_loss, .val_loss [(step, loss)], .error, ...).
-    settings: steps=1000, batch_size=1, lr=0.01, seed=42, engine="value", riemannian=False, eval_every=100,
-    dtype="float64", progress=None, resume=None (a TrainState to continue); harness/run.py's Run checks them."""
-    with Run(cfg, vocab, train_docs, val_docs, tokenize=doc_tokens, init=init_params, **settings) as run:
-        s = run.state  # the weights, Adam's moments and the settings (on resume: the checkpoint's)
-        flat, docs = flat_buffer(s.params), run.train_tokens  # every parameter in one array; the docs as ids
-        g, grads = alloc_params(cfg, flat.dtype)  # their gradients: one buffer, reused by every step
+    settings: steps, batch_size, lr, seed, engine, riemannian, dtype, eval_every, corpus (settings.py: defaults
+    and rules); resume: a TrainState to continue; progress, history: observers (harness/run.py's Run)."""
+    docs = [doc_tokens(doc, vocab) for doc in train_docs]  # the data: each document as token ids
+    s = run_state(cfg, vocab, train_docs, val_docs, resume, **settings)  # the settings, checked (and the step)
+    params = init_params(cfg, s.seed, s.dtype) if resume is None else s.params  # the weights (or the resumed)
+    flat = flat_buffer(params)  # all of them in one array, a view per key: what Adam updates in one go
+    m = np.zeros_like(flat) if resume is None else s.m  # Adam's first moment buffer
+    v = np.zeros_like(flat) if resume is None else s.v  # Adam's second moment buffer
+    g, grads = alloc_params(cfg, flat.dtype)  # the gradients: one buffer, reused by every step
+    with Run(s, params, m, v, [doc_tokens(doc, vocab) for doc in val_docs], progress, history) as run:
         for step in range(s.step, s.steps):
             batch = [docs[(step * s.batch_size + j) % len(docs)] for j in range(s.batch_size)]  # this step's docs
-            loss, _ = loss_and_grads(s.params, batch, cfg, s.engine, out=grads)  # forward, loss and backward
+            loss, _ = loss_and_grads(params, batch, cfg, s.engine, out=grads)  # forward, loss and backward
             if run.diverged(step, loss, g):  # a NaN or inf loss or gradient: stop before it reaches the weights
                 break
             if s.riemannian:
-                project_grads(s.params, grads, cfg)
-            adam_step(flat, g, s.m, s.v, step, s.steps, s.lr)
-            drift = retract(s.params, cfg) if cfg.norm == "sphere" else None  # back onto the sphere
+                project_grads(params, grads, cfg)
+            adam_step(flat, g, m, v, step, s.steps, s.lr)
+            drift = retract(params, cfg) if cfg.norm == "sphere" else None  # back onto the sphere
             if run.after_step(step, loss, drift):  # val loss, divergence rules, progress; Ctrl-C: stop here
                 break
     return s
@@ -292,7 +296,7 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
 def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42, engine="numpy"):
     """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (numpy_engine.samples_np).
     Both draw position p of name i with the same uniform number u[i, p], so they invent the same names."""
-    prefix = check_sampling(num_samples, temperature, engine, prompt, encode(prompt, vocab), cfg)  # its ids
+    prefix = encode(check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine), vocab)  # its ids
     rng = np.random.default_rng(seed)
     if engine == "numpy":
         return (decode(ids, vocab) for ids in samples_np(params, cfg, prefix, temperature, num_samples, rng))

@@ -11,46 +11,60 @@ chapter's `params = [p for mat in state_dict.values() for row in mat for p in ro
 moments use the same layout, so the optimizer is one vectorized update of the whole buffer.
 """
 import math
-import os
-from dataclasses import dataclass
+from dataclasses import field, make_dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from harness.errors import InputError
+from settings import DTYPES, POSITIVE_INT, SETTINGS, InputError, check
+
+MODEL_SETTINGS = tuple(s for s in SETTINGS if s.group == "model")
 
 
-@dataclass
-class GPTConfig:
-    """The model's hyperparameters: chapter 22's n_layer, n_embd, block_size, n_head, plus the norm switch."""
-    vocab_size: int
-    n_embd: int = 16
-    n_head: int = 4
-    n_layer: int = 1
-    block_size: int = 16
-    norm: str = "rmsnorm"    # "rmsnorm" (reference microgpt) or "sphere" (nGPT)
-    alpha_init: float = 0.05  # sphere: effective initial eigen learning rate alpha of both residual updates
-    sz_init: float = 1.0      # sphere: effective initial logit scale s_z
+def _check_config(cfg):
+    if not POSITIVE_INT.ok(cfg.vocab_size):
+        raise InputError(f"vocab_size must be {POSITIVE_INT.says}, got {cfg.vocab_size!r}")
+    for s in MODEL_SETTINGS:
+        check(s.name, getattr(cfg, s.name))
+    if cfg.vocab_size < 2:
+        raise InputError(f"vocab_size must be at least 2 (one character + BOS), got {cfg.vocab_size}")
+    if cfg.n_embd % cfg.n_head:
+        raise InputError(f"n_embd ({cfg.n_embd}) must be divisible by n_head ({cfg.n_head})")
 
-    def __post_init__(self):
-        for name in ("vocab_size", "n_embd", "n_head", "n_layer", "block_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-                raise InputError(f"{name} must be a positive integer, got {value!r}")
-        if self.vocab_size < 2:
-            raise InputError(f"vocab_size must be at least 2 (one character + BOS), got {self.vocab_size}")
-        if self.n_embd % self.n_head:
-            raise InputError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
-        if self.norm not in ("rmsnorm", "sphere"):
-            raise InputError(f"norm must be 'rmsnorm' or 'sphere', got {self.norm!r}")
-        for name in ("alpha_init", "sz_init"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise InputError(f"{name} must be a positive finite number, got {value!r}")
 
-    @property
-    def head_dim(self):
-        return self.n_embd // self.n_head
+# GPTConfig(vocab_size, n_embd=16, n_head=4, n_layer=1, block_size=16, norm="rmsnorm", alpha_init=0.05,
+# sz_init=1.0): a dataclass with one field per "model" row of settings.SETTINGS (where the defaults, the rules
+# and the help live), so that a flag, a checkpoint's config and this class can never disagree.
+GPTConfig = make_dataclass(
+    "GPTConfig", [("vocab_size", int)] + [(s.name, type(s.default), field(default=s.default)) for s in MODEL_SETTINGS],
+    namespace={"__post_init__": _check_config, "head_dim": property(lambda cfg: cfg.n_embd // cfg.n_head),
+               "__doc__": "The model's hyperparameters: chapter 22's n_layer, n_embd, block_size, n_head, plus "
+                          "the norm switch and nGPT's initial scales (settings.py: their defaults and rules).",
+               "__module__": __name__})
+
+
+def layer_shapes(C):
+    """(name, [out, in] shape, sphere axis) of one transformer block's matrices, in the reference order. The
+    sphere axis is the embedding dimension, along which sphere mode keeps a matrix unit-normalized: matrices
+    that read from the residual stream (wq, wk, wv, fc1) have it along axis 1 (unit rows), those that write
+    into it (wo, fc2) along axis 0 (unit columns)."""
+    return (("attn_wq", (C, C), 1), ("attn_wk", (C, C), 1), ("attn_wv", (C, C), 1), ("attn_wo", (C, C), 0),
+            ("mlp_fc1", (4 * C, C), 1), ("mlp_fc2", (C, 4 * C), 0))
+
+
+def layer_scales(C):
+    """Sphere mode: (name, length) of one block's learnable nGPT scales: s_qk and alpha_A for attention, s_u
+    and alpha_M for the MLP. One more scale vector, sz (length V), follows the last block's."""
+    return (("attn_sqk", C), ("attn_alpha", C), ("mlp_su", 4 * C), ("mlp_alpha", C))
+
+
+def scale_factors(cfg):
+    """Sphere mode: what the forward pass multiplies each stored scale by (gpt_sphere writes the same factors
+    in place). nGPT stores each scale small (initialized at base = 1/sqrt(C)) and multiplies it back up, so that
+    Adam's steps on it have a useful size; the alphas are used as |alpha|."""
+    base = cfg.n_embd ** -0.5
+    return {"attn_sqk": 1 / base, "attn_alpha": cfg.alpha_init / base, "mlp_su": cfg.n_embd ** 0.5,
+            "mlp_alpha": cfg.alpha_init / base, "sz": cfg.sz_init / base}
 
 
 def param_shapes(cfg):
@@ -58,48 +72,60 @@ def param_shapes(cfg):
     C, V = cfg.n_embd, cfg.vocab_size
     shapes = [("wte", (V, C)), ("wpe", (cfg.block_size, C)), ("lm_head", (V, C))]
     for i in range(cfg.n_layer):
-        shapes += [(f"layer{i}.attn_wq", (C, C)), (f"layer{i}.attn_wk", (C, C)), (f"layer{i}.attn_wv", (C, C)),
-                   (f"layer{i}.attn_wo", (C, C)), (f"layer{i}.mlp_fc1", (4 * C, C)), (f"layer{i}.mlp_fc2", (C, 4 * C))]
+        shapes += [(f"layer{i}.{name}", shape) for name, shape, _ in layer_shapes(C)]
     if cfg.norm == "sphere":  # the learnable scales of nGPT (stored at scale `base`, see gpt_sphere)
         for i in range(cfg.n_layer):
-            shapes += [(f"layer{i}.attn_sqk", (C,)), (f"layer{i}.attn_alpha", (C,)),
-                       (f"layer{i}.mlp_su", (4 * C,)), (f"layer{i}.mlp_alpha", (C,))]
+            shapes += [(f"layer{i}.{name}", (n,)) for name, n in layer_scales(C)]
         shapes += [("sz", (V,))]
     return shapes
 
 
-def sphere_axes(cfg):
-    """key -> axis along which a matrix is unit-normalized in sphere mode: its embedding dimension.
+def n_params(cfg):
+    """The number of parameters, by formula (param_shapes would list 60 million keys for n_layer = 10^7)."""
+    C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
+    per_layer = sum(math.prod(shape) for _, shape, _ in layer_shapes(C))
+    if cfg.norm == "sphere":
+        per_layer += sum(n for _, n in layer_scales(C))
+    return 2 * V * C + cfg.block_size * C + L * per_layer + (V if cfg.norm == "sphere" else 0)
 
-    Matrices are stored [out, in]. Those that read from the residual stream (wq, wk, wv, fc1, lm_head)
-    and the embeddings (wte, wpe rows) have the embedding along axis 1; those that write into it
-    (attn_wo, mlp_fc2) along axis 0, i.e. their columns are unit vectors.
-    """
+
+def n_param_arrays(cfg):
+    """How many parameter arrays (state_dict keys) param_shapes lists, by formula, so that a config can be
+    measured before a Python object is made per layer."""
+    per_layer = len(layer_shapes(1)) + (len(layer_scales(1)) if cfg.norm == "sphere" else 0)
+    return 3 + cfg.n_layer * per_layer + (cfg.norm == "sphere")
+
+
+def sphere_axes(cfg):
+    """key -> axis along which a matrix is unit-normalized in sphere mode: its embedding dimension (rows of
+    wte, wpe and lm_head; per layer the axis of layer_shapes)."""
     axes = {"wte": 1, "wpe": 1, "lm_head": 1}
     for i in range(cfg.n_layer):
-        axes.update({f"layer{i}.attn_wq": 1, f"layer{i}.attn_wk": 1, f"layer{i}.attn_wv": 1,
-                     f"layer{i}.attn_wo": 0, f"layer{i}.mlp_fc1": 1, f"layer{i}.mlp_fc2": 0})
+        axes.update({f"layer{i}.{name}": axis for name, _, axis in layer_shapes(cfg.n_embd)})
     return axes
 
 
+def unit_vector_count(cfg):
+    """How many unit vectors sphere mode keeps: wte, wpe and lm_head rows, and each block's matrices along
+    their sphere axis (the length of np.concatenate(microgpt.retract(...)))."""
+    per_layer = sum(shape[1 - axis] for _, shape, axis in layer_shapes(cfg.n_embd))
+    return 2 * cfg.vocab_size + cfg.block_size + cfg.n_layer * per_layer
+
+
+SCALE_NAMES = {"alpha_A": "attn_alpha", "alpha_M": "mlp_alpha", "s_qk": "attn_sqk", "s_u": "mlp_su", "s_z": "sz"}
+
+
 def effective_scales(params, cfg):
-    """Sphere mode: the scale vectors as the forward pass really applies them, layers concatenated.
-
-    nGPT stores each scale small (initialized at base = 1/sqrt(C)) and multiplies it back up in the
-    forward pass, so that Adam's steps on it have a useful size. The effective values are
-    alpha_A, alpha_M = |param| * alpha_init / base,  s_qk = param / base,  s_u = param * sqrt(C),
-    s_z = param * sz_init / base; at init: alpha_init, 1, sqrt(C) and sz_init.
-    """
-    base = cfg.n_embd ** -0.5
-    cat = lambda name: np.concatenate([params[f"layer{i}.{name}"] for i in range(cfg.n_layer)])  # noqa: E731
-    return {"alpha_A": np.abs(cat("attn_alpha")) * (cfg.alpha_init / base),
-            "alpha_M": np.abs(cat("mlp_alpha")) * (cfg.alpha_init / base),
-            "s_qk": cat("attn_sqk") * (1 / base),
-            "s_u": cat("mlp_su") * cfg.n_embd ** 0.5,
-            "s_z": params["sz"] * (cfg.sz_init / base)}
-
-
-DTYPES = ("float64", "float32")  # the NumPy engine computes in its parameters' dtype; the Value engine in float64
+    """Sphere mode: the scale vectors as the forward pass really applies them (stored value times
+    scale_factors; |alpha| for the alphas), layers concatenated: alpha_A, alpha_M, s_qk, s_u, s_z. At init they
+    are alpha_init, alpha_init, 1, sqrt(C) and sz_init."""
+    factor = scale_factors(cfg)
+    out = {}
+    for label, name in SCALE_NAMES.items():
+        keys = ["sz"] if name == "sz" else [f"layer{i}.{name}" for i in range(cfg.n_layer)]
+        stored = np.concatenate([params[key] for key in keys])
+        out[label] = (np.abs(stored) if name.endswith("alpha") else stored) * factor[name]
+    return out
 
 
 def check_dtype(dtype):
@@ -137,8 +163,8 @@ def alloc_params(cfg, dtype=np.float64):
 
 def flat_buffer(params):
     """The flat buffer behind a params (or grads) dict made by alloc_params / init_params."""
-    buf = next(iter(params.values())).base
-    if buf is None or buf.ndim != 1 or any(a.base is not buf for a in params.values()) \
+    buf = getattr(next(iter(params.values())), "base", None)
+    if buf is None or buf.ndim != 1 or any(getattr(a, "base", None) is not buf for a in params.values()) \
             or sum(a.size for a in params.values()) != buf.size:
         raise ValueError("these arrays are not views of one flat buffer: copy them with pack_params(params, cfg)")
     return buf
@@ -146,12 +172,12 @@ def flat_buffer(params):
 
 def laid_out(params, cfg):
     """The flat buffer behind params if every array is a view of it in this module's layout (init_params,
-    pack_params), else None (e.g. a dict of separate arrays). One check per call: no generator, no sum."""
-    flat = params["wte"].base
-    if flat is None or flat.ndim != 1 or flat.size != param_offsets(cfg)[1]:
+    pack_params), else None (e.g. a dict of separate arrays, or of lists). One check per call."""
+    flat = getattr(params.get("wte"), "base", None)
+    if not isinstance(flat, np.ndarray) or flat.ndim != 1 or flat.size != param_offsets(cfg)[1]:
         return None
     for a in params.values():
-        if a.base is not flat:
+        if getattr(a, "base", None) is not flat:
             return None
     return flat
 
@@ -196,11 +222,10 @@ def sphere_matrices(params, cfg):
 
 @lru_cache(maxsize=64)
 def _scale_layout(vocab_size, n_embd, n_layer, block_size, alpha_init, sz_init):
+    cfg = GPTConfig(vocab_size, n_embd, 1, n_layer, block_size, "sphere", alpha_init, sz_init)
     offsets, size = _offsets(vocab_size, n_embd, n_layer, block_size, "sphere")
     start = offsets["layer0.attn_sqk"][0]
-    base = n_embd ** -0.5
-    factor = {"attn_sqk": 1 / base, "attn_alpha": alpha_init / base, "mlp_su": n_embd ** 0.5,
-              "mlp_alpha": alpha_init / base, "sz": sz_init / base}
+    factor = scale_factors(cfg)
     mult, sign_offset, slices = np.empty(size - start), np.full(size - start, np.inf), {}
     for key, (offset, shape) in offsets.items():
         if offset >= start:  # a scale vector
@@ -247,40 +272,15 @@ def pack_params(params, cfg, dtype=None):
     return views
 
 
-# --------------------------------------------------------------------------- sizes, checked before allocating
+# --------------------------------------------------------------------------- chunks of the NumPy forward pass
 
-MAX_MEMORY_GB = 4.0       # default of --max-memory: a run whose estimate is larger is refused before it starts
 CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the NumPy forward pass on chunks of at most this size
-
-
-def n_params(cfg):
-    """The number of parameters, by formula (param_shapes would list 60 million keys for n_layer = 10^7):
-    wte and lm_head V C each, wpe T C, per layer 4 C^2 of attention and 8 C^2 of MLP; sphere mode adds the
-    scale vectors, 7 C per layer (s_qk, alpha_A, alpha_M: C each; s_u: 4C) and s_z (V)."""
-    C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
-    P = 2 * V * C + cfg.block_size * C + 12 * L * C * C
-    return P + (7 * L * C + V if cfg.norm == "sphere" else 0)
-
-
-def n_param_arrays(cfg):
-    """How many parameter arrays (state_dict keys) param_shapes lists, by formula, so that a config can be
-    measured before a Python object is made per layer: wte, wpe, lm_head, 6 matrices per layer; sphere mode adds 4
-    scale vectors per layer and s_z."""
-    return 3 + 6 * cfg.n_layer + (4 * cfg.n_layer + 1 if cfg.norm == "sphere" else 0)
-
-
-# What each parameter array costs in Python objects besides its numbers: its key string, dict entries (params,
-# grads, offsets, sphere axes), NumPy views of the flat buffers and the per-layer objects of a step. Measured
-# with tracemalloc around a 1-step numpy-engine train() of n_layer = 10,000, n_embd = 1: 7.2 kB per layer for
-# rmsnorm (6 arrays), 13.6 kB for sphere (10 arrays), i.e. 1.2-1.4 kB an array; peak RSS grew 14 kB per sphere
-# layer at 40,000 layers. A deep, narrow model (n_layer 10^6, n_embd 1) is made of these, not of its numbers.
-BYTES_PER_ARRAY = 1500
 
 
 def forward_bytes_per_doc(cfg):
     """What the NumPy forward pass keeps for one document of block_size tokens: per layer about 28 vectors of
     width C (normalized inputs, q, k, v, the MLP's 4C hidden units, ...) and the attention weights (heads x T),
-    plus the logits. An upper estimate (tests/test_run_files.py measures it with tracemalloc)."""
+    plus the logits. An upper estimate (tests/test_memory.py measures it with tracemalloc)."""
     C, T, L, H, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.vocab_size
     return 8 * T * (L * (28 * C + 2 * H * T) + 2 * V)
 
@@ -289,73 +289,3 @@ def chunk_rows(cfg, most=512):
     """How many documents evaluation or sampling feeds through forward_np at once: at most `most`, and few
     enough that their cache stays under CHUNK_BYTES (but always at least one)."""
     return max(1, min(most, CHUNK_BYTES // forward_bytes_per_doc(cfg)))
-
-
-def step_memory(cfg, batch_size, engine, itemsize=8):
-    """An upper estimate of a training step's peak memory in bytes, from the config alone.
-
-    Both engines: the weights, Adam's two moments, the gradients and the update's temporaries (8 float64
-    arrays of the parameter count P), and the evaluation chunk (CHUNK_BYTES). numpy: the forward cache of the
-    batch, twice (the backward pass's temporaries). value: the graph, about one Value node (~300 bytes with
-    its tuples) per multiply and per add: 24 C^2 + 4 C T per position per layer, 2 V C for lm_head, and a
-    node per parameter in the state_dict. itemsize: 8 for float64, 4 for float32 (NumPy engine only).
-    """
-    C, T, L, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.vocab_size
-    P = n_params(cfg)
-    static = 8 * itemsize * P
-    if engine == "numpy":
-        activations = 2 * batch_size * forward_bytes_per_doc(cfg) * itemsize // 8
-    else:
-        nodes = batch_size * T * (L * (24 * C * C + 4 * C * T + 8 * C) + 2 * V * C) + P
-        activations = 300 * nodes
-    return static + BYTES_PER_ARRAY * n_param_arrays(cfg) + max(activations, CHUNK_BYTES)
-
-
-def corpus_memory(n_docs, n_chars):
-    """The documents in memory, as a run keeps them: each as a str, as a list of token ids (for the baselines and
-    for training) and as pairs for the bigram counts; about 350 bytes per document and 50 per character
-    (measured: 2 million 3-character names take about 0.7 GB)."""
-    return 350 * n_docs + 50 * n_chars
-
-
-MAX_STEPS = 2**53          # the most steps a run may plan: whole numbers up to here are exact in float64 (the lr
-                           # schedule divides by it, np.geomspace plans the snapshots); far beyond any real run
-BYTES_PER_STEP = 80        # what a run keeps per optimizer step: its train loss as a Python float in a list (32),
-                           # in the checkpoint's array (8) and as text in metrics.json (~25), with room to spare
-SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/history.py keeps a big model's fewer)
-
-
-def history_memory(cfg, steps):
-    """What a run of `steps` steps keeps besides its model: the loss history, and the planetarium's snapshots."""
-    return BYTES_PER_STEP * steps + min(SNAPSHOT_BUDGET, 50 * 8 * n_params(cfg))
-
-
-def machine_memory():
-    """This machine's memory in bytes (0 where the operating system does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return 0
-
-
-def baseline_memory(cfg):
-    """numpy_engine.baselines counts the bigrams in a dense V x V float64 table: 7.2 GB for 30,000 distinct
-    characters (a CJK corpus), however small the model."""
-    return 8 * cfg.vocab_size ** 2
-
-
-def check_memory(cfg, batch_size, engine, max_gb=MAX_MEMORY_GB, dtype="float64", corpus=(0, 0), steps=0):
-    """InputError, with the estimate, if a run would need more than max_gb GB, or more than this machine has: a
-    training step, the bigram baseline's V x V table, the corpus (n_docs, n_chars) it keeps in memory, and the
-    history of `steps` steps."""
-    need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + baseline_memory(cfg)
-            + corpus_memory(*corpus) + history_memory(cfg, steps))
-    limit, why = max_gb * 1e9, f"the limit is {max_gb:g} GB (raise it with --max-memory)"
-    ram = machine_memory()
-    if 0 < ram < limit:
-        limit, why = ram, f"this machine has {ram / 1e9:,.1f} GB"
-    if need > limit:
-        raise InputError(f"this run would need about {need / 1e9:,.1f} GB of memory ({n_params(cfg):,} parameters, "
-                         f"vocab_size {cfg.vocab_size:,}, n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, block_size "
-                         f"{cfg.block_size}, batch {batch_size}, engine {engine}, {corpus[0]:,} documents, {steps:,} "
-                         f"steps); {why}")

@@ -32,7 +32,6 @@ import math
 
 import numpy as np
 
-from harness.errors import InputError
 from model_config import (
     alloc_params,
     chunk_rows,
@@ -43,6 +42,7 @@ from model_config import (
     scale_layout,
     stacked,
 )
+from settings import InputError
 from utils import cross_entropy_np, softmax_np
 
 EPS_NORM = 1e-12  # l2_normalize's clamp (sphere.l2_normalize_np)

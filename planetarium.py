@@ -25,11 +25,16 @@ import os
 import re
 import sys
 
+if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from inside an import)
+    from harness import quiet_startup
+    quiet_startup("planetarium")
+
 import numpy as np
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError, WriteError
+from harness.errors import InputError, as_text
 from harness.history import HISTORY_NAME, load_history, unflatten
 from harness.run_files import atomic_write, not_a_regular_file
+from harness.shell import Parser, Shell, say
 from model_config import param_offsets
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -139,28 +144,15 @@ def load_run(folder):
         raise InputError(f"{folder!r} is not a folder (give the --out folder of a training run)")
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
-        raise InputError(f"{folder!r} has no {HISTORY_NAME}: runs with --out record one, e.g. python microgpt.py "
-                         f"--engine numpy --steps 500 --out {folder}")
+        advice = (f"continue it with python microgpt.py --resume --out {folder}, which starts one" if
+                  os.path.lexists(os.path.join(folder, "checkpoint.npz")) else
+                  f"runs with --out record one, e.g. python microgpt.py --engine numpy --steps 500 --out {folder}")
+        raise InputError(f"{folder!r} has no {HISTORY_NAME}: {advice}")
     return load_history(path)
 
 
 def run_name(folder):
     return os.path.basename(os.path.normpath(os.path.abspath(folder))) or folder
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (like every other bad input) and exit 2."""
-
-    def error(self, message):
-        say(f"planetarium: error: {message} (python planetarium.py --help)")
-        sys.exit(EXIT_BAD_INPUT)
-
-
-def say(message):
-    try:
-        print(message, file=sys.stderr, flush=True)
-    except (OSError, AttributeError):
-        pass
 
 
 def build_parser():
@@ -176,7 +168,8 @@ def build_parser():
                       "token embeddings as stars (3 principal directions of the final embeddings, re-normalized),\n"
                       "a replay slider with the loss curves, the retraction in sphere mode, a typed name's hidden\n"
                       "states, and the next-character probabilities as vMF caps (kappa = s_z / T).\n\n"
-                      "exit codes: 0 ok, 2 bad input (one line on stderr), 74 the page could not be written\n")
+                      "exit codes: 0 ok, 2 bad input (one line on stderr), 74 the page (or standard output) could not\n"
+                      "be written, 130 interrupted (nothing is left behind)\n")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help=f"the --out folder of a training run (it holds {HISTORY_NAME}); one to {MAX_RUNS}, shown "
                         "side by side under one camera")
@@ -189,43 +182,41 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    try:
+    with Shell("planetarium") as shell:  # bad input, write errors, signals: one line and an exit code
+        args = build_parser().parse_args(argv)
         if len(args.runs) > MAX_RUNS:
             raise InputError(f"{len(args.runs)} runs given; one page shows at most {MAX_RUNS}")
         runs = [(load_run(folder), run_name(folder)) for folder in args.runs]
-        path = args.html or (os.path.join(args.runs[0], "planetarium.html") if len(args.runs) == 1
-                             else "planetarium.html")
-        if os.path.isdir(path):
-            raise InputError(f"--html {path!r} is a folder; give the path of the page to write")
-        # a typo such as --html RUN/checkpoint.npz would replace a run's own file with the page: only a page's
-        # name is taken, and only a regular file is replaced (never a symbolic link, a FIFO or /dev/null)
-        if not path.lower().endswith((".html", ".htm")):
-            raise InputError(f"--html {path!r} does not end in .html or .htm; the page is written only to such a "
-                             "path, so that no run file or corpus is overwritten")
-        kind = not_a_regular_file(path)
-        if kind:
-            raise InputError(f"--html {path!r} is {kind}, not a regular file; it is left as it is (give the path "
-                             "of a new or existing page)")
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise InputError(f"--html {path!r}: folder {folder!r} does not exist")
+        path = page_path(args)
         page = build_page(runs).encode("utf-8")
         atomic_write(path, lambda f: f.write(page))
-    except InputError as e:
-        say(f"planetarium: error: {e}")
-        return EXIT_BAD_INPUT
-    except WriteError as e:
-        say(f"planetarium: error: {e}")
-        return EXIT_IO
-    except MemoryError:  # the checks bound what a history may claim, but the machine may still have less
-        say("planetarium: error: not enough memory for these runs' page (an allocation failed)")
-        return EXIT_BAD_INPUT
-    if len(page) > PAGE_BUDGET:
-        say(f"planetarium: note: the page is {len(page) / 2**20:.1f} MiB (big models make big pages); it still "
-            "opens, but slowly")
-    print(path)
-    return EXIT_OK
+        if len(page) > PAGE_BUDGET:
+            say(f"planetarium: note: the page is {len(page) / 2**20:.1f} MiB (big models make big pages); it still "
+                "opens, but slowly")
+        print(as_text(path))
+    return shell.exit_code
+
+
+def page_path(args):
+    """Where the page goes: --html, or beside the run. Only a page's name is taken (a typo such as --html
+    RUN/checkpoint.npz would replace a run's own file), and only a regular file is replaced."""
+    path = args.html if args.html is not None else (
+        os.path.join(args.runs[0], "planetarium.html") if len(args.runs) == 1 else "planetarium.html")
+    if not path.strip():
+        raise InputError("--html needs the path of the page to write (it is empty)")
+    if os.path.isdir(path):
+        raise InputError(f"--html {path!r} is a folder; give the path of the page to write")
+    if not path.lower().endswith((".html", ".htm")):
+        raise InputError(f"--html {path!r} does not end in .html or .htm; the page is written only to such a "
+                         "path, so that no run file or corpus is overwritten")
+    kind = not_a_regular_file(path)
+    if kind:
+        raise InputError(f"--html {path!r} is {kind}, not a regular file; it is left as it is (give the path "
+                         "of a new or existing page)")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"--html {path!r}: folder {folder!r} does not exist")
+    return path
 
 
 if __name__ == "__main__":

@@ -1,18 +1,45 @@
 """harness -- the machinery around chapter 22's script: what makes a run of microgpt.py safe and pleasant.
 
-The chapter (microgpt.py) is the dataset, the tokenizer, the model, the loss, Adam, the training loop and the
-inference loop. A real run also has flags and their checks, progress with an ETA, a val loss and checkpoints,
-a folder it holds while it runs, --resume, Ctrl-C that loses nothing, and exit codes. Those live here:
+The chapter (microgpt.py) makes the data, the weights and Adam's moments and runs the loops. A real run also
+has flags and their checks, progress with an ETA, a val loss and checkpoints, a folder it holds while it
+runs, --resume, Ctrl-C that loses nothing, and exit codes. Those live here (each setting's rule: settings.py):
 
-    errors.py       exit codes; InputError (bad input: one line, exit 2) and WriteError (exit 74)
-    corpora.py      the documents: packaged name lists or a text file (chapter 22's `docs`)
-    checks.py       every rule a setting obeys, written once: for a flag, a checkpoint and an API argument alike
-    checkpoints.py  TrainState (everything a run needs to continue) and its .npz file, without pickle
-    run_files.py    atomic writes, metrics.json, loss.png, the --out folder's lock
-    signals.py      Ctrl-C (and SIGTERM, SIGHUP): finish the step, save, stop; a debugger keeps its Ctrl-C
-    run.py          Run: what the training loop calls twice per step (val loss, divergence, progress)
+    shell.py        the one shell every program runs in: signals, exit codes, one-line errors
+    cli.py          the command line of microgpt.py: flags from the settings table, and the Command around main
+    run.py          run_state (the settings, checked) and Run, which observes the training loop
+    checkpoints.py  TrainState and its .npz file, without pickle; a run's folder written as one unit
     history.py      the snapshots a run keeps for the planetarium (planetarium.py): OUT/history.npz
-    cli.py          the command line: flags, settings, messages and the exit code of `python microgpt.py`
+    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, the --out folder's lock
+    checks.py       what the chapter's functions are given: tokens, weights, a prompt
+    corpora.py      the documents: packaged corpora or a text file (chapter 22's `docs`)
+    memory.py       the memory a run will need, estimated before anything is allocated
+    messages.py     what a run prints
+    errors.py       exit codes, WriteError, and text from the user made safe to print
 
-Nothing here imports microgpt.py; the chapter hands over what the machinery needs (its tokenizer and init).
+quiet_startup is here, not in shell.py, because a program calls it before it imports anything that takes a
+moment: until the shell takes over, a signal ends the program with one line and exit 130 (no traceback from
+inside `import numpy`). Nothing here imports microgpt.py.
 """
+import _signal  # (the C module: `import signal` would first import enum, a moment the signal could come in)
+import os
+import sys
+
+_late = {"prog": "microgpt", "message": "interrupted while starting; nothing was written"}
+
+
+def _quiet_exit(signum, frame):
+    os.write(2, f"\n{_late['prog']}: {_late['message']}\n".encode("utf-8", "backslashreplace"))
+    os._exit(130)
+
+
+def quiet_startup(prog):
+    """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal set to be
+    ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C."""
+    _late["prog"] = prog
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(_signal, name, None)
+        handler = sig and _signal.getsignal(sig)
+        if sig is None or handler == _signal.SIG_IGN or name == "SIGINT" and (
+                sys.gettrace() or handler not in (_signal.default_int_handler, _signal.SIG_DFL)):
+            continue  # (a debugger's own SIGINT handler, or its trace function: Ctrl-C is the debugger's)
+        _signal.signal(sig, _quiet_exit)

@@ -20,7 +20,7 @@ import importlib.util
 import os
 
 from harness.errors import InputError
-from model_config import corpus_memory
+from harness.memory import corpus_memory, gigabytes, limit
 
 BUILTIN = ("names", "jp-names")
 MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refused before it is read
@@ -129,7 +129,7 @@ def check_corpus_memory(name_or_path, max_gb):
         return
     lines = raw.count(b"\n") + 1
     need = corpus_memory(lines, len(raw))
-    if need > max_gb * 1e9:
+    most, why = limit(max_gb)
+    if need > most:
         raise InputError(f"corpus file {name_or_path!r} has {lines:,} lines; keeping them as documents would need "
-                         f"about {need / 1e9:,.1f} GB of memory, over the limit of {max_gb:g} GB (raise it with "
-                         "--max-memory)")
+                         f"about {gigabytes(need)} of memory; {why}")

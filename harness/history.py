@@ -14,7 +14,9 @@ The file is an .npz without pickle (like run_files' checkpoints), written atomic
 
     meta        JSON: format, version, config (GPTConfig), vocab (BOS = len(vocab)), steps (planned), count, dtype
                 (of the run's weights; they are kept here as float64), scales (the names and sizes of the columns of
-                `scales`), skipped (snapshots not kept because the weights were not finite)
+                `scales`), skipped (snapshots not kept because the weights were not finite), step (the run's
+                step when it was written: the checkpoint it belongs to) and run_id (the run's, as in its
+                checkpoint); files written before these two existed lack them
     step        (K,) int64      the optimizer steps done at each snapshot, increasing (0 = the initial weights)
     params      (K, P) float64  every weight, in model_config's flat layout (param_offsets: wte first, lm_head at
                                  offset (V + block_size) * C, ...)
@@ -36,23 +38,24 @@ corrupted, truncated or hostile file is an InputError with one clear line.
 import json
 import math
 import os
-from dataclasses import asdict, fields
+from dataclasses import asdict
 
 import numpy as np
 
 from harness.errors import InputError
-from harness.run_files import atomic_write, check_npz_file, npz_headers, npz_meta
+from harness.memory import BYTES_PER_ARRAY, SNAPSHOT_BUDGET
+from harness.run_files import atomic_write, check_arrays, check_npz_file, npz_headers, read_meta
 from model_config import (
-    BYTES_PER_ARRAY,
-    MAX_STEPS,
-    SNAPSHOT_BUDGET,
-    GPTConfig,
+    SCALE_NAMES,
     effective_scales,
+    layer_scales,
     n_param_arrays,
     n_params,
     param_offsets,
     param_shapes,
+    unit_vector_count,
 )
+from settings import MAX_STEPS
 
 HISTORY_NAME = "history.npz"
 HISTORY_FORMAT, HISTORY_VERSION = "microgpt-history", 1
@@ -62,7 +65,6 @@ BUDGET_BYTES = SNAPSHOT_BUDGET  # the snapshots' weights of one run: a big model
 MAX_CURVE = 2000               # points per loss curve in the file (a million steps are averaged down to this)
 MAX_META_CHARS = 2**20         # a real meta is a few hundred characters (plus the vocabulary)
 MAX_FILE_BYTES = 2**30         # load_history refuses bigger files before reading them
-SCALE_NAMES = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
 
 
 def snapshot_steps(steps, count=DEFAULT_COUNT):
@@ -80,16 +82,11 @@ def snapshot_steps(steps, count=DEFAULT_COUNT):
     return sorted(chosen)
 
 
-def unit_vector_count(cfg):
-    """How many unit vectors sphere mode keeps (the length of np.concatenate(microgpt.retract(...))): wte, wpe and
-    lm_head rows, and per layer 3C rows of wq | wk | wv, C columns of wo, 4C rows of fc1 and 4C columns of fc2."""
-    return 2 * cfg.vocab_size + cfg.block_size + 12 * cfg.n_embd * cfg.n_layer
-
-
 def scale_sizes(cfg):
     """The length of each effective-scale vector, in SCALE_NAMES order (layers concatenated)."""
-    C, L = cfg.n_embd, cfg.n_layer
-    return {"alpha_A": L * C, "alpha_M": L * C, "s_qk": L * C, "s_u": 4 * L * C, "s_z": cfg.vocab_size}
+    per_layer = dict(layer_scales(cfg.n_embd))
+    return {label: cfg.vocab_size if name == "sz" else cfg.n_layer * per_layer[name]
+            for label, name in SCALE_NAMES.items()}
 
 
 def unflatten(flat, cfg):
@@ -100,7 +97,7 @@ def unflatten(flat, cfg):
 def flat_scales(params, cfg):
     """model_config.effective_scales as one vector: alpha_A | alpha_M | s_qk | s_u | s_z."""
     eff = effective_scales(params, cfg)
-    return np.concatenate([np.asarray(eff[name], dtype=np.float64) for name in SCALE_NAMES])
+    return np.concatenate([np.asarray(eff[label], dtype=np.float64) for label in SCALE_NAMES])
 
 
 class History:
@@ -122,8 +119,7 @@ class History:
             raise ValueError(f"count must be an integer from 2 to {MAX_SNAPSHOTS}, got {count!r}")
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
         self.count = max(2, min(int(count), BUDGET_BYTES // (8 * n_params(cfg))))  # a big model: fewer snapshots
-        self.dtype = "float64"
-        self.skipped = 0
+        self.dtype, self.skipped, self.saved_step, self.run_id = "float64", 0, None, ""
         self._steps, self._params, self._drift = [], [], []  # one entry per snapshot
         if previous is not None:
             if previous.cfg != cfg or previous.vocab != self.vocab:
@@ -208,12 +204,19 @@ class History:
         return len(self._steps)
 
     # ----------------------------------------------------------------------- the file
-    def save(self, path, train_loss, val_loss):
+    def rewind(self, step):
+        """Drop the snapshots after `step` (a resume from the checkpoint of that step re-records them)."""
+        while self._steps and self._steps[-1] > step:
+            self._steps.pop(), self._params.pop(), self._drift.pop()
+
+    def save(self, path, train_loss, val_loss, run_id=""):
         """Write the history to `path` atomically (temp file + rename): no reader ever sees half a file.
-        train_loss: one float per optimizer step; val_loss: [(step, val loss), ...]. Both are kept bounded."""
+        train_loss: one float per optimizer step (so the run's step is its length: the checkpoint this history
+        belongs to); val_loss: [(step, val loss), ...]; both curves are kept bounded. run_id: the run's."""
         meta = {"format": HISTORY_FORMAT, "version": HISTORY_VERSION, "config": asdict(self.cfg),
                 "vocab": self.vocab, "steps": self.steps, "count": self.count, "dtype": self.dtype,
-                "skipped": self.skipped, "scales": scale_sizes(self.cfg) if self.cfg.norm == "sphere" else {}}
+                "skipped": self.skipped, "scales": scale_sizes(self.cfg) if self.cfg.norm == "sphere" else {},
+                "step": len(train_loss), "run_id": run_id}
         arrays = {"meta": np.array(json.dumps(meta, ensure_ascii=False)), "step": self.step, "params": self.params,
                   "train_loss": train_curve(train_loss), "val_loss": val_curve(val_loss)}
         if self.cfg.norm == "sphere":
@@ -267,33 +270,19 @@ def load_history(path, max_bytes=MAX_FILE_BYTES):
 
 def _load(file, where, max_bytes):
     try:
+        meta, cfg, vocab = read_meta(file, HISTORY_FORMAT, HISTORY_VERSION, MAX_META_CHARS)
         headers = npz_headers(file, max_members=16)  # (a history has at most 7 arrays)
-        try:
-            meta = npz_meta(file, headers, MAX_META_CHARS)
-        except ValueError as e:
-            raise InputError(str(e)) from None
-        version = meta.get("version")
-        if meta.get("format") != HISTORY_FORMAT or type(version) is not int or version != HISTORY_VERSION:
-            raise InputError(f"it has format {meta.get('format')!r} version {version!r}; this planetarium reads "
-                             f"{HISTORY_FORMAT!r} version {HISTORY_VERSION}")
-        config = meta.get("config")
-        if not isinstance(config, dict) or set(config) - {f.name for f in fields(GPTConfig)}:
-            raise InputError("its config is not a GPTConfig")
-        cfg = GPTConfig(**config)
-        vocab = meta.get("vocab")
-        if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or vocab != sorted(set(vocab)) or \
-                not all(isinstance(c, str) and len(c) == 1 for c in vocab):
-            raise InputError(f"its vocabulary is not vocab_size - 1 = {cfg.vocab_size - 1} sorted characters")
         steps, count = meta.get("steps"), meta.get("count")
-        for name, value, least in (("steps", steps, 1), ("count", count, 2), ("skipped", meta.get("skipped"), 0)):
+        saved = meta.get("step", steps)
+        for name, value, least in (("steps", steps, 1), ("count", count, 2), ("skipped", meta.get("skipped"), 0),
+                                   ("step", saved, 0)):
             if type(value) is not int or value < least:
                 raise InputError(f"its {name} is not an integer >= {least}")
         if steps > MAX_STEPS:  # (the same bound as a run's --steps: 10**30 would break the snapshot plan)
             raise InputError("its steps is beyond 2**53, the most a run may plan")
-        if meta.get("dtype") not in ("float64", "float32"):
-            raise InputError("its dtype is not float64 or float32")
+        if meta.get("dtype") not in ("float64", "float32") or not isinstance(meta.get("run_id", ""), str):
+            raise InputError("its dtype or run_id is malformed")
         P, K = n_params(cfg), headers.get("params", ((0,),))[0][0]
-        sphere = cfg.norm == "sphere"
         if not 1 <= K <= MAX_SNAPSHOTS:
             raise InputError(f"it has {K} snapshots; a history has 1 to {MAX_SNAPSHOTS}")
         # the weights, and the Python objects of every parameter array of every snapshot (the checks and the page
@@ -303,25 +292,11 @@ def _load(file, where, max_bytes):
             raise InputError(f"its {K} snapshots of {P:,} weights in {n_param_arrays(cfg):,} arrays would take "
                              f"{need / 2**20:,.0f} MiB; the limit is {max_bytes / 2**20:,.0f} MiB")
         expected = {"meta": ((), None), "step": ((K,), np.int64), "params": ((K, P), np.float64),
-                    "train_loss": (None, np.float64), "val_loss": (None, np.float64)}
-        if sphere:
+                    "train_loss": (curve_shape, np.float64), "val_loss": (curve_shape, np.float64)}
+        if cfg.norm == "sphere":
             expected.update(scales=((K, sum(scale_sizes(cfg).values())), np.float64),
                             drift=((K, unit_vector_count(cfg)), np.float64))
-        if set(headers) != set(expected):
-            raise InputError(f"its arrays are {sorted(headers)}; a {cfg.norm} history has {sorted(expected)}")
-        for name, (shape, dtype) in expected.items():
-            got, got_dtype, stored = headers[name]
-            if shape is None:  # a loss curve: (N, 2), N <= MAX_CURVE
-                if len(got) != 2 or got[1] != 2 or got[0] > MAX_CURVE:
-                    raise InputError(f"array {name!r} has shape {got}; expected (N, 2) with N <= {MAX_CURVE}")
-                shape = got
-            if dtype is None:
-                continue
-            if got != shape or got_dtype != np.dtype(dtype):
-                raise InputError(f"array {name!r} has shape {got} and dtype {got_dtype}; expected {shape}, "
-                                 f"{np.dtype(dtype)}")
-            if stored < np.dtype(dtype).itemsize * math.prod(shape):
-                raise InputError(f"array {name!r} is truncated")
+        check_arrays(headers, expected)
         with np.load(file, allow_pickle=False) as z:
             data = {name: z[name] for name in expected if name != "meta"}
         count = max(2, min(count, MAX_SNAPSHOTS))
@@ -333,12 +308,17 @@ def _load(file, where, max_bytes):
     _check_values(data, cfg, steps, where)
     h = History.__new__(History)
     h.cfg, h.vocab, h.steps, h.count = cfg, vocab, steps, count
-    h.dtype, h.skipped = meta["dtype"], meta["skipped"]
+    h.dtype, h.skipped, h.saved_step, h.run_id = meta["dtype"], meta["skipped"], saved, meta.get("run_id", "")
     h._steps, h._params = data["step"].tolist(), list(data["params"])
-    h._drift = list(data["drift"]) if sphere else [None] * K
+    h._drift = list(data["drift"]) if cfg.norm == "sphere" else [None] * K
     h._due = due
     h.train_loss, h.val_loss = data["train_loss"], data["val_loss"]
     return h
+
+
+def curve_shape(got):
+    """A loss curve is (N, 2) with N <= MAX_CURVE: the shape a file's curve should have, given its own."""
+    return got if len(got) == 2 and got[1] == 2 and got[0] <= MAX_CURVE else (MAX_CURVE, 2)
 
 
 def _check_values(data, cfg, steps, where):

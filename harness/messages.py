@@ -5,41 +5,16 @@ import os
 import shlex
 import sys
 
-from harness.checkpoints import save_checkpoint
-from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, WriteError
-from harness.history import HISTORY_NAME
+from harness.checkpoints import save_run
+from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, WriteError, as_text
 from harness.run_files import claim_run_folder
+from harness.shell import say
 from model_config import n_params
-
-
-def save_history(ckpt, state, history):
-    """The planetarium's history.npz beside the checkpoint (when the run keeps one)."""
-    if history is not None:
-        history.save(os.path.join(os.path.dirname(ckpt), HISTORY_NAME), state.train_loss, state.val_loss)
-
-
-def say(message):
-    """One line on stderr, if there is a stderr to write to (closed, or a full device: nothing more to do)."""
-    try:
-        if sys.stderr is not None:
-            print(message, file=sys.stderr, flush=True)
-    except OSError:
-        pass
-
-
-def flag(name):
-    return "--" + name.replace("_", "-")
 
 
 def fmt_loss(x):
     """A loss in a message: 4 decimals, but a huge one as 1.234e+300, never a 300-digit number."""
     return f"{x:.4f}" if abs(x) < 1e4 else f"{x:.3e}"
-
-
-def printable(text):
-    """text with its control characters (CR, BEL, ESC, ...) written as escapes: a name from a corpus cannot move
-    the cursor, ring the bell or recolour the terminal."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def fmt_time(seconds):
@@ -49,8 +24,8 @@ def fmt_time(seconds):
 
 def print_header(s, docs, cfg, base, resume, notices):
     """docs: the counts {"train", "val", "cropped"}."""
-    print(f"corpus {s.corpus!r}: {docs['train'] + docs['val']} docs ({docs['train']} train / {docs['val']} val), "
-          f"vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters + BOS)")
+    print(f"corpus {as_text(repr(s.corpus))}: {docs['train'] + docs['val']} docs ({docs['train']} train / "
+          f"{docs['val']} val), vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters + BOS)")
     if docs["cropped"]:
         print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size} and are cropped to it")
     print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, n_head={cfg.n_head}, "
@@ -58,7 +33,7 @@ def print_header(s, docs, cfg, base, resume, notices):
           + (", riemannian" if s.riemannian else ""))
     print("baselines (val loss): " + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
     for notice in filter(None, notices):
-        print(notice)
+        print(as_text(notice))
     if resume is not None:
         lowered = f" (lr lowered from {s.lr_lowered_from:g} to {s.lr:g})" if s.lr_lowered_from else ""
         print(f"resuming from step {resume.step} of {s.steps}{lowered}")
@@ -66,30 +41,27 @@ def print_header(s, docs, cfg, base, resume, notices):
 
 class Progress:
     """train()'s progress callback: a live line on a terminal (a plain line every tenth of the run otherwise),
-    a line that stays at every val loss, and with --out a checkpoint at every val loss.
+    a line that stays at every val loss, and with --out a checkpoint (and the history) at every val loss.
 
     last_good is the checkpoint this run could fall back to if training diverges: (path, step) of the one it
     resumed from, then of each one it saves.
     """
 
-    def __init__(self, steps, base, ckpt=None, last_good=None, history=None):
-        self.base, self.ckpt, self.last_good, self.history = base, ckpt, last_good, history
+    def __init__(self, steps, base, out=None, last_good=None, history=None):
+        self.base, self.out, self.last_good, self.history = base, out, last_good, history
         self.tty = sys.stdout.isatty()
         self.every = max(1, steps // 10)
 
     def __call__(self, info):
-        loss = info["loss"]
-        line = (f"step {info['step']:4d}/{info['steps']} | loss {fmt_loss(loss)} | "
-                f"{info['ms_per_step']:.2f} ms/step"
-                f" | ETA {fmt_time(info['eta_s'])}")
+        line = (f"step {info['step']:4d}/{info['steps']} | loss {fmt_loss(info['loss'])} | "
+                f"{info['ms_per_step']:.2f} ms/step | ETA {fmt_time(info['eta_s'])}")
         base = self.base
         if info["val_loss"] is not None:  # a line that stays: val loss beside the baselines it should beat
             print(("\r" if self.tty else "") + line + f" | val loss {fmt_loss(info['val_loss'])} (bigram "
                   f"{base['bigram']:.4f}, unigram {base['unigram']:.4f}, uniform {base['uniform']:.4f})", flush=True)
-            if self.ckpt:
-                save_checkpoint(self.ckpt, info["state"])
-                self.last_good = (self.ckpt, info["step"])
-                save_history(self.ckpt, info["state"], self.history)
+            if self.out:
+                save_run(self.out, info["state"], self.history)
+                self.last_good = (os.path.join(self.out, "checkpoint.npz"), info["step"])
         elif self.tty:  # a live line, overwritten in place
             print("\r" + line + "   ", end="", flush=True)
         elif info["step"] % self.every == 0:
@@ -116,9 +88,15 @@ def report_write_error(error, progress, s):
     return EXIT_IO
 
 
-def report_divergence(state, progress, s):
-    # Nothing new is written: the weights before the bad step would only repeat it on --resume, so the fallback
-    # is the last checkpoint of this run (or the one it resumed from), left as it was.
+def report_divergence(state, progress, s, new_run):
+    """Nothing new is written: the weights before the bad step would only repeat it on --resume, so the fallback
+    is the last checkpoint of this run (or the one it resumed from), left as it was. A new run that fails at its
+    first step has had no update yet: the model's code failed, not the learning rate."""
+    if new_run and state.step == 0:
+        say(f"microgpt: error: the model's first forward and backward pass failed, before any learning rate acted: "
+            f"{state.error}. Nothing was written. This is the model's code, not --lr: `python -m pdb microgpt.py` "
+            "with the same flags stops at the failing line.")
+        return EXIT_DIVERGED
     kept = kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps, "diverged")
     say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a resumed run "
         "may lower it: --resume --lr ...).")
@@ -130,14 +108,12 @@ def save_interrupted(state, progress, s, args):
     runs stopped at the same moment never share one), and print the command that continues the run."""
     try:
         out = s.out or claim_run_folder("out")
-        ckpt = os.path.join(out, "checkpoint.npz")
-        save_checkpoint(ckpt, state)
-        save_history(ckpt, state, progress.history)
+        save_run(out, state, progress.history)
     except WriteError as e:
         say(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
             f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
         return EXIT_IO
-    say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {ckpt}\n"
+    say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {os.path.join(out, 'checkpoint.npz')}\n"
         f"continue with: {resume_command(out, args)}")
     return EXIT_INTERRUPTED
 
@@ -151,17 +127,17 @@ def shown_path(path, here):
 
 def resume_command(out, args):
     """The command that continues this run, ready to paste into a shell in the folder it was started from: the
-    interpreter that ran it (a bare `python` may be another one, without this project's packages), or the launcher
-    the user typed (dev.py says which: MICROGPT_LAUNCHER, MICROGPT_CWD), paths as seen from there, every word
-    quoted, and the flags a checkpoint does not keep (--max-memory, the sampling flags) when they were given."""
-    launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.environ.get("MICROGPT_CWD") or os.getcwd()
+    interpreter that ran it (a bare `python` may be another one, without this project's packages), or the
+    launcher the user typed (dev.py says which: MICROGPT_LAUNCHER), --out as the user gave it (or the folder
+    the run claimed, as seen from here), every word quoted, and the flags a checkpoint does not keep
+    (--max-memory, the sampling flags) when they were given."""
+    launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.getcwd()
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "microgpt.py")
     words = shlex.split(launcher) if launcher else [sys.executable, shown_path(script, here)]
-    words += ["--resume", "--out", shown_path(out, here)]
-    defaults = {"max_memory": None, "num_samples": 20, "temperature": 0.5, "prompt": ""}
-    for name, default in defaults.items():
-        if getattr(args, name) != default:
-            words += [flag(name), str(getattr(args, name))]
+    words += ["--resume", "--out", args.out or shown_path(out, here)]
+    for name in ("max_memory", "num_samples", "temperature", "prompt"):
+        if getattr(args, name) is not None:
+            words += ["--" + name.replace("_", "-"), str(getattr(args, name))]
     return shlex.join(words)
 
 
@@ -182,10 +158,10 @@ KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
 def print_samples(samples, temperature, prompt):
     """Print each name as it arrives from an iterator; returns the first KEEP_SAMPLES of them."""
     print(f"--- inference (new, hallucinated names; temperature {temperature}"
-          + (f", prompt {prompt!r}" if prompt else "") + ") ---")
+          + (f", prompt {as_text(repr(prompt))}" if prompt else "") + ") ---")
     kept = []
     for i, s in enumerate(samples, 1):
-        print(f"sample {i:2d}: {printable(s)}")
+        print(f"sample {i:2d}: {as_text(s)}")
         if i <= KEEP_SAMPLES:
             kept.append(s)
     return kept

@@ -1,6 +1,9 @@
-"""harness/run_files.py -- the files a run writes into its --out folder, and the folder's lock.
+"""harness/run_files.py -- writing files safely, reading .npz files warily, and the --out folder's lock.
 
     atomic_write      temp file + os.replace: readers never see half a file; a failed write is a WriteError
+    check_npz_file    a file that can be read and is a zip archive, as every .npz is
+    npz_headers       every array's shape and dtype from its header, before anything is loaded
+    check_arrays      those headers against what a file of its kind must hold
     write_json        metrics.json
     plot_losses       loss.png: train and val loss beside the baselines
     RunLock           a run holds its --out folder (a lock file with its pid) until it ends
@@ -10,21 +13,29 @@ import datetime
 import errno
 import io
 import json
+import math
 import os
+import secrets
 import socket
 import stat
 import tempfile
 import zipfile
+from dataclasses import fields
 
 import numpy as np
 
-from harness.errors import InputError, WriteError
+from harness.errors import InputError, WriteError, as_text
+from model_config import GPTConfig
+from settings import short
 
 try:  # POSIX: an advisory lock the kernel releases when the process ends, however it ends (kill -9 too)
     import fcntl
 except ImportError:  # Windows
     fcntl = None
     import msvcrt
+
+RUN_FILE_NAMES = ("checkpoint.npz", "history.npz", "metrics.json", "loss.png")
+TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # a temp file's name: short, so it fits wherever its target fits
 
 
 def not_a_regular_file(path):
@@ -41,32 +52,33 @@ def not_a_regular_file(path):
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
-def atomic_write(path, write):
-    """write(f) (f a binary file) into a temp file in the same directory, then os.replace: readers never see
-    half a file, and an existing file is only replaced by a complete new one. An OSError (disk full, no
-    permission) becomes a WriteError naming `path`; the file that was there stays as it was.
-
-    Only a regular file is ever replaced: os.replace would put a regular file in the place of a symbolic link,
-    a FIFO or a device (run as root, `/dev/null` itself), so such a target is a WriteError and is left alone."""
+def check_writable(path):
+    """WriteError unless `path` is a regular file or not there yet: os.replace would put a regular file in the
+    place of a symbolic link, a FIFO or a device (run as root, /dev/null itself), so those are left alone."""
     kind = not_a_regular_file(path)
     if kind:
         raise WriteError(path, OSError(errno.EEXIST, f"it is {kind}, not a regular file; it is left as it is"))
-    folder = os.path.dirname(os.path.abspath(path))
+
+
+def atomic_write(path, write):
+    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers never see half a
+    file, and an existing file is only replaced by a complete new one. An OSError (disk full, no permission)
+    becomes a WriteError naming `path`; the file that was there stays as it was. Whatever ends the write (an
+    error, Ctrl-C, SIGTERM: the shell turns signals into KeyboardInterrupt), the temp file is removed."""
+    check_writable(path)
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), TEMP_PREFIX + secrets.token_hex(4) + TEMP_SUFFIX)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as for any file)
     except OSError as e:
         raise WriteError(path, e) from None
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as e:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
         if isinstance(e, OSError) and not isinstance(e, WriteError):
             raise WriteError(path, e) from None
@@ -74,21 +86,26 @@ def atomic_write(path, write):
 
 
 def check_npz_file(path, what):
-    """InputError unless `path` is a file that is a zip archive, as every .npz is (np.load would take any other file
-    for a pickle, refuse it, and say so, which misleads). what: "checkpoint", "history"."""
-    if not os.path.exists(path):
-        raise InputError(f"{what} {path!r} not found")
-    if not os.path.isfile(path):
-        raise InputError(f"{what} {path!r} is not a file")
-    if not zipfile.is_zipfile(path):
+    """InputError unless `path` is a file this process can read and a zip archive, as every .npz is (np.load
+    would take any other file for a pickle, refuse it, and say so, which misleads). what: "checkpoint", ..."""
+    try:
+        with open(path, "rb") as f:
+            is_zip = zipfile.is_zipfile(f)
+    except FileNotFoundError:
+        raise InputError(f"{what} {path!r} not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {path!r} is not a file") from None
+    except OSError as e:
+        raise InputError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
+    if not is_zip:
         raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz archive)")
 
 
 def npz_headers(file, max_members=64, only=None):
     """name -> (shape, dtype, stored bytes) of every array in an open .npz file (or of those named in `only`),
-    from the .npy headers alone: nothing is loaded, so a header that claims a huge array costs nothing until it is
-    compared with what the file should hold. ValueError for a member that is not an array, or too many members
-    (max_members None: any number)."""
+    from the .npy headers alone: nothing is loaded, so a header that claims a huge array costs nothing until it
+    is compared with what the file should hold. ValueError for a member that is not an array, or too many
+    members (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
         infos = zf.infolist()
@@ -123,6 +140,55 @@ def npz_meta(file, headers, max_chars=2**20):
     return meta
 
 
+def read_meta(file, fmt, version, max_chars=2**20):
+    """(meta, GPTConfig, vocab) of an open checkpoint or history (`fmt`, `version`): InputError naming what is
+    wrong with its format, its config or its vocabulary. Only the meta entry is read."""
+    try:
+        meta = npz_meta(file, npz_headers(file, max_members=None, only=("meta",)), max_chars)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    if meta.get("format") != fmt or type(meta.get("version")) is not int or meta["version"] != version:
+        raise InputError(f"it has format {meta.get('format')!r} version {meta.get('version')!r}; this microgpt "
+                         f"reads {fmt!r} version {version}")
+    config = meta.get("config")
+    unknown = sorted(set(config) - {f.name for f in fields(GPTConfig)}) if isinstance(config, dict) else config
+    if unknown:
+        raise InputError(f"its config has settings this microgpt does not know: {short(unknown)}")
+    try:
+        cfg = GPTConfig(**config)
+    except InputError as e:
+        raise InputError(f"its config: {e}") from None
+    vocab = meta.get("vocab")
+    if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or vocab != sorted(set(vocab)) or \
+            not all(isinstance(c, str) and len(c) == 1 for c in vocab):
+        raise InputError(f"its vocabulary is not vocab_size - 1 = {cfg.vocab_size - 1} sorted characters")
+    return meta, cfg, vocab
+
+
+def check_arrays(headers, expected):
+    """InputError unless the file's arrays are exactly `expected` (name -> (shape, dtype)), each stored whole.
+    A shape may be a function of the header's shape that returns the expected one (loss curves of any length);
+    a dtype of None is not checked (meta)."""
+    unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
+    if unknown or missing:
+        raise InputError(f"its arrays do not match its config: {'missing ' + cut_list(missing) if missing else ''}"
+                         f"{'; ' if unknown and missing else ''}{'unexpected ' + cut_list(unknown) if unknown else ''}")
+    for name, (shape, dtype) in expected.items():
+        got, got_dtype, stored = headers[name]
+        if dtype is None:
+            continue
+        shape = shape(got) if callable(shape) else shape
+        if got != shape or got_dtype != np.dtype(dtype):
+            raise InputError(f"array {name!r} has shape {got} and dtype {got_dtype}; expected {shape}, "
+                             f"{np.dtype(dtype)}")
+        if stored < np.dtype(dtype).itemsize * math.prod(shape):
+            raise InputError(f"array {name!r} is truncated")
+
+
+def cut_list(names, most=4):
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def write_json(path, obj):
     """obj as indented JSON (UTF-8), written atomically."""
     atomic_write(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
@@ -132,14 +198,15 @@ MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
 
 
 def plot_losses(path, state, base, title):
-    """Loss curve PNG: train loss (raw and smoothed), val loss, and the baselines as horizontal lines."""
+    """Loss curve PNG: train loss (raw and smoothed), val loss, and the baselines as horizontal lines. The
+    title is the user's text (a corpus file's name): drawn as text, never as matplotlib's $math$."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     losses = np.asarray(state.train_loss, dtype=np.float64)
-    stride = -(-len(losses) // MAX_PLOT_POINTS)  # a long run is drawn as means of `stride` steps (a PNG shows no more)
+    stride = -(-len(losses) // MAX_PLOT_POINTS)  # a long run is drawn as means of `stride` steps
     if stride > 1:
         losses = losses[:len(losses) // stride * stride].reshape(-1, stride).mean(axis=1)
     steps = stride * np.arange(1, len(losses) + 1)
@@ -154,7 +221,8 @@ def plot_losses(path, state, base, title):
         ax.plot(vs, vl, "o-", color="tab:orange", ms=3, label="val loss")
     for (name, value), color in zip(base.items(), ("gray", "tab:green", "tab:red")):
         ax.axhline(value, ls="--", lw=1, color=color, label=f"{name} baseline ({value:.3f})")
-    ax.set(title=title, xlabel="training step", ylabel="loss (mean NLL, nats per token)")
+    ax.set(xlabel="training step", ylabel="loss (mean NLL, nats per token)")
+    ax.set_title(as_text(title).replace("$", r"\$"))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -164,16 +232,38 @@ def plot_losses(path, state, base, title):
     atomic_write(path, lambda f: f.write(buf.getvalue()))
 
 
-def prepare_out(out):
-    """Create --out and check that files can be written into it, before any training time is spent."""
+# --------------------------------------------------------------------------- the --out folder
+
+def make_folder(out):
+    """Create --out (and its missing parents) and check that files can be written into it, before any
+    training time is spent. Returns the folders it created, innermost first (release_folder removes them
+    again if the run leaves them empty)."""
+    created, folder = [], os.path.abspath(out)
+    try:
+        while not os.path.isdir(folder) and folder != os.path.dirname(folder):
+            created.append(folder)
+            folder = os.path.dirname(folder)
+    except (ValueError, OSError):
+        pass
     try:
         os.makedirs(out, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
-        raise InputError(f"--out {out!r} is not a writable directory ({e.strerror or e})") from None
+        remove_empty(created)
+        raise InputError(f"--out {out!r} is not a writable folder ({e.strerror or e})") from None
     except RecursionError:  # os.makedirs recurses once per missing folder level: thousands of them overflow it
+        remove_empty(created)
         raise InputError(f"--out {out[:60]!r}... has too many folder levels to create") from None
+    return created
+
+
+def remove_empty(folders):
+    for folder in folders:  # innermost first: a parent is empty once its child is gone
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
 
 
 LOCK_NAME = ".microgpt.lock"
@@ -187,33 +277,31 @@ class RunLock:
     released when the process ends, however it ends, so a run killed with kill -9 leaves the file but not the
     lock. The next run then takes it over with a notice. Deleting the lock file does not free a folder that a
     live run holds (its lock is on the folder). A second run while the first is alive gets an InputError (exit 2)
-    before any work. A folder the run created and left empty (it was refused, or stopped before writing
-    anything) is removed again. Use it as a context manager; `notice` says whether a stale lock was taken over.
+    before any work. Folders the run created and left empty (it was refused, or stopped before writing anything)
+    are removed again. Use it as a context manager; `notice` says whether a stale lock was taken over.
     """
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
-        self.fd, self.dir_fd, self.notice, self.created = None, None, None, False
+        self.fd, self.dir_fd, self.notice, self.created = None, None, None, []
 
     def __enter__(self):
         if not self.folder:  # no --out: nothing to hold
             return self
-        self.created = not os.path.exists(self.folder)
-        prepare_out(self.folder)
+        self.created = make_folder(self.folder)
         self.dir_fd = _lock_folder(self.folder)
         while True:
-            try:  # (O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed and overwritten)
+            try:  # (O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             except OSError as e:
                 self._release()
                 raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} ({e.strerror}); "
                                  "is it a symbolic link or a folder?") from None
             if not _try_lock(fd):
-                holder = _read_all(fd).strip() or "a process that has not written its pid yet"
+                holder = _read_all(fd).strip()
                 os.close(fd)
                 self._release()
-                raise InputError(f"--out {self.folder!r} is in use by another run ({holder}); wait for it to end, "
-                                 "or choose another --out")
+                raise in_use(self.folder, holder)
             try:  # the file may have been removed by its last owner between our open and our lock: try again
                 same = os.path.samestat(os.fstat(fd), os.stat(self.path))
             except FileNotFoundError:
@@ -249,21 +337,18 @@ class RunLock:
             return  # (the exclusive lock will say what is wrong)
         try:
             if not _try_lock(fd, shared=True):
-                holder = _read_all(fd).strip() or "a process that has not written its pid yet"
-                raise InputError(f"--out {folder!r} is in use by another run ({holder}); wait for it to end, "
-                                 "or choose another --out")
+                raise in_use(folder, _read_all(fd).strip())
         finally:
             os.close(fd)
 
     def clean(self):
-        """Remove the temp files of a write that a killed run left half done (atomic_write's .tmp-*<name> files
-        for checkpoint.npz, metrics.json and loss.png; nothing else). Call it once the run is sure to go ahead."""
+        """Remove the temp files a killed run left half written (atomic_write's, and nothing else). Call it once
+        the run is sure to go ahead."""
         if not self.notice:
             return
         for name in os.listdir(self.folder):
             path = os.path.join(self.folder, name)
-            if name.startswith(".tmp-") and name.endswith(RUN_FILE_NAMES) and os.path.isfile(path) \
-                    and not os.path.islink(path):
+            if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX) and not_a_regular_file(path) is None:
                 os.unlink(path)
 
     def __exit__(self, *exc):
@@ -278,14 +363,15 @@ class RunLock:
                 pass
             os.close(self.fd)  # releases the file's lock
             self.fd = None
-        if self.created:
-            try:
-                os.rmdir(self.folder)  # a folder this run made and left empty (only fails if it holds files)
-            except OSError:
-                pass
+        remove_empty(self.created)  # folders this run made and left empty
         if self.dir_fd is not None:
             os.close(self.dir_fd)  # releases the folder
             self.dir_fd = None
+
+
+def in_use(folder, holder):
+    return InputError(f"--out {folder!r} is in use by another run ({holder or 'a process starting up'}); wait "
+                      "for it to end, or choose another --out")
 
 
 def _lock_folder(folder, shared=False):
@@ -300,13 +386,9 @@ def _lock_folder(folder, shared=False):
             with open(os.path.join(folder, LOCK_NAME), encoding="utf-8", errors="replace") as f:
                 holder = f.read(4096).strip()
         except OSError:
-            holder = ""
-        raise InputError(f"--out {folder!r} is in use by another run ({holder or 'its lock file was deleted'}); "
-                         "wait for it to end, or choose another --out")
+            holder = "its lock file was deleted"
+        raise in_use(folder, holder)
     return fd
-
-
-RUN_FILE_NAMES = ("checkpoint.npz", "history.npz", "metrics.json", "loss.png")
 
 
 def _try_lock(fd, shared=False):

@@ -1,6 +1,7 @@
-"""The repository's shape (issues 9, 17): microgpt.py is the chapter file, in the reference's order and short
-enough to read in one sitting; what a run adds around it lives in harness/; no module imports microgpt.py and
-the modules form no import cycle."""
+"""The repository's shape: microgpt.py is the chapter file, in the reference's order and short enough to read in
+one sitting, and it makes its own data, weights and Adam state; what a run adds around it lives in harness/,
+which stays lighter than it was; the model's layer imports nothing of harness/; no module imports microgpt.py
+and the modules form no import cycle."""
 import ast
 import os
 import re
@@ -71,7 +72,8 @@ def test_every_module_says_what_it_is_for(name):
 
 def test_the_root_holds_the_chapters_and_harness_the_run():
     """What a reader of the chapters reads sits at the root; the run's machinery is in harness/."""
-    machinery = {"cli", "errors", "corpora", "run_files", "checkpoints", "checks", "signals", "run", "messages"}
+    machinery = {"cli", "errors", "corpora", "run_files", "checkpoints", "checks", "shell", "run", "messages", "memory",
+                 "history"}
     assert not machinery & set(MODULES), "the run's machinery belongs in harness/"
     assert {f"harness.{m}" for m in machinery} <= set(MODULES)
 
@@ -108,3 +110,41 @@ def test_the_training_loop_reads_like_the_references():
     order = [c for c in calls if c in ("loss_and_grads", "adam_step", "retract", "run.diverged", "run.after_step")]
     assert order == ["loss_and_grads", "run.diverged", "adam_step", "retract", "run.after_step"]
     assert len(loop.body) <= 10 and not [n for n in ast.walk(train) if isinstance(n, (ast.Try, ast.Raise))]
+
+
+MODEL_LAYER = ["value", "utils", "sphere", "model_config", "numpy_engine", "tracing", "settings"]
+
+
+@pytest.mark.parametrize("name", MODEL_LAYER)
+def test_the_models_layer_imports_nothing_of_the_harness(name):
+    """The engine and the model are read on their own: no arrow runs from them up to the run's machinery (the
+    error types they raise live in settings.py and value.py)."""
+    assert not [m for m in imports(name) if m.split(".")[0] in ("harness", "microgpt", "planetarium")]
+
+
+def test_the_chapter_makes_its_data_weights_and_adam_state_before_the_run_observes():
+    """Stepping into train(), a learner sees each document's tokens, the weights and Adam's moments made in
+    microgpt.py, as the reference makes them; Run (harness/run.py) comes after and only observes."""
+    tree = ast.parse(source("microgpt"))
+    train = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "train")
+    body = [n for n in train.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    first_with = next(i for i, n in enumerate(body) if isinstance(n, ast.With))
+    made = [t.id for n in body[:first_with] if isinstance(n, ast.Assign) for t in n.targets
+            if isinstance(t, ast.Name)] + [e.id for n in body[:first_with] if isinstance(n, ast.Assign)
+                                           for t in n.targets if isinstance(t, ast.Tuple) for e in t.elts]
+    assert {"docs", "params", "flat", "m", "v", "grads"} <= set(made), made
+    assert made.index("docs") == 0, "the first line makes the data"
+    calls = {ast.unparse(c.func) for n in body[:first_with] for c in ast.walk(n) if isinstance(c, ast.Call)}
+    assert {"doc_tokens", "init_params", "np.zeros_like"} <= calls
+    run = body[first_with].items[0].context_expr
+    assert ast.unparse(run.func) == "Run"
+
+
+def test_the_harness_stays_light():
+    """harness/ is the run's machinery around a 350-line chapter: at most 1,700 lines, and at most 15% of its
+    non-blank lines over 100 characters (rules written once, not squeezed)."""
+    lines = [line for name in MODULES if name.startswith("harness.") for line in source(name).splitlines()]
+    non_blank = [line for line in lines if line.strip()]
+    long = [line for line in non_blank if len(line) > 100]
+    assert len(lines) <= 1700, len(lines)
+    assert len(long) <= 0.15 * len(non_blank), f"{len(long)} of {len(non_blank)} lines are over 100 characters"

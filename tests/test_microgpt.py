@@ -4,7 +4,6 @@ import pytest
 
 import microgpt as mg
 import numpy_engine
-from harness import cli
 from harness.errors import InputError
 from microgpt import GPTConfig, init_params, loss_and_grads
 from model_config import effective_scales
@@ -248,8 +247,8 @@ def test_adam_is_the_reference_update():
     lr .01 decaying linearly to 0; adam_step (called with its defaults, as train does) must match it."""
     import inspect
 
-    from harness.run import Run
-    assert inspect.signature(Run).parameters["lr"].default == 0.01 == cli.DEFAULTS["lr"]
+    from settings import DEFAULTS
+    assert inspect.signature(mg.adam_step).parameters["lr"].default == 0.01 == DEFAULTS["lr"]
     rng = np.random.default_rng(0)
     n, num_steps = 7, 5
     flat, m, v = rng.normal(size=n), np.zeros(n), np.zeros(n)

@@ -227,7 +227,7 @@ def test_out_that_cannot_hold_files(tmp_path, corpus, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("keep me")
     code, out, err = run(capsys, TINY + ["--corpus", corpus, "--out", str(blocker / "sub")])
-    assert code == 2 and "is not a writable directory" in err and "step" not in out
+    assert code == 2 and "is not a writable folder" in err and "step" not in out
     assert blocker.read_text() == "keep me"
 
 
@@ -237,7 +237,7 @@ def test_out_without_write_permission(tmp_path, corpus, capsys):
     if os.access(locked, os.W_OK):
         pytest.skip("running as root: permissions do not stop writes")
     code, out, err = run(capsys, TINY + ["--corpus", corpus, "--out", str(locked)])
-    assert code == 2 and "is not a writable directory" in err and "step" not in out
+    assert code == 2 and "is not a writable folder" in err and "step" not in out
 
 
 def test_ctrl_c_outside_training_exits_cleanly(corpus, capsys, monkeypatch):
@@ -335,6 +335,6 @@ def test_dtype_float32_end_to_end_and_kept_on_resume(tmp_path, corpus, capsys):
 
 def test_small_flag_mistakes_get_one_line(corpus, capsys):
     code, _, err = run(capsys, ["--corpus", corpus, "--out", " "])
-    assert code == 2 and err == "microgpt: error: --out needs a folder name (it is empty)\n"
+    assert code == 2 and err == "microgpt: error: --out must be a non-empty path, got ' '\n"
     code, _, err = run(capsys, ["--bogus"])
     assert code == 2 and err.count("\n") == 1 and "unrecognized arguments: --bogus" in err and "--help" in err

@@ -19,7 +19,8 @@ from cli_helpers import ROOT, TINY, interrupt_at, run, snapshot, start, write_co
 import microgpt as mg
 from harness import run_files
 from harness.errors import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError
-from model_config import CHUNK_BYTES, step_memory
+from harness.memory import step_memory
+from model_config import CHUNK_BYTES
 
 LONG = TINY + ["--steps", "10000000", "--eval-every", "20"]  # (its history fits the memory estimate)
 
@@ -106,7 +107,7 @@ def test_kill_9_loop_leaves_a_loadable_checkpoint_and_resume_is_bit_exact(tmp_pa
     for key in a.params:
         np.testing.assert_array_equal(a.params[key], b.params[key])
     assert steps_seen == sorted(steps_seen)
-    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]  # a killed write's temp file is cleaned up
+    assert not [p for p in os.listdir(out) if p.startswith(run_files.TEMP_PREFIX)]  # a killed write's temp file: gone
 
 
 # ----------------------------------------------------------------------------- 3: checkpoints checked like flags
@@ -128,7 +129,7 @@ def edited_checkpoint(src, dst, **meta_changes):
     (dict(batch_size=0), "batch_size must be a positive integer, got 0"),
     (dict(seed=-1), "seed must be a non-negative integer, got -1"),
     (dict(seed=1.5), "seed must be a non-negative integer, got 1.5"),
-    (dict(steps="many"), "steps must be a positive integer, got 'many'"),
+    (dict(steps="many"), "steps must be a positive integer (at most 2**53 = 9,007,199,254,740,992), got 'many'"),
     (dict(engine="torch"), "engine must be one of 'value', 'numpy', got 'torch'"),
     (dict(riemannian=True), "riemannian gradients need norm 'sphere'"),
     (dict(eval_every=0), "eval_every must be a positive integer, got 0"),
@@ -206,7 +207,7 @@ def test_a_zip_bomb_array_is_refused_from_its_header(tmp_path, corpus, capsys):
     code, _, err = run(capsys, ["--sample-only", "--checkpoint", str(bomb)])
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert code == EXIT_BAD_INPUT and "holds arrays a microgpt checkpoint does not have: extra" in err
+    assert code == EXIT_BAD_INPUT and "its arrays do not match its config: unexpected extra" in err
     assert peak < 50 * 2**20
 
 
@@ -263,18 +264,18 @@ def fail_fsync_after(monkeypatch, n_ok):
 
 def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_good_one(tmp_path, corpus, capsys, monkeypatch):
     out = tmp_path / "run"
-    fail_fsync_after(monkeypatch, 2)  # the step-10 checkpoint and history are saved, the step-20 checkpoint fails
+    fail_fsync_after(monkeypatch, 2)  # the step-10 history and checkpoint are saved, the step-20 history fails
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "40", "--eval-every", "10",
                                        "--out", str(out)])
     assert code == EXIT_IO and err.count("\n") == 1
-    assert f"cannot write {str(out / 'checkpoint.npz')!r}: No space left on device" in err
+    assert f"cannot write {str(out / 'history.npz')!r}: No space left on device" in err
     assert f"the last good checkpoint is {str(out / 'checkpoint.npz')!r} (step 10)" in err
     assert mg.load_checkpoint(str(out / "checkpoint.npz")).step == 10
-    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
+    assert not [p for p in os.listdir(out) if p.startswith(run_files.TEMP_PREFIX)]
 
 
 def test_a_full_disk_while_writing_the_plot_is_an_io_error(tmp_path, corpus, capsys, monkeypatch):
-    fail_fsync_after(monkeypatch, 5)  # checkpoint and history at step 5 and at the end, metrics.json; not loss.png
+    fail_fsync_after(monkeypatch, 3)  # history and checkpoint at step 5, metrics.json at the end; not loss.png
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", str(tmp_path / "run")])
     assert code == EXIT_IO and "cannot write" in err and "loss.png" in err and "No space left" in err
 
@@ -363,7 +364,7 @@ def test_corpus_lines_end_only_at_newline(tmp_path):
 # ----------------------------------------------------------------------------- found by red-teaming the CLI
 
 def test_the_corpus_counts_in_the_memory_estimate(tmp_path, capsys):
-    from model_config import check_memory
+    from harness.memory import check_memory
     cfg = mg.GPTConfig(vocab_size=27, n_embd=8, n_head=2)
     check_memory(cfg, 1, "numpy", 4.0, corpus=(100_000, 600_000))  # names.txt-like: fine
     with pytest.raises(InputError, match="16,000,000 documents"):

@@ -21,8 +21,8 @@ from harness import cli, messages, run_files
 from harness.checkpoints import TrainState
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, InputError
 from harness.history import HISTORY_NAME
+from harness.memory import machine_memory
 from harness.run_files import LOCK_NAME
-from model_config import machine_memory
 
 
 @pytest.fixture
@@ -67,11 +67,26 @@ def test_a_signal_during_sample_only_is_exit_130_with_a_message(tmp_path, corpus
     assert proc.returncode == EXIT_INTERRUPTED and "interrupted" in err and "Traceback" not in err, err
 
 
+def loading_numpy(proc, timeout=20):
+    """Wait until the child maps NumPy's core library: it is importing NumPy, the slow part of starting up."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{proc.pid}/maps") as f:
+                if "_multiarray_umath" in f.read():
+                    return
+        except OSError:
+            return
+        time.sleep(0.001)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-@pytest.mark.parametrize("delay", [0.05, 0.3])
+@pytest.mark.parametrize("delay", [0.0, 0.3])
 def test_a_signal_while_starting_is_exit_130_and_leaves_nothing(tmp_path, corpus, sig, delay):
     out = tmp_path / "run"
     proc = child(LONG + ["--corpus", corpus, "--out", str(out)], cwd=tmp_path)
+    if os.path.exists(f"/proc/{proc.pid}/maps"):
+        loading_numpy(proc)  # (the first moment a signal must be caught: while NumPy loads)
     time.sleep(delay)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -247,30 +262,29 @@ def test_a_moved_run_resumes_when_its_corpus_is_the_same(tmp_path, capsys, monke
 
 
 def test_the_printed_resume_command_names_the_interpreter_or_the_launcher(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     args = cli.build_parser().parse_args([])
-    words = shlex.split(messages.resume_command("out/run-1", args))
-    assert words[0] == sys.executable and words[2:] == ["--resume", "--out", "out/run-1"]
-    # started by `python3 dev.py run` from a subfolder: dev.py says so, and the command is the user's own
+    words = shlex.split(messages.resume_command(os.path.join("out", "run-1"), args))
+    assert words[0] == sys.executable and words[1] == os.path.join(ROOT, "microgpt.py")  # (far away: absolute)
+    assert words[2:] == ["--resume", "--out", os.path.join("out", "run-1")]  # (the folder it claimed, from here)
+    # started by `python3 dev.py run`: dev.py says so, and the command is the user's own, with their --out
     monkeypatch.setenv("MICROGPT_LAUNCHER", shlex.join(["/usr/bin/python3", "../dev.py", "run"]))
-    monkeypatch.setenv("MICROGPT_CWD", os.path.join(ROOT, "notebooks"))
-    monkeypatch.chdir(ROOT)  # (dev.py runs microgpt.py from the repository's root)
-    assert shlex.split(messages.resume_command("out/run-1", args)) == [
-        "/usr/bin/python3", "../dev.py", "run", "--resume", "--out", os.path.join("..", "out", "run-1")]
-    monkeypatch.setenv("MICROGPT_CWD", "/tmp/a/b/c/d")  # far away: an absolute path reads better than ../../..
-    assert shlex.split(messages.resume_command("out/run-1", args))[-1] == os.path.join(ROOT, "out", "run-1")
+    args = cli.build_parser().parse_args(["--out", "/tmp/dev test/o u't", "--temperature", "0.7"])
+    assert shlex.split(messages.resume_command("/tmp/dev test/o u't", args)) == [
+        "/usr/bin/python3", "../dev.py", "run", "--resume", "--out", "/tmp/dev test/o u't", "--temperature", "0.7"]
 
 
-def test_dev_py_tells_the_run_how_it_was_launched(monkeypatch, tmp_path):
+def test_dev_py_runs_microgpt_in_the_users_folder(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(dev.os, "environ", dict(os.environ))  # (dev.main sets variables for the run it starts)
     monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
-    monkeypatch.setattr(dev.os, "execv", lambda python, command: seen.update(dev.os.environ))
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: seen.update(dev.os.environ, command=command,
+                                                                            cwd=os.getcwd()))
     monkeypatch.setattr(dev.sys, "argv", ["../dev.py", "run"])
     monkeypatch.chdir(tmp_path)
     dev.main(["run", "--steps", "3"])
     assert shlex.split(seen["MICROGPT_LAUNCHER"])[1:] == ["../dev.py", "run"]
-    assert seen["MICROGPT_CWD"] == str(tmp_path)
-    monkeypatch.chdir(ROOT)
+    assert seen["cwd"] == str(tmp_path) and seen["command"][1:] == [os.path.join(ROOT, "microgpt.py"), "--steps", "3"]
 
 
 def test_switching_engines_on_resume_says_the_numbers_agree_to_1e15(tmp_path, corpus, capsys, monkeypatch):
@@ -404,7 +418,8 @@ def test_a_history_planning_10_to_the_30_steps_is_one_line_or_a_note(tmp_path, c
 
 
 def test_the_estimate_counts_the_bigram_table_of_a_big_vocabulary(tmp_path, capsys):
-    from model_config import GPTConfig, check_memory
+    from harness.memory import check_memory
+    from model_config import GPTConfig
     with pytest.raises(InputError, match="vocab_size 30,001"):  # 7.2 GB of bigram counts for a tiny model
         check_memory(GPTConfig(30_001, n_embd=16, n_head=4), 1, "numpy", max_gb=4)
     chars = "".join(chr(0x4E00 + i) for i in range(12_000))  # 12,000 distinct CJK characters: a 1.15 GB table
@@ -415,7 +430,8 @@ def test_the_estimate_counts_the_bigram_table_of_a_big_vocabulary(tmp_path, caps
 
 
 def test_the_estimate_counts_the_python_objects_of_every_layer(corpus, capsys):
-    from model_config import GPTConfig, check_memory
+    from harness.memory import check_memory
+    from model_config import GPTConfig
     deep = GPTConfig(27, n_embd=1, n_head=1, n_layer=1_000_000, block_size=1)  # 12 M weights, ~10 GB of objects
     with pytest.raises(InputError, match="n_layer 1000000"):
         check_memory(deep, 1, "numpy", max_gb=4)
@@ -516,4 +532,4 @@ def test_a_new_run_never_overwrites_an_earlier_runs_history_or_metrics(tmp_path,
 
 def test_an_empty_corpus_name_is_called_empty(capsys):
     code, _, err = run(capsys, TINY + ["--corpus", ""])
-    assert code == EXIT_BAD_INPUT and "it is empty" in err and "directory" not in err
+    assert code == EXIT_BAD_INPUT and "--corpus must be a non-empty path, got ''" in err and "directory" not in err

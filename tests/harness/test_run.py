@@ -1,5 +1,6 @@
-"""harness/run.py's Run on its own: what the training loop hands over (checks, val loss, divergence rules,
-progress, Ctrl-C, the engine's numeric failures) behaves as documented, driven by a hand-written loop."""
+"""harness/run.py on its own: run_state checks every setting with the flags' rules, and Run observes a
+hand-written loop (val loss, divergence rules, progress, Ctrl-C, the engine's numeric failures) without making
+weights, optimizer state or tokens of its own."""
 import math
 import signal
 
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 
 import microgpt as mg
+from harness.checkpoints import HUGE_GRADIENT
 from harness.errors import InputError
-from harness.run import DIVERGED_WINDOW, HUGE_GRADIENT, Run
+from harness.run import DIVERGED_WINDOW, Run, run_state
 from model_config import GPTConfig
 from value import NumericError
 
@@ -17,17 +19,26 @@ VOCAB = mg.build_vocab(WORDS)
 CFG = GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=8, n_head=2, block_size=8)
 
 
-def make_run(**settings):
-    settings = {"engine": "numpy", "steps": 10, "eval_every": 4, **settings}
-    return Run(CFG, VOCAB, WORDS[:8], WORDS[8:], tokenize=mg.doc_tokens, init=mg.init_params, **settings)
+VAL = [mg.doc_tokens(d, VOCAB) for d in WORDS[8:]]
 
 
-def test_a_new_run_starts_from_the_chapters_init_and_measures_step_0():
+def make_run(progress=None, resume=None, **settings):
+    """What train() does before its loop: the checked state, then the chapter's weights and moments."""
+    s = run_state(CFG, VOCAB, WORDS[:8], WORDS[8:], resume, **{"engine": "numpy", "steps": 10, "eval_every": 4,
+                                                                **settings})
+    params = mg.init_params(CFG, s.seed) if resume is None else s.params
+    flat = mg.flat_buffer(params)
+    return Run(s, params, np.zeros_like(flat), np.zeros_like(flat), VAL, progress)
+
+
+def test_the_run_keeps_the_chapters_arrays_and_measures_step_0():
     run = make_run(seed=3)
-    assert run.train_tokens[0] == mg.doc_tokens(WORDS[0], VOCAB)
-    np.testing.assert_array_equal(mg.flat_buffer(run.state.params), mg.flat_buffer(mg.init_params(CFG, 3)))
+    params = run.state.params
+    np.testing.assert_array_equal(mg.flat_buffer(params), mg.flat_buffer(mg.init_params(CFG, 3)))
+    assert run.state.m.base is None and run.state.m.shape == mg.flat_buffer(params).shape
     with run:
-        assert run.state.val_loss == [(0, pytest.approx(mg.evaluate(run.state.params, run.val_tokens, CFG)))]
+        assert run.state.val_loss == [(0, pytest.approx(mg.evaluate(params, VAL, CFG)))]
+        assert run.state.params is params  # (a reference, not a copy: what a checkpoint saves is what trains)
 
 
 def test_after_step_records_evaluates_when_due_and_reports_progress():
@@ -75,7 +86,8 @@ def test_the_engines_numeric_failure_is_divergence_and_any_other_exception_a_tra
     with run:
         run.after_step(0, 2.0)
         raise NumericError("Value.log: log of non-positive value 0.0 is undefined")
-    assert run.state.error == "step 2: Value.log: log of non-positive value 0.0 is undefined"
+    assert run.state.error.startswith("step 2: Value.log: log of non-positive value 0.0 is undefined (at "
+                                      "test_run.py:")  # (and the line of the code that called the engine)
     with pytest.raises(IndexError):  # a learner's bug: not swallowed, not called divergence
         with make_run() as other:
             [][0]
@@ -112,10 +124,17 @@ def test_a_keyboard_interrupt_from_progress_stops_like_ctrl_c():
     ({"riemannian": True}, "riemannian gradients need norm 'sphere'"),
     ({"engine": "value", "dtype": "float32"}, "value engine computes in float64 only"),
     ({"eval_every": -1}, "eval_every must be a positive integer"),
+    ({"seed": -1}, "seed must be a non-negative integer"),
+    ({"dtype": "float16"}, "dtype must be one of"),
 ])
 def test_every_setting_is_checked_with_the_flags_rules(settings, message):
     with pytest.raises(InputError, match=message):
         make_run(**settings)
+
+
+def test_an_unknown_setting_is_a_learners_mistake():
+    with pytest.raises(TypeError, match="unexpected keyword arguments: stpes"):
+        make_run(stpes=3)
 
 
 def test_numpy_integer_and_float32_settings_are_accepted():
@@ -125,17 +144,21 @@ def test_numpy_integer_and_float32_settings_are_accepted():
 
 def test_empty_docs_and_unknown_characters_are_refused():
     with pytest.raises(InputError, match="at least one train and one val document"):
-        Run(CFG, VOCAB, WORDS, [], tokenize=mg.doc_tokens, init=mg.init_params)
+        mg.train(WORDS, [], VOCAB, CFG, steps=1, engine="numpy")
     with pytest.raises(InputError, match="not in the vocabulary: 'Z'"):
-        Run(CFG, VOCAB, WORDS + ["Zed"], WORDS[:1], tokenize=mg.doc_tokens, init=mg.init_params)
+        mg.train(WORDS + ["Zed"], WORDS[:1], VOCAB, CFG, steps=1, engine="numpy")
 
 
 def test_a_resumed_run_continues_the_state_it_is_given():
     first = mg.train(WORDS[:8], WORDS[8:], VOCAB, CFG, steps=6, engine="numpy", eval_every=3)
-    run = make_run(steps=9, resume=first, lr=123.0)  # lr, batch size, seed: the state's own
-    assert run.state is first and run.state.step == 6 and run.state.steps == 9 and run.state.lr == 0.01
+    run = make_run(steps=9, resume=first, lr=0.005)  # a resume may extend the plan and lower the lr
+    assert run.state is first and run.state.step == 6 and run.state.steps == 9 and run.state.lr == 0.005
+    with pytest.raises(InputError, match="lr differs from the checkpoint"):  # but not raise it
+        make_run(steps=9, resume=first, lr=123.0)
+    with pytest.raises(InputError, match="batch_size differs from the checkpoint"):
+        make_run(steps=9, resume=first, batch_size=3)
     with pytest.raises(InputError, match="beyond the requested --steps 5"):
         make_run(steps=5, resume=first)
     with pytest.raises(InputError, match="has changed since the checkpoint"):
-        Run(CFG, VOCAB, WORDS[1:8], WORDS[8:], tokenize=mg.doc_tokens, init=mg.init_params, resume=first, steps=9)
+        run_state(CFG, VOCAB, WORDS[1:8], WORDS[8:], first, steps=9)
     assert math.isfinite(first.val_loss[-1][1])

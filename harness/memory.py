@@ -1,0 +1,89 @@
+"""harness/memory.py -- how much memory a run will need, estimated from its config before anything is allocated.
+
+A run is refused (InputError, exit 2) when the estimate exceeds --max-memory or this machine's memory. The
+estimate adds up what a run keeps: a training step (weights, Adam's moments, gradients, the engine's
+activations), the bigram baseline's V x V table, the corpus, the loss history of every planned step, the
+planetarium's snapshots, and the Python objects of every parameter array. Checkpoints and histories are
+measured against the same bounds from their headers, before their arrays are read.
+"""
+import os
+
+from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
+from settings import DEFAULTS, InputError
+
+# What each parameter array costs in Python objects besides its numbers: its key string, dict entries (params,
+# grads, offsets, sphere axes), NumPy views of the flat buffers and the per-layer objects of a step. Measured
+# with tracemalloc around a 1-step numpy-engine train() of n_layer = 10,000, n_embd = 1: 1.2-1.4 kB an array.
+# A deep, narrow model (n_layer 10^6, n_embd 1) is made of these, not of its numbers.
+BYTES_PER_ARRAY = 1500
+BYTES_PER_STEP = 80  # a step's train loss: a float in a list (32), in the checkpoint (8), in metrics.json (~25)
+SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/history.py keeps a big model's fewer)
+
+
+def step_memory(cfg, batch_size, engine, itemsize=8):
+    """An upper estimate of a training step's peak memory in bytes, from the config alone.
+
+    Both engines: the weights, Adam's two moments, the gradients and the update's temporaries (8 arrays of the
+    parameter count P), and the evaluation chunk (CHUNK_BYTES). numpy: the forward cache of the batch, twice
+    (the backward pass's temporaries). value: the graph, about one Value node (~300 bytes with its tuples) per
+    multiply and per add: 24 C^2 + 4 C T per position per layer, 2 V C for lm_head, and one per parameter.
+    itemsize: 8 for float64, 4 for float32 (NumPy engine only).
+    """
+    C, T, L, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.vocab_size
+    P = n_params(cfg)
+    if engine == "numpy":
+        activations = 2 * batch_size * forward_bytes_per_doc(cfg) * itemsize // 8
+    else:
+        activations = 300 * (batch_size * T * (L * (24 * C * C + 4 * C * T + 8 * C) + 2 * V * C) + P)
+    return 8 * itemsize * P + BYTES_PER_ARRAY * n_param_arrays(cfg) + max(activations, CHUNK_BYTES)
+
+
+def corpus_memory(n_docs, n_chars):
+    """The documents as a run keeps them (a str, a list of token ids, bigram pairs): about 350 bytes a
+    document and 50 a character (measured: 2 million 3-character names take about 0.7 GB)."""
+    return 350 * n_docs + 50 * n_chars
+
+
+def history_memory(cfg, steps):
+    """What a run of `steps` steps keeps besides its model: the loss history, and the planetarium's snapshots."""
+    return BYTES_PER_STEP * steps + min(SNAPSHOT_BUDGET, 50 * 8 * n_params(cfg))
+
+
+def baseline_memory(cfg):
+    """numpy_engine.baselines counts bigrams in a dense V x V float64 table: 7.2 GB for 30,000 characters."""
+    return 8 * cfg.vocab_size ** 2
+
+
+def machine_memory():
+    """This machine's memory in bytes (0 where the operating system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def gigabytes(n):
+    """A size in a message: '1.5 GB', or '12 MB' for a small one (never 'about 0.0 GB')."""
+    return f"{n / 1e9:,.1f} GB" if n >= 1e8 else f"{n / 1e6:,.1f} MB"
+
+
+def limit(max_gb=None):
+    """(bytes, why) of the memory a run may use: --max-memory, or this machine's memory if that is less."""
+    max_gb = DEFAULTS["max_memory"] if max_gb is None else max_gb
+    ram = machine_memory()
+    if 0 < ram < max_gb * 1e9:
+        return ram, f"this machine has {gigabytes(ram)}"
+    return max_gb * 1e9, f"the limit is {max_gb:g} GB (raise it with --max-memory)"
+
+
+def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0):
+    """InputError, with the estimate, if a run would need more than it may use (limit): a training step, the
+    bigram table, the corpus (n_docs, n_chars) and the history of `steps` steps."""
+    need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + baseline_memory(cfg)
+            + corpus_memory(*corpus) + history_memory(cfg, steps))
+    most, why = limit(max_gb)
+    if need > most:
+        raise InputError(f"this run would need about {gigabytes(need)} of memory ({n_params(cfg):,} parameters, "
+                         f"vocab_size {cfg.vocab_size:,}, n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, "
+                         f"block_size {cfg.block_size}, batch {batch_size}, engine {engine}, {corpus[0]:,} "
+                         f"documents, {steps:,} steps); {why}")
