@@ -59,6 +59,8 @@ def _parse_args(argv):
     p.add_argument("--value-steps", type=int, help="steps per Value-engine process (default 48, quick 8)")
     p.add_argument("--numpy-rounds", type=int, help="alternating rounds per norm (default 15, quick 3)")
     p.add_argument("--numpy-steps", type=int, help="steps per NumPy-engine process (default 2000, quick 300)")
+    p.add_argument("--value-norms", nargs="+", choices=("rmsnorm", "sphere"), default=["rmsnorm"],
+                   help="the norms of the Value-engine comparison (default rmsnorm)")
     p.add_argument("--corpus", default="names", help="docs to train on (as microgpt's --corpus)")
     p.add_argument("--clock", choices=("cpu", "wall", "instructions"), default="cpu",
                    help="cpu (default): each process's CPU time, which other programs on a shared machine disturb "
@@ -214,7 +216,7 @@ def table(args, log):
         Path(docs_file).write_text("\n".join(docs[:5000]), encoding="utf-8")
         plan = []
         if args.only in (None, "value"):
-            plan.append(("value", "rmsnorm", args.value_base, args.value_steps, args.value_rounds))
+            plan += [("value", norm, args.value_base, args.value_steps, args.value_rounds) for norm in args.value_norms]
         if args.only in (None, "numpy"):
             plan += [("numpy", norm, args.numpy_base, args.numpy_steps, args.numpy_rounds)
                      for norm in ("rmsnorm", "sphere")]
