@@ -413,9 +413,10 @@ def _vmf_sample_w(d, kappa, n, rng):
     """Wood's rejection step: n draws of w = mu.x, returned as (w, 1 - w) (1 - w keeps its digits near 1)."""
     # Everything in terms of b, a = 1 - x0 and 1 - w, never x0 or w themselves: at large kappa x0 and w round to
     # 1.0 (kappa = 1e16 made log1p(-x0 * x0) a domain error), while b, a and 1 - w keep their digits up to
-    # kappa = 1e300. r = (d-1)/(2 kappa) keeps 4 kappa^2 from overflowing.
-    r = (d - 1) / (2.0 * kappa)
-    b = r / (1.0 + math.sqrt(1.0 + r * r))       # = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2))
+    # kappa = 1e300. With t = 2 kappa / (d-1), b = 1 / (t + hypot(t, 1)): hypot neither overflows (kappa = 1e300)
+    # nor does 1 / t (kappa = 1e-300, where b is 1 and the draw is uniform).
+    t = 2.0 * kappa / (d - 1)
+    b = 1.0 / (t + math.hypot(t, 1.0))           # = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2))
     a = 2.0 * b / (1.0 + b)                      # 1 - x0
     log_c_rest = math.log(a) + math.log1p(1.0 - a)  # log(1 - x0^2) = log(a (2 - a)); c = kappa x0 + (d-1) this
     w = np.empty(0)

@@ -38,7 +38,7 @@ class Value:
 
     def __init__(self, data, children=(), local_grads=(), op=""):
         if not children and type(data) is not float:  # a leaf holding the caller's number: check it is real
-            _check_real(data)                          # (ops always pass children, so they skip this)
+            data = _check_real(data)                   # (ops always pass children, so they skip this)
         self.data = data
         self.grad = 0.0
         self._children = children
@@ -88,6 +88,7 @@ class Value:
     def __pow__(self, n):  # d(x^n)/dx = n x^(n-1), for a plain-number exponent n (2 ** Value is a TypeError)
         if isinstance(n, Value):
             raise TypeError(f"Value power (**): the exponent must be a plain int or float, got {n!r}")
+        n = _check_real(n)  # (a NumPy int64 exponent would overflow silently: as a Python int it cannot)
         x = self.data
         if x < 0 and not float(n).is_integer():
             raise NumericError(f"Value power (**): negative base {x!r} ** non-integer {n!r} is not a real number")
@@ -181,14 +182,25 @@ class Value:
                     child.grad += local_grad * node.grad
 
     def __repr__(self):
-        return f"Value(data={self.data:.6g}, grad={self.grad:.6g}{', op=' + repr(self._op) if self._op else ''})"
+        op = f", op={self._op!r}" if self._op else ""
+        return f"Value(data={_short(self.data)}, grad={_short(self.grad)}{op})"
+
+
+def _short(x):
+    try:
+        return f"{x:.6g}"
+    except (TypeError, ValueError):  # a Fraction (exact arithmetic) has no float format: its own text
+        return str(x)
 
 
 def _check_real(data):
-    """A leaf must hold a real number: int, float, bool, or a NumPy real scalar (anything numbers.Real)."""
+    """A leaf must hold a real number: int, float, bool, a Fraction, or a NumPy real scalar (anything
+    numbers.Real). A NumPy scalar becomes the Python number it holds: NumPy's int64 would overflow silently
+    (Value(np.int64(10)) ** 30), a Python int cannot."""
     if not isinstance(data, numbers.Real):
         raise TypeError(f"Value: data must be a real number (int, float, bool or a NumPy real scalar), got "
                         f"{type(data).__name__} {data!r}")
+    return data.item() if type(data).__module__ == "numpy" else data
 
 
 def _domain_error(op, x, message=""):
@@ -301,14 +313,18 @@ def gradient_check(f, inputs, eps=1e-6, rtol=1e-5, atol=1e-8, file=None, quiet=F
         raise TypeError(f"gradient_check: f must return a Value (the scalar to differentiate), got {out!r}")
     out.backward()
 
-    def at(point):
-        return f([Value(x) for x in point]).data
+    def at(point, i):
+        try:
+            return f([Value(x) for x in point]).data
+        except NumericError as e:  # (log at x - eps < 0, say: a point the caller never passed)
+            raise NumericError(f"gradient_check: input {i} is {xs[i]:g}, but the central difference also needs f "
+                               f"at {xs[i]:g} +- eps ({eps:g}), where f fails: {e}; give a smaller eps") from None
 
     rows, ok = [], True
     for i, x in enumerate(xs):
         plus, minus = list(xs), list(xs)
         plus[i], minus[i] = x + eps, x - eps
-        numeric = (at(plus) - at(minus)) / (2 * eps)
+        numeric = (at(plus, i) - at(minus, i)) / (2 * eps)
         backprop = leaves[i].grad
         abs_err = abs(backprop - numeric)
         passed = abs_err <= atol + rtol * abs(numeric)
