@@ -14,8 +14,8 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
 
 import numpy as np
 
+from checks import check_known, check_loss_args, check_sampling
 from harness.checkpoints import TrainState, load_checkpoint, save_checkpoint  # noqa: F401  (the public API)
-from harness.checks import check_known, check_loss_args, check_sampling
 from harness.cli import Command
 from harness.corpora import load_corpus
 from harness.run import Run, run_state

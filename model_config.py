@@ -156,9 +156,13 @@ def alloc_params(cfg, dtype=np.float64):
 
     Gradients and Adam moments use the same layout, so the optimizer is one vectorized update.
     """
-    offsets, size = param_offsets(cfg)
-    flat = np.zeros(size, dtype=check_dtype(dtype))
-    return flat, {key: flat[o:o + math.prod(shape)].reshape(shape) for key, (o, shape) in offsets.items()}
+    flat = np.zeros(param_offsets(cfg)[1], dtype=check_dtype(dtype))
+    return flat, param_views(flat, cfg)
+
+
+def param_views(flat, cfg):
+    """A params dict over the flat buffer `flat`: key -> a view of its part, in its shape."""
+    return {key: flat[o:o + math.prod(shape)].reshape(shape) for key, (o, shape) in param_offsets(cfg)[0].items()}
 
 
 def flat_buffer(params):

@@ -64,7 +64,7 @@ from naive_value import NaiveValue  # noqa: E402
 
 import microgpt  # noqa: E402
 import numpy_engine  # noqa: E402
-from harness.checks import check_tokens  # noqa: E402
+from checks import check_tokens  # noqa: E402
 from microgpt import GPTConfig, adam_step, alloc_params, flat_buffer, init_params, loss_and_grads, retract  # noqa: E402
 
 try:  # PyTorch is never a requirement: its rows appear only where it happens to be installed

@@ -30,8 +30,8 @@ import traceback
 
 import numpy as np
 
+from checks import check_forward
 from harness.checkpoints import HUGE_GRADIENT, TrainState, check_same_corpus, check_state, corpus_fingerprint
-from harness.checks import check_forward
 from harness.errors import InputError
 from harness.shell import DeferSigint
 from model_config import check_dtype, pack_params, sphere_axes

@@ -1,13 +1,10 @@
 """harness/run_files.py -- writing files safely, reading .npz files warily, and the --out folder's lock.
 
     atomic_write      temp file + os.replace: readers never see half a file; a failed write is a WriteError
-    check_npz_file    a file that can be read and is a zip archive, as every .npz is
-    npz_headers       every array's shape and dtype from its header, before anything is loaded
-    check_arrays      those headers against what a file of its kind must hold
-    write_json        metrics.json
-    plot_losses       loss.png: train and val loss beside the baselines
-    RunLock           a run holds its --out folder (a lock file with its pid) until it ends
-    claim_run_folder  Ctrl-C without --out: the next free out/run-N, taken atomically (mkdir is exclusive)
+    check_npz_file, npz_headers, read_meta, check_arrays
+                      a checkpoint's or history's claims, checked from its headers before anything is loaded
+    write_json, plot_losses   metrics.json and loss.png
+    RunLock, claim_run_folder  the --out folder a run holds; Ctrl-C without --out: a new out/run-N
 """
 import datetime
 import errno
@@ -40,7 +37,7 @@ TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # a temp file's name: short, so
 
 def not_a_regular_file(path):
     """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO", ...), else None.
-    lstat, not stat: a symbolic link is itself what os.replace would replace."""
+    (lstat: a symbolic link is itself what os.replace would replace.)"""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # not there (or not reachable: the write itself will say why)
@@ -52,20 +49,15 @@ def not_a_regular_file(path):
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
-def check_writable(path):
-    """WriteError unless `path` is a regular file or not there yet: os.replace would put a regular file in the
-    place of a symbolic link, a FIFO or a device (run as root, /dev/null itself), so those are left alone."""
+def atomic_write(path, write):
+    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers never see half
+    a file, and an existing file is only replaced by a complete new one. An OSError (disk full, no permission)
+    is a WriteError naming `path`; the file that was there stays as it was. Whatever ends the write (an error,
+    Ctrl-C, SIGTERM: the shell makes signals KeyboardInterrupt), the temp file is removed. Only a regular
+    file is replaced: os.replace would put one in the place of a symbolic link, a FIFO or /dev/null."""
     kind = not_a_regular_file(path)
     if kind:
         raise WriteError(path, OSError(errno.EEXIST, f"it is {kind}, not a regular file; it is left as it is"))
-
-
-def atomic_write(path, write):
-    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers never see half a
-    file, and an existing file is only replaced by a complete new one. An OSError (disk full, no permission)
-    becomes a WriteError naming `path`; the file that was there stays as it was. Whatever ends the write (an
-    error, Ctrl-C, SIGTERM: the shell turns signals into KeyboardInterrupt), the temp file is removed."""
-    check_writable(path)
     tmp = os.path.join(os.path.dirname(os.path.abspath(path)), TEMP_PREFIX + secrets.token_hex(4) + TEMP_SUFFIX)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as for any file)
@@ -87,7 +79,7 @@ def atomic_write(path, write):
 
 def check_npz_file(path, what):
     """InputError unless `path` is a file this process can read and a zip archive, as every .npz is (np.load
-    would take any other file for a pickle, refuse it, and say so, which misleads). what: "checkpoint", ..."""
+    would take any other file for a pickle, refuse it, and say so, which misleads)."""
     try:
         with open(path, "rb") as f:
             is_zip = zipfile.is_zipfile(f)
@@ -102,10 +94,9 @@ def check_npz_file(path, what):
 
 
 def npz_headers(file, max_members=64, only=None):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz file (or of those named in `only`),
-    from the .npy headers alone: nothing is loaded, so a header that claims a huge array costs nothing until it
-    is compared with what the file should hold. ValueError for a member that is not an array, or too many
-    members (max_members None: any number)."""
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those named in `only`), from the
+    .npy headers alone: a header that claims a huge array costs nothing until it is compared with what the file
+    should hold. ValueError for a member that is not an array, or too many (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
         infos = zf.infolist()
@@ -127,8 +118,8 @@ def npz_headers(file, max_members=64, only=None):
 
 
 def npz_meta(file, headers, max_chars=2**20):
-    """The JSON object in an open .npz's "meta" entry (a 0-d string array of at most max_chars characters: its
-    header says so before it is read); ValueError if there is no such entry or it holds no JSON object."""
+    """The JSON object in an open .npz's "meta" entry (a 0-d string of at most max_chars characters, as its
+    header says before it is read); ValueError if there is none."""
     shape, dtype, _ = headers.get("meta", (None, None, 0))
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
         raise ValueError("no JSON 'meta' entry of the expected form")
@@ -141,8 +132,8 @@ def npz_meta(file, headers, max_chars=2**20):
 
 
 def read_meta(file, fmt, version, max_chars=2**20):
-    """(meta, GPTConfig, vocab) of an open checkpoint or history (`fmt`, `version`): InputError naming what is
-    wrong with its format, its config or its vocabulary. Only the meta entry is read."""
+    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong with its
+    format, its config or its vocabulary. Only the meta entry is read."""
     try:
         meta = npz_meta(file, npz_headers(file, max_members=None, only=("meta",)), max_chars)
     except ValueError as e:
@@ -166,9 +157,8 @@ def read_meta(file, fmt, version, max_chars=2**20):
 
 
 def check_arrays(headers, expected):
-    """InputError unless the file's arrays are exactly `expected` (name -> (shape, dtype)), each stored whole.
-    A shape may be a function of the header's shape that returns the expected one (loss curves of any length);
-    a dtype of None is not checked (meta)."""
+    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)), each stored whole. A shape
+    may be a function of the header's that returns the one expected; a dtype of None is not checked."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
         raise InputError(f"its arrays do not match its config: {'missing ' + cut_list(missing) if missing else ''}"
@@ -198,8 +188,8 @@ MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
 
 
 def plot_losses(path, state, base, title):
-    """Loss curve PNG: train loss (raw and smoothed), val loss, and the baselines as horizontal lines. The
-    title is the user's text (a corpus file's name): drawn as text, never as matplotlib's $math$."""
+    """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title holds the user's text
+    (a corpus file's name): drawn as text, never as matplotlib's $math$."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -207,15 +197,13 @@ def plot_losses(path, state, base, title):
     fig, ax = plt.subplots(figsize=(8, 4.5))
     losses = np.asarray(state.train_loss, dtype=np.float64)
     stride = -(-len(losses) // MAX_PLOT_POINTS)  # a long run is drawn as means of `stride` steps
-    if stride > 1:
-        losses = losses[:len(losses) // stride * stride].reshape(-1, stride).mean(axis=1)
+    losses = losses[:len(losses) // stride * stride].reshape(-1, stride).mean(axis=1)
     steps = stride * np.arange(1, len(losses) + 1)
     per = "per step" if stride == 1 else f"means of {stride} steps"
     ax.plot(steps, losses, color="tab:blue", alpha=0.25, lw=0.8, label=f"train loss ({per})")
-    if len(steps) >= 2:
-        w = max(1, min(50, len(steps) // 10))
-        smooth = np.convolve(losses, np.ones(w) / w, mode="valid")
-        ax.plot(steps[w - 1:], smooth, color="tab:blue", lw=1.5, label=f"train loss ({w * stride}-step mean)")
+    w = max(1, min(50, len(steps) // 10))
+    ax.plot(steps[w - 1:], np.convolve(losses, np.ones(w) / w, mode="valid"), color="tab:blue", lw=1.5,
+            label=f"train loss ({w * stride}-step mean)")
     if state.val_loss:
         vs, vl = zip(*state.val_loss)
         ax.plot(vs, vl, "o-", color="tab:orange", ms=3, label="val loss")
@@ -236,15 +224,11 @@ def plot_losses(path, state, base, title):
 
 def make_folder(out):
     """Create --out (and its missing parents) and check that files can be written into it, before any
-    training time is spent. Returns the folders it created, innermost first (release_folder removes them
-    again if the run leaves them empty)."""
+    training time is spent. Returns the folders it created, innermost first (to remove if left empty)."""
     created, folder = [], os.path.abspath(out)
-    try:
-        while not os.path.isdir(folder) and folder != os.path.dirname(folder):
-            created.append(folder)
-            folder = os.path.dirname(folder)
-    except (ValueError, OSError):
-        pass
+    while not os.path.isdir(folder) and folder != os.path.dirname(folder):
+        created.append(folder)
+        folder = os.path.dirname(folder)
     try:
         os.makedirs(out, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
@@ -270,146 +254,97 @@ LOCK_NAME = ".microgpt.lock"
 
 
 class RunLock:
-    """A run holds its --out folder until the run ends: the folder itself is locked, and a lock file in it says
-    which process holds it.
+    """A run holds its --out folder until it ends. The folder itself carries the lock (the operating system's:
+    released when the process ends, however it ends, kill -9 too; on Windows the lock file does), so deleting
+    the lock file does not free a folder a live run holds; the lock file says which process that is.
 
-    The locks are the operating system's (fcntl.flock on POSIX, msvcrt.locking of the file on Windows): they are
-    released when the process ends, however it ends, so a run killed with kill -9 leaves the file but not the
-    lock. The next run then takes it over with a notice. Deleting the lock file does not free a folder that a
-    live run holds (its lock is on the folder). A second run while the first is alive gets an InputError (exit 2)
-    before any work. Folders the run created and left empty (it was refused, or stopped before writing anything)
-    are removed again. Use it as a context manager; `notice` says whether a stale lock was taken over.
+        with RunLock(out) as lock:  # InputError at once if a live run holds it (nothing else is done then)
+            ...checks...
+            lock.claim()            # write this run's pid; a file a killed run left is taken over with a notice
+
+    Folders the run created and left empty (it was refused, or stopped before writing) are removed again.
     """
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
-        self.fd, self.dir_fd, self.notice, self.created = None, None, None, []
+        self.fd, self.claimed, self.notice, self.created = None, False, None, []
 
     def __enter__(self):
         if not self.folder:  # no --out: nothing to hold
             return self
         self.created = make_folder(self.folder)
-        self.dir_fd = _lock_folder(self.folder)
-        while True:
-            try:  # (O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-            except OSError as e:
-                self._release()
-                raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} ({e.strerror}); "
-                                 "is it a symbolic link or a folder?") from None
-            if not _try_lock(fd):
-                holder = _read_all(fd).strip()
-                os.close(fd)
-                self._release()
-                raise in_use(self.folder, holder)
-            try:  # the file may have been removed by its last owner between our open and our lock: try again
-                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        previous = _read_all(fd).strip()
-        if previous:  # a run that ended without releasing (killed): the kernel already dropped its lock
-            self.notice = f"note: took over {self.path} from an earlier run that is no longer running ({previous})"
-        started = datetime.datetime.now().isoformat(timespec="seconds")
-        self.fd = fd
         try:
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
-        except OSError as e:  # e.g. a full disk: give the folder back as it was
-            self._release()
-            raise WriteError(self.path, e) from None
+            self.fd = os.open(self.folder, os.O_RDONLY) if fcntl else \
+                os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            self.__exit__()
+            raise InputError(f"cannot lock --out {self.folder!r} ({e.strerror or e})") from None
+        if not _try_lock(self.fd):
+            holder = self._holder()
+            self.__exit__()
+            raise InputError(f"--out {self.folder!r} is in use by another run ({holder or 'its lock file was deleted'}"
+                             "); wait for it to end, or choose another --out")
         return self
 
-    @staticmethod
-    def check_free(folder):
-        """InputError if another live run holds `folder`; changes nothing (shared locks, taken and dropped)."""
-        if folder and os.path.isdir(folder) and fcntl is not None:
-            os.close(_lock_folder(folder, shared=True))
-        path = folder and os.path.join(folder, LOCK_NAME)
-        if not path or not os.path.isfile(path) or os.path.islink(path):
+    def _holder(self):
+        if not_a_regular_file(self.path) or not os.path.exists(self.path):
+            return ""
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            return f.read(4096).strip()
+
+    def claim(self):
+        """Write this run's pid into the lock file (O_NOFOLLOW: a symbolic link planted there is refused, not
+        followed), and remove the temp files a killed run left half written (atomic_write's, nothing else)."""
+        if not self.folder:
             return
+        previous = self._holder()
+        if previous:  # a run that ended without releasing (killed): the kernel already dropped its lock
+            self.notice = f"note: took over {self.path} from an earlier run that is no longer running ({previous})"
+            for name in os.listdir(self.folder):
+                if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
+                    os.unlink(os.path.join(self.folder, name))
+        started = datetime.datetime.now().isoformat(timespec="seconds")
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            return  # (the exclusive lock will say what is wrong)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as e:
+            raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} ({e.strerror}); is it "
+                             "a symbolic link or a folder?") from None
+        self.claimed = True
         try:
-            if not _try_lock(fd, shared=True):
-                raise in_use(folder, _read_all(fd).strip())
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
+        except OSError as e:  # e.g. a full disk
+            raise WriteError(self.path, e) from None
         finally:
             os.close(fd)
 
-    def clean(self):
-        """Remove the temp files a killed run left half written (atomic_write's, and nothing else). Call it once
-        the run is sure to go ahead."""
-        if not self.notice:
-            return
-        for name in os.listdir(self.folder):
-            path = os.path.join(self.folder, name)
-            if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX) and not_a_regular_file(path) is None:
-                os.unlink(path)
-
     def __exit__(self, *exc):
-        self._release()
-        return False
-
-    def _release(self):
-        if self.fd is not None:
+        if self.claimed:
             try:
-                os.unlink(self.path)  # while still holding the lock: whoever opened the old file will retry
+                os.unlink(self.path)  # while still holding the folder's lock
             except OSError:
                 pass
-            os.close(self.fd)  # releases the file's lock
+            self.claimed = False
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock
             self.fd = None
         remove_empty(self.created)  # folders this run made and left empty
-        if self.dir_fd is not None:
-            os.close(self.dir_fd)  # releases the folder
-            self.dir_fd = None
+        return False
 
 
-def in_use(folder, holder):
-    return InputError(f"--out {folder!r} is in use by another run ({holder or 'a process starting up'}); wait "
-                      "for it to end, or choose another --out")
-
-
-def _lock_folder(folder, shared=False):
-    """An open descriptor of `folder` holding the operating system's lock on it (POSIX; None on Windows, where the
-    lock file alone holds the folder); InputError if another live run holds it."""
-    if fcntl is None:
-        return None
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    if not _try_lock(fd, shared):
-        os.close(fd)
-        try:
-            with open(os.path.join(folder, LOCK_NAME), encoding="utf-8", errors="replace") as f:
-                holder = f.read(4096).strip()
-        except OSError:
-            holder = "its lock file was deleted"
-        raise in_use(folder, holder)
-    return fd
-
-
-def _try_lock(fd, shared=False):
+def _try_lock(fd):
     try:
         if fcntl is not None:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         else:
-            msvcrt.locking(fd, msvcrt.LK_NBRLCK if shared else msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         return True
     except OSError:
         return False
 
 
-def _read_all(fd):
-    os.lseek(fd, 0, os.SEEK_SET)
-    return os.read(fd, 4096).decode("utf-8", "replace")
-
-
 def claim_run_folder(base="out"):
-    """Ctrl-C without --out: a new folder base/run-N for this run's checkpoint, the first N that is free.
-    os.mkdir is atomic and fails if the folder exists, so two runs stopped at the same moment get two folders."""
+    """Ctrl-C without --out: a new folder base/run-N, the first N that is free. (mkdir is atomic and fails if
+    the folder exists: two runs stopped at the same moment get two folders.)"""
     n = 1
     while True:
         folder = os.path.join(base, f"run-{n}")

@@ -1,6 +1,8 @@
-"""harness/checks.py -- the rules for what the chapter's functions are given, besides the settings themselves.
+"""checks.py -- what the chapter's functions check at their door, besides the settings (settings.py).
 
-A setting's own rule is in settings.py (one table, for a flag, a checkpoint and an API argument alike). Here:
+A learner calls loss_and_grads, sample or encode with whatever they have; a mistake there is one clear
+InputError instead of an IndexError deep in the model. These rules are part of the model's layer (they import
+nothing of harness/), so stepping through the chapter in a debugger never lands in the run's machinery:
 
     check_known(text, index)               every character is in the vocabulary
     check_tokens(docs_tokens, vocab_size)  documents as token ids, as the loss needs them
@@ -10,10 +12,9 @@ A setting's own rule is in settings.py (one table, for a flag, a checkpoint and 
 """
 import numpy as np
 
-from harness.errors import InputError
 from model_config import laid_out, param_shapes
 from numpy_engine import forward_np
-from settings import check, cut, short
+from settings import InputError, check, cut, short
 
 
 def check_known(text, index):
