@@ -5,6 +5,7 @@ InputError instead of an IndexError deep in the model. These rules are part of t
 nothing of harness/), so stepping through the chapter in a debugger never lands in the run's machinery:
 
     check_known(text, index)               every character is in the vocabulary
+    check_vocab(vocab, cfg, where)         a vocabulary as build_vocab makes it (a checkpoint's, say)
     check_tokens(docs_tokens, vocab_size)  documents as token ids, as the loss needs them
     check_params(params, cfg)              weights that fit the config
     check_forward(params, cfg, where)      a forward pass that stays within floating point, for both engines
@@ -24,6 +25,14 @@ def check_known(text, index):
     if unknown:
         raise InputError(f"characters not in the vocabulary: {cut(' '.join(map(repr, unknown)))} "
                          f"(vocabulary: {short(''.join(index))})")
+
+
+def check_vocab(vocab, cfg, where):
+    """A vocabulary as build_vocab makes it: vocab_size - 1 sorted characters, each once (BOS is the last id)."""
+    if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or vocab != sorted(set(vocab)) or \
+            not all(isinstance(c, str) and len(c) == 1 for c in vocab):
+        raise InputError(f"{where}its vocabulary does not match vocab_size {cfg.vocab_size} (sorted "
+                         "characters, each once, and BOS: as build_vocab makes it)")
 
 
 def check_tokens(docs_tokens, vocab_size):

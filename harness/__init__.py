@@ -1,24 +1,19 @@
 """harness -- the machinery around chapter 22's script: what makes a run of microgpt.py safe and pleasant.
 
-The chapter (microgpt.py) makes the data, the weights and Adam's moments and runs the loops. A real run also
-has flags and their checks, progress with an ETA, a val loss and checkpoints, a folder it holds while it
-runs, --resume, Ctrl-C that loses nothing, and exit codes. Those live here (each setting's rule: settings.py):
+The chapter (microgpt.py) makes its data, weights and Adam moments and runs the loops; each setting's rule is
+in settings.py, what the chapter's functions check at their door in checks.py. Here, around them:
 
     shell.py        the one shell every program runs in: signals, exit codes, one-line errors
-    cli.py          the command line of microgpt.py: flags from the settings table, and the Command around main
+    cli.py          microgpt.py's command line: flags from the settings table, the Command around main
     run.py          run_state (the settings, checked) and Run, which observes the training loop
-    checkpoints.py  TrainState and its .npz file, without pickle; a run's folder written as one unit
-    history.py      the snapshots a run keeps for the planetarium (planetarium.py): OUT/history.npz
-    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, the --out folder's lock
-    checks.py       what the chapter's functions are given: tokens, weights, a prompt
+    checkpoints.py  TrainState and its .npz file; a run's folder written as one unit
+    history.py      the snapshots a run keeps for the planetarium: OUT/history.npz
+    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, the folder's lock
     corpora.py      the documents: packaged corpora or a text file (chapter 22's `docs`)
     memory.py       the memory a run will need, estimated before anything is allocated
-    messages.py     what a run prints
-    errors.py       exit codes, WriteError, and text from the user made safe to print
+    messages.py     what a run prints; errors.py: exit codes, and text made safe to print
 
-quiet_startup is here, not in shell.py, because a program calls it before it imports anything that takes a
-moment: until the shell takes over, a signal ends the program with one line and exit 130 (no traceback from
-inside `import numpy`). Nothing here imports microgpt.py.
+quiet_startup lives here because a program calls it before anything that takes a moment to import.
 """
 import _signal  # (the C module: `import signal` would first import enum, a moment the signal could come in)
 import os

@@ -1,19 +1,14 @@
-"""harness/errors.py -- what can go wrong in a program of the project, the exit code each kind gets, and text.
+"""harness/errors.py -- the exit code of each way a program ends, WriteError, and text made safe to print.
 
     0    ok
-    1    training diverged: a NaN/inf loss or gradient, a finite loss that exploded, or the engine's own
-         numeric failure (value.NumericError); the step is named, the last good checkpoint kept. (Python
-         also exits 1 on an uncaught exception: a bug in the code shows its traceback, never "diverged".)
-    2    bad input: a flag, the corpus, a prompt, a checkpoint or history, a size over the memory limit, or an
-         --out folder that another run is using or that holds another run's files; one line on stderr,
-         nothing written
-    74   an I/O error while writing: disk full, an unwritable file, standard output closed or full; one line
-         naming the file and the error (74 is EX_IOERR of BSD's sysexits.h); files already written are intact
-    130  interrupted by Ctrl-C, SIGTERM or SIGHUP (during training, a checkpoint is saved first and the resume
-         command printed)
+    1    training diverged (a NaN/inf loss or gradient, an exploding loss, value.NumericError); Python also
+         exits 1 on an uncaught exception: a bug shows its traceback, never "diverged"
+    2    bad input (a flag, a corpus, a checkpoint, a size over the memory limit, an --out folder in use or
+         holding another run's files): one line on stderr, nothing written
+    74   an I/O error while writing (disk full, standard output closed or full; 74 is sysexits.h's EX_IOERR)
+    130  interrupted by Ctrl-C, SIGTERM or SIGHUP (training saves a checkpoint first)
 
-InputError (settings.py: the model's layer raises it too) and WriteError are what the shell (harness/shell.py)
-prints as one line with their exit code; any other exception is a bug and keeps Python's traceback.
+The shell (harness/shell.py) prints InputError (settings.py) and WriteError as one line with their code.
 """
 from settings import InputError  # noqa: F401  (re-exported: the run's machinery raises it too)
 

@@ -1,10 +1,8 @@
-"""harness/memory.py -- how much memory a run will need, estimated from its config before anything is allocated.
+"""harness/memory.py -- the memory a run will need, estimated from its config before anything is allocated.
 
-A run is refused (InputError, exit 2) when the estimate exceeds --max-memory or this machine's memory. The
-estimate adds up what a run keeps: a training step (weights, Adam's moments, gradients, the engine's
-activations), the bigram baseline's V x V table, the corpus, the loss history of every planned step, the
-planetarium's snapshots, and the Python objects of every parameter array. Checkpoints and histories are
-measured against the same bounds from their headers, before their arrays are read.
+A run is refused (exit 2) when the estimate exceeds --max-memory or the machine's memory: a training step,
+the bigram baseline's V x V table, the corpus, a loss per planned step, the planetarium's snapshots, and the
+Python objects of every parameter array. Checkpoints and histories are measured from their headers alike.
 """
 import os
 
@@ -21,14 +19,9 @@ SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/histo
 
 
 def step_memory(cfg, batch_size, engine, itemsize=8):
-    """An upper estimate of a training step's peak memory in bytes, from the config alone.
-
-    Both engines: the weights, Adam's two moments, the gradients and the update's temporaries (8 arrays of the
-    parameter count P), and the evaluation chunk (CHUNK_BYTES). numpy: the forward cache of the batch, twice
-    (the backward pass's temporaries). value: the graph, about one Value node (~300 bytes with its tuples) per
-    multiply and per add: 24 C^2 + 4 C T per position per layer, 2 V C for lm_head, and one per parameter.
-    itemsize: 8 for float64, 4 for float32 (NumPy engine only).
-    """
+    """An upper estimate of a training step's peak bytes: the weights, Adam's moments, the gradients and the
+    update's temporaries (8 arrays of P), the evaluation chunk; numpy: the batch's forward cache, twice; value:
+    a Value node (~300 bytes) per multiply and add, 24 C^2 + 4 C T per position and layer, 2 V C for lm_head."""
     C, T, L, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.vocab_size
     P = n_params(cfg)
     if engine == "numpy":
@@ -77,8 +70,7 @@ def limit(max_gb=None):
 
 
 def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0):
-    """InputError, with the estimate, if a run would need more than it may use (limit): a training step, the
-    bigram table, the corpus (n_docs, n_chars) and the history of `steps` steps."""
+    """InputError, with the estimate, if a run needs more than it may use; corpus: (n_docs, n_chars)."""
     need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + baseline_memory(cfg)
             + corpus_memory(*corpus) + history_memory(cfg, steps))
     most, why = limit(max_gb)

@@ -1,26 +1,21 @@
-"""harness/run.py -- what a training run adds to chapter 22's loop: checked settings, and Run, which observes it.
+"""harness/run.py -- what a training run adds to chapter 22's loop: checked settings, and Run, which observes.
 
-microgpt.train() makes the data, the weights and Adam's moments itself, as the reference does, and hands the
-rest over in two places:
+microgpt.train() makes the data, the weights and Adam's moments itself, as the reference does:
 
     s = run_state(cfg, vocab, train_docs, val_docs, resume, **settings)   # the settings, each checked
-    ...the chapter makes docs, params (init_params, or the resumed ones), flat, m and v...
+    ...the chapter makes docs, params (or the resumed ones), flat, m and v...
     with Run(s, params, m, v, val_tokens, progress, history) as run:
         for step in range(s.step, s.steps):
             ...forward, loss and backward...
-            if run.diverged(step, loss, grad):      # NaN or inf: stop before the update
-                break
+            if run.diverged(step, loss, grad): break      # NaN or inf: stop before the update
             ...Adam (+ retract)...
-            if run.after_step(step, loss, drift):   # val loss, divergence rules, progress, Ctrl-C
-                break
+            if run.after_step(step, loss, drift): break   # val loss, divergence rules, progress, Ctrl-C
 
-Run creates no weights, no optimizer state and no tokens: it keeps a reference to the chapter's arrays (what
-a checkpoint saves), measures the val loss at step 0, every eval_every steps and at the end, times the steps,
-stops a run whose loss has exploded, calls `progress` after every step, and turns the first Ctrl-C into a
-clean stop after the step in progress. When the engine itself fails numerically (value.NumericError: log of 0,
-an overflow), the run ends as diverged; any other exception is a bug in the code and propagates as the normal
-traceback (so `python -m pdb microgpt.py` stops where it happened). Inside the loop NumPy's overflow warnings
-are off: a number that overflows becomes inf or NaN, which the divergence rules catch and name.
+Run keeps a reference to the chapter's arrays (what a checkpoint saves), measures the val loss at step 0,
+every eval_every steps and at the end, times the steps, stops a run whose loss exploded, and turns the first
+Ctrl-C into a stop after the step in progress. The engine's own numeric failure (value.NumericError) ends the
+run as diverged; any other exception is a bug and keeps its traceback (`python -m pdb` stops there). In the
+loop NumPy's overflow warnings are off: what overflows becomes inf or NaN, which the divergence rules name.
 """
 import math
 import os
@@ -44,9 +39,9 @@ DIVERGED_WINDOW = 50    # the mean is over this many steps
 
 
 def run_state(cfg, vocab, train_docs, val_docs, resume=None, **settings):
-    """The TrainState a run starts from, every setting checked by its rule (settings.py): a new state at step 0,
-    without weights (the chapter makes them), or `resume` with what a resume may change (steps, engine,
-    eval_every; a lower lr). The documents: at least one of each, and on resume the ones it was trained on."""
+    """The TrainState a run starts from, every setting checked by its rule: a new one at step 0, without
+    weights (the chapter makes them), or `resume` with what a resume may change. The documents: at least one
+    of each, and on resume the ones it was trained on."""
     unknown = sorted(set(settings) - {s.name for s in STORED})
     if unknown:
         raise TypeError(f"train() got unexpected keyword arguments: {', '.join(unknown)}")
@@ -78,12 +73,9 @@ def run_state(cfg, vocab, train_docs, val_docs, resume=None, **settings):
 
 
 class Run:
-    """Observes one training run: see the module docstring.
-
-    progress(info) is called after every step with info = dict(step, steps, loss, ms_per_step, eta_s,
-    val_loss or None, state); raising KeyboardInterrupt in it stops training like Ctrl-C does. history: a
-    harness.history.History that records snapshots of the weights for the planetarium.
-    """
+    """Observes one training run (see the module docstring). progress(info) is called after every step, info
+    = dict(step, steps, loss, ms_per_step, eta_s, val_loss or None, state); a KeyboardInterrupt raised in it
+    stops training like Ctrl-C. history: a harness.history.History (snapshots for the planetarium)."""
 
     def __init__(self, state, params, m, v, val_tokens, progress=None, history=None):
         state.params, state.m, state.v = params, m, v  # the chapter's own arrays: what a checkpoint saves
@@ -121,8 +113,8 @@ class Run:
     # -- the two calls of every step
 
     def diverged(self, step, loss, grad):
-        """Before the update: True (and state.error says why) if the loss or a gradient is NaN or inf, or so
-        large that Adam's squares would overflow. The update is then skipped: the weights stay the last good ones."""
+        """Before the update: True (state.error says why) if the loss or a gradient is NaN or inf, or so large
+        that Adam's squares would overflow. The update is then skipped: the weights stay the last good ones."""
         if math.isfinite(loss) and -HUGE_GRADIENT < float(grad.min()) and float(grad.max()) < HUGE_GRADIENT:
             return False  # (a NaN fails both comparisons)
         self.state.error = f"step {step + 1}: " + (f"the loss is {loss} (not finite)" if not math.isfinite(loss)
@@ -130,9 +122,9 @@ class Run:
         return True
 
     def after_step(self, step, loss, drift=None):
-        """After the update: record the step, measure the val loss when it is due, check the divergence rules,
-        report progress. True means stop now (diverged, or Ctrl-C: the state is consistent and can be saved).
-        drift: what retract() returned (each vector's norm before it was put back on the sphere), or None."""
+        """After the update: record the step, the val loss when due, the divergence rules, progress. True means
+        stop now (diverged, or Ctrl-C: the state is consistent and can be saved). drift: what retract()
+        returned (each vector's norm before it was put back on the sphere), or None."""
         s = self.state
         self.step_time += time.perf_counter() - self.t0
         self.timed += 1
@@ -166,9 +158,8 @@ class Run:
 
     def _exploded(self):
         """The mean train loss of the last DIVERGED_WINDOW steps is more than DIVERGED_NATS above where training
-        started (the uniform baseline log(V), or the initial val loss if that is worse): the model fits its own
-        training data clearly worse than guessing. (A val loss is not enough: on a tiny corpus overfitting alone
-        can lift it above uniform.) The same rule holds for both engines."""
+        started (log V, or the initial val loss if worse): the model fits its own training data clearly worse
+        than guessing. (Not the val loss: on a tiny corpus overfitting alone can lift it above uniform.)"""
         s = self.state
         recent = s.train_loss[-DIVERGED_WINDOW:]
         mean = sum(recent) / len(recent)
@@ -181,8 +172,7 @@ class Run:
 
 
 def where(tb):
-    """The line of the model's code where the engine failed: the innermost frame outside value.py (which raised),
-    as 'FILE:LINE in FUNCTION: code'."""
+    """'at FILE:LINE in FUNCTION: code': the innermost frame outside value.py, the model's line that failed."""
     frames = [f for f in traceback.extract_tb(tb) if os.path.basename(f.filename) != "value.py"] or \
         traceback.extract_tb(tb)
     f = frames[-1]
@@ -190,8 +180,8 @@ def where(tb):
 
 
 def on_sphere(params, cfg, tol=1e-6):
-    """Sphere mode: is every matrix still unit-normalized along its embedding dimension? (Not when an update
-    overflowed: retracting rows of inf gives zeros or NaN, and the loss of such a model can look harmless.)"""
+    """Sphere mode: is every matrix still unit-normalized? (Not when an update overflowed: retracting rows of
+    inf gives zeros or NaN, and the loss of such a model can look harmless.)"""
     with np.errstate(over="ignore", invalid="ignore"):
         return all(np.abs(np.sqrt(np.add.reduce(params[key] ** 2, axis=axis)) - 1).max() <= tol
                    for key, axis in sphere_axes(cfg).items())

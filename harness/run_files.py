@@ -21,8 +21,9 @@ from dataclasses import fields
 
 import numpy as np
 
+from checks import check_vocab
 from harness.errors import InputError, WriteError, as_text
-from model_config import GPTConfig
+from model_config import GPTConfig, cut_list
 from settings import short
 
 try:  # POSIX: an advisory lock the kernel releases when the process ends, however it ends (kill -9 too)
@@ -117,27 +118,18 @@ def npz_headers(file, max_members=64, only=None):
     return headers
 
 
-def npz_meta(file, headers, max_chars=2**20):
-    """The JSON object in an open .npz's "meta" entry (a 0-d string of at most max_chars characters, as its
-    header says before it is read); ValueError if there is none."""
-    shape, dtype, _ = headers.get("meta", (None, None, 0))
+def read_meta(file, fmt, version, max_chars=2**20):
+    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong with its
+    format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose header says it
+    holds at most max_chars characters."""
+    shape, dtype, _ = npz_headers(file, max_members=None, only=("meta",)).get("meta", (None, None, 0))
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
-        raise ValueError("no JSON 'meta' entry of the expected form")
+        raise InputError("no JSON 'meta' entry of the expected form")
     with np.load(file, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
     file.seek(0)
     if not isinstance(meta, dict):
-        raise ValueError("'meta' is not a JSON object")
-    return meta
-
-
-def read_meta(file, fmt, version, max_chars=2**20):
-    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong with its
-    format, its config or its vocabulary. Only the meta entry is read."""
-    try:
-        meta = npz_meta(file, npz_headers(file, max_members=None, only=("meta",)), max_chars)
-    except ValueError as e:
-        raise InputError(str(e)) from None
+        raise InputError("'meta' is not a JSON object")
     if meta.get("format") != fmt or type(meta.get("version")) is not int or meta["version"] != version:
         raise InputError(f"it has format {meta.get('format')!r} version {meta.get('version')!r}; this microgpt "
                          f"reads {fmt!r} version {version}")
@@ -149,11 +141,8 @@ def read_meta(file, fmt, version, max_chars=2**20):
         cfg = GPTConfig(**config)
     except InputError as e:
         raise InputError(f"its config: {e}") from None
-    vocab = meta.get("vocab")
-    if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or vocab != sorted(set(vocab)) or \
-            not all(isinstance(c, str) and len(c) == 1 for c in vocab):
-        raise InputError(f"its vocabulary is not vocab_size - 1 = {cfg.vocab_size - 1} sorted characters")
-    return meta, cfg, vocab
+    check_vocab(meta.get("vocab"), cfg, "")
+    return meta, cfg, meta["vocab"]
 
 
 def check_arrays(headers, expected):
@@ -161,8 +150,8 @@ def check_arrays(headers, expected):
     may be a function of the header's that returns the one expected; a dtype of None is not checked."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
-        raise InputError(f"its arrays do not match its config: {'missing ' + cut_list(missing) if missing else ''}"
-                         f"{'; ' if unknown and missing else ''}{'unexpected ' + cut_list(unknown) if unknown else ''}")
+        raise InputError(f"its arrays do not match its config: missing {cut_list(missing)}, unexpected "
+                         f"{cut_list(unknown)}")
     for name, (shape, dtype) in expected.items():
         got, got_dtype, stored = headers[name]
         if dtype is None:
@@ -173,10 +162,6 @@ def check_arrays(headers, expected):
                              f"{np.dtype(dtype)}")
         if stored < np.dtype(dtype).itemsize * math.prod(shape):
             raise InputError(f"array {name!r} is truncated")
-
-
-def cut_list(names, most=4):
-    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def write_json(path, obj):
