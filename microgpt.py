@@ -1,10 +1,9 @@
 """microgpt.py -- chapter 22: a tiny GPT, trained from scratch, that invents names; with an nGPT switch.
 
-Read it top to bottom: the sections below run in this order. norm="rmsnorm" is the reference microgpt exactly;
+Read it top to bottom: the sections run in this order. norm="rmsnorm" is the reference microgpt exactly,
 norm="sphere" keeps every vector on the unit hypersphere (nGPT, Loshchilov et al. 2025: lecture 3).
-engine="value" runs this file's scalar code on value.py's Values (every number inspectable in pdb);
-engine="numpy" runs the same math on arrays (numpy_engine.py): the same seed gives the same weights and names.
-What a run adds around the chapter (flags, checks, val loss, checkpoints, Ctrl-C, exit codes) is in harness/.
+engine="value" runs this file's code on value.py's scalar Values (every number inspectable in pdb); "numpy"
+the same math on arrays (numpy_engine.py). What a run adds (flags, checks, checkpoints, Ctrl-C): harness/.
 """
 import sys
 
@@ -62,8 +61,7 @@ def doc_tokens(doc, vocab):
 
 
 # =========================================================================== 3. parameters
-# GPTConfig: n_layer, n_embd, block_size, n_head; model_config.py: the state_dict keys (wte, wpe, lm_head,
-# layer{i}.attn_wq ... mlp_fc2), their [out, in] shapes, and one flat buffer holding them all (a view per key).
+# GPTConfig (n_layer, n_embd, ...), the state_dict keys and [out, in] shapes, one flat buffer: model_config.py
 
 def init_params(cfg, seed=42, dtype=np.float64):
     """Matrices ~ N(0, 0.08^2) drawn in key order (the reference init). Sphere mode: unit vectors, and nGPT's scales
@@ -261,15 +259,13 @@ def project_grads(params, grads, cfg):
 # =========================================================================== 7. training
 
 def train(train_docs, val_docs, vocab, cfg, resume=None, progress=None, history=None, **settings):
-    """Train with Adam; return the TrainState (.params, .train_loss, .val_loss [(step, loss)], .error, ...).
-    settings: steps, batch_size, lr, seed, engine, riemannian, dtype, eval_every, corpus (settings.py: defaults
-    and rules); resume: a TrainState to continue; progress, history: observers (harness/run.py's Run)."""
+    """Train with Adam; return the TrainState (.params, .train_loss, .val_loss, ...). settings: steps, lr, ...
+    (settings.py); resume: a TrainState to continue; progress, history: what Run (harness/run.py) calls."""
     docs = [doc_tokens(doc, vocab) for doc in train_docs]  # the data: each document as token ids
     s = run_state(cfg, vocab, train_docs, val_docs, resume, **settings)  # the settings, checked (and the step)
     params = init_params(cfg, s.seed, s.dtype) if resume is None else s.params  # the weights (or the resumed)
     flat = flat_buffer(params)  # all of them in one array, a view per key: what Adam updates in one go
-    m = np.zeros_like(flat) if resume is None else s.m  # Adam's first moment buffer
-    v = np.zeros_like(flat) if resume is None else s.v  # Adam's second moment buffer
+    m, v = (np.zeros_like(flat), np.zeros_like(flat)) if resume is None else (s.m, s.v)  # Adam's moments
     g, grads = alloc_params(cfg, flat.dtype)  # the gradients: one buffer, reused by every step
     with Run(s, params, m, v, [doc_tokens(doc, vocab) for doc in val_docs], progress, history) as run:
         for step in range(s.step, s.steps):
@@ -343,7 +339,8 @@ def main(argv=None):
             train_docs, val_docs = split_docs(docs, s.seed)
             vocab = build_vocab(docs)                                           # 2. tokenizer
             cfg = cmd.config(vocab, train_docs, val_docs)                       # 3. parameters: their sizes
-            state = train(train_docs, val_docs, vocab, cfg, **cmd.training())   # 7. training (holds --out)
+            settings = cmd.training()  # holds --out; the header; progress, checkpoints, the planetarium
+            state = train(train_docs, val_docs, vocab, cfg, **settings)         # 7. training
             if cmd.trained(state):  # else it said why: diverged, or interrupted (and saved)
                 cmd.finish(iter_samples(state.params, cfg, vocab, **cmd.sampling()), state)  # 8. inference
     return cmd.exit_code
