@@ -5,10 +5,8 @@ norm="sphere" keeps every vector on the unit hypersphere (nGPT, Loshchilov et al
 engine="value" runs this file's code on value.py's scalar Values (every number inspectable in pdb); "numpy"
 the same math on arrays (numpy_engine.py). What a run adds (flags, checks, checkpoints, Ctrl-C): harness/.
 """
-import sys
-
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from inside an import)
-    from harness import quiet_startup
+    from harness import leave, quiet_startup
     quiet_startup("microgpt")
 
 import numpy as np
@@ -347,4 +345,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

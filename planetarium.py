@@ -18,16 +18,15 @@ the page holds: wte, lm_head and the effective scales in float64, the other matr
 Exit codes: 0 ok (the page's path is printed), 2 bad input (a missing folder, a run without history.npz, a
 corrupted file, not enough memory: one line on stderr), 74 the page could not be written.
 """
+if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from inside an import)
+    from harness import leave, quiet_startup
+    quiet_startup("planetarium")
+
 import argparse
 import base64
 import json
 import os
 import re
-import sys
-
-if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from inside an import)
-    from harness import quiet_startup
-    quiet_startup("planetarium")
 
 import numpy as np
 
@@ -220,4 +219,4 @@ def page_path(args):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

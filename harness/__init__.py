@@ -13,7 +13,7 @@ in settings.py, what the chapter's functions check at their door in checks.py. H
     memory.py       the memory a run will need, estimated before anything is allocated
     messages.py     what a run prints; errors.py: exit codes, and text made safe to print
 
-quiet_startup lives here because a program calls it before anything that takes a moment to import.
+quiet_startup and leave live here because a program calls them before (and after) everything else.
 """
 import _signal  # (the C module: `import signal` would first import enum, a moment the signal could come in)
 import os
@@ -38,3 +38,17 @@ def quiet_startup(prog):
                 sys.gettrace() or handler not in (_signal.default_int_handler, _signal.SIG_DFL)):
             continue  # (a debugger's own SIGINT handler, or its trace function: Ctrl-C is the debugger's)
         _signal.signal(sig, _quiet_exit)
+
+
+def leave(code):
+    """End the program with `code` once its output is flushed, without the interpreter's teardown: a signal
+    there would meet Python's handlers already gone and kill the process (exit 143 for SIGTERM), after every
+    file was written. Under a debugger (bdb: pdb) the program ends the usual way, so the debugger keeps it."""
+    if "bdb" in sys.modules:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    os._exit(code)

@@ -276,7 +276,8 @@ class Command(Shell):
         s, resume = self.s, self.resume
         if s.out and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--out writes loss.png, which needs matplotlib: pip install matplotlib")
-        self.lock = RunLock(s.out).__enter__()  # this run holds --out now (or is refused: exit 2)
+        self.lock = RunLock(s.out)
+        self.lock.__enter__()  # this run holds --out now (or is refused: exit 2)
         previous = None
         if s.out:
             check_out_folder(s.out, resume, self.ckpt_path)  # (a refusal releases it: nothing changed)

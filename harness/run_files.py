@@ -207,24 +207,25 @@ def plot_losses(path, state, base, title):
 
 # --------------------------------------------------------------------------- the --out folder
 
-def make_folder(out):
-    """Create --out (and its missing parents) and check that files can be written into it, before any
-    training time is spent. Returns the folders it created, innermost first (to remove if left empty)."""
+def missing_folders(out):
+    """The folders creating `out` would create, innermost first (to remove again if the run leaves them empty)."""
     created, folder = [], os.path.abspath(out)
     while not os.path.isdir(folder) and folder != os.path.dirname(folder):
         created.append(folder)
         folder = os.path.dirname(folder)
+    return created
+
+
+def make_folder(out):
+    """Create --out (and its parents) and check that files can be written into it, before any training."""
     try:
         os.makedirs(out, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
-        remove_empty(created)
         raise InputError(f"--out {out!r} is not a writable folder ({e.strerror or e})") from None
     except RecursionError:  # os.makedirs recurses once per missing folder level: thousands of them overflow it
-        remove_empty(created)
         raise InputError(f"--out {out[:60]!r}... has too many folder levels to create") from None
-    return created
 
 
 def remove_empty(folders):
@@ -257,18 +258,21 @@ class RunLock:
     def __enter__(self):
         if not self.folder:  # no --out: nothing to hold
             return self
-        self.created = make_folder(self.folder)
-        try:
-            self.fd = os.open(self.folder, os.O_RDONLY) if fcntl else \
-                os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
+        try:  # (whatever ends this, Ctrl-C included, gives the folder back as it was)
+            self.created = missing_folders(self.folder)
+            make_folder(self.folder)
+            try:
+                self.fd = os.open(self.folder, os.O_RDONLY) if fcntl else \
+                    os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise InputError(f"cannot lock --out {self.folder!r} ({e.strerror or e})") from None
+            if not _try_lock(self.fd):
+                holder = self._holder() or "its lock file was deleted"
+                raise InputError(f"--out {self.folder!r} is in use by another run ({holder}); wait for it to end, "
+                                 "or choose another --out")
+        except BaseException:
             self.__exit__()
-            raise InputError(f"cannot lock --out {self.folder!r} ({e.strerror or e})") from None
-        if not _try_lock(self.fd):
-            holder = self._holder()
-            self.__exit__()
-            raise InputError(f"--out {self.folder!r} is in use by another run ({holder or 'its lock file was deleted'}"
-                             "); wait for it to end, or choose another --out")
+            raise
         return self
 
     def _holder(self):
