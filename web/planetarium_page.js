@@ -297,7 +297,29 @@
   }
 
   // everything a sky draws, in map or screen coordinates: drawSky draws it, the tests read where it is
-  function skyItems(r) {
+  // the map points of each input star's trail up to snapshot k: the snapshots, and the midpoint of the great circle
+  // between each two (cached per k: the camera does not change them)
+  function trails(r, k) {
+    r.trailCache = r.trailCache || new Map();
+    if (r.trailCache.has(k)) return r.trailCache.get(k);
+    const way = [];
+    for (let i = 0; i < r.V; i++) {
+      const pts = [];
+      for (let j = 0; j <= k; j++) {
+        const cur = starsAt(r, j).wte3[i];
+        if (j > 0) {
+          const prev = starsAt(r, j - 1).wte3[i];
+          pts.push(slerp3(prev, cur, 0.5));
+        }
+        pts.push(cur);
+      }
+      way.push(pts);
+    }
+    if (r.trailCache.size > 8) r.trailCache.clear();
+    r.trailCache.set(k, way);
+    return way;
+  }
+  function skyItems(r, withTrails) {
     const fr = skyFrame(r), scr = screenOf(fr), v = r.view, loc = v.loc, st = starsNow(r, loc);
     const items = { fr, scr, st, stars: [], out: [], caps: [], path: [], drift: [], trail: [] };
     for (let i = 0; i < r.V; i++) items.stars.push(scr(st.wte3[i]));
@@ -316,20 +338,9 @@
         items.drift.push({ i, d, from: items.stars[i], to: scr([p[0] * f, p[1] * f, p[2] * f]) });
       }
     }
-    if (loc.k > 0 || loc.f > 0) {  // each input star's way from step 0 to now, along great circles between snapshots
-      for (let i = 0; i < r.V; i++) {
-        const pts = [];
-        for (let j = 0; j <= loc.k; j++) {
-          const cur = starsAt(r, j).wte3[i];
-          if (j > 0) {
-            const prev = starsAt(r, j - 1).wte3[i];
-            for (const f of [0.25, 0.5, 0.75]) pts.push(scr(slerp3(prev, cur, f)));
-          }
-          pts.push(scr(cur));
-        }
-        pts.push(items.stars[i]);
-        items.trail.push(pts);
-      }
+    if (withTrails && (loc.k > 0 || loc.f > 0)) {  // each input star's way from step 0 to now (map points cached)
+      const way = trails(r, loc.k);
+      for (let i = 0; i < r.V; i++) items.trail.push(way[i].map(scr).concat([items.stars[i]]));
     }
     return items;
   }
@@ -337,7 +348,7 @@
   function drawSky(r, ri) {
     const ctx = r.canvas.ctx;
     if (!ctx) return;
-    const it = skyItems(r), { fr, scr, st } = it, { cx, cy, rho, S } = fr, v = r.view, labels = r.data.labels;
+    const it = skyItems(r, state.show.trail && state.show.stars), { fr, scr, st } = it, { cx, cy, rho, S } = fr, v = r.view, labels = r.data.labels;
     const bos = r.V - 1, show = state.show;
     ctx.clearRect(0, 0, S, S);
     const g = ctx.createRadialGradient(cx - rho * 0.3, cy - rho * 0.35, rho * 0.1, cx, cy, rho);
@@ -380,17 +391,23 @@
       ctx.globalAlpha = 1;
       ctx.setLineDash([]);
     };
-    // star trails: older parts fainter
+    // star trails: older parts fainter (segments batched by age and side: a few strokes per sky)
     if (show.trail && show.stars) {
+      const buckets = [0, 1, 2, 3].map(() => [new Path2D(), new Path2D()]);
       for (const pts of it.trail) {
+        let path = null;
         for (let j = 1; j < pts.length; j++) {
-          const age = j / pts.length, front = pts[j - 1][2] + pts[j][2] > 0;
-          ctx.globalAlpha = (front ? 0.15 + 0.55 * age : 0.08);
-          ctx.strokeStyle = "#c9d2e8";
-          ctx.lineWidth = 1.3;
-          ctx.beginPath(); ctx.moveTo(pts[j - 1][0], pts[j - 1][1]); ctx.lineTo(pts[j][0], pts[j][1]); ctx.stroke();
+          const next = buckets[Math.min(3, Math.floor((4 * j) / pts.length))][pts[j - 1][2] + pts[j][2] > 0 ? 1 : 0];
+          if (next !== path) { path = next; path.moveTo(pts[j - 1][0], pts[j - 1][1]); }
+          path.lineTo(pts[j][0], pts[j][1]);
         }
       }
+      ctx.strokeStyle = "#c9d2e8";
+      ctx.lineWidth = 1.3;
+      buckets.forEach(([far, near], age) => {
+        ctx.globalAlpha = 0.08; ctx.stroke(far);
+        ctx.globalAlpha = 0.15 + 0.18 * age; ctx.stroke(near);
+      });
       ctx.globalAlpha = 1;
     }
     // vMF caps of the top characters (sphere mode only: in RMSNorm the softmax is no vMF posterior)
@@ -759,12 +776,16 @@
         return t("cosLine", { run: esc(runTitle(r)), c: c16.toFixed(4), C, c3: c3.toFixed(3) });
       }).join("<br>");
     }
-    const anyDrift = runs.some((r) => r.drift);
-    document.getElementById("notes").innerHTML = TEXT[state.lang].notes
-      .filter((_, i) => i !== 2 || anyDrift)
-      .map((s) => "<p>" + s.split("{C}").join(String(C)) + "</p>").join("");
-    buildOptions();
-    buildStarPick();
+    const fixed = JSON.stringify([state.lang, state.show, state.selected]);
+    if (fixed !== updateText.fixed) {  // what changes only with the language, the layers or the picked stars
+      updateText.fixed = fixed;
+      const anyDrift = runs.some((r) => r.drift);
+      document.getElementById("notes").innerHTML = TEXT[state.lang].notes
+        .filter((_, i) => i !== 2 || anyDrift)
+        .map((s) => "<p>" + s.split("{C}").join(String(C)) + "</p>").join("");
+      buildOptions();
+      buildStarPick();
+    }
     if (state.tour >= 0) showTour();
   }
 
@@ -995,13 +1016,17 @@
     },
     // where each layer's items are on sky ri (CSS pixels, near side only): what the tests compare pixels at
     projected(ri) {
-      const r = runs[ri], it = skyItems(r), near = (p) => p[2] > 0, xy = (p) => [p[0], p[1]];
+      const r = runs[ri], it = skyItems(r, true), near = (p) => p[2] > 0, xy = (p) => [p[0], p[1]];
       const geo = pathGeometry(r), scr = it.scr;
       return {
         stars: it.stars.filter(near).map(xy), out: it.out.filter(near).map(xy),
         caps: it.caps.filter((c) => !c.whole).flatMap((c) => c.rim.filter(near).map(xy)),
         path: geo.chains.flatMap((c) => c.points.map(scr)).filter(near).map(xy),
-        drift: it.drift.filter((d) => near(d.from)).map((d) => xy(d.to)),
+        drift: it.drift.filter((d) => near(d.from) && r.gain * Math.abs(d.d) * it.fr.rho > 3).flatMap((d) => {
+          const ring = 4 + it.fr.rho * Math.abs(d.d) * r.gain;  // (the ring drawn around the star)
+          return [0, 1, 2, 3, 4, 5, 6, 7].map((j) => [d.from[0] + ring * Math.cos(j * Math.PI / 4),
+                                                      d.from[1] + ring * Math.sin(j * Math.PI / 4)]);
+        }),
         trail: it.trail.flatMap((pts) => pts.slice(1, -2)).filter(near).map(xy),
       };
     },
