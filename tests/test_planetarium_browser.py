@@ -146,7 +146,7 @@ def reset(page, prefix="", time=None, T=50):
     """Back to a known view: everything but the retraction and trails on, a prefix, the time (default: the end)."""
     page.evaluate("""([prefix, time, T]) => {
         const P = window.__planetarium;
-        Object.assign(P.state.show, {stars: true, out: true, path: true, drift: false, trail: false});
+        Object.assign(P.state.show, {stars: true, out: true, path: true, drift: false, trail: false, trueH: true});
         P.state.selected = []; P.state.hover = null;
         P.state.R = [[0.8253, 0, 0.5646], [0.2456, 0.9004, -0.3590], [-0.5084, 0.4350, 0.7431]];
         document.getElementById('prefix').value = prefix; P.state.prefix = prefix;
@@ -289,6 +289,21 @@ def test_the_replay_moves_the_stars_between_snapshots(page):
     reset(page)
 
 
+def test_output_stars_stand_at_their_true_angle_from_h(page):
+    """With the option on (the default), every output star's cosine with h on the map is its cosine in C dimensions,
+    so the map's nearness to h is the real one; the plain projection distorts it (the measurement in
+    docs/planetarium.md: its rank agreement with the probabilities is far weaker)."""
+    reset(page, prefix="emma")
+    for ri in range(2):
+        pairs = np.array(page.evaluate(f"window.__planetarium.cosToH({ri})"))
+        assert np.abs(pairs[:, 0] - pairs[:, 1]).max() < 1e-9
+    page.evaluate("window.__planetarium.show('trueH', false)")
+    pairs = np.array(page.evaluate("window.__planetarium.cosToH(1)"))
+    assert np.abs(pairs[:, 0] - pairs[:, 1]).mean() > 0.05
+    reset(page)
+    page.evaluate("window.__planetarium.show('trueH', true)")
+
+
 def test_the_retraction_has_one_exaggeration_for_the_whole_replay(page):
     """Its factor is the same at every snapshot, so the drawn offsets shrink as the learning rate decays."""
     steps = page.evaluate("window.__planetarium.view(1).steps")
@@ -304,6 +319,33 @@ def test_the_retraction_has_one_exaggeration_for_the_whole_replay(page):
     assert len(set(texts)) == 1, texts
     assert lengths[0] > 3 * lengths[2], lengths
     reset(page)
+
+
+def test_a_negative_s_z_has_its_cap_at_the_opposite_point(browser, runs, tmp_path):
+    """A character whose s_z is negative (the jp-names sphere run learns one) gets likelier the further h points from
+    its star: the density exp(kappa w.h) peaks at -w, where its cap is drawn (dashed), of angle cos th = 1 - 1/|kappa|;
+    |kappa| <= 1/2 covers the whole sphere."""
+    from harness.history import HISTORY_NAME, load_history
+    from model_config import param_offsets
+    h = load_history(os.path.join(runs["sphere"]["dir"], HISTORY_NAME))
+    o = param_offsets(h.cfg)[0]["sz"][0] + h.vocab.index("e")
+    for p in h._params:
+        p[o] = -3 * abs(p[o])  # s_z(e) < 0 at every snapshot (the effective scales follow in save)
+    (tmp_path / "neg").mkdir()
+    h.save(str(tmp_path / "neg" / HISTORY_NAME), h.train_loss[:, 1], [tuple(v) for v in h.val_loss])
+    html = tmp_path / "neg.html"
+    assert planetarium.main([str(tmp_path / "neg"), "--html", str(html)]) == 0
+    pg = open_page(browser, html)
+    cap = pg.evaluate("window.__planetarium.cap(0, 'e')")
+    assert cap["kappa"] < -0.5 and cap["anti"] and not cap["whole"]
+    assert np.allclose(cap["center"], -np.array(cap["star"]))
+    assert np.cos(cap["theta"]) == pytest.approx(1 - 1 / abs(cap["kappa"]))
+    pg.evaluate("document.getElementById('temp').value = '100'; document.getElementById('temp')"
+                ".dispatchEvent(new Event('input'))")  # T = 4: kappa / 4
+    cap = pg.evaluate("window.__planetarium.cap(0, 'e')")
+    assert cap["whole"] == (abs(cap["kappa"]) <= 0.5)
+    assert "−w_k" in pg.inner_text("#notes")
+    close_page(pg)
 
 
 # --------------------------------------------------------------------------- the prefix, the readout, the stars

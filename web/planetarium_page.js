@@ -21,7 +21,7 @@
   const allSteps = Array.from(new Set(runs.flatMap((r) => r.data.steps))).sort((a, b) => a - b);
   const state = {
     lang: "ja", time: allSteps[allSteps.length - 1], playing: false, speed: 1, prefix: "", T: 1,
-    show: { stars: true, out: true, path: true, drift: false, trail: false },
+    show: { stars: true, out: true, path: true, drift: false, trail: false, trueH: true },
     selected: [], hover: null, R: mul(rotX(-0.45), rotY(0.6)), drag: null, tour: -1, turning: null,
   };
   function t(key, vars) {
@@ -194,7 +194,21 @@
         g.pulls.push(arc(r, at(s, n - 1), q, 14));
       }
     }
-    g.h = project(r, at(S - 1, n - 1));
+    g.hC = at(S - 1, n - 1);
+    g.h = project(r, g.hC);
+    // the output stars at their true angle from h: each moved along the map's great circle through h to the angle
+    // arccos(w . h) of C dimensions, so that the map's nearness to h is the real one (and h lies in a star's cap on
+    // the map exactly when it does in C dimensions); the map's directions around h are kept
+    const A = starsAt(r, loc.k), B2 = loc.f > 0 ? starsAt(r, loc.k2) : null, lm3 = starsNow(r, loc).lm3;
+    g.lmTrue = lm3.map((p3, i) => {
+      const w = B2 ? M.slerp(A.lm[i], B2.lm[i], loc.f) : A.lm[i];
+      const c = Math.max(-1, Math.min(1, M.dot(w, g.hC, 0, 0, r.C))), h3 = g.h;
+      const along = p3[0] * h3[0] + p3[1] * h3[1] + p3[2] * h3[2];
+      const d = [p3[0] - along * h3[0], p3[1] - along * h3[1], p3[2] - along * h3[2]], dn = Math.hypot(...d);
+      if (dn < 1e-9) return c >= 0 ? h3 : h3.map((x) => -x);
+      const sn = Math.sqrt(1 - c * c);
+      return [0, 1, 2].map((j) => c * h3[j] + (sn * d[j]) / dn);
+    });
     r.geomKey = key;
     r.geom = g;
     return g;
@@ -323,10 +337,12 @@
     const fr = skyFrame(r), scr = screenOf(fr), v = r.view, loc = v.loc, st = starsNow(r, loc);
     const items = { fr, scr, st, stars: [], out: [], caps: [], path: [], drift: [], trail: [] };
     for (let i = 0; i < r.V; i++) items.stars.push(scr(st.wte3[i]));
-    for (let i = 0; i < r.V; i++) items.out.push(scr(st.lm3[i]));
+    const lm3 = state.show.trueH ? pathGeometry(r).lmTrue : st.lm3;
+    items.lm3 = lm3;
+    for (let i = 0; i < r.V; i++) items.out.push(scr(lm3[i]));
     if (r.sphere) {
       for (const i of v.top) {
-        const cap = capOf(r, i, st.lm3);
+        const cap = capOf(r, i, lm3);
         cap.i = i;
         cap.rim = cap.whole ? null : circle(cap.c, cap.th, 48).map(scr);
         items.caps.push(cap);
@@ -790,7 +806,7 @@
   }
 
   function buildOptions() {
-    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", "optOut", "◆", "#ff9a76"],
+    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", "optOut", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
       ["path", "optPath", "◎", "#67e3c0"], ["trail", "optTrail", "∼", "#c9d2e8"]];
     if (runs.some((r) => r.sphere)) opts.splice(3, 0, ["drift", "optDrift", "↑", "#ff5d9e"]);
     const box = document.getElementById("options");
@@ -962,7 +978,7 @@
   const tourBox = document.getElementById("tour");
   const sphereRun = Math.max(0, runs.findIndex((r) => r.sphere));
   const TOUR = [
-    () => { setPlaying(false); state.prefix = ""; state.show = { stars: true, out: true, path: true, drift: false, trail: false };
+    () => { setPlaying(false); state.prefix = ""; Object.assign(state.show, { stars: true, out: true, path: true, drift: false, trail: false });
             state.R = mul(rotX(-0.45), rotY(0.6)); setT(50); setTime(planned); },
     () => { setTime(0); setPlaying(true); },
     () => { setPlaying(false); setTime(planned); state.prefix = EXAMPLE; update(); faceH(runs.length - 1); },
@@ -1029,6 +1045,16 @@
         }),
         trail: it.trail.flatMap((pts) => pts.slice(1, -2)).filter(near).map(xy),
       };
+    },
+    // the cap of output star `label` of run ri as the sky draws it: its center and the star's direction (map)
+    cap(ri, label) {
+      const r = runs[ri], i = r.data.labels.indexOf(label), lm3 = skyItems(r).lm3, cap = capOf(r, i, lm3);
+      return { center: cap.c, star: lm3[i], anti: cap.anti, whole: cap.whole, theta: cap.th, kappa: cap.kappa };
+    },
+    // each output star's cosine with h on the map and in C dimensions (the true-angle option makes them equal)
+    cosToH(ri) {
+      const r = runs[ri], g = pathGeometry(r), lm3 = skyItems(r).lm3, A = starsAt(r, r.view.loc.k);
+      return lm3.map((p, i) => [p[0] * g.h[0] + p[1] * g.h[1] + p[2] * g.h[2], M.dot(A.lm[i], g.hC, 0, 0, r.C)]);
     },
     view: (ri) => {
       const v = runs[ri].view;

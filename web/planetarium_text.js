@@ -31,6 +31,7 @@ const PlanetText = {
     layers: "表示するもの",
     optStars: "入力の星（埋め込み wte の行）",
     optOut: "出力の星（lm_head の行）と vMF キャップ",
+    optTrueH: "出力の星を h からの本当の角度に置く",
     optPath: "名前の道（隠れ状態 h と残差ステップ）",
     optDrift: "リトラクション前の位置（Adam の一歩）",
     optTrail: "星の軌跡（ステップ 0 から）",
@@ -61,7 +62,8 @@ const PlanetText = {
       "<b>射影。</b>{C} 次元の星は描けないので、最後のスナップショットの埋め込み wte の上位3主成分の方向に射影し、" +
         "もう一度単位球面 S² に正規化して描いています。2 つめ以降の空の基底は、共通の文字が 1 つめの空とできるだけ同じ場所に" +
         "来るよう回転してあります（直交プロクラステス）。図の上の角度は本当の角度から歪みます。射影で長さの多くを失った星ほど薄く" +
-        "描きます。正確な値（コサイン、確率）は数値で示します。",
+        "描きます。出力の星は、h との角度だけは正確になるよう、h を通る大円に沿って本当の角度 arccos(w·h) の位置に置きます" +
+        "（オプションで切り替え）：h に近い出力の星ほど、その文字が次に来やすい。正確な値（コサイン、確率）は数値で示します。",
       "<b>vMF キャップ。</b>確率の上位 3 文字の出力の星 w_k を囲む円は、vMF 分布 exp(κ w_k·h) の密度がピークの 1/e に落ちる角度 " +
         "cos θ = 1 − 1/κ です（κ = s_z,k / T）。κ が大きいほどキャップは小さく、その文字の確率は h の向きに敏感です。" +
         "|κ| ≦ 1/2 ならキャップは球面全体。s_z が負の文字は、h が w_k から離れるほど確率が上がります：密度のピークは反対側の点 −w_k" +
@@ -117,6 +119,7 @@ const PlanetText = {
     layers: "Show",
     optStars: "Input stars (rows of the embedding wte)",
     optOut: "Output stars (rows of lm_head) and vMF caps",
+    optTrueH: "Output stars at their true angle from h",
     optPath: "A name's path (hidden states h, residual steps)",
     optDrift: "Position before the retraction (Adam's step)",
     optTrail: "Star trails (from step 0)",
@@ -148,7 +151,8 @@ const PlanetText = {
         "directions of the last snapshot's embeddings (wte) and re-normalized onto the unit sphere S². Every sky after " +
         "the first is turned so that the characters they share sit as near as they can to the first sky's (orthogonal " +
         "Procrustes). Angles on the map are distorted; a star is the fainter the more of its length the projection " +
-        "lost. The exact values (cosines, probabilities) are shown as numbers.",
+        "lost. Output stars are placed at their true angle arccos(w·h) from h, along the map's great circle through h " +
+        "(an option): their nearness to h is the real one. The exact values (cosines, probabilities) are shown as numbers.",
       "<b>vMF caps.</b> The circle around the output star w_k of each of the top 3 characters is where the vMF density " +
         "exp(κ w_k·h) falls to 1/e of its peak: cos θ = 1 − 1/κ with κ = s_z,k / T. The larger κ, the smaller the cap " +
         "and the more that character's probability depends on the direction of h; for |κ| ≦ 1/2 the cap is the whole " +
