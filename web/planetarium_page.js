@@ -255,9 +255,10 @@
     changed = fitCanvas(lossCanvas, lossCanvas.getBoundingClientRect().width, 150) || changed;
     return changed;
   }
+  let ratioQuery = null;  // (kept: a media query nobody holds may be collected, and its listener with it)
   function watchPixelRatio() {
-    const mq = window.matchMedia(`(resolution: ${window.devicePixelRatio || 1}dppx)`);
-    mq.addEventListener("change", () => { fitAll(); drawFrame(); watchPixelRatio(); }, { once: true });
+    ratioQuery = window.matchMedia(`(resolution: ${window.devicePixelRatio || 1}dppx)`);
+    ratioQuery.addEventListener("change", () => { fitAll(); drawFrame(); watchPixelRatio(); }, { once: true });
   }
   watchPixelRatio();
   if (window.ResizeObserver) {

@@ -84,7 +84,7 @@ const PlanetText = {
       "<b>2. 再生。</b>ステップ 0（初期化の直後）から学習を再生します。星が動いて、似た役割の文字が集まっていきます。" +
         "速さは「速さ」で変えられます。",
       "<b>3. 名前の道。</b>「{ex}」と入力しました。緑の点が各位置の隠れ状態 h、弧が残差ステップです。カメラを最後の位置の h に向けました。" +
-        "空の下と右の一覧に、次の文字の上位 3 つが出ます。",
+        "各空の下と確率の一覧に、次の文字の上位 3 つが出ます。",
       "<b>4. キャップと温度。</b>上位の文字の出力の星を囲む円が vMF キャップ（κ = s_z / T）。温度を下げる（T = 0.5）と κ が倍になり、" +
         "キャップは小さく、確率は上位に集まります。",
       "<b>5. リトラクション。</b>学習の初めに戻り、Adam の一歩で球面から押し出された位置を線と輪で示します。再生すると、" +
@@ -180,7 +180,7 @@ const PlanetText = {
         "with similar roles gather. Change the speed with “Speed”.",
       "<b>3. A name's path.</b> “{ex}” is typed: green dots are the hidden state h at each position, arcs the " +
         "residual steps. The camera now faces the last position's h. The top 3 next characters are under each sky and " +
-        "in the list on the right.",
+        "in the list of probabilities.",
       "<b>4. Caps and temperature.</b> The circles around the top characters' output stars are vMF caps (κ = s_z / T). " +
         "Lowering the temperature (T = 0.5) doubles κ: the caps shrink and the probability gathers on the top characters.",
       "<b>5. Retraction.</b> Back near the start of training: lines and rings show where Adam's step pushed each star " +
