@@ -669,3 +669,45 @@ def test_a_small_file_claiming_4_x_12_6_m_weights_is_refused_before_it_is_loaded
     check_one_line(result.returncode, result.stdout, err, "limit of 16 MB")
     assert int(rss) < 300 * 1024, f"peak memory {int(rss) / 1024:.0f} MB"  # (kB on Linux)
     assert not (tmp_path / "run" / "planetarium.html").exists()
+
+
+def spearman(a, b):
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def test_the_maps_nearness_to_h_and_the_probabilities(runs):
+    """The measurement behind the page's choice of map for the output stars: over 150 prefixes of names, how well
+    the map's cosine of each output star with h ranks the real next-character probabilities (Spearman), for the
+    global map (3 principal directions of wte), a map centred on h (h and the 2 principal directions of the output
+    stars around it), and the global map with each output star moved to its true angle from h (what the page draws,
+    its map cosine being the true one). Printed with -s; docs/planetarium.md quotes it."""
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+    docs = mg.load_corpus("names")
+    rng = np.random.default_rng(0)
+    lines = []
+    for page_run, norm in zip(runs["page_runs"], ("rmsnorm", "sphere")):
+        h = page_run.history
+        k = len(page_run.steps) - 1
+        p = planetarium.page_params(page_run, k)
+        basis = planetarium.principal_directions(p["wte"])[0]
+        scores = {"global": [], "centred on h": [], "true angle from h": []}
+        errors = {"global": [], "centred on h": []}
+        for d in rng.choice(docs, 150, replace=False):
+            prefix = d[:rng.integers(0, len(d))][:h.cfg.block_size - 1]
+            logits, cache = forward_np(p, [len(h.vocab)] + mg.encode(prefix, h.vocab), h.cfg)
+            hv, probs, lm = unit(cache["hidden"][-1][0][-1]), softmax_np(logits[-1]), unit(p["lm_head"])
+            true = lm @ hv
+            rest = lm - np.outer(true, hv)
+            centred = np.vstack([hv, np.linalg.svd(rest - rest.mean(0), full_matrices=False)[2][:2]])
+            for name, b in (("global", basis), ("centred on h", centred)):
+                on_map = unit(lm @ b.T) @ unit(b @ hv)
+                scores[name].append(spearman(on_map, probs))
+                errors[name].append(np.abs(on_map - true).mean())
+            scores["true angle from h"].append(spearman(true, probs))
+        med = {name: float(np.median(s)) for name, s in scores.items()}
+        lines.append(f"{norm}: Spearman(map nearness to h, p), median over 150 prefixes: " + ", ".join(
+            f"{name} {m:.2f}" for name, m in med.items()) + "; mean |map cos - true cos| to h: " + ", ".join(
+            f"{name} {np.mean(e):.3f}" for name, e in errors.items()) + ", true angle 0")
+        assert med["true angle from h"] > med["global"] + 0.1 and med["true angle from h"] > med["centred on h"]
+    print("\n" + "\n".join(lines))

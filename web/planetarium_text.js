@@ -76,7 +76,8 @@ const PlanetText = {
         "h ← Norm(h + α(Norm(f(h)) − h)) を大円の弧（{C} 次元の弧の射影）で結びます。数字は位置、◎ は最後の位置。" +
         "破線は位置から位置への移り変わり、点線は最後の位置でブロックが向かう先 Norm(f(h))。",
       "<b>再生。</b>スナップショットは学習の初めほど密です。再生は学習ステップに比例して進み、スナップショットの間は星を大円に沿って" +
-        "補間します（slerp）。確率などの数値は、いまの位置の直前のスナップショットで計算したものです。",
+        "補間します（slerp）。確率などの数値は、いまの位置の直前のスナップショットで計算したものです。ページは重みを" +
+        "スナップショット間の差分として 8 ビットで保存しているので、確率は学習した重みそのものでの値と最大 0.001 ほど違います。",
     ],
     tour: [
       "<b>1. 星。</b>白い点は入力の星（埋め込み wte の行）、オレンジの ◆ は出力の星（lm_head の行）。左は元の microgpt（RMSNorm）、" +
@@ -170,7 +171,8 @@ const PlanetText = {
         "dotted: where the block pulls the last position, Norm(f(h)).",
       "<b>Replay.</b> Snapshots are densest early in training. The replay advances in proportion to training steps, " +
         "and between snapshots the stars move along great circles (slerp). Probabilities and other numbers are " +
-        "those of the last snapshot at or before the current step.",
+        "those of the last snapshot at or before the current step. The page stores the weights as 8-bit differences " +
+        "between snapshots, so its probabilities differ from those of the run's own weights by up to about 0.001.",
     ],
     tour: [
       "<b>1. Stars.</b> White dots are input stars (rows of the embedding wte), orange ◆ output stars (rows of " +
