@@ -236,6 +236,7 @@ def test_the_page_for_two_runs_stays_under_5_mb(runs):
     assert not re.search(r"(src|href)\s*=\s*[\"'](https?:)?//", text) and "default-src 'none'" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
 def test_an_interrupted_and_resumed_run_records_the_history_of_an_uninterrupted_one(tmp_path, capsys, monkeypatch,
                                                                                      norm):
@@ -324,6 +325,7 @@ def check_page_numbers(results, cases):
         assert np.abs(np.array(got["probs"]) - probs).max() < 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="no node on PATH: the browser test checks the same")
 def test_the_pages_forward_pass_is_forward_np_in_node(runs, tmp_path):
     cases = asks(runs)
@@ -496,6 +498,7 @@ def check_one_line(code, out, err, *words):
         assert word in err, err
 
 
+@pytest.mark.slow
 def test_bad_input_on_the_command_line_is_one_line_and_exit_2(runs, tmp_path):
     good = os.path.join(runs["sphere"]["dir"], HISTORY_NAME)
     check_one_line(*planetarium_cli(tmp_path / "missing"), "not found")
@@ -512,6 +515,7 @@ def test_bad_input_on_the_command_line_is_one_line_and_exit_2(runs, tmp_path):
     check_one_line(*planetarium_cli("--no-such-flag"))
 
 
+@pytest.mark.slow
 def test_the_command_line_prints_the_pages_path(runs, tmp_path):
     html = tmp_path / "one.html"
     code, out, err = planetarium_cli(runs["sphere"]["dir"], "--html", html)
@@ -572,6 +576,7 @@ def crafted(folder, good, change):
     return folder
 
 
+@pytest.mark.slow
 def test_a_folder_name_that_is_not_utf8_makes_a_page(runs, tmp_path):
     """A byte that is not UTF-8 in the run folder's name (Python holds it as a lone surrogate) is written \\xff on
     the page, which is written and opens; it used to be a UnicodeEncodeError traceback."""
@@ -589,6 +594,7 @@ def test_a_folder_name_that_is_not_utf8_makes_a_page(runs, tmp_path):
     assert result.returncode == 0 and os.path.isfile(os.path.join(folder, b"planetarium.html")), result.stderr
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_in_the_vocabulary_is_shown_by_its_code(runs, tmp_path):
     def change(meta, arrays):
         meta["vocab"][-1] = "\ud800"  # (sorted after every letter, as the loader requires)
@@ -600,6 +606,7 @@ def test_a_lone_surrogate_in_the_vocabulary_is_shown_by_its_code(runs, tmp_path)
     assert run["labels"][-2] == "U+D800" and run["vocab"][-2] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["train_loss 1e308", "weights x 1e300", "val_loss 1e300"])
 def test_values_no_page_can_draw_are_one_line_and_exit_2(runs, tmp_path, kind):
     """Finite but huge values made a page whose data held Infinity or NaN (not JSON: a blank page), with NumPy's
