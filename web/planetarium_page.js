@@ -580,24 +580,32 @@
       });
     }
     cands.sort((a, b) => a.pri - b.pri);
+    // the near-side dots are obstacles too: a label goes where it covers none (the top characters' labels are drawn
+    // at their first place if none is free; the others are left out)
+    const dot = ([x, y, z]) => [x - 4, y - 4, x + 4, y + 4, z];
+    const obstacles = (state.show.stars ? it.stars : []).concat(state.show.out ? it.out : []).map(dot)
+      .concat(geo ? geo.chains.flatMap((ch) => ch.points.map((p) => dot(scr(p)))) : []).filter((b) => b[4] > 0);
     const placed = [];
     for (const c of cands) {
       ctx.font = `${c.font} ${FONT}`;
       const w = ctx.measureText(c.text).width, h = 14;
       const tries = c.rim ? [[c.rim[0] >= 0 ? 4 : -w - 4, c.rim[1] >= 0 ? 8 : -8]]
         : [[c.pad, -2], [-w - c.pad, -2], [-w / 2, -c.pad - 6], [-w / 2, c.pad + 6], [c.pad, 10], [c.pad, -14]];
-      for (const [ox, oy] of tries) {
-        let x0 = c.x + ox, y0 = c.y + oy - h / 2;
-        x0 = Math.max(1, Math.min(fr.S - w - 1, x0));
-        y0 = Math.max(1, Math.min(fr.S - h - 1, y0));
-        const box = [x0, y0, x0 + w, y0 + h];
-        if (placed.some((b) => b[0] < box[2] && box[0] < b[2] && b[1] < box[3] && box[1] < b[3])) continue;
+      const hits = (box, boxes) => boxes.some((b) => b[0] < box[2] && box[0] < b[2] && b[1] < box[3] && box[1] < b[3]);
+      const boxes = tries.map(([ox, oy]) => {
+        const x0 = Math.max(1, Math.min(fr.S - w - 1, c.x + ox)), y0 = Math.max(1, Math.min(fr.S - h - 1, c.y + oy - h / 2));
+        return [x0, y0, x0 + w, y0 + h];
+      });
+      // a place that covers no label and no dot; else (the important ones) one that covers no label; else (the top
+      // characters) the first place
+      const box = boxes.find((b) => !hits(b, placed) && !hits(b, obstacles)) ||
+        (c.pri < 2 ? boxes.find((b) => !hits(b, placed)) : null) || (c.pri < 1 ? boxes[0] : null);
+      if (box) {
         placed.push(box);
         ctx.fillStyle = "rgba(7,12,24,0.55)";
         ctx.fillRect(box[0] - 1, box[1], w + 2, h);
         ctx.fillStyle = c.color;
-        ctx.fillText(c.text, x0, y0 + h / 2);
-        break;
+        ctx.fillText(c.text, box[0], box[1] + h / 2);
       }
     }
   }
