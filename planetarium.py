@@ -6,17 +6,19 @@ Each RUN_DIR is the --out folder of a training run; its history.npz (harness/his
 the weights, denser early) is all this needs. The page shows the token embeddings (wte rows) as stars on a sphere
 you can rotate, a replay of training with the loss curves, in sphere mode how far each Adam step pushed the stars
 off the sphere before the retraction pulled them back, a typed name's hidden states from position to position,
-and the readout: the lm_head stars with the next-character probabilities and a vMF cap of concentration
-kappa = s_z / T around each. Two runs (e.g. rmsnorm and sphere from the same seed) sit side by side under one
-camera. Labels use lecture 3's Japanese terms, with an English toggle.
+and the readout: the top next characters labelled on the sky, the lm_head stars with the probabilities, and vMF
+caps of concentration kappa = s_z / T. Up to four runs (e.g. rmsnorm and sphere from the same seed) sit side by side
+under one camera. Labels use lecture 3's Japanese terms, with an English toggle. docs/planetarium.md describes it.
 
-The page is one file: its data (base64 arrays in a JSON block), styles and scripts are inside it; it makes no
-network request and opens from file://. The numbers it shows come from a JavaScript forward pass
-(web/planetarium_model.js) that the tests check against numpy_engine.forward_np, to 1e-9, on exactly the weights
-the page holds: wte, lm_head and the effective scales in float64, the other matrices in float32 (page_params).
+The page is one file: its data (base64 arrays in a JSON block), styles, font (a subset of IPAexGothic) and scripts
+(web/) are inside it; it makes no network request and opens from file://. The numbers it shows come from a
+JavaScript forward pass (web/planetarium_model.js) that the tests check against numpy_engine.forward_np, to 1e-9, on
+exactly the weights the page holds (page_params): the matrices delta-coded in 8 bits per snapshot (encode_weights),
+the effective scales in float32. The layout the page reads comes from model_config (param_offsets).
 
 Exit codes: 0 ok (the page's path is printed), 2 bad input (a missing folder, a run without history.npz, a
-corrupted file, not enough memory: one line on stderr), 74 the page could not be written.
+corrupted file, a history claiming more than a page holds, values no page can draw, not enough memory: one line on
+stderr), 74 the page could not be written.
 """
 import argparse
 import base64
