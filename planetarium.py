@@ -70,10 +70,11 @@ def matrix_layout(cfg):
 def snapshot_chars(cfg):
     """The page's characters per snapshot (base64 of the bytes), (first, each later one): one int8 step per weight and
     a float32 step size per matrix row (the first snapshot: int16 codes), plus in sphere mode the effective scales and
-    the wte and lm_head rows' drift in float32."""
-    mats, size = matrix_layout(cfg)
-    rows = sum(r for _, _, r, _ in mats)
-    extra = 4 * (sum(scale_sizes(cfg).values()) + 2 * cfg.vocab_size) if cfg.norm == "sphere" else 0
+    the wte and lm_head rows' drift in float32. By formula, so that a history's claims are measured without a Python
+    object per layer (matrix_layout's sums, which a test compares): 2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
+    V, C, T, L = cfg.vocab_size, cfg.n_embd, cfg.block_size, cfg.n_layer
+    size, rows = 2 * V * C + T * C + 12 * L * C * C, 2 * V + T + 9 * L * C
+    extra = 4 * (7 * L * C + V + 2 * V) if cfg.norm == "sphere" else 0
     return 4 / 3 * (2 * size + 4 * rows + extra), 4 / 3 * (size + 4 * rows + extra)
 
 

@@ -372,6 +372,17 @@ def test_the_pages_projection_is_aligned_across_runs(runs):
     assert gap(aligned) < 0.7 * gap(own), (gap(aligned), gap(own))
 
 
+def test_the_pages_size_formula_is_its_layout():
+    from harness.history import scale_sizes
+    for cfg in (mg.GPTConfig(27), mg.GPTConfig(81, n_embd=32, n_layer=2, norm="sphere"),
+                mg.GPTConfig(5, n_embd=8, n_head=2, n_layer=3, block_size=7, norm="sphere")):
+        mats, size = planetarium.matrix_layout(cfg)
+        rows = sum(r for _, _, r, _ in mats)
+        extra = 4 * (sum(scale_sizes(cfg).values()) + 2 * cfg.vocab_size) if cfg.norm == "sphere" else 0
+        assert planetarium.snapshot_chars(cfg) == (4 / 3 * (2 * size + 4 * rows + extra),
+                                                   4 / 3 * (size + 4 * rows + extra))
+
+
 def test_snapshots_are_left_out_where_the_weights_move_least():
     rng = np.random.default_rng(0)
     W = np.cumsum(rng.normal(size=(20, 50)), axis=0)
