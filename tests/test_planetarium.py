@@ -383,6 +383,12 @@ def test_the_pages_size_formula_is_its_layout():
                                                    4 / 3 * (size + 4 * rows + extra))
 
 
+def test_runs_whose_first_and_last_snapshots_exceed_the_limit_make_no_page(runs, monkeypatch):
+    monkeypatch.setattr(planetarium, "PAGE_LIMIT", 100_000)
+    with pytest.raises(InputError, match="first and last snapshots alone would make a page"):
+        planetarium.make_page([(runs[n]["loaded"], n) for n in ("rmsnorm", "sphere")])
+
+
 def test_snapshots_are_left_out_where_the_weights_move_least():
     rng = np.random.default_rng(0)
     W = np.cumsum(rng.normal(size=(20, 50)), axis=0)
