@@ -384,7 +384,7 @@ def test_the_pages_size_formula_is_its_layout():
 
 
 def test_runs_whose_first_and_last_snapshots_exceed_the_limit_make_no_page(runs, monkeypatch):
-    monkeypatch.setattr(planetarium, "PAGE_LIMIT", 100_000)
+    monkeypatch.setattr(planetarium, "PAGE_LIMIT", 20_000)  # (their first and last snapshots: 19 + 21 kB)
     with pytest.raises(InputError, match="first and last snapshots alone would make a page"):
         planetarium.make_page([(runs[n]["loaded"], n) for n in ("rmsnorm", "sphere")])
 
