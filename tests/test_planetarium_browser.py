@@ -515,6 +515,12 @@ def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, wid
     # the canvas has the sky's size in device pixels: sharp at device scale 2
     dims = pg.evaluate(CANVAS_SIZE)
     assert abs(dims[0] - dims[1] * scale) <= 1
+    for prefix in ("a" * 30, "abcdefghijklmn"):  # a long prefix's attention table scrolls in its box, not the page
+        pg.fill("#prefix", prefix)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= width, prefix
+    for _ in range(2):
+        pg.click("#lang")
+        assert pg.evaluate("document.documentElement.scrollWidth") <= width
     if width < 900:  # narrow: the controls come below the skies
         pg.evaluate("window.scrollTo(0, 0)")
         assert pg.locator("aside").bounding_box()["y"] >= max(s["y"] + s["height"] for s in skies)

@@ -769,12 +769,12 @@
     document.getElementById("attn").innerHTML = runs.map((r, ri) => {
       const v = r.view, ids = v.tok.ids;
       let html = `<div class="probCol"><div class="who" style="color:${RUN_COLORS[ri % RUN_COLORS.length]}">● ${esc(runTitle(r))}</div>` +
-        '<table class="attnGrid"><tr><th></th>' + ids.map((id) => `<th>${esc(id === r.V - 1 ? "BOS" : r.data.labels[id])}</th>`).join("") + "</tr>";
+        '<div class="attnBox"><table class="attnGrid"><tr><th></th>' + ids.map((id) => `<th>${esc(id === r.V - 1 ? "BOS" : r.data.labels[id])}</th>`).join("") + "</tr>";
       v.res.attention.forEach((heads, l) => heads.forEach((w, h) => {
         html += `<tr><th>${esc(t("attnHead", { l, h }))}</th>` + w.map((a) =>
           `<td class="cell" style="background:rgba(255,209,102,${a.toFixed(3)});color:${a > 0.5 ? "#0a1226" : "#dde6f7"}">${Math.round(100 * a)}</td>`).join("") + "</tr>";
       }));
-      return html + "</table></div>";
+      return html + "</table></div></div>";
     }).join("");
     // picked stars: the nearest by the true cosine, or the cosine of two
     const cos = document.getElementById("cosine");
