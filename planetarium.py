@@ -6,17 +6,19 @@ Each RUN_DIR is the --out folder of a training run; its history.npz (harness/his
 the weights, denser early) is all this needs. The page shows the token embeddings (wte rows) as stars on a sphere
 you can rotate, a replay of training with the loss curves, in sphere mode how far each Adam step pushed the stars
 off the sphere before the retraction pulled them back, a typed name's hidden states from position to position,
-and the readout: the lm_head stars with the next-character probabilities and a vMF cap of concentration
-kappa = s_z / T around each. Two runs (e.g. rmsnorm and sphere from the same seed) sit side by side under one
-camera. Labels use lecture 3's Japanese terms, with an English toggle.
+and the readout: the top next characters labelled on the sky, the lm_head stars with the probabilities, and vMF
+caps of concentration kappa = s_z / T. Up to four runs (e.g. rmsnorm and sphere from the same seed) sit side by side
+under one camera. Labels use lecture 3's Japanese terms, with an English toggle. docs/planetarium.md describes it.
 
-The page is one file: its data (base64 arrays in a JSON block), styles and scripts are inside it; it makes no
-network request and opens from file://. The numbers it shows come from a JavaScript forward pass
-(web/planetarium_model.js) that the tests check against numpy_engine.forward_np, to 1e-9, on exactly the weights
-the page holds: wte, lm_head and the effective scales in float64, the other matrices in float32 (page_params).
+The page is one file: its data (base64 arrays in a JSON block), styles, font (a subset of IPAexGothic) and scripts
+(web/) are inside it; it makes no network request and opens from file://. The numbers it shows come from a
+JavaScript forward pass (web/planetarium_model.js) that the tests check against numpy_engine.forward_np, to 1e-9, on
+exactly the weights the page holds (page_params): the matrices delta-coded in 8 bits per snapshot (encode_weights),
+the effective scales in float32. The layout the page reads comes from model_config (param_offsets).
 
 Exit codes: 0 ok (the page's path is printed), 2 bad input (a missing folder, a run without history.npz, a
-corrupted file, not enough memory: one line on stderr), 74 the page could not be written.
+corrupted file, a history claiming more than a page holds, values no page can draw, not enough memory: one line on
+stderr), 74 the page could not be written.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from inside an import)
     from harness import leave, quiet_startup
@@ -24,46 +26,253 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
 
 import argparse
 import base64
+import importlib.util
+import io
 import json
 import os
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+from fontTools import subset
+from fontTools.ttLib import TTFont
 
 from harness.errors import InputError, as_text
-from harness.history import HISTORY_NAME, load_history, unflatten
-from harness.run_files import atomic_write, not_a_regular_file
+from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history, scale_sizes, unflatten
+from harness.memory import SNAPSHOT_BUDGET
+from harness.run_files import atomic_write, not_a_regular_file, npz_headers, read_meta
 from harness.shell import Parser, Shell, say
-from model_config import param_offsets
+from model_config import SCALE_NAMES, n_params, param_offsets, scale_layout
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 WEB = os.path.join(ROOT, "web")
+
+
+# --------------------------------------------------------------------------- the page's bounds
+
 MAX_RUNS = 4               # side by side on one page
-PAGE_CURVE = 400           # points per train-loss curve on the page (the plot is 360 pixels wide)
-PAGE_BUDGET = 5 * 2**20    # two default runs make about 3 MB; above this the page says so on stderr
+PAGE_CURVE = 400           # points per loss curve on the page (the plot is at most a few hundred pixels wide)
+PAGE_BUDGET = 5 * 10**6    # the size a page aims at: above it, snapshots are left out where the weights move least
+PAGE_LIMIT = 16 * 10**6    # a page is never bigger: a history whose first and last snapshots alone would exceed
+                           # it is refused from its array headers, before anything is loaded
+VALUE_LIMIT = 1e6          # the largest |weight| and |loss| a page draws: a real run's are O(1) to O(10); within
+                           # it the page's float64 forward pass cannot overflow (no Infinity or NaN on the page)
+FONT_FAMILY = "PlanetariumGothic"  # the embedded font's name in the page (a subset of IPAexGothic)
 
 
-# --------------------------------------------------------------------------- the data a page holds
+# --------------------------------------------------------------------------- the weights a page holds
 
-def rest_keys(cfg):
-    """The matrices the page holds in float32 (half the size), in the order the page reads them: wpe, then per
-    layer wq, wk, wv, wo, fc1, fc2. The stars (wte, lm_head rows) stay float64, so that sphere-mode stars are
-    unit vectors to 1e-16, and so do the nGPT scales (as their effective values)."""
-    keys = ["wpe"]
-    for i in range(cfg.n_layer):
-        keys += [f"layer{i}.{name}" for name in ("attn_wq", "attn_wk", "attn_wv", "attn_wo", "mlp_fc1", "mlp_fc2")]
-    return keys
+def matrix_layout(cfg):
+    """(key, offset, rows, cols) of every matrix in model_config's flat layout, in its order: what the page stores,
+    one row at a time. The matrices come first in that layout, so the offsets are param_offsets' own; the nGPT scale
+    vectors at its end are stored apart, as the effective values the forward pass applies."""
+    mats = [(key, o, shape[0], shape[1]) for key, (o, shape) in param_offsets(cfg)[0].items() if len(shape) == 2]
+    return mats, sum(rows * cols for _, _, rows, cols in mats)
 
 
-def page_params(history, k):
-    """Snapshot k's weights exactly as the page holds them: the stars in float64, wpe and the layer matrices
-    rounded to float32 (and back to float64), the scale vectors as stored (the page holds their effective values,
-    which effective_scales computes from these). forward_np on this dict is what the page's forward pass computes."""
-    params = history.params_at(k)
-    for key in rest_keys(history.cfg):
-        params[key][...] = params[key].astype(np.float32)
-    return params
+def snapshot_chars(cfg):
+    """The page's characters per snapshot (base64 of the bytes), (first, each later one): one int8 step per weight and
+    a float32 step size per matrix row (the first snapshot: int16 codes), plus in sphere mode the effective scales and
+    the wte and lm_head rows' drift in float32. By formula, so that a history's claims are measured without a Python
+    object per layer (matrix_layout's sums, which a test compares): 2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
+    V, C, T, L = cfg.vocab_size, cfg.n_embd, cfg.block_size, cfg.n_layer
+    size, rows = 2 * V * C + T * C + 12 * L * C * C, 2 * V + T + 9 * L * C
+    extra = 4 * (7 * L * C + V + 2 * V) if cfg.norm == "sphere" else 0
+    return 4 / 3 * (2 * size + 4 * rows + extra), 4 / 3 * (size + 4 * rows + extra)
 
+
+def page_chars(cfg, count):
+    """What `count` snapshots of a run take on a page (characters, about)."""
+    first, later = snapshot_chars(cfg)
+    return first + (count - 1) * later
+
+
+def encode_weights(W, cfg):
+    """The snapshots' matrices (K, size) as the page stores them: closed-loop delta coding, one row at a time.
+
+    The first snapshot is rounded to 16-bit steps of its row's largest |w| / 32767. Each later one is stored as its
+    difference from what the page holds of the one before, rounded to 8-bit steps of that difference's largest
+    value / 127 (a float32 per row). The page adds the steps up: held[k] = held[k - 1] + code * step, and because
+    each difference is taken from what the page holds (not from the exact weights), rounding errors do not add up:
+    every snapshot is within half a step of the run's weights. Returns (parts, held): the arrays to embed and the
+    float64 weights the page reconstructs from them, the same operations in the same order as the page's decoder."""
+    mats, size = matrix_layout(cfg)
+    K, nrows = len(W), sum(r for _, _, r, _ in mats)
+    first_codes, first_step = np.empty(size, np.int16), np.empty(nrows, np.float32)
+    codes, steps = np.empty((K - 1, size), np.int8), np.empty((K - 1, nrows), np.float32)
+    held, state = np.empty((K, size)), np.zeros(size)
+    for k in range(K):
+        most = 32767 if k == 0 else 127
+        row = 0
+        for _, o, rows, cols in mats:
+            cut = slice(o, o + rows * cols)
+            diff = (W[k, cut] - state[cut]).reshape(rows, cols)
+            step = (np.abs(diff).max(axis=1) / most).astype(np.float32)
+            step64 = step.astype(np.float64)
+            q = np.clip(np.rint(diff / np.where(step64 > 0, step64, 1.0)[:, None]), -most, most)
+            state[cut] = (state[cut].reshape(rows, cols) + q * step64[:, None]).ravel()
+            if k == 0:
+                first_codes[cut], first_step[row:row + rows] = q.ravel(), step
+            else:
+                codes[k - 1, cut], steps[k - 1, row:row + rows] = q.ravel(), step
+            row += rows
+        held[k] = state
+    return {"first": b64(first_codes, "<i2"), "firstStep": b64(first_step, "<f4"), "codes": b64(codes, "i1"),
+            "steps": b64(steps, "<f4")}, held
+
+
+def unit_rows(held, cfg):
+    """Sphere mode: the stars (wte and lm_head rows) as the page uses them, divided by their norms again after the
+    rounding (x / sqrt(x . x), as the page computes it), so that a star's cosines are cosines."""
+    if cfg.norm != "sphere":
+        return held
+    out = held.copy()
+    for key in ("wte", "lm_head"):
+        o, (rows, cols) = param_offsets(cfg)[0][key]
+        block = out[:, o:o + rows * cols].reshape(len(out), rows, cols)
+        block /= np.sqrt(np.einsum("kij,kij->ki", block, block))[:, :, None]
+    return out
+
+
+def choose_snapshots(W, most):
+    """Indices of the snapshots a page keeps, at most `most` (at least the first and the last): a snapshot equal to
+    the one kept before it is left out (nothing moved), then, while there are too many, the one whose neighbours are
+    closest (the L2 distance of their weights): where the weights move least."""
+    keep = [0]
+    for k in range(1, len(W)):
+        if k < len(W) - 1 and np.array_equal(W[k], W[keep[-1]]):
+            continue
+        keep.append(k)
+    gap = lambda i: float(np.linalg.norm(W[keep[i + 1]] - W[keep[i - 1]]))  # noqa: E731
+    gaps = [np.inf] + [gap(i) for i in range(1, len(keep) - 1)] + [np.inf]
+    while len(keep) > max(2, most):
+        i = int(np.argmin(gaps))
+        del keep[i], gaps[i]
+        for j in (i - 1, i):
+            if 0 < j < len(keep) - 1:
+                gaps[j] = gap(j)
+    return keep
+
+
+def snapshot_counts(cfgs, counts, room):
+    """How many snapshots each run keeps so that all fit in `room` characters: the run whose snapshots take the most
+    gives one up, until they fit or every run is down to 2 (its first and last)."""
+    counts = list(counts)
+    while sum(page_chars(c, n) for c, n in zip(cfgs, counts)) > room:
+        i = max((i for i in range(len(counts)) if counts[i] > 2), key=lambda i: page_chars(cfgs[i], counts[i]),
+                default=None)
+        if i is None:
+            break
+        counts[i] -= 1
+    return counts
+
+
+def check_claims(path):
+    """Refuse a history whose array headers claim more than a page can hold, before anything is loaded: its first
+    and last snapshots alone over PAGE_LIMIT, or more snapshot weights than a run keeps (model_config's
+    SNAPSHOT_BUDGET, or two snapshots of a model above it). A file this cannot read is left to load_history, which
+    says what is wrong with it."""
+    try:
+        with open(path, "rb") as f:
+            cfg = read_meta(f, HISTORY_FORMAT, HISTORY_VERSION)[1]
+            K = int(npz_headers(f, max_members=16)["params"][0][0])
+    except Exception:  # noqa: BLE001 (not a history this can measure: load_history names the problem)
+        return
+    P, where = n_params(cfg), f"history {path!r}"
+    need = page_chars(cfg, min(K, 2))
+    if need > PAGE_LIMIT:
+        raise InputError(f"{where} holds snapshots of {P:,} weights; even its first and last snapshot would make a "
+                         f"page of {need / 1e6:,.0f} MB, above the planetarium's limit of {PAGE_LIMIT / 1e6:.0f} MB")
+    if 8 * K * P > max(SNAPSHOT_BUDGET, 2 * 8 * P):
+        raise InputError(f"{where} claims {K} snapshots of {P:,} weights ({8 * K * P / 2**20:,.0f} MiB); a run keeps "
+                         f"at most {SNAPSHOT_BUDGET / 2**20:.0f} MiB of them")
+
+
+def check_values(history, where):
+    """Refuse what a page could not draw with finite numbers: weights or losses beyond VALUE_LIMIT."""
+    for what, values in (("weights", history.params), ("train_loss", history.train_loss[:, 1:]),
+                         ("val_loss", history.val_loss[:, 1:])):
+        top = float(np.abs(values).max()) if values.size else 0.0
+        if not top <= VALUE_LIMIT:
+            raise InputError(f"{where}: its {what} reach {top:.3g}; the planetarium draws runs whose weights and "
+                             f"losses stay within {VALUE_LIMIT:.0e} (a real run's are far smaller)")
+
+
+@dataclass
+class PageRun:
+    """One run as the page holds it: the snapshots kept (indices into the history), their steps, the weights the page
+    reconstructs (float64, stars re-normalized in sphere mode), the effective scales it holds (float32) and the
+    arrays embedded for them."""
+    history: object
+    name: str
+    kept: list
+    steps: list
+    held: np.ndarray
+    scales: np.ndarray
+    parts: dict
+
+
+def prepare_run(history, name, count):
+    """A PageRun of at most `count` snapshots of `history` (see choose_snapshots and encode_weights)."""
+    cfg = history.cfg
+    _, size = matrix_layout(cfg)
+    W = history.params
+    kept = choose_snapshots(W[:, :size], count)
+    parts, held = encode_weights(W[kept, :size], cfg)
+    scales = None
+    if cfg.norm == "sphere":
+        scales = history.scales[kept].astype(np.float32)
+    return PageRun(history, name, kept, history.step[kept].tolist(), unit_rows(held, cfg), scales, parts)
+
+
+def prepare_runs(runs, room=None):
+    """PageRuns for [(history, name)], their snapshots thinned so that the page stays near PAGE_BUDGET (room: the
+    characters left for the snapshots; by default PAGE_BUDGET less what the rest of a page takes); InputError if
+    even the first and last snapshots of every run exceed PAGE_LIMIT."""
+    if room is None:
+        room = PAGE_BUDGET - page_overhead(runs)
+    cfgs = [h.cfg for h, _ in runs]
+    counts = snapshot_counts(cfgs, [len(h) for h, _ in runs], room)
+    need = sum(page_chars(c, min(n, 2)) for c, n in zip(cfgs, counts))
+    if need > PAGE_LIMIT:
+        raise InputError(f"these runs' first and last snapshots alone would make a page of {need / 1e6:,.0f} MB, above "
+                         f"the planetarium's limit of {PAGE_LIMIT / 1e6:.0f} MB; give fewer or smaller runs")
+    return [prepare_run(h, name, n) for (h, name), n in zip(runs, counts)]
+
+
+def effective_to_raw(scales, cfg):
+    """The stored nGPT scale vectors whose effective values (model_config.effective_scales) are `scales`, one
+    effective-scale vector alpha_A | alpha_M | s_qk | s_u | s_z: for forward_np on exactly what the page holds."""
+    start, mult, _, slices = scale_layout(cfg)
+    sizes, L = scale_sizes(cfg), cfg.n_layer
+    column, o = {}, 0
+    for name in SCALE_NAMES:
+        column[name], o = scales[o:o + sizes[name]], o + sizes[name]
+    tail = np.zeros(len(mult))
+    key_of = {label: key for label, key in SCALE_NAMES.items() if key != "sz"}  # (the per-layer ones)
+    for name, key in key_of.items():
+        width = sizes[name] // L
+        for i in range(L):
+            sl = slices[f"layer{i}.{key}"]
+            tail[sl] = column[name][i * width:(i + 1) * width] / mult[sl]
+    tail[slices["sz"]] = column["s_z"] / mult[slices["sz"]]
+    return start, tail
+
+
+def page_params(page_run, k):
+    """Snapshot k of a PageRun (k counts the page's snapshots) exactly as the page holds it, as a params dict:
+    forward_np on it computes what the page's forward pass computes."""
+    cfg = page_run.history.cfg
+    flat = np.zeros(n_params(cfg))
+    flat[:page_run.held.shape[1]] = page_run.held[k]
+    if cfg.norm == "sphere":
+        start, tail = effective_to_raw(page_run.scales[k].astype(np.float64), cfg)
+        flat[start:] = tail
+    return unflatten(flat, cfg)
+
+
+# --------------------------------------------------------------------------- the map
 
 def principal_directions(wte):
     """The 3 principal directions of the embeddings (rows of wte, centered) and the share of the variance each
@@ -79,6 +288,30 @@ def principal_directions(wte):
     return basis, np.pad(share, (0, 3 - len(share)))
 
 
+def unit(x):
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-300)
+
+
+def aligned_bases(finals, vocabs):
+    """Each run's map basis (3 principal directions of its final wte), every run after the first turned (orthogonal
+    Procrustes on the characters both runs know, BOS included) so that its stars land as near as they can to the
+    first run's: one letter stands in about one place in every sky. The turn is a 3 x 3 orthogonal matrix applied
+    within the 3 directions, so the variance they explain is unchanged. Returns [(basis, share)]."""
+    out = [principal_directions(w) for w in finals]
+    ref_basis, ref_index = out[0][0], {c: i for i, c in enumerate(vocabs[0])}
+    for r in range(1, len(finals)):
+        shared = [(i, ref_index[c]) for i, c in enumerate(vocabs[r]) if c in ref_index]
+        if len(shared) < 3:
+            continue
+        mine, theirs = (np.array(ix) for ix in zip(*shared))
+        A, B = unit(finals[r][mine] @ out[r][0].T), unit(finals[0][theirs] @ ref_basis.T)
+        u, _, vt = np.linalg.svd(A.T @ B)
+        out[r] = ((u @ vt).T @ out[r][0], out[r][1])
+    return out
+
+
+# --------------------------------------------------------------------------- what a page shows of a run
+
 def b64(array, dtype):
     """A numpy array as base64 of its little-endian bytes (the page decodes it into a typed array)."""
     return base64.b64encode(np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode()
@@ -92,27 +325,56 @@ def thin_curve(curve, most=PAGE_CURVE):
     return np.add.reduceat(curve, edges[:-1], axis=0) / np.diff(edges)[:, None]
 
 
-def export_run(history, name):
-    """What the page needs of one run, as JSON-ready values (arrays as base64)."""
-    cfg = history.cfg
+def running_mean(curve):
+    """The train loss of one step (batch 1) jumps by a nat: its running mean over a 20th of the points."""
+    if not len(curve):
+        return curve
+    w = max(1, round(len(curve) / 20))
+    sums = np.convolve(curve[:, 1], np.ones(w))[:len(curve)]
+    return np.stack([curve[:, 0], sums / np.minimum(np.arange(1, len(curve) + 1), w)], axis=1)
+
+
+def shown(char, cmap):
+    """How the page writes a character: itself if the page's font has it, a space as ␣, anything else (a control
+    character, a lone surrogate, a glyph the font lacks) as U+XXXX."""
+    if char == " ":
+        return "␣"
+    if char.isprintable() and not 0xD800 <= ord(char) <= 0xDFFF and (cmap is None or ord(char) in cmap):
+        return char
+    return f"U+{ord(char):04X}"
+
+
+def typable(char):
+    """The character a typed prefix is matched against (None for one UTF-8 cannot hold: a lone surrogate)."""
+    return None if 0xD800 <= ord(char) <= 0xDFFF else char
+
+
+def export_run(page_run, basis, share, cmap=None):
+    """What the page needs of one run, as JSON-ready values (arrays as base64). The layout comes from model_config
+    (param_offsets) and harness/history.py (scale_sizes): the page's script has no formula of its own for it."""
+    h = page_run.history
+    cfg = h.cfg
     V, T = cfg.vocab_size, cfg.block_size
-    offsets = param_offsets(cfg)[0]
-    params = history.params
-    span = lambda key: params[:, offsets[key][0]:offsets[key][0] + np.prod(offsets[key][1])]  # noqa: E731
-    stars = np.concatenate([span("wte"), span("lm_head")], axis=1)
-    rest = np.concatenate([span(key) for key in rest_keys(cfg)], axis=1)
-    final = unflatten(params[-1], cfg)
-    basis, share = principal_directions(final["wte"])
-    run = {"name": name, "config": {k: getattr(cfg, k) for k in ("vocab_size", "n_embd", "n_head", "n_layer",
-                                                                  "block_size", "norm", "alpha_init", "sz_init")},
-           "labels": list(history.vocab) + ["BOS"], "steps": history.step.tolist(), "planned": history.steps,
-           "basis": basis.tolist(), "share": share.tolist(),
-           "stars": b64(stars, np.float64), "rest": b64(rest, np.float32), "scales": None, "drift": None,
-           "train": thin_curve(history.train_loss).round(5).tolist(), "val": history.val_loss.round(5).tolist()}
+    mats, size = matrix_layout(cfg)
+    run = {"name": page_run.name,
+           "config": {k: getattr(cfg, k) for k in ("vocab_size", "n_embd", "n_head", "n_layer", "block_size", "norm",
+                                                   "alpha_init", "sz_init")},
+           "vocab": [typable(c) for c in h.vocab] + [None], "labels": [shown(c, cmap) for c in h.vocab] + ["BOS"],
+           "steps": page_run.steps, "planned": h.steps, "recorded": len(h),
+           "layout": [[key, o, [rows, cols]] for key, o, rows, cols in mats], "size": size,
+           "unitRows": ["wte", "lm_head"] if cfg.norm == "sphere" else [],
+           "weights": page_run.parts, "basis": basis.tolist(), "share": share.tolist(),
+           "scaleLayout": None, "scales": None, "drift": None,
+           "train": running_mean(thin_curve(h.train_loss)).round(5).tolist(), "val": h.val_loss.round(5).tolist()}
     if cfg.norm == "sphere":
-        run["scales"] = b64(history.scales, np.float64)
-        drift = history.drift  # wte rows are the first V norms, lm_head rows come after the T rows of wpe
-        run["drift"] = b64(np.concatenate([drift[:, :V], drift[:, V + T:2 * V + T]], axis=1), np.float64)
+        sizes, o = scale_sizes(cfg), 0
+        run["scaleLayout"] = []
+        for name in SCALE_NAMES:
+            run["scaleLayout"].append([name, o, sizes[name]])
+            o += sizes[name]
+        run["scales"] = b64(page_run.scales, "<f4")
+        drift = h.drift[page_run.kept]  # wte rows are the first V norms, lm_head rows come after the T rows of wpe
+        run["drift"] = b64(np.concatenate([drift[:, :V], drift[:, V + T:2 * V + T]], axis=1) - 1, "<f4")
     return run
 
 
@@ -123,35 +385,139 @@ def read_web(name):
         return f.read()
 
 
-def build_page(runs):
-    """The HTML of one page for the given [(history, name)]: web/planetarium.html with the styles, the scripts
-    and the data put in."""
-    data = {"runs": [export_run(h, name) for h, name in runs]}
-    # in a <script> block "</" would end it: JSON may spell "<" as \u003c (it only occurs inside strings)
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    parts = {"CSS": read_web("planetarium.css"), "MODEL": read_web("planetarium_model.js"),
-             "PAGE": read_web("planetarium_page.js"), "DATA": payload}
+WEB_PARTS = {"CSS": "planetarium.css", "TEXT": "planetarium_text.js", "MODEL": "planetarium_model.js",
+             "PAGE": "planetarium_page.js"}
+
+
+def font_path():
+    """IPAexGothic as matplotlib-fontja ships it (found without importing the package), or None."""
+    spec = importlib.util.find_spec("matplotlib_fontja")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, "fonts", "ipaexg.ttf")
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+@lru_cache(maxsize=1)
+def font_cmap():
+    """The code points IPAexGothic has a glyph for (None without the font: then every character is kept as it is)."""
+    path = font_path()
+    if path is None:
+        return None
+    font = TTFont(path, lazy=True)
+    return frozenset(font.getBestCmap())
+
+
+@lru_cache(maxsize=8)
+def font_subset(chars):
+    """IPAexGothic cut down to `chars` (a string), as a WOFF file (zlib-compressed), or None without the font."""
+    path = font_path()
+    if path is None:
+        return None
+    options = subset.Options()
+    options.flavor, options.hinting, options.layout_features = "woff", False, []
+    options.notdef_outline = True
+    font = subset.load_font(path, options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text=chars)
+    subsetter.subset(font)
+    out = io.BytesIO()
+    subset.save_font(font, out, options)
+    return out.getvalue()
+
+
+def page_chars_needed(runs, cmap):
+    """Every character the page can show: its template, styles and scripts (the words of both languages are
+    there), printable ASCII, the runs' folder names and vocabularies as the page writes them."""
+    text = "".join(read_web(name) for name in ["planetarium.html", *WEB_PARTS.values()])
+    text += "".join(map(chr, range(32, 127)))
+    for h, name in runs:
+        text += name + "".join(shown(c, cmap) for c in h.vocab)
+    return "".join(sorted(set(text) - set("\n\r\t")))
+
+
+def font_face(runs):
+    """The @font-face rule embedding the glyphs the page uses ("" without the font)."""
+    cmap = font_cmap()
+    data = font_subset(page_chars_needed(runs, cmap))
+    if data is None:
+        return ""
+    return (f"@font-face {{ font-family: \"{FONT_FAMILY}\"; font-display: block; "
+            f"src: url(data:font/woff;base64,{base64.b64encode(data).decode()}) format(\"woff\"); }}\n")
+
+
+def page_overhead(runs):
+    """The characters of a page besides its snapshots: template, styles, font, scripts, and per run its curves,
+    labels and map (estimated generously)."""
+    return (len(read_web("planetarium.html")) + sum(len(read_web(n)) for n in WEB_PARTS.values())
+            + len(font_face(runs)) + 40_000 * len(runs))
+
+
+def make_page(runs):
+    """The HTML of one page for the given [(history, name)], and the PageRuns it holds (the tests compare the page's
+    numbers with forward_np on exactly those): web/planetarium.html with the styles, the font, the scripts and the
+    data put in. InputError if the runs cannot make a page of finite numbers within PAGE_LIMIT."""
+    runs = [(h, clean_name(name)) for h, name in runs]
+    for h, name in runs:
+        check_values(h, f"run {name!r}")
+    cmap = font_cmap()
+    with np.errstate(all="raise"):
+        try:
+            page_runs = prepare_runs(runs)
+            finals = [pr.held[-1, :pr.history.cfg.vocab_size * pr.history.cfg.n_embd]
+                      .reshape(pr.history.cfg.vocab_size, pr.history.cfg.n_embd) for pr in page_runs]
+            bases = aligned_bases(finals, [pr.history.vocab + ["\0BOS"] for pr in page_runs])
+            data = {"font": FONT_FAMILY,
+                    "runs": [export_run(pr, b, s, cmap) for pr, (b, s) in zip(page_runs, bases)]}
+        except FloatingPointError as e:
+            raise InputError(f"these runs' numbers overflow when the page is made ({e})") from None
+    try:
+        # in a <script> block "</" would end it: JSON may spell "<" as \u003c (it only occurs inside strings)
+        payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
+    except ValueError as e:
+        raise InputError(f"these runs hold numbers a page cannot store ({e})") from None
+    parts = {key: read_web(name) for key, name in WEB_PARTS.items()}
+    parts["CSS"] = font_face(runs) + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY)
+    parts["DATA"] = payload
     # one pass over the template: what is put in is not searched again for marks
-    return re.sub(r"/\*(CSS|MODEL|PAGE|DATA)\*/", lambda m: parts[m.group(1)], read_web("planetarium.html"))
+    html = re.sub(r"/\*(CSS|TEXT|MODEL|PAGE|DATA)\*/", lambda m: parts[m.group(1)], read_web("planetarium.html"))
+    return html, page_runs
+
+
+def build_page(runs):
+    """The HTML of one page for the given [(history, name)] (see make_page)."""
+    return make_page(runs)[0]
 
 
 def load_run(folder):
     """The History of a run folder; InputError with one line saying what is wrong and how to make one."""
     if not os.path.exists(folder):
-        raise InputError(f"run folder {folder!r} not found")
+        raise InputError(f"run folder {clean_name(folder)!r} not found")
     if not os.path.isdir(folder):
-        raise InputError(f"{folder!r} is not a folder (give the --out folder of a training run)")
+        raise InputError(f"{clean_name(folder)!r} is not a folder (give the --out folder of a training run)")
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
-        advice = (f"continue it with python microgpt.py --resume --out {folder}, which starts one" if
+        name = clean_name(folder)
+        advice = (f"continue it with python microgpt.py --resume --out {name}, which starts one" if
                   os.path.lexists(os.path.join(folder, "checkpoint.npz")) else
-                  f"runs with --out record one, e.g. python microgpt.py --engine numpy --steps 500 --out {folder}")
-        raise InputError(f"{folder!r} has no {HISTORY_NAME}: {advice}")
+                  f"runs with --out record one, e.g. python microgpt.py --engine numpy --steps 500 --out {name}")
+        raise InputError(f"{name!r} has no {HISTORY_NAME}: {advice}")
+    check_claims(path)
     return load_history(path)
 
 
+def clean_name(text):
+    """A folder name as the page and messages can write it in UTF-8: a byte that was not UTF-8 (Python keeps it as a
+    lone surrogate) is written \\xNN, any other lone surrogate U+XXXX."""
+    try:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    except UnicodeError:
+        return "".join(f"U+{ord(c):04X}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
 def run_name(folder):
-    return os.path.basename(os.path.normpath(os.path.abspath(folder))) or folder
+    return clean_name(os.path.basename(os.path.normpath(os.path.abspath(folder))) or folder)
 
 
 def build_parser():
@@ -187,11 +553,13 @@ def main(argv=None):
             raise InputError(f"{len(args.runs)} runs given; one page shows at most {MAX_RUNS}")
         runs = [(load_run(folder), run_name(folder)) for folder in args.runs]
         path = page_path(args)
-        page = build_page(runs).encode("utf-8")
+        html, page_runs = make_page(runs)
+        page = html.encode("utf-8")
         atomic_write(path, lambda f: f.write(page))
-        if len(page) > PAGE_BUDGET:
-            say(f"planetarium: note: the page is {len(page) / 2**20:.1f} MiB (big models make big pages); it still "
-                "opens, but slowly")
+        left_out = sum(len(h) - len(pr.kept) for (h, _), pr in zip(runs, page_runs))
+        if left_out:
+            say(f"planetarium: note: {left_out} snapshots where the weights move least are left out, to keep the "
+                f"page near {PAGE_BUDGET / 1e6:.0f} MB")
         print(as_text(path))
     return shell.exit_code
 

@@ -16,42 +16,78 @@ const PlanetModel = (function () {
   function f64(b64) { return new Float64Array(bytes(b64).buffer); }
   function f32(b64) { return new Float32Array(bytes(b64).buffer); }
 
-  // One run of the page's data: the arrays decoded once, snapshot k's weights built on demand (and kept).
+  function i8(b64) { return new Int8Array(bytes(b64).buffer); }
+  function i16(b64) { return new Int16Array(bytes(b64).buffer); }
+
+  // One run of the page's data: its weights decoded once (every snapshot, float64), snapshot k's matrices as views.
+  // The layout (which matrix lies where, the effective scales' columns) comes with the data from model_config, so
+  // this file has no formula for it.
   function decodeRun(run) {
-    const cfg = run.config, V = cfg.vocab_size, C = cfg.n_embd, T = cfg.block_size, L = cfg.n_layer;
-    const K = run.steps.length;
+    const cfg = run.config, K = run.steps.length, size = run.size;
     const r = {
-      data: run, cfg, V, C, T, L, K, H: cfg.n_head, hd: C / cfg.n_head, sphere: cfg.norm === "sphere",
-      stars: f64(run.stars),   // K x (wte V*C | lm_head V*C), float64
-      rest: f32(run.rest),     // K x (wpe T*C | per layer wq, wk, wv, wo, fc1, fc2), float32 (cast to float64)
-      scales: run.scales ? f64(run.scales) : null,  // K x S effective scales, float64
-      drift: run.drift ? f64(run.drift) : null,     // K x (wte V | lm_head V): norms before the retraction
+      data: run, cfg, V: cfg.vocab_size, C: cfg.n_embd, T: cfg.block_size, L: cfg.n_layer, K, H: cfg.n_head,
+      hd: cfg.n_embd / cfg.n_head, sphere: cfg.norm === "sphere", size,
+      layout: new Map(run.layout.map(([key, o, shape]) => [key, { o, rows: shape[0], cols: shape[1] }])),
+      held: decodeWeights(run, K, size),
+      scales: run.scales ? f32(run.scales) : null,  // K x S effective scales (float32)
+      drift: run.drift ? f32(run.drift) : null,     // K x (wte V | lm_head V): norm before the retraction, minus 1
       cache: new Map(),
     };
-    r.restSize = T * C + 12 * L * C * C;
-    r.scaleSize = r.sphere ? 7 * L * C + V : 0;
+    r.scaleLayout = run.scaleLayout || [];
+    r.scaleSize = r.scaleLayout.reduce((s, [, , n]) => s + n, 0);
     return r;
+  }
+
+  // planetarium.encode_weights' closed-loop delta code, undone: held[k] = held[k - 1] + code * step, row by row
+  // (the first snapshot: 16-bit codes from zero), in the same order of operations as the Python encoder; in sphere
+  // mode the stars (run.unitRows) are then divided by their norms again.
+  function decodeWeights(run, K, size) {
+    const w = run.weights, first = i16(w.first), firstStep = f32(w.firstStep);
+    const codes = i8(w.codes), steps = f32(w.steps), nrows = firstStep.length;
+    const held = new Float64Array(K * size), state = new Float64Array(size);
+    for (let k = 0; k < K; k++) {
+      const c = k === 0 ? first : codes.subarray((k - 1) * size, k * size);
+      const s = k === 0 ? firstStep : steps.subarray((k - 1) * nrows, k * nrows);
+      let row = 0;
+      for (const [, o, [rows, cols]] of run.layout) {
+        for (let i = 0; i < rows; i++, row++) {
+          const step = s[row], base = o + i * cols;
+          for (let j = base; j < base + cols; j++) state[j] = state[j] + c[j] * step;
+        }
+      }
+      held.set(state, k * size);
+    }
+    for (const key of run.unitRows) {
+      const [, o, [rows, cols]] = run.layout.find((e) => e[0] === key);
+      for (let k = 0; k < K; k++) {
+        for (let i = 0; i < rows; i++) {
+          const base = k * size + o + i * cols;
+          let n = 0;
+          for (let j = base; j < base + cols; j++) n += held[j] * held[j];
+          n = Math.sqrt(n);
+          for (let j = base; j < base + cols; j++) held[j] = held[j] / n;
+        }
+      }
+    }
+    return held;
   }
 
   function snapshot(r, k) {
     if (r.cache.has(k)) return r.cache.get(k);
-    const V = r.V, C = r.C, T = r.T, L = r.L;
-    const s0 = k * 2 * V * C;
-    const p = { wte: r.stars.subarray(s0, s0 + V * C), lm: r.stars.subarray(s0 + V * C, s0 + 2 * V * C) };
-    const rest = Float64Array.from(r.rest.subarray(k * r.restSize, (k + 1) * r.restSize));
-    let o = 0;
-    const take = (n) => { const a = rest.subarray(o, o + n); o += n; return a; };
-    p.wpe = take(T * C);
-    p.layers = [];
-    for (let l = 0; l < L; l++) {
-      p.layers.push({ wq: take(C * C), wk: take(C * C), wv: take(C * C), wo: take(C * C), fc1: take(4 * C * C),
-                      fc2: take(4 * C * C) });
+    const at = (key) => {
+      const e = r.layout.get(key), o = k * r.size + e.o;
+      return r.held.subarray(o, o + e.rows * e.cols);
+    };
+    const p = { wte: at("wte"), lm: at("lm_head"), wpe: at("wpe"), layers: [] };
+    for (let l = 0; l < r.L; l++) {
+      p.layers.push({ wq: at(`layer${l}.attn_wq`), wk: at(`layer${l}.attn_wk`), wv: at(`layer${l}.attn_wv`),
+                      wo: at(`layer${l}.attn_wo`), fc1: at(`layer${l}.mlp_fc1`), fc2: at(`layer${l}.mlp_fc2`) });
     }
-    if (r.sphere) {  // effective scales: alpha_A | alpha_M | s_qk | s_u | s_z, layers concatenated
-      const e = r.scales.subarray(k * r.scaleSize, (k + 1) * r.scaleSize);
-      let q = 0;
-      const cut = (n) => { const a = e.subarray(q, q + n); q += n; return a; };
-      p.alphaA = cut(L * C); p.alphaM = cut(L * C); p.sqk = cut(L * C); p.su = cut(4 * L * C); p.sz = cut(V);
+    if (r.sphere) {  // effective scales, each a vector with the layers concatenated
+      const e = Float64Array.from(r.scales.subarray(k * r.scaleSize, (k + 1) * r.scaleSize));
+      const cut = {};
+      for (const [name, o, n] of r.scaleLayout) cut[name] = e.subarray(o, o + n);
+      p.alphaA = cut.alpha_A; p.alphaM = cut.alpha_M; p.sqk = cut.s_qk; p.su = cut.s_u; p.sz = cut.s_z;
     }
     r.cache.set(k, p);
     return p;
@@ -93,7 +129,7 @@ const PlanetModel = (function () {
   function add(a, b) { return a.map((v, i) => v + b[i]); }
 
   // causal attention of position t over positions 0..t, every head: q, k, v are per-position (C) vectors
-  function attention(qs, ks, vs, t, H, hd, scale) {
+  function attention(qs, ks, vs, t, H, hd, scale, weights) {
     const y = new Float64Array(H * hd);
     for (let h = 0; h < H; h++) {
       const o = h * hd;
@@ -105,6 +141,7 @@ const PlanetModel = (function () {
       }
       let z = 0;
       for (let u = 0; u <= t; u++) { w[u] = Math.exp(w[u] - mx); z += w[u]; }
+      if (weights) weights.push(Array.from(w, (v) => v / z));
       for (let u = 0; u <= t; u++) {
         const a = w[u] / z;
         for (let d = 0; d < hd; d++) y[o + d] += a * vs[u][o + d];
@@ -124,16 +161,18 @@ const PlanetModel = (function () {
   // The forward pass of numpy_engine.forward_np for one sequence of token ids (at most block_size of them).
   // Returns hidden[stage][position] (stage 0: the embedding after its norm, then after each attention and MLP
   // block: forward_np's cache["hidden"]), proposals[stage - 1][position] (sphere: the normalized block output
-  // each residual step moves toward), and logits[position] (V each).
+  // each residual step moves toward), logits[position] (V each), and attention[layer][head]: the last position's
+  // attention weights over positions 0..n-1.
   function forward(r, k, tokens) {
     const p = snapshot(r, k), C = r.C, H = r.H, hd = r.hd, V = r.V, n = tokens.length;
+    const F = r.layout.get("layer0.mlp_fc1") ? r.layout.get("layer0.mlp_fc1").rows : 0;  // the MLP's width
     let hs = [];
     for (let t = 0; t < n; t++) {
       const x = new Float64Array(C);
       for (let i = 0; i < C; i++) x[i] = p.wte[tokens[t] * C + i] + p.wpe[t * C + i];
       hs.push(r.sphere ? l2normalize(x) : rmsnorm(x));
     }
-    const hidden = [hs], proposals = [];
+    const hidden = [hs], proposals = [], lastAttention = [];
     for (let l = 0; l < r.L; l++) {
       const w = p.layers[l];
       const qs = [], ks = [], vs = [];
@@ -155,9 +194,9 @@ const PlanetModel = (function () {
         qs.push(q); ks.push(kk); vs.push(v);
       }
       const scale = r.sphere ? Math.pow(hd, 0.5) : Math.pow(hd, -0.5);
-      const mid = [], out = [], propA = [], propM = [];
+      const mid = [], out = [], propA = [], propM = [], lastWeights = [];
       for (let t = 0; t < n; t++) {
-        const y = attention(qs, ks, vs, t, H, hd, scale);
+        const y = attention(qs, ks, vs, t, H, hd, scale, t === n - 1 ? lastWeights : null);
         const a = matvec(w.wo, y, C, C);
         if (r.sphere) {
           const [hm, bn] = sphereResidual(hs[t], a, p.alphaA.subarray(l * C, (l + 1) * C));
@@ -169,13 +208,13 @@ const PlanetModel = (function () {
       for (let t = 0; t < n; t++) {
         let u;
         if (r.sphere) {
-          u = matvec(w.fc1, mid[t], 4 * C, C);
-          for (let i = 0; i < 4 * C; i++) u[i] *= p.su[l * 4 * C + i];
+          u = matvec(w.fc1, mid[t], F, C);
+          for (let i = 0; i < F; i++) u[i] *= p.su[l * F + i];
         } else {
-          u = matvec(w.fc1, rmsnorm(mid[t]), 4 * C, C);
+          u = matvec(w.fc1, rmsnorm(mid[t]), F, C);
         }
-        for (let i = 0; i < 4 * C; i++) if (!(u[i] > 0)) u[i] = 0;
-        const m = matvec(w.fc2, u, C, 4 * C);
+        for (let i = 0; i < F; i++) if (!(u[i] > 0)) u[i] = 0;
+        const m = matvec(w.fc2, u, C, F);
         if (r.sphere) {
           const [ho, bn] = sphereResidual(mid[t], m, p.alphaM.subarray(l * C, (l + 1) * C));
           out.push(ho); propM.push(bn);
@@ -184,6 +223,7 @@ const PlanetModel = (function () {
         }
       }
       hidden.push(mid, out);
+      lastAttention.push(lastWeights);
       if (r.sphere) proposals.push(propA, propM);
       hs = out;
     }
@@ -196,7 +236,7 @@ const PlanetModel = (function () {
       }
       logits.push(z);
     }
-    return { hidden, proposals, logits, cosines };
+    return { hidden, proposals, logits, cosines, attention: lastAttention };
   }
 
   // softmax(logits / T), the probabilities the page lists (max subtracted first, as utils.softmax_np)
@@ -208,7 +248,17 @@ const PlanetModel = (function () {
     return e.map((v) => v / s);
   }
 
-  return { decodeRun, snapshot, forward, softmax, l2normalize, dot };
+  // points along the great-circle arc from unit vector u to v (any dimension), f in [0, 1]: slerp
+  function slerp(u, v, f) {
+    const n = u.length, c = Math.max(-1, Math.min(1, dot(u, v, 0, 0, n))), th = Math.acos(c);
+    const out = new Float64Array(n);
+    if (th < 1e-9) { for (let i = 0; i < n; i++) out[i] = u[i] + f * (v[i] - u[i]); return out; }
+    const a = Math.sin((1 - f) * th) / Math.sin(th), b = Math.sin(f * th) / Math.sin(th);
+    for (let i = 0; i < n; i++) out[i] = a * u[i] + b * v[i];
+    return out;
+  }
+
+  return { decodeRun, snapshot, forward, softmax, l2normalize, dot, slerp };
 })();
 
 if (typeof module !== "undefined") module.exports = PlanetModel;

@@ -1,119 +1,28 @@
-// planetarium_page.js -- the planetarium page: the skies (one canvas per run, one camera for all), the replay,
-// the loss plot, a name's path, the readout as vMF caps, and the Japanese / English labels.
+// planetarium_page.js -- the planetarium page: the skies (one canvas per run, one camera for all), the replay, the
+// loss plot, a name's path, the readout on the sky and as text, vMF caps, the guided tour, Japanese / English.
 //
-// Drawing is plain Canvas 2D with an orthographic camera. The numbers (paths, probabilities, cosines) come from
-// PlanetModel (planetarium_model.js); nothing here changes them, it only projects them for drawing.
+// Drawing is plain Canvas 2D with an orthographic camera. The numbers (paths, probabilities, cosines, attention)
+// come from PlanetModel (planetarium_model.js); nothing here changes them, it only projects them for drawing.
 "use strict";
 
 (function () {
   const DATA = JSON.parse(document.getElementById("planetarium-data").textContent);
-  const M = PlanetModel;
+  const M = PlanetModel, TEXT = PlanetText;
+  const FONT = DATA.font ? `"${DATA.font}", sans-serif` : "sans-serif";
   const runs = DATA.runs.map(M.decodeRun);
+  const RUN_COLORS = ["#5cc8ff", "#ffb454", "#c792ea", "#7fd962"];
+  const VOWELS = new Set(["a", "e", "i", "o", "u"]);
+  const TOP = 3;  // characters labelled on the sky, with caps (sphere mode)
+  const REPLAY_SECONDS = 12;  // the whole run at speed x1
+  const SLIDER = 1000;  // the replay slider's resolution
 
-  // ------------------------------------------------------------------------------------------ words
-  const TEXT = {
-    ja: {
-      title: "プラネタリウム：単位球面の上で学習を再生する",
-      subtitle: "第3回「プラネタリウムの建設」── 星（トークンの埋め込み）は、単位球面上の向きで意味を持つ。" +
-        "ドラッグで回転、星をクリックで選択。",
-      lang: "English",
-      play: "▶ 再生", pause: "❚❚ 停止",
-      step: "学習ステップ {s} / {n}（スナップショット {i} / {m}）",
-      lossTitle: "損失：訓練 ─（移動平均）と検証 ●、縦線＝いま",
-      prefix: "名前の書き出し（接頭辞）：各位置の隠れ状態 h をたどる",
-      prefixOk: "{n} 個の位置：BOS{chars}。最後の位置 ◎ が次の文字を読み出す。",
-      prefixUnknown: "{run}：「{c}」は語彙にない文字です",
-      prefixLong: "{run}：長すぎます（block_size {T} の位置まで）",
-      temp: "温度 T",
-      tempLabel: "T = {T}：集中度 κ = s_z / T（温度 T ＝ 1/κ）",
-      optStars: "入力の星（埋め込み wte の行）",
-      optOut: "出力の星（lm_head の行）と vMF キャップ",
-      optPath: "名前の道（隠れ状態 h と残差ステップ）",
-      optDrift: "リトラクション前の位置（Adam の一歩）",
-      optTrail: "星の軌跡（ステップ 0 から）",
-      probsTitle: "次の文字の確率 softmax(z / T)（上位 8 文字）",
-      probsNone: "接頭辞を直すと表示します",
-      cosHint: "星を2つクリックすると、{C} 次元での本当のコサイン類似度を表示します。",
-      cosLine: "{run}：cos θ = <b>{c}</b>（{C} 次元）、図の上では {c3}",
-      sphere: "球面モード（nGPT）", rmsnorm: "RMSNorm（元の microgpt）", sphereShort: "球面（nGPT）",
-      rmsnormShort: "RMSNorm",
-      info1: "ステップ <b>{s}</b> · 訓練損失 <b>{tl}</b>（移動平均）· 検証損失 <b>{vl}</b>（ステップ {vs}）",
-      info2: "上位3主成分が説明する分散 {p}%（射影して単位球面 S² に正規化）",
-      infoUnit: "どの星もノルム 1：意味は向きだけが担う（星の明るさは捨てた）",
-      infoNorm: "星の大きさ＝ノルム |wte_i|（{lo}〜{hi}）：球面モードが捨てるもの",
-      infoDrift: "Adam の一歩で星は球面から最大 {d} 外れ、リトラクションが引き戻す（図では ×{G}）",
-      infoDrift0: "ステップ 0：まだ Adam の一歩はない（初期化の直後）",
-      notes: [
-        "<b>射影。</b>{C} 次元の星は描けないので、最後のスナップショットの埋め込み wte の上位3主成分の方向に射影し、" +
-          "もう一度単位球面 S² に正規化して描いています。図の上の角度は本当の角度から歪みます。正確な値" +
-          "（コサイン、確率）は数値で示します。",
-        "<b>vMF キャップ。</b>出力の星 w_k を囲む円は、vMF 分布 exp(κ w_k·h) の密度がピークの 1/e に落ちる角度 " +
-          "cos θ = 1 − 1/κ です（κ = s_z,k / T、κ ≤ 1/2 なら球面全体）。κ が大きいほどキャップは小さく、その文字の確率は" +
-          " h の向きに敏感です。塗りの濃さと ◆ の大きさはその文字の確率。RMSNorm ではノルムが固定されず、ロジットはコサインでは" +
-          "ないので vMF との対応は成り立ちません（講義の「前提が崩れる場合」）：キャップは描かず、◆ の大きさで確率だけを示します。",
-        "<b>リトラクション。</b>球面モードでは Adam の一歩で星が単位球面の外（や内）にずれ、リトラクション w ← w/|w| が" +
-          "半径方向に引き戻します。ピンクの線と輪は外へ（|w| > 1）、青は内へ（|w| < 1）のずれ。ずれは小さいので図では拡大しています" +
-          "（倍率は各図の下）。学習率が 0 に向かって減るので、ずれも小さくなります。",
-        "<b>名前の道。</b>各位置の隠れ状態 h（埋め込みの後、各ブロックの後）を点で、残差ステップ " +
-          "h ← Norm(h + α(Norm(f(h)) − h)) を大円の弧（{C} 次元の弧の射影）で結びます。数字は位置、◎ は最後の位置。" +
-          "破線は位置から位置への移り変わり、点線は最後の位置でブロックが向かう先 Norm(f(h))。",
-      ],
-    },
-    en: {
-      title: "Planetarium: replaying training on the unit sphere",
-      subtitle: "Lecture 3, “Building the planetarium”: stars (token embeddings) get their meaning from their " +
-        "direction on the unit sphere. Drag to rotate, click stars to pick them.",
-      lang: "日本語",
-      play: "▶ Play", pause: "❚❚ Pause",
-      step: "training step {s} / {n} (snapshot {i} / {m})",
-      lossTitle: "Loss: train ─ (running mean) and val ●; dashed: now",
-      prefix: "Start of a name: the hidden state h at each position",
-      prefixOk: "{n} positions: BOS{chars}; the last one ◎ reads out the next character.",
-      prefixUnknown: "{run}: “{c}” is not in the vocabulary",
-      prefixLong: "{run}: too long (block_size {T} positions)",
-      temp: "Temperature T",
-      tempLabel: "T = {T}: concentration κ = s_z / T (temperature T = 1/κ)",
-      optStars: "Input stars (rows of the embedding wte)",
-      optOut: "Output stars (rows of lm_head) and vMF caps",
-      optPath: "A name's path (hidden states h, residual steps)",
-      optDrift: "Position before the retraction (Adam's step)",
-      optTrail: "Star trails (from step 0)",
-      probsTitle: "Next-character probabilities softmax(z / T) (top 8)",
-      probsNone: "shown once the prefix is valid",
-      cosHint: "Click two stars to see their exact cosine similarity in {C} dimensions.",
-      cosLine: "{run}: cos θ = <b>{c}</b> ({C}-D); on the map {c3}",
-      sphere: "sphere mode (nGPT)", rmsnorm: "RMSNorm (the original microgpt)", sphereShort: "sphere (nGPT)",
-      rmsnormShort: "RMSNorm",
-      info1: "step <b>{s}</b> · train loss <b>{tl}</b> (running mean) · val loss <b>{vl}</b> (step {vs})",
-      info2: "top 3 principal directions: {p}% of the variance (projected, re-normalized onto S²)",
-      infoUnit: "every star has norm 1: only its direction carries meaning",
-      infoNorm: "star size = norm |wte_i| ({lo} to {hi}): what sphere mode throws away",
-      infoDrift: "Adam's step pushed the stars up to {d} off the sphere; the retraction pulls them back (map: ×{G})",
-      infoDrift0: "step 0: no Adam step yet (right after initialization)",
-      notes: [
-        "<b>Projection.</b> {C}-dimensional stars cannot be drawn: they are projected onto the top 3 principal " +
-          "directions of the last snapshot's embeddings (wte) and re-normalized onto the unit sphere S². Angles on " +
-          "the map are distorted; the exact values (cosines, probabilities) are shown as numbers.",
-        "<b>vMF caps.</b> The circle around output star w_k is where the vMF density exp(κ w_k·h) falls to 1/e of " +
-          "its peak: cos θ = 1 − 1/κ with κ = s_z,k / T (the whole sphere if κ ≤ 1/2). The larger κ, the smaller " +
-          "the cap and the more that character's probability depends on the direction of h. The fill shows its " +
-          "probability, as does the size of ◆. In RMSNorm the norms are free and the logits are no cosines, so the vMF " +
-          "correspondence does not hold (the lecture's caution): no caps there, ◆'s size shows the probability.",
-        "<b>Retraction.</b> In sphere mode Adam's step moves each star off the unit sphere (outward or inward) and " +
-          "the retraction w ← w/|w| pulls it back along the radius. Pink lines and rings: pushed out (|w| > 1); blue: " +
-          "pushed in (|w| < 1). The offsets are small: the map exaggerates them (the factor is under each sky). " +
-          "The learning rate decays to 0, and so do the offsets.",
-        "<b>A name's path.</b> Dots are the hidden state h at each position (after the embedding, after each " +
-          "block); arcs are the residual steps h ← Norm(h + α(Norm(f(h)) − h)), great-circle arcs in {C} " +
-          "dimensions, projected. Numbers are positions, ◎ the last one. Dashed: from one position to the next; " +
-          "dotted: where the block pulls the last position, Norm(f(h)).",
-      ],
-    },
-  };
+  // ------------------------------------------------------------------------------------------ state and words
+  const planned = Math.max(...runs.map((r) => Math.max(r.data.planned, r.data.steps[r.data.steps.length - 1])));
+  const allSteps = Array.from(new Set(runs.flatMap((r) => r.data.steps))).sort((a, b) => a - b);
   const state = {
-    lang: "ja", index: 0, playing: false, timer: null, prefix: "", T: 1,
-    show: { stars: true, out: true, path: true, drift: false, trail: false },
-    selected: [], R: mul(rotX(-0.45), rotY(0.6)), drag: null,
+    lang: "ja", time: allSteps[allSteps.length - 1], playing: false, speed: 1, prefix: "", T: 1,
+    show: { stars: true, out: true, path: true, drift: false, trail: false, trueH: true },
+    selected: [], hover: null, R: mul(rotX(-0.45), rotY(0.6)), drag: null, tour: -1, turning: null,
   };
   function t(key, vars) {
     let s = TEXT[state.lang][key];
@@ -121,6 +30,10 @@
     return s;
   }
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  const pct = (p) => (p >= 0.095 ? (100 * p).toFixed(0) : (100 * p).toFixed(1)) + "%";
+  const hasAll = (chars) => runs.every((r) => Array.from(chars).every((c) => r.data.vocab.includes(c)));
+  const EXAMPLE = hasAll("emma") ? "emma" : hasAll("えみ") ? "えみ" :
+    runs[0].data.vocab.filter((c) => c !== null).slice(0, 2).join("");
 
   // ------------------------------------------------------------------------------------------ 3-D helpers
   function rotX(a) { const c = Math.cos(a), s = Math.sin(a); return [[1, 0, 0], [0, c, -s], [0, s, c]]; }
@@ -128,158 +41,235 @@
   function mul(A, B) {
     return A.map((row) => [0, 1, 2].map((j) => row[0] * B[0][j] + row[1] * B[1][j] + row[2] * B[2][j]));
   }
+  function cross(a, b) { return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]; }
   function unit3(p) {
     const n = Math.hypot(p[0], p[1], p[2]);
-    return n > 0 ? [p[0] / n, p[1] / n, p[2] / n] : [0, 0, 0];
+    return n > 0 ? [p[0] / n, p[1] / n, p[2] / n] : [0, 0, 1];
   }
-  // a C-dimensional vector -> its direction on the map (top 3 principal directions, re-normalized)
-  function project(r, x, o) {
+  function slerp3(a, b, f) { return Array.from(M.slerp(Float64Array.from(a), Float64Array.from(b), f)); }
+  // a C-dimensional vector -> [its direction on the map, the share of its length the 3 directions keep]
+  function projectKeep(r, x, o) {
     o = o || 0;
     const b = r.data.basis, C = r.C, p = [0, 0, 0];
+    let n2 = 0;
+    for (let i = 0; i < C; i++) n2 += x[o + i] * x[o + i];
     for (let a = 0; a < 3; a++) { let s = 0; for (let i = 0; i < C; i++) s += b[a][i] * x[o + i]; p[a] = s; }
-    return unit3(p);
+    const kept = Math.hypot(p[0], p[1], p[2]);
+    return [unit3(p), n2 > 0 ? kept / Math.sqrt(n2) : 0];
   }
-  // points along the great-circle arc from unit vector u to v in C dimensions (slerp), projected to the map
-  function arc(r, u, v, n) {
-    const C = r.C, cos = Math.max(-1, Math.min(1, M.dot(u, v, 0, 0, C))), th = Math.acos(cos), pts = [];
-    for (let i = 0; i <= n; i++) {
-      const f = i / n;
-      const a = th < 1e-9 ? 1 - f : Math.sin((1 - f) * th) / Math.sin(th), b = th < 1e-9 ? f : Math.sin(f * th) / Math.sin(th);
-      const w = new Float64Array(C);
-      for (let j = 0; j < C; j++) w[j] = a * u[j] + b * v[j];
-      pts.push(project(r, w));
-    }
-    return pts;
-  }
+  const project = (r, x, o) => projectKeep(r, x, o)[0];
   const unitC = (x) => M.l2normalize(x);
-
-  // ------------------------------------------------------------------------------------------ per-run views
-  const allSteps = Array.from(new Set(runs.flatMap((r) => r.data.steps))).sort((a, b) => a - b);
-  const currentStep = () => allSteps[state.index];
-  function snapIndex(r, step) {  // the last snapshot at or before `step`
-    const s = r.data.steps;
-    let k = 0;
-    while (k + 1 < s.length && s[k + 1] <= step) k++;
-    return k;
+  function arc(r, u, v, n) {  // the great-circle arc from u to v in C dimensions, projected (n + 1 points)
+    const pts = [];
+    for (let i = 0; i <= n; i++) pts.push(project(r, M.slerp(u, v, i / n)));
+    return pts;
   }
   function norm(x, o, n) { return Math.sqrt(M.dot(x, x, o, o, n)); }
 
-  // the stars of snapshot k on the map (cached): directions and norms of the wte and lm_head rows
-  function stars(r, k) {
+  // ------------------------------------------------------------------------------------------ time and snapshots
+  // where the replay is for run r: snapshot k (the last at or before the time), the next one k2, and how far
+  // between them (f in [0, 1)); the stars are drawn interpolated, the numbers are those of snapshot k
+  function locate(r, time) {
+    const s = r.data.steps;
+    let k = 0;
+    while (k + 1 < s.length && s[k + 1] <= time) k++;
+    if (k + 1 >= s.length || time <= s[k]) return { k, k2: k, f: 0 };
+    return { k, k2: k + 1, f: (time - s[k]) / (s[k + 1] - s[k]) };
+  }
+  // the unit directions and norms of the stars (wte and lm_head rows) of snapshot k, and their map positions
+  function starsAt(r, k) {
     r.starCache = r.starCache || new Map();
     if (r.starCache.has(k)) return r.starCache.get(k);
-    const p = M.snapshot(r, k), V = r.V, C = r.C, s = { wte: [], lm: [], wteN: [], lmN: [] };
+    const p = M.snapshot(r, k), V = r.V, C = r.C, s = { wte: [], lm: [], wteN: [], lmN: [], wte3: [], lm3: [], keep: [] };
     for (let i = 0; i < V; i++) {
-      s.wte.push(project(r, p.wte, i * C)); s.wteN.push(norm(p.wte, i * C, C));
-      s.lm.push(project(r, p.lm, i * C)); s.lmN.push(norm(p.lm, i * C, C));
+      s.wteN.push(norm(p.wte, i * C, C)); s.lmN.push(norm(p.lm, i * C, C));
+      s.wte.push(M.l2normalize(p.wte, i * C, C)); s.lm.push(M.l2normalize(p.lm, i * C, C));
+      const [d, keep] = projectKeep(r, p.wte, i * C);
+      s.wte3.push(d); s.keep.push(keep); s.lm3.push(project(r, p.lm, i * C));
     }
     r.starCache.set(k, s);
     return s;
   }
-  // the largest offset |d - 1| of the stars (wte and lm_head rows) at snapshot k; NaN at step 0 (no Adam step yet)
-  function driftMax(r, k) {
+  // the stars' map positions at the current time: slerp between the two snapshots in C dimensions, projected
+  function starsNow(r, loc) {
+    const a = starsAt(r, loc.k);
+    if (loc.f === 0) return { wte3: a.wte3, lm3: a.lm3, keep: a.keep, wteN: a.wteN };
+    const b = starsAt(r, loc.k2), out = { wte3: [], lm3: [], keep: [], wteN: [] };
+    for (let i = 0; i < r.V; i++) {
+      const [d, keep] = projectKeep(r, M.slerp(a.wte[i], b.wte[i], loc.f));
+      out.wte3.push(d); out.keep.push(keep); out.lm3.push(project(r, M.slerp(a.lm[i], b.lm[i], loc.f)));
+      out.wteN.push(a.wteN[i] + loc.f * (b.wteN[i] - a.wteN[i]));
+    }
+    return out;
+  }
+  // the drift (norm before the retraction, minus 1) of star i at the current time: lerped, 0 where none (step 0)
+  function driftNow(r, loc, i, out) {
+    const at = (k) => { const d = r.drift[k * 2 * r.V + (out ? r.V : 0) + i]; return Number.isFinite(d) ? d : 0; };
+    return at(loc.k) + loc.f * (at(loc.k2) - at(loc.k));
+  }
+  function driftMax(r, k) {  // the largest offset |d - 1| at snapshot k; NaN at step 0 (no Adam step yet)
     let mx = NaN;
     for (let i = 0; i < 2 * r.V; i++) {
       const d = r.drift[k * 2 * r.V + i];
-      if (Number.isFinite(d)) mx = Math.max(Number.isNaN(mx) ? 0 : mx, Math.abs(d - 1));
+      if (Number.isFinite(d)) mx = Math.max(Number.isNaN(mx) ? 0 : mx, Math.abs(d));
     }
     return mx;
   }
-  // how far the map exaggerates the drift at snapshot k: the largest offset becomes about 0.2 radii (rounded down to
-  // 1, 2 or 5 times a power of ten; the offsets shrink by orders of magnitude as the learning rate decays)
-  function driftGain(r, k) {
-    const mx = driftMax(r, k);
-    if (!(mx > 0)) return 1;
-    const x = 0.2 / mx, e = Math.pow(10, Math.floor(Math.log10(x))), m = x / e;
-    return Math.max(1, (m >= 5 ? 5 : m >= 2 ? 2 : 1) * e);
+  // one exaggeration for the whole replay: the largest offset of any snapshot becomes a quarter of the radius
+  // (rounded down to 1, 2 or 5 times a power of ten), so the offsets' shrinking as the learning rate decays shows
+  for (const r of runs) {
+    r.gain = 1;
+    if (!r.drift) continue;
+    let mx = 0;
+    for (let k = 0; k < r.K; k++) { const d = driftMax(r, k); if (d > mx) mx = d; }
+    if (mx > 0) {
+      const x = 0.25 / mx, e = Math.pow(10, Math.floor(Math.log10(x))), m = x / e;
+      r.gain = Math.max(1, (m >= 5 ? 5 : m >= 2 ? 2 : 1) * e);
+    }
   }
   for (const r of runs) {  // RMSNorm: a star's size is its norm relative to the median norm of the final stars
-    const fin = stars(r, r.K - 1);
-    const ns = fin.wteN.slice().sort((a, b) => a - b);
+    const ns = starsAt(r, r.K - 1).wteN.slice().sort((a, b) => a - b);
     r.normMedian = ns[ns.length >> 1] || 1;
   }
 
-  // tokens of the typed prefix for run r: BOS then the characters; or an error message
+  // ------------------------------------------------------------------------------------------ the prefix
+  // the typed prefix as run r's tokens, as training reads a name: BOS, then the characters (upper case folded to
+  // the vocabulary's case when only that one is in it), cropped to block_size positions; an unknown character ends
+  // the path there
   function tokensFor(r) {
-    const labels = r.data.labels, bos = r.V - 1, ids = [bos];
+    const vocab = r.data.vocab, bos = r.V - 1, ids = [bos], out = { ids, folded: false, unknown: null, cropped: false };
     for (const ch of Array.from(state.prefix)) {
-      const i = labels.indexOf(ch);
-      if (i < 0 || i === bos) return { error: t("prefixUnknown", { run: r.data.name, c: ch }) };
+      let i = vocab.indexOf(ch);
+      if (i < 0) {
+        const alt = [ch.toLowerCase(), ch.toUpperCase()].filter((c) => c !== ch && vocab.indexOf(c) >= 0);
+        if (alt.length === 1) { i = vocab.indexOf(alt[0]); out.folded = true; }
+      }
+      if (i < 0 || i === bos) { out.unknown = ch; break; }
+      if (ids.length >= r.T) { out.cropped = true; break; }
       ids.push(i);
     }
-    if (ids.length > r.T) return { error: t("prefixLong", { run: r.data.name, T: r.T }) };
-    return { ids };
+    return out;
   }
 
-  // the forward pass for the current snapshot and prefix, and what the page draws of it
-  function compute(r) {
-    const k = snapIndex(r, currentStep()), tok = tokensFor(r);
-    const view = { k, tokens: tok.ids || null, error: tok.error || null };
-    if (tok.ids) {
-      const res = M.forward(r, k, tok.ids), n = tok.ids.length, last = res.logits[n - 1];
-      view.res = res;
-      view.probs = M.softmax(last, state.T);
-      // each position: its chain of hidden states (stage by stage) as arcs, and its final state
-      view.chains = [];
-      for (let tpos = 0; tpos < n; tpos++) {
-        const segs = [];
-        for (let s = 0; s + 1 < res.hidden.length; s++) {
-          segs.push(arc(r, unitC(res.hidden[s][tpos]), unitC(res.hidden[s + 1][tpos]), 10));
-        }
-        view.chains.push({ segs, points: res.hidden.map((h) => project(r, h[tpos])) });
-      }
-      view.links = [];  // final state of position t -> embedding of position t + 1
-      for (let tpos = 0; tpos + 1 < n; tpos++) {
-        view.links.push(arc(r, unitC(res.hidden[res.hidden.length - 1][tpos]), unitC(res.hidden[0][tpos + 1]), 16));
-      }
-      view.pulls = [];  // sphere: from the last position's states toward each block's Norm(f(h))
-      if (r.sphere) {
-        for (let s = 0; s < res.proposals.length; s++) {
-          view.pulls.push(arc(r, res.hidden[s][n - 1], res.proposals[s][n - 1], 14));
-        }
-      }
-      // sphere: each output star's vMF concentration kappa = s_z / T (the caps)
-      view.kappa = r.sphere ? Array.from(M.snapshot(r, k).sz, (s) => s / state.T) : null;
+  // ------------------------------------------------------------------------------------------ the numbers
+  function forwardAt(r, k, ids) {
+    r.fwdCache = r.fwdCache || new Map();
+    const key = k + "|" + ids.join(",");
+    if (!r.fwdCache.has(key)) {
+      if (r.fwdCache.size > 200) r.fwdCache.clear();
+      r.fwdCache.set(key, M.forward(r, k, ids));
     }
-    r.view = view;
+    return r.fwdCache.get(key);
+  }
+  // the forward pass at the current snapshot, and what the page reads of it
+  function compute(r) {
+    const loc = locate(r, state.time), tok = tokensFor(r), n = tok.ids.length;
+    const res = forwardAt(r, loc.k, tok.ids), probs = M.softmax(res.logits[n - 1], state.T);
+    const order = probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]).map(([, i]) => i);
+    r.view = { loc, tok, res, probs, order, top: order.slice(0, TOP),
+               kappa: r.sphere ? Array.from(M.snapshot(r, loc.k).sz, (s) => s / state.T) : null };
+    r.geomKey = null;
+  }
+  // what the sky draws of the name's path at the current time: each position's chain of hidden states, the links
+  // from one position to the next and (sphere) the pulls toward Norm(f(h)); interpolated between snapshots
+  function pathGeometry(r) {
+    const v = r.view, loc = v.loc, key = `${loc.k}|${loc.f}|${v.tok.ids.join(",")}`;
+    if (r.geomKey === key) return r.geom;
+    const a = v.res, b = loc.f > 0 ? forwardAt(r, loc.k2, v.tok.ids) : null, n = v.tok.ids.length;
+    const at = (stage, pos) => {
+      const u = unitC(a.hidden[stage][pos]);
+      return b ? M.slerp(u, unitC(b.hidden[stage][pos]), loc.f) : u;
+    };
+    const S = a.hidden.length, g = { chains: [], links: [], pulls: [], h: null };
+    for (let p = 0; p < n; p++) {
+      const pts = [];
+      for (let s = 0; s < S; s++) pts.push(at(s, p));
+      g.chains.push({ segs: pts.slice(1).map((q, s) => arc(r, pts[s], q, 10)), points: pts.map((q) => project(r, q)) });
+      if (p + 1 < n) g.links.push(arc(r, pts[S - 1], at(0, p + 1), 16));
+    }
+    if (r.sphere) {
+      for (let s = 0; s < a.proposals.length; s++) {
+        let q = a.proposals[s][n - 1];
+        if (b) q = M.slerp(q, b.proposals[s][n - 1], loc.f);
+        g.pulls.push(arc(r, at(s, n - 1), q, 14));
+      }
+    }
+    g.hC = at(S - 1, n - 1);
+    g.h = project(r, g.hC);
+    // the output stars at their true angle from h: each moved along the map's great circle through h to the angle
+    // arccos(w . h) of C dimensions, so that the map's nearness to h is the real one (and h lies in a star's cap on
+    // the map exactly when it does in C dimensions); the map's directions around h are kept
+    const A = starsAt(r, loc.k), B2 = loc.f > 0 ? starsAt(r, loc.k2) : null, lm3 = starsNow(r, loc).lm3;
+    g.lmTrue = lm3.map((p3, i) => {
+      const w = B2 ? M.slerp(A.lm[i], B2.lm[i], loc.f) : A.lm[i];
+      const c = Math.max(-1, Math.min(1, M.dot(w, g.hC, 0, 0, r.C))), h3 = g.h;
+      const along = p3[0] * h3[0] + p3[1] * h3[1] + p3[2] * h3[2];
+      const d = [p3[0] - along * h3[0], p3[1] - along * h3[1], p3[2] - along * h3[2]], dn = Math.hypot(...d);
+      if (dn < 1e-9) return c >= 0 ? h3 : h3.map((x) => -x);
+      const sn = Math.sqrt(1 - c * c);
+      return [0, 1, 2].map((j) => c * h3[j] + (sn * d[j]) / dn);
+    });
+    r.geomKey = key;
+    r.geom = g;
+    return g;
   }
   function computeAll() { for (const r of runs) compute(r); }
 
-  // ------------------------------------------------------------------------------------------ drawing
-  const SIZE = 380, CX = SIZE / 2, CY = SIZE / 2 + 4, RHO = SIZE * 0.39;  // a sky's canvas, the dome's center, radius
-  // a point of the map (3-D) -> [x, y, depth] on a sky's canvas: the camera's rotation, then orthographic
-  function screen(p) {
-    const R = state.R;
-    return [CX + RHO * (R[0][0] * p[0] + R[0][1] * p[1] + R[0][2] * p[2]),
-            CY - RHO * (R[1][0] * p[0] + R[1][1] * p[1] + R[1][2] * p[2]),
-            R[2][0] * p[0] + R[2][1] * p[1] + R[2][2] * p[2]];
-  }
-  const skies = document.getElementById("skies");
-  for (const r of runs) {
+  // ------------------------------------------------------------------------------------------ the page's frame
+  document.title = t("docTitle");
+  const skiesBox = document.getElementById("skies");
+  skiesBox.className = runs.length === 1 ? "one" : "many";
+  runs.forEach((r, ri) => {
     const div = document.createElement("div");
     div.className = "sky";
-    div.innerHTML = '<div class="skyTitle"></div><canvas class="dome"></canvas><div class="skyInfo"></div>';
-    skies.appendChild(div);
+    div.innerHTML = '<div class="skyHead"><div class="skyTitle"></div><button type="button" class="faceH"></button></div>' +
+      '<div class="dome"><canvas tabindex="0" role="img"></canvas></div>' +
+      '<div class="readout" aria-live="polite"></div><div class="skyInfo"></div>';
+    skiesBox.appendChild(div);
     r.title = div.querySelector(".skyTitle");
     r.canvas = div.querySelector("canvas");
+    r.readoutEl = div.querySelector(".readout");
     r.info = div.querySelector(".skyInfo");
-    setupCanvas(r.canvas, SIZE, SIZE);
-  }
-  function setupCanvas(c, w, h) {
+    r.faceButton = div.querySelector(".faceH");
+    r.faceButton.addEventListener("click", () => faceH(ri));
+    r.box = div.querySelector(".dome");
+  });
+  const lossCanvas = document.getElementById("loss");
+
+  // canvases follow their boxes' CSS size and the device pixel ratio (resize, zoom, a move to another screen)
+  function fitCanvas(c, w, h) {
     const dpr = window.devicePixelRatio || 1;
+    w = Math.max(1, Math.round(w));
+    h = Math.max(1, Math.round(h));
+    if (c.cssW === w && c.cssH === h && c.dpr === dpr) return false;
     c.width = Math.round(w * dpr);
     c.height = Math.round(h * dpr);
-    c.style.width = w + "px";
-    c.style.height = h + "px";
-    const ctx = c.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    c.ctx = ctx;
+    c.cssW = w; c.cssH = h; c.dpr = dpr;
+    c.ctx = c.getContext("2d");
+    c.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    return true;
   }
-  const lossCanvas = document.getElementById("loss");
-  setupCanvas(lossCanvas, 364, 128);
+  function fitAll() {
+    let changed = false;
+    for (const r of runs) { const b = r.box.getBoundingClientRect(); changed = fitCanvas(r.canvas, b.width, b.width) || changed; }
+    changed = fitCanvas(lossCanvas, lossCanvas.getBoundingClientRect().width, 150) || changed;
+    return changed;
+  }
+  let ratioQuery = null;  // (kept: a media query nobody holds may be collected, and its listener with it)
+  function watchPixelRatio() {
+    ratioQuery = window.matchMedia(`(resolution: ${window.devicePixelRatio || 1}dppx)`);
+    ratioQuery.addEventListener("change", () => { fitAll(); drawFrame(); watchPixelRatio(); }, { once: true });
+  }
+  watchPixelRatio();
+  if (window.ResizeObserver) {
+    const ro = new ResizeObserver(() => { if (fitAll()) redraw(); });
+    for (const r of runs) ro.observe(r.box);
+    ro.observe(lossCanvas);
+  }
+  window.addEventListener("resize", () => { if (fitAll()) redraw(); });
 
-  // the grid of the dome: meridians and parallels as 3-D polylines, rotated each frame
-  const GRID = [];
+  // ------------------------------------------------------------------------------------------ drawing a sky
+  const GRID = [];  // meridians and parallels of the dome as 3-D polylines, rotated each frame
   for (let m = 0; m < 6; m++) {
     const a = (m * Math.PI) / 6, pts = [];
     for (let i = 0; i <= 48; i++) {
@@ -293,13 +283,91 @@
     for (let i = 0; i <= 48; i++) { const b = (i * 2 * Math.PI) / 48; pts.push([c * Math.cos(b), y, c * Math.sin(b)]); }
     GRID.push(pts);
   }
-  const RUN_COLORS = ["#5cc8ff", "#ffb454", "#c792ea", "#7fd962"];
-  const VOWELS = new Set(["a", "e", "i", "o", "u"]);
+  function skyFrame(r) {  // the sky's canvas size, the dome's center and radius (CSS pixels)
+    const S = r.canvas.cssW || 300;
+    return { S, cx: S / 2, cy: S / 2, rho: S * 0.43 };
+  }
+  // a point of the map (3-D) -> [x, y, depth] on a sky's canvas: the camera's rotation, then orthographic
+  function screenOf(fr) {
+    const R = state.R;
+    return (p) => [fr.cx + fr.rho * (R[0][0] * p[0] + R[0][1] * p[1] + R[0][2] * p[2]),
+                   fr.cy - fr.rho * (R[1][0] * p[0] + R[1][1] * p[1] + R[1][2] * p[2]),
+                   R[2][0] * p[0] + R[2][1] * p[1] + R[2][2] * p[2]];
+  }
+  // the points of a cap's rim: the circle at angle th around direction c (3-D)
+  function circle(c, th, n) {
+    const e1 = unit3(Math.abs(c[0]) < 0.9 ? [0, -c[2], c[1]] : [-c[2], 0, c[0]]), e2 = cross(c, e1);
+    const ct = Math.cos(th), sn = Math.sin(th), pts = [];
+    for (let j = 0; j <= n; j++) {
+      const f = (j * 2 * Math.PI) / n, a = Math.cos(f) * sn, b = Math.sin(f) * sn;
+      pts.push([ct * c[0] + a * e1[0] + b * e2[0], ct * c[1] + a * e1[1] + b * e2[1], ct * c[2] + a * e1[2] + b * e2[2]]);
+    }
+    return pts;
+  }
+  // the cap of output star i: its center (the star, or the opposite point when kappa < 0) and angle, or whole
+  function capOf(r, i, lm3) {
+    const kappa = r.view.kappa[i], c = kappa < 0 ? lm3[i].map((x) => -x) : lm3[i];
+    if (Math.abs(kappa) <= 0.5) return { c, whole: true, kappa, anti: kappa < 0 };
+    return { c, th: Math.acos(1 - 1 / Math.abs(kappa)), kappa, anti: kappa < 0, whole: false };
+  }
+
+  // everything a sky draws, in map or screen coordinates: drawSky draws it, the tests read where it is
+  // the map points of each input star's trail up to snapshot k: the snapshots, and the midpoint of the great circle
+  // between each two (cached per k: the camera does not change them)
+  function trails(r, k) {
+    r.trailCache = r.trailCache || new Map();
+    if (r.trailCache.has(k)) return r.trailCache.get(k);
+    const way = [];
+    for (let i = 0; i < r.V; i++) {
+      const pts = [];
+      for (let j = 0; j <= k; j++) {
+        const cur = starsAt(r, j).wte3[i];
+        if (j > 0) {
+          const prev = starsAt(r, j - 1).wte3[i];
+          pts.push(slerp3(prev, cur, 0.5));
+        }
+        pts.push(cur);
+      }
+      way.push(pts);
+    }
+    if (r.trailCache.size > 8) r.trailCache.clear();
+    r.trailCache.set(k, way);
+    return way;
+  }
+  function skyItems(r, withTrails) {
+    const fr = skyFrame(r), scr = screenOf(fr), v = r.view, loc = v.loc, st = starsNow(r, loc);
+    const items = { fr, scr, st, stars: [], out: [], caps: [], path: [], drift: [], trail: [] };
+    for (let i = 0; i < r.V; i++) items.stars.push(scr(st.wte3[i]));
+    const lm3 = state.show.trueH ? pathGeometry(r).lmTrue : st.lm3;
+    items.lm3 = lm3;
+    for (let i = 0; i < r.V; i++) items.out.push(scr(lm3[i]));
+    if (r.sphere) {
+      for (const i of v.top) {
+        const cap = capOf(r, i, lm3);
+        cap.i = i;
+        cap.rim = cap.whole ? null : circle(cap.c, cap.th, 48).map(scr);
+        items.caps.push(cap);
+      }
+    }
+    if (r.drift) {
+      for (let i = 0; i < r.V; i++) {
+        const d = driftNow(r, loc, i, false), f = 1 + d * r.gain, p = st.wte3[i];
+        items.drift.push({ i, d, from: items.stars[i], to: scr([p[0] * f, p[1] * f, p[2] * f]) });
+      }
+    }
+    if (withTrails && (loc.k > 0 || loc.f > 0)) {  // each input star's way from step 0 to now (map points cached)
+      const way = trails(r, loc.k);
+      for (let i = 0; i < r.V; i++) items.trail.push(way[i].map(scr).concat([items.stars[i]]));
+    }
+    return items;
+  }
 
   function drawSky(r, ri) {
-    const ctx = r.canvas.ctx, cx = CX, cy = CY, rho = RHO, scr = screen;
-    const view = r.view, k = view.k, st = stars(r, k);
-    ctx.clearRect(0, 0, SIZE, SIZE);
+    const ctx = r.canvas.ctx;
+    if (!ctx) return;
+    const it = skyItems(r, state.show.trail && state.show.stars), { fr, scr, st } = it, { cx, cy, rho, S } = fr, v = r.view, labels = r.data.labels;
+    const bos = r.V - 1, show = state.show;
+    ctx.clearRect(0, 0, S, S);
     const g = ctx.createRadialGradient(cx - rho * 0.3, cy - rho * 0.35, rho * 0.1, cx, cy, rho);
     g.addColorStop(0, "#1a2c52");
     g.addColorStop(1, "#0a1226");
@@ -310,8 +378,7 @@
     ctx.strokeStyle = "#3a4d78";
     ctx.lineWidth = 1;
     ctx.stroke();
-    // grid: the far half faint, the near half brighter
-    for (const front of [false, true]) {
+    for (const front of [false, true]) {  // the grid: the far half faint, the near half brighter
       ctx.beginPath();
       for (const pts of GRID) {
         let prev = scr(pts[0]);
@@ -321,12 +388,11 @@
           prev = cur;
         }
       }
-      ctx.strokeStyle = front ? "rgba(140,170,230,0.22)" : "rgba(140,170,230,0.07)";
+      ctx.strokeStyle = front ? "rgba(140,170,230,0.2)" : "rgba(140,170,230,0.06)";
       ctx.stroke();
     }
-    // a polyline on the dome: its near-side pieces opaque, its far-side pieces at alphaBack (one stroke per piece)
-    const polyline = (pts, color, width, dash, alphaBack) => {
-      const s = pts.map(scr);
+    // a polyline of screen points: near-side pieces at alpha 1, far-side ones at alphaBack
+    const polyline = (s, color, width, dash, alphaBack) => {
       ctx.setLineDash(dash || []);
       ctx.lineWidth = width;
       ctx.strokeStyle = color;
@@ -342,182 +408,253 @@
       ctx.globalAlpha = 1;
       ctx.setLineDash([]);
     };
-    // star trails: each wte star's direction at every snapshot up to this one
-    if (state.show.trail && state.show.stars && k > 0) {
-      ctx.lineWidth = 1;
-      for (let i = 0; i < r.V; i++) {
-        ctx.beginPath();
-        for (let j = 0; j <= k; j++) {
-          const s = scr(stars(r, j).wte[i]);
-          if (j === 0) ctx.moveTo(s[0], s[1]); else ctx.lineTo(s[0], s[1]);
+    // star trails: older parts fainter (segments batched by age and side: a few strokes per sky)
+    if (show.trail && show.stars) {
+      const buckets = [0, 1, 2, 3].map(() => [new Path2D(), new Path2D()]);
+      for (const pts of it.trail) {
+        let path = null;
+        for (let j = 1; j < pts.length; j++) {
+          const next = buckets[Math.min(3, Math.floor((4 * j) / pts.length))][pts[j - 1][2] + pts[j][2] > 0 ? 1 : 0];
+          if (next !== path) { path = next; path.moveTo(pts[j - 1][0], pts[j - 1][1]); }
+          path.lineTo(pts[j][0], pts[j][1]);
         }
-        ctx.strokeStyle = "rgba(244,247,255,0.28)";
+      }
+      ctx.strokeStyle = "#c9d2e8";
+      ctx.lineWidth = 1.3;
+      buckets.forEach(([far, near], age) => {
+        ctx.globalAlpha = 0.08; ctx.stroke(far);
+        ctx.globalAlpha = 0.15 + 0.18 * age; ctx.stroke(near);
+      });
+      ctx.globalAlpha = 1;
+    }
+    // vMF caps of the top characters (sphere mode only: in RMSNorm the softmax is no vMF posterior)
+    if (show.out && r.sphere) {
+      for (const cap of it.caps) {
+        const hot = state.hover && state.hover.ri === ri && state.hover.i === cap.i;
+        if (cap.whole) {
+          ctx.setLineDash([6, 5]);
+          ctx.strokeStyle = "rgba(255,154,118,0.8)";
+          ctx.lineWidth = 2;
+          ctx.beginPath(); ctx.arc(cx, cy, rho - 3, 0, 2 * Math.PI); ctx.stroke();
+          ctx.setLineDash([]);
+          continue;
+        }
+        const rim = cap.rim, front = scr(cap.c)[2] > 0;
+        ctx.beginPath();
+        rim.forEach((s, j) => (j ? ctx.lineTo(s[0], s[1]) : ctx.moveTo(s[0], s[1])));
+        if (front && cap.th < 1.2) { ctx.fillStyle = "rgba(255,154,118,0.08)"; ctx.fill(); }
+        ctx.setLineDash(cap.anti ? [5, 4] : []);
+        ctx.strokeStyle = hot ? "#ffe0d4" : "rgba(255,154,118,0.85)";
+        ctx.lineWidth = hot ? 2.6 : 1.8;
+        ctx.globalAlpha = front ? 1 : 0.55;
         ctx.stroke();
+        ctx.globalAlpha = 1;
+        ctx.setLineDash([]);
       }
     }
-    // vMF caps around the output stars: angular radius theta with cos theta = 1 - 1/kappa. Sphere mode only: in
-    // RMSNorm the norms are free and the softmax is no vMF posterior (lecture 3: 前提が崩れる場合)
-    const caps = r.sphere && state.show.out && view.probs;
-    if (caps) {
-      for (let i = 0; i < r.V; i++) {
-        // the cap's ink follows the character's probability (p^0.75: at a uniform 1/27 the caps are faint lines)
-        const w = Math.pow(view.probs[i], 0.75), c = st.lm[i];
-        const th = Math.acos(Math.max(-1, Math.min(1, 1 - 1 / view.kappa[i])));
-        const e1 = unit3(Math.abs(c[0]) < 0.9 ? [0, -c[2], c[1]] : [-c[2], 0, c[0]]);
-        const e2 = [c[1] * e1[2] - c[2] * e1[1], c[2] * e1[0] - c[0] * e1[2], c[0] * e1[1] - c[1] * e1[0]];
-        const ct = Math.cos(th), sn = Math.sin(th), pts = [];
-        for (let j = 0; j <= 40; j++) {
-          const f = (j * 2 * Math.PI) / 40, a = Math.cos(f) * sn, b = Math.sin(f) * sn;
-          pts.push(scr([ct * c[0] + a * e1[0] + b * e2[0], ct * c[1] + a * e1[1] + b * e2[1],
-                        ct * c[2] + a * e1[2] + b * e2[2]]));
-        }
-        ctx.beginPath();
-        pts.forEach((s, j) => (j ? ctx.lineTo(s[0], s[1]) : ctx.moveTo(s[0], s[1])));
-        if (scr(c)[2] > 0 && th < 1.05) {
-          ctx.fillStyle = `rgba(255,154,118,${(0.25 * w).toFixed(3)})`;
-          ctx.fill();
-        }
-        ctx.strokeStyle = `rgba(255,154,118,${(0.04 + 0.8 * w).toFixed(3)})`;
-        ctx.lineWidth = 0.6 + 1.2 * w;
-        ctx.stroke();
-      }
-    }
-    // stars, far to near
-    const items = [];
-    const labels = r.data.labels, bos = r.V - 1;
-    if (state.show.stars) {
-      for (let i = 0; i < r.V; i++) items.push({ kind: "in", i, p: st.wte[i], s: scr(st.wte[i]) });
-    }
-    if (state.show.out) {
-      for (let i = 0; i < r.V; i++) items.push({ kind: "out", i, p: st.lm[i], s: scr(st.lm[i]) });
-    }
-    items.sort((a, b) => a.s[2] - b.s[2]);
-    const gain = r.drift ? driftGain(r, k) : 1;
-    const driftAt = (i, out) => (r.drift ? r.drift[k * 2 * r.V + (out ? r.V : 0) + i] : NaN);
-    ctx.textAlign = "left";
-    ctx.textBaseline = "middle";
-    for (const it of items) {
-      const [x, y, z] = it.s, near = z > 0, alpha = near ? 1 : 0.32;
-      ctx.globalAlpha = alpha;
-      if (it.kind === "in") {
-        if (state.show.drift && r.drift) {
-          // the star before the retraction, d times its unit vector: out along its radius (d > 1, pink) or in
-          // (d < 1, blue), exaggerated by `gain`. Seen head-on a radius has no length, so a ring of the same
-          // size shows it too.
-          const d = driftAt(it.i, false);
-          if (Number.isFinite(d) && d !== 1) {
-            const f = 1 + (d - 1) * gain, q = scr([it.p[0] * f, it.p[1] * f, it.p[2] * f]);
-            ctx.strokeStyle = d > 1 ? "#ff5d9e" : "#5cc8ff";
-            ctx.lineWidth = 1.4;
-            ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(q[0], q[1]); ctx.stroke();
-            ctx.beginPath(); ctx.arc(q[0], q[1], 2.5, 0, 2 * Math.PI); ctx.stroke();
-            const ring = RHO * Math.abs(d - 1) * gain;
-            if (ring > 1.5) {
-              ctx.lineWidth = 1;
-              ctx.beginPath(); ctx.arc(x, y, 4 + ring, 0, 2 * Math.PI); ctx.stroke();
-            }
+    // the stars, far to near
+    const order = [];
+    if (show.stars) for (let i = 0; i < r.V; i++) order.push([it.stars[i][2], 0, i]);
+    if (show.out) for (let i = 0; i < r.V; i++) order.push([it.out[i][2], 1, i]);
+    order.sort((a, b) => a[0] - b[0]);
+    for (const [z, kind, i] of order) {
+      const near = z > 0;
+      if (kind === 0) {
+        const [x, y] = it.stars[i];
+        if (show.drift && r.drift) {
+          // the star before the retraction, (1 + d) times its unit vector: out along its radius (pink) or in (blue),
+          // magnified by the replay's one factor; head-on a radius has no length, so a ring of the same size too
+          const dr = it.drift[i];
+          if (dr.d !== 0) {
+            ctx.globalAlpha = near ? 1 : 0.35;
+            ctx.strokeStyle = dr.d > 0 ? "#ff5d9e" : "#5cc8ff";
+            ctx.lineWidth = 1.6;
+            ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(dr.to[0], dr.to[1]); ctx.stroke();
+            ctx.beginPath(); ctx.arc(dr.to[0], dr.to[1], 2.5, 0, 2 * Math.PI); ctx.stroke();
+            const ring = rho * Math.abs(dr.d) * r.gain;
+            if (ring > 1.5) { ctx.lineWidth = 1; ctx.beginPath(); ctx.arc(x, y, 4 + ring, 0, 2 * Math.PI); ctx.stroke(); }
           }
         }
-        let rad = r.sphere ? 4 : Math.max(1.5, Math.min(11, 4 * st.wteN[it.i] / r.normMedian));
+        // faded by how much of its length the projection keeps (a star mostly outside the 3 directions is faint)
+        ctx.globalAlpha = (near ? 1 : 0.35) * (0.3 + 0.7 * st.keep[i]);
+        let rad = r.sphere ? 4 : Math.max(1.5, Math.min(11, (4 * st.wteN[i]) / r.normMedian));
         if (!near) rad *= 0.75;
-        const ch = labels[it.i], sel = state.selected.includes(ch);
-        ctx.fillStyle = it.i === bos ? "#ffd166" : VOWELS.has(ch) ? "#ffe0a3" : "#f4f7ff";
-        ctx.beginPath();
-        ctx.arc(x, y, rad, 0, 2 * Math.PI);
-        ctx.fill();
-        if (sel) {
+        const ch = r.data.vocab[i];
+        ctx.fillStyle = i === bos ? "#ffd166" : VOWELS.has(ch) ? "#ffe0a3" : "#f4f7ff";
+        ctx.beginPath(); ctx.arc(x, y, rad, 0, 2 * Math.PI); ctx.fill();
+        if (state.selected.includes(labels[i])) {
+          ctx.globalAlpha = 1;
           ctx.strokeStyle = "#ffd166"; ctx.lineWidth = 2;
           ctx.beginPath(); ctx.arc(x, y, rad + 4, 0, 2 * Math.PI); ctx.stroke();
         }
-        ctx.font = (near ? "600 13px " : "11px ") + "IPAexGothic, sans-serif";
-        ctx.fillStyle = it.i === bos ? "#ffd166" : "#e8eeff";
-        ctx.fillText(ch, x + rad + 2, y - 1);
       } else {
-        const p = view.probs ? view.probs[it.i] : 0;
+        const [x, y] = it.out[i], p = v.probs[i], h = (near ? 4 : 3) + 8 * Math.sqrt(p);
+        ctx.globalAlpha = near ? 1 : 0.4;
         ctx.fillStyle = "#ff9a76";
-        const h = (near ? 4 : 3) + 7 * Math.sqrt(p);  // the more probable, the bigger
         ctx.beginPath();
         ctx.moveTo(x, y - h); ctx.lineTo(x + h, y); ctx.lineTo(x, y + h); ctx.lineTo(x - h, y); ctx.closePath();
         ctx.fill();
-        if (near && view.probs && p >= 0.04) {
-          ctx.font = "11px IPAexGothic, sans-serif";
-          ctx.fillStyle = "#ffc2ab";
-          ctx.fillText(`${labels[it.i]} ${(100 * p).toFixed(0)}%`, x + h + 2, y + 8);
+        if (state.hover && state.hover.ri === ri && state.hover.i === i) {
+          ctx.globalAlpha = 1;
+          ctx.strokeStyle = "#ffffff"; ctx.lineWidth = 2;
+          ctx.beginPath(); ctx.arc(x, y, h + 5, 0, 2 * Math.PI); ctx.stroke();
         }
       }
     }
     ctx.globalAlpha = 1;
     // the name's path
-    if (state.show.path && view.chains) {
-      const n = view.chains.length;
-      for (const l of view.links) polyline(l, "#67e3c0", 1.2, [5, 4], 0.3);
-      for (const pull of view.pulls || []) polyline(pull, "#67e3c0", 1, [1.5, 3], 0.3);
-      view.chains.forEach((chain, tpos) => {
-        for (const seg of chain.segs) polyline(seg, "#67e3c0", 2.2, null, 0.35);
+    const geo = show.path ? pathGeometry(r) : null;
+    if (geo) {
+      for (const l of geo.links) polyline(l.map(scr), "#67e3c0", 1.2, [5, 4], 0.3);
+      for (const pull of geo.pulls) polyline(pull.map(scr), "#67e3c0", 1, [1.5, 3], 0.3);
+      geo.chains.forEach((chain) => {
+        for (const seg of chain.segs) polyline(seg.map(scr), "#67e3c0", 2.2, null, 0.35);
+      });
+      geo.chains.forEach((chain, p) => {
         chain.points.forEach((pt, s) => {
           const [x, y, z] = scr(pt), last = s === chain.points.length - 1;
-          ctx.globalAlpha = z > 0 ? 1 : 0.4;
+          ctx.globalAlpha = z > 0 ? 1 : 0.45;
           ctx.fillStyle = last ? "#67e3c0" : "#0a1226";
           ctx.strokeStyle = "#67e3c0";
           ctx.lineWidth = 1.5;
-          ctx.beginPath();
-          ctx.arc(x, y, last ? 4.5 : 2.5, 0, 2 * Math.PI);
-          ctx.fill();
-          ctx.stroke();
-          if (last) {
-            if (tpos === n - 1) { ctx.beginPath(); ctx.arc(x, y, 8, 0, 2 * Math.PI); ctx.stroke(); }
-            ctx.font = "600 12px IPAexGothic, sans-serif";
-            ctx.fillStyle = "#aef5df";
-            const tok = view.tokens[tpos];
-            ctx.fillText(`${tpos}:${tok === bos ? "BOS" : labels[tok]}`, x + 9, y - 9);
-          }
+          ctx.beginPath(); ctx.arc(x, y, last ? 4.5 : 2.5, 0, 2 * Math.PI); ctx.fill(); ctx.stroke();
+          if (last && p === geo.chains.length - 1) { ctx.beginPath(); ctx.arc(x, y, 8, 0, 2 * Math.PI); ctx.stroke(); }
         });
-        ctx.globalAlpha = 1;
       });
+      ctx.globalAlpha = 1;
+    }
+    drawLabels(r, ri, it, geo);
+  }
+
+  // labels, placed most important first where they do not cover one already placed: the top characters (at the
+  // rim, with a marker, when they are on the far side), picked and hovered stars, the path's positions, then the
+  // near-side stars
+  function drawLabels(r, ri, it, geo) {
+    const ctx = r.canvas.ctx, { fr, scr } = it, v = r.view, labels = r.data.labels, bos = r.V - 1, cands = [];
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "left";
+    if (state.show.out) {
+      v.top.forEach((i, rank) => {
+        const [x, y, z] = it.out[i], text = `${labels[i]} ${pct(v.probs[i])}`;
+        if (z > 0) {
+          cands.push({ text, x, y, pad: 9, pri: 0, font: "600 13px", color: "#ffc2ab" });
+        } else {  // far side: a marker on the rim, in the star's direction as seen from the front
+          let dx = x - fr.cx, dy = y - fr.cy;
+          const d = Math.hypot(dx, dy) || 1;
+          dx /= d; dy /= d;
+          const mx = fr.cx + dx * (fr.rho + 6), my = fr.cy + dy * (fr.rho + 6);
+          ctx.fillStyle = "#ff9a76";
+          ctx.beginPath();
+          ctx.moveTo(mx + dx * 7, my + dy * 7); ctx.lineTo(mx - dy * 5, my + dx * 5); ctx.lineTo(mx + dy * 5, my - dx * 5);
+          ctx.closePath(); ctx.fill();
+          cands.push({ text: `${text}（${t("farSide")}）`, x: mx, y: my, pad: 8, pri: 0.5 + rank * 0.01, font: "600 12px",
+                       color: "#ffc2ab", rim: [dx, dy] });
+        }
+      });
+      if (r.sphere) {
+        for (const cap of it.caps) {
+          if (cap.whole) cands.push({ text: t("capWhole", { c: labels[cap.i], k: cap.kappa.toFixed(2) }), x: fr.cx - fr.rho * 0.9,
+                                      y: fr.cy + fr.rho + 2, pad: 0, pri: 1, font: "11px", color: "#ffc2ab" });
+          else if (cap.anti) {
+            const [x, y, z] = scr(cap.c);
+            if (z > 0) cands.push({ text: `−${labels[cap.i]}（${t("capAnti")}）`, x, y, pad: 5, pri: 1.5, font: "11px", color: "#ffc2ab" });
+          }
+        }
+      }
+    }
+    if (state.show.stars) {
+      for (let i = 0; i < r.V; i++) {
+        const [x, y, z] = it.stars[i], sel = state.selected.includes(labels[i]);
+        const hot = state.hover && state.hover.ri === ri && state.hover.i === i;
+        if (z <= 0 && !sel && !hot) continue;
+        cands.push({ text: labels[i], x, y, pad: 6, pri: sel || hot ? 1 : 3 + (1 - z), font: z > 0 ? "600 13px" : "11px",
+                     color: i === bos ? "#ffd166" : z > 0 ? "#e8eeff" : "#8e9bb8" });
+      }
+    }
+    if (geo) {
+      const ids = v.tok.ids, n = ids.length;
+      geo.chains.forEach((chain, p) => {
+        const [x, y, z] = scr(chain.points[chain.points.length - 1]);
+        cands.push({ text: `${p === n - 1 ? "◎" : ""}${p}:${ids[p] === bos ? "BOS" : labels[ids[p]]}`, x, y, pad: 10,
+                     pri: p === n - 1 ? 1.2 : 2 + (z > 0 ? 0 : 2), font: "600 12px", color: "#aef5df" });
+      });
+    }
+    cands.sort((a, b) => a.pri - b.pri);
+    // the near-side dots are obstacles too: a label goes where it covers none (the top characters' labels are drawn
+    // at their first place if none is free; the others are left out)
+    const dot = ([x, y, z]) => [x - 4, y - 4, x + 4, y + 4, z];
+    const obstacles = (state.show.stars ? it.stars : []).concat(state.show.out ? it.out : []).map(dot)
+      .concat(geo ? geo.chains.flatMap((ch) => ch.points.map((p) => dot(scr(p)))) : []).filter((b) => b[4] > 0);
+    const placed = [];
+    for (const c of cands) {
+      ctx.font = `${c.font} ${FONT}`;
+      const w = ctx.measureText(c.text).width, h = 14;
+      const tries = c.rim ? [[c.rim[0] >= 0 ? 4 : -w - 4, c.rim[1] >= 0 ? 8 : -8]]
+        : [[c.pad, -2], [-w - c.pad, -2], [-w / 2, -c.pad - 6], [-w / 2, c.pad + 6], [c.pad, 10], [c.pad, -14]];
+      const hits = (box, boxes) => boxes.some((b) => b[0] < box[2] && box[0] < b[2] && b[1] < box[3] && box[1] < b[3]);
+      const boxes = tries.map(([ox, oy]) => {
+        const x0 = Math.max(1, Math.min(fr.S - w - 1, c.x + ox)), y0 = Math.max(1, Math.min(fr.S - h - 1, c.y + oy - h / 2));
+        return [x0, y0, x0 + w, y0 + h];
+      });
+      // a place that covers no label and no dot; else (the important ones) one that covers no label; else (the top
+      // characters) the first place
+      const box = boxes.find((b) => !hits(b, placed) && !hits(b, obstacles)) ||
+        (c.pri < 2 ? boxes.find((b) => !hits(b, placed)) : null) || (c.pri < 1 ? boxes[0] : null);
+      if (box) {
+        placed.push(box);
+        ctx.fillStyle = "rgba(7,12,24,0.55)";
+        ctx.fillRect(box[0] - 1, box[1], w + 2, h);
+        ctx.fillStyle = c.color;
+        ctx.fillText(c.text, box[0], box[1] + h / 2);
+      }
     }
   }
 
-  // the train loss of one step (batch 1) jumps by a nat: the page shows its running mean over a 20th of the run
-  function smooth(curve) {
-    if (curve.smoothed) return curve.smoothed;
-    const w = Math.max(1, Math.round(curve.length / 20)), out = [];
-    let sum = 0;
-    for (let j = 0; j < curve.length; j++) {
-      sum += curve[j][1];
-      if (j >= w) sum -= curve[j - w][1];
-      out.push([curve[j][0], sum / Math.min(j + 1, w)]);  // (the first points: the mean so far)
-    }
-    curve.smoothed = out;
-    return out;
-  }
+  // ------------------------------------------------------------------------------------------ the loss plot
   function drawLoss() {
-    const ctx = lossCanvas.ctx, W = 364, H = 128, L = 34, B = 18, Tp = 6, Rp = 8;
+    const ctx = lossCanvas.ctx;
+    if (!ctx) return;
+    const W = lossCanvas.cssW, H = lossCanvas.cssH, L = 50, B = 30, Tp = 18, Rp = 12;
     ctx.clearRect(0, 0, W, H);
-    let lo = Infinity, hi = -Infinity, xmax = 1;
-    for (const r of runs) {
-      for (const [s, v] of smooth(r.data.train).concat(r.data.val)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
-      xmax = Math.max(xmax, r.data.planned, r.data.steps[r.data.steps.length - 1]);
-    }
+    let lo = Infinity, hi = -Infinity;
+    for (const r of runs) for (const [, v] of r.data.train.concat(r.data.val)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
     if (!Number.isFinite(lo)) { lo = 0; hi = 1; }
     if (hi - lo < 1e-6) { hi += 0.5; lo -= 0.5; }
-    const X = (s) => L + ((W - L - Rp) * s) / xmax, Y = (v) => Tp + ((H - Tp - B) * (hi - v)) / (hi - lo);
+    const X = (s) => L + ((W - L - Rp) * s) / Math.max(1, planned), Y = (v) => Tp + ((H - Tp - B) * (hi - v)) / (hi - lo);
     ctx.strokeStyle = "#24314f";
     ctx.lineWidth = 1;
     ctx.strokeRect(L, Tp, W - L - Rp, H - Tp - B);
-    ctx.fillStyle = "#8e9bb8";
-    ctx.font = "10px IPAexGothic, sans-serif";
+    ctx.fillStyle = "#98a5c2";
+    ctx.font = `10px ${FONT}`;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
     for (const v of [lo, (lo + hi) / 2, hi]) ctx.fillText(v.toFixed(2), L - 4, Y(v));
-    ctx.textAlign = "center";
     ctx.textBaseline = "top";
-    for (const s of [0, Math.round(xmax / 2), xmax]) ctx.fillText(String(s), X(s), H - B + 3);
+    [0, Math.round(planned / 2), planned].forEach((s, j) => {
+      ctx.textAlign = ["left", "center", "right"][j];
+      ctx.fillText(String(s), X(s), H - B + 3);
+    });
+    ctx.textAlign = "center";
+    ctx.fillText(t("lossX"), L + (W - L - Rp) / 2, H - 13);
+    ctx.save();
+    ctx.translate(8, Tp + (H - Tp - B) / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textBaseline = "middle";
+    ctx.fillText(t("lossY"), 0, 0);
+    ctx.restore();
+    // legend: the line style of train and val, the colour of each run
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    let lx = L;
+    const legend = (draw, text) => { draw(lx, 8); ctx.fillStyle = "#98a5c2"; ctx.fillText(text, lx + 16, 8); lx += 22 + ctx.measureText(text).width; };
+    legend((x, y) => { ctx.strokeStyle = "#98a5c2"; ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x + 12, y); ctx.stroke(); }, t("lossTrain"));
+    legend((x, y) => { ctx.fillStyle = "#98a5c2"; ctx.beginPath(); ctx.arc(x + 6, y, 2.5, 0, 2 * Math.PI); ctx.fill(); }, t("lossVal"));
     runs.forEach((r, ri) => {
       const col = RUN_COLORS[ri % RUN_COLORS.length];
       ctx.strokeStyle = col;
-      ctx.globalAlpha = 0.6;
+      ctx.globalAlpha = 0.55;
       ctx.beginPath();
-      smooth(r.data.train).forEach(([s, v], j) => (j ? ctx.lineTo(X(s), Y(v)) : ctx.moveTo(X(s), Y(v))));
+      r.data.train.forEach(([s, v], j) => (j ? ctx.lineTo(X(s), Y(v)) : ctx.moveTo(X(s), Y(v))));
       ctx.stroke();
       ctx.globalAlpha = 1;
       ctx.lineWidth = 1.5;
@@ -528,7 +665,7 @@
       for (const [s, v] of r.data.val) { ctx.beginPath(); ctx.arc(X(s), Y(v), 2.5, 0, 2 * Math.PI); ctx.fill(); }
       ctx.lineWidth = 1;
     });
-    const x = X(currentStep());
+    const x = X(state.time);
     ctx.strokeStyle = "#ffd166";
     ctx.setLineDash([3, 3]);
     ctx.beginPath(); ctx.moveTo(x, Tp); ctx.lineTo(x, H - B); ctx.stroke();
@@ -536,6 +673,7 @@
   }
 
   function drawFrame() {
+    if (!runs[0].canvas.ctx) fitAll();
     runs.forEach(drawSky);
     drawLoss();
   }
@@ -552,76 +690,151 @@
     for (const p of curve) if (p[0] <= step + 1e-9) best = p;
     return best;
   }
-  const pct = (x) => (100 * x).toPrecision(2) + "%";
+  const runTitle = (r) => `${t(r.data.config.norm + "Short")} ${r.data.name}`;
+  function topList(r) { return r.view.top.map((i) => `${r.data.labels[i]} ${pct(r.view.probs[i])}`).join(" · "); }
+  function updateStepText() {
+    const r0 = runs[0], loc = r0.view.loc, steps = r0.data.steps;
+    let line = t("step", { s: Math.round(state.time), n: planned }) + " · ";
+    line += loc.f > 0 ? t("stepBetween", { a: steps[loc.k], b: steps[loc.k2] })
+      : t("stepAt", { i: loc.k + 1, m: r0.K, k: steps[loc.k] });
+    const thin = runs.filter((r) => r.K < r.data.recorded);
+    if (thin.length) line += thin.map((r) => t("thinned", { m: r.K, r: r.data.recorded })).join("");
+    document.getElementById("stepLabel").textContent = line;
+    slider.value = String(Math.round((SLIDER * state.time) / Math.max(1, planned)));
+  }
   function updateText() {
     document.documentElement.lang = state.lang;
+    document.title = t("docTitle");
     for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
-    document.getElementById("lang").textContent = t("lang");
+    const langButton = document.getElementById("lang");
+    langButton.textContent = t("lang");
+    langButton.setAttribute("aria-label", t("langLabel"));
     document.getElementById("play").textContent = state.playing ? t("pause") : t("play");
-    document.getElementById("stepLabel").textContent = t("step", { s: currentStep(), n: Math.max(...runs.map((r) => r.data.planned)), i: state.index + 1, m: allSteps.length });
+    for (const [id, key] of [["prevSnap", "prevSnapLabel"], ["nextSnap", "nextSnapLabel"]]) {
+      const b = document.getElementById(id);
+      b.textContent = t(id);
+      b.setAttribute("aria-label", t(key));
+      b.title = t(key);
+    }
     document.getElementById("tempLabel").textContent = t("tempLabel", { T: state.T.toFixed(2) });
+    prefixInput.placeholder = t("placeholder", { ex: EXAMPLE });
+    lossCanvas.setAttribute("aria-label", t("lossTitle"));
+    updateStepText();
     const C = runs[0].C;
     runs.forEach((r, ri) => {
-      const v = r.view, step = r.data.steps[v.k];
+      const v = r.view, step = r.data.steps[v.loc.k];
       r.title.innerHTML = `<span style="color:${RUN_COLORS[ri % RUN_COLORS.length]}">●</span> ` +
         `<span class="norm">${esc(t(r.data.config.norm))}</span><span class="folder">${esc(r.data.name)}</span>`;
-      const tl = lossAt(smooth(r.data.train), step), vl = lossAt(r.data.val, step), st = stars(r, v.k);
+      r.faceButton.textContent = t("faceH");
+      r.faceButton.setAttribute("aria-label", t("faceHLabel", { run: runTitle(r) }));
+      r.canvas.setAttribute("aria-label", t("skyLabel", { run: runTitle(r), list: topList(r) }));
+      r.readoutEl.innerHTML = esc(t("readout", { list: "" })) + v.top.map((i) =>
+        `<span class="top" data-token="${esc(r.data.labels[i])}" data-p="${v.probs[i]}"><b>${esc(r.data.labels[i])}</b> ${pct(v.probs[i])}</span>`)
+        .join(" · ");
+      const tl = lossAt(r.data.train, step), vl = lossAt(r.data.val, step), st = starsAt(r, v.loc.k);
       const lines = [t("info1", { s: step, tl: tl ? tl[1].toFixed(3) : "–", vl: vl ? vl[1].toFixed(3) : "–", vs: vl ? vl[0] : "–" }),
         t("info2", { p: (100 * (r.data.share[0] + r.data.share[1] + r.data.share[2])).toFixed(0) })];
       if (r.sphere) {
-        const d = driftMax(r, v.k);
+        const d = driftMax(r, v.loc.k);
         lines.push(t("infoUnit"));
-        lines.push(Number.isNaN(d) ? t("infoDrift0") : t("infoDrift", { d: pct(d), G: driftGain(r, v.k) }));
+        lines.push(Number.isNaN(d) ? t("infoDrift0") : t("infoDrift", { d: (100 * d).toPrecision(2) + "%", G: r.gain }));
       } else {
         lines.push(t("infoNorm", { lo: Math.min(...st.wteN).toFixed(2), hi: Math.max(...st.wteN).toFixed(2) }));
       }
       r.info.innerHTML = lines.join("<br>");
     });
     // the prefix
-    const status = document.getElementById("prefixStatus"), errs = runs.map((r) => r.view.error).filter(Boolean);
-    status.className = "small" + (errs.length ? " warn" : "");
-    status.textContent = errs.length ? errs.join(" · ") : t("prefixOk", { n: Array.from(state.prefix).length + 1, chars: Array.from(state.prefix).map((c) => " " + c).join("") });
+    const status = document.getElementById("prefixStatus"), msgs = [];
+    let warn = false;
+    for (const r of runs) {
+      const tok = r.view.tok;
+      if (tok.unknown !== null) { msgs.push(t("prefixUnknown", { run: r.data.name, c: tok.unknown })); warn = true; }
+      if (tok.cropped) msgs.push(t("prefixCropped", { run: r.data.name, T: r.T, k: r.T - 1 }));
+    }
+    if (runs.some((r) => r.view.tok.folded)) msgs.push(t("prefixFolded"));
+    const ids = runs[0].view.tok.ids, chars = ids.slice(1).map((i) => " " + runs[0].data.labels[i]).join("");
+    const ok = ids.length === 1 && state.lang === "en" ? t("prefixOk1") : t("prefixOk", { n: ids.length, chars });
+    status.className = "small" + (warn ? " warn" : "");
+    status.textContent = [ok].concat(msgs).join(" ");
     // probabilities
-    const probs = document.getElementById("probs");
-    probs.innerHTML = runs.map((r, ri) => {
-      const v = r.view, head = `<div class="who" style="color:${RUN_COLORS[ri % RUN_COLORS.length]}">● ${esc(t(r.data.config.norm + "Short"))} ${esc(r.data.name)}</div>`;
-      if (!v.probs) return `<div class="probCol">${head}<div class="small">${esc(t("probsNone"))}</div></div>`;
-      const order = v.probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]).slice(0, 8);
-      return `<div class="probCol">${head}` + order.map(([p, i]) =>
-        `<div class="probRow" data-token="${esc(r.data.labels[i])}"><span class="ch">${esc(r.data.labels[i])}</span>` +
-        `<span class="barBox"><span class="bar" style="display:block;width:${(100 * p).toFixed(1)}%"></span></span>` +
-        `<span class="p">${p.toFixed(3)}</span></div>`).join("") + "</div>";
+    document.getElementById("probs").innerHTML = runs.map((r, ri) => {
+      const v = r.view, head = `<div class="who" style="color:${RUN_COLORS[ri % RUN_COLORS.length]}">● ${esc(runTitle(r))}</div>`;
+      return `<div class="probCol">${head}` + v.order.slice(0, 8).map((i) =>
+        `<div class="probRow" data-run="${ri}" data-i="${i}" data-token="${esc(r.data.labels[i])}"><span class="ch">${esc(r.data.labels[i])}</span>` +
+        `<span class="barBox"><span class="bar" style="width:${(100 * v.probs[i]).toFixed(1)}%"></span></span>` +
+        `<span class="p">${v.probs[i].toFixed(3)}</span></div>`).join("") + "</div>";
     }).join("");
-    // cosine of the picked stars
+    markHover();
+    // attention of the last position
+    document.getElementById("attn").innerHTML = runs.map((r, ri) => {
+      const v = r.view, ids = v.tok.ids;
+      let html = `<div class="probCol"><div class="who" style="color:${RUN_COLORS[ri % RUN_COLORS.length]}">● ${esc(runTitle(r))}</div>` +
+        '<div class="attnBox"><table class="attnGrid"><tr><th></th>' + ids.map((id) => `<th>${esc(id === r.V - 1 ? "BOS" : r.data.labels[id])}</th>`).join("") + "</tr>";
+      v.res.attention.forEach((heads, l) => heads.forEach((w, h) => {
+        html += `<tr><th>${esc(t("attnHead", { l, h }))}</th>` + w.map((a) =>
+          `<td class="cell" style="background:rgba(255,209,102,${a.toFixed(3)});color:${a > 0.5 ? "#0a1226" : "#dde6f7"}">${Math.round(100 * a)}</td>`).join("") + "</tr>";
+      }));
+      return html + "</table></div></div>";
+    }).join("");
+    // picked stars: the nearest by the true cosine, or the cosine of two
     const cos = document.getElementById("cosine");
-    if (state.selected.length < 2) {
+    if (state.selected.length === 0) {
       cos.innerHTML = esc(t("cosHint", { C }));
+    } else if (state.selected.length === 1) {
+      const a = state.selected[0];
+      cos.innerHTML = runs.map((r) => {
+        const i = r.data.labels.indexOf(a);
+        if (i < 0) return esc(r.data.name) + ": –";
+        const p = M.snapshot(r, r.view.loc.k), C = r.C, ni = norm(p.wte, i * C, C), list = [];
+        for (let j = 0; j < r.V; j++) if (j !== i) list.push([M.dot(p.wte, p.wte, i * C, j * C, C) / (ni * norm(p.wte, j * C, C)), j]);
+        list.sort((x, y) => y[0] - x[0]);
+        return t("nearLine", { run: esc(runTitle(r)), a: esc(a), C, list: list.slice(0, 5).map(([c, j]) => `${esc(r.data.labels[j])} ${c.toFixed(2)}`).join(" · ") });
+      }).join("<br>");
     } else {
       const [a, b] = state.selected;
       cos.innerHTML = `<span class="pair">${esc(a)} · ${esc(b)}</span><br>` + runs.map((r) => {
         const i = r.data.labels.indexOf(a), j = r.data.labels.indexOf(b);
         if (i < 0 || j < 0) return esc(r.data.name) + ": –";
-        const p = M.snapshot(r, r.view.k), st = stars(r, r.view.k);
-        const c16 = M.dot(p.wte, p.wte, i * r.C, j * r.C, r.C) / (norm(p.wte, i * r.C, r.C) * norm(p.wte, j * r.C, r.C));
-        const c3 = st.wte[i][0] * st.wte[j][0] + st.wte[i][1] * st.wte[j][1] + st.wte[i][2] * st.wte[j][2];
-        return t("cosLine", { run: esc(t(r.data.config.norm + "Short")), c: c16.toFixed(4), C: r.C, c3: c3.toFixed(3) });
+        const p = M.snapshot(r, r.view.loc.k), st = starsAt(r, r.view.loc.k), C = r.C;
+        const c16 = M.dot(p.wte, p.wte, i * C, j * C, C) / (norm(p.wte, i * C, C) * norm(p.wte, j * C, C));
+        const c3 = st.wte3[i][0] * st.wte3[j][0] + st.wte3[i][1] * st.wte3[j][1] + st.wte3[i][2] * st.wte3[j][2];
+        return t("cosLine", { run: esc(runTitle(r)), c: c16.toFixed(4), C, c3: c3.toFixed(3) });
       }).join("<br>");
     }
-    const anyDrift = runs.some((r) => r.drift);
-    document.getElementById("notes").innerHTML = TEXT[state.lang].notes
-      .filter((_, i) => i !== 2 || anyDrift)
-      .map((s) => "<p>" + s.split("{C}").join(String(C)) + "</p>").join("");
-    buildOptions();
+    const fixed = JSON.stringify([state.lang, state.show, state.selected]);
+    if (fixed !== updateText.fixed) {  // what changes only with the language, the layers or the picked stars
+      updateText.fixed = fixed;
+      const anyDrift = runs.some((r) => r.drift);
+      document.getElementById("notes").innerHTML = TEXT[state.lang].notes
+        .filter((_, i) => i !== 2 || anyDrift)
+        .map((s) => "<p>" + s.split("{C}").join(String(C)) + "</p>").join("");
+      buildOptions();
+      buildStarPick();
+    }
+    if (state.tour >= 0) showTour();
   }
 
   function buildOptions() {
-    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", "optOut", "◆", "#ff9a76"],
-      ["path", "optPath", "◎", "#67e3c0"], ["trail", "optTrail", "∿", "#c9d2e8"]];
-    if (runs.some((r) => r.sphere)) opts.splice(3, 0, ["drift", "optDrift", "⟋", "#ff5d9e"]);
+    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", "optOut", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
+      ["path", "optPath", "◎", "#67e3c0"], ["trail", "optTrail", "∼", "#c9d2e8"]];
+    if (runs.some((r) => r.sphere)) opts.splice(3, 0, ["drift", "optDrift", "↑", "#ff5d9e"]);
     const box = document.getElementById("options");
-    box.innerHTML = opts.map(([key, label, sym, col]) =>
+    box.querySelectorAll("label").forEach((el) => el.remove());
+    box.insertAdjacentHTML("beforeend", opts.map(([key, label, sym, col]) =>
       `<label class="${state.show[key] ? "" : "off"}"><input type="checkbox" data-opt="${key}"${state.show[key] ? " checked" : ""}>` +
-      `<span class="swatch" style="color:${col}">${sym}</span>${esc(t(label))}</label>`).join("");
+      `<span class="swatch" style="color:${col}" aria-hidden="true">${sym}</span>${esc(t(label))}</label>`).join(""));
+  }
+  function buildStarPick() {
+    const sel = document.getElementById("starPick"), labels = [];
+    for (const r of runs) for (const l of r.data.labels) if (!labels.includes(l)) labels.push(l);
+    sel.innerHTML = `<option value="">${esc(t("starNone"))}</option>` +
+      labels.map((l) => `<option value="${esc(l)}"${state.selected[state.selected.length - 1] === l ? " selected" : ""}>${esc(l)}</option>`).join("");
+  }
+  function markHover() {
+    for (const row of document.querySelectorAll(".probRow")) {
+      const hot = state.hover && Number(row.dataset.run) === state.hover.ri && Number(row.dataset.i) === state.hover.i;
+      row.classList.toggle("hot", !!hot);
+    }
   }
 
   function update() {
@@ -632,77 +845,175 @@
 
   // ------------------------------------------------------------------------------------------ controls
   const slider = document.getElementById("replay");
-  slider.max = String(allSteps.length - 1);
-  state.index = allSteps.length - 1;
-  slider.value = String(state.index);
-  slider.addEventListener("input", () => { state.index = Number(slider.value); update(); });
+  slider.max = String(SLIDER);
+  function setTime(time) {
+    const before = runs.map((r) => r.view && r.view.loc.k);
+    state.time = Math.max(0, Math.min(planned, time));
+    if (runs.some((r, ri) => locate(r, state.time).k !== before[ri])) { update(); return; }
+    for (const r of runs) { r.view.loc = locate(r, state.time); }
+    updateStepText();
+    redraw();
+  }
+  slider.addEventListener("input", () => setTime((Number(slider.value) / SLIDER) * planned));
+  const snapJump = (dir) => {
+    const s = dir > 0 ? allSteps.find((x) => x > state.time + 1e-9) : allSteps.slice().reverse().find((x) => x < state.time - 1e-9);
+    if (s !== undefined) setTime(s);
+  };
+  document.getElementById("prevSnap").addEventListener("click", () => { setPlaying(false); snapJump(-1); });
+  document.getElementById("nextSnap").addEventListener("click", () => { setPlaying(false); snapJump(1); });
+  let last = 0;
+  function tick(now) {
+    if (!state.playing) return;
+    const dt = Math.min(0.1, (now - last) / 1000);
+    last = now;
+    const time = state.time + (dt * state.speed * planned) / REPLAY_SECONDS;
+    if (time >= planned) { setTime(planned); setPlaying(false); return; }
+    setTime(time);
+    requestAnimationFrame(tick);
+  }
   function setPlaying(on) {
+    if (on === state.playing) return;
     state.playing = on;
-    clearInterval(state.timer);
     if (on) {
-      if (state.index >= allSteps.length - 1) state.index = 0;
-      state.timer = setInterval(() => {
-        if (state.index >= allSteps.length - 1) { setPlaying(false); return; }
-        state.index += 1;
-        slider.value = String(state.index);
-        update();
-      }, 160);
+      if (state.time >= planned) setTime(0);
+      last = performance.now();
+      requestAnimationFrame(tick);
     }
-    update();
+    document.getElementById("play").textContent = state.playing ? t("pause") : t("play");
   }
   document.getElementById("play").addEventListener("click", () => setPlaying(!state.playing));
+  document.getElementById("speed").addEventListener("change", (e) => { state.speed = Number(e.target.value); });
   document.getElementById("lang").addEventListener("click", () => { state.lang = state.lang === "ja" ? "en" : "ja"; update(); });
   const prefixInput = document.getElementById("prefix");
-  const hasAll = (chars) => runs.every((r) => Array.from(chars).every((c) => r.data.labels.includes(c)));
-  prefixInput.placeholder = hasAll("えみ") ? "えみ" : hasAll("em") ? "em" : "";
   prefixInput.addEventListener("input", () => { state.prefix = prefixInput.value; update(); });
   const tempInput = document.getElementById("temp");
-  tempInput.addEventListener("input", () => { state.T = 0.2 * Math.pow(25, Number(tempInput.value) / 100); update(); });
+  const setT = (v) => { tempInput.value = String(v); state.T = Math.pow(2, (v - 50) / 25); };  // 0.25 .. 4, 1 at the middle
+  tempInput.addEventListener("input", () => { setT(Number(tempInput.value)); update(); });
   document.getElementById("options").addEventListener("change", (e) => {
     const key = e.target.dataset && e.target.dataset.opt;
-    if (key) { state.show[key] = e.target.checked; update(); }
+    if (key) { state.show[key] = e.target.checked; updateText(); redraw(); }
   });
+  document.getElementById("starPick").addEventListener("change", (e) => {
+    const ch = e.target.value;
+    state.selected = ch ? state.selected.filter((s) => s !== ch).concat([ch]).slice(-2) : [];
+    updateText(); redraw();
+  });
+  const probsBox = document.getElementById("probs");
+  probsBox.addEventListener("mouseover", (e) => {
+    const row = e.target.closest(".probRow");
+    const hover = row ? { ri: Number(row.dataset.run), i: Number(row.dataset.i) } : null;
+    if (JSON.stringify(hover) !== JSON.stringify(state.hover)) { state.hover = hover; markHover(); redraw(); }
+  });
+  probsBox.addEventListener("mouseleave", () => { state.hover = null; markHover(); redraw(); });
 
-  // one camera for every sky: dragging any of them turns all; a click (no drag) picks the nearest star
-  for (const r of runs) {
+  // the camera: dragging any sky turns all; arrow keys on a focused sky; "face h" turns it to a run's h
+  function turn(dx, dy) { state.R = mul(mul(rotY(dx), rotX(dy)), state.R); }
+  function cameraFacing(p) {  // the rotation that brings map point p to the front, keeping "up" where it can
+    const e2 = unit3(p), up = state.R[1], d = up[0] * e2[0] + up[1] * e2[1] + up[2] * e2[2];
+    let e1 = [up[0] - d * e2[0], up[1] - d * e2[1], up[2] - d * e2[2]];
+    if (Math.hypot(...e1) < 1e-6) e1 = Math.abs(e2[0]) < 0.9 ? [1, 0, 0] : [0, 1, 0];
+    e1 = unit3(e1);
+    const e1o = unit3([e1[0] - (e1[0] * e2[0] + e1[1] * e2[1] + e1[2] * e2[2]) * e2[0], e1[1] - (e1[0] * e2[0] + e1[1] * e2[1] + e1[2] * e2[2]) * e2[1],
+      e1[2] - (e1[0] * e2[0] + e1[1] * e2[1] + e1[2] * e2[2]) * e2[2]]);
+    return [cross(e1o, e2), e1o, e2];
+  }
+  function faceH(ri, instant) {
+    const r = runs[ri], target = pathGeometry(r).h, from = state.R[2];
+    const frames = instant ? 1 : 14;
+    let j = 0;
+    const step = () => {
+      j += 1;
+      state.R = cameraFacing(slerp3(from, target, j / frames));
+      drawFrame();
+      if (j < frames) requestAnimationFrame(step);
+    };
+    step();
+  }
+  runs.forEach((r, ri) => {
     const c = r.canvas;
     c.addEventListener("pointerdown", (e) => {
       state.drag = { x: e.clientX, y: e.clientY, moved: 0 };
       c.setPointerCapture(e.pointerId);
     });
     c.addEventListener("pointermove", (e) => {
-      if (!state.drag) return;
+      if (!state.drag) { hoverStar(ri, e); return; }
       const dx = e.clientX - state.drag.x, dy = e.clientY - state.drag.y;
       state.drag.x = e.clientX;
       state.drag.y = e.clientY;
       state.drag.moved += Math.abs(dx) + Math.abs(dy);
-      state.R = mul(mul(rotY(dx * 0.01), rotX(dy * 0.01)), state.R);
+      turn(dx * 0.01, dy * 0.01);
       redraw();
     });
     c.addEventListener("pointerup", (e) => {
       const d = state.drag;
       state.drag = null;
       if (!d || d.moved > 4) return;
-      const box = c.getBoundingClientRect(), x = e.clientX - box.left, y = e.clientY - box.top;
-      const hit = pick(r, x, y);
-      if (hit !== null) {
-        const ch = r.data.labels[hit];
-        state.selected = state.selected.includes(ch) ? state.selected.filter((s) => s !== ch)
-          : state.selected.concat([ch]).slice(-2);
-        update();
-      }
+      const box = c.getBoundingClientRect(), hit = pick(r, e.clientX - box.left, e.clientY - box.top);
+      if (hit !== null) selectStar(r.data.labels[hit]);
     });
+    c.addEventListener("pointerleave", () => { if (state.hover && state.hover.ri === ri) { state.hover = null; markHover(); redraw(); } });
+    c.addEventListener("keydown", (e) => {
+      const a = 0.12, keys = { ArrowLeft: [-a, 0], ArrowRight: [a, 0], ArrowUp: [0, -a], ArrowDown: [0, a] };
+      if (keys[e.key]) { turn(...keys[e.key]); redraw(); e.preventDefault(); }
+      if (e.key === "Enter" || e.key === "h") { faceH(ri); e.preventDefault(); }
+    });
+  });
+  function selectStar(ch) {
+    state.selected = state.selected.includes(ch) ? state.selected.filter((s) => s !== ch) : state.selected.concat([ch]).slice(-2);
+    updateText();
+    redraw();
   }
   function pick(r, x, y) {  // the nearest input star within 14 px, near side first
-    const st = stars(r, r.view.k);
+    const it = skyItems(r);
     let best = null, bestD = 14 * 14;
     for (let i = 0; i < r.V; i++) {
-      const [sx, sy, z] = screen(st.wte[i]);
-      const d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 30 : 0);
+      const [sx, sy, z] = it.stars[i], d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 30 : 0);
       if (d < bestD) { bestD = d; best = i; }
     }
     return best;
   }
+  function hoverStar(ri, e) {  // the pointer over a star (input or output) marks its probability bar
+    const r = runs[ri], box = r.canvas.getBoundingClientRect(), x = e.clientX - box.left, y = e.clientY - box.top;
+    const it = skyItems(r);
+    let best = null, bestD = 10 * 10;
+    for (const pts of [state.show.out ? it.out : [], state.show.stars ? it.stars : []]) {
+      pts.forEach(([sx, sy, z], i) => { const d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 20 : 0); if (d < bestD) { bestD = d; best = i; } });
+    }
+    const hover = best === null ? null : { ri, i: best };
+    if (JSON.stringify(hover) !== JSON.stringify(state.hover)) { state.hover = hover; markHover(); redraw(); }
+  }
+
+  // ------------------------------------------------------------------------------------------ the guided tour
+  const tourBox = document.getElementById("tour");
+  const sphereRun = Math.max(0, runs.findIndex((r) => r.sphere));
+  const TOUR = [
+    () => { setPlaying(false); state.prefix = ""; Object.assign(state.show, { stars: true, out: true, path: true, drift: false, trail: false });
+            state.R = mul(rotX(-0.45), rotY(0.6)); setT(50); setTime(planned); },
+    () => { setTime(0); setPlaying(true); },
+    () => { setPlaying(false); setTime(planned); state.prefix = EXAMPLE; update(); faceH(runs.length - 1); },
+    () => { state.show.out = true; setT(25); update(); faceH(sphereRun); },
+    () => { setPlaying(false); state.show.drift = true; setTime(runs[sphereRun].data.steps[Math.min(2, runs[sphereRun].K - 1)]); update(); },
+  ];
+  function showTour() {
+    tourBox.hidden = false;
+    const steps = TEXT[state.lang].tour;
+    document.getElementById("tourText").innerHTML = steps[state.tour].split("{ex}").join(esc(EXAMPLE));
+    document.getElementById("tourCount").textContent = t("tourCount", { i: state.tour + 1, n: steps.length });
+    document.getElementById("tourBack").disabled = state.tour === 0;
+    document.getElementById("tourNext").disabled = state.tour === steps.length - 1;
+  }
+  function goTour(i) {
+    state.tour = i;
+    if (i < 0) { tourBox.hidden = true; return; }
+    TOUR[i]();
+    prefixInput.value = state.prefix;
+    update();
+    showTour();
+  }
+  document.getElementById("tourButton").addEventListener("click", () => goTour(0));
+  document.getElementById("tourBack").addEventListener("click", () => goTour(Math.max(0, state.tour - 1)));
+  document.getElementById("tourNext").addEventListener("click", () => goTour(Math.min(TOUR.length - 1, state.tour + 1)));
+  document.getElementById("tourClose").addEventListener("click", () => goTour(-1));
 
   // ------------------------------------------------------------------------------------------ for the tests
   window.__planetarium = {
@@ -712,23 +1023,57 @@
     // the page's forward pass on run ri, snapshot k: plain arrays, to compare with numpy_engine.forward_np
     forward(ri, k, tokens) {
       const res = M.forward(runs[ri], k, tokens);
-      return { hidden: res.hidden.map((stage) => stage.map((h) => Array.from(h))), logits: res.logits.map((z) => Array.from(z)) };
+      return { hidden: res.hidden.map((stage) => stage.map((h) => Array.from(h))), logits: res.logits.map((z) => Array.from(z)),
+               attention: res.attention };
     },
     softmax: (z, T) => M.softmax(z, T),
-    turn(dx, dy) { state.R = mul(mul(rotY(dx), rotX(dy)), state.R); },
-    setIndex(i) {  // the replay slider's position (clamped), with everything it recomputes
-      state.index = Math.max(0, Math.min(allSteps.length - 1, i));
-      slider.value = String(state.index);
-      update();
-    },
-    // where input star `label` of run ri is drawn, in pixels from its canvas's top left corner
+    turn(dx, dy) { turn(dx, dy); },
+    setTime(time) { setTime(time); },
+    setIndex(i) { setTime(allSteps[Math.max(0, Math.min(allSteps.length - 1, i))]); update(); },
+    show(layer, on) { state.show[layer] = on; updateText(); drawFrame(); },
+    update,
+    faceH(ri) { faceH(ri, true); },
+    tour: goTour,
+    // where input star `label` of run ri is drawn, in CSS pixels from its canvas's top left corner
     starAt(ri, label) {
-      const r = runs[ri], [x, y, z] = screen(stars(r, r.view.k).wte[r.data.labels.indexOf(label)]);
+      const r = runs[ri], [x, y, z] = skyItems(r).stars[r.data.labels.indexOf(label)];
       return { x, y, near: z > 0 };
     },
-    view: (ri) => ({ k: runs[ri].view.k, probs: runs[ri].view.probs, error: runs[ri].view.error,
-                     positions: runs[ri].view.chains ? runs[ri].view.chains.length : 0 }),
+    // where each layer's items are on sky ri (CSS pixels, near side only): what the tests compare pixels at
+    projected(ri) {
+      const r = runs[ri], it = skyItems(r, true), near = (p) => p[2] > 0, xy = (p) => [p[0], p[1]];
+      const geo = pathGeometry(r), scr = it.scr;
+      return {
+        stars: it.stars.filter(near).map(xy), out: it.out.filter(near).map(xy),
+        caps: it.caps.filter((c) => !c.whole).flatMap((c) => c.rim.filter(near).map(xy)),
+        path: geo.chains.flatMap((c) => c.points.map(scr)).filter(near).map(xy),
+        drift: it.drift.filter((d) => near(d.from) && r.gain * Math.abs(d.d) * it.fr.rho > 3).flatMap((d) => {
+          const ring = 4 + it.fr.rho * Math.abs(d.d) * r.gain;  // (the ring drawn around the star)
+          return [0, 1, 2, 3, 4, 5, 6, 7].map((j) => [d.from[0] + ring * Math.cos(j * Math.PI / 4),
+                                                      d.from[1] + ring * Math.sin(j * Math.PI / 4)]);
+        }),
+        trail: it.trail.flatMap((pts) => pts.slice(1, -2)).filter(near).map(xy),
+      };
+    },
+    // the cap of output star `label` of run ri as the sky draws it: its center and the star's direction (map)
+    cap(ri, label) {
+      const r = runs[ri], i = r.data.labels.indexOf(label), lm3 = skyItems(r).lm3, cap = capOf(r, i, lm3);
+      return { center: cap.c, star: lm3[i], anti: cap.anti, whole: cap.whole, theta: cap.th, kappa: cap.kappa };
+    },
+    // each output star's cosine with h on the map and in C dimensions (the true-angle option makes them equal)
+    cosToH(ri) {
+      const r = runs[ri], g = pathGeometry(r), lm3 = skyItems(r).lm3, A = starsAt(r, r.view.loc.k);
+      return lm3.map((p, i) => [p[0] * g.h[0] + p[1] * g.h[1] + p[2] * g.h[2], M.dot(A.lm[i], g.hC, 0, 0, r.C)]);
+    },
+    view: (ri) => {
+      const v = runs[ri].view;
+      return { k: v.loc.k, f: v.loc.f, probs: v.probs, top: v.top.map((i) => runs[ri].data.labels[i]),
+               error: v.tok.unknown, positions: v.tok.ids.length, ids: v.tok.ids, steps: runs[ri].data.steps };
+    },
   };
+  setT(50);
+  fitAll();
   update();
   drawFrame();
+  if (document.fonts && document.fonts.load) document.fonts.load(`13px ${FONT}`).then(() => drawFrame(), () => {});
 })();

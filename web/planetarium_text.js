@@ -1,0 +1,194 @@
+// planetarium_text.js -- every word the planetarium page shows, in Japanese (the default, with lecture 3's terms)
+// and English. {name} marks a value the page puts in. Only characters the embedded font has are used here
+// (planetarium.py subsets IPAexGothic to this file's characters, and a test checks the page's text against it).
+"use strict";
+
+const PlanetText = {
+  ja: {
+    docTitle: "プラネタリウム — microgpt-sphere",
+    title: "プラネタリウム：単位球面の上で学習を再生する",
+    subtitle: "第3回「プラネタリウムの建設」── 星（トークンの埋め込み）は、単位球面上の向きで意味を持つ。" +
+      "ドラッグまたは矢印キーで回転、星をクリックで選択。",
+    lang: "English", langLabel: "Switch to English",
+    tourOpen: "ガイドツアー", tourBack: "◀ 前へ", tourNext: "次へ ▶", tourClose: "閉じる", tourCount: "{i} / {n}",
+    play: "▶ 再生", pause: "‖ 停止", prevSnap: "◀", nextSnap: "▶",
+    prevSnapLabel: "前のスナップショットへ", nextSnapLabel: "次のスナップショットへ",
+    speed: "速さ", replayLabel: "再生位置（学習ステップ）",
+    step: "学習ステップ {s} / {n}",
+    stepAt: "数値はスナップショット {i} / {m}（ステップ {k}）のもの",
+    stepBetween: "ステップ {a} と {b} のスナップショットの間（星は大円に沿って補間）。数値はステップ {a} のもの",
+    thinned: "（履歴の {r} 個のスナップショットのうち {m} 個を収録）",
+    lossTitle: "損失の推移",
+    lossX: "学習ステップ", lossY: "損失", lossTrain: "訓練（移動平均）", lossVal: "検証", lossNow: "いま",
+    prefix: "名前の書き出し（接頭辞）：各位置の隠れ状態 h をたどる",
+    placeholder: "例：{ex}（入力してください）",
+    prefixOk: "{n} 個の位置：BOS{chars}。最後の位置 ◎ が次の文字を読み出す。",
+    prefixFolded: "大文字は語彙に合わせて小文字にしました。",
+    prefixUnknown: "{run}：「{c}」は語彙にない文字です。道はその手前まで。",
+    prefixCropped: "{run}：学習と同じく、最初の {T} 個の位置（BOS と {k} 文字）で切りました。",
+    temp: "温度 T",
+    tempLabel: "T = {T}：集中度 κ = s_z / T",
+    layers: "表示するもの",
+    optStars: "入力の星（埋め込み wte の行）",
+    optOut: "出力の星（lm_head の行）と vMF キャップ",
+    optTrueH: "出力の星を h からの本当の角度に置く",
+    optPath: "名前の道（隠れ状態 h と残差ステップ）",
+    optDrift: "リトラクション前の位置（Adam の一歩）",
+    optTrail: "星の軌跡（ステップ 0 から）",
+    probsTitle: "次の文字の確率 softmax(z / T)（上位 8 文字）",
+    probsNone: "接頭辞を直すと表示します",
+    attnTitle: "最後の位置のアテンション重み（層・ヘッドごと）",
+    attnHead: "層{l} ヘッド{h}",
+    readout: "次の文字：{list}",
+    readoutNone: "次の文字：—",
+    faceH: "h を正面に", faceHLabel: "{run} の隠れ状態 h を正面に向ける",
+    skyLabel: "{run} の空。矢印キーで回転、Enter で h を正面に。上位の文字：{list}",
+    starPick: "星を選ぶ", starNone: "（なし）",
+    cosHint: "星をクリック（または上の一覧から選択）すると、{C} 次元での本当のコサインで近い星を表示します。2 つ選ぶとその 2 つのコサイン。",
+    cosLine: "{run}：cos θ = <b>{c}</b>（{C} 次元）、図の上では {c3}",
+    nearLine: "{run}：「{a}」に近い星（{C} 次元の cos）：{list}",
+    sphere: "球面モード（nGPT）", rmsnorm: "RMSNorm（元の microgpt）", sphereShort: "球面（nGPT）",
+    rmsnormShort: "RMSNorm",
+    info1: "ステップ <b>{s}</b> · 訓練損失 <b>{tl}</b>（移動平均）· 検証損失 <b>{vl}</b>（ステップ {vs}）",
+    info2: "上位3主成分が説明する分散 {p}%（射影して単位球面 S² に正規化）。薄い星ほど射影で長さを失っている",
+    infoUnit: "どの星もノルム 1：意味は向きだけが担う",
+    infoNorm: "星の大きさ＝ノルム |wte_i|（{lo}〜{hi}）：球面モードが捨てるもの",
+    infoDrift: "Adam の一歩で星は球面から最大 {d} 外れ、リトラクションが引き戻す（図では再生の間ずっと ×{G}）",
+    infoDrift0: "ステップ 0：まだ Adam の一歩はない（初期化の直後）",
+    capWhole: "{c}：κ = {k}、キャップは球面全体",
+    capAnti: "反対側",
+    farSide: "裏",
+    notes: [
+      "<b>射影。</b>{C} 次元の星は描けないので、最後のスナップショットの埋め込み wte の上位3主成分の方向に射影し、" +
+        "もう一度単位球面 S² に正規化して描いています。2 つめ以降の空の基底は、共通の文字が 1 つめの空とできるだけ同じ場所に" +
+        "来るよう回転してあります（直交プロクラステス）。図の上の角度は本当の角度から歪みます。射影で長さの多くを失った星ほど薄く" +
+        "描きます。出力の星は、h との角度だけは正確になるよう、h を通る大円に沿って本当の角度 arccos(w·h) の位置に置きます" +
+        "（オプションで切り替え）：h に近い出力の星ほど、その文字が次に来やすい。正確な値（コサイン、確率）は数値で示します。",
+      "<b>vMF キャップ。</b>確率の上位 3 文字の出力の星 w_k を囲む円は、vMF 分布 exp(κ w_k·h) の密度がピークの 1/e に落ちる角度 " +
+        "cos θ = 1 − 1/κ です（κ = s_z,k / T）。κ が大きいほどキャップは小さく、その文字の確率は h の向きに敏感です。" +
+        "|κ| ≦ 1/2 ならキャップは球面全体。s_z が負の文字は、h が w_k から離れるほど確率が上がります：密度のピークは反対側の点 −w_k" +
+        " にあり、キャップはそこに破線で描きます。RMSNorm ではノルムが固定されず、ロジットはコサインではないので vMF との対応は" +
+        "成り立ちません（講義の「前提が崩れる場合」）：キャップは描かず、◆ の大きさで確率だけを示します。",
+      "<b>リトラクション。</b>球面モードでは Adam の一歩で星が単位球面の外（や内）にずれ、リトラクション w ← w/|w| が" +
+        "半径方向に引き戻します。ピンクの線と輪は外へ（|w| > 1）、青は内へ（|w| < 1）のずれ。ずれは小さいので図では拡大しています。" +
+        "倍率は再生の間ずっと同じなので、学習率が 0 に向かって減るにつれてずれが縮むのが見えます。",
+      "<b>名前の道。</b>各位置の隠れ状態 h（埋め込みの後、各ブロックの後）を点で、残差ステップ " +
+        "h ← Norm(h + α(Norm(f(h)) − h)) を大円の弧（{C} 次元の弧の射影）で結びます。数字は位置、◎ は最後の位置。" +
+        "破線は位置から位置への移り変わり、点線は最後の位置でブロックが向かう先 Norm(f(h))。",
+      "<b>再生。</b>スナップショットは学習の初めほど密です。再生は学習ステップに比例して進み、スナップショットの間は星を大円に沿って" +
+        "補間します（slerp）。確率などの数値は、いまの位置の直前のスナップショットで計算したものです。ページは重みを" +
+        "スナップショット間の差分として 8 ビットで保存しているので、確率は学習した重みそのものでの値と最大 0.001 ほど違います。",
+    ],
+    tour: [
+      "<b>1. 星。</b>白い点は入力の星（埋め込み wte の行）、オレンジの ◆ は出力の星（lm_head の行）。左は元の microgpt（RMSNorm）、" +
+        "右は同じシードの球面モード（nGPT）。カメラは共通で、同じ文字はどの空でもほぼ同じ場所にあります。ドラッグか矢印キーで回してみましょう。",
+      "<b>2. 再生。</b>ステップ 0（初期化の直後）から学習を再生します。星が動いて、似た役割の文字が集まっていきます。" +
+        "速さは「速さ」で変えられます。",
+      "<b>3. 名前の道。</b>「{ex}」と入力しました。緑の点が各位置の隠れ状態 h、弧が残差ステップです。カメラを最後の位置の h に向けました。" +
+        "各空の下と確率の一覧に、次の文字の上位 3 つが出ます。",
+      "<b>4. キャップと温度。</b>上位の文字の出力の星を囲む円が vMF キャップ（κ = s_z / T）。温度を下げる（T = 0.5）と κ が倍になり、" +
+        "キャップは小さく、確率は上位に集まります。",
+      "<b>5. リトラクション。</b>学習の初めに戻り、Adam の一歩で球面から押し出された位置を線と輪で示します。再生すると、" +
+        "学習率が下がるにつれて輪が縮み、星が球面の上にとどまるのが見えます。",
+    ],
+  },
+  en: {
+    docTitle: "Planetarium — microgpt-sphere",
+    title: "Planetarium: replaying training on the unit sphere",
+    subtitle: "Lecture 3, “Building the planetarium”: stars (token embeddings) get their meaning from their " +
+      "direction on the unit sphere. Drag or use the arrow keys to rotate, click stars to pick them.",
+    lang: "日本語", langLabel: "日本語に切り替える",
+    tourOpen: "Guided tour", tourBack: "◀ Back", tourNext: "Next ▶", tourClose: "Close", tourCount: "{i} / {n}",
+    play: "▶ Play", pause: "‖ Pause", prevSnap: "◀", nextSnap: "▶",
+    prevSnapLabel: "Previous snapshot", nextSnapLabel: "Next snapshot",
+    speed: "Speed", replayLabel: "Replay position (training step)",
+    step: "training step {s} / {n}",
+    stepAt: "numbers of snapshot {i} / {m} (step {k})",
+    stepBetween: "between the snapshots of steps {a} and {b} (stars interpolated along great circles); numbers of step {a}",
+    thinned: " ({m} of the history's {r} snapshots on this page)",
+    lossTitle: "Loss during training",
+    lossX: "training step", lossY: "loss", lossTrain: "train (running mean)", lossVal: "val", lossNow: "now",
+    prefix: "Start of a name: the hidden state h at each position",
+    placeholder: "e.g. {ex} (type here)",
+    prefixOk: "{n} positions: BOS{chars}; the last one ◎ reads out the next character.",
+    prefixOk1: "1 position: BOS; it reads out the first character.",
+    prefixFolded: "Upper case was folded to the vocabulary's lower case.",
+    prefixUnknown: "{run}: “{c}” is not in the vocabulary; the path stops before it.",
+    prefixCropped: "{run}: cropped to the first {T} positions (BOS and {k} characters), as in training.",
+    temp: "Temperature T",
+    tempLabel: "T = {T}: concentration κ = s_z / T",
+    layers: "Show",
+    optStars: "Input stars (rows of the embedding wte)",
+    optOut: "Output stars (rows of lm_head) and vMF caps",
+    optTrueH: "Output stars at their true angle from h",
+    optPath: "A name's path (hidden states h, residual steps)",
+    optDrift: "Position before the retraction (Adam's step)",
+    optTrail: "Star trails (from step 0)",
+    probsTitle: "Next-character probabilities softmax(z / T) (top 8)",
+    probsNone: "shown once the prefix is valid",
+    attnTitle: "Attention weights of the last position (per layer and head)",
+    attnHead: "layer {l} head {h}",
+    readout: "next: {list}",
+    readoutNone: "next: –",
+    faceH: "face h", faceHLabel: "Turn the camera to {run}'s hidden state h",
+    skyLabel: "Sky of {run}. Arrow keys rotate, Enter faces h. Top characters: {list}",
+    starPick: "Pick a star", starNone: "(none)",
+    cosHint: "Click a star (or pick one above) to list its nearest stars by the true cosine in {C} dimensions; pick two for their cosine.",
+    cosLine: "{run}: cos θ = <b>{c}</b> ({C}-D); on the map {c3}",
+    nearLine: "{run}: nearest to “{a}” (cos in {C}-D): {list}",
+    sphere: "sphere mode (nGPT)", rmsnorm: "RMSNorm (the original microgpt)", sphereShort: "sphere (nGPT)",
+    rmsnormShort: "RMSNorm",
+    info1: "step <b>{s}</b> · train loss <b>{tl}</b> (running mean) · val loss <b>{vl}</b> (step {vs})",
+    info2: "top 3 principal directions: {p}% of the variance (projected, re-normalized onto S²); the fainter a star, the more of its length the projection lost",
+    infoUnit: "every star has norm 1: only its direction carries meaning",
+    infoNorm: "star size = norm |wte_i| ({lo} to {hi}): what sphere mode throws away",
+    infoDrift: "Adam's step pushed the stars up to {d} off the sphere; the retraction pulls them back (map: ×{G} for the whole replay)",
+    infoDrift0: "step 0: no Adam step yet (right after initialization)",
+    capWhole: "{c}: κ = {k}, the cap is the whole sphere",
+    capAnti: "opposite",
+    farSide: "far",
+    notes: [
+      "<b>Projection.</b> {C}-dimensional stars cannot be drawn: they are projected onto the top 3 principal " +
+        "directions of the last snapshot's embeddings (wte) and re-normalized onto the unit sphere S². Every sky after " +
+        "the first is turned so that the characters they share sit as near as they can to the first sky's (orthogonal " +
+        "Procrustes). Angles on the map are distorted; a star is the fainter the more of its length the projection " +
+        "lost. Output stars are placed at their true angle arccos(w·h) from h, along the map's great circle through h " +
+        "(an option): their nearness to h is the real one. The exact values (cosines, probabilities) are shown as numbers.",
+      "<b>vMF caps.</b> The circle around the output star w_k of each of the top 3 characters is where the vMF density " +
+        "exp(κ w_k·h) falls to 1/e of its peak: cos θ = 1 − 1/κ with κ = s_z,k / T. The larger κ, the smaller the cap " +
+        "and the more that character's probability depends on the direction of h; for |κ| ≦ 1/2 the cap is the whole " +
+        "sphere. A character with a negative s_z gets likelier the further h points from w_k: its density peaks at " +
+        "the opposite point −w_k, where its cap is drawn dashed. In RMSNorm the norms are free and the logits are no " +
+        "cosines, so the vMF correspondence does not hold (the lecture's caution): no caps there, ◆'s size shows the " +
+        "probability.",
+      "<b>Retraction.</b> In sphere mode Adam's step moves each star off the unit sphere (outward or inward) and " +
+        "the retraction w ← w/|w| pulls it back along the radius. Pink lines and rings: pushed out (|w| > 1); blue: " +
+        "pushed in (|w| < 1). The offsets are small, so the map exaggerates them, by one factor for the whole replay: " +
+        "as the learning rate decays to 0 the offsets visibly shrink.",
+      "<b>A name's path.</b> Dots are the hidden state h at each position (after the embedding, after each " +
+        "block); arcs are the residual steps h ← Norm(h + α(Norm(f(h)) − h)), great-circle arcs in {C} " +
+        "dimensions, projected. Numbers are positions, ◎ the last one. Dashed: from one position to the next; " +
+        "dotted: where the block pulls the last position, Norm(f(h)).",
+      "<b>Replay.</b> Snapshots are densest early in training. The replay advances in proportion to training steps, " +
+        "and between snapshots the stars move along great circles (slerp). Probabilities and other numbers are " +
+        "those of the last snapshot at or before the current step. The page stores the weights as 8-bit differences " +
+        "between snapshots, so its probabilities differ from those of the run's own weights by up to about 0.001.",
+    ],
+    tour: [
+      "<b>1. Stars.</b> White dots are input stars (rows of the embedding wte), orange ◆ output stars (rows of " +
+        "lm_head). Left: the original microgpt (RMSNorm); right: sphere mode (nGPT) from the same seed. One camera " +
+        "turns every sky, and a letter sits in about the same place in each. Drag, or use the arrow keys.",
+      "<b>2. Replay.</b> Training replays from step 0 (right after initialization): the stars move, and characters " +
+        "with similar roles gather. Change the speed with “Speed”.",
+      "<b>3. A name's path.</b> “{ex}” is typed: green dots are the hidden state h at each position, arcs the " +
+        "residual steps. The camera now faces the last position's h. The top 3 next characters are under each sky and " +
+        "in the list of probabilities.",
+      "<b>4. Caps and temperature.</b> The circles around the top characters' output stars are vMF caps (κ = s_z / T). " +
+        "Lowering the temperature (T = 0.5) doubles κ: the caps shrink and the probability gathers on the top characters.",
+      "<b>5. Retraction.</b> Back near the start of training: lines and rings show where Adam's step pushed each star " +
+        "off the sphere. Play on: as the learning rate decays the rings shrink, and the stars stay on the sphere.",
+    ],
+  },
+};
+
+if (typeof module !== "undefined") module.exports = PlanetText;
