@@ -222,3 +222,48 @@ def test_a_slider_figure_redraws_when_a_slider_moves():
     assert calls == [(5.0, 1.0)]
     panel.children[0].value = 50.0
     assert calls[-1] == (50.0, 1.0)
+
+
+# The terms of lecture 3's headings and tables (its TIP promises a キーワード集): each must be in GLOSSARY.md.
+LECTURE_3_TERMS = [
+    # headings and callout titles, in the lecture's order
+    "注意事項", "導入：平面から球面へ", "nGPTの衝撃", "nGPTとは何か", "Transformerの構成要素", "「高速化」の意味",
+    "「正規化」と「球面制約」の違い", "LayerNormと球面制約の違い", "設計の徹底が本質", "なぜ高速化するのか",
+    "高次元の集中現象", "仮説段階", "歴史的文脈", "歴史的推測", "プラネタリウム・メタファー",
+    "球面を「ドーム」として捉える", "プラネタリウムの賞味期限", "第1回の「星空」", "角度が意味を担う",
+    "単位正規化が前提", "角度はスカラーだが、分類は1個では終わらない", "測地線距離", "von Mises-Fisher",
+    "なぜ球面上の確率分布が必要か", "vMF分布の定義", "集中度 κ の直感", "vMFと正規分布の対応",
+    "ガウスから誘導される", "最大エントロピー原理", "Softmax との関係", "「対応」であって「同一」ではない",
+    "前提が崩れる場合", "第4回への伏線", "球面上の学習：幾何学的な意味", "勾配の方向", "正規化による近似",
+    "近似の限界", "球面設計の限界", "ノルムに意味がある場合", "次元表記の混同", "曲率の影響", "双曲空間",
+    "まとめ：球面という設計の選択", "次回予告", "実装ノート：正規化の実践", "基本的な正規化", "数値安定性",
+    "混合精度学習", "nGPT風の設計：球面制約の維持", "概念と実装のギャップ", "vMF 分布の可視化", "参考文献",
+    # the tables: hypotheses, the planetarium, vMF's parameters, kappa, vMF vs normal, limits, dimensions, summary
+    "勾配の安定化", "損失ランドスケープの改善", "学習率の設定が容易", "ドーム", "星座", "星同士の角度",
+    "星の明るさ", "単位球面", "データ点", "意味的なクラスター", "類似度", "平均方向", "集中度パラメータ",
+    "正規化定数", "星座の「中心」", "まとまり具合", "一様分布", "緩やかに集中", "明確に集中", "一点に集中",
+    "デルタ関数", "集中度の逆数", "等方的な広がり", "指数関数的な減衰", "分類", "回帰", "不確実性推定",
+    "生成モデル", "1次元球面", "2次元球面", "単位円", "地球表面", "高次元の単位球面", "球面制約", "nGPT", "vMF",
+    "確率密度関数",
+]
+
+
+def test_the_glossary_covers_the_terms_of_lecture_3s_headings_and_tables():
+    text = (NB_DIR / "GLOSSARY.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1] for line in text.splitlines() if line.startswith("| ") and line.count("|") >= 5]
+    missing = [term for term in LECTURE_3_TERMS if not any(term in row for row in rows)]
+    assert not missing, f"not in GLOSSARY.md's first column: {missing}"
+
+
+def test_the_glossary_names_sections_that_exist():
+    # every "NN §k" reference in the glossary must be a section heading of notebook NN
+    text = (NB_DIR / "GLOSSARY.md").read_text(encoding="utf-8")
+    headings = {}
+    for src in SOURCES:
+        cells = build.parse_cells(src.read_text(encoding="utf-8"))
+        headings[src.stem[:2]] = {m.group(1) for kind, t in cells if kind == "markdown"
+                                  for m in re.finditer(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", t, flags=re.M)}
+    for row in [line for line in text.splitlines() if line.startswith("| ")]:
+        for nb, refs in re.findall(r"\b(0[1-6]) ((?:§\d+(?:\.\d+)?(?:, )?)+)", row):
+            for ref in re.findall(r"§(\d+(?:\.\d+)?)", refs):
+                assert ref in headings[nb], f"{nb} §{ref} in: {row[:80]}"
