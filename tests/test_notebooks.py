@@ -267,3 +267,11 @@ def test_the_glossary_names_sections_that_exist():
         for nb, refs in re.findall(r"\b(0[1-6]) ((?:§\d+(?:\.\d+)?(?:, )?)+)", row):
             for ref in re.findall(r"§(\d+(?:\.\d+)?)", refs):
                 assert ref in headings[nb], f"{nb} §{ref} in: {row[:80]}"
+
+
+def test_the_notebooks_readme_links_exist_and_names_every_notebook():
+    text = (NB_DIR / "README.md").read_text(encoding="utf-8")
+    links = [link for link in re.findall(r"\]\(([^)#]+)\)", text) if not re.match(r"[a-z]+://", link)]
+    missing = [link for link in links if not (NB_DIR / link).exists()]
+    assert links and not missing, missing
+    assert all(f"{src.stem}.ipynb" in links for src in SOURCES)
