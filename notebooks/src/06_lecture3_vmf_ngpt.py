@@ -26,6 +26,7 @@
 import inspect
 import json
 import math
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -1123,6 +1124,7 @@ for norm, history in histories.items():                      # one run folder pe
 page = ROOT / "notebooks" / "planetarium_lecture3.html"
 made = subprocess.run([sys.executable, str(ROOT / "planetarium.py"), str(run_root / "rmsnorm"), str(run_root / "sphere"),
                        "--html", str(page)], capture_output=True, text=True, cwd=ROOT)
+shutil.rmtree(run_root)                                       # the page holds everything it needs
 assert made.returncode == 0, f"planetarium.py could not write the page: {made.stderr.strip()}"
 print(f"snapshots per run: {[len(h) for h in histories.values()]}; page: notebooks/{page.name}, "
       f"{page.stat().st_size / 2**20:.1f} MiB")
