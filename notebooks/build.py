@@ -1,7 +1,7 @@
 """Build the companion notebooks from their plain-Python sources, then execute them.
 
     python3 notebooks/build.py            # rebuild and execute every notebook
-    python3 notebooks/build.py 04 sphere  # only those whose name contains "04" or "sphere"
+    python3 notebooks/build.py 04 vmf     # only those whose name contains "04" or "vmf"
     python3 notebooks/build.py --no-exec  # convert only (no kernel), e.g. to check sync
 
 Each notebook is authored as notebooks/src/<name>.py in the "percent" cell format
@@ -90,9 +90,15 @@ def _tidy(nb):
     return nb
 
 
-def execute(nb, timeout=120, cwd=NB_DIR):
+# A headless run keeps each movable figure static (notebooks/figures.py: slider_figure) instead of showing widgets.
+STATIC = {"NOTEBOOK_STATIC": "1"}
+
+
+def execute(nb, timeout=600, cwd=NB_DIR):
     """Run every cell in a fresh kernel whose working directory is cwd; raises on the first cell error."""
-    _client(nb, timeout, cwd).execute()
+    import os
+
+    _client(nb, timeout, cwd).execute(env={**os.environ, **STATIC})
     return _tidy(nb)
 
 
@@ -102,7 +108,7 @@ def execute(nb, timeout=120, cwd=NB_DIR):
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def execute_all(jobs, timeout=120):
+def execute_all(jobs, timeout=600):
     """Run several notebooks at once, each job (nb, cwd) in a fresh kernel of its own; raises on the first cell error.
 
     The kernels are processes of their own with one BLAS thread each, so two of them keep two cores busy (a pass
@@ -111,7 +117,7 @@ def execute_all(jobs, timeout=120):
     import asyncio
     import os
 
-    env = {**os.environ, **ONE_BLAS_THREAD}
+    env = {**os.environ, **ONE_BLAS_THREAD, **STATIC}
     clients = [_client(nb, timeout, cwd) for nb, cwd in jobs]
 
     async def run():

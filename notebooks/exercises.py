@@ -1,20 +1,37 @@
 """exercises.py -- the check cells of the notebooks' 練習問題 (exercises), in one place.
 
-Each notebook ends with exercises the learner solves in code. A check cell calls one of the
-`check_*` functions below with the learner's answer; it prints 正解 (correct), 不正解 (wrong, with
-the reason) or 未回答 (not answered yet) and returns True, False or None. An unanswered exercise is a
-function that still raises NotImplementedError (or an answer that is still None): the notebooks are
-executed unsolved in CI, so every check must run clean then.
+Each notebook ends with exercises the learner solves in code. A check cell calls one of the `check_*` functions
+below with the learner's answer; it prints 正解 (correct), 不正解 (wrong, with the reason) or 未回答 (not answered
+yet) and returns True, False or None. An unanswered exercise is a function that still raises NotImplementedError
+(or an answer that is still None): the notebooks are executed unsolved, so every check must run clean then. After
+正解, a worked solution is shown in a collapsed block (in Jupyter; a plain Python session only gets the verdict).
 
-The checks compare with the project's own functions or with finite differences (value.gradient_check),
-never with a hard-coded number the learner cannot see. Where calling the project's own function would be the
-answer copied (Value.backward for "write backward()", init_params for "count the parameters"), the check
-refuses it while the learner's code runs (`refusing`): the call raises, and the verdict is 不正解. Reference
-solutions live in tests/test_exercises_NN.py (one file per notebook), which prove every check can say 正解 and
-that a wrong or copied answer gets 不正解.
+How a check judges, and what it guards against:
+
+- It calls the learner's function first, on inputs that hold nothing of the answer, and computes what it expects
+  only after that function has returned (from the project's own functions, or the scalar engine's backward()).
+  So there is nothing to read from the judge's frame (sys._getframe(1).f_locals, inspect.stack()) while the
+  learner's code runs.
+- Where calling one of the project's functions would be the answer copied (Value.backward for "write
+  backward()", init_params for "count the parameters", l2_normalize_np_backward for "derive the normalization's
+  gradient"), that function is refused while the learner's code runs (`refusing`): the function object's code is
+  swapped for one that raises, and a profile hook notices any frame that runs the function's original code, so a
+  copy made beforehand (types.FunctionType(f.__code__, f.__globals__)) or its source executed again
+  (exec(inspect.getsource(f))) is refused too. A refused call makes the answer 不正解.
+- Every exercise that asks for a derivative is also judged at a point where finite differences fail: next to a
+  kink (a ReLU, the clamp of max(||x||, eps)), where the function's value dwarfs its change (logits of +-5000,
+  the constant -log 4 pi beside a change of 1e-13), or across entries of very different sizes; and to a
+  relative tolerance of about 1e-12. Central differences and Richardson extrapolation both miss there
+  (tests/test_exercises_*.py shows it), while the derived formula does not.
+
+None of this makes cheating impossible: a learner can switch the profile hook off, or read this file. The checks
+deter rather than prevent, and the notebooks say so. Reference solutions live in tests/test_exercises_NN.py (one
+file per notebook), which prove every check can say 正解, and that a wrong, copied, numerical or frame-reading
+answer gets 不正解.
 """
-import contextlib
+import math
 import sys
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,11 +39,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
 
 
-def verdict(name, judge):
+# ============================================================================ verdicts, refusals, solutions
+
+
+def verdict(name, judge, solution=None):
     """Run judge() (True = correct) and print one line: 正解, 不正解 (and why) or 未回答.
 
     judge may raise NotImplementedError (the solution cell is not filled in yet): 未回答, returns None.
     Any other exception in the learner's code is 不正解 with the error, never a crash of the notebook.
+    On 正解, the worked solution (Markdown) is shown folded, where a notebook can show it.
     """
     try:
         ok = judge()
@@ -37,26 +58,99 @@ def verdict(name, judge):
         print(f"{name}: 不正解（{type(e).__name__}: {e}）")
         return False
     print(f"{name}: {'正解' if ok else '不正解'}")
+    if ok and solution:
+        show_solution(solution)
     return bool(ok)
 
 
-@contextlib.contextmanager
-def refusing(*functions, why):
-    """While the block runs, each of the project's functions in `functions` raises RuntimeError(why) when called.
-
-    The function object itself is changed (its __code__), not a module attribute: a learner who imported the
-    function by name (`from value import topological_order`) reaches the same object. Restored on exit.
-    """
-    namespace = {}
-    exec(f"def refused(*args, **kwargs):\n    raise RuntimeError({why!r})", namespace)
-    saved = [(f, f.__code__) for f in functions]
+def show_solution(markdown):
+    """Display a worked solution as a folded <details> block in a notebook; nothing outside IPython."""
     try:
-        for f in functions:
-            f.__code__ = namespace["refused"].__code__
-        yield
-    finally:
-        for f, code in saved:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    display(Markdown("<details><summary>解答例（開くと表示）</summary>\n\n" + markdown.strip() + "\n\n</details>"))
+
+
+SOLUTIONS_FILE = Path(__file__).resolve().parent / "worked_solutions.md"
+
+
+def solution(key):
+    """The worked solution of exercise `key` ("01-1", ...) from worked_solutions.md (its "## key" section)."""
+    text = SOLUTIONS_FILE.read_text(encoding="utf-8")
+    start = text.index(f"\n## {key}\n") + len(key) + 5
+    end = text.find("\n## ", start)
+    return text[start:end if end >= 0 else len(text)].strip()
+
+
+def _fingerprint(code):
+    """What identifies a function's code across copies: its argument counts, the names, local variable names and
+    constants it uses (nested code objects fingerprinted in turn). Not the bytecode itself, which a recompiled
+    copy may spell differently (LOAD_ATTR for LOAD_METHOD), nor its name, file or line numbers."""
+    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType)
+                   else " ".join(c.split()) if isinstance(c, str)  # (a dedented copy re-indents its docstring)
+                   else (type(c).__name__, repr(c)) for c in code.co_consts)
+    return (code.co_argcount, code.co_kwonlyargcount, code.co_names, code.co_varnames, consts)
+
+
+class refusing:
+    """While the block runs, the project's functions in `functions` are refused: calling one raises
+    RuntimeError(why), and leaving the block raises RuntimeError(why) if any of them ran.
+
+    Two layers. The function object's __code__ is swapped for one that raises (a learner who imported the function
+    by name, `from value import topological_order`, reaches the same object). And a profile hook (sys.setprofile)
+    records every frame whose code has the fingerprint of a refused function, so a copy taken before the check
+    (types.FunctionType(f.__code__, f.__globals__)) or its source executed again (exec(inspect.getsource(f))) is
+    caught as well. An lru_cache'd function is refused through its __wrapped__ code, with its cache cleared so that
+    a call cannot be answered from the cache without running that code. Everything is restored on exit.
+
+    This deters; it does not prevent: the learner's code can call sys.setprofile(None), edit the source, or run
+    the copy in another thread.
+    """
+
+    def __init__(self, *functions, why):
+        self.functions = [f for f in functions if f is not None]
+        self.why = why
+
+    def __enter__(self):
+        namespace = {}
+        exec(f"def refused(*args, **kwargs):\n    raise RuntimeError({self.why!r})", namespace)
+        stub = namespace["refused"].__code__
+        self.fingerprints = {_fingerprint(stub)}
+        self.saved, self.calls, self.seen = [], [], {}
+        for f in self.functions:
+            if hasattr(f, "cache_clear"):
+                f.cache_clear()
+            f = getattr(f, "__wrapped__", f)
+            self.fingerprints.add(_fingerprint(f.__code__))
+            if not f.__code__.co_freevars:  # (a closure's code cannot be swapped; the profile hook still sees it)
+                self.saved.append((f, f.__code__))
+                f.__code__ = stub
+        self.previous = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def _profile(self, frame, event, arg):
+        if event != "call":
+            return
+        code = frame.f_code
+        seen = self.seen.get(id(code))
+        if seen is None:  # (the code object is kept, so its id is not reused while the block runs)
+            seen = self.seen[id(code)] = (code, _fingerprint(code) in self.fingerprints)
+        if seen[1]:
+            self.calls.append(code.co_name)
+
+    def __exit__(self, exc_type, exc, tb):
+        sys.setprofile(self.previous)
+        for f, code in self.saved:
             f.__code__ = code
+        self.seen = {}
+        if self.calls and exc_type is None:  # the learner's code caught the refusal, or ran a copy
+            raise RuntimeError(self.why)
+        return False
 
 
 def answered(answer):
@@ -64,6 +158,37 @@ def answered(answer):
     if answer is None:
         raise NotImplementedError
     return answer
+
+
+def _close(got, want, rtol, atol, what):
+    """True if got (array-like) has want's shape and |got - want| <= atol + rtol |want| everywhere; else print where
+    it differs and return False."""
+    import numpy as np
+
+    want = np.asarray(want, dtype=float)
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        print(f"  {what}: the answer is not an array of numbers ({type(got).__name__})")
+        return False
+    if got.shape != want.shape:
+        print(f"  {what}: shape {got.shape}, expected {want.shape}")
+        return False
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(got - want) <= atol + rtol * np.abs(want))
+    if bad.any():
+        k = tuple(int(i) for i in np.argwhere(bad)[0]) if want.ndim else ()
+        print(f"  {what}: at index {k} your answer is {got[k]:.15g}, expected {want[k]:.15g}")
+        return False
+    return True
+
+
+def _project(module, *names):
+    """The named functions of one of the project's modules (those that exist), for a refusal list."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    return [getattr(mod, name) for name in names if hasattr(mod, name)]
 
 
 # ============================================================================ 01 autograd traced
@@ -96,11 +221,40 @@ def _uses_twice_01():
     return [a], a * a + 2 * a
 
 
-def check_01_grad_a(grad_a):
-    """練習問題 1: grad_a(a, b) (floats) must be dL/da of L = tanh(a*b) * a, compared with backward().
+def _near_a_kink_01(side):
+    """A graph with a ReLU whose input is 1e-13 from its kink (side = +1 above it, -1 below): root =
+    relu(a*b - c) * a + tanh(b * c). Any difference quotient with a step above 1e-13 in a, b or c crosses the kink."""
+    from value import Value
 
-    Value.backward and tracing.trace_backward are refused while grad_a runs: the exercise prints the three lines
-    that compute a.grad with the engine, and pasting them into grad_a would copy the engine's answer.
+    a, b = Value(0.75), Value(-1.25)
+    c = Value(a.data * b.data - side * 1e-13)   # a*b - c is then +-1e-13 (up to rounding, far below 1e-13)
+    return [a, b, c], (a * b - c).relu() * a + (b * c).tanh()
+
+
+def _loss_01(a, b):
+    """練習問題 1's L = relu(tanh(a b) a - 1/2), built from Values."""
+    return ((a * b).tanh() * a - 0.5).relu()
+
+
+def _kink_points_01():
+    """Points (a, b) where a is 1e-11 (relatively) above or below the a at which tanh(a b) a = 1/2: the ReLU in L
+    switches there."""
+    points = []
+    for b in (1.3, 0.7, 2.0):  # (tanh(a b) a has the sign of b, and grows with a > 0)
+        lo, hi = 0.0, 8.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if math.tanh(mid * b) * mid < 0.5 else (lo, mid)
+        points += [(hi * (1 + 1e-11), b), (hi * (1 - 1e-11), b)]
+    return points
+
+
+def check_01_grad_a(grad_a):
+    """練習問題 1: grad_a(a, b) (floats) must be dL/da of L = relu(tanh(a b) a - 1/2), as backward() gives it.
+
+    At random points, and next to the kink of the ReLU (tanh(ab) a = 1/2 up to a relative 1e-11), where a central
+    difference or Richardson extrapolation averages the two sides. Relative tolerance 1e-12. Value.backward and
+    tracing.trace_backward are refused while grad_a runs.
     """
     import random
 
@@ -109,84 +263,84 @@ def check_01_grad_a(grad_a):
 
     def judge():
         rng = random.Random(101)
-        for _ in range(6):
-            a0, b0 = rng.uniform(-2, 2), rng.uniform(-2, 2)
-            a, b = Value(a0), Value(b0)
-            ((a * b).tanh() * a).backward()
+        points = [(rng.uniform(-2, 2), rng.uniform(-2, 2)) for _ in range(8)] + _kink_points_01()
+        for a0, b0 in points:
             with refusing(Value.backward, trace_backward,
                           why="backward() も trace_backward も使わずに、手で導いた式で書いてください"):
                 got = float(grad_a(a0, b0))
-            if not abs(got - a.grad) <= 1e-9 * max(1.0, abs(a.grad)):
-                print(f"  a = {a0:.4f}, b = {b0:.4f}: your dL/da = {got:.6g}, backward() gives {a.grad:.6g}")
+            a, b = Value(a0), Value(b0)
+            _loss_01(a, b).backward()
+            if not abs(got - a.grad) <= 1e-12 * max(1.0, abs(a.grad)):
+                print(f"  a = {a0!r}, b = {b0!r}: your dL/da = {got:.15g}, backward() gives {a.grad:.15g}")
                 return False
         return True
 
-    return verdict("練習問題 1（grad_a）", judge)
+    return verdict("練習問題 1（grad_a）", judge, solution("01-1"))
 
 
 def check_01_sigmoid(sigmoid):
-    """練習問題 2: sigmoid(v) must be one node (child v) with data 1/(1+e^-x) and a local gradient that
-    passes value.gradient_check in expressions at several points."""
-    import math
-    import random
-
-    from value import Value, gradient_check
+    """練習問題 2: sigmoid(v) must be one node (child v) with data 1/(1+e^-x) and a local gradient computed from the
+    node's own value s (as tanh's 1 - t^2 is from t), to a relative 1e-12, at x from -3 to 30. At x = 30, s is
+    1 - 9.4e-14 and difference quotients of s lose almost all their digits. Value.backward is refused while
+    sigmoid runs (a local gradient taken from the engine's backward of a composed sigmoid is not derived)."""
+    from value import Value
 
     def judge():
-        for x in (-3.0, -0.7, 0.0, 0.4, 2.5):
+        for x in (-3.0, -0.7, 0.0, 0.4, 2.5, 9.0, 30.0):
             v = Value(x)
-            out = sigmoid(v)
+            with refusing(Value.backward, why="backward() を使わずに、局所勾配を式で書いてください"):
+                out = sigmoid(v)
             if not isinstance(out, Value):
                 print(f"  sigmoid(Value({x})) returned {out!r}, not a Value")
-                return False
-            want = 1 / (1 + math.exp(-x))
-            if not abs(out.data - want) <= 1e-12:
-                print(f"  sigmoid(Value({x})).data = {out.data!r}, but 1/(1+e^-x) = {want!r}")
                 return False
             if len(out._children) != 1 or out._children[0] is not v:
                 print(f"  sigmoid(v) must be one node whose only child is v (its children: {out._children!r})")
                 return False
-        rng = random.Random(102)
-        for _ in range(4):
-            checks = [(lambda xs: sigmoid(xs[0]), [rng.uniform(-3, 3)]),
-                      (lambda xs: sigmoid(xs[0] * xs[1] + xs[2]) * xs[1], [rng.uniform(-2, 2) for _ in range(3)])]
-            for f, point in checks:
-                if not gradient_check(f, point, quiet=True):
-                    gradient_check(f, point)  # show the table: which input disagrees
-                    return False
+            s = 1 / (1 + math.exp(-x))
+            if not abs(out.data - s) <= 1e-15 * s:
+                print(f"  sigmoid(Value({x})).data = {out.data!r}, but 1/(1+e^-x) = {s!r}")
+                return False
+            want = out.data * (1 - out.data)
+            got = float(out._local_grads[0])
+            if not abs(got - want) <= 1e-12 * want:
+                print(f"  x = {x}: your local gradient is {got!r}; computed from the node's value s = {out.data!r} "
+                      f"it is {want!r}")
+                return False
         return True
 
-    return verdict("練習問題 2（sigmoid）", judge)
+    return verdict("練習問題 2（sigmoid）", judge, solution("01-2"))
 
 
 def check_01_backward(my_backward):
-    """練習問題 3: my_backward(root) on a fresh graph must give every node the grad that Value.backward gives.
+    """練習問題 3: my_backward(root) on a fresh graph must give every node the grad that Value.backward gives, to a
+    relative 1e-12: on random graphs that reuse nodes, and on two graphs with a ReLU 1e-13 from its kink.
 
-    Value.backward and tracing.trace_backward (which runs the same loop) are refused while my_backward runs:
-    `lambda root: root.backward()` copies the engine's answer instead of writing the loop.
+    The reference graph is built and backpropagated after my_backward returns. Value.backward and
+    tracing.trace_backward (which runs the same loop) are refused while my_backward runs.
     """
     from tracing import trace_backward
     from value import Value, topological_order
 
     def judge():
-        cases = [_uses_twice_01] + [lambda s=s: _graph_01(s) for s in range(103, 109)]
+        cases = [_uses_twice_01, lambda: _near_a_kink_01(+1), lambda: _near_a_kink_01(-1)]
+        cases += [lambda s=s: _graph_01(s) for s in range(103, 109)]
         for build in cases:
             _, root = build()
-            _, ref_root = build()  # the same graph again, for the reference
             with refusing(Value.backward, trace_backward,
                           why="root.backward() も trace_backward も使わずに、ループを自分で書いてください"):
                 my_backward(root)
+            _, ref_root = build()  # the same graph again, for the reference
             ref_root.backward()
             mine, ref = topological_order(root), topological_order(ref_root)
             for i, (u, w) in enumerate(zip(mine, ref)):
-                if not abs(u.grad - w.grad) <= 1e-9 * max(1.0, abs(w.grad)):
+                if not abs(u.grad - w.grad) <= 1e-12 * max(1.0, abs(w.grad)):
                     kind = "leaf" if not w._children else f"'{w._op}' node"
                     print(f"  a graph of {len(ref)} nodes: {kind} number {i} (topological order) has grad "
-                          f"{u.grad:.6g}, backward() gives {w.grad:.6g}")
+                          f"{u.grad:.15g}, backward() gives {w.grad:.15g}")
                     return False
         return True
 
-    return verdict("練習問題 3（my_backward）", judge)
+    return verdict("練習問題 3（my_backward）", judge, solution("01-3"))
 
 
 def check_01_topological_order(my_topological_order):
@@ -211,7 +365,8 @@ def check_01_topological_order(my_topological_order):
         return True
 
     def answer(root):
-        with refusing(topological_order, why="この問題では value.topological_order を使わずに書いてください"):
+        with refusing(topological_order, Value.backward,
+                      why="この問題では value.topological_order を使わずに書いてください"):
             return list(my_topological_order(root))
 
     def judge():
@@ -227,30 +382,21 @@ def check_01_topological_order(my_topological_order):
             return False
         return True
 
-    return verdict("練習問題 4（my_topological_order）", judge)
+    return verdict("練習問題 4（my_topological_order）", judge, solution("01-4"))
 
 
 # ============================================================================ 02 chapter 21
 # Exercises of notebook 02: the Jacobian of log-softmax as a matrix, rmsnorm's backward, layernorm's backward.
-# numpy, utils and value are imported inside the functions (this file's imports stay at its top).
 # All three ask for a derivative by hand, so while the learner's function runs, the engine's backward() and the
 # project's backward functions that would hand over the answer are refused (_02_REFUSED_WHY).
 
 _02_REFUSED_WHY = "プロジェクトの逆伝播（backward() や *_backward）を使わずに、手で導いた式で書いてください"
 
 
-def _02_layernorm_np(x, eps=1e-5):
-    """Notebook 02's LayerNorm (no gain, no bias): (x - mean) / sqrt(var + eps) over the last axis."""
-    import numpy as np
-
-    mu = x.mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
-
-
 def _02_answer_array(fn, *args, shape, refused=()):
     """Call the learner's fn on copies of args (so it cannot edit the judge's arrays); the answer as a float array.
 
-    The functions in `refused` raise while fn runs. Prints why and returns None when the answer does not have
+    The functions in `refused` are refused while fn runs. Prints why and returns None when the answer does not have
     the expected shape.
     """
     import numpy as np
@@ -263,15 +409,50 @@ def _02_answer_array(fn, *args, shape, refused=()):
     return out
 
 
-def check_02_log_softmax_jacobian(log_softmax_jacobian):
-    """Exercise 02-1: log_softmax_jacobian(z) -> the (n, n) matrix J[i, j] = d log p_i / d z_j for p = softmax(z)
-    (= delta_ij - p_j). The notebook shows the Jacobian of softmax itself (diag(p) - p p^T), not of its log.
+def _02_mixed_rows():
+    """Rows whose entries span 16 orders of magnitude: the function's value hardly changes with the small entries,
+    so a difference quotient in them is mostly rounding, while the derived formula stays exact."""
+    import numpy as np
 
-    Judged against the project's cross-entropy backward: -log p_i is the loss for the target i, and
-    utils.cross_entropy_np_backward(z, i) = p - e_i is minus the i-th row of J. Includes logits of +-1000 (the
-    softmax must subtract the max first). While the learner's function runs, the backward functions that would
-    give the rows directly (utils.softmax_np_backward, utils.cross_entropy_np_backward,
-    numpy_engine.cross_entropy_fused) and Value.backward (the notebook's jacobian() helper) are refused.
+    return np.array([[1e8, -3e-8, 2.0, 5e-9, -7e7], [-4e-9, 6e7, 1e-8, -2.5e8, 3.0]])
+
+
+def _02_row_reference(x, dy, build):
+    """dx of sum_i dy_i y_i, y = build(list of Values), by the scalar engine, one row of x at a time."""
+    import numpy as np
+
+    from value import Value
+
+    dx = np.zeros(x.shape)
+    for i in np.ndindex(*x.shape[:-1]):
+        xs = [Value(float(v)) for v in x[i]]
+        sum(float(g) * yj for g, yj in zip(dy[i], build(xs))).backward()
+        dx[i] = [v.grad for v in xs]
+    return dx
+
+
+def _02_compare_rows(dx, reference, what):
+    """Row by row: |dx - reference| <= 1e-12 |reference| + 1e-14 max|reference of that row|."""
+    import numpy as np
+
+    scale = np.abs(reference).max(axis=-1, keepdims=True)
+    bad = ~(np.abs(dx - reference) <= 1e-12 * np.abs(reference) + 1e-14 * scale)
+    if bad.any():
+        k = tuple(int(i) for i in np.argwhere(bad)[0])
+        print(f"  {what}: at index {k} your dx is {dx[k]:.15g}, backward() gives {reference[k]:.15g}")
+        return False
+    return True
+
+
+def check_02_log_softmax_jacobian(log_softmax_jacobian):
+    """Exercise 02-1: log_softmax_jacobian(z) -> the (n, n) matrix J[i, j] = d log p_i / d z_j for p = softmax(z).
+    The notebook shows the Jacobian of softmax itself, not of its log.
+
+    Judged against the project's cross-entropy backward (-log p_i is the loss for the target i; computed after the
+    learner's function returns), to 1e-12 relative and 1e-13 absolute, including logits of +-1000 and +-5000:
+    there log p_i is about -2000 or -10000, and a difference quotient of it keeps too few digits. While the
+    learner's function runs, the backward functions that would give the rows directly (utils.softmax_np_backward,
+    utils.cross_entropy_np_backward, numpy_engine.cross_entropy_fused) and Value.backward are refused.
     """
     import numpy as np
 
@@ -284,28 +465,29 @@ def check_02_log_softmax_jacobian(log_softmax_jacobian):
 
     def judge():
         rng = np.random.default_rng(2102)
-        cases = [rng.normal(scale=2.0, size=n) for n in (2, 3, 6)] + [np.array([1000.0, 999.0, 990.0, -1000.0])]
+        cases = [rng.normal(scale=2.0, size=n) for n in (2, 3, 6)]
+        cases += [np.array([1000.0, 999.0, 990.0, -1000.0]), np.array([5000.0, 4999.0, -5000.0])]
         for z in cases:
             n = z.size
-            reference = -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0] for i in range(n)])
             J = _02_answer_array(log_softmax_jacobian, z, shape=(n, n), refused=refused)
             if J is None:
                 return False
-            if not np.allclose(J, reference, rtol=1e-9, atol=1e-12):
-                where = "logits of +-1000 (subtract the max before exp)" if np.abs(z).max() > 100 else f"n = {n}"
-                print(f"  {where}: max |J - reference| = {np.abs(J - reference).max():.3g}")
+            reference = -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0] for i in range(n)])
+            where = f"logits up to +-{np.abs(z).max():.0f}" if np.abs(z).max() > 100 else f"n = {n}"
+            if not _close(J, reference, 1e-12, 1e-13, where):
                 return False
         return True
 
-    return verdict("練習問題 1（log-softmax のヤコビアン）", judge)
+    return verdict("練習問題 1（log-softmax のヤコビアン）", judge, solution("02-1"))
 
 
 def check_02_rmsnorm_backward(rmsnorm_backward):
     """Exercise 02-2: rmsnorm_backward(dy, x) -> dx for y = rmsnorm(x) over the last axis (eps = 1e-5).
 
-    Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row. While the learner's
-    function runs, utils.rmsnorm_np_backward, numpy_engine.rmsnorm_fused_backward and Value.backward are refused
-    (each would compute the answer instead of the learner's formula).
+    Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row, computed after the
+    learner's function returns; to 1e-12 relative (plus 1e-14 of the row's largest entry), on random rows and on
+    rows whose entries span 16 orders of magnitude. While the learner's function runs, utils.rmsnorm_np_backward,
+    numpy_engine.rmsnorm_fused_backward and Value.backward are refused.
     """
     import numpy as np
 
@@ -318,62 +500,55 @@ def check_02_rmsnorm_backward(rmsnorm_backward):
 
     def judge():
         rng = np.random.default_rng(2103)
-        for shape in ((4,), (3, 5)):
-            x, dy = rng.normal(size=shape), rng.normal(size=shape)
-            reference = np.zeros(shape)
-            for i in np.ndindex(*shape[:-1]):
-                xs = [Value(float(v)) for v in x[i]]
-                sum(float(g) * yj for g, yj in zip(dy[i], rmsnorm(xs))).backward()
-                reference[i] = [v.grad for v in xs]
-            dx = _02_answer_array(rmsnorm_backward, dy, x, shape=shape, refused=refused)
+        for x in (rng.normal(size=4), rng.normal(size=(3, 5)), _02_mixed_rows()):
+            dy = rng.normal(size=x.shape)
+            dx = _02_answer_array(rmsnorm_backward, dy, x, shape=x.shape, refused=refused)
             if dx is None:
                 return False
-            if not np.allclose(dx, reference, rtol=1e-9, atol=1e-12):
-                print(f"  x.shape {shape}: max |dx - backward()| = {np.abs(dx - reference).max():.3g}")
+            if not _02_compare_rows(dx, _02_row_reference(x, dy, rmsnorm), f"x.shape {x.shape}"):
                 return False
         return True
 
-    return verdict("練習問題 2（RMSNorm の逆伝播）", judge)
+    return verdict("練習問題 2（RMSNorm の逆伝播）", judge, solution("02-2"))
+
+
+def _02_layernorm_values(xs, eps=1e-5):
+    """Notebook 02's LayerNorm (no gain, no bias) on a list of Values: (x - mean) / sqrt(var + eps)."""
+    n = len(xs)
+    mu = sum(xs) / n
+    centered = [v - mu for v in xs]
+    inv = (sum(c * c for c in centered) / n + eps) ** -0.5
+    return [c * inv for c in centered]
 
 
 def check_02_layernorm_backward(layernorm_backward):
     """Exercise 02-3: layernorm_backward(dy, x) -> dx for y = (x - mean) / sqrt(var + 1e-5) over the last axis.
 
-    Judged with value.gradient_check: for each row, the learner's dx becomes the local gradients of one
-    Value node holding the loss sum_i dy_i y_i, and backprop through that node is compared with central
-    differences of the loss. On a mismatch the gradient_check table of that row is printed. Value.backward is
-    refused while the learner's function runs (LayerNorm written with Values and backpropagated by the engine
-    would be the engine's answer, not the learner's formula).
+    Judged against the scalar engine: LayerNorm written with Values, backward() of sum_i dy_i y_i, row by row,
+    computed after the learner's function returns; to 1e-12 relative (plus 1e-14 of the row's largest entry), on
+    random rows, on rows whose entries span 16 orders of magnitude and on nearly constant rows (variance far
+    below eps). Value.backward is refused while the learner's function runs.
     """
     import numpy as np
 
-    from value import Value, gradient_check
+    from value import Value
 
     def judge():
         rng = np.random.default_rng(2104)
-        shape = (3, 5)
-        x, dy = rng.normal(scale=2.0, size=shape), rng.normal(size=shape)
-        dx = _02_answer_array(layernorm_backward, dy, x, shape=shape, refused=(Value.backward,))
-        if dx is None:
-            return False
-        for r in range(shape[0]):
-            def loss(vs, r=r):
-                # only .data is used off the point being checked; at it, backward() uses the learner's dx
-                value = float((dy[r] * _02_layernorm_np(np.array([v.data for v in vs]))).sum())
-                return Value(value, tuple(vs), tuple(float(g) for g in dx[r]), "layernorm")
-
-            if not gradient_check(loss, x[r].tolist(), quiet=True):
-                print(f"  row {r} of x: your dx and the central differences disagree")
-                gradient_check(loss, x[r].tolist())
+        nearly_constant = 3.0 + 1e-4 * rng.normal(size=(2, 5))
+        for x in (rng.normal(scale=2.0, size=(3, 5)), _02_mixed_rows(), nearly_constant):
+            dy = rng.normal(size=x.shape)
+            dx = _02_answer_array(layernorm_backward, dy, x, shape=x.shape, refused=(Value.backward,))
+            if dx is None:
+                return False
+            if not _02_compare_rows(dx, _02_row_reference(x, dy, _02_layernorm_values), f"x.shape {x.shape}"):
                 return False
         return True
 
-    return verdict("練習問題 3（LayerNorm の逆伝播）", judge)
+    return verdict("練習問題 3（LayerNorm の逆伝播）", judge, solution("02-3"))
 
 
 # ============================================================================ 03 chapter 22
-
-# Imports are local to each check, so this section does not touch the module's shared header.
 
 def _show_mismatch_03(label, got, want):
     """Print one line that tells the learner where their answer differs (before verdict prints 不正解)."""
@@ -384,17 +559,20 @@ def check_03_causal_attention(causal_attention):
     """Exercise 03-1: causal multi-head attention for every position at once, as forward_np computes it:
     causal_attention(q, k, v, n_head) with q, k, v of shape (T, C) (row t = position t) returns (T, C), the heads'
     outputs side by side (attn_wo's input). Row t, head h: softmax over s <= t of q_t,h . k_s,h / sqrt(head_dim),
-    then the weighted sum of v_s,h. The notebook steps through one head at one position (gpt's loop); this asks
-    for all positions and heads together, with the causal rule that the KV cache gives gpt for free.
+    then the weighted sum of v_s,h.
 
-    Judged against the project's NumPy engine: microgpt.forward_np on a random model (rmsnorm mode) keeps each
-    layer's q, k, v and the heads' outputs ("attn_heads"); the learner gets that q, k, v. numpy_engine.attention_np
-    (the engine's own attention) is refused while the learner's function runs.
+    The learner gets the q, k, v of a random model's first layer (microgpt.forward_np, rmsnorm mode); the heads'
+    outputs that forward_np computed are dropped before the call, and forward_np is run again after it for the
+    reference. numpy_engine.attention_np (the engine's own attention) is refused while the learner's function runs.
     """
     import numpy as np
 
     import microgpt
     import numpy_engine
+
+    def first_layer(params, tokens, cfg):
+        _, cache = microgpt.forward_np(params, tokens, cfg)
+        return cache["layers"][0]
 
     def judge():
         rng = np.random.default_rng(2203)
@@ -403,13 +581,14 @@ def check_03_causal_attention(causal_attention):
             params = microgpt.init_params(cfg, seed=int(rng.integers(1000)))
             for a in params.values():
                 a *= 4.0  # larger than init's N(0, 0.08^2), so the attention weights are far from uniform
-            _, cache = microgpt.forward_np(params, rng.integers(0, cfg.vocab_size, T), cfg)
-            layer = cache["layers"][0]
-            q, k, v = (layer[name][0].transpose(1, 0, 2).reshape(T, n_embd) for name in ("q", "k", "v"))
-            want = layer["attn_heads"]
+            tokens = rng.integers(0, cfg.vocab_size, T)
+            layer = first_layer(params, tokens, cfg)
+            q, k, v = (layer[name][0].transpose(1, 0, 2).reshape(T, n_embd).copy() for name in ("q", "k", "v"))
+            del layer  # (its "attn_heads" is the answer: not left in this frame while the learner's code runs)
             with refusing(numpy_engine.attention_np,
                           why="numpy_engine.attention_np を使わずに、注意の計算を自分で書いてください"):
                 got = np.asarray(causal_attention(q.copy(), k.copy(), v.copy(), n_head), dtype=float)
+            want = first_layer(params, tokens, cfg)["attn_heads"]
             if got.shape != want.shape:
                 _show_mismatch_03(f"T = {T}, n_embd = {n_embd}, n_head = {n_head}: 形", got.shape, want.shape)
                 return False
@@ -422,16 +601,25 @@ def check_03_causal_attention(causal_attention):
                 return False
         return True
 
-    return verdict("練習問題 1（causal_attention）", judge)
+    return verdict("練習問題 1（causal_attention）", judge, solution("03-1"))
+
+
+def _03_counting_functions():
+    """The project's functions that count, list or lay out a model's parameters (refused in 練習問題 2)."""
+    return (_project("microgpt", "init_params", "values_from_params", "loss_and_grads", "loss_and_grads_value")
+            + _project("numpy_engine", "loss_and_grads_np")
+            + _project("model_config", "param_shapes", "alloc_params", "n_params", "param_offsets", "_offsets",
+                       "n_param_arrays", "pack_params", "laid_out", "sphere_blocks", "_sphere_blocks",
+                       "scale_layout", "_scale_layout", "sphere_matrices", "effective_scales"))
 
 
 def check_03_count_params(count_params):
     """Exercise 03-2: the number of parameters of a GPTConfig, rmsnorm or sphere, from its sizes.
-    Judged against the total size of microgpt.init_params(cfg) for several configs of both norms. The project's
-    own counts (init_params, param_shapes, alloc_params, n_params) are refused while the learner's function runs: the
+    Judged against the total size of microgpt.init_params(cfg) (computed after the learner's function returns) for
+    several configs of both norms. The project's functions that count or lay out the parameters (init_params,
+    param_shapes, n_params, param_offsets and its cache, ...) are refused while the learner's function runs: the
     exercise is to find the formula, in particular the sphere mode's scale vectors, from gpt_sphere's source."""
     import microgpt
-    import model_config
 
     def judge():
         for norm in ("rmsnorm", "sphere"):
@@ -439,54 +627,52 @@ def check_03_count_params(count_params):
                                                                      (10, 8, 2, 3, 32), (5, 12, 3, 4, 5)]:
                 cfg = microgpt.GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_head=n_head, n_layer=n_layer,
                                          block_size=block_size, norm=norm)
-                want = sum(a.size for a in microgpt.init_params(cfg).values())
-                with refusing(microgpt.init_params, model_config.param_shapes, model_config.alloc_params,
-                              model_config.n_params,
-                              why="init_params / param_shapes / n_params を使わずに、式で求めてください"):
+                with refusing(*_03_counting_functions(), why="init_params / param_shapes / n_params / "
+                                                               "param_offsets を使わずに、式で求めてください"):
                     got = count_params(cfg)
+                want = sum(a.size for a in microgpt.init_params(cfg).values())
                 if got != want:
                     _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, n_head={n_head}, "
                                       f"n_layer={n_layer}, block_size={block_size}, norm={norm!r})", got, want)
                     return False
         return True
 
-    return verdict("練習問題 2（count_params）", judge)
+    return verdict("練習問題 2（count_params）", judge, solution("03-2"))
 
 
 def check_03_temperature_probs(temperature_probs):
     """Exercise 03-3: softmax(logits / T), stable for huge logits and small T.
-    Judged against utils.softmax_np(logits / T). While the learner's function runs, utils.softmax_np, the chapter's
-    softmax and numpy_engine.cross_entropy_fused (which computes a softmax too) are refused: calling them would
-    copy the answer instead of writing the max-subtracting softmax."""
+    Judged against utils.softmax_np(logits / T), computed after the learner's function returns. While it runs,
+    utils.softmax_np, the chapter's softmax and numpy_engine.cross_entropy_fused (which computes a softmax too) are
+    refused: calling them would copy the answer instead of writing the max-subtracting softmax."""
     import numpy as np
 
     import numpy_engine
     import utils
-    from utils import softmax_np
 
     def judge():
         rng = np.random.default_rng(2205)
         cases = [(rng.normal(0.0, 2.0, 27), T) for T in (0.25, 0.5, 1.0, 2.0)]
         cases += [(np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1), (np.array([3.0, 3.0, 3.0]), 0.7)]
         for logits, T in cases:
-            want = softmax_np(logits / T)
             with refusing(utils.softmax_np, utils.softmax, numpy_engine.cross_entropy_fused,
                           why="utils.softmax_np も章の softmax も使わずに、自分で書いてください"):
                 got = np.asarray(temperature_probs(logits.tolist(), T), dtype=float)
+            want = utils.softmax_np(logits / T)
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-15):
                 _show_mismatch_03(f"logits {np.round(logits[:4], 3)}..., T = {T}", np.round(got[:4], 6),
-                               np.round(want[:4], 6))
+                                  np.round(want[:4], 6))
                 return False
         return True
 
-    return verdict("練習問題 3（temperature_probs）", judge)
+    return verdict("練習問題 3（temperature_probs）", judge, solution("03-3"))
 
 
 def check_03_bigram_loss(bigram_loss):
     """Exercise 03-4: the add-one-smoothed bigram baseline's val loss.
-    Judged against microgpt.baselines(train, val, cfg)["bigram"] on seeded random token sequences
-    that fit in block_size (so no position is cropped). baselines (numpy_engine.baselines, the same function) is
-    refused while the learner's function runs."""
+    Judged against microgpt.baselines(train, val, cfg)["bigram"] (computed after the learner's function returns) on
+    seeded random token sequences that fit in block_size (so no position is cropped). baselines
+    (numpy_engine.baselines, the same function) is refused while the learner's function runs."""
     import numpy as np
 
     import microgpt
@@ -501,69 +687,40 @@ def check_03_bigram_loss(bigram_loss):
                 return [[bos] + rng.integers(0, n_chars, rng.integers(1, 9)).tolist() + [bos] for _ in range(n)]
 
             train, val = docs(40), docs(15)
-            want = microgpt.baselines(train, val, cfg)["bigram"]
             with refusing(microgpt.baselines, why="microgpt.baselines を使わずに、数えて求めてください"):
-                got = float(bigram_loss(train, val, cfg.vocab_size))
+                got = float(bigram_loss([list(d) for d in train], [list(d) for d in val], cfg.vocab_size))
+            want = microgpt.baselines(train, val, cfg)["bigram"]
             if not np.isclose(got, want, rtol=1e-9, atol=1e-12):
                 _show_mismatch_03(f"vocab_size {cfg.vocab_size}", got, want)
                 return False
         return True
 
-    return verdict("練習問題 4（bigram_loss）", judge)
+    return verdict("練習問題 4（bigram_loss）", judge, solution("03-4"))
 
 
-# ============================================================================ 04 lecture 3
+# ============================================================================ 04 lecture 3, the code examples
 
 
-def _close_04(got, want, rtol, atol, what):
-    """True if got (array-like) has want's shape and matches it; else print where it differs and return False."""
+def _04_norm_points(rng, d=5, eps=1e-12):
+    """Points x whose norm is 1, 3e-7, just above eps, just below eps (1e-9 relatively) and far below eps."""
     import numpy as np
 
-    got = np.asarray(got, dtype=float)
-    if got.shape != want.shape:
-        print(f"  {what}: shape {got.shape}, expected {want.shape}")
-        return False
-    if not np.allclose(got, want, rtol=rtol, atol=atol):
-        k = np.unravel_index(np.argmax(np.abs(got - want) - rtol * np.abs(want)), want.shape)
-        print(f"  {what}: at index {tuple(int(i) for i in k)} your answer is {got[k]:.10g}, expected {want[k]:.10g}")
-        return False
-    return True
-
-
-def check_04_riemannian_step(riemannian_step):
-    """練習問題1: riemannian_step(x, g, lr) (x a unit 1-D vector) must equal sphere.riemannian_sgd_step:
-    x <- R(x - lr (g - (g.x) x)), R(v) = v / ||v||. sphere's step functions and their parts (tangent_project,
-    retract, exp_map) are refused while the learner's function runs: the exercise is to write the step."""
-    import numpy as np
-
-    import sphere
-
-    refused = (sphere.riemannian_sgd_step, sphere.projected_sgd_step, sphere.tangent_project, sphere.retract,
-               sphere.exp_map)
-
-    def judge():
-        rng = np.random.default_rng(401)
-        for d, lr in ((3, 0.1), (5, 0.5), (16, 0.02), (16, 2.0), (64, 0.3)):
-            x = sphere.l2_normalize_np(rng.standard_normal(d))
-            g = 3.0 * rng.standard_normal(d) + 2.0 * x  # with a radial part, which the step must ignore
-            want = sphere.riemannian_sgd_step(x, g, lr)
-            with refusing(*refused, why="sphere の関数（riemannian_sgd_step, tangent_project, retract など）を"
-                                        "使わずに書いてください"):
-                got = riemannian_step(x.copy(), g.copy(), lr)
-            if not _close_04(got, want, 1e-9, 1e-12, f"d = {d}, lr = {lr}"):
-                return False
-        return True
-
-    return verdict("練習問題 1（riemannian_step）", judge)
+    points = []
+    for norm in (1.0, 3e-7, eps * (1 + 1e-9), eps * (1 - 1e-9), 2e-13):
+        u = rng.standard_normal(d)
+        points.append(norm * u / np.sqrt((u * u).sum()))
+    return points
 
 
 def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
-    """練習問題2: safe_normalize(x, eps) = x / max(||x||, eps) (as sphere.l2_normalize_np) and
-    safe_normalize_backward(dy, x, eps) = its dx, checked against central differences of the project's
-    forward, at ||x|| ~ 1, ~ 1e-7 (where an added eps is visibly wrong) and below eps (the clamped branch).
-    The reference values are computed first; while the learner's functions run, the project's normalizations and
-    their backward passes (sphere.l2_normalize_np, l2_normalize_np_backward, the scalar l2_normalize,
-    numpy_engine's fused twins) and Value.backward are refused."""
+    """練習問題 1: safe_normalize(x, eps) = x / max(||x||, eps) (as sphere.l2_normalize_np) and
+    safe_normalize_backward(dy, x, eps) = its dx (as sphere.l2_normalize_np_backward), to 1e-12 relative, at
+    ||x|| = 1, 3e-7 (where the lecture's added eps is visibly wrong), 1e-9 above and below eps (the clamp's kink:
+    no difference quotient with a step above 1e-21 stays on one side of it) and far below eps.
+
+    The references are computed after the learner's functions return; while they run, the project's
+    normalizations and their backward passes (sphere.l2_normalize_np, l2_normalize_np_backward, the scalar
+    l2_normalize, numpy_engine's fused twins) and Value.backward are refused."""
     import numpy as np
 
     import numpy_engine
@@ -577,202 +734,327 @@ def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
     def judge():
         rng = np.random.default_rng(402)
         eps = 1e-12
-        for scale in (1.0, 3e-7, 2e-13):
-            x = scale * rng.standard_normal(5)
-            dy = rng.standard_normal(5)
-            y_want = sphere.l2_normalize_np(x, eps=eps)
-            h = 1e-5 * np.linalg.norm(x)  # central differences of L = dy . y(x), one coordinate at a time
-            numeric = np.array([(dy @ sphere.l2_normalize_np(x + h * e, eps=eps)
-                                 - dy @ sphere.l2_normalize_np(x - h * e, eps=eps)) / (2 * h) for e in np.eye(5)])
-            at = f"at ||x|| = {np.linalg.norm(x):.1e}"
+        for x in _04_norm_points(rng):
+            dy = rng.standard_normal(x.shape)
+            at = f"at ||x|| = {np.sqrt((x * x).sum()):.10e}"
             with refusing(*refused, why=why):
                 y_got = safe_normalize(x.copy(), eps)
-            if not _close_04(y_got, y_want, 1e-10, 0.0, f"y {at}"):
+            if not _close(y_got, sphere.l2_normalize_np(x, eps=eps), 1e-12, 0.0, f"y {at}"):
                 return False
             with refusing(*refused, why=why):
                 got = safe_normalize_backward(dy.copy(), x.copy(), eps)
-            if not _close_04(got, numeric, 1e-6, 1e-6 * np.abs(numeric).max(), f"dx {at}"):
+            want = sphere.l2_normalize_np_backward(dy, x, eps=eps)
+            if not _close(got, want, 1e-12, 1e-14 * np.abs(want).max(), f"dx {at}"):
                 return False
         return True
 
-    return verdict("練習問題 2（safe_normalize）", judge)
+    return verdict("練習問題 1（safe_normalize）", judge, solution("04-1"))
 
 
-def check_04_vmf_log_density_s2(vmf_log_density_s2):
-    """練習問題3: the closed form on S^2, log(kappa / (4 pi sinh kappa)) + kappa mu.x, must equal
-    sphere.vmf_log_density for kappa from 0.01 to 1000 (sinh overflows above ~710: work in log space).
-    sphere.vmf_log_density, vmf_log_normalizer and log_bessel_iv are refused while the learner's function runs."""
+_04_KAPPAS = (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)
+
+
+def check_04_vmf_s2(log_c3, mean_cos_s2):
+    """練習問題 2: on S^2 (d = 3), log_c3(kappa) = log C_3(kappa), the log of the vMF normalizing constant, and
+    mean_cos_s2(kappa) = E[mu . x] under vMF(mu, kappa), both in closed form, for kappa from 1e-6 to 1000.
+
+    Judged against sphere.vmf_log_normalizer(3, kappa) (absolute 1e-12 for |log C| <= 1, else relative) and
+    sphere.vmf_mean_resultant_length(3, kappa) (relative 1e-12), computed after the learner's functions return.
+    At kappa = 1e-6, E[mu . x] = 3.3e-7 is a difference of two numbers near 1e6 in the obvious formula, and a
+    difference quotient of log C_3 (about -2.53, changing by 3e-13 over the step) keeps no digit; at kappa = 1000,
+    sinh overflows beyond 710. sphere's vMF functions and log_bessel_iv are refused while the learner's code runs.
+    """
+
+    import sphere
+
+    refused = (sphere.vmf_log_normalizer, sphere.vmf_mean_resultant_length, sphere.log_bessel_iv,
+               sphere.vmf_log_density, sphere.vmf_estimate_kappa, sphere.vmf_sample)
+    why = ("sphere の vMF の関数（vmf_log_normalizer, vmf_mean_resultant_length など）を使わずに、"
+           "閉じた式で書いてください")
+
+    def judge():
+        for kappa in _04_KAPPAS:
+            with refusing(*refused, why=why):
+                got_c = float(log_c3(kappa))
+                got_m = float(mean_cos_s2(kappa))
+            want_c = float(sphere.vmf_log_normalizer(3, kappa))
+            want_m = float(sphere.vmf_mean_resultant_length(3, kappa))
+            if not abs(got_c - want_c) <= 1e-12 * max(1.0, abs(want_c)):
+                print(f"  kappa = {kappa}: your log C_3 = {got_c!r}, expected {want_c!r}")
+                return False
+            if not abs(got_m - want_m) <= 1e-12 * want_m:
+                print(f"  kappa = {kappa}: your E[mu . x] = {got_m!r}, expected {want_m!r}")
+                return False
+        return True
+
+    return verdict("練習問題 2（S² の vMF：正規化定数と平均コサイン）", judge, solution("04-2"))
+
+
+# ============================================================================ 06 lecture 3, vMF and nGPT
+
+
+def _06_raw_norms():
+    """The norms of the raw vectors the exercises normalize: 1, 4, 3e-7, 1e-9 above and below eps (the clamp's
+    kink: no difference quotient with a step above 1e-21 stays on one side of it)."""
+    return (1.0, 4.0, 3e-7, 1e-12 * (1 + 1e-9), 1e-12 * (1 - 1e-9))
+
+
+def _06_readout_cases():
+    """(h, lm_head, s_z, target) cases for 練習問題 1: hidden states of every norm in _06_raw_norms, with s_z drawn
+    from 1 to 9 (as microgpt learns them), and twice with s_z = 1000 near an output star (logits up to about 1000,
+    beyond exp's range)."""
     import numpy as np
 
     import sphere
 
+    rng = np.random.default_rng(601)
+    cases = []
+    for norm, sz in [(n, None) for n in _06_raw_norms()] + [(1.0, 1000.0), (3e-7, 1000.0)]:
+        d, V = 16, 27
+        lm_head = sphere.l2_normalize_np(rng.standard_normal((V, d)))
+        s_z = rng.uniform(1.0, 9.0, V) if sz is None else np.full(V, sz)
+        u = rng.standard_normal(d)
+        if sz is not None:
+            u = lm_head[0] + 0.05 * u
+        cases.append((norm * u / np.sqrt((u * u).sum()), lm_head, s_z, int(rng.integers(V))))
+    return cases
+
+
+def _06_readout_reference(h, lm_head, s_z, target, eps=1e-12):
+    """(d loss / d h, d loss / d s_z) for loss = -log softmax(s_z * (lm_head @ Norm(h)))[target], from the project's
+    NumPy backward functions: the cross-entropy's p - e_target, then s_z, lm_head and the normalization."""
+    import numpy as np
+
+    import sphere
+    import utils
+
+    cos = lm_head @ sphere.l2_normalize_np(h, eps=eps)
+    dlogits = utils.cross_entropy_np_backward((s_z * cos)[None, :], np.array([target]))[0]
+    return sphere.l2_normalize_np_backward((s_z * dlogits) @ lm_head, h, eps=eps), dlogits * cos
+
+
+def check_06_readout_grad(readout_grad):
+    """練習問題 1: readout_grad(h, lm_head, s_z, target) -> (dh, ds_z), the gradients of the sphere mode's read-out
+    loss = -log softmax(s_z * (lm_head @ Norm(h)))[target] (Norm(h) = h / max(||h||, 1e-12), lm_head's rows unit)
+    with respect to the last hidden state h before its normalization and to the concentrations s_z.
+
+    Judged against the project's backward functions (cross_entropy_np_backward, then l2_normalize_np_backward),
+    computed after the learner's function returns, to 1e-12 relative (plus 1e-14 of the largest entry): at hidden
+    states of norm 1, 4 and 3e-7, 1e-9 above and below eps (the clamp's kink), and with s_z = 1000 (logits near
+    1000). While the learner's function runs, those backward functions and Value.backward are refused."""
+    import numpy as np
+
+    import numpy_engine
+    import sphere
+    import utils
+    from value import Value
+
+    refused = (utils.cross_entropy_np_backward, utils.softmax_np_backward, numpy_engine.cross_entropy_fused,
+               sphere.l2_normalize_np_backward, sphere.l2_normalize, numpy_engine.l2_normalize_fused_backward,
+               Value.backward)
+    why = ("プロジェクトの逆伝播（cross_entropy_np_backward, l2_normalize_np_backward, backward()）を"
+           "使わずに書いてください")
+
     def judge():
-        rng = np.random.default_rng(403)
-        mu = sphere.l2_normalize_np(rng.standard_normal(3))
-        x = sphere.l2_normalize_np(rng.standard_normal((6, 3)))
-        for kappa in (0.01, 0.5, 3.0, 40.0, 1000.0):
-            want = sphere.vmf_log_density(x, mu, kappa)
-            with refusing(sphere.vmf_log_density, sphere.vmf_log_normalizer, sphere.log_bessel_iv,
-                          why="sphere.vmf_log_density / vmf_log_normalizer / log_bessel_iv を使わずに、"
-                              "閉じた式で書いてください"):
-                got = vmf_log_density_s2(x.copy(), mu.copy(), kappa)
-            if not _close_04(got, want, 1e-9, 1e-9, f"kappa = {kappa}"):
+        for h, lm_head, s_z, target in _06_readout_cases():
+            with refusing(*refused, why=why):
+                got = readout_grad(h.copy(), lm_head.copy(), s_z.copy(), target)
+            if not (isinstance(got, tuple) and len(got) == 2):
+                print(f"  (dh, ds_z) の2つ組を返してください（返ってきたのは {type(got).__name__}）")
                 return False
+            what = f"||h|| = {np.sqrt((h * h).sum()):.10e}, s_z up to {s_z.max():.4g}"
+            for name, g, want in zip(("dh", "ds_z"), got, _06_readout_reference(h, lm_head, s_z, target)):
+                if not _close(g, want, 1e-12, 1e-14 * np.abs(want).max(), f"{what}: {name}"):
+                    return False
         return True
 
-    return verdict("練習問題 3（vmf_log_density_s2）", judge)
+    return verdict("練習問題 1（readout_grad）", judge, solution("06-1"))
 
 
-def _04_log_posterior_grad(x, mus, kappas, priors, k):
-    """The reference of 練習問題4: the Riemannian gradient at the unit vector x of log p(k | x) in the vMF mixture,
-    by the scalar engine: log p(k | x) = z_k - logsumexp(z), z_j = log pi_j + log C_d(kappa_j) + kappa_j mu_j.x,
-    built from Values of x (the max subtracted as a constant, as the chapter's softmax does), backward(), and
-    the Euclidean gradient projected onto the tangent space (sphere.tangent_project)."""
+def _06_log_posterior_grad(r, mus, kappas, priors, k):
+    """The reference of 練習問題 2: d/dr of log p(k | x), x = Norm(r), in the vMF mixture, by the scalar engine:
+    log p(k | x) = z_k - logsumexp(z), z_j = log pi_j + log C_d(kappa_j) + kappa_j mu_j.x, with x =
+    sphere.l2_normalize(Values of r) (the max subtracted as a constant, as the chapter's softmax does), backward()."""
     import numpy as np
 
     import sphere
     from value import Value
 
-    d = x.shape[0]
+    d = r.shape[0]
     log_const = np.log(priors) + sphere.vmf_log_normalizer(d, kappas)
-    xs = [Value(float(v)) for v in x]
+    rs = [Value(float(v)) for v in r]
+    xs = sphere.l2_normalize(rs)
     z = [float(c) + float(kap) * sum(float(m_i) * x_i for m_i, x_i in zip(mu, xs))
          for c, kap, mu in zip(log_const, kappas, mus)]
     top = max(zj.data for zj in z)
     log_p = z[k] - (sum((zj - top).exp() for zj in z).log() + top)
     log_p.backward()
-    return sphere.tangent_project(x, np.array([v.grad for v in xs]))
+    return np.array([v.grad for v in rs])
 
 
-def check_04_vmf_posterior_grad(vmf_posterior_grad):
-    """練習問題4: vmf_posterior_grad(x, mus, kappas, priors, k) -> the Riemannian gradient at the unit vector x (d,)
-    of log p(k | x), the log posterior of class k in a mixture of vMF(mu_k, kappa_k) with priors pi_k:
-    kappa_k mu_k - sum_j p(j | x) kappa_j mu_j, projected onto the tangent space at x. The notebook computes the
-    posterior (§8) and the tangent projection (§6), not this gradient.
-
-    Judged against the scalar engine's backward() (_04_log_posterior_grad) at several points and classes, from
-    one shared kappa to kappas up to 1000 (exp(kappa) alone overflows: the posterior must be computed in log
-    space). Value.backward is refused while the learner's function runs."""
+def _06_posterior_cases():
+    """(mus, kappas, priors, raw vectors) for 練習問題 2: the lecture's setting (one kappa, equal priors), one kappa
+    per class, and kappas up to 1000 (exp(kappa) overflows beyond 709), each at raw vectors of every norm in
+    _06_raw_norms pointing near the first class's mean."""
     import numpy as np
 
     import sphere
+
+    rng = np.random.default_rng(404)
+    cases = []
+    for d, K, kappas, priors, spread in ((3, 4, [5.0] * 4, [0.25] * 4, 0.3),
+                                         (3, 4, [1.0, 4.0, 10.0, 30.0], [0.1, 0.2, 0.3, 0.4], 0.3),
+                                         (16, 5, [4.0, 5.0, 6.0, 7.0, 8.6], [0.2] * 5, 0.3),
+                                         (16, 3, [1000.0, 600.0, 200.0], [0.2, 0.3, 0.5], 0.02)):
+        mus = sphere.l2_normalize_np(rng.standard_normal((K, d)))
+        points = []
+        for norm in _06_raw_norms():
+            u = mus[0] + spread * rng.standard_normal(d)
+            points.append(norm * u / np.sqrt((u * u).sum()))
+        cases.append((mus, np.array(kappas), np.array(priors), points))
+    return cases
+
+
+def check_06_vmf_posterior_grad(vmf_posterior_grad):
+    """練習問題 2: vmf_posterior_grad(r, mus, kappas, priors, k) -> d/dr of log p(k | x), x = Norm(r): the gradient
+    of the log posterior of class k in a mixture of vMF(mu_k, kappa_k) with priors pi_k, with respect to the raw
+    vector r that is normalized onto the sphere (at ||r|| = 1 it is the Riemannian gradient).
+
+    Judged against the scalar engine's backward() (_06_log_posterior_grad, computed after the learner's function
+    returns) at every class, from one shared kappa to kappas up to 1000 (exp(kappa) alone overflows: the
+    posterior must be computed in log space), at raw vectors of norm 1, 4, 3e-7 and 1e-9 above and below eps (the
+    normalization's kink), to 1e-12 relative plus 1e-14 kappa_max / ||r|| (the scale of the gradient, whose entries
+    for the dominant class are a difference of two terms of that size). Value.backward is refused while the
+    learner's function runs."""
+    import numpy as np
+
     from value import Value
 
     def judge():
-        rng = np.random.default_rng(404)
-        cases = [(3, 4, [5.0] * 4, [0.25] * 4),                 # the lecture's setting: softmax(kappa cos)
-                 (3, 4, [1.0, 4.0, 10.0, 30.0], [0.1, 0.2, 0.3, 0.4]),
-                 (16, 5, [4.0, 5.0, 6.0, 7.0, 8.6], [0.2] * 5),  # like microgpt's s_z: one kappa per class
-                 (16, 3, [1000.0, 600.0, 200.0], [0.2, 0.3, 0.5])]  # exp(kappa_0 mu_0.x) overflows
-        for d, K, kappas, priors in cases:
-            mus = sphere.l2_normalize_np(rng.standard_normal((K, d)))
-            kappas, priors = np.array(kappas), np.array(priors)
-            for _ in range(3):
-                # a point near mu_0 (not too near: with kappa = 1000 every class's posterior would be 0 or 1)
-                x = sphere.l2_normalize_np(mus[0] + (0.3 if kappas.max() < 100 else 0.02) * rng.standard_normal(d))
-                for k in range(K):
-                    want = _04_log_posterior_grad(x, mus, kappas, priors, k)
+        for mus, kappas, priors, points in _06_posterior_cases():
+            for r in points:
+                for k in range(len(kappas)):
                     with refusing(Value.backward, why="backward() を使わずに、勾配の式を書いてください"):
-                        got = vmf_posterior_grad(x.copy(), mus.copy(), kappas.copy(), priors.copy(), k)
-                    what = f"d = {d}, kappas = {kappas.tolist()}, k = {k}"
-                    if not _close_04(got, want, 1e-7, 1e-9 * max(1.0, np.abs(want).max()), what):
+                        got = vmf_posterior_grad(r.copy(), mus.copy(), kappas.copy(), priors.copy(), k)
+                    want = _06_log_posterior_grad(r, mus, kappas, priors, k)
+                    norm = np.sqrt((r * r).sum())
+                    what = f"d = {len(r)}, kappas = {kappas.tolist()}, ||r|| = {norm:.10e}, k = {k}"
+                    # the scale of this gradient is kappa / ||r||: the formula's own rounding is about 1e-16 of it
+                    if not _close(got, want, 1e-12, 1e-14 * kappas.max() / max(norm, 1e-12), what):
                         return False
         return True
 
-    return verdict("練習問題 4（vmf_posterior_grad）", judge)
+    return verdict("練習問題 2（vmf_posterior_grad）", judge, solution("06-2"))
 
 
 # ============================================================================ 05 PyTorch concepts
 # Exercises of notebook 05 (PyTorch concepts without PyTorch): He init drawn from a uniform distribution, the
-# backward of a linear layer with a bias in the [out, in] layout, and the gradients that reach the attention's keys
-# and values with and without 1/sqrt(d).
+# backward of a linear layer with a bias and a ReLU in the [out, in] layout, and the gradients that reach the
+# attention's keys and values with and without 1/sqrt(d).
 
 
-def check_05_he_uniform_bound(he_uniform_bound):
-    """Exercise 05-1: he_uniform_bound(fan_in) -> l such that U(-l, l) has He's variance 2 / fan_in
-    (l = sqrt(6 / fan_in), what nn.init.kaiming_uniform_ draws for ReLU). A 30-layer ReLU stack initialized from
-    U(-l, l) keeps its scale.
-
-    The notebook shows he_std (the std of the normal version) and Var(U(-l, l)) = l^2 / 3 but not the bound:
-    returning he_std's sqrt(2 / fan_in) as the bound gives a third of He's variance, and the signal shrinks by
-    sqrt(1/3) per layer.
-    The widths cycle through 64, 256, 128 (so fan_in changes from layer to layer). Five independently drawn stacks;
-    correct when the geometric mean over them of (activation std at layer 30) / (at layer 1) is between 1/2 and 2.
-    (One stack alone drifts by a random factor of up to about 2 at these widths.)
-    """
+def he_stack_ratio(bound_of):
+    """The 30-layer ReLU stack of 練習問題 1 with weights from U(-l, l), l = bound_of(fan_in): the geometric mean over
+    five stacks of (activation std at layer 30) / (at layer 1). Widths cycle through 64, 256, 128."""
     import numpy as np
 
     from utils import linear_np
 
+    widths = [64, 256, 128] * 10
+    ratios = []
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for seed in range(20, 25):   # five fixed stacks
+            r = np.random.default_rng(seed)
+            h = r.normal(size=(64, widths[-1]))
+            stds = []
+            for fan_out, fan_in in zip(widths, [widths[-1]] + widths[:-1]):
+                bound = float(bound_of(fan_in))
+                h = np.maximum(linear_np(h, r.uniform(-bound, bound, (fan_out, fan_in))), 0.0)
+                stds.append(h.std())
+            ratios.append(stds[-1] / stds[0])
+        return float(np.exp(np.mean(np.log(ratios))))
+
+
+def check_05_he_uniform_bound(he_uniform_bound):
+    """Exercise 05-1: he_uniform_bound(fan_in) -> l such that U(-l, l) has He's variance 2 / fan_in.
+
+    Judged by that identity, Var(U(-l, l)) = l^2 / 3 = 2 / fan_in, to a relative 1e-12 for fan_in from 1 to
+    12288: a bound found by sampling (or by searching for a value that keeps the stack below alive) is not
+    that exact. The 30-layer ReLU stack is then printed for the learner's l (its ratio should stay near 1)."""
+
     def judge():
-        widths = [64, 256, 128] * 10
-        ratios = []
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for seed in range(20, 25):   # five fixed stacks
-                r = np.random.default_rng(seed)
-                h = r.normal(size=(64, widths[-1]))
-                stds = []
-                for fan_out, fan_in in zip(widths, [widths[-1]] + widths[:-1]):
-                    bound = float(he_uniform_bound(fan_in))
-                    h = np.maximum(linear_np(h, r.uniform(-bound, bound, (fan_out, fan_in))), 0.0)
-                    stds.append(h.std())
-                ratios.append(stds[-1] / stds[0])
-            ratio = float(np.exp(np.mean(np.log(ratios))))
-        print(f"  活性の標準偏差の比（30 段目 / 1 段目、5 回の幾何平均）= {ratio:.3g}（1/2 から 2 の間なら正解）")
-        return bool(np.isfinite(ratio) and 0.5 <= ratio <= 2.0)
+        for fan_in in (1, 3, 64, 100, 768, 12288):
+            bound = float(he_uniform_bound(fan_in))
+            if not (bound > 0 and abs(bound * bound / 3 - 2 / fan_in) <= 1e-12 * (2 / fan_in)):
+                print(f"  fan_in = {fan_in}: l = {bound!r} gives Var(U(-l, l)) = l^2 / 3 = {bound * bound / 3!r}; "
+                      f"He's variance is 2 / fan_in = {2 / fan_in!r}")
+                return False
+        ratio = he_stack_ratio(he_uniform_bound)
+        print(f"  活性の標準偏差の比（30 段目 / 1 段目、5 本の網の幾何平均）= {ratio:.3g}")
+        return True
 
-    return verdict("練習問題 1（He 初期化の一様分布版）", judge)
+    return verdict("練習問題 1（He 初期化の一様分布版）", judge, solution("05-1"))
 
 
-def check_05_linear_bias_backward(linear_bias_np_backward):
-    """Exercise 05-2: linear_bias_np_backward(dy, x, w) -> (dx, dw, db) for y = linear_np(x, w) + b.
+def _05_linear_relu_cases():
+    """(x, w, b, dy) for 練習問題 2: one and two batch axes, and a batch in which b puts two pre-activations 1e-12
+    from the ReLU's kink (one above, one below)."""
+    import numpy as np
 
-    dx and dw are compared with utils.linear_np_backward, db with central differences of the forward pass
-    (sum(dy * y) is linear in b, so the difference quotient is exact up to rounding). The task lets the learner
-    take dx and dw from utils.linear_np_backward (the bias does not change them): db over any number of batch
-    axes is the new part.
-    """
+    from utils import linear_np
+
+    r = np.random.default_rng(6)
+    cases = []
+    for batch_shape in ((5,), (2, 5)):
+        x, w, b = r.normal(size=batch_shape + (4,)), r.normal(size=(3, 4)), r.normal(size=3)
+        cases.append((x, w, b, r.normal(size=batch_shape + (3,))))
+    x, w = r.normal(size=(6, 4)), r.normal(size=(3, 4))
+    pre = linear_np(x, w)
+    b = -np.array([pre[0, 0], pre[1, 1], pre[2, 2]]) + np.array([1e-12, -1e-12, 1e-12])
+    cases.append((x, w, b, r.normal(size=(6, 3))))
+    return cases
+
+
+def check_05_linear_relu_backward(linear_relu_np_backward):
+    """Exercise 05-2: linear_relu_np_backward(dy, x, w, b) -> (dx, dw, db) for y = relu(linear_np(x, w) + b).
+
+    Judged against the reference computed after the learner's function returns (the ReLU's mask, then
+    utils.linear_np_backward for dx and dw and the sum over every batch axis for db), to 1e-12 relative, on one and
+    two batch axes and on a batch whose pre-activations are 1e-12 from the kink (a difference quotient there mixes
+    both sides of it). Value.backward is refused while the learner's function runs (the layer written with
+    Values and backpropagated by the engine would be the engine's answer)."""
     import numpy as np
 
     from utils import linear_np, linear_np_backward
+    from value import Value
 
     def judge():
-        r = np.random.default_rng(6)
-        ok = True
-        for batch_shape in ((5,), (2, 5)):        # one batch axis, then two
-            x = r.normal(size=batch_shape + (4,))
-            w = r.normal(size=(3, 4))             # [out=3, in=4]
-            b = r.normal(size=3)
-            dy = r.normal(size=batch_shape + (3,))
-            got = linear_bias_np_backward(dy, x, w)
+        for x, w, b, dy in _05_linear_relu_cases():
+            with refusing(Value.backward, why="backward() を使わずに、式で書いてください"):
+                got = linear_relu_np_backward(dy.copy(), x.copy(), w.copy(), b.copy())
             if not (isinstance(got, tuple) and len(got) == 3):
                 print(f"  (dx, dw, db) の3つ組を返してください（返ってきたのは {type(got).__name__}）")
                 return False
-            dx, dw, db = (np.asarray(g, dtype=float) for g in got)
-            dx_ref, dw_ref = linear_np_backward(dy, x, w)
-            y0, eps = linear_np(x, w), 1e-6     # the loss sum(dy * (y0 + b)) at b +- eps e_o
-            db_ref = np.array([((dy * (y0 + b + eps * e)).sum() - (dy * (y0 + b - eps * e)).sum()) / (2 * eps)
-                               for e in np.eye(3)])
-            for name, g, ref in (("dx", dx, dx_ref), ("dw", dw, dw_ref), ("db", db, db_ref)):
-                if g.shape != ref.shape:
-                    print(f"  x の形 {x.shape}：{name} の形が {g.shape}、正しくは {ref.shape}")
-                    ok = False
-                elif not np.allclose(g, ref, rtol=1e-6, atol=1e-8):
-                    print(f"  x の形 {x.shape}：{name} の値が違う（最大の誤差 {np.abs(g - ref).max():.3g}）")
-                    ok = False
-        return ok
+            dpre = dy * (linear_np(x, w) + b > 0)
+            dx_ref, dw_ref = linear_np_backward(dpre, x, w)
+            db_ref = dpre.reshape(-1, dpre.shape[-1]).sum(axis=0)
+            for name, g, ref in zip(("dx", "dw", "db"), got, (dx_ref, dw_ref, db_ref)):
+                if not _close(g, ref, 1e-12, 1e-14 * np.abs(ref).max(), f"x の形 {x.shape}：{name}"):
+                    return False
+        return True
 
-    return verdict("練習問題 2（バイアス付き線形層の逆伝播）", judge)
+    return verdict("練習問題 2（バイアスと ReLU のある線形層の逆伝播）", judge, solution("05-2"))
 
 
 def check_05_key_value_grads(key_value_grads):
     """Exercise 05-3: key_value_grads(q, K, V, do, scaled) -> (dK, dV) for the attention output of one query,
-    o = p @ V, p = softmax(alpha K q), alpha = 1/sqrt(d) or 1, given do = dL/do. The notebook computes the gradient
-    that reaches the query (§5); this asks for the keys and the values: dV = outer(p, do) does not pass through
-    softmax's Jacobian, dK = alpha outer(ds, q) does (ds = dL/d(scores)).
+    o = p @ V, p = softmax(alpha K q), alpha = 1/sqrt(d) or 1, given do = dL/do.
 
-    Judged against the NumPy engine's attention backward (numpy_engine.attention_np_backward) for d = 16 and
-    d = 256, with and without the scaling; it and Value.backward are refused while the learner's function runs.
+    Judged against the NumPy engine's attention backward (numpy_engine.attention_np_backward, computed after the
+    learner's function returns) for d = 16 and d = 256, with and without the scaling, to 1e-12 relative (plus 1e-14
+    of the largest entry); without the scaling the softmax is nearly saturated (its largest weight is 0.9989 at
+    d = 16), so most entries of dK are far smaller than the loss they change and a difference quotient of the loss
+    misses them. It and Value.backward are refused while the learner's function runs.
     """
     import numpy as np
 
@@ -781,34 +1063,26 @@ def check_05_key_value_grads(key_value_grads):
     from value import Value
 
     def judge():
-        ok = True
         for d in (16, 256):
             r = np.random.default_rng(d)
             q, K, V, do = r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)), r.normal(size=d)
             for scaled in (False, True):
+                with refusing(numpy_engine.attention_np_backward, Value.backward,
+                              why="attention_np_backward も backward() も使わずに、式で書いてください"):
+                    got = key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
                 alpha = 1 / np.sqrt(d) if scaled else 1.0
                 p = softmax_np(alpha * (K @ q))
                 out = [np.zeros((1, d)), np.zeros((8, d)), np.zeros((8, d))]   # dq, dK, dV
                 numpy_engine.attention_np_backward(do[None], q[None], K, V, p[None], alpha, out)
                 dK_ref, dV_ref = out[1], out[2]
-                with refusing(numpy_engine.attention_np_backward, Value.backward,
-                              why="attention_np_backward も backward() も使わずに、式で書いてください"):
-                    got = key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
                 if not (isinstance(got, tuple) and len(got) == 2):
                     print(f"  (dK, dV) の2つ組を返してください（返ってきたのは {type(got).__name__}）")
                     return False
-                dK, dV = (np.asarray(g, dtype=float) for g in got)
-                line = f"  d = {d:3d}, scaled = {str(scaled):5s}："
-                if dK.shape != dK_ref.shape or dV.shape != dV_ref.shape:
-                    print(f"{line}形が dK {dK.shape}, dV {dV.shape}、正しくは {dK_ref.shape}, {dV_ref.shape}")
-                    ok = False
-                    continue
-                good_K = np.allclose(dK, dK_ref, rtol=1e-6, atol=1e-12)
-                good_V = np.allclose(dV, dV_ref, rtol=1e-6, atol=1e-12)
-                print(f"{line}|dL/dK| = {np.linalg.norm(dK):.3e}"
-                      f"{'' if good_K else f'（正しくは {np.linalg.norm(dK_ref):.3e}）'}, |dL/dV| = "
-                      f"{np.linalg.norm(dV):.3e}{'' if good_V else f'（正しくは {np.linalg.norm(dV_ref):.3e}）'}")
-                ok = ok and good_K and good_V
-        return ok
+                line = f"d = {d:3d}, scaled = {scaled}"
+                if not (_close(got[0], dK_ref, 1e-12, 1e-14 * np.abs(dK_ref).max(), f"{line}: dK")
+                        and _close(got[1], dV_ref, 1e-12, 1e-14 * np.abs(dV_ref).max(), f"{line}: dV")):
+                    return False
+                print(f"  {line}：|dL/dK| = {np.linalg.norm(dK_ref):.3e}, |dL/dV| = {np.linalg.norm(dV_ref):.3e}")
+        return True
 
-    return verdict("練習問題 3（キーとバリューに届く勾配）", judge)
+    return verdict("練習問題 3（キーとバリューに届く勾配）", judge, solution("05-3"))

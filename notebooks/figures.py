@@ -20,3 +20,55 @@ def show_graph(root, labels, title, dpi=150, fontsize=None):
     ax.figure.savefig(buf, format="png", dpi=dpi)
     plt.close(ax.figure)
     display(Image(data=buf.getvalue(), format="png", unconfined=True, alt=title))
+
+
+# Set by notebooks/build.py (and tests/test_notebooks.py) in the kernels they start: a headless run keeps the static
+# figure and shows no widget (a widget would store random model ids in the notebook, and there is nobody to move it).
+STATIC_ENV = "NOTEBOOK_STATIC"
+
+
+def slider_figure(draw, sliders, description=None):
+    """A figure the learner can move: draw(**values) draws it (and calls plt.show()).
+
+    sliders: {name: (low, high, value)} for a linear slider, {name: ("log", low, high, value)} for a log-scale one
+    (low and high are then the values at its ends). Run headless (STATIC_ENV set) or without ipywidgets, the figure
+    is drawn once at each slider's value, followed by one line saying what would move it; in a live Jupyter
+    session with ipywidgets, the sliders are shown and redraw the figure. Returns the ipywidgets.interactive
+    object, or None when the figure is static.
+    """
+    import os
+
+    names = "、".join(description or sliders)
+    values = {name: spec[-1] for name, spec in sliders.items()}
+    widgets = None
+    if os.environ.get(STATIC_ENV) != "1":
+        try:
+            import ipywidgets as widgets
+        except ImportError:
+            widgets = None
+    if widgets is None:
+        draw(**values)
+        print(f"（Jupyter で ipywidgets を入れて実行すると、この図は {names} のスライダーで動かせます）")
+        return None
+    return show_sliders(draw, sliders, widgets)
+
+
+def show_sliders(draw, sliders, widgets, display=None):
+    """The ipywidgets.interactive of draw with one slider per entry of `sliders` (see slider_figure), displayed."""
+    import math
+
+    controls = {}
+    for name, spec in sliders.items():
+        if spec[0] == "log":
+            _, low, high, value = spec
+            controls[name] = widgets.FloatLogSlider(value=value, base=10, min=math.log10(low), max=math.log10(high),
+                                                    step=0.01, description=name, continuous_update=False)
+        else:
+            low, high, value = spec
+            controls[name] = widgets.FloatSlider(value=value, min=low, max=high, step=(high - low) / 200,
+                                                 description=name, continuous_update=False)
+    panel = widgets.interactive(draw, **controls)
+    if display is None:
+        from IPython.display import display
+    display(panel)
+    return panel

@@ -1,5 +1,7 @@
-"""Notebook 02's exercises: each check says 正解 for the reference solution, 不正解 for a plausible
-wrong answer, and 未回答 for the unsolved stub (so the notebook runs clean unsolved)."""
+"""Notebook 02's exercises: each check says 正解 for the reference solution, 不正解 for plausible wrong answers, for
+the project's own backward functions called or copied, for finite-difference answers (central differences and
+Richardson extrapolation) and for an answer that reads the judge's frame; 未回答 for the unsolved stub (so the
+notebook runs clean unsolved)."""
 import sys
 from pathlib import Path
 
@@ -8,6 +10,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
+from exercise_attacks import copies, read_the_judges_frame, vjp  # noqa: E402
+
+import numpy_engine  # noqa: E402
+import utils  # noqa: E402
+from value import Value  # noqa: E402
 
 
 def stub(*args):
@@ -123,106 +130,159 @@ def test_an_answer_that_raises_or_has_the_wrong_shape_is_wrong(check, solution, 
     assert out.count("不正解") == 2 and "ValueError" in out
 
 
-def test_layernorm_check_prints_the_gradient_check_table_on_a_mismatch(capsys):
-    assert exercises.check_02_layernorm_backward(layernorm_without_variance_path) is False
-    out = capsys.readouterr().out
-    assert "gradient_check at 5 inputs" in out and "FAIL" in out
+@pytest.mark.parametrize("check, solution, wrong", CASES, ids=IDS)
+def test_reading_the_judges_frame_is_wrong(check, solution, wrong):
+    assert check(read_the_judges_frame) is False
 
 
 def test_reference_solutions_agree_with_the_project():
     # the reference rmsnorm backward is utils.rmsnorm_np_backward; layernorm's rows of dx sum to 0 (shift invariance)
-    import utils
-
     rng = np.random.default_rng(0)
     x, dy = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
     assert np.allclose(rmsnorm_backward(dy, x), utils.rmsnorm_np_backward(dy, x), rtol=1e-12, atol=1e-14)
     assert np.allclose(layernorm_backward(dy, x).sum(axis=-1), 0.0, atol=1e-12)
 
 
+def test_dividing_by_p_is_right_where_no_probability_underflows():
+    # The second route (softmax's J divided by p_i) is the same matrix wherever every p_i > 0; only the logits of
+    # -1000 make it 0/0.
+    z = np.array([0.3, -1.2, 2.0, 0.5])
+    assert np.allclose(log_softmax_jacobian_dividing_by_p(z), log_softmax_jacobian(z), atol=1e-12)
+
+
+# --------------------------------------------------------------------------- finite differences
+
+
+def log_p(z, i):
+    m = z.max()
+    return z[i] - (m + np.log(np.exp(z - m).sum()))
+
+
+def rmsnorm_forward(x):
+    return x * ((x * x).mean(axis=-1, keepdims=True) + 1e-5) ** -0.5
+
+
+def layernorm_forward(x):
+    return (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+
+
+def jacobian_by_differences(method):
+    from exercise_attacks import DIFFERENCES
+
+    return lambda z: np.stack([DIFFERENCES[method](lambda v, i=i: log_p(v, i), z) for i in range(z.size)])
+
+
+def backward_by_differences(method, forward):
+    def answer(dy, x):
+        dx = np.zeros_like(x)
+        for i in np.ndindex(*x.shape[:-1]):
+            dx[i] = vjp(method, forward, dy[i], x[i])
+        return dx
+    return answer
+
+
+DIFFERENCE_CASES = [(exercises.check_02_log_softmax_jacobian, jacobian_by_differences, None),
+                    (exercises.check_02_rmsnorm_backward, backward_by_differences, rmsnorm_forward),
+                    (exercises.check_02_layernorm_backward, backward_by_differences, layernorm_forward)]
+
+
+@pytest.mark.parametrize("method", ["central", "richardson"])
+@pytest.mark.parametrize("check, make, forward", DIFFERENCE_CASES, ids=IDS)
+def test_finite_differences_are_wrong(check, make, forward, method):
+    answer = make(method) if forward is None else make(method, forward)
+    rng = np.random.default_rng(3)  # close to the derived answer at an ordinary point ...
+    if forward is None:
+        z = rng.normal(size=4)
+        assert np.allclose(answer(z), log_softmax_jacobian(z), rtol=1e-7, atol=1e-9)
+    else:
+        x, dy = rng.normal(size=(2, 5)), rng.normal(size=(2, 5))
+        solution = rmsnorm_backward if forward is rmsnorm_forward else layernorm_backward
+        assert np.allclose(answer(dy, x), solution(dy, x), rtol=1e-6, atol=1e-9)
+    assert check(answer) is False  # ... but not at logits of +-5000, nor across entries 16 orders of magnitude apart
+
+
 # --------------------------------------------------------------------------- copied answers
 
+SOFTMAX_BACKWARD_COPIES = copies(utils.softmax_np_backward)
+CROSS_ENTROPY_COPIES = copies(utils.cross_entropy_np_backward)
+RMSNORM_COPIES = copies(utils.rmsnorm_np_backward)
+ENGINE_COPIES = copies(Value.backward)
 
-def log_softmax_jacobian_from_softmax_backward(z):  # row i = softmax_np_backward(e_i / p_i, p)
-    import utils
 
+def log_softmax_jacobian_from_softmax_backward(z, backward=utils.softmax_np_backward):  # row i: J^T e_i / p_i
     p = utils.softmax_np(z)
-    return np.stack([utils.softmax_np_backward(e / p[i], p) for i, e in enumerate(np.eye(z.size))])
+    return np.stack([backward(e / p[i], p) for i, e in enumerate(np.eye(z.size))])
 
 
-def log_softmax_jacobian_from_cross_entropy(z):  # -log p_i is the loss for the target i: minus its gradient
-    import utils
-
-    return -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0] for i in range(z.size)])
+def log_softmax_jacobian_from_cross_entropy(z, backward=utils.cross_entropy_np_backward):  # -grad of -log p_i
+    return -np.stack([backward(z[None, :], np.array([i]))[0] for i in range(z.size)])
 
 
 def log_softmax_jacobian_from_the_fused_loss(z):
-    import numpy_engine
-
     return -numpy_engine.cross_entropy_fused(np.tile(z, (z.size, 1)), np.arange(z.size))[1] * z.size
 
 
-def log_softmax_jacobian_by_backward(z):  # the notebook's jacobian() idea on log(softmax): the engine's answer
-    import utils
-    from value import Value, zero_grad
+def log_softmax_jacobian_by_backward(z, backward=Value.backward):  # §2's jacobian() on log(softmax)
+    from value import zero_grad
 
     leaves = [Value(float(v)) for v in z - z.max()]
     J = []
     for out in [p.log() for p in utils.softmax(leaves)]:
         zero_grad(leaves)
-        out.backward()
+        backward(out)
         J.append([v.grad for v in leaves])
     return np.array(J)
 
 
-def rmsnorm_backward_copied(dy, x):
-    import utils
-
-    return utils.rmsnorm_np_backward(dy, x)
+def rmsnorm_backward_copied(dy, x, backward=utils.rmsnorm_np_backward):
+    return backward(dy, x)
 
 
 def rmsnorm_backward_fused(dy, x):
-    import numpy_engine
-
     y, r = numpy_engine.rmsnorm_fused(x.reshape(-1, x.shape[-1]))
     return numpy_engine.rmsnorm_fused_backward(dy.reshape(y.shape), y, r).reshape(x.shape)
 
 
-def rmsnorm_backward_by_the_engine(dy, x):  # the check's own reference, row by row with Value.backward
-    import utils
-    from value import Value
+def rows_by_the_engine(build, backward=Value.backward):  # the check's own reference, row by row
+    def answer(dy, x):
+        dx = np.zeros_like(x)
+        for i in np.ndindex(*x.shape[:-1]):
+            xs = [Value(float(v)) for v in x[i]]
+            backward(sum(float(g) * yj for g, yj in zip(dy[i], build(xs))))
+            dx[i] = [v.grad for v in xs]
+        return dx
+    return answer
 
-    dx = np.zeros_like(x)
-    for i in np.ndindex(*x.shape[:-1]):
-        xs = [Value(float(v)) for v in x[i]]
-        sum(float(g) * yj for g, yj in zip(dy[i], utils.rmsnorm(xs))).backward()
-        dx[i] = [v.grad for v in xs]
-    return dx
 
-
-def layernorm_backward_by_the_engine(dy, x):  # LayerNorm written with Values, backpropagated by the engine
-    from value import Value
-
-    dx = np.zeros_like(x)
-    for i in np.ndindex(*x.shape[:-1]):
-        xs = [Value(float(v)) for v in x[i]]
-        mu = sum(xs) / len(xs)
-        var = sum((v - mu) ** 2 for v in xs) / len(xs)
-        y = [(v - mu) * (var + 1e-5) ** -0.5 for v in xs]
-        sum(float(g) * yj for g, yj in zip(dy[i], y)).backward()
-        dx[i] = [v.grad for v in xs]
-    return dx
+def with_copy(function, copy):
+    return lambda *args: function(*args, copy)
 
 
 COPIED = [
     (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_from_softmax_backward),
+    *[(exercises.check_02_log_softmax_jacobian, with_copy(log_softmax_jacobian_from_softmax_backward, c))
+      for c in SOFTMAX_BACKWARD_COPIES],
     (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_from_cross_entropy),
+    *[(exercises.check_02_log_softmax_jacobian, with_copy(log_softmax_jacobian_from_cross_entropy, c))
+      for c in CROSS_ENTROPY_COPIES],
     (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_from_the_fused_loss),
     (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_by_backward),
+    (exercises.check_02_log_softmax_jacobian, with_copy(log_softmax_jacobian_by_backward, ENGINE_COPIES[0])),
     (exercises.check_02_rmsnorm_backward, rmsnorm_backward_copied),
+    *[(exercises.check_02_rmsnorm_backward, with_copy(rmsnorm_backward_copied, c)) for c in RMSNORM_COPIES],
     (exercises.check_02_rmsnorm_backward, rmsnorm_backward_fused),
-    (exercises.check_02_rmsnorm_backward, rmsnorm_backward_by_the_engine),
-    (exercises.check_02_layernorm_backward, layernorm_backward_by_the_engine),
+    (exercises.check_02_rmsnorm_backward, rows_by_the_engine(utils.rmsnorm)),
+    (exercises.check_02_rmsnorm_backward, rows_by_the_engine(utils.rmsnorm, ENGINE_COPIES[1])),
+    (exercises.check_02_layernorm_backward, rows_by_the_engine(exercises._02_layernorm_values)),
+    *[(exercises.check_02_layernorm_backward, rows_by_the_engine(exercises._02_layernorm_values, c))
+      for c in ENGINE_COPIES],
 ]
+COPIED_IDS = ["softmax_np_backward", "softmax_np_backward-code_copy", "softmax_np_backward-source_copy",
+              "cross_entropy_np_backward", "cross_entropy-code_copy", "cross_entropy-source_copy", "fused_loss",
+              "jacobian_by_backward", "jacobian_by_backward-code_copy", "rmsnorm_np_backward",
+              "rmsnorm-code_copy", "rmsnorm-source_copy", "rmsnorm_fused", "rmsnorm_by_the_engine",
+              "rmsnorm_by_the_engine-source_copy", "layernorm_by_the_engine", "layernorm-code_copy",
+              "layernorm-source_copy"]
 
 
 def copy_gives_the_right_numbers(check, copied):
@@ -235,19 +295,13 @@ def copy_gives_the_right_numbers(check, copied):
     return np.allclose(copied(dy, x), solution(dy, x), atol=1e-9)
 
 
-@pytest.mark.parametrize("check, copied", COPIED, ids=[c.__name__ for _, c in COPIED])
+@pytest.mark.parametrize("check, copied", COPIED, ids=COPIED_IDS)
 def test_copied_answers_are_wrong(check, copied, capsys):
     # Each copy computes the right numbers, so without the refusal the check would say 正解 ...
     assert copy_gives_the_right_numbers(check, copied)
-    # ... but the functions it calls are refused while it runs: 不正解,
+    # ... but the functions it calls (or their copies) are refused while it runs: 不正解,
     assert check(copied) is False
     out = capsys.readouterr().out
     assert "不正解" in out and "使わずに" in out
     # and they work again after the check.
     assert copy_gives_the_right_numbers(check, copied)
-
-
-def test_dividing_by_p_is_right_where_no_probability_underflows():
-    # The hint's second route is the same matrix wherever every p_i > 0; only the logits of -1000 make it 0/0.
-    z = np.array([0.3, -1.2, 2.0, 0.5])
-    assert np.allclose(log_softmax_jacobian_dividing_by_p(z), log_softmax_jacobian(z), atol=1e-12)

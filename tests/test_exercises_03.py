@@ -1,16 +1,26 @@
 """Reference solutions of notebook 03's exercises (notebooks/exercises.py, section 03).
 
-For each check: the reference solution is judged 正解 (True), a plausible wrong answer 不正解 (False),
-and the unsolved stub 未回答 (None).
+For each check: the reference solution is judged 正解 (True); a plausible wrong answer, the project's own function
+called or copied, and an answer that reads the judge's frame 不正解 (False); the unsolved stub 未回答 (None).
+
+None of the four asks for a derivative (causal attention, a count, a softmax, a bigram table's loss): there is no
+difference quotient to take, so they have no finite-difference test.
 """
 import math
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
+from exercise_attacks import copies, read_the_judges_frame  # noqa: E402
+
+import microgpt  # noqa: E402
+import model_config  # noqa: E402
+import numpy_engine  # noqa: E402
+import utils  # noqa: E402
 
 
 def stub(*args):
@@ -87,13 +97,50 @@ def test_causal_attention(capsys):
     assert exercises.check_03_causal_attention(stub) is None
 
 
-def test_causal_attention_copied_from_the_engine_is_wrong(capsys):
+ATTENTION_COPIES = copies(numpy_engine.attention_np)
+
+
+def attention_with(attention):
+    def answer(q, k, v, n_head):
+        T, C = q.shape
+        heads = [a.reshape(1, T, n_head, -1).transpose(0, 2, 1, 3) for a in (q, k, v)]
+        y, _ = attention(*heads, (C // n_head) ** -0.5, numpy_engine._causal_bias(T, q.dtype))
+        return y.transpose(0, 2, 1, 3).reshape(T, C)
+    return answer
+
+
+def attention_from_a_forward_pass(q, k, v, n_head):  # the heads' outputs of forward_np itself: refused inside
+    cfg = microgpt.GPTConfig(vocab_size=3, n_embd=q.shape[1], n_head=n_head, n_layer=1, block_size=8)
+    params = microgpt.init_params(cfg)
+    return microgpt.forward_np(params, [0] * len(q), cfg)[1]["layers"][0]["attn_heads"]
+
+
+@pytest.mark.parametrize("copied", [causal_attention_copied, *map(attention_with, ATTENTION_COPIES)],
+                         ids=["attention_np", "code_copy", "source_copy"])
+def test_causal_attention_copied_from_the_engine_is_wrong(copied, capsys):
     rng = np.random.default_rng(3)
     q, k, v = rng.normal(size=(3, 5, 8))
-    assert np.allclose(causal_attention_copied(q, k, v, 2), causal_attention(q, k, v, 2))  # right numbers ...
-    assert exercises.check_03_causal_attention(causal_attention_copied) is False            # ... but refused
+    assert np.allclose(copied(q, k, v, 2), causal_attention(q, k, v, 2))  # right numbers ...
+    assert exercises.check_03_causal_attention(copied) is False            # ... but refused
     assert "使わずに" in capsys.readouterr().out
-    assert np.allclose(causal_attention_copied(q, k, v, 2), causal_attention(q, k, v, 2))  # restored afterwards
+    assert np.allclose(copied(q, k, v, 2), causal_attention(q, k, v, 2))  # restored afterwards
+    assert exercises.check_03_causal_attention(attention_from_a_forward_pass) is False
+
+
+def test_causal_attention_reading_the_judges_frame_is_wrong():
+    def answer(q, k, v, n_head):  # the old judge kept forward_np's cache (with the heads' outputs) in its frame
+        import inspect
+
+        for info in inspect.stack()[1:]:
+            for name in ("want", "layer", "cache"):
+                found = info.frame.f_locals.get(name)
+                if isinstance(found, dict) and "attn_heads" in found:
+                    return found["attn_heads"]
+                if isinstance(found, np.ndarray):
+                    return found
+        raise LookupError("no answer in the judge's frames")
+    assert exercises.check_03_causal_attention(answer) is False
+    assert exercises.check_03_causal_attention(read_the_judges_frame) is False
 
 
 # ---------------------------------------------------------------- 2. count_params (rmsnorm and sphere)
@@ -138,19 +185,50 @@ def count_params_copied_n_params(cfg):
     return model_config.n_params(cfg)
 
 
+def count_params_from_the_offsets(cfg):  # the layout's cache, which the old check's own init_params call filled
+    return model_config.param_offsets(cfg)[1]
+
+
+def count_params_from_the_cached_layout(cfg):  # the lru_cache'd function behind param_offsets, called directly
+    return model_config._offsets(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)[1]
+
+
+N_PARAMS_COPIES = copies(model_config.n_params)
+SHAPES_COPIES = copies(model_config.param_shapes)
+
+
+def count_with(copy):
+    return lambda cfg: copy(cfg)
+
+
+def count_shapes_with(copy):
+    import math
+    return lambda cfg: sum(math.prod(shape) for _, shape in copy(cfg))
+
+
+@pytest.mark.parametrize("copied", [count_params_copied, count_params_copied_shapes, count_params_copied_n_params,
+                                    count_params_from_the_offsets, count_params_from_the_cached_layout,
+                                    *map(count_with, N_PARAMS_COPIES), *map(count_shapes_with, SHAPES_COPIES)],
+                         ids=["init_params", "param_shapes", "n_params", "param_offsets", "_offsets",
+                              "n_params-code_copy", "n_params-source_copy", "param_shapes-code_copy",
+                              "param_shapes-source_copy"])
+def test_count_params_copied_is_wrong(copied, capsys):
+    for norm in ("rmsnorm", "sphere"):
+        assert copied(microgpt_cfg(norm)) == count_params(microgpt_cfg(norm))  # right, without the refusal
+    assert exercises.check_03_count_params(copied) is False
+    assert "使わずに" in capsys.readouterr().out
+    assert copied(microgpt_cfg("sphere")) == count_params(microgpt_cfg("sphere"))  # restored after the check
+
+
+def test_count_params_reading_the_judges_frame_is_wrong():
+    assert exercises.check_03_count_params(read_the_judges_frame) is False
+
+
 def test_count_params(capsys):
     assert exercises.check_03_count_params(count_params) is True
     assert exercises.check_03_count_params(count_params_rmsnorm_formula_only) is False
     assert exercises.check_03_count_params(count_params_no_wpe) is False
     assert exercises.check_03_count_params(count_params_su_of_width_c) is False
-    capsys.readouterr()
-    assert exercises.check_03_count_params(count_params_copied) is False
-    assert exercises.check_03_count_params(count_params_copied_shapes) is False
-    assert exercises.check_03_count_params(count_params_copied_n_params) is False
-    assert "使わずに" in capsys.readouterr().out
-    # n_params gives the right count (the copy would pass without the refusal), and works again after the check
-    assert all(count_params_copied_n_params(microgpt_cfg(norm)) == count_params(microgpt_cfg(norm))
-               for norm in ("rmsnorm", "sphere"))
     assert exercises.check_03_count_params(stub) is None
     import microgpt  # the refusal is undone after the check
     assert sum(a.size for a in microgpt.init_params(microgpt.GPTConfig(vocab_size=27)).values()) == 4192
@@ -190,8 +268,20 @@ def temperature_probs_chapter_softmax(logits, temperature):  # chapter 21's scal
     return np.array([p.data for p in utils.softmax([Value(float(z) / temperature) for z in logits])])
 
 
+SOFTMAX_COPIES = copies(utils.softmax_np)
+
+
+def temperature_probs_with(copy):
+    return lambda logits, temperature: copy(np.asarray(logits, dtype=float) / temperature)
+
+
+def test_temperature_probs_reading_the_judges_frame_is_wrong():
+    assert exercises.check_03_temperature_probs(read_the_judges_frame) is False
+
+
 def test_temperature_probs(capsys):
-    for copied in (temperature_probs_copied, temperature_probs_chapter_softmax):
+    for copied in (temperature_probs_copied, temperature_probs_chapter_softmax, *map(temperature_probs_with,
+                                                                                      SOFTMAX_COPIES)):
         assert np.allclose(copied([1000.0, 999.0, 3.0], 0.1), temperature_probs([1000.0, 999.0, 3.0], 0.1))
         assert exercises.check_03_temperature_probs(copied) is False
         assert "使わずに" in capsys.readouterr().out
@@ -240,9 +330,23 @@ def bigram_loss_copied_from_numpy_engine(train_tokens, val_tokens, vocab_size): 
     return numpy_engine.baselines(train_tokens, val_tokens, cfg)["bigram"]
 
 
+BASELINES_COPIES = copies(numpy_engine.baselines)
+
+
+def bigram_loss_with(copy):
+    def answer(train_tokens, val_tokens, vocab_size):
+        return copy(train_tokens, val_tokens, microgpt.GPTConfig(vocab_size=vocab_size, block_size=16))["bigram"]
+    return answer
+
+
+def test_bigram_loss_reading_the_judges_frame_is_wrong():
+    assert exercises.check_03_bigram_loss(read_the_judges_frame) is False
+
+
 def test_bigram_loss(capsys):
     docs = [[3, 0, 1, 2, 3], [3, 2, 2, 3], [3, 1, 3]]
-    for copied in (bigram_loss_copied, bigram_loss_copied_from_numpy_engine):
+    for copied in (bigram_loss_copied, bigram_loss_copied_from_numpy_engine, *map(bigram_loss_with,
+                                                                                   BASELINES_COPIES)):
         assert math.isclose(copied(docs, docs[:2], 4), bigram_loss(docs, docs[:2], 4))
         assert exercises.check_03_bigram_loss(copied) is False
         assert "使わずに" in capsys.readouterr().out

@@ -1,69 +1,35 @@
-"""Notebook 04's exercises: each check says 正解 to a reference solution, 不正解 to a plausible wrong answer
-and 未回答 to the unsolved stub (the notebook is executed unsolved)."""
+"""Notebook 04's exercises: each check says 正解 to a reference solution; 不正解 to plausible wrong answers, to the
+project's own functions called or copied, to finite-difference (or, for a normalizing constant, numerical
+integration) answers and to an answer that reads the judge's frame; and 未回答 to the unsolved stub (the notebook
+is executed unsolved)."""
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
+from exercise_attacks import copies, derivative, read_the_judges_frame, vjp  # noqa: E402
+
+import numpy_engine  # noqa: E402
+import sphere  # noqa: E402
+from value import Value  # noqa: E402
 
 
 def stub(*args):
     raise NotImplementedError
 
 
-# ---------------------------------------------------------------- 1. Riemannian SGD step with retraction
-
-def riemannian_step(x, g, lr):
-    grad_s = g - (g @ x) * x
-    v = x - lr * grad_s
-    return v / np.linalg.norm(v)
-
-
-def projected_step(x, g, lr):  # the lecture's pseudo code: the radial part of g moves x too
-    v = x - lr * g
-    return v / np.linalg.norm(v)
-
-
-def riemannian_step_copied(x, g, lr):  # the project's step: refused
-    import sphere
-    return sphere.riemannian_sgd_step(x, g, lr)
-
-
-def riemannian_step_from_its_parts(x, g, lr):  # the step's own line, from sphere's parts: refused too
-    import sphere
-    return sphere.retract(x - lr * sphere.tangent_project(x, g))
-
-
-def riemannian_step_exp_map(x, g, lr):  # the exact geodesic step instead of the retraction: wrong, and refused
-    import sphere
-    return sphere.exp_map(x, -lr * sphere.tangent_project(x, g))
-
-
-def test_riemannian_step(capsys):
-    x = np.array([0.6, 0.8, 0.0])
-    g = np.array([1.0, -2.0, 0.5])
-    for copied in (riemannian_step_copied, riemannian_step_from_its_parts, riemannian_step_exp_map):
-        assert exercises.check_04_riemannian_step(copied) is False
-        assert "使わずに" in capsys.readouterr().out
-    assert np.allclose(riemannian_step_copied(x, g, 0.1), riemannian_step(x, g, 0.1))  # right, and restored
-    assert np.allclose(riemannian_step_from_its_parts(x, g, 0.1), riemannian_step(x, g, 0.1))
-    assert exercises.check_04_riemannian_step(riemannian_step) is True
-    assert exercises.check_04_riemannian_step(projected_step) is False
-    assert exercises.check_04_riemannian_step(lambda x, g, lr: x - lr * (g - (g @ x) * x)) is False  # no retraction
-    assert exercises.check_04_riemannian_step(stub) is None
-    assert "未回答" in capsys.readouterr().out
-
-
-# ---------------------------------------------------------------- 2. safe L2 normalization and its gradient
+# ---------------------------------------------------------------- 1. safe L2 normalization and its gradient
 
 def safe_normalize(x, eps=1e-12):
-    return x / max(np.linalg.norm(x), eps)
+    return x / max(np.sqrt((x * x).sum()), eps)
 
 
 def safe_normalize_backward(dy, x, eps=1e-12):
-    n = np.linalg.norm(x)
+    n = np.sqrt((x * x).sum())
     if n < eps:
         return dy / eps
     y = x / n
@@ -90,39 +56,45 @@ def backward_without_projection(dy, x, eps=1e-12):  # forgets that moving x alon
     return dy / max(np.linalg.norm(x), eps)
 
 
-def copied_normalize(x, eps=1e-12):  # the project's forward: refused
-    import sphere
-    return sphere.l2_normalize_np(x, eps=eps)
+def copied_normalize(x, eps=1e-12, normalize=sphere.l2_normalize_np):  # the project's forward: refused
+    return normalize(x, eps=eps)
 
 
-def copied_backward(dy, x, eps=1e-12):  # the project's backward: refused
-    import sphere
-    return sphere.l2_normalize_np_backward(dy, x, eps=eps)
+def copied_backward(dy, x, eps=1e-12, backward=sphere.l2_normalize_np_backward):  # the project's backward: refused
+    return backward(dy, x, eps=eps)
 
 
 def fused_normalize(x, eps=1e-12):  # numpy_engine's twin (its eps is 1e-12 too): refused
-    import numpy_engine
     return numpy_engine.l2_normalize_fused(x[None])[0][0]
 
 
 def backward_by_the_engine(dy, x, eps=1e-12):  # the scalar l2_normalize backpropagated by Value: refused
-    import sphere
-    from value import Value
     xs = [Value(float(v)) for v in x]
     sum(float(g) * y for g, y in zip(dy, sphere.l2_normalize(xs, eps))).backward()
     return np.array([v.grad for v in xs])
 
 
-def test_safe_normalize_copied_is_wrong(capsys):
+NORMALIZE_COPIES = copies(sphere.l2_normalize_np)
+BACKWARD_COPIES = copies(sphere.l2_normalize_np_backward)
+COPIED_PAIRS = [(copied_normalize, copied_backward), (copied_normalize, safe_normalize_backward),
+                (safe_normalize, copied_backward), (fused_normalize, safe_normalize_backward),
+                (safe_normalize, backward_by_the_engine),
+                *[(lambda x, eps=1e-12, c=c: copied_normalize(x, eps, c), safe_normalize_backward)
+                  for c in NORMALIZE_COPIES],
+                *[(safe_normalize, lambda dy, x, eps=1e-12, c=c: copied_backward(dy, x, eps, c))
+                  for c in BACKWARD_COPIES]]
+COPIED_IDS = ["both", "forward", "backward", "fused", "engine", "forward-code_copy", "forward-source_copy",
+              "backward-code_copy", "backward-source_copy"]
+
+
+@pytest.mark.parametrize("forward, backward", COPIED_PAIRS, ids=COPIED_IDS)
+def test_safe_normalize_copied_is_wrong(forward, backward, capsys):
     x, dy = np.array([3.0, -1.0, 2.0]), np.array([0.5, 2.0, -1.0])
-    for forward, backward in ((copied_normalize, copied_backward), (copied_normalize, safe_normalize_backward),
-                              (safe_normalize, copied_backward), (fused_normalize, safe_normalize_backward),
-                              (safe_normalize, backward_by_the_engine)):
-        assert np.allclose(forward(x), safe_normalize(x))
-        assert np.allclose(backward(dy, x), safe_normalize_backward(dy, x))
-        assert exercises.check_04_safe_normalize(forward, backward) is False
-        assert "使わずに" in capsys.readouterr().out
-    assert np.allclose(copied_normalize(x), safe_normalize(x))  # restored after the check
+    assert np.allclose(forward(x), safe_normalize(x))
+    assert np.allclose(backward(dy, x), safe_normalize_backward(dy, x))
+    assert exercises.check_04_safe_normalize(forward, backward) is False
+    assert "使わずに" in capsys.readouterr().out
+    assert np.allclose(forward(x), safe_normalize(x))  # restored after the check
 
 
 def test_safe_normalize(capsys):
@@ -135,126 +107,118 @@ def test_safe_normalize(capsys):
     assert "未回答" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- 3. vMF log-density on S^2 in closed form
+def test_the_points_sit_on_both_sides_of_the_clamp():
+    norms = [np.sqrt((x * x).sum()) for x in exercises._04_norm_points(np.random.default_rng(0))]
+    assert 0 < norms[2] / 1e-12 - 1 < 2e-9 and 0 < 1 - norms[3] / 1e-12 < 2e-9
 
-def vmf_log_density_s2(x, mu, kappa):
-    # log sinh k = k + log(1 - e^{-2k}) - log 2, without overflow for large k
+
+@pytest.mark.parametrize("method", ["central", "richardson"])
+def test_safe_normalize_backward_by_finite_differences_is_wrong(method):
+    def backward(dy, x, eps=1e-12):
+        return vjp(method, lambda v: safe_normalize(v, eps), dy, x)
+
+    x, dy = np.array([3.0, -1.0, 2.0]), np.array([0.5, 2.0, -1.0])
+    assert np.allclose(backward(dy, x), safe_normalize_backward(dy, x), rtol=1e-7)  # close at ||x|| ~ 1 ...
+    assert exercises.check_04_safe_normalize(safe_normalize, backward) is False      # ... not next to the clamp
+
+
+def test_safe_normalize_reading_the_judges_frame_is_wrong():
+    assert exercises.check_04_safe_normalize(safe_normalize, read_the_judges_frame) is False
+    assert exercises.check_04_safe_normalize(read_the_judges_frame, safe_normalize_backward) is False
+
+
+# ---------------------------------------------------------------- 2. vMF on S^2: log C_3 and E[mu . x]
+
+def log_c3(kappa):
     log_sinh = kappa + np.log(-np.expm1(-2.0 * kappa)) - np.log(2.0)
-    return np.log(kappa) - np.log(4 * np.pi) - log_sinh + kappa * (x @ mu)
+    return np.log(kappa) - np.log(4 * np.pi) - log_sinh
 
 
-def vmf_log_density_s2_naive(x, mu, kappa):  # right formula, but sinh(1000) overflows to inf
+def mean_cos_s2(kappa):
+    if kappa < 1e-2:
+        k2 = kappa * kappa
+        return kappa / 3 * (1 - k2 / 15 * (1 - 2 * k2 / 63))
+    return 1 / np.tanh(kappa) - 1 / kappa
+
+
+def log_c3_naive(kappa):  # right formula, but sinh(1000) overflows to inf
     with np.errstate(over="ignore", divide="ignore"):
-        return np.log(kappa / (4 * np.pi * np.sinh(kappa))) + kappa * (x @ mu)
+        return np.log(kappa / (4 * np.pi * np.sinh(kappa)))
 
 
-def vmf_log_density_s2_copied(x, mu, kappa):  # the project's density: refused
-    import sphere
-    return sphere.vmf_log_density(x, mu, kappa)
+def mean_cos_naive(kappa):  # coth(k) - 1/k as written: at k = 1e-6 two numbers near 1e6 cancel
+    return 1 / np.tanh(kappa) - 1 / kappa
 
 
-def vmf_log_density_s2_from_the_normalizer(x, mu, kappa):  # log C_3 from the project: refused too
-    import sphere
-    return sphere.vmf_log_normalizer(3, kappa) + kappa * (x @ mu)
+def log_c3_of_the_circle(kappa):  # the circle's constant 1 / (2 pi I_0(kappa)): d = 2, not 3
+    return -np.log(2 * np.pi) - float(sphere.log_bessel_iv(0, kappa))
 
 
-def test_vmf_log_density_s2(capsys):
-    x, mu = np.array([[0.0, 0.6, 0.8]]), np.array([1.0, 0.0, 0.0])
-    for copied in (vmf_log_density_s2_copied, vmf_log_density_s2_from_the_normalizer):
-        assert np.allclose(copied(x, mu, 3.0), vmf_log_density_s2(x, mu, 3.0))
-        assert exercises.check_04_vmf_log_density_s2(copied) is False
-        assert "使わずに" in capsys.readouterr().out
-    assert np.allclose(vmf_log_density_s2_copied(x, mu, 3.0), vmf_log_density_s2(x, mu, 3.0))  # restored
-    assert exercises.check_04_vmf_log_density_s2(vmf_log_density_s2) is True
-    assert exercises.check_04_vmf_log_density_s2(vmf_log_density_s2_naive) is False
-    wrong_constant = lambda x, mu, k: vmf_log_density_s2(x, mu, k) + np.log(2.0)  # noqa: E731  (2 pi, the circle's)
-    assert exercises.check_04_vmf_log_density_s2(wrong_constant) is False
-    assert exercises.check_04_vmf_log_density_s2(stub) is None
+def mean_cos_without_the_area_element(kappa):  # E[cos theta] as if theta were uniform on [0, pi]: no sin theta
+    t = np.linspace(0, np.pi, 20001)
+    w = np.exp(kappa * (np.cos(t) - 1))
+    return float(np.sum(np.cos(t) * w) / np.sum(w))
+
+
+def quadrature_log_c3(kappa):  # log of the area integral 2 pi int exp(kappa t) dt, by Simpson's rule in log space
+    t = np.linspace(-1.0, 1.0, 4001)
+    w = np.ones_like(t)
+    w[1:-1:2], w[2:-1:2] = 4, 2
+    return -(np.log(2 * np.pi) + kappa + np.log(np.sum(w * np.exp(kappa * (t - 1))) * (t[1] - t[0]) / 3))
+
+
+def mean_cos_by_differences(method):  # E[mu . x] = -d log C_3 / d kappa, by differences of the right log C_3
+    return lambda kappa: -derivative(method, log_c3, kappa)
+
+
+def test_vmf_s2(capsys):
+    assert exercises.check_04_vmf_s2(log_c3, mean_cos_s2) is True
+    assert exercises.check_04_vmf_s2(log_c3_naive, mean_cos_s2) is False
+    assert exercises.check_04_vmf_s2(log_c3, mean_cos_naive) is False
+    assert exercises.check_04_vmf_s2(log_c3_of_the_circle, mean_cos_s2) is False
+    assert exercises.check_04_vmf_s2(log_c3, mean_cos_without_the_area_element) is False
+    assert exercises.check_04_vmf_s2(stub, stub) is None
     assert "未回答" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- 4. gradient of a vMF mixture's log posterior
-
-def posterior(x, mus, kappas, priors):
-    import sphere
-
-    logp = np.log(priors) + sphere.vmf_log_normalizer(x.shape[0], kappas) + kappas * (mus @ x)
-    p = np.exp(logp - logp.max())
-    return p / p.sum()
+def test_the_references_are_the_closed_forms():
+    for kappa in exercises._04_KAPPAS:
+        assert log_c3(kappa) == pytest.approx(float(sphere.vmf_log_normalizer(3, kappa)), rel=1e-14, abs=1e-14)
+        assert mean_cos_s2(kappa) == pytest.approx(float(sphere.vmf_mean_resultant_length(3, kappa)), rel=1e-14)
 
 
-def vmf_posterior_grad(x, mus, kappas, priors, k):
-    p = posterior(x, mus, kappas, priors)
-    g = kappas[k] * mus[k] - (p * kappas) @ mus   # d log p(k|x) / dx = kappa_k mu_k - sum_j p_j kappa_j mu_j
-    return g - (g @ x) * x                          # its tangent part: the Riemannian gradient
+@pytest.mark.parametrize("method", ["central", "richardson"])
+def test_mean_cos_by_finite_differences_is_wrong(method):
+    answer = mean_cos_by_differences(method)
+    assert answer(3.0) == pytest.approx(mean_cos_s2(3.0), rel=1e-7)        # fine at kappa = 3 ...
+    assert exercises.check_04_vmf_s2(log_c3, answer) is False              # ... not at kappa = 1e-6
 
 
-def euclidean_gradient(x, mus, kappas, priors, k):  # not projected: keeps a radial part
-    p = posterior(x, mus, kappas, priors)
-    return kappas[k] * mus[k] - (p * kappas) @ mus
+def test_log_c3_by_numerical_integration_is_wrong():
+    assert quadrature_log_c3(3.0) == pytest.approx(log_c3(3.0), rel=1e-9)   # close at kappa = 3 ...
+    assert exercises.check_04_vmf_s2(quadrature_log_c3, mean_cos_s2) is False  # ... not at 1000 (a width of 1e-3)
 
 
-def without_the_posterior_mean(x, mus, kappas, priors, k):  # the gradient of kappa_k mu_k.x alone
-    g = kappas[k] * mus[k]
-    return g - (g @ x) * x
+LOGNORM_COPIES = copies(sphere.vmf_log_normalizer)
+MEAN_COPIES = copies(sphere.vmf_mean_resultant_length)
 
 
-def posterior_as_softmax_of_scaled_cosines(x, mus, kappas, priors, k):  # right only for one kappa, equal priors
-    z = kappas * (mus @ x)
-    p = np.exp(z - z.max())
-    p /= p.sum()
-    g = kappas[k] * mus[k] - (p * kappas) @ mus
-    return g - (g @ x) * x
-
-
-def posterior_without_log_space(x, mus, kappas, priors, k):  # exp(1000 cos) overflows
-    import sphere
-
-    with np.errstate(over="ignore", invalid="ignore"):
-        w = priors * np.exp(sphere.vmf_log_normalizer(x.shape[0], kappas)) * np.exp(kappas * (mus @ x))
-        p = w / w.sum()
-    g = kappas[k] * mus[k] - (p * kappas) @ mus
-    return g - (g @ x) * x
-
-
-def grad_by_the_engine(x, mus, kappas, priors, k):  # the check's own reference, with Value.backward: refused
-    return exercises._04_log_posterior_grad(x, mus, kappas, priors, k)
-
-
-def test_vmf_posterior_grad(capsys):
-    assert exercises.check_04_vmf_posterior_grad(vmf_posterior_grad) is True
-    for wrong in (euclidean_gradient, without_the_posterior_mean, posterior_as_softmax_of_scaled_cosines,
-                  posterior_without_log_space):
-        assert exercises.check_04_vmf_posterior_grad(wrong) is False, wrong.__name__
-    assert exercises.check_04_vmf_posterior_grad(stub) is None
-    out = capsys.readouterr().out
-    assert "未回答" in out and "不正解" in out
-
-
-def test_vmf_posterior_grad_copied_is_wrong(capsys):
-    rng = np.random.default_rng(0)
-    mus = rng.standard_normal((3, 4))
-    mus /= np.linalg.norm(mus, axis=1, keepdims=True)
-    x = mus[0] + 0.4 * rng.standard_normal(4)
-    x /= np.linalg.norm(x)
-    args = (x, mus, np.array([2.0, 5.0, 9.0]), np.array([0.5, 0.3, 0.2]), 1)
-    assert np.allclose(grad_by_the_engine(*args), vmf_posterior_grad(*args))   # the right numbers ...
-    assert exercises.check_04_vmf_posterior_grad(grad_by_the_engine) is False  # ... but backward() is refused
+@pytest.mark.parametrize("answer_c, answer_m", [
+    (lambda k: sphere.vmf_log_normalizer(3, k), mean_cos_s2),
+    (log_c3, lambda k: sphere.vmf_mean_resultant_length(3, k)),
+    (log_c3, lambda k: math.exp(sphere.log_bessel_iv(1.5, k) - sphere.log_bessel_iv(0.5, k))),
+    *[(lambda k, c=c: c(3, k), mean_cos_s2) for c in LOGNORM_COPIES],
+    *[(log_c3, lambda k, c=c: c(3, k)) for c in MEAN_COPIES]],
+    ids=["normalizer", "mean_resultant_length", "bessel_ratio", "normalizer-code_copy", "normalizer-source_copy",
+         "mean-code_copy", "mean-source_copy"])
+def test_vmf_s2_copied_is_wrong(answer_c, answer_m, capsys):
+    assert float(answer_c(3.0)) == pytest.approx(log_c3(3.0))
+    assert float(answer_m(3.0)) == pytest.approx(mean_cos_s2(3.0))
+    assert exercises.check_04_vmf_s2(answer_c, answer_m) is False
     assert "使わずに" in capsys.readouterr().out
-    assert np.allclose(grad_by_the_engine(*args), vmf_posterior_grad(*args))   # and works again afterwards
+    assert float(answer_c(3.0)) == pytest.approx(log_c3(3.0))  # restored
 
 
-def test_the_gradient_is_the_derivative_along_the_sphere():
-    # The reference is a derivative along the sphere: moving x along a great circle by t changes log p(k | x) by
-    # t (grad . v) to first order (v a unit tangent vector), whatever the kappas and priors.
-    import sphere
-
-    rng = np.random.default_rng(5)
-    mus = sphere.l2_normalize_np(rng.standard_normal((4, 5)))
-    kappas, priors = np.array([1.0, 3.0, 8.0, 20.0]), np.array([0.4, 0.3, 0.2, 0.1])
-    x = sphere.l2_normalize_np(rng.standard_normal(5))
-    v = sphere.l2_normalize_np(sphere.tangent_project(x, rng.standard_normal(5)))
-    t = 1e-6
-    log_post = [np.log(posterior(sphere.exp_map(x, s * v), mus, kappas, priors)[2]) for s in (t, -t)]
-    assert np.isclose((log_post[0] - log_post[1]) / (2 * t), vmf_posterior_grad(x, mus, kappas, priors, 2) @ v,
-                      rtol=1e-6)
+def test_vmf_s2_reading_the_judges_frame_is_wrong():
+    assert exercises.check_04_vmf_s2(read_the_judges_frame, mean_cos_s2) is False
+    assert exercises.check_04_vmf_s2(log_c3, read_the_judges_frame) is False

@@ -1,18 +1,26 @@
 """Reference solutions of notebook 05's exercises (notebooks/exercises.py, section 05).
 
-For every check: the reference solution is 正解 (True), a plausible wrong answer is 不正解 (False), and the
-unsolved stub of the notebook is 未回答 (None) without raising.
+For every check: the reference solution is 正解 (True); a plausible wrong answer, the project's own function called
+or copied, a numerical answer (finite differences, or for 練習問題 1 a bound found by sampling) and an answer that
+reads the judge's frame are 不正解 (False); the unsolved stub of the notebook is 未回答 (None) without raising.
+
+練習問題 1 (He's uniform bound) is a number no project function computes, so it has no copied-function test.
 """
+import functools
 import math
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
+from exercise_attacks import DIFFERENCES, copies, read_the_judges_frame  # noqa: E402
 
-from utils import linear_np_backward, softmax, softmax_np, softmax_np_backward  # noqa: E402
+import numpy_engine  # noqa: E402
+from utils import linear, linear_np, linear_np_backward, softmax, softmax_np, softmax_np_backward  # noqa: E402
+from value import Value  # noqa: E402
 
 
 def stub(*args):
@@ -28,7 +36,8 @@ def he_uniform_bound(fan_in):
 
 def test_he_uniform_bound_reference_is_correct(capsys):
     assert exercises.check_05_he_uniform_bound(he_uniform_bound) is True
-    assert "正解" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "正解" in out and "30 段目" in out
 
 
 def test_he_uniform_bound_via_the_variance_is_correct():
@@ -45,53 +54,138 @@ def test_he_uniform_bound_wrong_answers():
     assert exercises.check_05_he_uniform_bound(lambda fan_in: 0.08) is False                 # microgpt's std
 
 
+def bound_by_sampling(fan_in):  # l such that the sample variance of U(-l, l) is 2 / fan_in, from 10^5 draws
+    u = np.random.default_rng(fan_in).uniform(-1.0, 1.0, 100_000)
+    return math.sqrt(2.0 / fan_in / u.var())
+
+
+@functools.lru_cache(maxsize=1)
+def stack_constant():
+    """c such that l = c / sqrt(fan_in) keeps the 30-layer stack's ratio at 1, by bisection (a numerical search)."""
+    lo, hi = 0.5, 4.0
+    for _ in range(8):  # (to 1.5%: the search costs one 30-layer stack per step)
+        mid = (lo + hi) / 2
+        ratio = exercises.he_stack_ratio(lambda f, c=mid: c / math.sqrt(f))
+        lo, hi = (mid, hi) if ratio < 1 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def bound_that_keeps_the_stack_alive(fan_in):
+    return stack_constant() / math.sqrt(fan_in)
+
+
+@pytest.mark.slow
+def test_he_uniform_bound_found_numerically_is_wrong():
+    assert bound_by_sampling(64) == pytest.approx(he_uniform_bound(64), rel=1e-2)      # close ...
+    assert exercises.check_05_he_uniform_bound(bound_by_sampling) is False            # ... not the identity
+    assert 0.5 < exercises.he_stack_ratio(bound_that_keeps_the_stack_alive) < 2  # what the old check accepted ...
+    assert exercises.check_05_he_uniform_bound(bound_that_keeps_the_stack_alive) is False
+
+
 def test_he_uniform_bound_unanswered(capsys):
     assert exercises.check_05_he_uniform_bound(stub) is None
     assert "未回答" in capsys.readouterr().out
 
 
-# -- 05-2: backward of linear_np(x, w) + b
+def test_he_uniform_bound_reading_the_judges_frame_is_wrong():
+    assert exercises.check_05_he_uniform_bound(read_the_judges_frame) is False
 
 
-def linear_bias_np_backward(dy, x, w):
-    dx, dw = linear_np_backward(dy, x, w)
-    db = dy.reshape(-1, dy.shape[-1]).sum(axis=0)
-    return dx, dw, db
+# -- 05-2: backward of relu(linear_np(x, w) + b)
 
 
-def test_linear_bias_backward_reference_is_correct():
-    assert exercises.check_05_linear_bias_backward(linear_bias_np_backward) is True
+def linear_relu_np_backward(dy, x, w, b):
+    da = dy * (linear_np(x, w) + b > 0)
+    dx, dw = linear_np_backward(da, x, w)
+    return dx, dw, da.reshape(-1, da.shape[-1]).sum(axis=0)
 
 
-def test_linear_bias_backward_from_scratch_is_correct():
-    def from_scratch(dy, x, w):
-        dy2, x2 = dy.reshape(-1, dy.shape[-1]), x.reshape(-1, x.shape[-1])
-        return dy @ w, dy2.T @ x2, dy2.sum(axis=0)
-    assert exercises.check_05_linear_bias_backward(from_scratch) is True
+def test_linear_relu_backward_reference_is_correct():
+    assert exercises.check_05_linear_relu_backward(linear_relu_np_backward) is True
 
 
-def test_linear_bias_backward_wrong_answers(capsys):
-    def db_mean(dy, x, w):          # the mean over the batch instead of the sum
-        dx, dw, _ = linear_bias_np_backward(dy, x, w)
-        return dx, dw, dy.reshape(-1, dy.shape[-1]).mean(axis=0)
+def test_linear_relu_backward_from_scratch_is_correct():
+    def from_scratch(dy, x, w, b):
+        da = dy * (x @ w.T + b > 0)
+        da2, x2 = da.reshape(-1, da.shape[-1]), x.reshape(-1, x.shape[-1])
+        return da @ w, da2.T @ x2, da2.sum(axis=0)
+    assert exercises.check_05_linear_relu_backward(from_scratch) is True
 
-    def dw_transposed(dy, x, w):    # [in, out] instead of nn.Linear's [out, in]
-        dx, dw, db = linear_bias_np_backward(dy, x, w)
+
+def test_linear_relu_backward_wrong_answers(capsys):
+    def without_the_relu(dy, x, w, b):      # the bias layer's backward, the ReLU forgotten
+        dx, dw = linear_np_backward(dy, x, w)
+        return dx, dw, dy.reshape(-1, dy.shape[-1]).sum(axis=0)
+
+    def mask_from_the_output(dy, x, w, b):  # relu'(a) read as [y >= 0]: 1 at the kink side where y = 0
+        return linear_relu_np_backward(dy * 0 + dy, x, w, b - 1e300 * 0)[:2] + (dy.reshape(-1, 3).sum(axis=0),)
+
+    def db_mean(dy, x, w, b):               # the mean over the batch instead of the sum
+        dx, dw, _ = linear_relu_np_backward(dy, x, w, b)
+        da = dy * (linear_np(x, w) + b > 0)
+        return dx, dw, da.reshape(-1, da.shape[-1]).mean(axis=0)
+
+    def dw_transposed(dy, x, w, b):         # [in, out] instead of nn.Linear's [out, in]
+        dx, dw, db = linear_relu_np_backward(dy, x, w, b)
         return dx, dw.T, db
 
-    def db_first_axis_only(dy, x, w):  # right for one batch axis, wrong for two
-        dx, dw, _ = linear_bias_np_backward(dy, x, w)
-        return dx, dw, dy.sum(axis=0)
+    def db_first_axis_only(dy, x, w, b):    # right for one batch axis, wrong for two
+        dx, dw, _ = linear_relu_np_backward(dy, x, w, b)
+        return dx, dw, (dy * (linear_np(x, w) + b > 0)).sum(axis=0)
 
-    assert exercises.check_05_linear_bias_backward(db_mean) is False
-    assert exercises.check_05_linear_bias_backward(dw_transposed) is False
-    assert "dw の形" in capsys.readouterr().out
-    assert exercises.check_05_linear_bias_backward(db_first_axis_only) is False
-    assert exercises.check_05_linear_bias_backward(lambda dy, x, w: (dy @ w, None)) is False  # not a 3-tuple
+    for wrong in (without_the_relu, mask_from_the_output, db_mean, dw_transposed, db_first_axis_only):
+        assert exercises.check_05_linear_relu_backward(wrong) is False, wrong.__name__
+    assert "dw" in capsys.readouterr().out
+    assert exercises.check_05_linear_relu_backward(lambda dy, x, w, b: (dy @ w, None)) is False  # not a 3-tuple
 
 
-def test_linear_bias_backward_unanswered():
-    assert exercises.check_05_linear_bias_backward(stub) is None
+def test_linear_relu_backward_unanswered():
+    assert exercises.check_05_linear_relu_backward(stub) is None
+
+
+def test_linear_relu_backward_by_finite_differences_is_wrong():
+    def layer_loss(dy, x, w, b):
+        return float(np.sum(dy * np.maximum(linear_np(x, w) + b, 0.0)))
+
+    for method in ("central", "richardson"):
+        diff = DIFFERENCES[method]
+
+        def answer(dy, x, w, b, diff=diff):
+            return (diff(lambda v: layer_loss(dy, v, w, b), x), diff(lambda v: layer_loss(dy, x, v, b), w),
+                    diff(lambda v: layer_loss(dy, x, w, v), b))
+
+        x, w, b, dy = exercises._05_linear_relu_cases()[0]
+        assert all(np.allclose(g, r, rtol=1e-6, atol=1e-8)                    # close away from the kink ...
+                   for g, r in zip(answer(dy, x, w, b), linear_relu_np_backward(dy, x, w, b)))
+        assert exercises.check_05_linear_relu_backward(answer) is False        # ... not next to it
+
+
+def test_the_kink_case_has_pre_activations_next_to_zero():
+    x, w, b, _ = exercises._05_linear_relu_cases()[-1]
+    pre = linear_np(x, w) + b
+    assert np.sort(np.abs(pre).ravel())[2] < 2e-12 and (pre.ravel()[np.argsort(np.abs(pre).ravel())[:3]] > 0).sum() == 2
+
+
+def test_linear_relu_backward_by_the_engine_is_wrong(capsys):
+    def by_the_engine(dy, x, w, b, backward=Value.backward):  # the layer with Values, backpropagated: refused
+        W = [[Value(float(v)) for v in row] for row in w]
+        B = [Value(float(v)) for v in b]
+        X = [[Value(float(v)) for v in row] for row in x.reshape(-1, x.shape[-1])]
+        backward(sum(float(g) * (yo + bo).relu() for row, dys in zip(X, dy.reshape(-1, dy.shape[-1]))
+                     for g, yo, bo in zip(dys, linear(row, W), B)))
+        return (np.array([[v.grad for v in row] for row in X]).reshape(x.shape),
+                np.array([[v.grad for v in row] for row in W]), np.array([v.grad for v in B]))
+
+    copies_of_backward = copies(Value.backward)
+    for copied in (by_the_engine, *[lambda *a, c=c: by_the_engine(*a, backward=c) for c in copies_of_backward]):
+        x, w, b, dy = exercises._05_linear_relu_cases()[1]
+        assert all(np.allclose(g, r) for g, r in zip(copied(dy, x, w, b), linear_relu_np_backward(dy, x, w, b)))
+        assert exercises.check_05_linear_relu_backward(copied) is False
+        assert "使わずに" in capsys.readouterr().out
+
+
+def test_linear_relu_backward_reading_the_judges_frame_is_wrong():
+    assert exercises.check_05_linear_relu_backward(read_the_judges_frame) is False
 
 
 # -- 05-3: the gradients that reach the keys and the values
@@ -142,34 +236,54 @@ def test_key_value_grads_wrong_answers(capsys):
 
     for wrong in (scale_once, no_softmax_backward, dv_transposed, dv_uniform):
         assert exercises.check_05_key_value_grads(wrong) is False, wrong.__name__
-    assert "形が" in capsys.readouterr().out
+    assert "shape" in capsys.readouterr().out
     only_dk = lambda q, K, V, do, scaled: key_value_grads(q, K, V, do, scaled)[0]  # noqa: E731  (not a pair)
     assert exercises.check_05_key_value_grads(only_dk) is False
 
 
-def test_key_value_grads_copied_is_wrong(capsys):
-    import numpy_engine
-    from value import Value
+def test_key_value_grads_by_finite_differences_is_wrong():
+    def attention_loss(q, K, V, do, scaled):
+        alpha = 1 / np.sqrt(q.shape[-1]) if scaled else 1.0
+        s = alpha * (K @ q)
+        p = np.exp(s - s.max())
+        return float(do @ ((p / p.sum()) @ V))
 
-    def copied_from_the_engine(q, K, V, do, scaled):  # the NumPy engine's attention backward: refused
+    for method in ("central", "richardson"):
+        diff = DIFFERENCES[method]
+
+        def answer(q, K, V, do, scaled, diff=diff):
+            return (diff(lambda v: attention_loss(q, v, V, do, scaled), K),
+                    diff(lambda v: attention_loss(q, K, v, do, scaled), V))
+
+        r = np.random.default_rng(9)
+        args = (r.normal(size=4), r.normal(size=(3, 4)), r.normal(size=(3, 4)), r.normal(size=4), True)
+        assert all(np.allclose(g, w, rtol=1e-6, atol=1e-9) for g, w in zip(answer(*args), key_value_grads(*args)))
+        assert exercises.check_05_key_value_grads(answer) is False  # not where the softmax saturates
+
+
+def test_key_value_grads_copied_is_wrong(capsys):
+    def copied_from_the_engine(q, K, V, do, scaled, backward=numpy_engine.attention_np_backward):
         alpha = 1 / np.sqrt(q.shape[-1]) if scaled else 1.0
         p = softmax_np(alpha * (K @ q))
         out = [np.zeros((1, len(q))), np.zeros(K.shape), np.zeros(V.shape)]
-        numpy_engine.attention_np_backward(do[None], q[None], K, V, p[None], alpha, out)
+        backward(do[None], q[None], K, V, p[None], alpha, out)
         return out[1], out[2]
 
-    def by_backward(q, K, V, do, scaled):  # §5's scalar attention with Values for K and V: refused
+    def by_backward(q, K, V, do, scaled, backward=Value.backward):  # §5's scalar attention with Values for K and V
         alpha = 1 / math.sqrt(len(q)) if scaled else 1.0
         Kv = [[Value(float(a)) for a in row] for row in K]
         Vv = [[Value(float(a)) for a in row] for row in V]
         p = softmax([sum(float(qj) * kj for qj, kj in zip(q, k)) * alpha for k in Kv])
-        loss = sum(float(do[j]) * sum(p[t] * Vv[t][j] for t in range(len(Vv))) for j in range(len(q)))
-        loss.backward()
+        backward(sum(float(do[j]) * sum(p[t] * Vv[t][j] for t in range(len(Vv))) for j in range(len(q))))
         return np.array([[a.grad for a in row] for row in Kv]), np.array([[a.grad for a in row] for row in Vv])
 
+    variants = [copied_from_the_engine, by_backward,
+                *[lambda *a, c=c: copied_from_the_engine(*a, backward=c) for c in copies(
+                    numpy_engine.attention_np_backward)],
+                *[lambda *a, c=c: by_backward(*a, backward=c) for c in copies(Value.backward)]]
     r = np.random.default_rng(0)
     args = (r.normal(size=4), r.normal(size=(3, 4)), r.normal(size=(3, 4)), r.normal(size=4), True)
-    for copied in (copied_from_the_engine, by_backward):
+    for copied in variants:
         assert all(np.allclose(a, b) for a, b in zip(copied(*args), key_value_grads(*args)))  # right numbers
         assert exercises.check_05_key_value_grads(copied) is False
         assert "使わずに" in capsys.readouterr().out
@@ -178,3 +292,7 @@ def test_key_value_grads_copied_is_wrong(capsys):
 
 def test_key_value_grads_unanswered():
     assert exercises.check_05_key_value_grads(stub) is None
+
+
+def test_key_value_grads_reading_the_judges_frame_is_wrong():
+    assert exercises.check_05_key_value_grads(read_the_judges_frame) is False

@@ -15,7 +15,7 @@
 # 6. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる。再帰上限はこの環境で実際に表示する）。
 #    1 未満の因子を掛ける段を重ねると勾配が消えていくこと（0.1 を 324 回掛けると、勾配はちょうど 0）。
 # 7. Graphviz の DOT テキスト（`tracing.to_dot`）。
-# 8. 理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示）。
+# 8. まとめ、理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示。正解すると解答例を開ける）。
 #
 # 途中の2か所（§5 と §6）には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
@@ -411,6 +411,17 @@ print(f"the smallest positive float64: {math.ulp(0.0):.3e}")
 print(to_dot(L, labels=names))
 
 # %% [markdown]
+# ## まとめ
+#
+# | 見たこと | 要点 | 節 |
+# |---|---|---|
+# | `grad` の意味 | ノードの `grad` は $\partial L/\partial(\text{そのノード})$：その値だけを少し動かしたときの $L$ の変化率 | §1 |
+# | `backward()` の1行 | 各辺で `child.grad += local_grad * node.grad`。局所勾配は、ノードを作るときに覚えておく | §2, §3 |
+# | 検査 | `gradient_check` は中心差分との照合。特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる | §4 |
+# | 足し合わせ | 同じノードを2回使うと、2本の道の勾配が足される（だから `+=`）。`backward()` を2回呼ぶと葉の勾配が累積する | §5 |
+# | 順番 | 逆トポロジカル順に訪れる。深い鎖では再帰でなく反復で並べる | §6 |
+# | 勾配消失 | 1 未満の因子を掛ける段を重ねると、勾配は指数的に小さくなり、やがてちょうど 0 になる | §6 |
+#
 # ## 理解度チェック
 #
 # **問1.** §1 の式 $L = (a \cdot b + c) \cdot f$ で、`backward()` の後の `d.grad = -2` は何を意味しますか。`e.grad` も $-2$ になるのはなぜですか。
@@ -463,9 +474,18 @@ print(to_dot(L, labels=names))
 # %% [markdown]
 # ## 練習問題
 #
-# 各問の解答セルの関数を書き、すぐ下のチェックセルを実行してください。チェックは、あなたの関数の答えを
-# このエンジンの `backward()` や `value.topological_order`、数値微分（`gradient_check`）と、チェック側が選んだ入力で比べ、
-# **正解** / **不正解** / **未回答**（まだ `NotImplementedError` のまま）を表示します。
+# 各問の解答セルの関数を書き、すぐ下のチェックセルを実行してください。チェックは、あなたの関数を呼び終えてから、
+# このエンジンの `backward()` や `value.topological_order` で期待する答えを計算して比べ、
+# **正解** / **不正解** / **未回答**（まだ `NotImplementedError` のまま）を表示します。正解すると、その下に解答例（折りたたみ）が出ます。
+#
+# チェックについて、先に3つ断っておきます。
+#
+# - 答えを写すことになるプロジェクトの関数（`backward()` など）は、あなたの関数が動いている間は使えません。呼ぶと 不正解 です。
+#   あらかじめ取っておいたコピーや、ソースを `exec` し直したものも見分けます。
+# - 数値微分（中心差分やリチャードソン補外）で答えを作っても、正解にはなりません。チェックは、差分商が外れる点
+#   （`relu` の折れ目のすぐそば）と、相対誤差 $10^{-12}$ の厳しさで比べます。
+# - これらは「うっかり」や「手抜き」を思いとどまらせるための仕組みで、防ぎきるものではありません（`exercises.py` を読めば抜け道はあります）。
+#   式を自分で導くことが、この練習の中身です。
 
 # %%
 import math  # noqa: F401  (for your answers: math.tanh, math.exp)
@@ -475,22 +495,33 @@ import exercises
 # %% [markdown]
 # ### 練習問題 1：$\partial L/\partial a$ を手で求める
 #
-# $L = \tanh(a b) \cdot a$ を `Value` で組むと次のようになります。
+# 次の $L$ を `Value` で組むと、こうなります。
 #
 # ```python
 # a, b = Value(a0), Value(b0)
-# L = (a * b).tanh() * a
+# L = ((a * b).tanh() * a - 0.5).relu()
 # L.backward()   # a.grad が ∂L/∂a
 # ```
 #
-# $a$ は2か所で使われています（§5）。$\partial L/\partial a$ を手で導き、その式を関数 `grad_a(a, b)` に書いてください。
+# $\partial L/\partial a$ を手で導き、関数 `grad_a(a, b)` に書いてください。
 # 引数 `a`, `b` は普通の float、戻り値も float です（`math.tanh` を使ってよい。`Value` は使わずに）。
-# チェックは、いくつかの点で `a.grad` と比べます。上の3行を関数の中にそのまま書くとエンジンの答えを写すことになるので、
-# チェックの間は `backward()` と `tracing.trace_backward` が使えません（呼ぶと 不正解 になります）。
+# チェックは、いくつかの点で `a.grad` と比べます。`relu` の折れ目（$\tanh(ab)\,a = 1/2$）のすぐそばの点も含みます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# $a$ はこの式の中で何か所に現れますか。§5 のとおり、同じノードから出る道の勾配は足し合わされます。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# `value.py` の `relu` が子に渡す局所勾配は、入力が正かどうかだけで決まる数です。`tanh` の局所勾配は、その出力の値で書けます。
+#
+# </details>
 
 # %%
 def grad_a(a, b):
-    # ここに解答を書く (write your answer here): return dL/da for L = tanh(a*b) * a
+    # ここに解答を書く (write your answer here): return dL/da for L = relu(tanh(a*b)*a - 0.5)
     raise NotImplementedError
 
 
@@ -501,9 +532,22 @@ exercises.check_01_grad_a(grad_a)
 # ### 練習問題 2：新しい演算 `sigmoid` の局所勾配
 #
 # シグモイド $\sigma(x) = 1/(1 + e^{-x})$ を、`tanh` と同じく **1つのノード** として作る関数 `sigmoid(v)` を書いてください。
-# `v` は `Value`、戻り値は子が `(v,)` だけの新しい `Value` で、`data` は $s = \sigma(x)$（$x$ は `v.data`）、局所勾配は $d\sigma/dx$ を $s$ で表したものです
+# `v` は `Value`、戻り値は子が `(v,)` だけの新しい `Value` で、`data` は $s = \sigma(x)$（$x$ は `v.data`）です
 # （§4 の `sq_right` と同じ形：`Value(data, (v,), (局所勾配,), "sigmoid")`）。
-# チェックは値を確かめ、`sigmoid` を含む式をいくつかの点で `gradient_check` にかけます（不合格なら表を表示します）。
+# 局所勾配 $d\sigma/dx$ は、`value.py` の `tanh` が出力 $t$ から局所勾配を計算するのと同じく、このノードの値 $s$ から計算してください。
+# チェックは、$x = -3$ から $30$ までのいくつかの点で、値と局所勾配を比べます（相対誤差 $10^{-12}$ まで）。
+#
+# <details><summary>ヒント 1</summary>
+#
+# $\sigma(x) = (1 + e^{-x})^{-1}$ を連鎖律で微分してみてください。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 微分に出てくる $e^{-x}$ は、$s = 1/(1 + e^{-x})$ を $e^{-x}$ について解けば $s$ で書けます。
+#
+# </details>
 
 # %%
 def sigmoid(v):
@@ -518,10 +562,23 @@ exercises.check_01_sigmoid(sigmoid)
 # ### 練習問題 3：`backward()` を自分で書く
 #
 # 関数 `my_backward(root)` を書いてください。`root` は `backward()` をまだ一度も呼んでいないグラフの根です（どのノードの `grad` も 0）。
-# `value.topological_order(root)`（子が親より先に来る並び）を使い、根の `grad` を 1 にしてから、
-# 各ノードの子 `node._children` と局所勾配 `node._local_grads` を使って、すべてのノードの `grad` を $\partial(\text{root})/\partial(\text{そのノード})$ にします。戻り値は不要です。
-# `root.backward()` や `tracing.trace_backward` を呼ぶのは、エンジンの答えを写すことになるので使わないでください（チェックの間にそれらが呼ばれると 不正解 になります）。
-# チェックは、同じ形のランダムなグラフ（同じノードを何度も使うもの）をもう1つ作って `root.backward()` し、全ノードの `grad` を比べます。
+# `value.topological_order(root)`（子が親より先に来る並び）と、各ノードの子 `node._children`、局所勾配 `node._local_grads` を使って、
+# すべてのノードの `grad` を $\partial(\text{root})/\partial(\text{そのノード})$ にします。戻り値は不要です。
+# `root.backward()` や `tracing.trace_backward` はエンジンの答えそのものなので使えません（呼ぶと 不正解）。
+# チェックは、同じ形のグラフ（同じノードを何度も使うランダムなグラフと、`relu` の折れ目のすぐそばを通るグラフ）を作り直して `backward()` し、
+# 全ノードの `grad` を比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# 根の勾配 $\partial(\text{root})/\partial(\text{root})$ はいくつですか。ノードの勾配を子へ押し出してよいのは、そのノードを使う親をすべて処理し終えてからです（理解度チェックの問2）。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# §2 の `trace_backward` の表の1行が、1本の辺で起きることです。2回以上使われるノードの勾配が上書きされていないか、§5 の $y = a \cdot a + 2a$ で確かめてください。
+#
+# </details>
 
 # %%
 def my_backward(root):
@@ -537,9 +594,21 @@ exercises.check_01_backward(my_backward)
 #
 # 関数 `my_topological_order(root)` を、**再帰を使わずに**（自分で管理するリストをスタックにして）書いてください。
 # 戻り値は、`root` から子をたどって届くすべてのノードを、どのノードもその子より後に来るように、ちょうど1回ずつ並べたリストです。
-# `value.topological_order` は使わないでください（チェックの間に呼ばれると 不正解 になります）。ただし並びが `value.topological_order` と同じである必要はありません。
+# `value.topological_order` は使えません（チェックの間に呼ばれると 不正解）。並びが `value.topological_order` と同じである必要はありません。
 # チェックは、ランダムなグラフで正しい並びになっているかを確かめ、さらに再帰上限の3倍の長さの鎖でも動くかを確かめます
 # （再帰で書くとそこで `RecursionError` になり、不正解と表示されます）。
+#
+# <details><summary>ヒント 1</summary>
+#
+# 再帰版（§6 の `build_topo`）が呼び出しスタックに覚えていることは何でしょうか。「このノードの子を、もう全部出し終えたか」です。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# スタックに積むものを、ノードだけでなく「ノードと、その子をすでに積んだかどうかの印」の組にしてみてください。
+#
+# </details>
 
 # %%
 def my_topological_order(root):

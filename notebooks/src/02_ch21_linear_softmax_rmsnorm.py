@@ -14,7 +14,7 @@
 # - **§5**：LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。LayerNorm の学習可能な倍率とバイアス、
 #   microgpt.py の「GPT-2 との相違点」のコメントが指す違い。
 # - **§6**：スカラー版（`Value` のリスト）と NumPy 版の双子（`linear_np` など、順伝播と明示的な逆伝播）が float64 の精度で一致すること。
-# - **理解度チェックと練習問題**：log-softmax のヤコビアン行列、RMSNorm と LayerNorm の逆伝播を自分で書き、チェックセルで確かめる。
+# - **まとめ、理解度チェックと練習問題**：log-softmax のヤコビアン行列、RMSNorm と LayerNorm の逆伝播を自分で書き、チェックセルで確かめる（正解すると解答例を開ける）。
 #
 # 関数はすべて `utils.py` から import します（章のコードそのもの）。
 # 計算グラフの図は横に長いので、縮小せず実寸で表示します（ページからはみ出す部分は横にスクロールして見てください）。
@@ -593,6 +593,15 @@ plt.show()
 # スカラー版は1つ1つの勾配を追いかけるための「読める」実装です。同じ数学の2つの書き方です。
 
 # %% [markdown]
+# ## まとめ
+#
+# | 関数 | 章の最小例 | 逆伝播で見たこと | 節 |
+# |---|---|---|---|
+# | `linear(x, w)` | $w = [[3, 4]]$、$x = [1, 2]$ で 11 | $x_j$ はすべての出力に使われるので、勾配は全出力から足し合わされる（NumPy 版では `dy @ w`） | §1, §6 |
+# | `softmax(logits)` | `[1, 2]` | ヤコビアン $\mathrm{diag}(p) - pp^\top$ の各行の和は 0（シフト不変性）。だから `max_val` は定数として扱ってよい | §2 |
+# | `rmsnorm(x)` | `[3, 4]` | $x_j$ から出力へは直接の道と `scale` を経由する道がある。`scale` を定数扱いすると勾配が間違い、`gradient_check` が FAIL を出す | §3, §4 |
+# | LayerNorm | `[1, 2, 3, 4]` と `[101, …, 104]` | 平均を引く（中心化）ので、全成分に同じ数を足しても出力が変わらない。RMSNorm は引かない | §5 |
+#
 # ## 理解度チェック
 #
 # **Q1.** `linear(x, w)` で `w` が3行2列（出力3、入力2）のとき、$\partial y_1/\partial x_0$ と $\partial y_1/\partial w_{10}$ はそれぞれ何ですか。
@@ -626,13 +635,7 @@ plt.show()
 #
 # **Q4.** `rmsnorm` の `scale` を、`max_val` と同じように `.data` から計算すると何が起きますか。
 #
-# <details><summary>答え</summary>
-#
-# 順伝播の値は同じですが、`backward()` は `scale` が $x$ に依存することを知らず、`scale` を経由する道（$-s^3 x_j\,\mathrm{mean}(dy \cdot x)$ の項）が抜け落ちます。
-# この道の寄与は 0 ではないので勾配は間違い、§4 の `gradient_check` は FAIL を出して False を返しました。
-# 定数扱いしてよいかどうかは、その値を通る道の寄与が 0 になるかどうかで決まります。
-#
-# </details>
+# （答えは、練習問題 2 の答えそのものに触れるので、練習問題 2 のチェックセルの後にあります。）
 #
 # **Q5.** `[1, 2, 3, 4]` と `[101, 102, 103, 104]` を LayerNorm と RMSNorm に通すと、それぞれどうなりますか。
 #
@@ -642,28 +645,38 @@ plt.show()
 # RMSNorm は平均を引かないので、`[101, …, 104]` では共通成分 100 が残り、出力は各成分がほぼ 1 の `[0.985, 0.995, 1.005, 1.015]` になります（§5 の出力）。
 #
 # </details>
-#
+
+# %% [markdown]
 # ## 練習問題
 #
 # 各問の解答セルの `raise NotImplementedError` を自分のコードに置き換え、その下のチェックセルを実行すると「正解」か「不正解」が表示されます（書く前は「未回答」）。
-# チェックは、シードを固定したランダムな入力で、プロジェクトの関数や有限差分と比べます。
+# 正解すると、その下に解答例（折りたたみ）が出ます。チェックは、シードを固定した入力であなたの関数を呼び終えてから、プロジェクトの関数や `backward()` で期待する答えを計算して比べます。
+#
+# - 答えそのものを計算してしまうプロジェクトの逆伝播（`backward()` や `*_backward`）は、あなたの関数が動いている間は使えません（呼ぶと 不正解。あらかじめ取ったコピーも見分けます）。
+# - 数値微分（中心差分やリチャードソン補外）では正解になりません。チェックは、差分商が桁を失う入力（ロジット ±5000、16 桁も大きさの違う成分が並ぶ行）と、
+#   相対誤差 $10^{-12}$ の厳しさで比べます。
+# - これらは思いとどまらせるための仕組みで、防ぎきるものではありません。式を自分で導くことが、この練習の中身です。
 #
 # ### 練習問題 1：log-softmax のヤコビアン行列
 #
-# §2 では softmax そのもののヤコビアン $J = \mathrm{diag}(p) - pp^\top$ を見ました。第22章の損失（交差エントロピー $-\log p_t$）が使うのは確率の **対数** で、
-# その微分は softmax のヤコビアンとは別の、もっと簡単な形になります。
+# §2 では softmax そのもののヤコビアン $J = \mathrm{diag}(p) - pp^\top$ を見ました。第22章の損失（交差エントロピー $-\log p_t$）が使うのは確率の **対数** です。
 # logits `z`（形 `(n,)` の NumPy 配列）を受け取り、$p = \mathrm{softmax}(z)$ の対数のヤコビアン $\partial \log p_i/\partial z_j$ を形 `(n, n)` の NumPy 配列で返す関数
-# `log_softmax_jacobian(z)` を書いてください（$i$ が行、$j$ が列）。ロジットには ±1000 のような大きな値も来るので、$p$ は章の `softmax` と同じく
-# 最大値を引いてから `exp` して計算してください（`utils.softmax_np` を使ってもかまいません）。
+# `log_softmax_jacobian(z)` を書いてください（$i$ が行、$j$ が列）。ロジットには ±1000 や ±5000 のような大きな値も来ます
+# （`utils.softmax_np` は使ってかまいません）。
 #
 # チェックは、第 $i$ 行を「正解が $i$ のときの交差エントロピー $-\log p_i$ の勾配」（`utils.cross_entropy_np_backward`）の符号を変えたものと比べます。
-# 式を導く問題なので、チェックの間は逆伝播の関数（`utils.softmax_np_backward`、`utils.cross_entropy_np_backward` など）と `backward()`（§2 の `jacobian` 関数も）が使えません
-# （呼ぶと 不正解 になります）。
+# チェックの間は逆伝播の関数（`utils.softmax_np_backward`、`utils.cross_entropy_np_backward` など）と `backward()`（§2 の `jacobian` 関数も）が使えません。
 #
-# <details><summary>ヒント</summary>
+# <details><summary>ヒント 1</summary>
 #
-# $\log p_i = z_i - \log\sum_k e^{z_k}$ と書けます。あるいは、$\partial \log p_i = \partial p_i / p_i$ なので、§2 の $J$ の第 $i$ 行を $p_i$ で割っても同じ答えになります。
-# ただし、ロジット −1000 の成分では $p_i$ が float64 で 0 にアンダーフローし、そのまま割ると 0/0 = NaN になります。割り算を約分して消した形にしてから書いてください。
+# $\log p_i$ を、$p_i$ の定義から $z$ だけの式に書き直してみてください（$\log$ と $\exp$ が打ち消し合う部分があります）。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# $\log\sum_k e^{z_k}$ を $z_j$ で微分すると、見覚えのある量が出てきます。§2 の $J$ の第 $i$ 行を $p_i$ で割っても同じ答えになりますが、
+# ロジット −5000 の成分では $p_i$ が float64 で 0 にアンダーフローし、そのまま割ると 0/0 = NaN です。約分して消した形で書いてください。
 #
 # </details>
 
@@ -682,13 +695,19 @@ exercises.check_02_log_softmax_jacobian(log_softmax_jacobian)
 # 形 `(..., n)` の NumPy 配列 `dy` と `x`（最後の軸が1本のベクトル、先頭の軸はバッチ）を受け取り、$y = \mathrm{rmsnorm}(x)$（章と同じ $\epsilon = 10^{-5}$）の
 # 入力についての勾配 $dx_j = \sum_i dy_i\,\partial y_i/\partial x_j$ を同じ形で返す関数 `rmsnorm_backward(dy, x)` を書いてください。
 #
-# チェックは、章のスカラー版 `rmsnorm` に損失 $\sum_i dy_i y_i$ の `backward()` をかけた勾配と比べます。チェックの間は `utils.rmsnorm_np_backward` と
-# `backward()` が使えません（どちらも答えそのものを計算してしまうので。呼ぶと 不正解 になります）。
+# チェックは、章のスカラー版 `rmsnorm` に損失 $\sum_i dy_i y_i$ の `backward()` をかけた勾配と、ランダムな行と、$10^{8}$ と $10^{-8}$ の成分が並ぶ行で比べます。
+# チェックの間は `utils.rmsnorm_np_backward` と `backward()` が使えません（どちらも答えそのものを計算してしまうので）。
 #
-# <details><summary>ヒント</summary>
+# <details><summary>ヒント 1</summary>
 #
-# §3 の手計算を一般の $n$ に広げます。$s = (m + \epsilon)^{-1/2}$、$m = \frac1n \sum_i x_i^2$ とすると $\partial s/\partial x_j = -s^3 x_j / n$。
-# $y_i = x_i s$ の2つの道（直接と、$s$ を経由）を足し合わせてください。
+# §3 の手計算（$n = 2$）と同じく、$x_j$ から $y_i$ へは2つの道があります。直接の道と、`scale` を経由する道です。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# `scale` $= (m + \epsilon)^{-1/2}$、$m = \frac1n\sum_i x_i^2$ です。`scale` を $m$ で、$m$ を $x_j$ で微分して掛け合わせ、2つの道を $dy$ で重み付けして足してください。
+# バッチの軸があっても、和は最後の軸だけでとります。
 #
 # </details>
 
@@ -702,20 +721,32 @@ def rmsnorm_backward(dy, x):
 exercises.check_02_rmsnorm_backward(rmsnorm_backward)
 
 # %% [markdown]
+# <details><summary>理解度チェック Q4 の答え（練習問題 2 を解いてから開いてください）</summary>
+#
+# 順伝播の値は同じですが、`backward()` は `scale` が $x$ に依存することを知らず、`scale` を経由する道が抜け落ちます。
+# この道の寄与は 0 ではないので勾配は間違い、§4 の `gradient_check` は FAIL を出して False を返しました。
+# 定数扱いしてよいかどうかは、その値を通る道の寄与が 0 になるかどうかで決まります（`max_val` ではシフト不変性で 0 になりました）。
+#
+# </details>
+#
 # ### 練習問題 3：LayerNorm の逆伝播
 #
 # §5 の `layernorm_np` と同じ $y = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$（$\mu$ は最後の軸の平均、$\sigma^2$ は分散 `x.var(axis=-1)`、$\epsilon = 10^{-5}$、学習可能な倍率・バイアスなし）について、
 # 形 `(..., n)` の `dy` と `x` から勾配 $dx$ を同じ形で返す関数 `layernorm_backward(dy, x)` を書いてください。
 #
-# チェックは `value.gradient_check` を使います。あなたの $dx$ を、損失 $\sum_i dy_i y_i$ を値に持つ1つの `Value` ノードの局所勾配として取り込み、
-# その `backward()` の勾配を中心差分と比べます（不正解のときは、その表が印字されます）。LayerNorm を `Value` で書いて `backward()` すると
-# エンジンの答えになってしまうので、あなたの関数が動いている間は `backward()` が使えません（呼ぶと 不正解 になります）。
+# チェックは、LayerNorm を `Value` で組んで損失 $\sum_i dy_i y_i$ を `backward()` した勾配と、ランダムな行、大きさが16桁違う成分の並ぶ行、
+# ほぼ一定の行（分散が $\epsilon$ よりずっと小さい）で比べます。あなたの関数が動いている間は `backward()` が使えません。
 #
-# <details><summary>ヒント</summary>
+# <details><summary>ヒント 1</summary>
 #
-# $\tilde\sigma = \sqrt{\sigma^2 + \epsilon}$、$\hat x = (x - \mu)/\tilde\sigma$ とおきます。$x_j$ から $y_i$ へは、直接の道のほかに $\mu$ を経由する道と $\tilde\sigma$ を経由する道があり、
-# $\partial \mu/\partial x_j = 1/n$、$\partial \tilde\sigma/\partial x_j = \hat x_j/n$ です。3つの道を足すと、答えは $\mathrm{mean}(dy)$ と $\mathrm{mean}(dy \cdot \hat x)$ を使って1行で書けます。
-# LayerNorm もシフト不変なので、正しい $dx$ は各行の和が 0 になります（確かめてみてください）。
+# $\tilde\sigma = \sqrt{\sigma^2 + \epsilon}$、$\hat x = (x - \mu)/\tilde\sigma$ とおきます。$x_j$ から $y_i$ へは、直接の道のほかに $\mu$ を経由する道と $\tilde\sigma$ を経由する道があります。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 先に $\partial \mu/\partial x_j$ と $\partial \tilde\sigma/\partial x_j$ を求めてください（$\tilde\sigma^2 = \frac1n\sum_i (x_i - \mu)^2 + \epsilon$ を微分します。$\sum_i (x_i - \mu) = 0$ が効きます）。
+# 答えは $\hat x$ と $dy$ の平均を使って1行で書けます。LayerNorm もシフト不変なので、正しい $dx$ は各行の和が 0 になります（検算に使ってください）。
 #
 # </details>
 

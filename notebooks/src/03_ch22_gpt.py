@@ -16,7 +16,7 @@
 # 6. 学習後のモデルの **注意の重み** をヘッドごとのヒートマップで見て、ヘッドの役割分担を数える。
 # 7. `gpt` と講義3 の超球面版 `gpt_sphere`（nGPT）の **行単位の差分** と、違いの一つひとつの説明。
 # 8. いくつかの温度でのサンプル（新しい名前の生成）。
-# 9. 理解度チェックと練習問題（全位置・全ヘッドの因果的注意、球面モードも含めたパラメータ数、温度つき softmax、バイグラム基準の損失）。
+# 9. まとめ、理解度チェックと練習問題（全位置・全ヘッドの因果的注意、球面モードも含めたパラメータ数、温度つき softmax、バイグラム基準の損失）。正解すると解答例を開けます。
 #
 # §3 と §7 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
@@ -462,10 +462,39 @@ print("\n".join(difflib.unified_diff(src_gpt, src_sphere, "gpt", "gpt_sphere", n
 # | ブロック入口の `x = rmsnorm(x)` | なし | 隠れ状態 $h$ はすでに単位ベクトルなので、入口の正規化は要りません。 |
 # | $q, k$ はそのまま、ロジットは $q_h \cdot k_h / \sqrt{d}$ | ヘッドごとに $q_h, k_h$ を `l2_normalize` して学習可能な $s_{qk}$ を掛け、ロジットは $q_h \cdot k_h \cdot \sqrt{d}$ | 単位ベクトル同士の内積はコサインで $[-1, 1]$ に収まります。$\sqrt{d}$ で割るとロジットがさらに小さくなり注意がほぼ一様になるので、逆に $\sqrt{d}$ を掛け、残りの倍率は $s_{qk}$（初期値 1）に学ばせます。`gpt` の $1/\sqrt{d}$ は、ノルムが制御されていない内積の分散を抑えるためのものです。 |
 # | 残差 `x = x + f(x)`（注意と MLP の2か所） | $h \leftarrow \mathrm{Norm}(h + \alpha\,(\mathrm{Norm}(f(h)) - h))$ | ブロックの出力を足し込むのではなく、球面上の $h$ から正規化した出力 $\mathrm{Norm}(f(h))$ の方向へ、次元ごとの学習可能な歩幅 $\alpha$（初期値 `alpha_init` = 0.05）だけ進み、`l2_normalize` で球面に戻します。コードは $h$ を `l2_normalize(h)` と書きますが、$h$ はすでに単位ベクトルなので同じものです。 |
-# | `mlp_fc1` の出力をそのまま ReLU へ | `mlp_fc1` の出力に $s_u$ を掛けてから ReLU | 入力が単位ベクトルなので `mlp_fc1` の出力（コサイン）は小さくなります。学習可能な $s_u$（初期値 $\sqrt{C} = 4$）が MLP の隠れ層の大きさを決めます。 |
+# | `mlp_fc1` の出力をそのまま ReLU へ | `mlp_fc1` の出力に $s_u$ を掛けてから ReLU | 入力が単位ベクトルなので `mlp_fc1` の出力（コサイン）は小さくなります。学習可能な $s_u$（初期値 $\sqrt{C} = 4$、隠れ層のユニットごとに1つ）を掛けます。ただし ReLU の後には正規化 $\mathrm{Norm}(h_M)$ が来るので、**全ユニットの $s_u$ を同じ倍率で変えても何も変わりません**。効くのはユニットどうしの比だけです（表のすぐ後のセル）。 |
 # | `logits = linear(x, lm_head)` | `linear(h, lm_head)` に $s_z$ を掛ける | `lm_head` の行も $h$ も単位ベクトルなので、ロジットはコサイン（$[-1, 1]$）。そのままでは softmax がほとんど平らにしかならないので、トークンごとの学習可能な $s_z$ がロジットの幅を決めます。講義3 の von Mises–Fisher 分布の集中度 κ にあたるのがこの $s_z$ です（ノート 04）。 |
 # | — | `base = n_embd ** -0.5`、`_abs(a)` | 倍率 $s_{qk}, \alpha, s_z$ は小さな値（`base` = $1/\sqrt{C}$）で保存し、順伝播で掛け戻します（Adam の一歩がちょうどよい大きさになる、nGPT の工夫）。$\alpha$ は絶対値を取って正に保ちます。 |
 # | ヘッドのループ変数 `h` | `hd` | 球面版では `h` が隠れ状態の名前なので、ループ変数の名前を変えただけです。 |
+#
+# $s_u$ の行を確かめます。ReLU は正の数倍と入れ替えられる（$\mathrm{relu}(cu) = c\,\mathrm{relu}(u)$、$c > 0$：正の同次性）ので、
+# 全ユニットの $s_u$ を $c$ 倍すると MLP の出力 $h_M$ も $c$ 倍になり、その後の $\mathrm{Norm}(h_M)$ で消えます。$\sqrt{C}$ の因子も含めて、
+# 共通の倍率は何も変えません。ランダムな球面モデル（$s_u$ もユニットごとにばらつかせる）で、全部を 7.3 倍したときと、半分のユニットだけ 7.3 倍したときのロジットの変化を比べます。
+
+# %%
+cfg_su = microgpt.GPTConfig(vocab_size=cfg.vocab_size, norm="sphere")
+p_su = microgpt.init_params(cfg_su, seed=3)
+p_su["layer0.mlp_su"][...] = np.random.default_rng(0).uniform(0.5, 2.0, p_su["layer0.mlp_su"].shape)  # unequal units
+emma = microgpt.doc_tokens("emma", vocab)[:-1]
+before, _ = microgpt.forward_np(p_su, emma, cfg_su)
+p_su["layer0.mlp_su"] *= 7.3                                  # every unit's s_u times 7.3
+after_all, _ = microgpt.forward_np(p_su, emma, cfg_su)
+p_su["layer0.mlp_su"][: p_su["layer0.mlp_su"].size // 2] /= 7.3  # undo it for half of the units
+after_half, _ = microgpt.forward_np(p_su, emma, cfg_su)
+print(f"every s_u times 7.3: max |logit change| = {np.abs(after_all - before).max():.1e}")
+print(f"half of them only  : max |logit change| = {np.abs(after_half - before).max():.3f}")
+u = np.linspace(-3, 3, 7)
+silu = lambda t: t / (1 + np.exp(-t))  # noqa: E731  (nGPT's SwiGLU gate)
+print("relu(7.3 u) / 7.3 - relu(u):", np.abs(np.maximum(7.3 * u, 0) / 7.3 - np.maximum(u, 0)).max(),
+      "| silu(7.3 u) / 7.3 - silu(u):", np.round(np.abs(silu(7.3 * u) / 7.3 - silu(u)).max(), 3))
+
+# %% [markdown]
+# 全ユニットを同じ倍率で変えたときのロジットの変化は丸め誤差の大きさで、半分だけ変えると目に見えて変わります（上の出力の2行）。
+# $s_u$ が決めるのは「隠れ層の大きさ」ではなく、**ユニットどうしの相対的な重み** です。
+# nGPT の論文とコードでは、MLP は ReLU ではなく SwiGLU（$\mathrm{SiLU}(s_v \odot v) \odot (s_u \odot u)$）で、$\sqrt{d_{\text{model}}}$ の因子は
+# $s_u$ ではなく SiLU のゲートに入る $s_v$ の側にあります。SiLU は正の同次性を持たない（最後の行：7.3 倍して割り戻すと値が変わる）ので、
+# そちらの倍率には意味があるからです。このプロジェクトが論文から変えている点（ReLU と $s_u$ だけ、学習する位置埋め込み `wpe`）は、
+# ノート 06 §4「このモデルが nGPT の論文から変えていること」にまとめています。
 #
 # 表の $s_z$ の行の意味を数値で見ておきます。球面版を初期化して（学習なし）`emma` を通すと、$s_z$ の初期値は 1 なのでロジットはコサインそのもので、
 # 絶対値は 1 を超えません。
@@ -554,6 +583,17 @@ print("engine='value':", ", ".join(by_value))
 print("same names as engine='numpy':", by_value == by_numpy)
 
 # %% [markdown]
+# ## まとめ
+#
+# | 見たこと | 要点 | 節 |
+# |---|---|---|
+# | `gpt` の形 | 埋め込み（`wte + wpe`）→ RMSNorm → 注意（ヘッドごと）と MLP、それぞれ残差で足す → `lm_head` でロジット | §1, §2 |
+# | KV キャッシュ | `gpt` は1回に1位置。キャッシュにはそこまでのキーとバリューしかないので、因果マスクなしで未来を見ない | §3, §5 |
+# | 学習 | NumPy エンジンの短い学習で、検証損失がバイグラムの基準を下回る | §4 |
+# | 注意の重み | ヘッドが見る場所を分担する（直前の文字を見るヘッドはバイグラムと同じ情報を運ぶ） | §6 |
+# | `gpt_sphere` | 正規化を RMSNorm から単位球面（`l2_normalize`）へ。ロジットはコサインに $s_z$ を掛けたもの。$s_u$ は共通の倍率では何も変えない（ReLU の後に正規化） | §7 |
+# | 温度 | `softmax(logits / T)`：低いと無難な名前、高いと綴りが崩れる | §8 |
+#
 # ## 理解度チェック
 #
 # **問1.** `gpt` のソースには因果マスク（未来の位置を見えなくする処理）がありません。それでも位置 $t$ の計算が未来の文字を見ないのはなぜですか。
@@ -610,9 +650,10 @@ print("same names as engine='numpy':", by_value == by_numpy)
 # %% [markdown]
 # ## 練習問題
 #
-# 各問の解答セルの関数を書き、その下のチェックセルを実行すると「正解」「不正解」が表示されます（解答前は「未回答」）。
-# チェックはプロジェクト自身の関数（`microgpt.forward_np`、`microgpt.init_params`、`utils.softmax_np`、`microgpt.baselines`）と、その場で作った入力で比べます。
-# 答えそのものを計算してしまうプロジェクトの関数は、あなたの関数が動いている間は使えません（呼ぶと 不正解 になります。各問に書いてあります）。
+# 各問の解答セルの関数を書き、その下のチェックセルを実行すると「正解」「不正解」が表示されます（解答前は「未回答」）。正解すると、その下に解答例（折りたたみ）が出ます。
+# チェックは、その場で作った入力であなたの関数を呼び終えてから、プロジェクト自身の関数（`microgpt.forward_np`、`microgpt.init_params`、`utils.softmax_np`、`microgpt.baselines`）で期待する答えを計算して比べます。
+# 答えそのものを計算してしまうプロジェクトの関数は、あなたの関数が動いている間は使えません（呼ぶと 不正解。あらかじめ取ったコピーも見分けます。各問に書いてあります）。
+# これは思いとどまらせるための仕組みで、防ぎきるものではありません。
 #
 # ### 練習問題 1：全位置・全ヘッドの因果的注意（`forward_np` の形）
 #
@@ -629,9 +670,21 @@ print("same names as engine='numpy':", by_value == by_numpy)
 # チェックは、いくつかの大きさのランダムなモデルで `microgpt.forward_np` を動かし、その注意の層が使った $q, k, v$ をあなたの関数に渡して、
 # `forward_np` が計算した各ヘッドの出力（`cache["layers"][0]["attn_heads"]`）と比べます。チェックの間は NumPy エンジンの注意の関数
 # `numpy_engine.attention_np` は使えません（呼ぶと 不正解）。
-# ヒント：このノートのモデルで試すなら、`_, c = microgpt.forward_np(params, microgpt.doc_tokens("emma", vocab)[:-1], cfg)` の
+# 試し方：このノートのモデルで試すなら、`_, c = microgpt.forward_np(params, microgpt.doc_tokens("emma", vocab)[:-1], cfg)` の
 # `c["layers"][0]` の `"q"`, `"k"`, `"v"`（形 `(1, n_head, T, head_dim)`）を `.transpose(0, 2, 1, 3).reshape(T, C)` で `(T, C)` に並べ直して渡すと、
 # 結果の第 3 行が §5.2 の `nums(x_attn)` と（丸め誤差の範囲で）一致するはずです。
+#
+# <details><summary>ヒント 1</summary>
+#
+# 1つのヘッドについて、全位置のロジットを一度に並べると $T \times T$ の行列になります。位置 $t$ が見てはいけないのは、その行のどの列ですか。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 見てはいけないロジットを $-\infty$ にしてから softmax すると、その重みはちょうど 0 になります（`np.tril` が使えます）。
+#
+# </details>
 
 # %%
 def causal_attention(q, k, v, n_head):
@@ -651,6 +704,18 @@ exercises.check_03_causal_attention(causal_attention)
 # `microgpt.init_params` や `param_shapes`、`model_config.n_params` は使わずに、`cfg.vocab_size`、`cfg.n_embd`、`cfg.n_layer`、`cfg.block_size`、`cfg.norm` から式で求めてください
 # （チェックの間にそれらが呼ばれると 不正解 になります）。
 # チェックは、rmsnorm と sphere のいくつかの設定で、`microgpt.init_params(cfg)` の配列の要素数の合計と比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# §1 の一覧は rmsnorm の場合です。§7 の差分の `+` の行で `state_dict[...]` に現れるキーのうち、`-` の行にないものを書き出してください。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 倍率のベクトルは、成分ごとに掛け合わされる相手と同じ長さです。$s_u$ が掛かるのは `mlp_fc1` の出力で、その長さは `mlp_fc1` の行の数です。
+#
+# </details>
 
 # %%
 def count_params(cfg):
@@ -667,6 +732,18 @@ exercises.check_03_count_params(count_params)
 # `temperature` は正の数で、$\mathrm{softmax}(\text{logits} / T)$ を長さ $V$ の NumPy 配列で返します（`sample` が次の文字を引く分布）。
 # `utils.softmax_np` も第21章の `softmax` も使わずに書き、第21章の `softmax` と同じく最大値を引いてから `exp` してください（チェックの間にそれらが呼ばれると 不正解 になります）。
 # チェックは `utils.softmax_np(logits / T)` と比べ、とても大きなロジットと小さな温度（例えばロジット 1000 で $T = 0.1$）も試します。
+#
+# <details><summary>ヒント 1</summary>
+#
+# ロジット 1000 を $T = 0.1$ で割ると 10000 で、`np.exp(10000)` は inf です。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 全部のロジットから同じ数を引いても確率は変わりません（ノート 02 §2 のシフト不変性）。どの数を引けば、`exp` の引数が 0 以下になりますか。
+#
+# </details>
 
 # %%
 def temperature_probs(logits, temperature):
@@ -685,6 +762,18 @@ exercises.check_03_temperature_probs(temperature_probs)
 # 検証データのすべての隣り合う組の負の対数尤度の平均（float）を返してください。
 # チェックは、`block_size` より短いトークン列で `microgpt.baselines(...)["bigram"]`（§4 のバイグラム基準）と比べます。
 # `microgpt.baselines` を呼ぶと答えを写すことになるので、チェックの間は使えません（呼ぶと 不正解 になります）。
+#
+# <details><summary>ヒント 1</summary>
+#
+# `vocab_size` × `vocab_size` の数の表を 1 で埋めてから、訓練データの組を数え足します。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 平均は、名前ごとではなく、検証データの **すべての組** についてとります（長い名前ほど多くの組を持つ）。
+#
+# </details>
 
 # %%
 def bigram_loss(train_tokens, val_tokens, vocab_size):

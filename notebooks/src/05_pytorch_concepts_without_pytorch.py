@@ -14,9 +14,12 @@
 #   （ただの `float` / パラメータリストに入った `Value`）。
 # - **§1**：凍結（フリーズ）をファインチューニングとして：事前学習した重み `w` をオプティマイザから外すと、`w` は
 #   事前学習の値のまま動かず、残りのパラメータだけで新しいタスクの損失が下がる様子。
-# - **§2**：`model(x)` と `model.forward(x)` の違い：直接呼んでも勾配は記録され、省かれるのはフックだけ。
-#   学習/評価モードは別のスイッチ（`model.train()` / `model.eval()`）。入れ子のモジュールと `model.to(device)`
+# - **§2**：`model(x)` と `model.forward(x)` の違い：直接呼んでも勾配は記録され、省かれるのは `__call__` の仕事
+#   （フック、`model.compile()` 後のコンパイル版への振り分け、JIT トレースでのスコープの記録）。
+#   パラメータを持つモジュールを共有しても学習は壊れないこと（勾配が足し合わされるだけ。GPT-2 の `wte` と `lm_head` の重み共有を小さなモデルで）。
+#   学習/評価モードは別のスイッチ（`model.train()` / `model.eval()`）で、Dropout がそのフラグで何を変えるか。入れ子のモジュールと `model.to(device)`
 #   （モジュールの `to()` はその場で変えて自分自身を返し、テンソルの `to()` は新しいものを返すこと。このプロジェクトでは、全パラメータが1本のバッファのビューなので、型の変換が一度で済むこと）。
+#   `nn.Parameter`（原材料）と `nn.Linear`（完成品）を同じ層で並べる。
 # - **§3**：`nn.Linear` のバイアスと重みの `[out, in]` レイアウト。GPT-2 のアテンション射影にはバイアスがあり、
 #   microgpt にはバイアスが1つもないこと。LLM で `bias=False` が多い理由として資料が挙げる2つを確かめる
 #   （キーのバイアスは softmax のシフト不変性で厳密に効かない。バイアスはパラメータのごく一部）。
@@ -26,7 +29,7 @@
 # - **§4**：初期値が大きすぎるとき、tanh ではユニットが飽和し（局所勾配 ≈ 0）、それでも 30 層の勾配は爆発する理由。
 #   ReLU ではもっと速く爆発すること。
 # - **§5**：アテンションの softmax をスケーリング（$1/\sqrt d$）しないと勾配が消える様子を、実際の勾配で。
-# - **理解度チェックと練習問題**：He 初期化の一様分布版の範囲、バイアス付き線形層の逆伝播、キーとバリューに届く勾配。
+# - **まとめ、理解度チェックと練習問題**：He 初期化の一様分布版の範囲、バイアスと ReLU のある線形層の逆伝播、キーとバリューに届く勾配（正解すると解答例を開ける）。
 #
 # §2 と §4 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 #
@@ -52,7 +55,8 @@ import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
 
-from microgpt import GPTConfig, init_params
+from microgpt import GPTConfig, baselines, build_vocab, doc_tokens, init_params, load_corpus, split_docs
+from microgpt import adam_step as microgpt_adam
 from model_config import flat_buffer, pack_params, param_shapes
 from utils import linear, linear_np, linear_np_backward, softmax, softmax_np, softmax_np_backward
 from value import Value, topological_order, zero_grad
@@ -193,26 +197,31 @@ plt.show()
 # | `__init__` で `nn.Parameter` を登録 | `state_dict = {"名前": 行列（Value のリストのリスト）}` を作る |
 # | `forward(self, x)` | `def mlp(x, state_dict)`（microgpt では `gpt(token_id, pos_id, keys, values, state_dict, cfg)`） |
 # | `model.parameters()` | `[p for mat in state_dict.values() for row in mat for p in row]` |
-# | `model(x)` と呼ぶ（フックが実行される） | ただ関数を呼ぶ。フックも学習/評価モードもない |
-# | `with torch.no_grad():`（勾配を記録しない推論） | `Value` を使わず数で計算する（microgpt の `sample` は NumPy 版の `forward_np` を使う） |
+# | `model(x)` と呼ぶ（フック、`model.compile()` 後のコンパイル版、JIT トレースへの振り分けが入る） | ただ関数を呼ぶ。フックもコンパイルも学習/評価モードもない |
+# | `with torch.no_grad():`（勾配を記録しない推論） | `Value` を使わず数で計算する。microgpt の `sample(..., engine="numpy")`（既定）は NumPy 版の `forward_np` で数だけを計算する。`engine="value"` では第22章の推論ループ `sample_value` が `gpt()` を `Value` で呼ぶので、使わない勾配のための計算グラフも毎回作られる |
+# | `model.train()` / `model.eval()`（Dropout などの切り替え） | microgpt には Dropout がないので、切り替えるものがない（下の「学習モードと評価モード」で、切り替えがあるとき何が変わるかを見る） |
 #
-# ### `model(x)` と `model.forward(x)`：違いはフックだけ
+# ### `model(x)` と `model.forward(x)`：違いは `__call__` が forward の前後でする仕事
 #
 # 資料は `model.forward(x)` を直接呼ぶのは NG で、その理由を「自動勾配（バックプロパゲーション）用の記録登録や、
 # 評価/学習モードの切り替えなど」の下準備が行われないから、としています。PyTorch 2.x の実際はこうです。
 #
-# - `model(x)` は `nn.Module.__call__` を通り、そのモジュールに登録された **フック**（forward pre-hook、forward hook、
-#   backward hook）を実行してから `forward` を呼びます。`model.forward(x)` と直接呼ぶと、省かれるのは
-#   **このモジュールのフックだけ** です（`forward` の中で `self.sub(x)` と呼んだ子モジュールのフックは実行されます）。
+# - `model(x)` は `nn.Module.__call__` を通ります。PyTorch 2.x の `__call__` は、`forward` を呼ぶ前に3つの振り分けをします。
+#   1. `model.compile()` を呼んだ後なら、**コンパイルされた版** の呼び出し（`_compiled_call_impl`）へ。`model.forward(x)` はコンパイルされていない Python の `forward` をそのまま動かします。
+#   2. `torch.jit.trace` の最中なら、`_slow_forward` を通して、トレースしたグラフにこのモジュールの名前（スコープ）を記録します。`model.forward(x)` ではこの記録が抜けます。
+#   3. そのモジュールに登録された **フック**（forward pre-hook、forward hook、backward hook）と、全モジュール共通のグローバルなフック
+#      （`torch.nn.modules.module.register_module_forward_hook` など）を実行します。
+#
+#   `model.forward(x)` と直接呼ぶと、省かれるのは **このモジュールの** この3つだけです（`forward` の中で `self.sub(x)` と呼んだ子モジュールでは、3つとも働きます）。
 # - **勾配の記録は `__call__` の仕事ではありません。** 記録は、`requires_grad=True` のテンソルに対する演算それぞれが
 #   行います。だから `model.forward(x)` でも勾配は記録され、`backward()` できます。
 # - **学習/評価モードも `__call__` は切り替えません。** `model.train()` / `model.eval()` が `model.training` という
 #   フラグを（子モジュールまで）書き換え、`forward` の中の Dropout などがそれを読むだけです。
 #   勾配を記録しない計算は、さらに別のスイッチ `torch.no_grad()` です。
 #
-# それでも `model(x)` と呼ぶのが作法なのは、フックを使う道具（特徴の取り出し、プロファイラ、一部のライブラリ）が
-# 正しく動くためです。次のセルは、`nn.Module.__call__` がすることを数行に縮めた **スケッチ**（PyTorch のコードではない）で、
-# 違いがフックだけであることを確かめます。
+# それでも `model(x)` と呼ぶのが作法なのは、フックを使う道具（特徴の取り出し、プロファイラ、一部のライブラリ）と、
+# `model.compile()` や JIT トレースが正しく働くためです。次のセルは、`nn.Module.__call__` がすることを数行に縮めた **スケッチ**（PyTorch のコードではない）で、
+# フックとコンパイル版への振り分けを確かめます（トレースへの振り分けは、PyTorch のない ここでは文章だけにします）。
 #
 # **予想してから確かめる：** 次のセルは、同じモデルを `model(x)` と `model.forward(x)` の2通りで呼んで `backward()` します。
 # `model.forward(x)` のほうで、(a) 出力は計算グラフに記録されるでしょうか、(b) `w.grad` は `model(x)` と同じになるでしょうか、(c) フックは実行されるでしょうか。
@@ -220,18 +229,25 @@ plt.show()
 # <details><summary>答え</summary>
 #
 # (a) 記録されます、(b) 同じ 2.0 です、(c) 実行されません。記録は `Value`（PyTorch なら `requires_grad=True` のテンソル）の演算それぞれの仕事で、
-# 呼び方には関係しません。`model.forward(x)` で省かれるのは、`__call__` が forward の前後で実行するフックだけです（下のセルの出力）。
+# 呼び方には関係しません。`model.forward(x)` で省かれるのは、`__call__` が forward の前後でする仕事（フック、コンパイル版への振り分け）だけです（下のセルの出力）。
 #
 # </details>
 
 # %%
 class Module:
-    """A sketch of what nn.Module adds around forward: hooks in __call__, a training flag, an in-place to().
-    Not PyTorch's code."""
+    """A sketch of what nn.Module adds around forward: hooks and the compiled path in __call__, a training flag, an
+    in-place to(). Not PyTorch's code."""
 
     def __init__(self):
         self.training = True
         self._forward_hooks = []
+        self._compiled_call = None
+
+    def compile(self):            # Module.compile(): from now on, model(x) goes to a compiled version of the call
+        def compiled_call(x):
+            print("    (the compiled version ran)")
+            return self._call_impl(x)
+        self._compiled_call = compiled_call
 
     def register_forward_hook(self, hook):
         self._forward_hooks.append(hook)
@@ -243,7 +259,12 @@ class Module:
     def eval(self):
         return self.train(False)
 
-    def __call__(self, x):        # model(x): forward, then the hooks registered on this module
+    def __call__(self, x):        # model(x): the compiled version if there is one, else forward and the hooks
+        if self._compiled_call is not None:
+            return self._compiled_call(x)
+        return self._call_impl(x)
+
+    def _call_impl(self, x):
         out = self.forward(x)
         for hook in self._forward_hooks:
             hook(self, x, out)
@@ -278,13 +299,17 @@ for how in ("model(x)", "model.forward(x)"):
           f"training = {model.training}")
 model.eval()
 print("after model.eval(): training =", model.training, " (a flag set by eval(), whichever way forward is called)")
+model.compile()
+print("after model.compile(): model(x) ->", model(2.0).data, "| model.forward(x) ->", model.forward(2.0).data,
+      "(no compiled version, no hook)")
 
 # %% [markdown]
-# どちらの呼び方でも出力は計算グラフに記録され、`w.grad` は同じ 2.0 です。違うのはフックが実行されたかどうかだけで、
+# どちらの呼び方でも出力は計算グラフに記録され、`w.grad` は同じ 2.0 です。違うのは `__call__` の仕事が入ったかどうかです。
+# `model(x)` ではフックが実行され、`compile()` の後はコンパイル版が動きます。`model.forward(x)` ではどちらも起きません。
 # `training` は `model.eval()` を呼んだときにだけ変わります。
 #
-# 個別インスタンスが必要か共有してよいかの規則は、辞書と関数で書いてもそのまま残ります：学習パラメータを持つ部品は
-# **辞書のキーを分ける**（`fc1.weight` と `fc2.weight`）。パラメータを持たない部品は関数を共有するだけです。
+# 資料の「④ 個別インスタンス vs 使い回し」の使い分けは、辞書と関数で書くとこうなります：別々に学習させたい部品は
+# **辞書のキーを分ける**（`fc1.weight` と `fc2.weight`）。パラメータを持たない部品は関数を共有するだけです（共有すると何が起きるかは、次の小節）。
 # `utils.rmsnorm` には学習可能なゲインが **ない** ので、ReLU と同じく「ハサミ」側（共有してよい）です。
 
 # %%
@@ -321,6 +346,114 @@ print("output:", out[0])
 for name, mat in state_dict.items():
     print(f"{name:11s} shape [{len(mat)}][{len(mat[0])}]  grads:", np.round([[p.grad for p in row] for row in mat], 3).tolist())
 
+# %% [markdown]
+# ### 共有しても学習は壊れない：重み共有（weight tying）
+#
+# 資料の「④ 個別インスタンス vs 使い回し」は、パラメータを持つモジュールを2か所で共有すると
+# 「お互いのパラメータ学習を破壊し合ってモデルが壊れてしまう」と書いています。これは言い過ぎです。1つのパラメータを2か所で使うと、
+# 逆伝播で2本の道の勾配が **足し合わされる** だけで（ノート 01 §5）、学習はふつうに進みます。共有は「2か所の値を同じにする」という制約で、
+# 使い道のある設計です。GPT-2 は入力の埋め込み `wte` と出力層 `lm_head` を同じ行列で共有し（weight tying）、ALBERT は全層でパラメータを共有します。
+# 資料の言い分のうち正しいのは、norm1 と norm2 の最適な倍率が違うなら、共有するとその違いを表せなくなる、というところまでです。
+#
+# まず、共有した重みの勾配が2つの使い道の勾配の和になることを、エンジンで確かめます。小さな「名前の次の文字」モデル
+# $h = \tanh(E[x]\,A)$、ロジット $= h\,W^\top$ で、出力の重み $W$ を埋め込み $E$ と共有するか（$W = E$）、別に持つか（$W = U$）です。
+
+# %%
+def tied_logits(x_ids, E, A, W):
+    """h = tanh(E[x] A), logits = h W^T, on Values: E is used twice when W is E (weight tying)."""
+    out = []
+    for x in x_ids:
+        h = [v.tanh() for v in linear(E[x], [list(col) for col in zip(*A)])]
+        out.append(linear(h, W))
+    return out
+
+
+rng_t = np.random.default_rng(1)
+E_vals, A_vals = rng_t.normal(0, 0.5, (3, 2)), rng_t.normal(0, 0.5, (2, 2))
+grads = {}
+for tied in (True, False):
+    E = [[Value(float(v)) for v in row] for row in E_vals]
+    A = [[Value(float(v)) for v in row] for row in A_vals]
+    U = [[Value(float(v)) for v in row] for row in E_vals]          # the same numbers, a separate parameter
+    logits = tied_logits([0, 2], E, A, E if tied else U)
+    loss = sum(-softmax(z)[t].log() for z, t in zip(logits, [1, 0]))
+    loss.backward()
+    grads[tied] = (np.array([[v.grad for v in row] for row in E]), np.array([[v.grad for v in row] for row in U]))
+print("tied: grad of E =\n", np.round(grads[True][0], 6))
+print("untied: grad of E (as the input embedding) + grad of U (as the output layer) =\n",
+      np.round(grads[False][0] + grads[False][1], 6))
+print("max difference:", np.abs(grads[True][0] - (grads[False][0] + grads[False][1])).max())
+
+# %% [markdown]
+# 共有した $E$ の勾配は、埋め込みとしての勾配と出力層としての勾配の和です（差は丸め誤差の大きさ）。次に、同じモデルを名前のデータで実際に学習します
+# （$C = 16$、NumPy で書いた逆伝播、Adam で 1500 ステップ、バッチ 256 組）。共有版では $E$ の勾配を2つの道の和にします。
+
+# %%
+docs_t = load_corpus("names")
+vocab_t = build_vocab(docs_t)
+train_t, val_t = split_docs(docs_t, seed=42)
+
+
+def pairs(doc_list):
+    ids = [doc_tokens(d, vocab_t) for d in doc_list]
+    return (np.array([a for t in ids for a in t[:-1]]), np.array([b for t in ids for b in t[1:]]))
+
+
+(x_train, y_train), (x_val, y_val) = pairs(train_t), pairs(val_t)
+V_t, C_t = len(vocab_t) + 1, 16
+
+
+def tying_loss_and_grads(P, x, y, tied):
+    """Mean next-character NLL of logits = tanh(E[x] A) W^T (W = E when tied, else U) and its gradients."""
+    E, A = P["E"], P["A"]
+    W = E if tied else P["U"]
+    e = E[x]
+    h = np.tanh(e @ A)
+    probs = softmax_np(h @ W.T)
+    loss = -np.log(probs[np.arange(len(y)), y]).mean()
+    dz = probs
+    dz[np.arange(len(y)), y] -= 1.0
+    dz /= len(y)
+    dW = dz.T @ h                           # W's gradient as the output layer
+    da = (dz @ W) * (1.0 - h * h)
+    dE = np.zeros_like(E)
+    np.add.at(dE, x, da @ A.T)             # E's gradient as the input embedding
+    G = {"A": e.T @ da}
+    if tied:
+        G["E"] = dE + dW                    # one matrix, two uses: the gradients add
+    else:
+        G["E"], G["U"] = dE, dW
+    return loss, G
+
+
+def train_tying(tied, steps=1500, batch=256, lr=0.01):
+    r = np.random.default_rng(0)
+    P = {"E": r.normal(0, 0.3, (V_t, C_t)), "A": r.normal(0, 0.3, (C_t, C_t))}
+    if not tied:
+        P["U"] = r.normal(0, 0.3, (V_t, C_t))
+    M = {k: np.zeros_like(v) for k, v in P.items()}
+    S = {k: np.zeros_like(v) for k, v in P.items()}
+    for step in range(steps):
+        idx = r.integers(0, len(x_train), batch)
+        _, G = tying_loss_and_grads(P, x_train[idx], y_train[idx], tied)
+        for k in P:                                   # Adam, as microgpt.adam_step
+            microgpt_adam(P[k].reshape(-1), G[k].reshape(-1), M[k].reshape(-1), S[k].reshape(-1), step, steps, lr)
+    return P, tying_loss_and_grads(P, x_val, y_val, tied)[0]
+
+
+base_t = baselines([doc_tokens(d, vocab_t) for d in train_t], [doc_tokens(d, vocab_t) for d in val_t],
+                   GPTConfig(vocab_size=V_t))
+for tied in (True, False):
+    P, val_loss = train_tying(tied)
+    print(f"{'tied (W = E)':16s}" if tied else f"{'untied (W = U)':16s}",
+          f"parameters {sum(v.size for v in P.values()):4d}, val loss {val_loss:.4f}")
+print(f"baselines (val): unigram {base_t['unigram']:.4f}, bigram {base_t['bigram']:.4f}")
+
+# %% [markdown]
+# 共有した版も、別々に持つ版と同じように学習し、どちらも文字のユニグラムの基準を大きく下回ります（上の出力）。パラメータは $V \times C$ だけ少なくなります。
+# 「壊れる」ことはありません。共有が合わないのは、2か所で違う値が最適なときで、そのときは共有が表現力を削ります（損失が別々の版より下がりきらない）。
+# それは「壊す」ではなく「制約する」です。
+#
 # %% [markdown]
 # ### 入れ子のモジュールと `model.to(device)`
 #
@@ -400,9 +533,96 @@ print(f"pack_params(..., float32): a new dict, dtypes {sorted({str(a.dtype) for 
 # デバイスの転送はありませんが、「全パラメータを一度に変える」ことは同じ形で起きます。microgpt の全パラメータは1本の連続したバッファのビュー
 # （`flat_buffer`）なので、float32 への変換も1回で済みます（`microgpt.py --dtype float32` の中身）。`pack_params` は新しい辞書を返し、元はそのままです。
 # これはモジュールの `model.to()`（その場で変える）ではなく、テンソルの `t.to()`（新しいものを返す）と同じふるまいです。
+
+# %% [markdown]
+# ### 学習モードと評価モード：Dropout
 #
-# 資料の「5. nn.Parameter と nn.Linear の本質的な違い」も、この対応で言い直せます。`nn.Parameter` は原材料（ここでは1つの `Value`）、
-# `nn.Linear` は完成品（重みとバイアスの `Value` を作り、初期化し、`linear` を呼ぶ。上の `fc1` の3つの部品をまとめたもの）です。
+# 資料の「③ モード切り替え」：`model.train()` / `model.eval()` は `training` フラグを書き換えるだけで、そのフラグを読んで振る舞いを変えるのは
+# `forward` の中の部品です。代表が Dropout です。学習モードでは各成分を確率 $p$ で 0 にし、残りを $1/(1-p)$ 倍します
+# （期待値が変わらないように。PyTorch の `nn.Dropout` と同じ「inverted dropout」）。評価モードでは何もしません。
+# スケッチの `Module` に、フラグを読む `Dropout` を足して確かめます（`Value` で書くので、落とした成分に勾配が届かないことも見えます）。
+
+# %%
+class Dropout(Module):
+    """nn.Dropout(p): in training mode each entry is zeroed with probability p and the rest scaled by 1 / (1 - p);
+    in eval mode the input passes unchanged."""
+
+    def __init__(self, p, seed=0):
+        super().__init__()
+        self.p, self.rng = p, np.random.default_rng(seed)
+
+    def forward(self, xs):
+        if not self.training:
+            return xs
+        keep = self.rng.random(len(xs)) >= self.p
+        return [x * (1.0 / (1.0 - self.p)) if k else x * 0.0 for x, k in zip(xs, keep)]
+
+
+drop = Dropout(0.5)
+xs_d = [Value(float(v)) for v in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)]
+for call in (1, 2):
+    out_d = drop(xs_d)
+    print(f"training, call {call}:", [o.data for o in out_d])
+sum(out_d).backward()
+print("  grads of the inputs after the 2nd call:", [x.grad for x in xs_d], "(0 where the entry was dropped)")
+means = np.mean([[o.data for o in drop(xs_d)] for _ in range(20000)], axis=0)
+print("training, mean over 20000 calls:", np.round(means, 2), "(the input: the scaling keeps the expectation)")
+drop.eval()
+print("eval, two calls:", [o.data for o in drop(xs_d)], [o.data for o in drop(xs_d)], "(the input, every time)")
+
+# %% [markdown]
+# 学習モードでは呼ぶたびに違う成分が落ち（上の出力の1、2行目）、落ちた成分の入力には勾配が届きません。平均をとると入力に戻ります。
+# 評価モードでは入力がそのまま出てきます。`model.eval()` を呼び忘れて評価すると、評価の結果が毎回ランダムに変わるのはこのためです。
+# microgpt には Dropout がないので、学習と評価で計算は変わりません（`train` も `sample` も同じ `gpt` / `forward_np`）。
+#
+# ### `nn.Parameter` と `nn.Linear`：原材料と完成品
+#
+# 資料の「5. nn.Parameter と nn.Linear の本質的な違い」は、`nn.Parameter` を原材料（ネジ）、`nn.Linear` を完成品（エンジン）にたとえます。
+# 同じ線形層を2通りに書いて、何が「完成品」に含まれているかを並べます。
+#
+# - **原材料だけで**：重み（`[out][in]` の `Value`）とバイアスを自分で作って初期化し、`forward` の計算 $Wx + b$ も自分で書く。
+# - **完成品**：`Linear(n_in, n_out)` がそれをまとめて持つ。作ると PyTorch の既定と同じ $U(-1/\sqrt{\text{fan\_in}}, 1/\sqrt{\text{fan\_in}})$ で初期化され、
+#   呼ぶと $Wx + b$ を計算し、`named_parameters` に `weight` と `bias` が現れます。
+
+# %%
+class Linear(Module):
+    """nn.Linear(n_in, n_out): it creates its parameters (an [out][in] weight and a bias), initializes them as
+    PyTorch does by default (uniform within 1 / sqrt(fan_in)), and its forward is linear(x, W) + b."""
+
+    def __init__(self, n_in, n_out, rng):
+        super().__init__()
+        bound = 1 / math.sqrt(n_in)
+        self.weight = [[Value(float(v)) for v in row] for row in rng.uniform(-bound, bound, (n_out, n_in))]
+        self.bias = [Value(float(v)) for v in rng.uniform(-bound, bound, n_out)]
+
+    def forward(self, x):
+        return [y + b for y, b in zip(linear(x, self.weight), self.bias)]
+
+
+def parameters_of(module, prefix=""):
+    """named_parameters for modules whose parameters are Values or lists (of lists) of Values."""
+    for name, value in vars(module).items():
+        if isinstance(value, list) and value and isinstance(value[0], (Value, list)):
+            flat = [v for row in value for v in (row if isinstance(row, list) else [row])]
+            yield prefix + name, flat
+        elif isinstance(value, Module):
+            yield from parameters_of(value, prefix + name + ".")
+
+
+layer = Linear(4, 3, np.random.default_rng(5))                     # the finished product
+W_raw = [[Value(w.data) for w in row] for row in layer.weight]      # the raw materials: the same numbers,
+b_raw = [Value(b.data) for b in layer.bias]                         # ... created and wired by hand
+x_in = [Value(float(v)) for v in (0.5, -1.0, 2.0, 0.25)]
+by_hand = [sum(w * xi for w, xi in zip(row, x_in)) + b for row, b in zip(W_raw, b_raw)]
+print("Linear's parameters:", [(name, len(ps)) for name, ps in parameters_of(layer)],
+      f"| init bound 1/sqrt(4) = {1 / math.sqrt(4)}, largest |w| = {max(abs(w.data) for r in layer.weight for w in r):.3f}")
+print("layer(x)        :", [round(y.data, 6) for y in layer(x_in)])
+print("raw parameters  :", [round(y.data, 6) for y in by_hand])
+
+# %% [markdown]
+# 計算は同じです（上の出力の2行と3行）。違うのは、誰がパラメータを作り、初期化し、登録し、順伝播を書くかだけです。`Linear` は内部に
+# `Parameter`（ここでは `Value`）を持つ「完成品」で、`named_parameters` がその2つを見つけてくれます。原材料で組むと、初期化の範囲も
+# 登録も `forward` の式も自分の仕事になります。microgpt はこちらの書き方で、`init_params` がすべての行列を作り、`gpt` が式を書いています。
 
 # %% [markdown]
 # ## 3. `nn.Linear`：バイアスと `[out, in]` レイアウト
@@ -879,6 +1099,18 @@ for i, d in enumerate(dims):
 # microgpt の `gpt` も各ヘッドで `q·k / √head_dim` を使っています（第22章）。
 
 # %% [markdown]
+# ## まとめ
+#
+# | 資料の項目 | ここで確かめたこと | 節 |
+# |---|---|---|
+# | `requires_grad`、`nn.Parameter` | 普通のテンソルの既定は `False`（資料の「デフォルト True」は訂正）。このエンジンではただの `float` と、`params` に入れた `Value` | §1 |
+# | `nn.Module`、`forward`、呼び出しの作法 | `model.forward(x)` でも勾配は記録される。省かれるのは `__call__` の仕事（フック、コンパイル版、トレースのスコープ） | §2 |
+# | 個別インスタンスと共有 | 共有しても学習は壊れない（勾配が足される）。GPT-2 は `wte` と `lm_head` を共有する | §2 |
+# | モード切り替え | `eval()` はフラグを変えるだけ。Dropout はそのフラグで、落とすかそのまま通すかを変える | §2 |
+# | `nn.Linear` とバイアス | `[out, in]` のレイアウトは $y = Wx$ の形。キーのバイアスは softmax のシフト不変性で厳密に効かない | §3 |
+# | 初期化 | PyTorch の既定は He の 1/6 の分散。大きすぎると ReLU では爆発、tanh では飽和しても勾配は増える | §4 |
+# | 勾配消失 | スケーリングしない注意では、次元が大きいほど softmax が張り付き、勾配が消える | §5 |
+#
 # ## 理解度チェック
 #
 # **問1.** PyTorch で `t = torch.rand(3)` としたとき `t.requires_grad` は何ですか。`nn.Parameter(t)` ではどうですか。
@@ -940,18 +1172,32 @@ for i, d in enumerate(dims):
 # ## 練習問題
 #
 # 解答セルの `raise NotImplementedError` を自分のコードに置き換えてから、その下のチェックセルを実行してください。
-# チェックは 正解 / 不正解 / 未回答 を表示します（まだ解いていなければ 未回答）。
+# チェックは 正解 / 不正解 / 未回答 を表示します（まだ解いていなければ 未回答）。正解すると、その下に解答例（折りたたみ）が出ます。
+# チェックはあなたの関数を呼び終えてから期待する答えを計算し、答えを写すことになるプロジェクトの関数（あらかじめ取ったコピーも）を、あなたの関数が動いている間は使えなくします。
+# 数値微分で作った答えは、ReLU の折れ目のそばや softmax が張り付くところで外れ、相対誤差 $10^{-12}$ のチェックに通りません。
+# どれも思いとどまらせるための仕組みで、防ぎきるものではありません。
 #
 # ### 練習問題 1：He 初期化の一様分布版
 #
 # §4 の `he_std` は、重みを **正規分布** $N(0, \sigma^2)$ で引くときの He 初期化の標準偏差でした。PyTorch の `nn.init.kaiming_uniform_` のように、
 # 重みを **一様分布** $U(-\ell, \ell)$ で引いて He 初期化と同じ分散にしたいとき、範囲 $\ell$ はいくつにすればよいでしょうか。
-# fan_in を受け取って $\ell$（float）を返す関数 `he_uniform_bound(fan_in)` を書いてください（§4 の一様分布の分散の式がヒントです）。
+# fan_in を受け取って $\ell$（float）を返す関数 `he_uniform_bound(fan_in)` を書いてください。
 #
-# チェックは、重みを $U(-\ell, \ell)$ で初期化した ReLU の全結合層 30 段（幅は 64, 256, 128 を順に繰り返すので、
-# fan_in が層ごとに変わる）に標準正規の入力を通し、「30 段目の活性の標準偏差 ÷ 1 段目の活性の標準偏差」を測ります。
-# 幅が有限なので1本の網ではこの比が偶然 2 倍近くずれることもあるため、独立に引いた 5 本の網の幾何平均が
-# 1/2 から 2 に収まれば正解です（`he_std` をそのまま $\ell$ に使うと、分散が足りずに信号が消えていきます）。
+# チェックは、あなたの $\ell$ で $U(-\ell, \ell)$ の分散が He の分散にちょうど（相対誤差 $10^{-12}$ まで）一致するかを、fan_in を 1 から 12288 まで変えて確かめます。
+# サンプルから分散を見積もって探した $\ell$ は、この精度には届きません。正解のときは、その $\ell$ で初期化した ReLU の 30 段の網
+# （幅は 64, 256, 128 の繰り返し）に入力を通して、「30 段目 ÷ 1 段目」の活性の標準偏差の比（独立な 5 本の網の幾何平均）も表示します。
+#
+# <details><summary>ヒント 1</summary>
+#
+# $U(-\ell, \ell)$ の分散を、密度 $1/(2\ell)$ の積分 $\int_{-\ell}^{\ell} x^2/(2\ell)\,dx$ から求めてください。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# それを He の分散（§4 の `he_std` の2乗）と等しいとおき、$\ell$ について解きます。`he_std` そのものを $\ell$ に使うと、分散が足りません。
+#
+# </details>
 
 # %%
 def he_uniform_bound(fan_in):
@@ -963,24 +1209,36 @@ def he_uniform_bound(fan_in):
 exercises.check_05_he_uniform_bound(he_uniform_bound)
 
 # %% [markdown]
-# ### 練習問題 2：バイアス付き線形層の逆伝播
+# ### 練習問題 2：バイアスと ReLU のある線形層の逆伝播
 #
-# 順伝播 $Y = X W^\top + b$（`linear_np(x, w) + b`、`w` は `[out, in]`、`b` は長さ `out`、`x` は形 `(..., in)`）の逆伝播
-# `linear_bias_np_backward(dy, x, w)` を書いてください。出力の勾配 `dy`（形 `(..., out)`）から
-# `(dx, dw, db)` を返します。形はそれぞれ `x`、`w`（`[out, in]`）、`b`（`(out,)`）と同じです。
-# `x` の先頭の次元はバッチで、2つ以上あることもあります。
-# バイアスは `dx` と `dw` を変えないので、この2つは `utils.linear_np_backward(dy, x, w)` をそのまま使ってかまいません。新しく求めるのは `db` です。
+# 順伝播 $Y = \mathrm{relu}(X W^\top + b)$（`np.maximum(linear_np(x, w) + b, 0)`、`w` は `[out, in]`、`b` は長さ `out`、`x` は形 `(..., in)`）の逆伝播
+# `linear_relu_np_backward(dy, x, w, b)` を書いてください。出力の勾配 `dy`（形 `(..., out)`）から `(dx, dw, db)` を返します。
+# 形はそれぞれ `x`、`w`（`[out, in]`）、`b`（`(out,)`）と同じです。`x` の先頭の次元はバッチで、2つ以上あることもあります。
+# `utils.linear_np_backward(dy, x, w)`（バイアスも ReLU もない線形層の逆伝播）は使ってかまいません。
 #
-# チェックは `dx`, `dw` を `utils.linear_np_backward` と、`db` を中心差分と比べます。
+# チェックは、ReLU の折れ目のすぐそば（前活性が $\pm10^{-12}$）の入力も含めて、相対誤差 $10^{-12}$ で比べます。
+# あなたの関数が動いている間は `backward()` が使えません（この層を `Value` で組んでエンジンに逆伝播させるのは、エンジンの答えです）。
+#
+# <details><summary>ヒント 1</summary>
+#
+# 外側から順にたどります。ReLU の局所勾配は、前活性 $a = XW^\top + b$ の符号で決まる 0 か 1 です。それを通った後は、バイアス付きの線形層です。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# $b$ はバッチのすべての行に同じものが足されます。1つのパラメータが何か所で使われると、勾配はどうなるのでしたか（§2 の重み共有）。
+#
+# </details>
 
 # %%
-def linear_bias_np_backward(dy, x, w):
+def linear_relu_np_backward(dy, x, w, b):
     # ここに解答を書く (write your answer here)
     raise NotImplementedError
 
 
 # %%
-exercises.check_05_linear_bias_backward(linear_bias_np_backward)
+exercises.check_05_linear_relu_backward(linear_relu_np_backward)
 
 # %% [markdown]
 # ### 練習問題 3：キーとバリューに届く勾配（スケーリングあり・なし）
@@ -995,6 +1253,19 @@ exercises.check_05_linear_bias_backward(linear_bias_np_backward)
 # $|\partial L/\partial K|$ と $|\partial L/\partial V|$ を表示します。チェックの間はその関数と `backward()` は使えません（呼ぶと 不正解 になります）。
 # 表示されるのは1組のランダムな $q, K, V$ での値なので、§5 の表（2000 回の中央値）の傾向と逆になることもあります。
 # 解けたら、2つの勾配のうち softmax のヤコビアンを通るのはどちらか、スケーリングなしで softmax が飽和したときにどちらが消えるかを考えてみてください。
+#
+# <details><summary>ヒント 1</summary>
+#
+# $o = \sum_t p_t v_t$ です。$v_t$ は $o$ に何を掛けて効いていますか。$k_t$ は、スコア $s_t$ と softmax を通してしか $o$ に効きません。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# $\partial L/\partial p_t$ を先に求め、softmax の逆伝播（`utils.softmax_np_backward`）に通して $\partial L/\partial s_t$ にします。
+# その後、$s_t = \alpha\, q \cdot k_t$ を $k_t$ で微分します。
+#
+# </details>
 
 # %%
 def key_value_grads(q, K, V, do, scaled):
