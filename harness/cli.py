@@ -178,9 +178,8 @@ class Command(Shell):
         self.notes, self.written = [], []  # the run files written so far (a Ctrl-C says which)
 
     def __enter__(self):
-        super().__enter__()
         self.args = build_parser().parse_args(self.argv)  # (argparse's own errors: one line, exit 2)
-        return self
+        return super().__enter__()
 
     def close(self):
         if self.lock is not None:

@@ -1,10 +1,13 @@
 """microgpt.py: engine agreement, finite differences, sphere invariants, learning, resume, sampling."""
+import os
+
 import numpy as np
 import pytest
+from cli_helpers import TINY, run
 
 import microgpt as mg
 import numpy_engine
-from harness.errors import InputError
+from harness.errors import EXIT_OK, InputError
 from microgpt import GPTConfig, init_params, loss_and_grads
 from model_config import effective_scales
 
@@ -559,3 +562,21 @@ def test_retract_returns_each_vectors_norm_before_it_was_put_back(laid_out):
     expected = [np.linalg.norm(before[k], axis=axis) for k, axis in mg.sphere_axes(cfg).items()]
     np.testing.assert_allclose(norms, np.concatenate(expected), rtol=1e-13)
     assert not np.allclose(norms, 1.0)  # the update had moved them off the sphere
+
+
+def test_a_tiny_temperature_is_greedy_not_nan(corpus, capsys):
+    code, out, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "30", "--temperature", "1e-320"])
+    assert code == EXIT_OK, err
+    assert "below 1e-100: taking the most likely character each time (greedy)" in out
+    names = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("sample ")]
+    assert len(set(names)) == 1  # greedy: the same argmax path for every sample
+
+def test_float32_weights_at_a_tiny_temperature_sample_greedily_not_from_nan(tmp_path, corpus, capsys):
+    out = str(tmp_path / "f32")
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "30", "--dtype", "float32", "--out", out])[0] == 0
+    ckpt = os.path.join(out, "checkpoint.npz")
+    code, text, err = run(capsys, ["--sample-only", "--checkpoint", ckpt, "--temperature", "1e-39"])
+    assert code == EXIT_OK and not err
+    state = mg.load_checkpoint(ckpt)
+    greedy = mg.sample(state.params, state.cfg, state.vocab, num_samples=1, temperature=1e-300)[0]
+    assert f"sample  1: {greedy}\n" in text

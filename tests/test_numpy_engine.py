@@ -115,7 +115,6 @@ def test_an_alpha_stored_as_zero_or_minus_zero_takes_the_sign_plus_one():
         assert rel_err(grads[key], grads_u[key]) <= 1e-12, key
 
 
-
 def test_grads_written_into_a_reused_buffer_are_the_same_as_fresh_ones():
     cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2, norm="sphere")
     params = mg.init_params(cfg, seed=1)

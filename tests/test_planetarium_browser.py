@@ -18,7 +18,8 @@ import statistics
 
 import numpy as np
 import pytest
-from test_planetarium import asks, check_page_numbers, make_runs
+from cli_helpers import make_runs
+from test_planetarium import asks, check_page_numbers
 
 import microgpt as mg
 import planetarium

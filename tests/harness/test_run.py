@@ -2,14 +2,18 @@
 hand-written loop (val loss, divergence rules, progress, Ctrl-C, the engine's numeric failures) without making
 weights, optimizer state or tokens of its own."""
 import math
+import os
 import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+from cli_helpers import ROOT, TINY, run
 
 import microgpt as mg
 from harness.checkpoints import HUGE_GRADIENT
-from harness.errors import InputError
+from harness.errors import EXIT_DIVERGED, InputError
 from harness.run import DIVERGED_WINDOW, Run, run_state
 from model_config import GPTConfig
 from value import NumericError
@@ -162,3 +166,30 @@ def test_a_resumed_run_continues_the_state_it_is_given():
     with pytest.raises(InputError, match="has changed since the checkpoint"):
         run_state(CFG, VOCAB, WORDS[1:8], WORDS[8:], first, steps=9)
     assert math.isfinite(first.val_loss[-1][1])
+
+
+@pytest.mark.parametrize("engine", ["numpy", "value"])
+def test_an_exploding_finite_loss_stops_both_engines(tmp_path, corpus, capsys, engine):
+    args = ["--corpus", corpus, "--engine", engine, "--n-embd", "8", "--n-head", "2", "--block-size", "8",
+            "--steps", "200", "--lr", "1e6", "--eval-every", "25", "--out", str(tmp_path / engine)]
+    code, _, err = run(capsys, args)
+    assert code == EXIT_DIVERGED and "training diverged" in err and "Try a smaller --lr" in err
+    # numpy: the finite loss explodes; value: its exp() or log() refuses first. Either way: exit 1, step named
+    assert any(why in err for why in ("the loss exploded", "not finite", "overflows", "log of non-positive"))
+    assert not os.path.exists(tmp_path / engine / "checkpoint.npz")  # diverged before its first checkpoint
+
+def test_the_divergence_rule_leaves_healthy_high_lr_runs_alone():
+    docs = mg.load_corpus("names")
+    vocab = mg.build_vocab(docs)
+    train_docs, val_docs = mg.split_docs(docs, 0)
+    for norm in ("rmsnorm", "sphere"):
+        cfg = mg.GPTConfig(vocab_size=len(vocab) + 1, norm=norm)
+        st = mg.train(train_docs, val_docs[:100], vocab, cfg, steps=400, batch_size=4, lr=0.05, engine="numpy",
+                      eval_every=400)
+        assert not st.error and st.step == 400
+
+
+def test_no_numpy_warning_reaches_stderr_when_training_blows_up(corpus):
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "microgpt.py", *TINY, "--corpus", corpus,
+                           "--lr", "1e6", "--steps", "200"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "diverged" in proc.stderr and "Warning" not in proc.stderr, proc.stderr

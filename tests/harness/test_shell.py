@@ -1,5 +1,6 @@
 """harness/shell.py: both programs run in one shell. A signal in any phase is one line and exit 130 with nothing
 half written; a closed, full or broken standard output is exit 74 without a traceback; any text prints."""
+import json
 import os
 import random
 import signal
@@ -8,11 +9,25 @@ import sys
 import time
 
 import pytest
-from cli_helpers import ROOT, TINY, run, write_corpus
+from cli_helpers import (
+    LONG,
+    ROOT,
+    TINY,
+    child,
+    loading_numpy,
+    one_clean_line,
+    run,
+    start,
+    wait_for_training,
+    write_corpus,
+)
 
+import microgpt as mg
 import planetarium
-from harness import run_files
-from harness.errors import EXIT_INTERRUPTED, EXIT_IO, EXIT_OK
+from harness import cli, run_files
+from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK
+from harness.history import HISTORY_NAME
+from harness.run_files import LOCK_NAME
 from harness.shell import Shell, _takeable
 
 
@@ -34,16 +49,6 @@ def four_runs(tmp_path_factory):
 def planetarium_cli(args, **kwargs):
     return subprocess.run([sys.executable, os.path.join(ROOT, "planetarium.py"), *args], capture_output=True,
                           text=True, timeout=120, **kwargs)
-
-
-def loading_numpy(proc, timeout=20):
-    """Wait until the child maps NumPy's core library: it is importing NumPy, the slow part of starting up."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and os.path.exists(f"/proc/{proc.pid}/maps"):
-        with open(f"/proc/{proc.pid}/maps") as f:
-            if "_multiarray_umath" in f.read():
-                return
-        time.sleep(0.001)
 
 
 def no_temp_files(folder):
@@ -158,3 +163,140 @@ def test_microgpt_and_the_planetarium_say_a_bad_flag_the_same_way(capsys, four_r
     proc = planetarium_cli([four_runs[0], "--bogus"])
     assert proc.returncode == 2 and proc.stderr.startswith("planetarium: error: unrecognized arguments: --bogus")
     assert proc.stderr.count("\n") == 1 and "--help" in proc.stderr
+
+
+def test_stdout_full_or_closed_is_an_io_error_without_a_traceback(corpus):
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "microgpt.py", *TINY, "--corpus", corpus, "--steps", "3"], cwd=ROOT,
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == EXIT_IO
+    assert proc.stderr == "microgpt: error: cannot write to standard output: No space left on device\n"
+    closed = subprocess.run(f"{sys.executable} microgpt.py --corpus {corpus} --steps 3 >&-", shell=True, cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True, timeout=60)
+    assert closed.returncode == EXIT_IO
+    assert closed.stderr == "microgpt: error: cannot write to standard output: it is closed\n"
+
+def test_sigterm_and_early_ctrl_c_stop_cleanly(tmp_path, corpus):
+    proc = start(LONG + ["--corpus", corpus, "--out", str(tmp_path / "run")])
+    wait_for_training(proc)
+    proc.send_signal(signal.SIGTERM)  # like Ctrl-C: the step finishes, a checkpoint is saved, exit 130
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED and "checkpoint saved" in err and "Traceback" not in err
+    assert mg.load_checkpoint(str(tmp_path / "run" / "checkpoint.npz")).step >= 1
+    # while NumPy and the project's modules are still loading (the interpreter's own start-up, before the script's
+    # first line can install a handler, is not covered: a signal there is Python's default traceback)
+    for delay in (0.3, 0.5, 0.8):
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "microgpt.py"), *LONG, "--corpus", corpus],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == EXIT_INTERRUPTED and "Traceback" not in err, (delay, err)
+
+def test_names_print_on_an_ascii_terminal(corpus):
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "microgpt.py", "--engine", "numpy", "--steps", "3", "--corpus", "jp-names",
+                           "--num-samples", "2"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == EXIT_OK and "Traceback" not in proc.stderr
+    assert "sample  1: \\u" in proc.stdout  # hiragana escaped, not a UnicodeEncodeError
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_sample_only_is_exit_130_with_a_message(tmp_path, corpus, capsys, sig):
+    ckpt = tmp_path / "run" / "checkpoint.npz"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(tmp_path / "run")])[0] == 0
+    proc = child(["--sample-only", "--checkpoint", str(ckpt), "--num-samples", "100000000", "--engine", "numpy"])
+    proc.stdout.readline(), proc.stdout.readline()  # the names are coming
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED and "interrupted" in err and "Traceback" not in err, err
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_a_signal_while_starting_is_exit_130_and_leaves_nothing(tmp_path, corpus, sig, delay):
+    out = tmp_path / "run"
+    proc = child(LONG + ["--corpus", corpus, "--out", str(out)], cwd=tmp_path)
+    if os.path.exists(f"/proc/{proc.pid}/maps"):
+        loading_numpy(proc)  # (the first moment a signal must be caught: while NumPy loads)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED and "interrupted" in err and "Traceback" not in err, (delay, err)
+    assert not (out / LOCK_NAME).exists()  # the folder is not left held, nor created for nothing
+    assert not out.exists() or os.listdir(out)
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_training_saves_and_releases_the_folder(tmp_path, corpus, sig):
+    out = tmp_path / "run"
+    proc = child(LONG + ["--corpus", corpus, "--out", str(out)])
+    wait_for_training(proc)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED and "checkpoint saved" in err and "Traceback" not in err
+    assert not (out / LOCK_NAME).exists()
+    assert (out / HISTORY_NAME).exists() and mg.load_checkpoint(str(out / "checkpoint.npz")).step >= 20
+
+def test_a_signal_during_the_final_writes_lets_them_finish(tmp_path, corpus, capsys, monkeypatch):
+    real = run_files.write_json
+
+    def write_json(path, obj):  # SIGTERM arrives while metrics.json is being written
+        signal.raise_signal(signal.SIGTERM)
+        real(path, obj)
+
+    monkeypatch.setattr(cli, "write_json", write_json)
+    out = tmp_path / "run"
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", str(out)])
+    assert code == EXIT_INTERRUPTED and "all of them were written" in err
+    assert sorted(os.listdir(out)) == ["checkpoint.npz", HISTORY_NAME, "loss.png", "metrics.json"]  # no lock left
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 5
+
+def test_a_second_signal_after_the_run_stopped_says_what_was_kept(tmp_path, corpus, capsys, monkeypatch):
+    def names(*args, **kwargs):  # Ctrl-C while the names are sampled, after training saved its last checkpoint
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(mg, "iter_samples", names)
+    out = tmp_path / "run"
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", str(out)])
+    assert code == EXIT_INTERRUPTED and "stopped without saving" not in err
+    assert f"the last checkpoint is {str(out / 'checkpoint.npz')!r} (step 5)" in err
+
+def test_an_allocation_that_fails_anyway_is_one_line(corpus, capsys, monkeypatch):
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(mg, "alloc_params", no_memory)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3"])
+    assert code == EXIT_BAD_INPUT and "not enough memory" in err
+    one_clean_line(err)
+
+
+def test_a_closed_pipe_stops_quietly(corpus):
+    # `python microgpt.py | head -1`: the reader goes away; no BrokenPipeError traceback
+    proc = subprocess.Popen([sys.executable, "microgpt.py", *TINY, "--corpus", corpus, "--steps", "2000"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) != 0
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+def test_real_sigint_in_a_subprocess(tmp_path, corpus):
+    proc = subprocess.Popen([sys.executable, "microgpt.py", *TINY, "--corpus", corpus, "--steps", "10000000",
+                             "--eval-every", "50", "--out", str(tmp_path / "run")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:  # wait until training is under way
+        if line.startswith("step"):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "checkpoint saved" in err
+    assert mg.load_checkpoint(str(tmp_path / "run" / "checkpoint.npz")).step >= 50
+
+def test_ctrl_c_outside_training_exits_cleanly(corpus, capsys, monkeypatch):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(mg, "load_corpus", interrupted)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus])
+    assert code == 130 and "interrupted" in err

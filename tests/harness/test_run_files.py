@@ -1,0 +1,134 @@
+"""harness/run_files.py: atomic writes (a full disk keeps the last good file, only regular files are
+replaced), the --out folder's lock (held by a live run, taken over from a killed one, never followed through a
+symbolic link), and folders made for a run and left empty removed again."""
+import os
+import signal
+import stat
+import subprocess
+import sys
+
+import pytest
+from cli_helpers import (
+    LONG,
+    ROOT,
+    TINY,
+    child,
+    fail_fsync_after,
+    one_clean_line,
+    run,
+    snapshot,
+    start,
+    wait_for_checkpoint,
+    wait_for_training,
+)
+
+import microgpt as mg
+from harness import run_files
+from harness.errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError
+from harness.run_files import LOCK_NAME
+
+
+def test_a_second_run_into_a_held_folder_is_refused_and_a_dead_runs_lock_is_taken_over(tmp_path, corpus, capsys):
+    out = str(tmp_path / "run")
+    first = start(LONG + ["--corpus", corpus, "--out", out])
+    try:
+        wait_for_training(first)
+        wait_for_checkpoint(os.path.join(out, "checkpoint.npz"))
+        code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", out])
+        assert code == EXIT_BAD_INPUT and "is in use by another run" in err and f"pid {first.pid}" in err
+        assert err.count("\n") == 1 and "step" not in stdout
+        code, _, err = run(capsys, ["--resume", "--out", out])  # resuming a running run is refused too
+        assert code == EXIT_BAD_INPUT and "is in use by another run" in err
+    finally:
+        first.send_signal(signal.SIGKILL)  # leaves its lock file behind, but the kernel drops the lock
+        first.communicate()
+    assert os.path.exists(os.path.join(out, run_files.LOCK_NAME))
+    code, stdout, err = run(capsys, ["--resume", "--out", out, "--steps", str(mg.load_checkpoint(
+        os.path.join(out, "checkpoint.npz")).step + 3)])
+    assert code == EXIT_OK, err
+    assert f"took over {os.path.join(out, run_files.LOCK_NAME)} from an earlier run that is no longer running " \
+           f"(pid {first.pid}" in stdout
+    assert not os.path.exists(os.path.join(out, run_files.LOCK_NAME))  # released on exit
+
+def test_the_lock_is_released_and_reused_in_process(tmp_path):
+    folder = str(tmp_path / "x")
+    with run_files.RunLock(folder) as lock:
+        assert lock.notice is None
+        with pytest.raises(InputError, match="in use by another run"):
+            run_files.RunLock(folder).__enter__()
+    with run_files.RunLock(folder) as again:  # released: free for the next run, with no notice
+        assert again.notice is None
+
+
+def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_good_one(tmp_path, corpus, capsys, monkeypatch):
+    out = tmp_path / "run"
+    fail_fsync_after(monkeypatch, 2)  # the step-10 history and checkpoint are saved, the step-20 history fails
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "40", "--eval-every", "10",
+                                       "--out", str(out)])
+    assert code == EXIT_IO and err.count("\n") == 1
+    assert f"cannot write {str(out / 'history.npz')!r}: No space left on device" in err
+    assert f"the last good checkpoint is {str(out / 'checkpoint.npz')!r} (step 10)" in err
+    assert mg.load_checkpoint(str(out / "checkpoint.npz")).step == 10
+    assert not [p for p in os.listdir(out) if p.startswith(run_files.TEMP_PREFIX)]
+
+def test_a_full_disk_while_writing_the_plot_is_an_io_error(tmp_path, corpus, capsys, monkeypatch):
+    fail_fsync_after(monkeypatch, 3)  # history and checkpoint at step 5, metrics.json at the end; not loss.png
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "5", "--out", str(tmp_path / "run")])
+    assert code == EXIT_IO and "cannot write" in err and "loss.png" in err and "No space left" in err
+
+def test_the_lock_file_is_never_followed_through_a_symlink(tmp_path, corpus, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("IMPORTANT DATA")
+    os.symlink(victim, out / run_files.LOCK_NAME)
+    (out / ".tmp-mynotes.txt").write_text("mine")
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", str(out)])
+    assert code == EXIT_BAD_INPUT and "symbolic link" in err
+    assert victim.read_text() == "IMPORTANT DATA" and (out / ".tmp-mynotes.txt").read_text() == "mine"
+
+def test_a_stale_lock_is_left_alone_when_the_run_is_refused(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
+    (out / run_files.LOCK_NAME).write_text("pid 999999 on elsewhere, started yesterday\n")  # as kill -9 leaves it
+    before = snapshot(out)
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])
+    assert code == EXIT_BAD_INPUT and "holds the checkpoint of an earlier run" in err
+    assert snapshot(out) == before  # the refusal changed nothing
+
+
+def test_deleting_the_lock_file_does_not_free_a_held_folder(tmp_path, corpus):
+    out = tmp_path / "run"
+    first = child(LONG + ["--corpus", corpus, "--out", str(out)])
+    try:
+        wait_for_training(first)
+        os.remove(out / LOCK_NAME)
+        second = subprocess.run([sys.executable, "microgpt.py", *LONG, "--corpus", corpus, "--out", str(out)],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert second.returncode == EXIT_BAD_INPUT and "is in use by another run" in second.stderr
+    finally:
+        first.kill()
+        first.wait()
+
+def test_an_out_of_3000_folder_levels_is_one_line(tmp_path, corpus, capsys):
+    deep = str(tmp_path) + "/a" * 3000
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "1", "--out", deep])
+    assert code == EXIT_BAD_INPUT and "too many folder levels" in err
+    one_clean_line(err)
+    assert os.listdir(tmp_path) == ["names.txt"]
+
+
+def test_atomic_write_replaces_only_regular_files(tmp_path):
+    from harness.errors import WriteError
+    from harness.run_files import atomic_write
+    fifo, link = tmp_path / "fifo", tmp_path / "link"
+    os.mkfifo(fifo)
+    os.symlink(tmp_path / "elsewhere", link)
+    for path in (fifo, link):
+        with pytest.raises(WriteError, match="not a regular file"):
+            atomic_write(str(path), lambda f: f.write(b"x"))
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.islink(link)
+    assert not (tmp_path / "elsewhere").exists() and sorted(os.listdir(tmp_path)) == ["fifo", "link"]
+    atomic_write(str(tmp_path / "plain"), lambda f: f.write(b"x"))  # a new file, or a regular one, as before
+    atomic_write(str(tmp_path / "plain"), lambda f: f.write(b"y"))
+    assert (tmp_path / "plain").read_bytes() == b"y"

@@ -1,0 +1,63 @@
+"""checks.py: what the chapter's functions check at their door: weights and flags that overflow the forward
+pass are refused the same on both engines, and the Python API's arguments obey the flags' rules."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from cli_helpers import ROOT, TINY, one_clean_line, run
+
+import microgpt as mg
+from harness.errors import EXIT_BAD_INPUT, InputError
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
+@pytest.mark.parametrize("engine", ["value", "numpy"])
+def test_weights_that_overflow_the_forward_pass_are_refused_alike(tmp_path, corpus, capsys, norm, engine):
+    out = tmp_path / "run"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--norm", norm, "--out", str(out)])[0] == 0
+    with np.load(out / "checkpoint.npz") as z:
+        arrays = {k: (z[k] * 1e300 if k.startswith("param:") else z[k]) for k in z.files}
+    np.savez(out / "checkpoint.npz", **arrays)
+    for args in (["--sample-only", "--checkpoint", str(out / "checkpoint.npz"), "--engine", engine],
+                 ["--resume", "--out", str(out), "--steps", "6", "--engine", engine]):
+        proc = subprocess.run([sys.executable, "microgpt.py", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == EXIT_BAD_INPUT and "forward pass overflows" in proc.stderr, proc.stderr
+        one_clean_line(proc.stderr)
+
+@pytest.mark.parametrize("engine", ["value", "numpy"])
+@pytest.mark.parametrize("flag, value, words", [("--alpha-init", "1e200", "forward pass overflows"),
+                                                ("--sz-init", "1e300", "logits span 1.57e+300")])
+def test_flags_that_overflow_the_model_are_refused_the_same_on_both_engines(tmp_path, corpus, engine, flag, value,
+                                                                            words):
+    proc = subprocess.run([sys.executable, "microgpt.py", *TINY, "--corpus", corpus, "--norm", "sphere", flag, value,
+                           "--engine", engine, "--steps", "3", "--out", str(tmp_path / "run")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == EXIT_BAD_INPUT and words in proc.stderr, proc.stderr
+    one_clean_line(proc.stderr)
+    assert len(proc.stderr) < 400  # (no 300-digit number)
+    assert not (tmp_path / "run").exists()  # refused after the folder was taken: given back as it was
+
+WORDS = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy"]
+
+VOCAB = mg.build_vocab(WORDS)
+
+def test_the_apis_arguments_are_the_flags_rules():
+    cfg = mg.GPTConfig(len(VOCAB) + 1, n_embd=8, n_head=2, block_size=8)
+    for bad, words in ((dict(steps=True), "steps must be a positive integer"),
+                       (dict(batch_size=0), "batch_size must be a positive integer")):
+        with pytest.raises(InputError, match=words):
+            mg.train(WORDS[:8], WORDS[8:], VOCAB, cfg, engine="numpy", **bad)
+    with pytest.raises(InputError, match="at least one train and one val document"):
+        mg.train(WORDS, [], VOCAB, cfg, steps=2, engine="numpy")
+    params = mg.init_params(cfg)
+    names = mg.sample(params, cfg, VOCAB, num_samples=np.int64(2), temperature=np.float32(0.5))
+    assert len(names) == 2 and names == mg.sample(params, cfg, VOCAB, num_samples=2, temperature=0.5)
+    with pytest.raises(InputError, match="num_samples must be a positive integer"):
+        mg.sample(params, cfg, VOCAB, num_samples=True)
+    other = mg.GPTConfig(len(VOCAB) + 1, n_embd=16, n_head=2, block_size=8)
+    docs = [mg.doc_tokens(w, VOCAB) for w in WORDS[:2]]
+    for engine in ("value", "numpy"):  # weights that do not fit the config: the same clear error on both engines
+        with pytest.raises(InputError, match="weight 'wte' has shape"):
+            mg.loss_and_grads({k: a.copy() for k, a in params.items()}, docs, other, engine)
