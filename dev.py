@@ -1,7 +1,7 @@
 """dev.py -- set up and run the project with one command; needs nothing but Python >= 3.10 and its venv module.
 
     python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help), in this folder
-    python3 dev.py test [args]     the test suite: python -m pytest [args]
+    python3 dev.py test [args]     the test suite: python -m pytest [args]; --fast leaves out the slow tests
     python3 dev.py lint            ruff check .
     python3 dev.py notebooks [NN]  rebuild and execute the notebooks (all, or those whose name contains NN)
 
@@ -77,7 +77,10 @@ def main(argv):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     python = ensure_venv()
-    command = [python, *COMMANDS[argv[0]], *argv[1:]]
+    args = argv[1:]
+    if argv[0] == "test" and "--fast" in args:  # the quick subset while working: the tests not marked slow
+        args = [a for a in args if a != "--fast"] + ["-m", "not slow"]
+    command = [python, *COMMANDS[argv[0]], *args]
     if argv[0] == "run":  # in the user's folder, so --corpus and --out are read from there, as for any command;
         command[1] = os.path.join(ROOT, command[1])  # the resume command a stopped run prints names this launcher
         os.environ["MICROGPT_LAUNCHER"] = shlex.join([sys.executable, sys.argv[0], "run"])

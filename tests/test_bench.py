@@ -16,6 +16,7 @@ import vs_commits  # noqa: E402
 import microgpt as mg  # noqa: E402
 
 
+@pytest.mark.slow
 def test_the_before_after_table_states_each_target_as_the_speed_up_it_asked_for():
     docs = mg.load_corpus("names")[:300]
     vocab = mg.build_vocab(docs)
@@ -60,6 +61,7 @@ def test_a_commit_git_does_not_have_is_a_clear_error(tmp_path):
 
 @pytest.mark.skipif(not _has_commits(vs_commits.VALUE_BASE, vs_commits.NUMPY_BASE),
                     reason="needs git and a clone with the baseline commits (not a shallow one)")
+@pytest.mark.slow
 def test_the_issue_21_table_runs_both_comparisons_against_the_old_commits():
     args = vs_commits._parse_args(["--value-rounds", "1", "--value-steps", "2", "--numpy-rounds", "1",
                                    "--numpy-steps", "20"])

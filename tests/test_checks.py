@@ -11,6 +11,7 @@ import microgpt as mg
 from harness.errors import EXIT_BAD_INPUT, InputError
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
 @pytest.mark.parametrize("engine", ["value", "numpy"])
 def test_weights_that_overflow_the_forward_pass_are_refused_alike(tmp_path, corpus, capsys, norm, engine):

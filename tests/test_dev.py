@@ -3,11 +3,13 @@ import os
 import shlex
 import sys
 
+import pytest
 from cli_helpers import ROOT
 
 import dev
 
 
+@pytest.mark.slow
 def test_dev_py_runs_microgpt_in_the_users_folder(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(dev.os, "environ", dict(os.environ))  # (dev.main sets variables for the run it starts)

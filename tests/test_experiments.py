@@ -17,6 +17,7 @@ def run(*args):
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_quick_writes_table_json_and_plots(tmp_path):
     out = tmp_path / "q"
     r = run("--quick", "--out", str(out))

@@ -47,6 +47,7 @@ def quick_runs(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_quick_writes_tables_json_and_plots(quick_runs):
     r, out = quick_runs[2]
     assert r.returncode == 0, r.stderr
@@ -81,6 +82,7 @@ def test_quick_writes_tables_json_and_plots(quick_runs):
     assert "ETA" in r.stderr
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_the_number_of_workers(quick_runs):
     (r2, d2), (r1, d1) = quick_runs[2], quick_runs[1]
     assert r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr
@@ -90,6 +92,7 @@ def test_results_do_not_depend_on_the_number_of_workers(quick_runs):
     assert a["info"]["wall_s"] > 0 and a["options"]["workers"] == 2 and b["options"]["workers"] == 1
 
 
+@pytest.mark.slow
 def test_from_json_rerenders_the_same_report(quick_runs, tmp_path):
     _, out = quick_runs[2]
     r = run("--from-json", str(out / "results.json"), "--out", str(tmp_path))
@@ -97,6 +100,7 @@ def test_from_json_rerenders_the_same_report(quick_runs, tmp_path):
     assert (tmp_path / "results.md").read_text(encoding="utf-8") == (out / "results.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_reuse_trains_only_the_new_runs(quick_runs, tmp_path):
     _, out = quick_runs[2]
     old = json.loads((out / "results.json").read_text(encoding="utf-8"))

@@ -310,6 +310,7 @@ def test_riemannian_needs_sphere():
 
 # ----------------------------------------------------------------------------- learning
 
+@pytest.mark.slow
 def test_training_beats_bigram_baseline():
     docs = mg.load_corpus("names")
     vocab = mg.build_vocab(docs)

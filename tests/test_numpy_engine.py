@@ -160,6 +160,7 @@ def test_float32_loss_and_gradients_follow_float64(norm):
         assert rel_err(g32[key], g64[key]) <= FLOAT32_RTOL, key
 
 
+@pytest.mark.slow
 def test_a_float32_run_learns_like_float64():
     docs = mg.load_corpus("names")
     vocab = mg.build_vocab(docs)

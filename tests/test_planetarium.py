@@ -72,6 +72,7 @@ def decode_weights(run):
     return held
 
 
+@pytest.mark.slow
 def test_sphere_stars_are_unit_vectors_in_the_history_and_on_the_page(runs):
     h = runs["sphere"]["loaded"]
     for k in range(len(h)):

@@ -2,6 +2,8 @@
 import os
 import re
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -55,6 +57,7 @@ def test_local_links_exist():
     assert not missing, f"README links to missing files: {missing}"
 
 
+@pytest.mark.slow
 def test_the_python_api_example_runs_as_written(tmp_path, monkeypatch):
     """The README's "Using it from Python" block, executed (with fewer steps, in a temporary folder)."""
     block = read("README.md").split("### Using it from Python", 1)[1].split("```python", 1)[1].split("```", 1)[0]

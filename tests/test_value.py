@@ -231,6 +231,7 @@ def test_sub_and_div_are_single_nodes(f, op):
 
 # -- deep graphs ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_million_node_chain_backward_without_recursion_error():
     x = Value(0.5)
     y = x

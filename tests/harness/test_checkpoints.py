@@ -66,6 +66,7 @@ def test_kill_9_between_and_during_the_writes_never_leaves_the_history_behind(tm
     assert not [p for p in os.listdir(out) if p.startswith(run_files.TEMP_PREFIX)]
 
 
+@pytest.mark.slow
 def test_a_history_ahead_of_its_checkpoint_is_rewound_and_one_behind_is_said(tmp_path, corpus, capsys):
     out, at10 = tmp_path / "run", tmp_path / "at10"
     assert run(capsys, TINY + ["--corpus", corpus, "--eval-every", "5", "--steps", "10", "--out", str(out)])[0] == 0
@@ -96,6 +97,7 @@ def test_a_resume_never_takes_another_runs_history(tmp_path, corpus, capsys):
     assert (tmp_path / "b" / HISTORY_NAME).read_bytes() == before
 
 
+@pytest.mark.slow
 def test_kill_9_loop_leaves_a_loadable_checkpoint_and_resume_is_bit_exact(tmp_path, corpus):
     """kill -9 at random moments: every time, the checkpoint on disk loads; resuming after the last kill ends in
     exactly the weights of an uninterrupted run."""
@@ -171,6 +173,7 @@ def test_a_checkpoint_describing_a_huge_model_is_refused_without_loading(tmp_pat
     assert code == EXIT_BAD_INPUT and "describes a model of" in err and "--max-memory" in err
     assert time.time() - t0 < 5
 
+@pytest.mark.slow
 def test_a_zip_bomb_array_is_refused_from_its_header(tmp_path, corpus, capsys):
     """A 2 MB .npz whose extra array of zeros is 2 GB uncompressed: refused without loading it."""
     src = tmp_path / "good"
@@ -224,6 +227,7 @@ def huge_history_checkpoint(tmp_path, capsys, corpus, steps=30_000_000):
     assert path.stat().st_size < 2**20
     return path
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sample-only", "resume"])
 def test_a_checkpoint_claiming_a_huge_history_is_refused_before_it_is_loaded(tmp_path, corpus, capsys, mode):
     path = huge_history_checkpoint(tmp_path, capsys, corpus)

@@ -17,6 +17,7 @@ from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, InputError
 from harness.history import HISTORY_NAME
 
 
+@pytest.mark.slow
 def test_resume_may_lower_the_lr_but_not_raise_it(tmp_path, corpus, capsys):
     out = str(tmp_path / "run")
     assert run(capsys, TINY + ["--corpus", corpus, "--steps", "4", "--out", out])[0] == EXIT_OK
@@ -68,6 +69,7 @@ def test_a_moved_run_resumes_when_its_corpus_is_the_same(tmp_path, capsys, monke
     code, _, err = run(capsys, ["--resume", "--out", str(d2 / "run"), "--steps", "30", "--corpus", other])
     assert code == EXIT_BAD_INPUT and "differs from the checkpoint's corpus" in err
 
+@pytest.mark.slow
 def test_switching_engines_on_resume_says_the_numbers_agree_to_1e15(tmp_path, corpus, capsys, monkeypatch):
     with monkeypatch.context() as patch:
         interrupt_at(patch, 4)
@@ -125,6 +127,7 @@ def test_cropping_is_reported_once(tmp_path, capsys):
     assert code == 0
     assert out.count("cropped") == 1 and "2 docs are longer than block_size 6" in out
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
 def test_ctrl_c_saves_and_resume_matches_uninterrupted_run(tmp_path, corpus, capsys, monkeypatch, norm):
     args = TINY + ["--corpus", corpus, "--norm", norm, "--steps", "30", "--batch-size", "2", "--eval-every", "7"]
@@ -146,6 +149,7 @@ def test_ctrl_c_saves_and_resume_matches_uninterrupted_run(tmp_path, corpus, cap
     np.testing.assert_array_equal(resumed.m, full.m)
     assert resumed.train_loss == full.train_loss and resumed.val_loss == full.val_loss
 
+@pytest.mark.slow
 def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command_resumes(tmp_path, corpus, capsys,
                                                                                          monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -286,6 +290,7 @@ def test_truncated_checkpoint_and_conflicting_resume(tmp_path, corpus, capsys):
     code, _, err = run(capsys, ["--sample-only", "--checkpoint", str(tmp_path / "half.npz")])
     assert code == 2 and "corrupt" in err
 
+@pytest.mark.slow
 def test_resume_from_another_directory_with_a_relative_corpus_path(tmp_path, corpus, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert run(capsys, TINY + ["--corpus", "names.txt", "--steps", "3", "--out", "run"])[0] == 0
@@ -314,6 +319,7 @@ def test_missing_package_message(monkeypatch):
     with pytest.raises(InputError, match="pip install names"):
         mg.load_corpus("names")
 
+@pytest.mark.slow
 def test_the_cli_samples_with_the_engine_it_trained_with(tmp_path, corpus, capsys, monkeypatch):
     calls = []
     real = mg.sample_value

@@ -35,6 +35,7 @@ from harness.history import (
 from model_config import n_params
 
 
+@pytest.mark.slow
 def test_a_history_planning_10_to_the_30_steps_is_one_line_or_a_note(tmp_path, corpus, capsys):
     import planetarium
     out = tmp_path / "run"
@@ -76,6 +77,7 @@ def test_a_history_claiming_a_deep_narrow_model_is_refused_before_it_is_taken_ap
 def runs(tmp_path_factory):
     return make_runs(tmp_path_factory.mktemp("planetarium"))
 
+@pytest.mark.slow
 def test_the_history_is_what_the_run_recorded(runs):
     for norm in ("rmsnorm", "sphere"):
         loaded = runs[norm]["loaded"]

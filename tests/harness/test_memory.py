@@ -25,6 +25,7 @@ def test_a_huge_model_is_refused_before_anything_is_allocated(tmp_path, corpus, 
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--n-embd", "64", "--steps", "2", "--max-memory", "1"])
     assert code == EXIT_OK, err
 
+@pytest.mark.slow
 def test_many_samples_run_in_bounded_chunks():
     cfg = mg.GPTConfig(vocab_size=27)
     params = mg.init_params(cfg)
@@ -38,6 +39,7 @@ def test_many_samples_run_in_bounded_chunks():
 
 @pytest.mark.parametrize("engine, batch, kw", [("numpy", 1, {}), ("numpy", 16, {}), ("numpy", 8, dict(n_embd=64,
                          n_layer=2, norm="sphere")), ("value", 1, {}), ("value", 2, dict(norm="sphere"))])
+@pytest.mark.slow
 def test_the_memory_estimate_is_an_upper_bound(engine, batch, kw):
     cfg = mg.GPTConfig(vocab_size=27, **kw)
     params = mg.init_params(cfg)

@@ -178,6 +178,7 @@ def test_an_exploding_finite_loss_stops_both_engines(tmp_path, corpus, capsys, e
     assert any(why in err for why in ("the loss exploded", "not finite", "overflows", "log of non-positive"))
     assert not os.path.exists(tmp_path / engine / "checkpoint.npz")  # diverged before its first checkpoint
 
+@pytest.mark.slow
 def test_the_divergence_rule_leaves_healthy_high_lr_runs_alone():
     docs = mg.load_corpus("names")
     vocab = mg.build_vocab(docs)

@@ -28,6 +28,7 @@ from harness.errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError
 from harness.run_files import LOCK_NAME
 
 
+@pytest.mark.slow
 def test_a_second_run_into_a_held_folder_is_refused_and_a_dead_runs_lock_is_taken_over(tmp_path, corpus, capsys):
     out = str(tmp_path / "run")
     first = start(LONG + ["--corpus", corpus, "--out", out])
@@ -97,6 +98,7 @@ def test_a_stale_lock_is_left_alone_when_the_run_is_refused(tmp_path, corpus, ca
     assert snapshot(out) == before  # the refusal changed nothing
 
 
+@pytest.mark.slow
 def test_deleting_the_lock_file_does_not_free_a_held_folder(tmp_path, corpus):
     out = tmp_path / "run"
     first = child(LONG + ["--corpus", corpus, "--out", str(out)])

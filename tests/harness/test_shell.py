@@ -80,6 +80,7 @@ def test_a_signal_to_the_planetarium_in_any_phase_is_one_line_exit_130_and_nothi
     assert EXIT_INTERRUPTED in codes
 
 
+@pytest.mark.slow
 def test_an_interrupted_page_write_leaves_no_temp_file(four_runs, tmp_path, monkeypatch, capsys):
     """The shell turns a signal into KeyboardInterrupt wherever the program is: inside the page's write,
     atomic_write removes its temp file on the way out."""
@@ -96,6 +97,7 @@ def test_an_interrupted_page_write_leaves_no_temp_file(four_runs, tmp_path, monk
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["closed", "full", "pipe"])
 def test_the_planetarium_on_a_closed_full_or_broken_stdout_is_exit_74(four_runs, tmp_path, how):
     page = str(tmp_path / "p.html")
@@ -110,6 +112,7 @@ def test_the_planetarium_on_a_closed_full_or_broken_stdout_is_exit_74(four_runs,
     assert no_temp_files(tmp_path)
 
 
+@pytest.mark.slow
 def test_any_text_prints_on_an_ascii_terminal(four_runs, tmp_path):
     page = tmp_path / "ページ\udcff.html"  # a name with non-ASCII characters and an undecodable byte
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "planetarium.py"), four_runs[0], "--html",
@@ -157,14 +160,15 @@ def test_the_shell_restores_the_handlers_it_found_and_leaves_a_debuggers_ctrl_c_
         signal.signal(signal.SIGINT, old)
 
 
-def test_microgpt_and_the_planetarium_say_a_bad_flag_the_same_way(capsys, four_runs):
+def test_microgpt_and_the_planetarium_say_a_bad_flag_the_same_way(capsys, tmp_path):
     code, _, err = run(capsys, ["--bogus"])
     assert code == 2 and err.startswith("microgpt: error: unrecognized arguments: --bogus")
-    proc = planetarium_cli([four_runs[0], "--bogus"])
+    proc = planetarium_cli([str(tmp_path), "--bogus"])  # (argparse refuses it before any folder is read)
     assert proc.returncode == 2 and proc.stderr.startswith("planetarium: error: unrecognized arguments: --bogus")
     assert proc.stderr.count("\n") == 1 and "--help" in proc.stderr
 
 
+@pytest.mark.slow
 def test_stdout_full_or_closed_is_an_io_error_without_a_traceback(corpus):
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "microgpt.py", *TINY, "--corpus", corpus, "--steps", "3"], cwd=ROOT,
@@ -176,6 +180,7 @@ def test_stdout_full_or_closed_is_an_io_error_without_a_traceback(corpus):
     assert closed.returncode == EXIT_IO
     assert closed.stderr == "microgpt: error: cannot write to standard output: it is closed\n"
 
+@pytest.mark.slow
 def test_sigterm_and_early_ctrl_c_stop_cleanly(tmp_path, corpus):
     proc = start(LONG + ["--corpus", corpus, "--out", str(tmp_path / "run")])
     wait_for_training(proc)
@@ -193,6 +198,7 @@ def test_sigterm_and_early_ctrl_c_stop_cleanly(tmp_path, corpus):
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == EXIT_INTERRUPTED and "Traceback" not in err, (delay, err)
 
+@pytest.mark.slow
 def test_names_print_on_an_ascii_terminal(corpus):
     env = {**os.environ, "PYTHONIOENCODING": "ascii"}
     proc = subprocess.run([sys.executable, "microgpt.py", "--engine", "numpy", "--steps", "3", "--corpus", "jp-names",
@@ -201,6 +207,7 @@ def test_names_print_on_an_ascii_terminal(corpus):
     assert "sample  1: \\u" in proc.stdout  # hiragana escaped, not a UnicodeEncodeError
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_during_sample_only_is_exit_130_with_a_message(tmp_path, corpus, capsys, sig):
     ckpt = tmp_path / "run" / "checkpoint.npz"
