@@ -62,3 +62,18 @@ def test_the_apis_arguments_are_the_flags_rules():
     for engine in ("value", "numpy"):  # weights that do not fit the config: the same clear error on both engines
         with pytest.raises(InputError, match="weight 'wte' has shape"):
             mg.loss_and_grads({k: a.copy() for k, a in params.items()}, docs, other, engine)
+
+
+def test_the_apis_doors_say_what_is_wrong_instead_of_a_numpy_error():
+    cfg = mg.GPTConfig(len(VOCAB) + 1, n_embd=8, n_head=2, block_size=8)
+    params = mg.init_params(cfg)
+    docs = [mg.doc_tokens(w, VOCAB) for w in WORDS[:2]]
+    as_lists = {k: a.tolist() for k, a in params.items()}
+    with pytest.raises(InputError, match="weight 'wte' is a list; the model needs NumPy arrays"):
+        mg.loss_and_grads(as_lists, docs, cfg, "numpy")
+    for seed, words in ((-1, "seed must be a non-negative integer, got -1"),
+                        (1.5, "seed must be a non-negative integer, got 1.5")):
+        with pytest.raises(InputError, match=words):
+            mg.sample(params, cfg, VOCAB, num_samples=2, seed=seed)
+    with pytest.raises(InputError, match="characters not in the vocabulary: 'Z'"):
+        mg.sample(params, cfg, VOCAB, num_samples=2, prompt="Zed")

@@ -1,6 +1,10 @@
 """dev.py: the two-command setup, and `dev.py run` reading paths from the folder the user is in."""
 import os
+import re
 import shlex
+import shutil
+import signal
+import subprocess
 import sys
 
 import pytest
@@ -9,15 +13,76 @@ from cli_helpers import ROOT
 import dev
 
 
-@pytest.mark.slow
+def became(seen, command, environ=()):
+    """What dev.py's os.execv would have become: noted, and then this stops (as exec would)."""
+    seen.update(environ, command=command, cwd=os.getcwd())
+    raise SystemExit(0)
+
+
 def test_dev_py_runs_microgpt_in_the_users_folder(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(dev.os, "environ", dict(os.environ))  # (dev.main sets variables for the run it starts)
     monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
-    monkeypatch.setattr(dev.os, "execv", lambda python, command: seen.update(dev.os.environ, command=command,
-                                                                            cwd=os.getcwd()))
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command, dev.os.environ))
     monkeypatch.setattr(dev.sys, "argv", ["../dev.py", "run"])
     monkeypatch.chdir(tmp_path)
-    dev.main(["run", "--steps", "3"])
+    with pytest.raises(SystemExit):
+        dev.main(["run", "--steps", "3"])
     assert shlex.split(seen["MICROGPT_LAUNCHER"])[1:] == ["../dev.py", "run"]
     assert seen["cwd"] == str(tmp_path) and seen["command"][1:] == [os.path.join(ROOT, "microgpt.py"), "--steps", "3"]
+
+
+def test_dev_py_test_fast_leaves_out_the_slow_tests(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit):
+        dev.main(["test", "--fast", "-x"])
+    assert seen["command"][1:] == ["-m", "pytest", "-x", "-m", "not slow"] and seen["cwd"] == ROOT
+
+
+def venv_ready():
+    """dev.py's own environment exists and is up to date (so `dev.py run` starts at once, installing nothing)."""
+    stamp = os.path.join(dev.VENV, ".requirements-sha256")
+    return os.path.exists(dev.venv_python()) and os.path.exists(stamp) and \
+        open(stamp, encoding="ascii").read().strip() == dev.requirements_hash()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not venv_ready(), reason="needs dev.py's .venv (python3 dev.py test makes it)")
+@pytest.mark.parametrize("where", ["parent", "notebooks", "elsewhere"])
+def test_paths_are_read_from_where_you_are_and_the_printed_command_continues_the_run(tmp_path, where):
+    """`python3 dev.py run` from the repository's parent folder, from notebooks/ or from anywhere: --corpus and
+    --out are read from there, and the resume command a Ctrl-C prints, pasted there, continues the run."""
+    here = {"parent": os.path.dirname(ROOT), "notebooks": os.path.join(ROOT, "notebooks"),
+            "elsewhere": str(tmp_path)}[where]
+    name = f"dev test {os.getpid()} o u't"  # (spaces and a quote: the command must quote them)
+    corpus = os.path.join(here, name + ".txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("anna\nbob\ncarla\ndave\neve\nfrank\n")
+    out = os.path.join(here, name)
+    launcher = os.path.relpath(os.path.join(ROOT, "dev.py"), here)
+    try:
+        proc = subprocess.Popen([sys.executable, launcher, "run", "--engine", "numpy", "--steps", "100000",
+                                 "--eval-every", "50", "--corpus", os.path.basename(corpus), "--out",
+                                 os.path.basename(out)], cwd=here, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        for line in proc.stdout:
+            if line.startswith("step"):
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        command = err.split("continue with: ", 1)[1].strip()
+        assert os.path.exists(os.path.join(out, "checkpoint.npz")) and not os.path.exists(os.path.join(ROOT, name))
+        step = int(re.search(r"interrupted at step (\d+)/", err).group(1))
+        words = shlex.split(command)
+        assert words[:3] == [sys.executable, launcher, "run"] and words[-2:] == ["--out", os.path.basename(out)]
+        resumed = subprocess.run(words + ["--steps", str(step + 5)], cwd=here, capture_output=True, text=True,
+                                 timeout=120)  # (the command as printed; --steps only makes it end soon)
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"resuming from step {step} of {step + 5}" in resumed.stdout
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        os.remove(corpus)

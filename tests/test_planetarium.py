@@ -553,3 +553,19 @@ def test_planetarium_turns_a_failed_allocation_into_one_line(tmp_path, corpus, c
     err = capsys.readouterr().err
     assert "not enough memory" in err
     one_clean_line(err)
+
+
+def test_a_run_with_a_checkpoint_but_no_history_gets_advice_that_works(tmp_path, capsys):
+    corpus = os.path.join(ROOT, "tests", "data", "checkpoint_v1_sphere.npz")
+    (tmp_path / "run").mkdir()
+    shutil.copy(corpus, tmp_path / "run" / "checkpoint.npz")
+    code = planetarium.main([str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"continue it with python microgpt.py --resume --out {tmp_path / 'run'}, which starts " \
+                         "one" in err
+
+
+def test_an_empty_html_path_is_refused_not_replaced_by_the_default(runs, tmp_path, capsys):
+    assert planetarium.main([runs["rmsnorm"]["dir"], "--html", ""]) == 2
+    assert "--html needs the path of the page to write (it is empty)" in capsys.readouterr().err
+    assert not os.path.exists(os.path.join(runs["rmsnorm"]["dir"], "planetarium.html"))

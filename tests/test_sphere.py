@@ -589,3 +589,11 @@ def test_vmf_log_density_at_huge_kappa_and_as_before_at_moderate_kappa(d):
     for kappa in (0.0, 0.3, 7.0, 60.0, 300.0):  # where the plain formula log C + kappa mu.x keeps its digits
         plain = sphere.vmf_log_normalizer(d, kappa) + kappa * (x @ mu)
         np.testing.assert_allclose(sphere.vmf_log_density(x, mu, kappa), plain, rtol=1e-12, atol=1e-12)
+
+
+def test_vmf_sample_at_a_vanishing_kappa_is_uniform_not_a_domain_error():
+    rng = np.random.default_rng(0)
+    mu = np.array([1.0, 0.0, 0.0])
+    for kappa in (1e-300, 5e-324):
+        x = sphere.vmf_sample(mu, kappa, 4000, rng)
+        assert np.allclose(np.linalg.norm(x, axis=1), 1) and abs(x[:, 0].mean()) < 0.05

@@ -432,3 +432,20 @@ def test_value_py_is_the_engine_alone():
     # the chain rule reads as the module docstring writes it, in each branch: binary ops, unary ops, hand-built
     backward = next(node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "backward")
     assert ast.get_source_segment(source, backward).count("child.grad += local_grad * node.grad") == 3
+
+
+def test_a_numpy_number_is_never_a_silently_wrong_one():
+    """NumPy's int64 wraps around silently (10 ** 30 would be 5.07e18): a leaf or an exponent holding a NumPy
+    scalar becomes the Python number it holds, and a Fraction keeps its exact repr."""
+    np = pytest.importorskip("numpy")
+    assert (Value(np.int64(10)) ** 30).data == 10 ** 30 == (Value(10) ** np.int64(30)).data
+    assert type(Value(np.float32(0.5)).data) is float
+    assert repr(Value(Fraction(1, 3))) == "Value(data=1/3, grad=0)"
+
+
+def test_gradient_check_names_the_input_whose_neighbourhood_leaves_the_domain():
+    from value import gradient_check
+    with pytest.raises(NumericError, match=r"input 0 is 1e-07, but the central difference also needs f at 1e-07 \+- "
+                                           r"eps \(1e-06\), where f fails: .*-9e-07.*give a smaller eps"):
+        gradient_check(lambda xs: xs[0].log(), [1e-7], quiet=True)
+    assert gradient_check(lambda xs: xs[0].log(), [1e-7], eps=1e-10, rtol=1e-3, quiet=True)

@@ -200,6 +200,8 @@ def test_a_zip_bomb_array_is_refused_from_its_header(tmp_path, corpus, capsys):
     (lambda a: a["val_loss"].__setitem__((1, 0), 7.5), "val-loss history"),
     (lambda a: a["train_loss"].__setitem__(0, np.nan), "NaN or inf"),
     (lambda a: a["adam_v"].__setitem__(0, -1.0), "negative"),
+    (lambda a: a["adam_v"].__setitem__(0, 1e308), "Adam's moments are not what gradients"),
+    (lambda a: (a["adam_m"].__setitem__(0, 1e200), a["adam_v"].__setitem__(0, 1e-300)), "Adam's moments"),
 ])
 def test_checkpoints_with_bad_histories_or_moments_are_refused(tmp_path, corpus, capsys, edit, message):
     src = tmp_path / "good"
@@ -297,3 +299,8 @@ def test_a_checkpoint_of_ten_layers_resumes(tmp_path, corpus, capsys):
     assert run(capsys, args + ["--steps", "2"])[0] == EXIT_OK
     code, _, err = run(capsys, ["--resume", "--out", str(out), "--steps", "3", "--corpus", corpus])
     assert code == EXIT_OK, err
+
+
+def test_a_checkpoint_path_given_as_bytes_is_read_as_a_path(tmp_path, corpus, capsys):
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(tmp_path / "r")])[0] == 0
+    assert mg.load_checkpoint(os.fsencode(tmp_path / "r" / "checkpoint.npz")).step == 3

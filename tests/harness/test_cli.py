@@ -362,3 +362,95 @@ def test_small_flag_mistakes_get_one_line(corpus, capsys):
     assert code == 2 and err == "microgpt: error: --out must be a non-empty path, got ' '\n"
     code, _, err = run(capsys, ["--bogus"])
     assert code == 2 and err.count("\n") == 1 and "unrecognized arguments: --bogus" in err and "--help" in err
+
+
+# ----------------------------------------------------------------------------- a run writes only its own files
+
+def test_a_resume_into_a_folder_with_another_runs_files_is_refused_and_changes_nothing(tmp_path, corpus, capsys,
+                                                                                      monkeypatch):
+    x, b, y = tmp_path / "X", tmp_path / "B", tmp_path / "Y"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "6", "--out", str(x)])[0] == EXIT_OK
+    shutil.copytree(x, b)
+    os.remove(b / "checkpoint.npz")  # B holds X's history, metrics.json and loss.png
+    interrupt_at(monkeypatch, 3)
+    assert run(capsys, TINY + ["--corpus", corpus, "--seed", "7", "--steps", "6", "--out", str(y)])[0] == 130
+    monkeypatch.undo()
+    before = snapshot(str(b))
+    code, out, err = run(capsys, ["--resume", "--checkpoint", str(y / "checkpoint.npz"), "--out", str(b)])
+    assert code == EXIT_BAD_INPUT and "holds another run's files (history.npz, metrics.json, loss.png)" in err
+    assert err.count("\n") == 1 and "step" not in out and snapshot(str(b)) == before
+    empty = tmp_path / "empty"  # an empty folder (or a new one) is fine
+    assert run(capsys, ["--resume", "--checkpoint", str(y / "checkpoint.npz"), "--out", str(empty)])[0] == EXIT_OK
+    assert mg.load_checkpoint(str(empty / "checkpoint.npz")).step == 6
+
+
+def test_a_run_file_that_is_a_symbolic_link_is_refused_before_the_first_step(tmp_path, corpus, capsys):
+    out, real = tmp_path / "OUT", tmp_path / "real.npz"
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "4", "--out", str(out)])[0] == EXIT_OK
+    shutil.move(out / "checkpoint.npz", real)
+    os.symlink("../real.npz", out / "checkpoint.npz")
+    code, stdout, err = run(capsys, ["--resume", "--out", str(out), "--steps", "300", "--eval-every", "1000"])
+    assert code == EXIT_BAD_INPUT and "checkpoint.npz' is a symbolic link" in err and "step " not in stdout
+    assert os.path.islink(out / "checkpoint.npz") and mg.load_checkpoint(str(real)).step == 4
+
+
+def test_a_checkpoint_without_a_fingerprint_resumes_from_its_corpus_new_place(tmp_path, capsys):
+    """The checkpoint of tests/data predates the corpus fingerprint, and its corpus is gone: --corpus NEW is taken,
+    with a note that only the vocabulary could be compared."""
+    old = os.path.join(ROOT, "tests", "data", "checkpoint_v1_sphere.npz")
+    ckpt = tmp_path / "run" / "checkpoint.npz"
+    os.makedirs(ckpt.parent)
+    shutil.copy(old, ckpt)
+    code, _, err = run(capsys, ["--resume", "--out", str(ckpt.parent), "--steps", "8"])
+    assert code == EXIT_BAD_INPUT and "is not there any more; if it moved, give its new path with --corpus" in err
+    corpus = write_corpus(str(tmp_path))
+    code, stdout, err = run(capsys, ["--resume", "--out", str(ckpt.parent), "--steps", "8", "--corpus", corpus])
+    assert code == EXIT_OK, err
+    assert "the checkpoint has no fingerprint of its documents, so only its vocabulary could be compared" in stdout
+    assert mg.load_checkpoint(str(ckpt)).corpus_sha256  # from now on it has one
+    other = write_corpus(str(tmp_path), "zed\nquinn\n", "other.txt")
+    code, _, err = run(capsys, ["--resume", "--out", str(ckpt.parent), "--steps", "9", "--corpus", other])
+    assert code == EXIT_BAD_INPUT and "differs from the checkpoint's corpus" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["x$_$y.txt", "$a$.txt", b"bad\xffname.txt"])
+def test_a_corpus_whose_name_is_not_plain_text_is_drawn_as_text(tmp_path, capsys, name):
+    path = os.path.join(os.fsencode(tmp_path), name if isinstance(name, bytes) else name.encode())
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("anna\nbob\ncarla\ndave\neve\n")
+    code, _, err = run(capsys, TINY + ["--corpus", os.fsdecode(path), "--steps", "3", "--out", str(tmp_path / "r")])
+    assert code == EXIT_OK, err
+    assert (tmp_path / "r" / "loss.png").stat().st_size > 10_000
+
+
+def test_the_models_first_failing_step_is_the_models_code_not_the_learning_rate(tmp_path, corpus):
+    """A learner's edit that makes the engine fail at step 1 (log of a negative probability): no learning rate has
+    acted yet, so the message says where the model's code failed and how to stop there, and does not blame --lr."""
+    text = open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8").read()
+    assert text.count("loss_t = -probs[target_id].log()") == 1
+    (tmp_path / "microgpt.py").write_text(text.replace("loss_t = -probs[target_id].log()",
+                                                       "loss_t = -(probs[target_id] - 0.5).log()"), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "microgpt.py", "--steps", "3", "--corpus", corpus], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "the model's first forward and backward pass failed, before any learning rate acted" in proc.stderr
+    assert "at microgpt.py:" in proc.stderr and "in loss_and_grads_value: loss_t = -(probs[target_id] - 0.5).log()" \
+        in proc.stderr and "python -m pdb microgpt.py" in proc.stderr and "Try a smaller --lr" not in proc.stderr
+
+
+def test_a_file_named_like_a_built_in_corpus_is_mentioned(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "names").write_text("zed\nquinn\n", encoding="utf-8")
+    code, stdout, _ = run(capsys, TINY + ["--corpus", "names", "--steps", "1"])
+    assert code == EXIT_OK and "note: --corpus names is the built-in corpus; for the file of that name here give " \
+                               "its path, ./names" in stdout
+
+
+def test_without_matplotlib_a_run_with_out_is_refused_before_training(tmp_path, corpus, capsys, monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(tmp_path / "r")])
+    assert code == EXIT_BAD_INPUT and "loss.png, which needs matplotlib: pip install matplotlib" in err
+    assert "step" not in stdout and not (tmp_path / "r").exists()

@@ -1,5 +1,6 @@
 """harness/memory.py: the memory a run will need, estimated from its config before anything is allocated;
 the estimate is an upper bound, and a run or a checkpoint beyond --max-memory or the machine is one line."""
+import re
 import time
 import tracemalloc
 
@@ -98,3 +99,8 @@ def test_the_estimate_counts_the_python_objects_of_every_layer(corpus, capsys):
                                        "--block-size", "1", "--steps", "1"])
     assert code == EXIT_BAD_INPUT and "n_layer 1000000" in err and time.monotonic() - t0 < 5
     one_clean_line(err)
+
+
+def test_a_tiny_limit_is_said_in_megabytes_not_as_0_0_gb(corpus, capsys):
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--max-memory", "1e-9"])
+    assert code == 2 and "0.0 GB" not in err and re.search(r"would need about [\d.]+ MB of memory", err), err

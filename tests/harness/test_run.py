@@ -190,7 +190,13 @@ def test_the_divergence_rule_leaves_healthy_high_lr_runs_alone():
         assert not st.error and st.step == 400
 
 
-def test_no_numpy_warning_reaches_stderr_when_training_blows_up(corpus):
+@pytest.mark.parametrize("flags", [["--lr", "1e6"], ["--norm", "sphere", "--lr", "1e300"],
+                                   ["--norm", "sphere", "--lr", "1e300", "--riemannian"],
+                                   ["--norm", "sphere", "--lr", "1e300", "--engine", "value"],
+                                   ["--norm", "sphere", "--lr", "1e30", "--dtype", "float32"]])
+def test_no_numpy_warning_reaches_stderr_when_training_blows_up(corpus, flags):
+    """Inside the loop, what overflows becomes inf or NaN and the divergence rules name it: no RuntimeWarning."""
     proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "microgpt.py", *TINY, "--corpus", corpus,
-                           "--lr", "1e6", "--steps", "200"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                           "--steps", "200", *flags], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "diverged" in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1

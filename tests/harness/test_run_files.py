@@ -1,6 +1,7 @@
 """harness/run_files.py: atomic writes (a full disk keeps the last good file, only regular files are
 replaced), the --out folder's lock (held by a live run, taken over from a killed one, never followed through a
 symbolic link), and folders made for a run and left empty removed again."""
+import errno
 import os
 import signal
 import stat
@@ -134,3 +135,36 @@ def test_atomic_write_replaces_only_regular_files(tmp_path):
     atomic_write(str(tmp_path / "plain"), lambda f: f.write(b"x"))  # a new file, or a regular one, as before
     atomic_write(str(tmp_path / "plain"), lambda f: f.write(b"y"))
     assert (tmp_path / "plain").read_bytes() == b"y"
+
+
+def test_a_checkpoint_this_process_cannot_read_says_so(tmp_path, corpus, capsys, monkeypatch):
+    """Permission denied is not 'corrupt': the user must not be told to delete a good file. (Root reads any file,
+    so the refusal is simulated where the file is opened.)"""
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(tmp_path / "r")])[0] == 0
+    path = str(tmp_path / "r" / "checkpoint.npz")
+    real_open = open
+
+    def no_permission(file, *args, **kwargs):
+        if os.fspath(file) == path:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", no_permission)
+    code, _, err = run(capsys, ["--sample-only", "--checkpoint", path])
+    assert code == 2 and err == f"microgpt: error: cannot read checkpoint {path!r}: Permission denied\n"
+
+
+def test_a_refused_run_removes_every_folder_it_made(tmp_path, corpus, capsys):
+    (tmp_path / "held").mkdir()
+    out = tmp_path / "a" / "b" / "c"
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out), "--prompt", "Q"])
+    assert code == 2 and not (tmp_path / "a").exists()  # (refused before the folder: nothing made)
+    with run_files.RunLock(str(out)) as lock:  # made for the lock, then refused: a/b/c all go again
+        assert out.is_dir() and lock.created == [str(out), str(out.parent), str(out.parent.parent)]
+    assert not (tmp_path / "a").exists() and (tmp_path / "held").exists()
+
+
+def test_a_temp_file_fits_wherever_its_target_fits(tmp_path):
+    name = "x" * 246 + ".html"  # 251 characters: a name the file system takes (255 at most)
+    run_files.atomic_write(str(tmp_path / name), lambda f: f.write(b"<html></html>"))
+    assert (tmp_path / name).read_bytes() == b"<html></html>" and os.listdir(tmp_path) == [name]
