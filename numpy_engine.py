@@ -21,9 +21,9 @@ microgpt's size a step is ~100 small NumPy calls and each call's overhead, not i
     row dot products in one call (np.vecdot: _dot_rows, _dot_columns);
   * each normalization keeps what its backward pass needs (rmsnorm: its 1/rms factor; l2: the norm) instead of
     recomputing it, and the softmax and the cross entropy work in place on their own temporaries;
-  * a few index tricks that each save 1-3% of a batch-1 step, measured side by side (issue 21; tricks that saved
-    less went back to the plain expression): .take for row gathers, flat indices in the cross entropy, argmin
-    for the smallest norm, copysign for the nGPT scales' sign; each says so where it is used.
+  * a few index tricks that each save 1-3% of a batch-1 step, measured side by side (benchmarks/README.md; tricks
+    that saved less went back to the plain expression): .take for row gathers, flat indices in the cross entropy,
+    argmin for the smallest norm, copysign for the nGPT scales' sign; each says so where it is used.
 tests/test_numpy_engine.py proves each fused piece equal to the twins it replaces (1e-12), and
 tests/test_microgpt.py that the engine agrees with the Value engine and with finite differences.
 The engine computes in the dtype of the parameters: float64 (the default) or float32.

@@ -1,4 +1,4 @@
-"""bench.py -- one table that shows where the performance goals stand (issue 5).
+"""bench.py -- one table that shows where the performance goals stand.
 
     python benchmarks/bench.py                 # full run, a few minutes
     python benchmarks/bench.py --quick         # a rough table in well under a minute
@@ -44,8 +44,8 @@ def _parse_args(argv):
                    help="BLAS threads for the NumPy engine (default 1: these matrices are far too small to split)")
     p.add_argument("--skip-scaling", action="store_true", help="only the main table")
     p.add_argument("--only-commits", action="store_true",
-                   help="only the issue-21 table: this tree against e631a43 and f57ef30 (benchmarks/vs_commits.py)")
-    p.add_argument("--skip-commits", action="store_true", help="leave out the issue-21 table")
+                   help="only the table of this tree against e631a43 and f57ef30 (benchmarks/vs_commits.py)")
+    p.add_argument("--skip-commits", action="store_true", help="leave out the table against older commits")
     p.add_argument("--only-scaling", action="store_true", help="only the scaling table")
     p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # used by the threads table
     return p.parse_args(argv)
@@ -137,7 +137,7 @@ class Trainer:
 
 class NumpyStep(Trainer):
     """One NumPy-engine training step as microgpt.train() runs it ("after": loss and gradients into a reused
-    buffer, adam_step, the retraction in sphere mode), or as it ran before issue 13 ("before": the unfused engine
+    buffer, adam_step, the retraction in sphere mode), or as it ran before it was fused ("before": the unfused engine
     of benchmarks/numpy_engine_unfused.py with its Adam and retraction)."""
 
     def __init__(self, cfg, version="after", dtype="float64"):
@@ -366,14 +366,14 @@ def scaling_table(docs_tokens, vocab_size, args, log):
     return rows, notes
 
 
-# Issue 13's targets (ms per batch-1 step), and what the "before" code measured in this benchmark on the day they
-# were set. This machine's speed drifts from day to day (the unchanged "before" code has measured 1.5-2x slower
+# The fused engine's targets (ms per batch-1 step), and what the "before" code measured in this benchmark on the day
+# they were set. This machine's speed drifts from day to day (the unchanged "before" code has measured 1.5-2x slower
 # since), so a target is also shown as the speed-up it asked for, which one run can check side by side.
 TARGETS = {"rmsnorm": (0.10, 0.171), "sphere": (0.15, 0.341)}
 
 
 def before_after_table(docs_tokens, vocab_size, args, log):
-    """The NumPy engine at batch 1, default config, before and after issue 13, interleaved: every round runs the
+    """The NumPy engine at batch 1, default config, before and after the fusing, interleaved: every round runs the
     same docs through both (alternating which goes first); the speed-up is the median of per-round ratios."""
     rounds, per_round = (8, 20) if args.quick else (40, 50)
     rows = ["| norm | version | ms/step (median of steps) | IQR | speed-up, median of per-round ratios | target "
@@ -524,8 +524,8 @@ def main(args):
     lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted positions per doc "
               f"{mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, block_size 16", ""]
     if not args.skip_commits and not args.only_scaling:
-        log("this tree against older commits (issue 21), alternating processes ...")
-        lines += ["## This tree against older commits, side by side (issue 21)", "",
+        log("this tree against older commits, alternating processes ...")
+        lines += ["## This tree against older commits, side by side", "",
                   "Each figure is one fresh process running microgpt.train() of one checkout (the old ones from "
                   "`git archive`) on the same docs; processes alternate, old and new. ms/step is CPU time "
                   "(benchmarks/vs_commits.py; `--clock wall` there for elapsed time). Targets: the Value engine at "
@@ -536,7 +536,7 @@ def main(args):
         args.only_scaling = args.skip_scaling = True
     if not args.only_scaling:
         log("numpy engine, batch 1: before and after ...")
-        lines += ["## NumPy engine, batch 1, default config: before and after issue 13", "",
+        lines += ["## NumPy engine, batch 1, default config: before and after the fusing", "",
                   "before: the unfused engine with its Adam and retraction (benchmarks/numpy_engine_unfused.py); "
                   "after: microgpt's training step; float32: the same with --dtype float32. Interleaved rounds "
                   "over the same docs.", ""] + before_after_table(docs_tokens, vocab_size, args, log) + [""]

@@ -1,4 +1,4 @@
-"""numpy_engine_unfused.py -- the NumPy engine as it was before it was fused for speed (issue 13): every op a
+"""numpy_engine_unfused.py -- the NumPy engine as it was before it was fused for speed: every op a
 twin from utils.py / sphere.py, composed as the formulas read (three matmuls for q, k, v; each normalization's
 backward recomputes its norm; `@` everywhere).
 
@@ -255,7 +255,7 @@ def evaluate(params, docs_tokens, cfg, chunk=512):
 
 
 def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
-    """microgpt.adam_step before issue 13: the same update with fresh arrays for every line (no in-place)."""
+    """microgpt.adam_step before the fusing: the same update with fresh arrays for every line (no in-place)."""
     lr_t = lr * (1 - step / num_steps)
     m[:] = beta1 * m + (1 - beta1) * grad
     v[:] = beta2 * v + (1 - beta2) * grad ** 2
@@ -265,7 +265,7 @@ def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99
 
 
 def retract(params, cfg):
-    """microgpt.retract before issue 13: one l2_normalize_np per matrix, copied back."""
+    """microgpt.retract before the fusing: one l2_normalize_np per matrix, copied back."""
     from model_config import sphere_axes
     for key, axis in sphere_axes(cfg).items():
         params[key][...] = l2_normalize_np(params[key], axis=axis)

@@ -1,4 +1,4 @@
-"""vs_commits.py -- this working tree's training step against older commits, side by side (issue 21).
+"""vs_commits.py -- this working tree's training step against older commits, side by side.
 
     python benchmarks/vs_commits.py            # both comparisons below, about 5 minutes on 2 cores
     python benchmarks/vs_commits.py --quick    # a rough run in well under a minute
@@ -7,7 +7,7 @@
 Two comparisons, each the ratio "this tree / the old commit" of the time of one training step:
   value  the Value engine, rmsnorm, batch 1, default config, against e631a43 (before the reliability work);
          per process: the mean ms/step over --value-steps steps (48 by default)
-  numpy  the NumPy engine, batch 1, default config, both norms, against f57ef30 (the fused engine of issue 13);
+  numpy  the NumPy engine, batch 1, default config, both norms, against f57ef30 (the first fused engine);
          per process: the median ms/step over --numpy-steps steps (2000 by default)
 
 The old code comes from git (`git archive COMMIT` into a temporary folder), so this needs git and a clone that
@@ -176,7 +176,7 @@ def side_by_side(new_dir, old_dir, engine, norm, steps, rounds, docs_file, log, 
     return runs["new"], runs["old"]
 
 
-TARGETS = {"value": 1.00, "numpy": 1.10}  # issue 21: this tree / the old commit, at most
+TARGETS = {"value": 1.00, "numpy": 1.10}  # this tree / the old commit, at most: what a change must keep
 
 
 def figures(engine, runs):

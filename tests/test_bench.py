@@ -1,5 +1,5 @@
-"""benchmarks/bench.py's issue-13 table and benchmarks/vs_commits.py's issue-21 table, in smoke versions (a few
-rounds and steps; nothing here judges a time)."""
+"""benchmarks/bench.py's before/after table and benchmarks/vs_commits.py's table against older commits, in smoke
+versions (a few rounds and steps; nothing here judges a time)."""
 import argparse
 import re
 import shutil
@@ -30,7 +30,7 @@ def test_the_before_after_table_states_each_target_as_the_speed_up_it_asked_for(
         assert re.search(rf"\| [\d.]+x \| {target:.2f} ms = {before_then / target:.2f}x: (met|not met) \|$", after)
 
 
-# ----------------------------------------------------------------------------- issue 21: benchmarks/vs_commits.py
+# ----------------------------------------------------------------------------- benchmarks/vs_commits.py
 
 def _has_commits(*commits):
     if shutil.which("git") is None:
@@ -62,7 +62,7 @@ def test_a_commit_git_does_not_have_is_a_clear_error(tmp_path):
 @pytest.mark.skipif(not _has_commits(vs_commits.VALUE_BASE, vs_commits.NUMPY_BASE),
                     reason="needs git and a clone with the baseline commits (not a shallow one)")
 @pytest.mark.slow
-def test_the_issue_21_table_runs_both_comparisons_against_the_old_commits():
+def test_the_table_against_older_commits_runs_both_comparisons():
     args = vs_commits._parse_args(["--value-rounds", "1", "--value-steps", "2", "--numpy-rounds", "1",
                                    "--numpy-steps", "20"])
     rows = vs_commits.table(args, lambda *a: None)

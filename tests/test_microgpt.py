@@ -70,8 +70,9 @@ def test_config_rejects_bad_values(kwargs, match):
         GPTConfig(vocab_size=27, **kwargs)
 
 
-def test_retraction_rows_and_columns_as_the_issue_lists():
-    """Written from issue 3, not from sphere_axes: rows of wte, wpe, lm_head, wq/wk/wv, fc1; columns of wo, fc2."""
+def test_retraction_rows_and_columns_as_ngpt_puts_them_on_the_sphere():
+    """Written from the nGPT equations, not from sphere_axes: rows of wte, wpe, lm_head, wq/wk/wv, fc1; columns of
+    wo, fc2."""
     cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=2, norm="sphere")
     params = init_params(cfg, seed=0)
     rng = np.random.default_rng(1)
@@ -92,7 +93,7 @@ def test_retraction_rows_and_columns_as_the_issue_lists():
 
 
 def reference_logits(params, tokens, cfg):
-    """Issue 3's equations for one sequence, one position at a time, in plain NumPy (independent of microgpt)."""
+    """The nGPT equations for one sequence, one position at a time, in plain NumPy (independent of microgpt)."""
     C, H = cfg.n_embd, cfg.n_head
     hd, base = C // H, C ** -0.5
     P = {k: np.asarray(a) for k, a in params.items()}
@@ -451,7 +452,7 @@ def test_effective_scales_match_the_forward_pass():
     cfg = GPTConfig(vocab_size=7, n_embd=8, n_head=2, n_layer=2, block_size=6, norm="sphere", alpha_init=0.3,
                     sz_init=4.0)
     params = init_params(cfg, seed=1)
-    init = effective_scales(params, cfg)  # the issue's initial values: alpha_init, 1, sqrt(C), sz_init
+    init = effective_scales(params, cfg)  # nGPT's initial values: alpha_init, 1, sqrt(C), sz_init
     for name, expected in (("alpha_A", 0.3), ("alpha_M", 0.3), ("s_qk", 1.0), ("s_u", 8 ** 0.5), ("s_z", 4.0)):
         np.testing.assert_allclose(init[name], expected, rtol=1e-12)
     rng = np.random.default_rng(0)

@@ -22,7 +22,7 @@ BROKEN_LINE = "        x = linear(x, state_dict[f'layer{li}.mlp_fc1'])"
 
 
 def broken_copy(folder):
-    """microgpt.py with the learner's mistake of the issue: gpt()'s mlp_fc2 changed to mlp_fc1 (a shape error)."""
+    """microgpt.py with a learner's mistake: gpt()'s mlp_fc2 changed to mlp_fc1 (a shape error)."""
     text = open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8").read()
     gpt = text.index("def gpt(")
     fc2 = text.index("        x = linear(x, state_dict[f'layer{li}.mlp_fc2'])", gpt)

@@ -511,10 +511,10 @@ def test_vmf_estimate_kappa_recovers_kappa(d, kappa):
     assert abs(np.linalg.norm(mu_hat) - 1) < 1e-14 and mu_hat @ mu > 0.9
 
 
-# ----------------------------------------------------------------------------- vMF at extreme kappa (issue 11)
+# ----------------------------------------------------------------------------- vMF at extreme kappa
 
 def wood_sampler_as_before(mu, kappa, n, rng):
-    """The sampler as it was before issue 11 (in w and x0 directly): the oracle where it still works."""
+    """The textbook form of the sampler (in w and x0 directly): the oracle where it still works."""
     d = mu.shape[0]
     b = (d - 1) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1) ** 2))
     x0 = (1.0 - b) / (1.0 + b)
@@ -583,7 +583,7 @@ def test_vmf_log_density_at_huge_kappa_and_as_before_at_moderate_kappa(d):
     for kappa in (1e16, 1e100, 1e300):
         expected = 0.5 * (d - 1) * (math.log(kappa) - math.log(2 * math.pi))
         assert sphere.vmf_log_density(mu, mu, kappa) == pytest.approx(expected, rel=1e-14)
-    if d == 3:  # the issue's number: log kappa - log 2 pi at kappa = 1e300 on S^2
+    if d == 3:  # in closed form: log kappa - log 2 pi at kappa = 1e300 on S^2
         assert sphere.vmf_log_density(mu, mu, 1e300) == pytest.approx(688.9376508318, rel=1e-12)
     x = sphere.l2_normalize_np(np.random.default_rng(0).standard_normal((50, d)))
     for kappa in (0.0, 0.3, 7.0, 60.0, 300.0):  # where the plain formula log C + kappa mu.x keeps its digits

@@ -299,7 +299,7 @@ def test_cross_entropy_target_errors(fn):
         fn(np.zeros((0, 3)), np.zeros(0, dtype=int))
 
 
-# ----------------------------------------------------------------------------- bad input (issue 11)
+# ----------------------------------------------------------------------------- bad input
 
 def test_empty_inputs_and_mismatched_lengths_are_clear_errors():
     with pytest.raises(ValueError, match=r"softmax: .*empty \(length 0\)"):

@@ -330,7 +330,7 @@ ERRORS = [
     ("div overflow", lambda: Value(1e300) / Value(1e-10), NumericError, ["/", "1e+300", "1e-10"]),
     ("div grad overflow", lambda: 1.0 / Value(1e-200), NumericError, ["/", "1.0", "1e-200", "derivative"]),
     ("div 0 by subnormal", lambda: Value(0.0) / 1e-320, NumericError, ["/", "0.0", "1e-320"]),
-    # issue 11: non-real leaves, and log / exp / sqrt of NaN or inf, fail like log(0) instead of spreading NaN
+    # non-real leaves, and log / exp / sqrt of NaN or inf, fail like log(0) instead of spreading NaN
     ("leaf str", lambda: Value("abc"), TypeError, ["real number", "str", "'abc'"]),
     ("leaf None", lambda: Value(None), TypeError, ["real number", "NoneType"]),
     ("leaf list", lambda: Value([1, 2]), TypeError, ["real number", "list", "[1, 2]"]),

@@ -167,7 +167,7 @@ def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command
     assert mg.load_checkpoint("out/run-2/checkpoint.npz").step == 5
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
-    # issue 11: the resume command it prints works exactly as printed (for run-2 too)
+    # the resume command it prints works exactly as printed (for run-2 too)
     command = err.split("continue with: ", 1)[1].strip()
     words = shlex.split(command)  # the interpreter that ran it (a bare `python` may be another, or none at all)
     assert words[0] == sys.executable and os.path.samefile(words[1], os.path.join(ROOT, "microgpt.py"))
