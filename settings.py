@@ -49,16 +49,18 @@ def is_bool(value):
 @dataclass(frozen=True)
 class Rule:
     """What a setting's value must be: `says` completes "{label} must be ...", `ok` tests a value, `parse`
-    turns a flag's text into a value (argparse's type), and `choices` lists the values of a choice."""
+    turns a flag's text into a value (argparse's type), `choices` lists the values of a choice, and `shown`
+    names a value in --help (--steps N)."""
     says: str
     ok: object
     parse: object = str
     choices: tuple = ()
+    shown: str = "X"
 
 
 def positive_int(most=None):
     bound = f" (at most 2**53 = {most:,})" if most == MAX_STEPS else ""
-    return Rule("a positive integer" + bound, lambda v: is_int(v) and 0 < v <= (most or v), int)
+    return Rule("a positive integer" + bound, lambda v: is_int(v) and 0 < v <= (most or v), int, shown="N")
 
 
 def choice(*values):
@@ -66,11 +68,11 @@ def choice(*values):
 
 
 POSITIVE_INT = positive_int()
-NON_NEGATIVE_INT = Rule("a non-negative integer", lambda v: is_int(v) and v >= 0, int)
+NON_NEGATIVE_INT = Rule("a non-negative integer", lambda v: is_int(v) and v >= 0, int, shown="N")
 POSITIVE_NUMBER = Rule("a positive number", lambda v: is_real(v) and math.isfinite(v) and v > 0, float)
 SWITCH = Rule("true or false", is_bool, bool)
-TEXT = Rule("a string", lambda v: isinstance(v, str))
-PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and v.strip() != "")
+TEXT = Rule("a string", lambda v: isinstance(v, str), shown="TEXT")
+PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
 
 
 # --------------------------------------------------------------------------- the table

@@ -165,7 +165,7 @@ class Value:
         self.grad += 1.0
         for node in reversed(topo):
             # The same line for every child, written once per number of children: one zip() loop for all would
-            # cost a training step 22% more instructions and ~11% more time (README, Performance).
+            # cost a training step 22% more instructions and ~11% more time (benchmarks/README.md).
             children = node._children
             if not children:  # a leaf: nothing to push further
                 continue
@@ -240,7 +240,7 @@ def topological_order(root):
     order, visited = [], set()
     stack = [root]
     # The five list/set methods, looked up once instead of on every visit: 1% of a training step's instructions
-    # (benchmarks/vs_commits.py --clock instructions; README, Performance).
+    # (benchmarks/vs_commits.py --clock instructions; benchmarks/README.md).
     pop, push, extend, visit, emit = stack.pop, stack.append, stack.extend, visited.add, order.append
     while stack:
         node = pop()

@@ -58,7 +58,7 @@ def build_parser():
         else:
             default = "" if s.default in (None, "") else f" (default {s.default})"
             groups[s.group].add_argument(s.flag, type=s.rule.parse, choices=s.rule.choices or None,
-                                         metavar=None if s.rule.choices else "X", help=s.help + default)
+                                         metavar=None if s.rule.choices else s.rule.shown, help=s.help + default)
     return p
 
 

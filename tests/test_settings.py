@@ -98,7 +98,7 @@ def test_a_new_setting_is_one_row_of_the_table_and_nothing_else(tmp_path):
                               timeout=120)
 
     help_text = microgpt("--help").stdout
-    assert "--warmup X" in help_text and "steps of linear lr warm-up" in help_text
+    assert "--warmup N" in help_text and "steps of linear lr warm-up" in help_text
     bad = microgpt(*TINY, "--corpus", corpus, "--warmup", "-1")
     assert bad.returncode == 2 and bad.stderr == "microgpt: error: --warmup must be a non-negative integer, got -1\n"
     run = microgpt(*TINY, "--corpus", corpus, "--steps", "4", "--warmup", "3", "--out", str(tmp_path / "run"))

@@ -1,0 +1,169 @@
+"""The README (English and Japanese) and docs/ are part of the product: their commands run, their links exist,
+the two READMEs say the same, the pdb walkthrough works as written, and no doc pins a line number or speaks of
+issues instead of the design."""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from cli_helpers import ROOT
+
+MARKDOWN = sorted(p for p in glob.glob(os.path.join(ROOT, "**", "*.md"), recursive=True)
+                  if not any(part in p for part in (os.sep + ".venv" + os.sep, os.sep + "out" + os.sep,
+                                                    os.sep + ".pytest_cache" + os.sep)))
+
+
+def read(name):
+    with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def block(text, heading, language="bash"):
+    """The first ```language block under `heading`."""
+    section = text.split(heading + "\n", 1)[1]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def commands(text):
+    return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
+
+
+def test_the_readme_is_short_and_links_its_japanese_twin():
+    readme, ja = read("README.md"), read("README.ja.md")
+    assert len(readme.splitlines()) <= 300 and len(ja.splitlines()) <= 300
+    assert "](README.ja.md)" in readme.split("\n## ", 1)[0] and "](README.md)" in ja.split("\n## ", 1)[0]
+
+
+def test_the_two_readmes_say_the_same_commands_and_chapter_map():
+    readme, ja = read("README.md"), read("README.ja.md")
+    english = [commands(b) for b in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)]
+    japanese = [commands(b) for b in re.findall(r"```bash\n(.*?)```", ja, flags=re.S)]
+    assert english == japanese
+
+    def chapter_rows(text):  # the file/function column and the notebook each row links
+        table = [line for line in text.splitlines() if line.startswith("| ") and "notebooks/" in line]
+        return [(re.findall(r"`[^`]+`", row.split(" | ")[1]), re.findall(r"\((notebooks/[^)]+)\)", row))
+                for row in table]
+    assert chapter_rows(readme) == chapter_rows(ja) and len(chapter_rows(readme)) == 6
+    sections = lambda text: len(re.findall(r"^## ", text, flags=re.M))  # noqa: E731
+    assert sections(readme) == sections(ja)
+
+
+def test_quickstart_is_two_commands_and_ci_runs_the_test_command():
+    assert commands(block(read("README.md"), "## Quickstart")) == ["python3 dev.py run", "python3 dev.py test"]
+    ci = [line.strip() for line in read(".ci/run").splitlines()]
+    assert "python3 dev.py test" in ci and not [line for line in ci if "pytest" in line]
+    assert commands(block(read("README.md"), "## Tests"))[0] == "python3 dev.py test"
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_relative_link_points_at_a_file_that_exists(path):
+    text = open(path, encoding="utf-8").read()
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text) + re.findall(r'src="([^"#:]+)"', text)
+    missing = [link for link in links if not re.match(r"[a-z]+:", link)
+               and not os.path.exists(os.path.join(os.path.dirname(path), link))]
+    assert not missing, f"{os.path.relpath(path, ROOT)} links to missing files: {missing}"
+
+
+def test_no_doc_or_comment_speaks_of_issues_and_no_markdown_pins_a_line():
+    places = [os.path.join(ROOT, p) for p in ("README.md", "README.ja.md")] + glob.glob(
+        os.path.join(ROOT, "docs", "**", "*"), recursive=True) + glob.glob(os.path.join(ROOT, "*.py")) + glob.glob(
+        os.path.join(ROOT, "harness", "*.py")) + glob.glob(os.path.join(ROOT, "notebooks", "src", "*")) + glob.glob(
+        os.path.join(ROOT, "web", "*"))
+    issues = re.compile(r"issue [0-9]|issue-[0-9]|\(issue", re.I)
+    found = [p for p in places if os.path.isfile(p) and not p.endswith(".png")
+             and issues.search(open(p, encoding="utf-8").read())]
+    assert not found, found
+    pinned = [(p, m) for p in MARKDOWN for m in re.findall(r"\b[\w/]+\.py:\d+", open(p, encoding="utf-8").read())]
+    assert not pinned, pinned
+
+
+def test_the_flags_in_the_docs_are_the_help_the_table_makes():
+    help_text = subprocess.run([sys.executable, "microgpt.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+                               env={**os.environ, "COLUMNS": "100"}).stdout.rstrip("\n")
+    assert block(read("docs/running.md"), "## Flags", "").strip("\n") == help_text, \
+        "docs/running.md's --help block is stale: paste the output of COLUMNS=100 python microgpt.py --help"
+
+
+@pytest.mark.slow
+def test_the_python_api_example_runs_as_written(tmp_path, monkeypatch):
+    """docs/running.md's "Using it from Python" block, executed (with fewer steps, in a temporary folder)."""
+    code = block(read("docs/running.md"), "## Using it from Python", "python")
+    assert "steps=2000" in code and "steps=2500" in code
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(code.replace("steps=2000", "steps=60").replace("steps=2500", "steps=70"), namespace)
+    state, more, mg = namespace["state"], namespace["more"], namespace["mg"]
+    assert more.step == 70 and len(more.val_loss) >= 3 and os.path.exists("ck.npz")
+    assert mg.sample(more.params, more.cfg, more.vocab, num_samples=3, seed=0) == \
+        mg.sample(more.params, more.cfg, more.vocab, num_samples=3, seed=0, engine="value")
+
+
+def pdb_lines(text, heading):
+    """(command, comment) of every (Pdb) line of the first block under `heading`, and the command that starts
+    pdb, if the block has one."""
+    lines = block(text, heading, "").splitlines()
+    start = [line.split() for line in lines if line.startswith("python -m pdb")]
+    typed = [line[len("(Pdb) "):].split("  #", 1) for line in lines if line.startswith("(Pdb) ")]
+    return start, [(parts[0].strip(), parts[1] if len(parts) > 1 else "") for parts in typed]
+
+
+class Pdb:
+    """pdb on microgpt.py, driven like a learner at the keyboard: type a line, read up to the next prompt."""
+
+    def __init__(self, args, cwd):
+        self.proc = subprocess.Popen([sys.executable, "-m", "pdb", os.path.join(ROOT, "microgpt.py"), *args],
+                                     cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.out = ""
+        self.shown = self._prompt()
+
+    def _prompt(self):
+        chunk = ""
+        while not chunk.endswith("(Pdb) "):
+            ch = self.proc.stdout.read(1)
+            assert ch, self.out + chunk
+            chunk += ch
+        self.out += chunk
+        return chunk
+
+    def type(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        self.shown = self._prompt()
+        return self.shown
+
+    def close(self):
+        self.proc.stdin.write("q\n")
+        self.proc.stdin.flush()
+        self.proc.communicate(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_pdb_walkthrough_works_as_written(tmp_path):
+    """docs/debugging.md's training step and inference loop, typed into pdb as written, LINE read from what
+    `ll` showed, as the page says; what the comments promise is what pdb shows."""
+    text = read("docs/debugging.md")
+    start, training = pdb_lines(text, "## One training step")
+    _, inference = pdb_lines(text, "## The inference loop")
+    assert start[0][4:] == ["--n-embd", "4", "--n-head", "1", "--steps", "1", "--num-samples", "1"]
+    pdb, line = Pdb(start[0][4:], tmp_path), None
+    try:
+        for command, _ in training + inference:
+            shown = pdb.type(command.replace("LINE", str(line)))
+            if command == "ll":  # the binary op's line: the first child.grad line after `len(children) == 2`
+                binary = shown.split("len(children) == 2", 1)[1]
+                line = re.search(r"^\s*(\d+)\s+child\.grad \+= local_grad \* node\.grad", binary, flags=re.M).group(1)
+    finally:
+        pdb.close()
+    out = pdb.out
+    assert "(Pdb) (26, 0)" in out  # token_id, pos_id: BOS (id 26 of 27) at position 0
+    assert re.search(r"\(Pdb\) \(\d+, Value\(data=[\d.]+, grad=0, op='\*'\)\)", out)  # len(losses), the mean
+    assert re.search(r"\(Pdb\) \('\*', -?[\d.e-]+, -?[\d.e-]+\)", out)  # the chain rule into W, from a multiply
+    w = re.findall(r"\(Pdb\) Value\(data=(-?[\d.e-]+), grad=(-?[\d.e-]+)\)", out)
+    assert len(w) >= 2 and w[0][1] == "0" and w[-1][1] != "0"  # W: no gradient yet, then the complete one
+    assert "((472,), array(" in out  # every parameter in one array
+    assert re.search(r"\(Pdb\) \(0, 1, \[(0\.\d+, ){26}0\.\d+\]\)", out)  # position 0, one cached k, 27 probs
+    assert "(Pdb) (1, 2)" in out  # position 1, two cached keys
