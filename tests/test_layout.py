@@ -148,3 +148,19 @@ def test_the_harness_stays_light():
     long = [line for line in non_blank if len(line) > 100]
     assert len(lines) <= 1700, len(lines)
     assert len(long) <= 0.15 * len(non_blank), f"{len(long)} of {len(non_blank)} lines are over 100 characters"
+
+
+def test_every_module_has_a_test_file_named_after_it():
+    """tests/test_<module>.py for a root module, tests/harness/test_<module>.py for the run's machinery (a test
+    file may also be named after a module and an aspect of it: test_microgpt_pdb.py)."""
+    tests = {os.path.relpath(p, os.path.join(ROOT, "tests")) for p in
+             [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(ROOT, "tests")) for f in fs if f.endswith(".py")]}
+    missing = []
+    for name in MODULES:
+        if name == "harness.__init__":
+            continue
+        package, _, module = name.rpartition(".")
+        expected = os.path.join(package, f"test_{module}") if package else f"test_{module}"
+        if not any(t == expected + ".py" or t.startswith(expected + "_") for t in tests):
+            missing.append(expected + ".py")
+    assert not missing, missing
