@@ -1,13 +1,8 @@
-"""harness/checkpoints.py -- everything a run needs to continue exactly where it stopped, and its file.
-
-    TrainState        the weights, Adam's moments, the step, the settings and the losses of a run
-    check_state       its settings obey their rules, its arrays fit its config (on load, save and resume)
-    save_checkpoint   one .npz without pickle (arrays and a JSON "meta"), written atomically
-    load_checkpoint   the same file back: its claims checked from the headers before anything is loaded
-    save_run          the checkpoint and the planetarium's history beside it, written as one unit
-
-The batch of step s is fixed by s and the seeded split, so no random state is saved: a resumed run continues
-bit for bit. A fingerprint of the documents tells a resume that the corpus changed.
+"""harness/checkpoints.py -- everything a run needs to continue exactly where it stopped, and its file:
+TrainState, check_state (on load, save and resume), save_checkpoint and load_checkpoint (one .npz without
+pickle, its claims checked from the headers before anything is loaded), save_run (the checkpoint and the
+history as one unit), and the documents' fingerprint. The batch of step s is fixed by s and the seeded split,
+so no random state is saved: a resumed run continues bit for bit.
 """
 import json
 import os
@@ -20,7 +15,7 @@ from harness.corpora import fingerprint
 from harness.errors import InputError
 from harness.history import HISTORY_NAME
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
-from harness.run_files import atomic_write, check_arrays, check_npz_file, npz_headers, read_meta
+from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
 from model_config import n_param_arrays, n_params, pack_params, param_shapes
 from settings import MAX_STEPS, NON_NEGATIVE_INT, REQUIRED, STORED, check, check_combination, short
 
@@ -138,18 +133,8 @@ def load_checkpoint(path, max_gb=None):
     """A TrainState from save_checkpoint's file; InputError if it is missing, corrupt or incompatible.
     Before anything big is read: its meta (each setting by its rule), the memory the model and history it
     describes would take (against max_gb, like --max-memory), and every array's header."""
-    path = os.fsdecode(path)
-    check_npz_file(path, "checkpoint")
-    where = f"checkpoint {path!r}"
-    try:
-        with open(path, "rb") as file:  # one open file for every read: a run replacing it cannot mix versions
-            state = _load(file, where, max_gb)
-    except OSError as e:
-        raise InputError(f"cannot read {where}: {e.strerror or e}") from None
-    except InputError as e:
-        raise InputError(f"{where} is incompatible or incomplete: {e}") from None
-    except Exception as e:  # zip, npy header, truncation, JSON: all "not valid"
-        raise InputError(f"{where} is corrupt or not a microgpt checkpoint ({type(e).__name__}: {e})") from None
+    state = read_npz(path, "checkpoint", lambda file, where: _load(file, where, max_gb))
+    where = f"checkpoint {os.fsdecode(path)!r}"
     check_state(state, where)
     state.val_loss = [(int(s), x) for s, x in state.val_loss]  # (whole steps: check_state made sure)
     return state

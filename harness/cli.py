@@ -1,17 +1,9 @@
-"""harness/cli.py -- the command line of microgpt.py: its flags, and the Command around main().
-
-Each flag is a row of settings.SETTINGS. microgpt.main() runs the chapter's steps inside a Command, the
-shell (harness/shell.py) with what a training run has to say:
-
-    with Command(argv, tokenize=doc_tokens) as cmd:
-        s = cmd.settings()          # the flags, checked (--resume / --sample-only: the checkpoint's)
-        ... docs, vocab ...
-        cfg = cmd.config(...)       # the model's size; the corpus, the prompt and the memory checked
-        state = train(..., **cmd.training())   # holds --out, prints the header and the progress
-        if cmd.trained(state):      # a diverged or interrupted run is reported (and saved) here
-            cmd.finish(names, state)   # prints the names, writes the run's files
-
-Every check happens before a step is taken or a file written, so a refused run changes nothing.
+"""harness/cli.py -- the command line of microgpt.py: a flag per row of settings.SETTINGS, and the Command
+around main(), the shell (harness/shell.py) with what a training run has to say. main() calls its methods in
+the chapter's order: settings() (the flags checked; --resume, --sample-only: the checkpoint's), config() (the
+model's size; the corpus, prompt and memory checked), training() (takes --out, prints the header; train()'s
+arguments), trained() (a diverged or interrupted run said and saved) and finish() (the names, the run's
+files). Every check comes before a step is taken or a file written: a refused run changes nothing.
 """
 import argparse
 import importlib.util
@@ -45,8 +37,8 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 
 
 def build_parser():
-    """One flag per row of the table, in its groups. Every default is None here, so that a resumed run can
-    tell a flag that was given from one that was not; the table's default is applied later."""
+    """A flag per row of the table, in its groups; every default None, so that a resumed run can tell a flag
+    given from one that was not (the table's default comes later)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                description="Train a tiny GPT on names and sample new ones. --norm sphere switches to "
                            "the nGPT hypersphere model; --engine numpy runs the same math on arrays.",
@@ -72,17 +64,15 @@ def check_args(a):
     if a.sample_only and a.resume:
         raise InputError("--sample-only and --resume exclude each other (sample, or train on)")
     if a.checkpoint and not (a.resume or a.sample_only):
-        raise InputError("--checkpoint is only read with --resume or --sample-only (to train from "
-                         "scratch, omit it)")
+        raise InputError("--checkpoint is only read with --resume or --sample-only")
     if a.resume and not (a.checkpoint or a.out):
         raise InputError("--resume needs --checkpoint PATH or --out FOLDER (containing checkpoint.npz)")
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         raise InputError(f"--out {a.out!r} exists and is not a folder")
     ignored = [s.flag for s in SETTINGS if not s.sampling and getattr(a, s.name) is not None]
     if a.sample_only and ignored:
-        raise InputError(f"{', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect with "
-                         "--sample-only (it samples from the checkpoint as it is; only --engine, --seed "
-                         "and the sampling flags apply)")
+        raise InputError(f"{', '.join(ignored)}: no effect with --sample-only (it samples from the checkpoint "
+                         "as it is; only --engine, --seed and the sampling flags apply)")
 
 
 def new_settings(a):
@@ -95,8 +85,8 @@ def new_settings(a):
 
 
 def resumed_settings(a, resume, ckpt_path):
-    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed). A
-    corpus given by another path is taken if its documents are the checkpoint's (Command.config)."""
+    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed); a corpus
+    at another path is taken if its documents are the checkpoint's (checked once read)."""
     kept = {**asdict(resume.cfg), **{s.name: getattr(resume, s.name) for s in STORED}}
     kept["corpus"] = corpus_id(resume.corpus)
     given = {name: getattr(a, name, None) for name in kept}
@@ -118,9 +108,9 @@ def resumed_settings(a, resume, ckpt_path):
 
 
 def check_out_folder(out, resume, ckpt_path):
-    """InputError unless --out may take this run's files: a new run's folder holds no run's files; a
-    resumed run writes only into its own checkpoint's folder or one without run files; every run file
-    there is a regular file (a symbolic link planted as checkpoint.npz is refused now, not at a save)."""
+    """InputError unless --out may take this run's files: a new run's folder holds no run's files, a resumed
+    run's is its checkpoint's or holds none, and every run file there is a regular file (a symbolic link
+    planted as checkpoint.npz is refused now, not at the first save)."""
     ckpt = os.path.join(out, "checkpoint.npz")
     own = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
@@ -128,11 +118,9 @@ def check_out_folder(out, resume, ckpt_path):
         if resume is not None:
             raise InputError(f"--out {out!r} holds another run's files ({', '.join(present)}); a resumed "
                              "run writes only into its checkpoint's folder or a folder without run files")
-        if "checkpoint.npz" in present:
-            raise InputError(f"{ckpt!r} holds the checkpoint of an earlier run; continue it with --resume, "
-                             "or choose another --out (or delete that folder to start over)")
-        raise InputError(f"--out {out!r} holds an earlier run's {', '.join(present)}; a new run would "
-                         "overwrite them: choose another --out (or delete them to start over)")
+        what = "continue it with --resume, or " if "checkpoint.npz" in present else ""
+        raise InputError(f"--out {out!r} holds an earlier run's {', '.join(present)}; {what}choose another "
+                         "--out (or delete them to start over)")
     for path in (os.path.join(out, name) for name in present):
         if not_a_regular_file(path):
             raise InputError(f"{path!r} is {not_a_regular_file(path)}; a run writes its files only as "
@@ -140,10 +128,9 @@ def check_out_folder(out, resume, ckpt_path):
 
 
 def previous_history(path, resume, cfg, vocab, own_folder, notes):
-    """On --resume, the snapshots the run kept so far (history.npz beside its checkpoint), to continue. It is
-    written before its checkpoint, so it is at the checkpoint's step or ahead (then the snapshots after that
-    step are dropped); one behind (an older file put back) or unreadable is a note: the history is a
-    by-product. Another run's is refused in the run's own folder and left alone elsewhere."""
+    """On --resume, the run's history so far (beside its checkpoint), to continue: written before the
+    checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or unreadable is a
+    note. Another run's is refused in the run's own folder and left alone elsewhere."""
     if not os.path.lexists(path):
         return None
     try:
@@ -168,8 +155,7 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
 
 
 class Command(Shell):
-    """The shell around microgpt.main(): see the module docstring. Its methods come in the order of the
-    chapter's steps."""
+    """The shell around microgpt.main(): see the module docstring."""
 
     def __init__(self, argv=None, *, tokenize):
         super().__init__("microgpt")
@@ -203,7 +189,6 @@ class Command(Shell):
     # -- the chapter's steps, in order
 
     def settings(self):
-        """Every flag checked; the settings of a new run, a resumed run or --sample-only's checkpoint."""
         a = self.args
         check_args(a)
         if a.sample_only:
@@ -228,8 +213,7 @@ class Command(Shell):
         return self.s
 
     def config(self, vocab, train_docs, val_docs):
-        """The model's GPTConfig (a resumed run's is the checkpoint's), after the checks that need the
-        corpus: the resumed run's documents, the prompt, the memory the run would need."""
+        """The GPTConfig (a resumed run's: the checkpoint's), once the documents, prompt and memory pass."""
         s, resume, tokenize = self.s, self.resume, self.tokenize
         if resume is not None:
             self._check_resumed_corpus(vocab, train_docs, val_docs)
@@ -247,8 +231,7 @@ class Command(Shell):
         return cfg
 
     def _check_resumed_corpus(self, vocab, train_docs, val_docs):
-        """The documents are the ones the checkpoint was trained on (its fingerprint of them; a checkpoint
-        that has none: its vocabulary), wherever the corpus is now."""
+        """The checkpoint's documents (by their fingerprint, or by the vocabulary if it has none), wherever."""
         s, resume = self.s, self.resume
         if s.corpus_moved_from and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
             raise InputError(f"--corpus {s.corpus!r} differs from the checkpoint's corpus "
@@ -269,9 +252,7 @@ class Command(Shell):
         resume.corpus = s.corpus  # where it is now
 
     def training(self):
-        """Take the --out folder (everything else is checked by now), print the header, and return train()'s
-        arguments: the settings, the progress line (with --out: a checkpoint at every val loss), the
-        planetarium's history and the state to resume."""
+        """Take --out, print the header; train()'s arguments (settings, progress, history, resume)."""
         s, resume = self.s, self.resume
         if s.out and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--out writes loss.png, which needs matplotlib: pip install matplotlib")
@@ -294,8 +275,7 @@ class Command(Shell):
                 "history": history}
 
     def trained(self, state):
-        """True if training ran to its end; else it says why (diverged: exit 1; interrupted: the checkpoint
-        is saved and the resume command printed, exit 130) and returns False."""
+        """True if training ran to its end; else it says why (diverged: exit 1; interrupted: saved, exit 130)."""
         self.progress.end()
         if state.error:
             self.exit_code = messages.report_divergence(state, self.progress, self.s, self.resume is None)
@@ -327,8 +307,7 @@ class Command(Shell):
                 self.exit_code = EXIT_INTERRUPTED
 
     def write_run_files(self, state, samples):
-        """--out: metrics.json and loss.png, then the history and the checkpoint (save_run), the checkpoint
-        last: a run stopped before it resumes from the one before, which rewrites them all."""
+        """metrics.json, loss.png, then the history and the checkpoint: a stop before the last resumes anew."""
         s, cfg, out = self.s, state.cfg, self.s.out
         metrics = {"config": asdict(cfg), "engine": s.engine, "norm": cfg.norm, "corpus": s.corpus,
                    "seed": s.seed, "steps": state.step, "batch_size": state.batch_size, "lr": state.lr,

@@ -1,13 +1,8 @@
 """harness/history.py -- a run's snapshots for the planetarium (planetarium.py): the stars as they move.
 
-A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser early (where the stars
-move most), always step 0 and the last planned step:
-
-    history = History(cfg, vocab, steps)     # or History(..., previous=load_history(path)) on --resume
-    if history.due(step): history.record(step, params, drift)   # drift: what microgpt.retract returned
-    history.save(path, state.train_loss, state.val_loss, state.run_id)  # with every checkpoint, before it
-
-The file is an .npz without pickle, written atomically:
+A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser early, always step 0 and
+the last planned step (Run calls due() and record(); save() comes with every checkpoint, before it). The
+file is an .npz without pickle, written atomically:
 
     meta        JSON: format, version, config, vocab, steps (planned), count, dtype (of the run's weights;
                 kept here as float64), scales (the names and lengths of `scales`' columns), skipped
@@ -23,9 +18,8 @@ The file is an .npz without pickle, written atomically:
     train_loss  (N, 2) float64  (step, train loss); above MAX_CURVE steps, means of equal runs of steps
     val_loss    (M, 2) float64  (step, val loss); above MAX_CURVE points, evenly thinned
 
-K * P * 8 bytes, about 1.9 MB for the default model; a big model keeps fewer snapshots (BUDGET_BYTES).
-load_history checks every header against the config before anything is loaded: a corrupted, truncated or
-hostile file is one clear line (InputError).
+About 1.9 MB for the default model; a big model keeps fewer snapshots (BUDGET_BYTES). load_history checks
+every header against the config before anything is loaded: a bad file is one line (InputError).
 """
 import json
 import os
@@ -35,7 +29,7 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.memory import BYTES_PER_ARRAY, SNAPSHOT_BUDGET
-from harness.run_files import atomic_write, check_arrays, check_npz_file, npz_headers, read_meta
+from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
 from model_config import (
     SCALE_NAMES,
     effective_scales,
@@ -87,9 +81,8 @@ def flat_scales(params, cfg):
 
 
 class History:
-    """Snapshots of one training run for the planetarium. previous: a History loaded from the run folder,
-    to continue on --resume (with the same planned total its schedule stands, so a resumed run keeps the
-    snapshots an uninterrupted one would; with a longer plan the snapshots to come are evenly spaced)."""
+    """Snapshots of one training run. previous: the run's History so far, on --resume (the same plan: the
+    snapshots an uninterrupted run keeps; a longer one: the snapshots to come evenly spaced)."""
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -113,9 +106,9 @@ class History:
         return step in self._due
 
     def record(self, step, params, drift=None):
-        """Keep a copy of the weights after `step` steps, and in sphere mode what microgpt.retract returned
-        (None at step 0). A step at or before the last one recorded replaces the snapshots from there on.
-        Weights that are not finite (a diverging run) are not kept: no page could draw them."""
+        """A copy of the weights after `step` steps, and in sphere mode what retract returned (None at step 0);
+        it replaces any snapshot at or after `step`. Weights that are not finite are not kept (no page draws
+        them)."""
         flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel() for k, _ in param_shapes(self.cfg)])
         if not np.isfinite(flat).all():
             self.skipped += 1
@@ -207,29 +200,15 @@ def curve_shape(got):
 
 
 def load_history(path, max_bytes=MAX_FILE_BYTES):
-    """A History from the file History.save wrote; InputError (one line) if it is missing, not a history,
-    corrupted, truncated, too big, or holds what no run writes (weights off the sphere, steps out of order)."""
-    path = os.fsdecode(path)
-    where = f"history {path!r}"
-    try:
-        check_npz_file(path, "history")
-        if os.path.getsize(path) > max_bytes:
-            raise InputError(f"{where} is {os.path.getsize(path) / 2**20:,.0f} MiB; the limit is "
-                             f"{max_bytes / 2**20:,.0f} MiB")
-        with open(path, "rb") as file:  # one open file: a run replacing it meanwhile cannot mix versions
-            h, data = _load(file, max_bytes)
-        _check_values(h, data)
-        return h
-    except OSError as e:
-        raise InputError(f"cannot read {where}: {e.strerror or e}") from None
-    except InputError as e:
-        raise InputError(f"{where} is not a valid microgpt history: {e}") from None
-    except Exception as e:  # zip, npy header, truncation, JSON: all "not valid"
-        raise InputError(f"{where} is corrupt or not a microgpt history ({type(e).__name__}: {e})") from None
+    """A History from History.save's file; InputError (one line) for what no run writes."""
+    return read_npz(path, "history", lambda file, where: _load(file, max_bytes))
 
 
 def _load(file, max_bytes):
-    """(History, its arrays) from an open history file, every claim checked before anything is loaded."""
+    """The History in an open history file, every claim checked before anything is loaded."""
+    size = os.fstat(file.fileno()).st_size
+    if size > max_bytes:
+        raise InputError(f"it is {size / 2**20:,.0f} MiB; the limit is {max_bytes / 2**20:,.0f} MiB")
     meta, cfg, vocab = read_meta(file, HISTORY_FORMAT, HISTORY_VERSION)
     headers = npz_headers(file, max_members=16)  # (a history has at most 7 arrays)
     steps, count, saved = meta.get("steps"), meta.get("count"), meta.get("step", meta.get("steps"))
@@ -263,7 +242,8 @@ def _load(file, max_bytes):
     h._steps, h._params = data["step"].tolist(), list(data["params"])
     h._drift = list(data["drift"]) if cfg.norm == "sphere" else [None] * K
     h.train_loss, h.val_loss = data["train_loss"], data["val_loss"]
-    return h, data
+    _check_values(h, data)
+    return h
 
 
 def _check_values(h, data):

@@ -1,21 +1,12 @@
-"""harness/run.py -- what a training run adds to chapter 22's loop: checked settings, and Run, which observes.
+"""harness/run.py -- what a run adds to chapter 22's loop: run_state (the settings, each checked) and Run.
 
-microgpt.train() makes the data, the weights and Adam's moments itself, as the reference does:
-
-    s = run_state(cfg, vocab, train_docs, val_docs, resume, **settings)   # the settings, each checked
-    ...the chapter makes docs, params (or the resumed ones), flat, m and v...
-    with Run(s, params, m, v, val_tokens, progress, history) as run:
-        for step in range(s.step, s.steps):
-            ...forward, loss and backward...
-            if run.diverged(step, loss, grad): break      # NaN or inf: stop before the update
-            ...Adam (+ retract)...
-            if run.after_step(step, loss, drift): break   # val loss, divergence rules, progress, Ctrl-C
-
-Run keeps a reference to the chapter's arrays (what a checkpoint saves), measures the val loss at step 0,
-every eval_every steps and at the end, times the steps, stops a run whose loss exploded, and turns the first
-Ctrl-C into a stop after the step in progress. The engine's own numeric failure (value.NumericError) ends the
-run as diverged; any other exception is a bug and keeps its traceback (`python -m pdb` stops there). In the
-loop NumPy's overflow warnings are off: what overflows becomes inf or NaN, which the divergence rules name.
+microgpt.train() makes its data, weights and Adam moments, then loops inside `with Run(...) as run`, calling
+run.diverged(step, loss, grad) before the update and run.after_step(step, loss, drift) after it. Run keeps a
+reference to the chapter's arrays (what a checkpoint saves), measures the val loss at step 0, every
+eval_every steps and at the end, times the steps, stops a run whose loss exploded, and turns the first
+Ctrl-C into a stop after the step in progress. The engine's numeric failure (value.NumericError) ends the run
+as diverged; any other exception is a bug and keeps its traceback. In the loop NumPy's overflow warnings are
+off: what overflows becomes inf or NaN, which the divergence rules name.
 """
 import math
 import os

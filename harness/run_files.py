@@ -37,8 +37,7 @@ TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # a temp file's name: short, so
 
 
 def not_a_regular_file(path):
-    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO", ...), else None.
-    (lstat: a symbolic link is itself what os.replace would replace.)"""
+    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO", ...), else None."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # not there (or not reachable: the write itself will say why)
@@ -92,6 +91,24 @@ def check_npz_file(path, what):
         raise InputError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
     if not is_zip:
         raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz archive)")
+
+
+def read_npz(path, what, load):
+    """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through one open file (a run
+    replacing it meanwhile cannot mix two versions). Whatever is wrong is one InputError naming the file: it
+    cannot be read, load refused it (InputError), or it is corrupt (anything else: zip, header, JSON)."""
+    path = os.fsdecode(path)
+    check_npz_file(path, what)
+    where = f"{what} {path!r}"
+    try:
+        with open(path, "rb") as file:
+            return load(file, where)
+    except OSError as e:
+        raise InputError(f"cannot read {where}: {e.strerror or e}") from None
+    except InputError as e:
+        raise InputError(f"{where} is incompatible or incomplete: {e}") from None
+    except Exception as e:
+        raise InputError(f"{where} is corrupt or not a microgpt {what} ({type(e).__name__}: {e})") from None
 
 
 def npz_headers(file, max_members=64, only=None):
@@ -208,7 +225,7 @@ def plot_losses(path, state, base, title):
 # --------------------------------------------------------------------------- the --out folder
 
 def missing_folders(out):
-    """The folders creating `out` would create, innermost first (to remove again if the run leaves them empty)."""
+    """The folders creating `out` would create, innermost first."""
     created, folder = [], os.path.abspath(out)
     while not os.path.isdir(folder) and folder != os.path.dirname(folder):
         created.append(folder)
@@ -240,16 +257,10 @@ LOCK_NAME = ".microgpt.lock"
 
 
 class RunLock:
-    """A run holds its --out folder until it ends. The folder itself carries the lock (the operating system's:
-    released when the process ends, however it ends, kill -9 too; on Windows the lock file does), so deleting
-    the lock file does not free a folder a live run holds; the lock file says which process that is.
-
-        with RunLock(out) as lock:  # InputError at once if a live run holds it (nothing else is done then)
-            ...checks...
-            lock.claim()            # write this run's pid; a file a killed run left is taken over with a notice
-
-    Folders the run created and left empty (it was refused, or stopped before writing) are removed again.
-    """
+    """A run holds its --out folder until it ends: the folder carries the operating system's lock (released
+    when the process ends, kill -9 too; on Windows the lock file does), and a lock file says who holds it.
+    __enter__ refuses a folder a live run holds (InputError); claim() writes this run's pid, taking over a
+    file a killed run left; __exit__ releases it and removes the folders it made that are still empty."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
@@ -282,8 +293,8 @@ class RunLock:
             return f.read(4096).strip()
 
     def claim(self):
-        """Write this run's pid into the lock file (O_NOFOLLOW: a symbolic link planted there is refused, not
-        followed), and remove the temp files a killed run left half written (atomic_write's, nothing else)."""
+        """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is refused, not followed); the
+        temp files a killed run left are removed (atomic_write's, nothing else)."""
         if not self.folder:
             return
         previous = self._holder()

@@ -1,8 +1,6 @@
-"""harness/shell.py -- the one shell every program of the project runs in: signals, exit codes, one-line errors.
+"""harness/shell.py -- the one shell every program runs in: signals, exit codes, one-line errors.
 
-    quiet_startup("planetarium")          # (harness/__init__.py) first: a Ctrl-C while NumPy loads
-    ...imports...
-    with Shell("planetarium") as shell:
+    with Shell("planetarium") as shell:   # (after quiet_startup, harness/__init__.py, and the imports)
         ...the program...
     return shell.exit_code
 

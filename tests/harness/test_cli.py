@@ -191,7 +191,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, corpus, capsys)
     before = snapshot(out_dir)
     # a fresh run never overwrites an earlier run's checkpoint: it is refused before training
     code, out, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--out", str(out_dir)])
-    assert code == 2 and "holds the checkpoint of an earlier run" in err and "--resume" in err and "step" not in out
+    assert code == 2 and "holds an earlier run's checkpoint.npz" in err and "continue it with --resume" in err and "step" not in out
     assert snapshot(out_dir) == before
     # diverging before this run's first checkpoint: nothing is written, and the message says so
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200",
@@ -239,7 +239,7 @@ def bad_input_cases(tmp_path, corpus):
         (["--sample-only", "--resume", "--checkpoint", str(tmp_path / "foreign.npz")], "exclude each other"),
         (["--sample-only"], "--sample-only needs --checkpoint"),
         (["--sample-only", "--checkpoint", corpus, "--n-embd", "8", "--out", "x"],
-         "--n-embd, --out have no effect with --sample-only"),
+         "--n-embd, --out: no effect with --sample-only"),
         (["--corpus", corpus, "--steps", "1e3"], "argument --steps: invalid int value: '1e3'"),
         (["--sample-only", "--checkpoint", str(tmp_path / "nope.npz")], "not found"),
         (["--sample-only", "--checkpoint", str(tmp_path / "garbage.npz")], "corrupt"),

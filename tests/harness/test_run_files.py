@@ -95,7 +95,7 @@ def test_a_stale_lock_is_left_alone_when_the_run_is_refused(tmp_path, corpus, ca
     (out / run_files.LOCK_NAME).write_text("pid 999999 on elsewhere, started yesterday\n")  # as kill -9 leaves it
     before = snapshot(out)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])
-    assert code == EXIT_BAD_INPUT and "holds the checkpoint of an earlier run" in err
+    assert code == EXIT_BAD_INPUT and "holds an earlier run's checkpoint.npz" in err
     assert snapshot(out) == before  # the refusal changed nothing
 
 
