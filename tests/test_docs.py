@@ -43,7 +43,7 @@ def test_the_two_readmes_say_the_same_commands_and_chapter_map():
     assert english == japanese
 
     def chapter_rows(text):  # the file/function column and the notebook each row links
-        table = [line for line in text.splitlines() if line.startswith("| ") and "notebooks/" in line]
+        table = [line for line in text.splitlines() if line.startswith("| ") and "](notebooks/" in line]
         return [(re.findall(r"`[^`]+`", row.split(" | ")[1]), re.findall(r"\((notebooks/[^)]+)\)", row))
                 for row in table]
     assert chapter_rows(readme) == chapter_rows(ja) and len(chapter_rows(readme)) == 6
