@@ -12,9 +12,9 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
 import numpy as np
 
 from checks import check_known, check_loss_args, check_sampling
+from corpora import load_corpus
 from harness.checkpoints import TrainState, load_checkpoint, save_checkpoint  # noqa: F401  (the public API)
 from harness.cli import Command
-from harness.corpora import load_corpus
 from harness.run import Run, run_state
 from model_config import GPTConfig, alloc_params, flat_buffer, sphere_axes, sphere_matrices  # noqa: F401
 from numpy_engine import backward_np, baselines, draw, evaluate, forward_np, loss_and_grads_np, samples_np, too_cold  # noqa: F401,E501
@@ -23,7 +23,7 @@ from utils import linear, rmsnorm, softmax
 from value import Value, no_cycle_gc
 
 # =========================================================================== 1. dataset
-# docs: a list of strings, one name each (harness/corpora.py's load_corpus: packaged name lists, or a text file)
+# docs: a list of strings, one name each (corpora.py's load_corpus: packaged corpora, or a text file)
 
 def split_docs(docs, seed=42, val_fraction=0.1):
     """Seeded shuffle, then the last 10% (at least one doc) is the validation set."""

@@ -1,7 +1,7 @@
 """harness -- the machinery around chapter 22's script: what makes a run of microgpt.py safe and pleasant.
 
-The chapter (microgpt.py) makes its data, weights and Adam moments and runs the loops; each setting's rule is
-in settings.py, what the chapter's functions check at their door in checks.py. Here, around them:
+The chapter (microgpt.py) makes its data (corpora.py), weights and Adam moments and runs the loops; each
+setting's rule is in settings.py, what the chapter's functions check at their door in checks.py. Around them:
 
     shell.py        the one shell every program runs in: signals, exit codes, one-line errors
     cli.py          microgpt.py's command line: flags from the settings table, the Command around main
@@ -9,7 +9,6 @@ in settings.py, what the chapter's functions check at their door in checks.py. H
     checkpoints.py  TrainState and its .npz file; a run's folder written as one unit
     history.py      the snapshots a run keeps for the planetarium: OUT/history.npz
     run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, the folder's lock
-    corpora.py      the documents: packaged corpora or a text file (chapter 22's `docs`)
     memory.py       the memory a run will need, estimated before anything is allocated
     messages.py     what a run prints; errors.py: exit codes, and text made safe to print
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, field, make_dataclass
 import numpy as np
 
 from checks import check_vocab
-from harness.corpora import fingerprint
+from corpora import fingerprint
 from harness.errors import InputError
 from harness.history import HISTORY_NAME
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit

@@ -12,12 +12,12 @@ from dataclasses import asdict
 from types import SimpleNamespace
 
 from checks import check_forward, check_sampling
+from corpora import BUILTIN, MAX_CORPUS_BYTES, corpus_id
 from harness import messages
 from harness.checkpoints import check_same_corpus, load_checkpoint, same_corpus, save_run
-from harness.corpora import BUILTIN, MAX_CORPUS_BYTES, check_corpus_memory, corpus_id
 from harness.errors import EXIT_INTERRUPTED, InputError, as_text
 from harness.history import HISTORY_NAME, History, load_history
-from harness.memory import check_memory
+from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import RUN_FILE_NAMES, RunLock, not_a_regular_file, plot_losses, write_json
 from harness.shell import DeferSigint, Parser, Shell, say
 from model_config import MODEL_SETTINGS, GPTConfig, n_params

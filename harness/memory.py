@@ -6,6 +6,7 @@ Python objects of every parameter array. Checkpoints and histories are measured 
 """
 import os
 
+from corpora import BUILTIN, MAX_CORPUS_BYTES
 from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
 from settings import DEFAULTS, InputError
 
@@ -79,3 +80,20 @@ def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(
                          f"vocab_size {cfg.vocab_size:,}, n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, "
                          f"block_size {cfg.block_size}, batch {batch_size}, engine {engine}, {corpus[0]:,} "
                          f"documents, {steps:,} steps); {why}")
+
+
+def check_corpus_memory(name_or_path, max_gb):
+    """InputError if a corpus file holds more documents than --max-memory allows, before it is decoded and split
+    (that is what takes time and memory: a 64 MiB file of short lines is 16 million documents)."""
+    if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
+        return  # (load_corpus says what is wrong with a path that is not a file)
+    try:
+        with open(name_or_path, "rb") as f:
+            raw = f.read(MAX_CORPUS_BYTES + 1)
+    except OSError:
+        return
+    lines = raw.count(b"\n") + 1
+    need, (most, why) = corpus_memory(lines, len(raw)), limit(max_gb)
+    if need > most:
+        raise InputError(f"corpus file {name_or_path!r} has {lines:,} lines; keeping them as documents would need "
+                         f"about {gigabytes(need)} of memory; {why}")

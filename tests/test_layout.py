@@ -72,8 +72,7 @@ def test_every_module_says_what_it_is_for(name):
 
 def test_the_root_holds_the_chapters_and_harness_the_run():
     """What a reader of the chapters reads sits at the root; the run's machinery is in harness/."""
-    machinery = {"cli", "errors", "corpora", "run_files", "checkpoints", "shell", "run", "messages", "memory",
-                 "history"}
+    machinery = {"cli", "errors", "run_files", "checkpoints", "shell", "run", "messages", "memory", "history"}
     assert not machinery & set(MODULES), "the run's machinery belongs in harness/"
     assert {f"harness.{m}" for m in machinery} <= set(MODULES)
 
@@ -112,7 +111,8 @@ def test_the_training_loop_reads_like_the_references():
     assert len(loop.body) <= 10 and not [n for n in ast.walk(train) if isinstance(n, (ast.Try, ast.Raise))]
 
 
-MODEL_LAYER = ["value", "utils", "sphere", "model_config", "numpy_engine", "tracing", "settings", "checks"]
+MODEL_LAYER = ["value", "utils", "sphere", "model_config", "numpy_engine", "tracing", "settings", "checks",
+               "corpora"]
 
 
 @pytest.mark.parametrize("name", MODEL_LAYER)

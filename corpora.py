@@ -1,4 +1,4 @@
-"""harness/corpora.py -- the documents microgpt trains on: packaged name lists, or any UTF-8 text file.
+"""corpora.py -- chapter 22's dataset: the documents microgpt trains on, packaged corpora or a UTF-8 text file.
 
 Chapter 22 starts from `docs`, a list of strings (the reference downloads makemore's names.txt). Here nothing is
 downloaded at run time; `load_corpus` returns the documents of
@@ -19,8 +19,7 @@ import hashlib
 import importlib.util
 import os
 
-from harness.errors import InputError
-from harness.memory import corpus_memory, gigabytes, limit
+from settings import InputError
 
 BUILTIN = ("names", "jp-names")
 MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refused before it is read
@@ -114,22 +113,3 @@ def corpus_id(corpus):
     if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder: a misleading error)
         raise InputError(f"--corpus needs a corpus name or a file path (it is empty: {corpus!r})")
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)
-
-
-def check_corpus_memory(name_or_path, max_gb):
-    """InputError if a corpus file holds more documents than --max-memory allows, before it is decoded and split
-    (that is what takes time and memory: a 64 MiB file of short lines is 16 million documents). Reads the bytes
-    once, to count the lines; the packaged corpora are small."""
-    if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
-        return  # (load_corpus says what is wrong with a path that is not a file)
-    try:
-        with open(name_or_path, "rb") as f:
-            raw = f.read(MAX_CORPUS_BYTES + 1)
-    except OSError:
-        return
-    lines = raw.count(b"\n") + 1
-    need = corpus_memory(lines, len(raw))
-    most, why = limit(max_gb)
-    if need > most:
-        raise InputError(f"corpus file {name_or_path!r} has {lines:,} lines; keeping them as documents would need "
-                         f"about {gigabytes(need)} of memory; {why}")

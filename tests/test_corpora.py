@@ -1,4 +1,4 @@
-"""harness/corpora.py: the documents a run trains on; a corpus file is measured before it is read, split at
+"""corpora.py: the documents a run trains on; a corpus file is measured before it is read, split at
 newlines only, and a bad name or file is one line."""
 import time
 
