@@ -224,6 +224,21 @@ def sphere_matrices(params, cfg):
     return [(flat[o:o + rows * cols].reshape(rows, cols), axis) for o, rows, cols, axis in sphere_blocks(cfg)]
 
 
+def off_sphere(params, cfg):
+    """Sphere mode: the largest | |v| - 1 | over the vectors kept on the sphere (sphere_axes): 0 on it; NaN
+    or inf after an update overflowed (retracting rows of inf gives zeros or NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.max([np.abs(np.sqrt(np.add.reduce(w ** 2, axis=axis)) - 1).max()
+                             for w, axis in sphere_matrices(params, cfg)]))
+
+
+def scale_sizes(cfg):
+    """Sphere mode: the length of each effective_scales vector, in SCALE_NAMES order (layers concatenated)."""
+    per_layer = dict(layer_scales(cfg.n_embd))
+    return {label: cfg.vocab_size if name == "sz" else cfg.n_layer * per_layer[name]
+            for label, name in SCALE_NAMES.items()}
+
+
 @lru_cache(maxsize=64)
 def _scale_layout(vocab_size, n_embd, n_layer, block_size, alpha_init, sz_init):
     cfg = GPTConfig(vocab_size, n_embd, 1, n_layer, block_size, "sphere", alpha_init, sz_init)

@@ -39,11 +39,11 @@ from fontTools import subset
 from fontTools.ttLib import TTFont
 
 from harness.errors import InputError, as_text
-from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history, scale_sizes, unflatten
+from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history
 from harness.memory import SNAPSHOT_BUDGET
 from harness.run_files import atomic_write, not_a_regular_file, npz_headers, read_meta
 from harness.shell import Parser, Shell, say
-from model_config import SCALE_NAMES, n_params, param_offsets, scale_layout
+from model_config import SCALE_NAMES, n_params, param_offsets, param_views, scale_layout, scale_sizes
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 WEB = os.path.join(ROOT, "web")
@@ -269,7 +269,7 @@ def page_params(page_run, k):
     if cfg.norm == "sphere":
         start, tail = effective_to_raw(page_run.scales[k].astype(np.float64), cfg)
         flat[start:] = tail
-    return unflatten(flat, cfg)
+    return param_views(flat, cfg)
 
 
 # --------------------------------------------------------------------------- the map
@@ -351,7 +351,7 @@ def typable(char):
 
 def export_run(page_run, basis, share, cmap=None):
     """What the page needs of one run, as JSON-ready values (arrays as base64). The layout comes from model_config
-    (param_offsets) and harness/history.py (scale_sizes): the page's script has no formula of its own for it."""
+    (param_offsets) and model_config.scale_sizes: the page's script has no formula of its own for it."""
     h = page_run.history
     cfg = h.cfg
     V, T = cfg.vocab_size, cfg.block_size

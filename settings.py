@@ -188,11 +188,11 @@ def check_combination(engine, dtype, norm, riemannian, where=""):
                          "there is no sphere to be tangent to)")
 
 
-def resumed(kept, given, label=lambda name: name):
+def resumed(kept, given, step, label=lambda name: name):
     """The settings of a resumed run: `kept` are the checkpoint's, `given` the new ones (None: not given).
     A "change" setting takes the new value, a "lower" one a lower new value, a "keep" one must be the same;
-    InputError names every one that breaks its rule. Returns (settings, {name: the checkpoint's value} of
-    the ones that were lowered)."""
+    InputError names every one that breaks its rule, or steps below the checkpoint's `step`. Returns
+    (settings, {name: the checkpoint's value} of the ones that were lowered)."""
     merged, lowered, conflicts = dict(kept), {}, []
     for name, value in given.items():
         if value is None or value == kept.get(name):
@@ -209,4 +209,6 @@ def resumed(kept, given, label=lambda name: name):
         changeable = ", ".join(s.flag for s in SETTINGS if s.resume == "change")
         raise InputError(f"{', '.join(conflicts)} {verb} from the checkpoint; a resumed run keeps its model, data "
                          f"and optimizer settings (only {changeable} may change, and a lower --lr)")
+    if merged["steps"] < step:
+        raise InputError(f"the checkpoint is at step {step}, beyond the requested {label('steps')} {merged['steps']}")
     return merged, lowered

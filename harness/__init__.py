@@ -1,7 +1,8 @@
-"""harness -- the machinery around chapter 22's script: what makes a run of microgpt.py safe and pleasant.
+"""harness -- the machinery around chapter 22's script: what makes a run safe and pleasant.
 
-The chapter (microgpt.py) makes its data (corpora.py), weights and Adam moments and runs the loops; each
-setting's rule is in settings.py, what the chapter's functions check at their door in checks.py. Around them:
+The chapter (microgpt.py) makes its data (corpora.py), weights and Adam moments and runs the loops;
+each setting's rule is in settings.py, what the chapter's functions check at their door in
+checks.py. Around them:
 
     shell.py        the one shell every program runs in: signals, exit codes, one-line errors
     cli.py          microgpt.py's command line: flags from the settings table, the Command around main
@@ -27,8 +28,8 @@ def _quiet_exit(signum, frame):
 
 
 def quiet_startup(prog):
-    """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal set to be
-    ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C."""
+    """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal set
+    to be ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C."""
     _late["prog"] = prog
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(_signal, name, None)
@@ -40,9 +41,10 @@ def quiet_startup(prog):
 
 
 def leave(code):
-    """End the program with `code` once its output is flushed, without the interpreter's teardown: a signal
-    there would meet Python's handlers already gone and kill the process (exit 143 for SIGTERM), after every
-    file was written. Under a debugger (bdb: pdb) the program ends the usual way, so the debugger keeps it."""
+    """End the program with `code` once its output is flushed, without the interpreter's teardown: a
+    signal there would meet Python's handlers already gone and kill the process (exit 143 for
+    SIGTERM), after every file was written. Under a debugger (bdb: pdb) the program ends the usual
+    way, so the debugger keeps it."""
     if "bdb" in sys.modules:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):

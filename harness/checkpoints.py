@@ -1,8 +1,8 @@
 """harness/checkpoints.py -- everything a run needs to continue exactly where it stopped, and its file:
-TrainState, check_state (on load, save and resume), save_checkpoint and load_checkpoint (one .npz without
-pickle, its claims checked from the headers before anything is loaded), save_run (the checkpoint and the
-history as one unit), and the documents' fingerprint. The batch of step s is fixed by s and the seeded split,
-so no random state is saved: a resumed run continues bit for bit.
+TrainState, check_state (on load, save and resume), save_checkpoint and load_checkpoint (one .npz
+without pickle, its claims checked from the headers before anything is loaded), save_run (the
+checkpoint and the history as one unit), and the documents' fingerprint. The batch of step s is
+fixed by s and the seeded split, so no random state is saved: a resumed run continues bit for bit.
 """
 import json
 import os
@@ -43,9 +43,9 @@ HUGE_GRADIENT = 1e150  # Adam's grad ** 2 would overflow float64 beyond it: as b
 
 
 def check_state(state, where):
-    """InputError unless every part of a TrainState is what a run makes: settings that obey their rules,
-    arrays that fit its config in one dtype, finite weights, Adam moments a gradient can give, a train loss
-    per step, val losses at increasing whole steps. What load_checkpoint refuses is never saved."""
+    """InputError unless every part of a TrainState is what a run makes: settings that obey their
+    rules, arrays that fit its config in one dtype, finite weights, Adam moments a gradient gives, a
+    loss per step, val losses at increasing steps (what load_checkpoint refuses is never saved)."""
     cfg, vocab = state.cfg, state.vocab
     check_step(state.step, where)
     for s in STORED:
@@ -115,9 +115,9 @@ CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1
 
 
 def save_checkpoint(path, state):
-    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss" (K, 2), and
-    "meta", JSON: format, version, config, vocab, step, every stored setting, run_id, corpus_sha256 and
-    corpus_docs."""
+    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss" (K, 2),
+    and "meta", JSON: format, version, config, vocab, step, every stored setting, run_id,
+    corpus_sha256 and corpus_docs."""
     check_state(state, "cannot save checkpoint")
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step, **{s.name: getattr(state, s.name) for s in STORED},
@@ -131,8 +131,8 @@ def save_checkpoint(path, state):
 
 def load_checkpoint(path, max_gb=None):
     """A TrainState from save_checkpoint's file; InputError if it is missing, corrupt or incompatible.
-    Before anything big is read: its meta (each setting by its rule), the memory the model and history it
-    describes would take (against max_gb, like --max-memory), and every array's header."""
+    Before anything big is read: its meta (each setting by its rule), the memory the model and
+    history it describes would take (against max_gb, like --max-memory), and every array's header."""
     state = read_npz(path, "checkpoint", lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
     check_state(state, where)
@@ -177,12 +177,12 @@ def _load(file, where, max_gb):
 
 
 def save_run(folder, state, history=None):
-    """The checkpoint and (when the run keeps one) the planetarium's history, written as one unit: the history
-    first, recording the step it belongs to, the checkpoint last. A resume continues from the checkpoint, so
-    whenever a run stops (kill -9 between or during the writes, a full disk at the second), the history is at
-    its step or ahead, never behind: the resume drops the snapshots after that step and continues both
-    exactly. (One file would do too, but the planetarium would read optimizer state it never needs; a
-    manifest would be a third file to keep consistent.)"""
+    """The checkpoint and (when the run keeps one) the planetarium's history, written as one unit: the
+    history first, recording the step it belongs to, the checkpoint last. A resume continues from
+    the checkpoint, so whenever a run stops (kill -9 between or during the writes, a full disk at
+    the second), the history is at its step or ahead, never behind: the resume drops the snapshots
+    after that step and continues both exactly. (One file would do too, but the planetarium would
+    read optimizer state it never needs; a manifest would be a third file to keep consistent.)"""
     if history is not None:
         history.save(os.path.join(folder, HISTORY_NAME), state.train_loss, state.val_loss, state.run_id)
     save_checkpoint(os.path.join(folder, "checkpoint.npz"), state)

@@ -1,9 +1,10 @@
-"""harness/cli.py -- the command line of microgpt.py: a flag per row of settings.SETTINGS, and the Command
-around main(), the shell (harness/shell.py) with what a training run has to say. main() calls its methods in
-the chapter's order: settings() (the flags checked; --resume, --sample-only: the checkpoint's), config() (the
-model's size; the corpus, prompt and memory checked), training() (takes --out, prints the header; train()'s
-arguments), trained() (a diverged or interrupted run said and saved) and finish() (the names, the run's
-files). Every check comes before a step is taken or a file written: a refused run changes nothing.
+"""harness/cli.py -- the command line of microgpt.py: a flag per row of settings.SETTINGS, and the
+Command around main(), the shell (harness/shell.py) with what a training run has to say. main()
+calls its methods in the chapter's order: settings() (the flags checked; --resume, --sample-only:
+the checkpoint's), config() (the model's size; the corpus, prompt and memory checked), training()
+(takes --out, prints the header; train()'s arguments), trained() (a diverged or interrupted run said
+and saved) and finish() (the names, the run's files). Every check comes before a step is taken or a
+file written: a refused run changes nothing.
 """
 import argparse
 import importlib.util
@@ -37,8 +38,8 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 
 
 def build_parser():
-    """A flag per row of the table, in its groups; every default None, so that a resumed run can tell a flag
-    given from one that was not (the table's default comes later)."""
+    """A flag per row of the table, in its groups; every default None, so that a resumed run can tell a
+    flag given from one that was not (the table's default comes later)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                description="Train a tiny GPT on names and sample new ones. --norm sphere switches to "
                            "the nGPT hypersphere model; --engine numpy runs the same math on arrays.",
@@ -85,8 +86,8 @@ def new_settings(a):
 
 
 def resumed_settings(a, resume, ckpt_path):
-    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed); a corpus
-    at another path is taken if its documents are the checkpoint's (checked once read)."""
+    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed); a
+    corpus at another path is taken if its documents are the checkpoint's (checked once read)."""
     kept = {**asdict(resume.cfg), **{s.name: getattr(resume, s.name) for s in STORED}}
     kept["corpus"] = corpus_id(resume.corpus)
     given = {name: getattr(a, name, None) for name in kept}
@@ -97,9 +98,7 @@ def resumed_settings(a, resume, ckpt_path):
     elif kept["corpus"] not in BUILTIN and not os.path.exists(kept["corpus"]):
         raise InputError(f"the checkpoint's corpus {kept['corpus']!r} is not there any more; if it moved, "
                          "give its new path with --corpus (its documents are checked against the run's)")
-    merged, lowered = resumed(kept, given, lambda name: "--" + name.replace("_", "-"))
-    if merged["steps"] < resume.step:
-        raise InputError(f"the checkpoint is at step {resume.step}, beyond the requested --steps {a.steps}")
+    merged, lowered = resumed(kept, given, resume.step, lambda name: "--" + name.replace("_", "-"))
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
                       f"checkpoint {ckpt_path!r}: ")
     out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
@@ -108,9 +107,9 @@ def resumed_settings(a, resume, ckpt_path):
 
 
 def check_out_folder(out, resume, ckpt_path):
-    """InputError unless --out may take this run's files: a new run's folder holds no run's files, a resumed
-    run's is its checkpoint's or holds none, and every run file there is a regular file (a symbolic link
-    planted as checkpoint.npz is refused now, not at the first save)."""
+    """InputError unless --out may take this run's files: a new run's folder holds no run's files, a
+    resumed run's is its checkpoint's or holds none, and every run file there is a regular file (a
+    symbolic link planted as checkpoint.npz is refused now, not at the first save)."""
     ckpt = os.path.join(out, "checkpoint.npz")
     own = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
@@ -129,8 +128,8 @@ def check_out_folder(out, resume, ckpt_path):
 
 def previous_history(path, resume, cfg, vocab, own_folder, notes):
     """On --resume, the run's history so far (beside its checkpoint), to continue: written before the
-    checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or unreadable is a
-    note. Another run's is refused in the run's own folder and left alone elsewhere."""
+    checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or
+    unreadable is a note. Another run's is refused in the run's own folder and left alone elsewhere."""
     if not os.path.lexists(path):
         return None
     try:
@@ -213,7 +212,7 @@ class Command(Shell):
         return self.s
 
     def config(self, vocab, train_docs, val_docs):
-        """The GPTConfig (a resumed run's: the checkpoint's), once the documents, prompt and memory pass."""
+        """The GPTConfig (resumed: the checkpoint's), once the documents, prompt and memory pass."""
         s, resume, tokenize = self.s, self.resume, self.tokenize
         if resume is not None:
             self._check_resumed_corpus(vocab, train_docs, val_docs)
@@ -231,7 +230,7 @@ class Command(Shell):
         return cfg
 
     def _check_resumed_corpus(self, vocab, train_docs, val_docs):
-        """The checkpoint's documents (by their fingerprint, or by the vocabulary if it has none), wherever."""
+        """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
         s, resume = self.s, self.resume
         if s.corpus_moved_from and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
             raise InputError(f"--corpus {s.corpus!r} differs from the checkpoint's corpus "
@@ -275,7 +274,7 @@ class Command(Shell):
                 "history": history}
 
     def trained(self, state):
-        """True if training ran to its end; else it says why (diverged: exit 1; interrupted: saved, exit 130)."""
+        """True if training ran to its end; else it says why (diverged: 1; interrupted: saved, 130)."""
         self.progress.end()
         if state.error:
             self.exit_code = messages.report_divergence(state, self.progress, self.s, self.resume is None)
@@ -286,7 +285,7 @@ class Command(Shell):
         return not (state.error or state.interrupted)
 
     def sampling(self, prompt=True):
-        """sample()'s settings: the sampling flags, and the run's (or the checkpoint's) seed and engine."""
+        """sample()'s settings: the sampling flags, the run's (or checkpoint's) seed and engine."""
         names = ("num_samples", "temperature") + (("prompt",) if prompt else ())
         values = {name: DEFAULTS[name] if getattr(self.args, name) is None else getattr(self.args, name)
                   for name in names}
@@ -307,7 +306,7 @@ class Command(Shell):
                 self.exit_code = EXIT_INTERRUPTED
 
     def write_run_files(self, state, samples):
-        """metrics.json, loss.png, then the history and the checkpoint: a stop before the last resumes anew."""
+        """metrics.json, loss.png, then the history and the checkpoint (last: a stop before it resumes)."""
         s, cfg, out = self.s, state.cfg, self.s.out
         metrics = {"config": asdict(cfg), "engine": s.engine, "norm": cfg.norm, "corpus": s.corpus,
                    "seed": s.seed, "steps": state.step, "batch_size": state.batch_size, "lr": state.lr,

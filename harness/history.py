@@ -1,8 +1,8 @@
-"""harness/history.py -- a run's snapshots for the planetarium (planetarium.py): the stars as they move.
+"""harness/history.py -- the snapshots a run keeps for the planetarium: the stars as they move.
 
-A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser early, always step 0 and
-the last planned step (Run calls due() and record(); save() comes with every checkpoint, before it). The
-file is an .npz without pickle, written atomically:
+A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser early, always
+step 0 and the last planned step (Run calls due() and record(); save() comes with every checkpoint,
+before it). The file is an .npz without pickle, written atomically:
 
     meta        JSON: format, version, config, vocab, steps (planned), count, dtype (of the run's weights;
                 kept here as float64), scales (the names and lengths of `scales`' columns), skipped
@@ -18,8 +18,9 @@ file is an .npz without pickle, written atomically:
     train_loss  (N, 2) float64  (step, train loss); above MAX_CURVE steps, means of equal runs of steps
     val_loss    (M, 2) float64  (step, val loss); above MAX_CURVE points, evenly thinned
 
-About 1.9 MB for the default model; a big model keeps fewer snapshots (BUDGET_BYTES). load_history checks
-every header against the config before anything is loaded: a bad file is one line (InputError).
+About 1.9 MB for the default model; a big model keeps fewer snapshots (BUDGET_BYTES). load_history
+checks every header against the config before anything is loaded: a bad file is one line
+(InputError).
 """
 import json
 import os
@@ -33,14 +34,14 @@ from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta
 from model_config import (
     SCALE_NAMES,
     effective_scales,
-    layer_scales,
     n_param_arrays,
     n_params,
-    param_offsets,
+    off_sphere,
     param_shapes,
+    param_views,
+    scale_sizes,
     unit_vector_count,
 )
-from model_config import param_views as unflatten  # noqa: F401  (for the planetarium)
 from settings import MAX_STEPS
 
 HISTORY_NAME = "history.npz"
@@ -53,9 +54,9 @@ MAX_FILE_BYTES = 2**30          # load_history refuses bigger files before readi
 
 
 def snapshot_steps(steps, count=DEFAULT_COUNT):
-    """The steps a run of `steps` steps keeps: every step if there are at most `count`, else `count` of them,
-    always 0 and `steps`. Half lie on a geometric grid (1, 2, 3, 4, 6, ...: the first steps move the stars
-    most), the rest split the largest gaps left (so later steps are evenly spaced)."""
+    """The steps a run of `steps` steps keeps: every step if there are at most `count`, else `count` of
+    them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3, 4, 6, ...: the first steps
+    move the stars most), the rest split the largest gaps left (so later steps are evenly spaced)."""
     if steps + 1 <= count:
         return list(range(steps + 1))
     chosen = {0, steps} | {int(round(s)) for s in np.geomspace(1, steps, max(1, count // 2))}
@@ -67,13 +68,6 @@ def snapshot_steps(steps, count=DEFAULT_COUNT):
     return sorted(chosen)
 
 
-def scale_sizes(cfg):
-    """The length of each effective-scale vector, in SCALE_NAMES order (layers concatenated)."""
-    per_layer = dict(layer_scales(cfg.n_embd))
-    return {label: cfg.vocab_size if name == "sz" else cfg.n_layer * per_layer[name]
-            for label, name in SCALE_NAMES.items()}
-
-
 def flat_scales(params, cfg):
     """model_config.effective_scales as one vector: alpha_A | alpha_M | s_qk | s_u | s_z."""
     eff = effective_scales(params, cfg)
@@ -81,8 +75,8 @@ def flat_scales(params, cfg):
 
 
 class History:
-    """Snapshots of one training run. previous: the run's History so far, on --resume (the same plan: the
-    snapshots an uninterrupted run keeps; a longer one: the snapshots to come evenly spaced)."""
+    """Snapshots of one training run. previous: the run's History so far, on --resume (the same plan:
+    the snapshots an uninterrupted run keeps; a longer one: the snapshots to come evenly spaced)."""
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -106,9 +100,8 @@ class History:
         return step in self._due
 
     def record(self, step, params, drift=None):
-        """A copy of the weights after `step` steps, and in sphere mode what retract returned (None at step 0);
-        it replaces any snapshot at or after `step`. Weights that are not finite are not kept (no page draws
-        them)."""
+        """A copy of the weights after `step` steps (and, sphere: what retract returned, None at step
+        0), replacing any snapshot from `step` on. Weights that are not finite are not kept."""
         flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel() for k, _ in param_shapes(self.cfg)])
         if not np.isfinite(flat).all():
             self.skipped += 1
@@ -123,7 +116,7 @@ class History:
         self._drift.append(drift)
 
     def rewind(self, step):
-        """Drop the snapshots after `step` (a resume from the checkpoint of that step records them again)."""
+        """Drop the snapshots after `step` (a resume from that step's checkpoint records them again)."""
         while self._steps and self._steps[-1] > step:
             self._steps.pop(), self._params.pop(), self._drift.pop()
 
@@ -138,14 +131,14 @@ class History:
 
     @property
     def drift(self):
-        """(K, U) in sphere mode (a NaN row where no Adam step preceded the snapshot), None for rmsnorm."""
+        """(K, U) in sphere mode (NaN where no Adam step preceded the snapshot), None for rmsnorm."""
         if self.cfg.norm == "sphere":
             return np.array(self._drift, dtype=np.float64).reshape(len(self), unit_vector_count(self.cfg))
         return None
 
     @property
     def scales(self):
-        """(K, S) effective scales (alpha_A | alpha_M | s_qk | s_u | s_z) in sphere mode, None for rmsnorm."""
+        """(K, S) effective scales (alpha_A | alpha_M | s_qk | s_u | s_z), sphere; None for rmsnorm."""
         if self.cfg.norm == "sphere":
             return np.array([flat_scales(self.params_at(k), self.cfg) for k in range(len(self))]).reshape(
                 len(self), sum(scale_sizes(self.cfg).values()))
@@ -153,14 +146,14 @@ class History:
 
     def params_at(self, k):
         """Snapshot k's weights as a params dict (views of a fresh flat float64 buffer)."""
-        return unflatten(np.array(self._params[k], dtype=np.float64), self.cfg)
+        return param_views(np.array(self._params[k], dtype=np.float64), self.cfg)
 
     def __len__(self):
         return len(self._steps)
 
     def save(self, path, train_loss, val_loss, run_id=""):
-        """Write the history to `path` atomically. train_loss: one float per step (its length is the run's
-        step: the checkpoint this history belongs to); val_loss: [(step, val loss), ...]."""
+        """Write the history to `path` atomically. train_loss: one float per step (its length is the
+        run's step: the checkpoint this history belongs to); val_loss: [(step, val loss), ...]."""
         sphere = self.cfg.norm == "sphere"
         meta = {"format": HISTORY_FORMAT, "version": HISTORY_VERSION, "config": asdict(self.cfg),
                 "vocab": self.vocab, "steps": self.steps, "count": self.count, "dtype": self.dtype,
@@ -174,8 +167,8 @@ class History:
 
 
 def train_curve(train_loss):
-    """(N, 2) (step, loss) from one loss per step, finite ones only; more than MAX_CURVE steps are averaged
-    in MAX_CURVE equal runs (step and loss both the run's mean)."""
+    """(N, 2) (step, loss) from one loss per step, finite ones only; more than MAX_CURVE steps are
+    averaged in MAX_CURVE equal runs (step and loss both the run's mean)."""
     losses = np.asarray(train_loss, dtype=np.float64).reshape(-1)
     steps = np.arange(1, losses.size + 1, dtype=np.float64)
     steps, losses = steps[np.isfinite(losses)], losses[np.isfinite(losses)]
@@ -248,7 +241,7 @@ def _load(file, max_bytes):
 
 def _check_values(h, data):
     """InputError for what History.save cannot have written."""
-    step, params = data["step"], data["params"]
+    step = data["step"]
     if step.min() < 0 or step.max() > h.steps or (np.diff(step) <= 0).any():
         raise InputError(f"its snapshot steps are not increasing steps from 0 to its planned {h.steps}")
     for name in ("params", "train_loss", "val_loss"):
@@ -256,12 +249,9 @@ def _check_values(h, data):
             raise InputError(f"its {'weights' if name == 'params' else name} is not all finite")
     if h.cfg.norm != "sphere":
         return
-    offsets = param_offsets(h.cfg)[0]
-    for key in ("wte", "lm_head"):  # the stars: unit rows (float32 runs are unit to ~1e-7)
-        o, (rows, cols) = offsets[key]
-        off = np.abs(np.sqrt((params[:, o:o + rows * cols].reshape(-1, rows, cols) ** 2).sum(axis=2)) - 1).max()
-        if off > 1e-6:
-            raise InputError(f"its {key} rows are not unit vectors (max | |row| - 1 | = {off:.2g})")
+    off = max(off_sphere(h.params_at(k), h.cfg) for k in range(len(h)))  # (float32 runs: unit to ~1e-7)
+    if not off <= 1e-6:
+        raise InputError(f"its weights are not on the sphere (max | |v| - 1 | = {off:.2g})")
     if not np.allclose(data["scales"], h.scales, rtol=1e-12, atol=0):
         raise InputError("its effective scales do not match its weights")
     if ((data["drift"] <= 0) | np.isinf(data["drift"])).any():

@@ -1,8 +1,9 @@
-"""harness/memory.py -- the memory a run will need, estimated from its config before anything is allocated.
+"""harness/memory.py -- the memory a run will need, estimated before anything is allocated.
 
-A run is refused (exit 2) when the estimate exceeds --max-memory or the machine's memory: a training step,
-the bigram baseline's V x V table, the corpus, a loss per planned step, the planetarium's snapshots, and the
-Python objects of every parameter array. Checkpoints and histories are measured from their headers alike.
+A run is refused (exit 2) when the estimate exceeds --max-memory or the machine's memory: a training
+step, the bigram baseline's V x V table, the corpus, a loss per planned step, the planetarium's
+snapshots, and the Python objects of every parameter array. Checkpoints and histories are measured
+from their headers alike.
 """
 import os
 
@@ -20,9 +21,10 @@ SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/histo
 
 
 def step_memory(cfg, batch_size, engine, itemsize=8):
-    """An upper estimate of a training step's peak bytes: the weights, Adam's moments, the gradients and the
-    update's temporaries (8 arrays of P), the evaluation chunk; numpy: the batch's forward cache, twice; value:
-    a Value node (~300 bytes) per multiply and add, 24 C^2 + 4 C T per position and layer, 2 V C for lm_head."""
+    """An upper estimate of a training step's peak bytes: the weights, Adam's moments, the gradients
+    and the update's temporaries (8 arrays of P), the evaluation chunk; numpy: the batch's forward
+    cache, twice; value: a Value node (~300 bytes) per multiply and add, 24 C^2 + 4 C T per position
+    and layer, 2 V C for lm_head."""
     C, T, L, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.vocab_size
     P = n_params(cfg)
     if engine == "numpy":
@@ -39,12 +41,12 @@ def corpus_memory(n_docs, n_chars):
 
 
 def history_memory(cfg, steps):
-    """What a run of `steps` steps keeps besides its model: the loss history, and the planetarium's snapshots."""
+    """What a run keeps besides its model: a loss per step, and the planetarium's snapshots."""
     return BYTES_PER_STEP * steps + min(SNAPSHOT_BUDGET, 50 * 8 * n_params(cfg))
 
 
 def baseline_memory(cfg):
-    """numpy_engine.baselines counts bigrams in a dense V x V float64 table: 7.2 GB for 30,000 characters."""
+    """The bigram baseline's dense V x V float64 table: 7.2 GB for 30,000 characters."""
     return 8 * cfg.vocab_size ** 2
 
 
@@ -62,7 +64,7 @@ def gigabytes(n):
 
 
 def limit(max_gb=None):
-    """(bytes, why) of the memory a run may use: --max-memory, or this machine's memory if that is less."""
+    """(bytes, why) of the memory a run may use: --max-memory, or the machine's if that is less."""
     max_gb = DEFAULTS["max_memory"] if max_gb is None else max_gb
     ram = machine_memory()
     if 0 < ram < max_gb * 1e9:
@@ -83,8 +85,8 @@ def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(
 
 
 def check_corpus_memory(name_or_path, max_gb):
-    """InputError if a corpus file holds more documents than --max-memory allows, before it is decoded and split
-    (that is what takes time and memory: a 64 MiB file of short lines is 16 million documents)."""
+    """InputError if a corpus file holds more documents than --max-memory allows, before it is decoded
+    and split (what takes time and memory: 64 MiB of short lines is 16 million documents)."""
     if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
         return  # (load_corpus says what is wrong with a path that is not a file)
     try:

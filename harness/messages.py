@@ -1,6 +1,6 @@
-"""harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its ETA, the
-final line, the names, and one line on stderr for a diverged, interrupted or failed run (what was kept, what
-to do next)."""
+"""harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its ETA,
+the final line, the names, and one line on stderr for a diverged, interrupted or failed run (what
+was kept, what to do next)."""
 import os
 import shlex
 import sys
@@ -40,9 +40,9 @@ def print_header(s, docs, cfg, base, resume, notices):
 
 
 class Progress:
-    """train()'s progress callback: a live line on a terminal (a plain line every tenth of the run otherwise),
-    a line that stays at every val loss, and with --out the run's files (save_run) at every val loss.
-    last_good: (path, step) of the checkpoint to fall back on, the one it resumed from, then each it saves."""
+    """train()'s progress callback: a live line on a terminal (else a line every tenth of the run), a
+    line that stays at every val loss, and with --out the run's files then. last_good: (path, step) of
+    the checkpoint to fall back on: the one it resumed from, then each it saves."""
 
     def __init__(self, steps, base, out=None, last_good=None, history=None):
         self.base, self.out, self.last_good, self.history = base, out, last_good, history
@@ -86,8 +86,8 @@ def report_write_error(error, progress, s):
 
 
 def report_divergence(state, progress, s, new_run):
-    """Nothing new is written (the weights before the bad step would only repeat it): the fallback is the last
-    checkpoint. A new run that fails at its first step had no update yet: its code failed, not the lr."""
+    """Nothing new is written (the weights before the bad step would only repeat it). A new run that
+    fails at its first step had no update yet: its code failed, not the learning rate."""
     if new_run and state.step == 0:
         say(f"microgpt: error: the model's first forward and backward pass failed, before any learning rate acted: "
             f"{state.error}. Nothing was written. This is the model's code, not --lr: `python -m pdb microgpt.py` "
@@ -100,8 +100,7 @@ def report_divergence(state, progress, s, new_run):
 
 
 def save_interrupted(state, progress, s, args):
-    """Ctrl-C: save to --out, or without one to a folder of its own (out/run-N), and print the command that
-    continues the run."""
+    """Ctrl-C: save to --out (or a new out/run-N), and print the command that continues the run."""
     try:
         out = s.out or claim_run_folder("out")
         save_run(out, state, progress.history)
@@ -115,17 +114,17 @@ def save_interrupted(state, progress, s, args):
 
 
 def shown_path(path, here):
-    """path as seen from the folder `here`: relative when that is short, else absolute (not ../../work/...)."""
+    """path as seen from `here`: relative when that is short, else absolute (not ../../work/...)."""
     path = os.path.abspath(path)
     relative = os.path.relpath(path, here)
     return path if relative.startswith(os.path.join(os.pardir, os.pardir)) else relative
 
 
 def resume_command(out, args):
-    """The command that continues this run, to paste where it was started: the interpreter that ran it (a
-    bare `python` may lack this project's packages) or the launcher typed (dev.py: MICROGPT_LAUNCHER), --out
-    as given (or the folder claimed, seen from here), every word quoted, and the flags a checkpoint does not
-    keep (--max-memory, the sampling flags) when given."""
+    """The command that continues this run, to paste where it was started: the interpreter that ran it
+    (a bare `python` may lack this project's packages) or the launcher typed (dev.py:
+    MICROGPT_LAUNCHER), --out as given (or the folder claimed, seen from here), every word quoted,
+    and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
     launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.getcwd()
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "microgpt.py")
     words = shlex.split(launcher) if launcher else [sys.executable, shown_path(script, here)]

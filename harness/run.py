@@ -1,12 +1,13 @@
-"""harness/run.py -- what a run adds to chapter 22's loop: run_state (the settings, each checked) and Run.
+"""harness/run.py -- what a run adds to chapter 22's loop: run_state (checked settings) and Run.
 
-microgpt.train() makes its data, weights and Adam moments, then loops inside `with Run(...) as run`, calling
-run.diverged(step, loss, grad) before the update and run.after_step(step, loss, drift) after it. Run keeps a
-reference to the chapter's arrays (what a checkpoint saves), measures the val loss at step 0, every
-eval_every steps and at the end, times the steps, stops a run whose loss exploded, and turns the first
-Ctrl-C into a stop after the step in progress. The engine's numeric failure (value.NumericError) ends the run
-as diverged; any other exception is a bug and keeps its traceback. In the loop NumPy's overflow warnings are
-off: what overflows becomes inf or NaN, which the divergence rules name.
+microgpt.train() makes its data, weights and Adam moments, then loops inside `with Run(...) as run`,
+calling run.diverged(step, loss, grad) before the update and run.after_step(step, loss, drift) after
+it. Run keeps a reference to the chapter's arrays (what a checkpoint saves), measures the val loss
+at step 0, every eval_every steps and at the end, times the steps, stops a run whose loss exploded,
+and turns the first Ctrl-C into a stop after the step in progress. The engine's numeric failure
+(value.NumericError) ends the run as diverged; any other exception is a bug and keeps its traceback.
+In the loop NumPy's overflow warnings are off: what overflows becomes inf or NaN, which the
+divergence rules name.
 """
 import math
 import os
@@ -20,7 +21,7 @@ from checks import check_forward
 from harness.checkpoints import HUGE_GRADIENT, TrainState, check_same_corpus, check_state, corpus_fingerprint
 from harness.errors import InputError
 from harness.shell import DeferSigint
-from model_config import check_dtype, pack_params, sphere_axes
+from model_config import check_dtype, off_sphere, pack_params
 from numpy_engine import evaluate
 from settings import STORED, check, check_combination, resumed
 from value import NumericError
@@ -30,9 +31,9 @@ DIVERGED_WINDOW = 50    # the mean is over this many steps
 
 
 def run_state(cfg, vocab, train_docs, val_docs, resume=None, **settings):
-    """The TrainState a run starts from, every setting checked by its rule: a new one at step 0, without
-    weights (the chapter makes them), or `resume` with what a resume may change. The documents: at least one
-    of each, and on resume the ones it was trained on."""
+    """The TrainState a run starts from, every setting checked by its rule: a new one at step 0,
+    without weights (the chapter makes them), or `resume` with what a resume may change. The
+    documents: at least one of each, and on resume the ones it was trained on."""
     unknown = sorted(set(settings) - {s.name for s in STORED})
     if unknown:
         raise TypeError(f"train() got unexpected keyword arguments: {', '.join(unknown)}")
@@ -49,10 +50,7 @@ def run_state(cfg, vocab, train_docs, val_docs, resume=None, **settings):
         if resume.cfg != cfg or resume.vocab != list(vocab):
             raise InputError("the state to resume is of another model (its config or vocabulary differ)")
         check_same_corpus(resume, train_docs, val_docs, given.get("corpus", resume.corpus))
-        merged, _ = resumed({s.name: getattr(resume, s.name) for s in STORED}, given)
-        if resume.step > merged["steps"]:
-            raise InputError(f"the checkpoint is at step {resume.step}, beyond the requested --steps "
-                             f"{merged['steps']}")
+        merged, _ = resumed({s.name: getattr(resume, s.name) for s in STORED}, given, resume.step)
         s = resume
         for name, value in merged.items():
             setattr(s, name, value)
@@ -64,9 +62,9 @@ def run_state(cfg, vocab, train_docs, val_docs, resume=None, **settings):
 
 
 class Run:
-    """Observes one training run (see the module docstring). progress(info) is called after every step, info
-    = dict(step, steps, loss, ms_per_step, eta_s, val_loss or None, state); a KeyboardInterrupt raised in it
-    stops training like Ctrl-C. history: a harness.history.History (snapshots for the planetarium)."""
+    """Observes one training run (see the module docstring). progress(info) is called after every step,
+    info = dict(step, steps, loss, ms_per_step, eta_s, val_loss or None, state); a KeyboardInterrupt
+    in it stops training like Ctrl-C. history: a harness.history.History."""
 
     def __init__(self, state, params, m, v, val_tokens, progress=None, history=None):
         state.params, state.m, state.v = params, m, v  # the chapter's own arrays: what a checkpoint saves
@@ -104,8 +102,8 @@ class Run:
     # -- the two calls of every step
 
     def diverged(self, step, loss, grad):
-        """Before the update: True (state.error says why) if the loss or a gradient is NaN or inf, or so large
-        that Adam's squares would overflow. The update is then skipped: the weights stay the last good ones."""
+        """Before the update: True (state.error says why) if the loss or a gradient is NaN or inf, or
+        so large that Adam's squares would overflow; the weights stay the last good ones."""
         if math.isfinite(loss) and -HUGE_GRADIENT < float(grad.min()) and float(grad.max()) < HUGE_GRADIENT:
             return False  # (a NaN fails both comparisons)
         self.state.error = f"step {step + 1}: " + (f"the loss is {loss} (not finite)" if not math.isfinite(loss)
@@ -113,9 +111,9 @@ class Run:
         return True
 
     def after_step(self, step, loss, drift=None):
-        """After the update: record the step, the val loss when due, the divergence rules, progress. True means
-        stop now (diverged, or Ctrl-C: the state is consistent and can be saved). drift: what retract()
-        returned (each vector's norm before it was put back on the sphere), or None."""
+        """After the update: record the step, the val loss when due, the divergence rules, progress.
+        True means stop now (diverged, or Ctrl-C: the state is consistent and can be saved). drift:
+        what retract() returned (each vector's norm before it was put back on the sphere), or None."""
         s = self.state
         self.step_time += time.perf_counter() - self.t0
         self.timed += 1
@@ -127,7 +125,7 @@ class Run:
         if (s.step % DIVERGED_WINDOW == 0 or evaluating) and self._exploded():  # so no exploded weights are saved
             return True
         if evaluating:
-            if s.cfg.norm == "sphere" and not on_sphere(s.params, s.cfg):
+            if s.cfg.norm == "sphere" and not off_sphere(s.params, s.cfg) <= 1e-6:  # (NaN: not on it)
                 s.error = (f"step {s.step}: the weights are no longer on the sphere (the updates overflowed and the "
                            "retraction could not put them back)")
                 return True
@@ -148,9 +146,9 @@ class Run:
         return self.sigint.hit
 
     def _exploded(self):
-        """The mean train loss of the last DIVERGED_WINDOW steps is more than DIVERGED_NATS above where training
-        started (log V, or the initial val loss if worse): the model fits its own training data clearly worse
-        than guessing. (Not the val loss: on a tiny corpus overfitting alone can lift it above uniform.)"""
+        """The mean train loss of the last DIVERGED_WINDOW steps is DIVERGED_NATS above where training
+        started (log V, or the first val loss if worse): the model fits its own data worse than
+        guessing. (Not the val loss: on a tiny corpus overfitting can lift that above uniform.)"""
         s = self.state
         recent = s.train_loss[-DIVERGED_WINDOW:]
         mean = sum(recent) / len(recent)
@@ -163,16 +161,9 @@ class Run:
 
 
 def where(tb):
-    """'at FILE:LINE in FUNCTION: code': the innermost frame outside value.py, the model's line that failed."""
+    """'at FILE:LINE in FUNCTION: code' of the innermost frame outside value.py: the model's line."""
     frames = [f for f in traceback.extract_tb(tb) if os.path.basename(f.filename) != "value.py"] or \
         traceback.extract_tb(tb)
     f = frames[-1]
     return f"at {os.path.basename(f.filename)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
 
-
-def on_sphere(params, cfg, tol=1e-6):
-    """Sphere mode: is every matrix still unit-normalized? (Not when an update overflowed: retracting rows of
-    inf gives zeros or NaN, and the loss of such a model can look harmless.)"""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return all(np.abs(np.sqrt(np.add.reduce(params[key] ** 2, axis=axis)) - 1).max() <= tol
-                   for key, axis in sphere_axes(cfg).items())

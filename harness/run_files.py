@@ -1,4 +1,4 @@
-"""harness/run_files.py -- writing files safely, reading .npz files warily, and the --out folder's lock.
+"""harness/run_files.py -- files written safely, .npz files read warily, the --out folder's lock.
 
     atomic_write      temp file + os.replace: readers never see half a file; a failed write is a WriteError
     check_npz_file, npz_headers, read_meta, check_arrays
@@ -37,7 +37,7 @@ TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # a temp file's name: short, so
 
 
 def not_a_regular_file(path):
-    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO", ...), else None."""
+    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO"), or None."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # not there (or not reachable: the write itself will say why)
@@ -50,11 +50,12 @@ def not_a_regular_file(path):
 
 
 def atomic_write(path, write):
-    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers never see half
-    a file, and an existing file is only replaced by a complete new one. An OSError (disk full, no permission)
-    is a WriteError naming `path`; the file that was there stays as it was. Whatever ends the write (an error,
-    Ctrl-C, SIGTERM: the shell makes signals KeyboardInterrupt), the temp file is removed. Only a regular
-    file is replaced: os.replace would put one in the place of a symbolic link, a FIFO or /dev/null."""
+    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers never
+    see half a file, and an existing file is only replaced by a complete new one. An OSError (disk
+    full, no permission) is a WriteError naming `path`; the file that was there stays as it was.
+    Whatever ends the write (an error, Ctrl-C, SIGTERM: the shell makes signals KeyboardInterrupt),
+    the temp file is removed. Only a regular file is replaced: os.replace would put one in the place
+    of a symbolic link, a FIFO or /dev/null."""
     kind = not_a_regular_file(path)
     if kind:
         raise WriteError(path, OSError(errno.EEXIST, f"it is {kind}, not a regular file; it is left as it is"))
@@ -78,8 +79,8 @@ def atomic_write(path, write):
 
 
 def check_npz_file(path, what):
-    """InputError unless `path` is a file this process can read and a zip archive, as every .npz is (np.load
-    would take any other file for a pickle, refuse it, and say so, which misleads)."""
+    """InputError unless `path` is a file this process can read and a zip archive, as every .npz is
+    (np.load would take any other file for a pickle, refuse it, and say so, which misleads)."""
     try:
         with open(path, "rb") as f:
             is_zip = zipfile.is_zipfile(f)
@@ -94,9 +95,9 @@ def check_npz_file(path, what):
 
 
 def read_npz(path, what, load):
-    """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through one open file (a run
-    replacing it meanwhile cannot mix two versions). Whatever is wrong is one InputError naming the file: it
-    cannot be read, load refused it (InputError), or it is corrupt (anything else: zip, header, JSON)."""
+    """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through one open file
+    (a run replacing it meanwhile cannot mix two versions); whatever is wrong is one InputError naming
+    the file: unreadable, refused by load (InputError), or corrupt (zip, header, JSON)."""
     path = os.fsdecode(path)
     check_npz_file(path, what)
     where = f"{what} {path!r}"
@@ -112,9 +113,10 @@ def read_npz(path, what, load):
 
 
 def npz_headers(file, max_members=64, only=None):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those named in `only`), from the
-    .npy headers alone: a header that claims a huge array costs nothing until it is compared with what the file
-    should hold. ValueError for a member that is not an array, or too many (max_members None: any number)."""
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those named in `only`),
+    from the .npy headers alone: a header that claims a huge array costs nothing until it is
+    compared with what the file should hold. ValueError for a member that is not an array, or too
+    many (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
         infos = zf.infolist()
@@ -136,9 +138,9 @@ def npz_headers(file, max_members=64, only=None):
 
 
 def read_meta(file, fmt, version, max_chars=2**20):
-    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong with its
-    format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose header says it
-    holds at most max_chars characters."""
+    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong with
+    its format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose header
+    says it holds at most max_chars characters."""
     shape, dtype, _ = npz_headers(file, max_members=None, only=("meta",)).get("meta", (None, None, 0))
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
         raise InputError("no JSON 'meta' entry of the expected form")
@@ -163,8 +165,8 @@ def read_meta(file, fmt, version, max_chars=2**20):
 
 
 def check_arrays(headers, expected):
-    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)), each stored whole. A shape
-    may be a function of the header's that returns the one expected; a dtype of None is not checked."""
+    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)), each stored whole.
+    A shape may be a function of the header's (returning the one expected); a dtype None is skipped."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
         raise InputError(f"its arrays do not match its config: missing {cut_list(missing)}, unexpected "
@@ -190,8 +192,8 @@ MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
 
 
 def plot_losses(path, state, base, title):
-    """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title holds the user's text
-    (a corpus file's name): drawn as text, never as matplotlib's $math$."""
+    """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title holds the user's
+    text (a corpus file's name): drawn as text, never as matplotlib's $math$."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -257,10 +259,10 @@ LOCK_NAME = ".microgpt.lock"
 
 
 class RunLock:
-    """A run holds its --out folder until it ends: the folder carries the operating system's lock (released
-    when the process ends, kill -9 too; on Windows the lock file does), and a lock file says who holds it.
-    __enter__ refuses a folder a live run holds (InputError); claim() writes this run's pid, taking over a
-    file a killed run left; __exit__ releases it and removes the folders it made that are still empty."""
+    """A run holds its --out folder until it ends: the folder carries the operating system's lock
+    (released when the process ends, kill -9 too; on Windows the lock file does), a lock file says who
+    holds it. __enter__ refuses a folder a live run holds; claim() writes this run's pid (taking over
+    a file a killed run left); __exit__ releases it and removes the folders it made, if empty."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
@@ -293,8 +295,8 @@ class RunLock:
             return f.read(4096).strip()
 
     def claim(self):
-        """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is refused, not followed); the
-        temp files a killed run left are removed (atomic_write's, nothing else)."""
+        """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is refused, not
+        followed); the temp files a killed run left are removed (atomic_write's, nothing else)."""
         if not self.folder:
             return
         previous = self._holder()
@@ -343,8 +345,8 @@ def _try_lock(fd):
 
 
 def claim_run_folder(base="out"):
-    """Ctrl-C without --out: a new folder base/run-N, the first N that is free. (mkdir is atomic and fails if
-    the folder exists: two runs stopped at the same moment get two folders.)"""
+    """Ctrl-C without --out: a new folder base/run-N, the first N that is free. (mkdir is atomic and
+    fails if the folder exists: two runs stopped at the same moment get two folders.)"""
     n = 1
     while True:
         folder = os.path.join(base, f"run-{n}")

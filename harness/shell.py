@@ -4,15 +4,16 @@
         ...the program...
     return shell.exit_code
 
-Inside it (exit codes: harness/errors.py): bad input (InputError) or too little memory is one line and exit 2;
-a file that cannot be written, or standard output closed, full or broken, one line and exit 74 (a reader that
-left a pipe: quietly); Ctrl-C, SIGTERM and SIGHUP raise KeyboardInterrupt where the program is, so every
-`with` block unwinds (the --out folder is released, a half-written temp file removed), then one line and exit
-130, also when the signal comes during the shell's own cleanup; any text prints, on any terminal encoding; any
-other exception is a bug, with Python's traceback at its line. Training defers signals further (DeferSigint).
-Ctrl-C is never taken from a debugger: under `python -m pdb` it breaks into the (Pdb) prompt, and `c`
-continues. A signal the parent set to be ignored (nohup: SIGHUP) stays ignored. A program with more to say
-(microgpt.py: what was saved, how to resume) subclasses Shell (harness/cli.py).
+Inside it (exit codes: harness/errors.py): bad input (InputError) or too little memory is one line
+and exit 2; a file that cannot be written, or standard output closed, full or broken, one line and
+exit 74 (a reader that left a pipe: quietly); Ctrl-C, SIGTERM and SIGHUP raise KeyboardInterrupt
+where the program is, so every `with` block unwinds (the --out folder is released, a half-written
+temp file removed), then one line and exit 130, also when the signal comes during the shell's own
+cleanup; any text prints, on any terminal encoding; any other exception is a bug, with Python's
+traceback at its line. Training defers signals further (DeferSigint). Ctrl-C is never taken from a
+debugger: under `python -m pdb` it breaks into the (Pdb) prompt, and `c` continues. A signal the
+parent set to be ignored (nohup: SIGHUP) stays ignored. A program with more to say (microgpt.py:
+what was saved, how to resume) subclasses Shell (harness/cli.py).
 """
 import argparse
 import os
@@ -27,7 +28,7 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
 
 
 def say(message):
-    """One line on stderr, if there is a stderr to write to (closed, or a full device: nothing more to do)."""
+    """One line on stderr, if there is one to write to (closed, or a full device: nothing to do)."""
     try:
         if sys.stderr is not None:
             print(message, file=sys.stderr, flush=True)
@@ -40,9 +41,9 @@ def _raise_keyboard_interrupt(signum, frame):
 
 
 def _takeable(sig):
-    """May this program handle `sig` now? Only in the main thread (where Python delivers signals), not one
-    the parent set to be ignored, and not SIGINT while a debugger runs the program: a trace function is set
-    (pdb stepping), or SIGINT has a handler that is neither Python's nor ours (pdb's, after `c`)."""
+    """May this program handle `sig` now? Only in the main thread, not one the parent set to be ignored,
+    and not SIGINT under a debugger: a trace function set (pdb stepping), or a SIGINT handler neither
+    Python's nor ours (pdb's, after `c`)."""
     handler = signal.getsignal(sig)
     if threading.current_thread() is not threading.main_thread() or handler == signal.SIG_IGN:
         return False
@@ -62,8 +63,8 @@ def restore(handlers):
 
 
 class DeferSigint:
-    """The first Ctrl-C (or SIGTERM, or SIGHUP: a closed terminal) only sets a flag, so the step in progress
-    finishes, the state stays consistent and the caller can save it; a second one interrupts at once."""
+    """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so the step in progress finishes and the
+    caller can save a consistent state; a second one interrupts at once."""
 
     def __init__(self):
         self.hit, self.old = False, {}
@@ -144,7 +145,7 @@ class Shell:
         return EXIT_IO
 
     def report(self, e):
-        """The one line for an exception that ends the program, and its exit code; None for anything else."""
+        """The one line for an exception that ends the program, and its exit code; None for others."""
         if isinstance(e, InputError):
             say(f"{self.prog}: error: {e}")
             return EXIT_BAD_INPUT

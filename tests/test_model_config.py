@@ -68,3 +68,18 @@ def test_the_parameter_count_formula_matches_the_shapes(kw):
     from model_config import n_params
     cfg = GPTConfig(vocab_size=V, **kw)
     assert n_params(cfg) == sum(a.size for a in init_params(cfg).values())
+
+
+def test_off_sphere_measures_every_vector_kept_on_the_sphere():
+    """0 after init_params (flat layout) and for separate arrays alike; a stretched column of a matrix kept
+    unit along its columns (mlp_fc2) counts; an overflowed update (inf) is not <= any tolerance."""
+    from model_config import off_sphere, pack_params
+    cfg = GPTConfig(vocab_size=V, n_layer=2, norm="sphere")
+    p = init_params(cfg, seed=3)
+    assert off_sphere(p, cfg) < 1e-12
+    separate = {k: a.copy() for k, a in p.items()}
+    separate["layer1.mlp_fc2"][:, 5] *= 1.25
+    assert off_sphere(separate, cfg) == pytest.approx(0.25)
+    assert off_sphere(pack_params(separate, cfg), cfg) == pytest.approx(0.25)
+    p["wpe"][2] = np.inf
+    assert not off_sphere(p, cfg) <= 1e-6

@@ -107,10 +107,9 @@ def test_the_page_holds_the_weights_it_was_made_with(runs):
 
 def test_the_pages_layout_is_model_configs(runs):
     """The page reads where each matrix lies and how the effective scales are laid out from its data, which
-    planetarium.py takes from model_config.param_offsets and harness/history.scale_sizes; its script has no formula
+    planetarium.py takes from model_config.param_offsets and model_config.scale_sizes; its script has no formula
     for the parameter count."""
-    from harness.history import scale_sizes
-    from model_config import param_offsets
+    from model_config import param_offsets, scale_sizes
     data = page_data(runs["html"])
     for run, norm in zip(data["runs"], ("rmsnorm", "sphere")):
         cfg = runs[norm]["loaded"].cfg
@@ -240,7 +239,7 @@ def test_the_pages_projection_is_aligned_across_runs(runs):
 
 
 def test_the_pages_size_formula_is_its_layout():
-    from harness.history import scale_sizes
+    from model_config import scale_sizes
     for cfg in (mg.GPTConfig(27), mg.GPTConfig(81, n_embd=32, n_layer=2, norm="sphere"),
                 mg.GPTConfig(5, n_embd=8, n_head=2, n_layer=3, block_size=7, norm="sphere")):
         mats, size = planetarium.matrix_layout(cfg)

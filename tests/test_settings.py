@@ -70,10 +70,12 @@ def test_one_rule_for_a_flag_a_checkpoint_and_an_argument(name, value, words):
 
 def test_a_resume_keeps_lowers_or_changes_each_setting_as_its_row_says():
     kept = {"steps": 100, "lr": 0.01, "batch_size": 4, "engine": "value"}
-    merged, lowered = resumed(kept, {"steps": 200, "lr": 0.005, "batch_size": None, "engine": "numpy"})
+    merged, lowered = resumed(kept, {"steps": 200, "lr": 0.005, "batch_size": None, "engine": "numpy"}, 100)
     assert merged == {"steps": 200, "lr": 0.005, "batch_size": 4, "engine": "numpy"} and lowered == {"lr": 0.01}
     with pytest.raises(InputError, match="lr, batch_size differ from the checkpoint.*a lower --lr"):
-        resumed(kept, {"lr": 0.1, "batch_size": 8})
+        resumed(kept, {"lr": 0.1, "batch_size": 8}, 0)
+    with pytest.raises(InputError, match="at step 150, beyond the requested --steps 100"):
+        resumed(kept, {}, 150, lambda name: "--" + name)
 
 
 HYPOTHETICAL = ('    Setting("warmup", 0, NON_NEGATIVE_INT, "a hypothetical setting: steps of linear lr warm-up",\n'

@@ -189,3 +189,5 @@ def test_a_broken_history_is_one_line_in_process(runs, tmp_path, kind):
     with pytest.raises(InputError) as e:
         planetarium.load_run(str(tmp_path / "run"))
     assert "\n" not in str(e.value) and "history" in str(e.value)
+    if kind == "stars off the sphere":
+        assert "not on the sphere (max | |v| - 1 | = 0.5)" in str(e.value)

@@ -161,7 +161,7 @@ def test_a_resumed_run_continues_the_state_it_is_given():
         make_run(steps=9, resume=first, lr=123.0)
     with pytest.raises(InputError, match="batch_size differs from the checkpoint"):
         make_run(steps=9, resume=first, batch_size=3)
-    with pytest.raises(InputError, match="beyond the requested --steps 5"):
+    with pytest.raises(InputError, match="at step .*, beyond the requested steps 5"):
         make_run(steps=5, resume=first)
     with pytest.raises(InputError, match="has changed since the checkpoint"):
         run_state(CFG, VOCAB, WORDS[1:8], WORDS[8:], first, steps=9)
