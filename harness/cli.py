@@ -177,9 +177,6 @@ class Command(Shell):
                 else "nothing was saved")
         return f"interrupted; {done} (files already written are complete: writes are atomic)"
 
-    def interrupted_at_the_end(self):
-        return "interrupted while finishing; every file of the run was written"
-
     def write_failed(self, error):
         if self.progress is not None:  # a checkpoint failed (disk full?): the one before is intact
             return messages.report_write_error(error, self.progress, self.s)

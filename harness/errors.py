@@ -1,15 +1,8 @@
-"""harness/errors.py -- each way a program ends and its exit code, WriteError, text safe to print.
+"""harness/errors.py -- the exit codes, WriteError, and text safe to print.
 
-    0    ok
-    1    training diverged (a NaN/inf loss or gradient, an exploding loss, value.NumericError); Python also
-         exits 1 on an uncaught exception: a bug shows its traceback, never "diverged"
-    2    bad input (a flag, a corpus, a checkpoint, a size over the memory limit, an --out folder in use or
-         holding another run's files): one line on stderr, nothing written
-    74   an I/O error while writing (disk full, standard output closed or full; 74 is sysexits.h's EX_IOERR)
-    130  interrupted by Ctrl-C, SIGTERM or SIGHUP (training saves a checkpoint first)
-
-The shell (harness/shell.py) prints InputError (settings.py) and WriteError as one line with their
-code.
+0 ok, 1 diverged (a bug also exits 1, with Python's traceback), 2 bad input, 74 a write failed
+(sysexits.h's EX_IOERR), 130 interrupted: docs/running.md (Exit codes) says what each promises. The
+shell (harness/shell.py) prints InputError (settings.py) and WriteError as one line with their code.
 """
 from settings import InputError  # noqa: F401  (re-exported: the run's machinery raises it too)
 

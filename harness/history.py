@@ -2,25 +2,9 @@
 
 A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser early, always
 step 0 and the last planned step (Run calls due() and record(); save() comes with every checkpoint,
-before it). The file is an .npz without pickle, written atomically:
-
-    meta        JSON: format, version, config, vocab, steps (planned), count, dtype (of the run's weights;
-                kept here as float64), scales (the names and lengths of `scales`' columns), skipped
-                (snapshots of weights that were not finite), step (the run's step when written: the
-                checkpoint it belongs to) and run_id (the run's); older files lack the last two
-    step        (K,) int64      the steps done at each snapshot, increasing (0 = the initial weights)
-    params      (K, P) float64  every weight, in model_config's flat layout (param_offsets)
-    scales      (K, S) float64  sphere: model_config.effective_scales, columns alpha_A, alpha_M, s_qk, s_u,
-                                s_z (the values the forward pass applies; s_z is each output star's kappa)
-    drift       (K, U) float64  sphere: each unit vector's norm after the Adam step, before the retraction
-                                (1 = not pushed off the sphere), in the order of microgpt.retract's norms;
-                                NaN at step 0
-    train_loss  (N, 2) float64  (step, train loss); above MAX_CURVE steps, means of equal runs of steps
-    val_loss    (M, 2) float64  (step, val loss); above MAX_CURVE points, evenly thinned
-
-About 1.9 MB for the default model; a big model keeps fewer snapshots (BUDGET_BYTES). load_history
-checks every header against the config before anything is loaded: a bad file is one line
-(InputError).
+before it). The file's arrays and meta are listed in docs/planetarium.md (The history file).
+load_history checks every header against the config before anything is loaded: a bad file is one
+line (InputError).
 """
 import json
 import os
@@ -48,7 +32,6 @@ HISTORY_NAME = "history.npz"
 HISTORY_FORMAT, HISTORY_VERSION = "microgpt-history", 1
 DEFAULT_COUNT = 50
 MAX_SNAPSHOTS = 1000            # a history never keeps more (count is capped, and so is the loader)
-BUDGET_BYTES = SNAPSHOT_BUDGET  # the snapshots' weights of one run: a big model gets fewer snapshots
 MAX_CURVE = 2000                # points per loss curve in the file (a million steps are averaged down)
 MAX_FILE_BYTES = 2**30          # load_history refuses bigger files before reading them
 
@@ -80,7 +63,7 @@ class History:
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
-        self.count = max(2, min(count, MAX_SNAPSHOTS, BUDGET_BYTES // (8 * n_params(cfg))))
+        self.count = max(2, min(count, MAX_SNAPSHOTS, SNAPSHOT_BUDGET // (8 * n_params(cfg))))
         self.dtype, self.skipped, self.saved_step, self.run_id = "float64", 0, None, ""
         self._steps, self._params, self._drift = [], [], []  # one entry per snapshot
         if previous is not None:

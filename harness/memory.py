@@ -16,8 +16,8 @@ from settings import DEFAULTS, InputError
 # with tracemalloc around a 1-step numpy-engine train() of n_layer = 10,000, n_embd = 1: 1.2-1.4 kB an array.
 # A deep, narrow model (n_layer 10^6, n_embd 1) is made of these, not of its numbers.
 BYTES_PER_ARRAY = 1500
-BYTES_PER_STEP = 80  # a step's train loss: a float in a list (32), in the checkpoint (8), in metrics.json (~25)
-SNAPSHOT_BUDGET = 32 * 2**20  # the planetarium history's weights (harness/history.py keeps a big model's fewer)
+BYTES_PER_STEP = 80  # a step's train loss: a float in a list (32), the checkpoint (8), metrics.json (~25)
+SNAPSHOT_BUDGET = 32 * 2**20  # the history's snapshots of weights (a big model keeps fewer)
 
 
 def step_memory(cfg, batch_size, engine, itemsize=8):

@@ -18,8 +18,8 @@ def fmt_loss(x):
 
 
 def fmt_time(seconds):
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{seconds:02d}s"
 
 
 def print_header(s, docs, cfg, base, resume, notices):
@@ -27,7 +27,7 @@ def print_header(s, docs, cfg, base, resume, notices):
     print(f"corpus {as_text(repr(s.corpus))}: {docs['train'] + docs['val']} docs ({docs['train']} train / "
           f"{docs['val']} val), vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters + BOS)")
     if docs["cropped"]:
-        print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size} and are cropped to it")
+        print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size}: cropped to it")
     print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, n_head={cfg.n_head}, "
           f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={s.engine}"
           + (", riemannian" if s.riemannian else ""))
@@ -54,8 +54,9 @@ class Progress:
                 f"{info['ms_per_step']:.2f} ms/step | ETA {fmt_time(info['eta_s'])}")
         base = self.base
         if info["val_loss"] is not None:  # a line that stays: val loss beside the baselines it should beat
-            print(("\r" if self.tty else "") + line + f" | val loss {fmt_loss(info['val_loss'])} (bigram "
-                  f"{base['bigram']:.4f}, unigram {base['unigram']:.4f}, uniform {base['uniform']:.4f})", flush=True)
+            baselines = ", ".join(f"{name} {base[name]:.4f}" for name in ("bigram", "unigram", "uniform"))
+            print(("\r" if self.tty else "") + line + f" | val loss {fmt_loss(info['val_loss'])} ({baselines})",
+                  flush=True)
             if self.out:
                 save_run(self.out, info["state"], self.history)
                 self.last_good = (os.path.join(self.out, "checkpoint.npz"), info["step"])
@@ -74,7 +75,8 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     if last_good is not None:
         return f"the last good checkpoint is {last_good[0]!r} (step {last_good[1]})"
     if out:
-        return f"no checkpoint was written (it {what} before the first one, due at step {min(eval_every, steps)})"
+        due = min(eval_every, steps)
+        return f"no checkpoint was written (it {what} before the first one, due at step {due})"
     return "no checkpoint was written (no --out)"
 
 
@@ -89,13 +91,13 @@ def report_divergence(state, progress, s, new_run):
     """Nothing new is written (the weights before the bad step would only repeat it). A new run that
     fails at its first step had no update yet: its code failed, not the learning rate."""
     if new_run and state.step == 0:
-        say(f"microgpt: error: the model's first forward and backward pass failed, before any learning rate acted: "
-            f"{state.error}. Nothing was written. This is the model's code, not --lr: `python -m pdb microgpt.py` "
-            "with the same flags stops at the failing line.")
+        say(f"microgpt: error: the model's first forward and backward pass failed, before any learning "
+            f"rate acted: {state.error}. Nothing was written. This is the model's code, not --lr: "
+            "`python -m pdb microgpt.py` with the same flags stops at the failing line.")
         return EXIT_DIVERGED
     kept = kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps, "diverged")
-    say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a resumed run "
-        "may lower it: --resume --lr ...).")
+    say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a "
+        "resumed run may lower it: --resume --lr ...).")
     return EXIT_DIVERGED
 
 
@@ -108,8 +110,8 @@ def save_interrupted(state, progress, s, args):
         say(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
             f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
         return EXIT_IO
-    say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to {os.path.join(out, 'checkpoint.npz')}\n"
-        f"continue with: {resume_command(out, args)}")
+    say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to "
+        f"{os.path.join(out, 'checkpoint.npz')}\ncontinue with: {resume_command(out, args)}")
     return EXIT_INTERRUPTED
 
 
@@ -136,10 +138,10 @@ def resume_command(out, args):
 
 
 def print_final(state, base):
-    val = state.val_loss[-1][1]
-    print(f"final: train loss {fmt_loss(final_train_loss(state))} (mean of last {min(50, len(state.train_loss))} "
-          f"steps), val loss {fmt_loss(val)} -- {'below' if val < base['bigram'] else 'not yet below'} the bigram "
-          f"baseline {base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
+    val, last = state.val_loss[-1][1], min(50, len(state.train_loss))
+    below = "below" if val < base["bigram"] else "not yet below"
+    print(f"final: train loss {fmt_loss(final_train_loss(state))} (mean of last {last} steps), val loss "
+          f"{fmt_loss(val)} -- {below} the bigram baseline {base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
 
 
 def final_train_loss(state):

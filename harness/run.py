@@ -94,7 +94,7 @@ class Run:
         self.sigint.__exit__()
         s = self.state
         s.interrupted = self.sigint.hit and s.step < s.steps
-        if exc_type is not None and issubclass(exc_type, NumericError):  # the engine's own failure: divergence
+        if exc_type is not None and issubclass(exc_type, NumericError):  # the engine's own: divergence
             s.error = f"step {s.step + 1}: {exc} ({where(tb)})"
             return True  # (the weights are those of the last complete step)
         return False  # anything else is a bug in the code: Python's own traceback, at the line
@@ -106,8 +106,9 @@ class Run:
         so large that Adam's squares would overflow; the weights stay the last good ones."""
         if math.isfinite(loss) and -HUGE_GRADIENT < float(grad.min()) and float(grad.max()) < HUGE_GRADIENT:
             return False  # (a NaN fails both comparisons)
-        self.state.error = f"step {step + 1}: " + (f"the loss is {loss} (not finite)" if not math.isfinite(loss)
-                                                   else f"the gradient is not finite (NaN/inf); loss {loss:.4g}")
+        why = (f"the loss is {loss} (not finite)" if not math.isfinite(loss) else
+               f"the gradient is not finite (NaN/inf); loss {loss:.4g}")
+        self.state.error = f"step {step + 1}: {why}"
         return True
 
     def after_step(self, step, loss, drift=None):
@@ -122,12 +123,12 @@ class Run:
         s.ms_per_step = 1000 * self.step_time / self.timed
         evaluating = s.step % s.eval_every == 0 or s.step == s.steps
         val = None
-        if (s.step % DIVERGED_WINDOW == 0 or evaluating) and self._exploded():  # so no exploded weights are saved
-            return True
+        if (s.step % DIVERGED_WINDOW == 0 or evaluating) and self._exploded():
+            return True  # (before an evaluation: no exploded weights are saved)
         if evaluating:
             if s.cfg.norm == "sphere" and not off_sphere(s.params, s.cfg) <= 1e-6:  # (NaN: not on it)
-                s.error = (f"step {s.step}: the weights are no longer on the sphere (the updates overflowed and the "
-                           "retraction could not put them back)")
+                s.error = (f"step {s.step}: the weights are no longer on the sphere (the updates overflowed "
+                           "and the retraction could not put them back)")
                 return True
             val = evaluate(s.params, self.val_tokens, s.cfg)
             if not math.isfinite(val):
@@ -138,8 +139,9 @@ class Run:
             self.history.record(s.step, s.params, drift)
         if self.progress is not None:
             try:
+                eta = (s.steps - s.step) * s.ms_per_step / 1000
                 self.progress({"step": s.step, "steps": s.steps, "loss": loss, "ms_per_step": s.ms_per_step,
-                               "eta_s": (s.steps - s.step) * s.ms_per_step / 1000, "val_loss": val, "state": s})
+                               "eta_s": eta, "val_loss": val, "state": s})
             except KeyboardInterrupt:
                 self.sigint.hit = True
         self.t0 = time.perf_counter()
@@ -154,9 +156,10 @@ class Run:
         mean = sum(recent) / len(recent)
         if mean <= self.start + DIVERGED_NATS:
             return False
-        s.error = (f"step {s.step}: the mean train loss of the last {len(recent)} steps is {mean:.4g}, more than "
-                   f"{DIVERGED_NATS:g} nat above where training started ({self.start:.4f}: the uniform baseline "
-                   f"log({s.cfg.vocab_size}) or the initial val loss, whichever is higher); the loss exploded")
+        s.error = (f"step {s.step}: the mean train loss of the last {len(recent)} steps is {mean:.4g}, more "
+                   f"than {DIVERGED_NATS:g} nat above where training started ({self.start:.4f}: the uniform "
+                   f"baseline log({s.cfg.vocab_size}) or the initial val loss, whichever is higher); the loss "
+                   "exploded")
         return True
 
 

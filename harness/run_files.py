@@ -33,7 +33,7 @@ except ImportError:  # Windows
     import msvcrt
 
 RUN_FILE_NAMES = ("checkpoint.npz", "history.npz", "metrics.json", "loss.png")
-TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # a temp file's name: short, so it fits wherever its target fits
+TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # short: a temp file fits wherever its target fits
 
 
 def not_a_regular_file(path):
@@ -153,7 +153,8 @@ def read_meta(file, fmt, version, max_chars=2**20):
         raise InputError(f"it has format {meta.get('format')!r} version {meta.get('version')!r}; this microgpt "
                          f"reads {fmt!r} version {version}")
     config = meta.get("config")
-    unknown = sorted(set(config) - {f.name for f in fields(GPTConfig)}) if isinstance(config, dict) else config
+    known = {f.name for f in fields(GPTConfig)}
+    unknown = sorted(set(config) - known) if isinstance(config, dict) else config
     if unknown:
         raise InputError(f"its config has settings this microgpt does not know: {short(unknown)}")
     try:
@@ -243,7 +244,7 @@ def make_folder(out):
             pass
     except OSError as e:
         raise InputError(f"--out {out!r} is not a writable folder ({e.strerror or e})") from None
-    except RecursionError:  # os.makedirs recurses once per missing folder level: thousands of them overflow it
+    except RecursionError:  # os.makedirs recurses once per missing folder level: thousands overflow it
         raise InputError(f"--out {out[:60]!r}... has too many folder levels to create") from None
 
 

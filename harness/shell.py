@@ -127,7 +127,7 @@ class Shell:
                 return False  # not bad input, a write error or a signal: a bug, with Python's traceback
             self.exit_code = code
         if late.hit and self.exit_code == EXIT_OK:
-            say(f"{self.prog}: {self.interrupted_at_the_end()}")
+            say(f"{self.prog}: interrupted while finishing; everything was written")
             self.exit_code = EXIT_INTERRUPTED
         return True
 
@@ -136,9 +136,6 @@ class Shell:
 
     def interrupted(self):
         return "interrupted; nothing was written"
-
-    def interrupted_at_the_end(self):
-        return "interrupted while finishing; everything was written"
 
     def write_failed(self, error):
         say(f"{self.prog}: error: {error}")

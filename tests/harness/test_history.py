@@ -23,16 +23,9 @@ from cli_helpers import (
 import microgpt as mg
 import planetarium
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from harness.history import (
-    BUDGET_BYTES,
-    HISTORY_NAME,
-    MAX_CURVE,
-    History,
-    load_history,
-    snapshot_steps,
-    unit_vector_count,
-)
-from model_config import n_params
+from harness.history import HISTORY_NAME, MAX_CURVE, History, load_history, snapshot_steps
+from harness.memory import SNAPSHOT_BUDGET
+from model_config import n_params, unit_vector_count
 
 
 @pytest.mark.slow
@@ -143,7 +136,7 @@ def test_the_file_stays_small_for_the_default_model_and_a_million_steps(runs, tm
 def test_a_big_model_keeps_fewer_snapshots():
     cfg = mg.GPTConfig(27, n_embd=128, n_head=4, n_layer=2)  # 400k parameters: 10 snapshots
     h = History(cfg, list("abcdefghijklmnopqrstuvwxyz"), 1000)
-    assert 2 <= h.count < 50 and h.count * 8 * n_params(cfg) <= BUDGET_BYTES
+    assert 2 <= h.count < 50 and h.count * 8 * n_params(cfg) <= SNAPSHOT_BUDGET
 
 @pytest.mark.slow
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
