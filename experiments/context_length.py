@@ -229,6 +229,47 @@ def run_job(job):
     return rec
 
 
+def gate_job(job):
+    """The gate's question for one long run: the context gain (see context_gain) on every val tile, measured at
+    job["checks"] evenly spaced steps, with the val loss; the lr decays over the whole run as in the grid."""
+    d, T = _DATA, job["T"]
+    cfg = model_config(job, len(d["vocab"]) + 1)
+    docs = sample_windows(d["train"], T, job["steps"] * job["batch_size"], job["seed"])
+    fin_in, fin_tg = window_ids(d["final_tiles"], T, d["vocab"])
+    points = set(np.linspace(0, job["steps"], job["checks"] + 1)[1:].round().astype(int).tolist())
+    checks = []
+
+    def progress(info):
+        if info["step"] in points:
+            loss, per_position = val_loss(info["state"].params, cfg, fin_in, fin_tg)
+            checks.append([info["step"], round(loss, 6), round(context_gain(per_position), 6)])
+
+    cpu0 = time.process_time()
+    state = train(docs, [d["curve_tiles"][0][:T]], d["vocab"], cfg, steps=job["steps"], batch_size=job["batch_size"],
+                  lr=job["lr"], seed=job["seed"], engine="numpy", dtype="float32", eval_every=job["steps"],
+                  progress=progress)
+    return dict(job, error=state.error, checks=checks, cpu_seconds=time.process_time() - cpu0)
+
+
+def run_gate_pilot(data, opts, log):
+    """--gate-pilot: rmsnorm at the longest T, lr --lr0 * 2^(center/2), seed --seed, one run per length given;
+    writes gate_pilot.json into --out. The grid's gate is read from the grid's own runs; this decides the run
+    length before the grid."""
+    for var in BLAS_ENV:
+        os.environ[var] = "1"
+    T = max(opts.contexts)
+    jobs = [{"norm": "rmsnorm", "T": T, "steps": steps, "lr": lr_of(opts, opts.center), "seed": opts.seed,
+             "batch_size": opts.batch_size, "n_embd": opts.n_embd, "n_head": opts.n_head, "n_layer": opts.n_layer,
+             "checks": 8} for steps in opts.gate_pilot]
+    with ProcessPoolExecutor(max_workers=opts.workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_init_worker, initargs=(data,)) as pool:
+        results = list(pool.map(gate_job, jobs))
+    for r in results:
+        log(f"gate pilot: rmsnorm T={T} lr={r['lr']:.3g} {r['steps']} steps ({r['cpu_seconds'] / 60:.0f} CPU min): "
+            + "; ".join(f"step {s}: val {v:.4f}, gain {g:+.4f}" for s, v, g in r["checks"]))
+    return results
+
+
 def timing_job(job):
     """ms per training step (forward, backward, Adam, retraction; no evaluation) of one short run."""
     d = _DATA
@@ -901,6 +942,9 @@ def parser():
                    help="repetitions of the per-step timing, norms alternating (default 5)")
     p.add_argument("--retime", action="store_true", help="measure the per-step times again even if results.json "
                                                          "has them")
+    p.add_argument("--gate-pilot", type=_int_list, metavar="STEPS",
+                   help="train nothing else: rmsnorm at the longest T for each of these run lengths (comma-"
+                        "separated), measuring the gate's context gain 8 times a run; writes gate_pilot.json")
     p.add_argument("--from-json", metavar="PATH",
                    help="train nothing: write results.md and the figures again from a results.json (into --out, "
                         "default the directory of PATH)")
@@ -979,11 +1023,19 @@ def main(argv=None):
         except OSError as e:
             raise InputError(f"cannot create output directory {out!r}: {e.strerror or e}") from None
         path = os.path.join(out, "results.json")
-        cache, timing, invocations = load_previous(path, opts, dinfo)
+        if not opts.gate_pilot:
+            cache, timing, invocations = load_previous(path, opts, dinfo)
     except InputError as e:
         print(f"context_length.py: error: {e}", file=sys.stderr)
         return 2
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    if opts.gate_pilot:
+        t0 = time.perf_counter()
+        results = run_gate_pilot(data, opts, log)
+        command = " ".join(["python experiments/context_length.py"] + [shlex.quote(a) for a in argv])
+        write_json(os.path.join(out, "gate_pilot.json"), {"command": command, "wall_s": time.perf_counter() - t0,
+                                                          "machine": machine_info(), "runs": results})
+        return 0
     started, load_start, t0 = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                " ".join(f"{x:.2f}" for x in os.getloadavg()), time.perf_counter())
     command = " ".join(["python experiments/context_length.py"] + [shlex.quote(a) for a in argv])
