@@ -214,6 +214,8 @@ def run_job(job):
     state = train(docs, [d["curve_tiles"][0][:T]], vocab, cfg, steps=job["steps"], batch_size=job["batch_size"],
                   lr=job["lr"], seed=job["seed"], engine="numpy", dtype="float32", eval_every=job["steps"],
                   progress=progress)
+    if state.interrupted:  # Ctrl-C: no record (a cut-short run must not be stored as a finished one)
+        raise KeyboardInterrupt
     final = curve[-1][1] if not state.error and curve[-1][0] == job["steps"] else None
     if final is not None and not math.isfinite(final):
         final = None
