@@ -420,7 +420,7 @@ def run_timing(data, opts, log):
     sphere, rmsnorm, ...), so that a change in the machine's load falls on both alike. Returns {T: {...}}."""
     for var in BLAS_ENV:
         os.environ[var] = "1"
-    out = {}
+    out, t0 = {}, time.perf_counter()
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_init_worker, initargs=(data,)) as pool:
         for T in opts.contexts:
@@ -434,7 +434,9 @@ def run_timing(data, opts, log):
             ratios = [s / r for r, s in zip(ms["rmsnorm"], ms["sphere"])]
             out[str(T)] = {"steps": timing_steps(T), "ms": ms, "ratios": ratios,
                            "ms_median": {n: float(np.median(ms[n])) for n in NORMS},
-                           "ratio": float(np.median(ms["sphere"]) / np.median(ms["rmsnorm"]))}
+                           "ratio": float(np.median(ms["sphere"]) / np.median(ms["rmsnorm"])),
+                           "wall_s": time.perf_counter() - t0, "measured": time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                                           time.gmtime())}
             log(f"timing T={T}: rmsnorm {out[str(T)]['ms_median']['rmsnorm']:.1f} ms/step, sphere "
                 f"{out[str(T)]['ms_median']['sphere']:.1f} ms/step, ratio sphere/rmsnorm {out[str(T)]['ratio']:.3f} "
                 f"(per repetition {min(ratios):.3f}-{max(ratios):.3f})")
@@ -944,6 +946,9 @@ def parser():
                    help="repetitions of the per-step timing, norms alternating (default 5)")
     p.add_argument("--retime", action="store_true", help="measure the per-step times again even if results.json "
                                                          "has them")
+    p.add_argument("--timing-only", action="store_true",
+                   help="train nothing else: measure the per-step times (into results.json, where the grid finds "
+                        "them) and stop")
     p.add_argument("--gate-pilot", type=_int_list, metavar="STEPS",
                    help="train nothing else: rmsnorm at the longest T for each of these run lengths (comma-"
                         "separated), measuring the gate's context gain 8 times a run; writes gate_pilot.json")
@@ -1056,6 +1061,11 @@ def main(argv=None):
         write_json(path, {"complete": False, "options": vars(opts), "data": dinfo,
                           "info": info_now(None, records), "timing": timing, "runs": records})
 
+    if opts.timing_only:
+        timing = run_timing(data, opts, log)
+        save(list(cache.values()))
+        log(f"wrote the per-step timing into {path}")
+        return 0
     records, n_trained = run_grid(units, data, opts, cache, save, log)
     if timing is None or opts.retime or any(str(T) not in timing for T in opts.contexts):
         timing = run_timing(data, opts, log)
