@@ -288,7 +288,7 @@ def test_every_number_of_the_report_recomputed_from_the_stored_curves(grid):
         assert (row["r_min"], row["r_max"]) == pytest.approx((min(rs), max(rs)))
         assert row["gap_mean"] == pytest.approx(np.mean(gaps)) and row["gap_std"] == pytest.approx(np.std(gaps, ddof=1))
         t = grid["timing"][str(T)]
-        assert row["time_ratio"] == pytest.approx(np.median(t["ms"]["sphere"]) / np.median(t["ms"]["rmsnorm"]))
+        assert row["time_ratio"] == pytest.approx(min(t["ms"]["sphere"]) / min(t["ms"]["rmsnorm"]))
         assert row["wall_speedup"] == pytest.approx(np.mean(rs) / row["time_ratio"])
     Ts = np.log([row["T"] for row in S["rows"]])
     slopes = [np.polyfit(Ts, np.log(rs_by_seed[s]), 1)[0] for s in seeds]
