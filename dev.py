@@ -63,8 +63,8 @@ def ensure_venv():
                 return python
     except OSError:
         pass  # no stamp yet: install
-    print("dev.py: installing requirements.txt into .venv (first run: a minute or two) ...", file=sys.stderr,
-          flush=True)
+    print("dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first run: a minute or two) ...",
+          file=sys.stderr, flush=True)
     result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
                              REQUIREMENTS], cwd=ROOT)
     if result.returncode != 0:
