@@ -43,7 +43,9 @@ arguments, and results.json is rewritten after every finished run: an interrupte
 the same --out, takes every finished run from it and continues (the lr decisions depend only on run results).
 --from-json re-renders results.md and the figures from a results.json without training.
 
+    python experiments/context_length.py --gate-pilot 4000,8000          # before the grid: longer rmsnorm runs
     python experiments/context_length.py                                 # the full grid, hours
+    python experiments/context_length.py --timing-only --retime          # the per-step times again, alone
     python experiments/context_length.py --quick --out /tmp/q            # smoke test, seconds
     python experiments/context_length.py --from-json experiments/results/context_length/results.json
 """
@@ -626,7 +628,7 @@ def _iso(iso, nd=2):
     return "—" if iso is None else (f"{iso[1]:.{nd}f}" if iso[0] == "=" else f"{iso[0]} {iso[1]:.{nd}f}")
 
 
-def markdown(summary, data, opts, info):
+def markdown(summary, data, opts, info, pilot=None):
     S = summary
     m = info["machine"]
     rows = S["rows"]
@@ -652,7 +654,9 @@ def markdown(summary, data, opts, info):
          "work (timings in the grid are wall time under that load)",
          f"- compute: {info['n_runs']} runs, **{info['cpu_s'] / 3600:.2f} CPU hours** (summed process time of the "
          f"runs), **{fmt_time(info['wall_s'])} wall time** over {len(info['invocations'])} invocation(s)"
-         + "".join(f"; `{v['command']}` started {v['started']}, {v['n_trained']} runs trained, wall "
+         + "".join(f"; `{v['command']}` started {v['started']}, "
+                   + ("stopped early or timing only" if v["n_trained"] is None else f"{v['n_trained']} runs trained")
+                   + ", wall "
                    f"{fmt_time(v['wall_s'])}, load average {v['load_start']} → {v['load_end']}"
                    for v in info["invocations"]), ""]
 
@@ -689,6 +693,15 @@ def markdown(summary, data, opts, info):
             L.append(f"| {row['T']} | {n} | " + " | ".join(_f(x, 4, sign=True) for x in row["context_gain"][n])
                      + " |")
     L += ["", f"Gate at T = {g['T']}: **{'passed' if g['passed'] else 'NOT passed'}**.", ""]
+    if pilot:
+        L += [f"Before the grid, longer rmsnorm runs at T = {g['T']} (lr {pilot['runs'][0]['lr']:.3g}, seed "
+              f"{pilot['runs'][0]['seed']}, the lr decaying over each run's own length; `{pilot['command']}`): the "
+              "same gain on all held-out tiles, measured during each run:", "",
+              "| run length | " + " | ".join(f"{i}/8 of the run" for i in range(1, 9)) + " |", "|---" * 9 + "|"]
+        for r in pilot["runs"]:
+            L.append(f"| {r['steps']:,} | " + " | ".join(f"{step:,}: {v:.3f} / {gain:+.4f}" for step, v, gain in
+                                                         r["checks"]) + " |")
+        L += ["", "(each cell: step: val loss / gain)", ""]
 
     if S["anchors"]:
         L += ["## The anchors' protocol: separate full-schedule runs of S/4, S/2 and S steps", "",
@@ -998,11 +1011,23 @@ def rerender(path, out):
         raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
     out = out or os.path.dirname(os.path.abspath(path))
     summary = summarize(units, opts, timing)
-    return report(summary, records, data, opts, info, timing, out), out
+    pilot = load_pilot(os.path.dirname(os.path.abspath(path)))
+    return report(summary, records, data, opts, info, timing, out, pilot), out
 
 
-def report(summary, records, data, opts, info, timing, out):
-    md = markdown(summary, data, opts, info)
+def load_pilot(folder):
+    """gate_pilot.json of --gate-pilot in `folder`, or None."""
+    try:
+        with open(os.path.join(folder, "gate_pilot.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read {os.path.join(folder, 'gate_pilot.json')!r}: {e}") from None
+
+
+def report(summary, records, data, opts, info, timing, out, pilot):
+    md = markdown(summary, data, opts, info, pilot)
     write_json(os.path.join(out, "results.json"), {"complete": True, "options": vars(opts), "data": data,
                                                    "info": info, "timing": timing, "summary": summary,
                                                    "runs": records})
@@ -1082,7 +1107,7 @@ def main(argv=None):
     order = {T: i for i, T in enumerate(opts.contexts)}
     records.sort(key=lambda r: (order[r["T"]], r["norm"], ("sweep", "seeds", "anchor").index(r["phase"]), r["steps"],
                                 r["lr_k"], r["seed"]))
-    md = report(summary, records, dinfo, opts, info, timing, out)
+    md = report(summary, records, dinfo, opts, info, timing, out, load_pilot(out))
     print(md)
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, results.json and 2 PNGs "
         f"to {out}")
