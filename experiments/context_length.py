@@ -45,7 +45,7 @@ the same --out, takes every finished run from it and continues (the lr decisions
 
     python experiments/context_length.py --gate-pilot 4000,8000          # before the grid: longer rmsnorm runs
     python experiments/context_length.py                                 # the full grid, hours
-    python experiments/context_length.py --timing-only --retime          # the per-step times again, alone
+    python experiments/context_length.py --timing-only                   # the per-step times again, alone
     python experiments/context_length.py --quick --out /tmp/q            # smoke test, seconds
     python experiments/context_length.py --from-json experiments/results/context_length/results.json
 """
