@@ -66,6 +66,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
 import numpy as np  # noqa: E402
+from arguments import Parser, int_list, nonneg_int, pos_int  # noqa: E402
 
 from corpora import fingerprint, shakespeare_plays  # noqa: E402
 from harness.run_files import atomic_write  # noqa: E402
@@ -881,42 +882,6 @@ def load_previous(path, opts, dinfo):
 
 # =========================================================================== CLI
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
-        sys.exit(2)
-
-
-def _int_list(text):
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not xs or min(xs) <= 0:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return xs
-
-
-def _pos_int(text):
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if x <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return x
-
-
-def _nonneg_int(text):
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if x < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return x
-
-
 QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend": 1, "anchor_contexts": [16, 32],
          "curve_tiles": 16, "val_plays": 2, "timing_reps": 1, "n_log": 4, "n_lin": 4}
 
@@ -938,39 +903,39 @@ def parser():
     p.add_argument("--quick", action="store_true",
                    help="smoke test in seconds: contexts 16 and 32, 24 steps, 2 seeds, one lr per sweep (+1 beyond "
                         "the edge), small val set (the defaults below become these; explicit flags still win)")
-    p.add_argument("--workers", type=_pos_int, default=2, help="worker processes (default 2)")
-    p.add_argument("--contexts", type=_int_list, default=[64, 128, 256, 512],
+    p.add_argument("--workers", type=pos_int, default=2, help="worker processes (default 2)")
+    p.add_argument("--contexts", type=int_list, default=[64, 128, 256, 512],
                    help="context lengths T, comma-separated (default 64,128,256,512)")
-    p.add_argument("--steps", type=_pos_int, default=2000, help="optimizer steps per run, S (default 2000)")
-    p.add_argument("--seeds", type=_pos_int, default=3, help="paired seeds at the chosen lr (default 3: SEED+1..)")
+    p.add_argument("--steps", type=pos_int, default=2000, help="optimizer steps per run, S (default 2000)")
+    p.add_argument("--seeds", type=pos_int, default=3, help="paired seeds at the chosen lr (default 3: SEED+1..)")
     p.add_argument("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
     p.add_argument("--lr0", type=float, default=0.01, help="lr lattice lr0*2^(k/2) (default 0.01)")
     p.add_argument("--center", type=int, default=0, help="the sweep's centre k on the lattice (default 0)")
-    p.add_argument("--sweep", type=_nonneg_int, default=1,
+    p.add_argument("--sweep", type=nonneg_int, default=1,
                    help="sweep k = center-N .. center+N (default 1: 3 lrs)")
-    p.add_argument("--max-extend", type=_nonneg_int, default=4,
+    p.add_argument("--max-extend", type=nonneg_int, default=4,
                    help="lrs added, one at a time, beyond an edge where the best lr is (default 4)")
-    p.add_argument("--anchor-contexts", type=_int_list, default=[64, 512],
+    p.add_argument("--anchor-contexts", type=int_list, default=[64, 512],
                    help="contexts with the anchors' protocol: runs of S/4 and S/2 steps (default 64,512)")
-    p.add_argument("--batch-size", type=_pos_int, default=8, help="windows per step (default 8)")
-    p.add_argument("--n-embd", type=_pos_int, default=32, help="embedding width (default 32)")
-    p.add_argument("--n-head", type=_pos_int, default=4, help="attention heads (default 4)")
-    p.add_argument("--n-layer", type=_pos_int, default=2, help="layers (default 2)")
-    p.add_argument("--val-plays", type=_pos_int, default=4, help="plays held out for validation (default 4)")
+    p.add_argument("--batch-size", type=pos_int, default=8, help="windows per step (default 8)")
+    p.add_argument("--n-embd", type=pos_int, default=32, help="embedding width (default 32)")
+    p.add_argument("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
+    p.add_argument("--n-layer", type=pos_int, default=2, help="layers (default 2)")
+    p.add_argument("--val-plays", type=pos_int, default=4, help="plays held out for validation (default 4)")
     p.add_argument("--split-seed", type=int, default=42, help="seed of the choice of held-out plays (default 42)")
-    p.add_argument("--curve-tiles", type=_pos_int, default=128,
+    p.add_argument("--curve-tiles", type=pos_int, default=128,
                    help="held-out tiles of max(T) characters the val curve is measured on (default 128)")
-    p.add_argument("--n-log", type=_pos_int, default=8,
+    p.add_argument("--n-log", type=pos_int, default=8,
                    help="log-spaced eval points before the first evenly spaced one (default 8)")
-    p.add_argument("--n-lin", type=_pos_int, default=16, help="evenly spaced eval points per run (default 16)")
-    p.add_argument("--timing-reps", type=_pos_int, default=7,
+    p.add_argument("--n-lin", type=pos_int, default=16, help="evenly spaced eval points per run (default 16)")
+    p.add_argument("--timing-reps", type=pos_int, default=7,
                    help="repetitions of the per-step timing, norms alternating; the fastest counts (default 7)")
     p.add_argument("--retime", action="store_true", help="measure the per-step times again even if results.json "
                                                          "has them")
     p.add_argument("--timing-only", action="store_true",
                    help="train nothing else: measure the per-step times (into results.json, where the grid finds "
                         "them) and stop")
-    p.add_argument("--gate-pilot", type=_int_list, metavar="STEPS",
+    p.add_argument("--gate-pilot", type=int_list, metavar="STEPS",
                    help="train nothing else: rmsnorm at the longest T for each of these run lengths (comma-"
                         "separated), measuring the gate's context gain 8 times a run; writes gate_pilot.json")
     p.add_argument("--from-json", metavar="PATH",

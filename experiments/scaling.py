@@ -53,6 +53,7 @@ sys.path.insert(0, HERE)  # sphere_vs_rmsnorm.py: the measuring helpers
 
 import numpy as np  # noqa: E402
 import sphere_vs_rmsnorm as sv  # noqa: E402
+from arguments import Parser, int_list, pos_int  # noqa: E402
 
 from harness.errors import InputError  # noqa: E402
 from harness.run_files import atomic_write  # noqa: E402
@@ -683,12 +684,6 @@ def plots(summary, data, opts, out):
 
 # =========================================================================== CLI
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 QUICK = {"lengths": [10, 20], "layers": [1, 2], "widths": [16, 32], "seeds": 2, "val_docs": 24, "base_sweep": 1,
          "sweep": 0, "max_extend": 1}
 
@@ -711,17 +706,17 @@ def parser():
     p.add_argument("--quick", action="store_true",
                    help="smoke test in seconds: 10/20 steps, 1/2 layers, widths 16/32, 2 seeds, tiny lr sweeps, "
                         "24 val docs (the defaults of the sizes below become these; explicit flags still win)")
-    p.add_argument("--workers", type=sv._pos_int, default=2, help="worker processes (default 2)")
-    p.add_argument("--lengths", type=sv._int_list, default=[2000, 10000, 40000],
+    p.add_argument("--workers", type=pos_int, default=2, help="worker processes (default 2)")
+    p.add_argument("--lengths", type=int_list, default=[2000, 10000, 40000],
                    help="training-length axis, comma-separated steps (default 2000,10000,40000; the first is the "
                         "base point)")
-    p.add_argument("--layers", type=sv._int_list, default=[1, 2, 4, 8],
+    p.add_argument("--layers", type=int_list, default=[1, 2, 4, 8],
                    help="depth axis, comma-separated n_layer (default 1,2,4,8; the first is the base point)")
-    p.add_argument("--widths", type=sv._int_list, default=[16, 32, 64],
+    p.add_argument("--widths", type=int_list, default=[16, 32, 64],
                    help="width axis, comma-separated n_embd (default 16,32,64; the first is the base point)")
     p.add_argument("--no-alpha-variant", dest="alpha_variant", action="store_false",
                    help="leave out the 'sphere a=1/L' model (alpha_init = 1/n_layer) of the depth sweep")
-    p.add_argument("--seeds", type=sv._pos_int, default=3,
+    p.add_argument("--seeds", type=pos_int, default=3,
                    help="seeds per model and cell at its chosen lr (default 3; seeds SEED+1..SEED+N)")
     p.add_argument("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
     p.add_argument("--lr0", type=float, default=0.01, help="centre of the lr lattice lr0*2^(k/2) (default 0.01)")
@@ -731,10 +726,10 @@ def parser():
                    help="other cells sweep k*-S..k*+S around the neighbour's best k* (default 1: 3 lrs)")
     p.add_argument("--max-extend", type=int, default=6,
                    help="lrs added, one at a time, beyond an edge of a sweep whose best lr is at it (default 6)")
-    p.add_argument("--batch-size", type=sv._pos_int, default=16, help="docs per step (default 16)")
-    p.add_argument("--n-head", type=sv._pos_int, default=4, help="attention heads (default 4)")
-    p.add_argument("--block-size", type=sv._pos_int, default=16, help="max positions per doc (default 16)")
-    p.add_argument("--val-docs", type=sv._pos_int, default=600,
+    p.add_argument("--batch-size", type=pos_int, default=16, help="docs per step (default 16)")
+    p.add_argument("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
+    p.add_argument("--block-size", type=pos_int, default=16, help="max positions per doc (default 16)")
+    p.add_argument("--val-docs", type=pos_int, default=600,
                    help="measure val loss on the first N docs of the val split (default 600, as sphere_vs_rmsnorm)")
     p.add_argument("--split-seed", type=int, default=42, help="seed of the 90/10 train/val split (default 42)")
     p.add_argument("--reuse", metavar="PATH",

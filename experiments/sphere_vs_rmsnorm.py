@@ -37,6 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
 import numpy as np  # noqa: E402
+from arguments import Parser, float_list, float_list_or_empty, int_list, pos_int  # noqa: E402
 
 from harness.errors import InputError  # noqa: E402
 from harness.run_files import atomic_write  # noqa: E402
@@ -473,46 +474,12 @@ def plots(summary, settings, main_setting, arms, results, data, opts, out):
 
 # =========================================================================== CLI
 
-def _float_list(text):
-    try:
-        xs = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not xs or not all(math.isfinite(x) and x > 0 for x in xs):
-        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
-    return xs
-
-
-def _int_list(text):
-    try:
-        xs = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not xs or min(xs) <= 0:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return xs
-
-
-def _pos_int(text):
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if x <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return x
-
-
-def _float_list_or_empty(text):
-    return [] if text.strip().lower() in ("", "none") else _float_list(text)
-
-
 QUICK = {"steps": 40, "seeds": 2, "lrs": [3e-3, 1e-2], "batch_sizes": [4], "n_layers": [1], "val_docs": 48,
          "alpha_inits": [0.5], "sz_inits": [5.0]}
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="sphere_vs_rmsnorm.py",
         description="Train microgpt's rmsnorm and sphere (nGPT) modes with the NumPy engine on the same corpus "
                     "and split, each at its own best learning rate, and report val-loss curves, steps to target "
@@ -530,30 +497,30 @@ def parser():
     p.add_argument("--quick", action="store_true",
                    help=f"smoke test in seconds: {QUICK['steps']} steps, {QUICK['seeds']} seeds, 2 lrs, batch 4, "
                         "1 layer, 1 alpha and 1 sz variant (overrides the sizes below)")
-    p.add_argument("--steps", type=_pos_int, default=2000, help="optimizer steps per run (default 2000)")
-    p.add_argument("--seeds", type=_pos_int, default=5,
+    p.add_argument("--steps", type=pos_int, default=2000, help="optimizer steps per run (default 2000)")
+    p.add_argument("--seeds", type=pos_int, default=5,
                    help="seeds per arm at its chosen lr (default 5; seeds SEED+1..SEED+N)")
     p.add_argument("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
-    p.add_argument("--lrs", type=_float_list, default=[float(x) for x in np.geomspace(1e-3, 3e-2, 5)],
+    p.add_argument("--lrs", type=float_list, default=[float(x) for x in np.geomspace(1e-3, 3e-2, 5)],
                    help="comma-separated peak learning rates of the sweep (default 5 log-spaced in 1e-3..3e-2)")
-    p.add_argument("--batch-sizes", type=_int_list, default=[1, 16],
+    p.add_argument("--batch-sizes", type=int_list, default=[1, 16],
                    help="comma-separated docs per step (default 1,16); the last one is the main setting")
-    p.add_argument("--n-layers", type=_int_list, default=[1, 2],
+    p.add_argument("--n-layers", type=int_list, default=[1, 2],
                    help="comma-separated layer counts (default 1,2); the first one is the main setting")
-    p.add_argument("--alpha-inits", type=_float_list_or_empty, default=[0.2, 0.5],
+    p.add_argument("--alpha-inits", type=float_list_or_empty, default=[0.2, 0.5],
                    help="extra sphere arms (main setting) with these initial eigen lrs alpha (default 0.2,0.5; "
                         "nGPT's 0.05 is the plain sphere arm; 'none' for no extra arms)")
-    p.add_argument("--sz-inits", type=_float_list_or_empty, default=[5.0, 10.0],
+    p.add_argument("--sz-inits", type=float_list_or_empty, default=[5.0, 10.0],
                    help="extra sphere arms (main setting) with these initial logit scales s_z (default 5,10; "
                         "1 is the plain sphere arm; 'none' for no extra arms). With both lists, one more arm "
                         "combines the largest alpha and sz")
-    p.add_argument("--val-docs", type=_pos_int, default=600,
+    p.add_argument("--val-docs", type=pos_int, default=600,
                    help="measure val loss on the first N docs of the val split (default 600: all of `names`, "
                         "a fixed subset of larger corpora, to keep evals cheap)")
     p.add_argument("--split-seed", type=int, default=42, help="seed of the 90/10 train/val split (default 42)")
-    p.add_argument("--n-embd", type=_pos_int, default=16, help="embedding width (default 16)")
-    p.add_argument("--n-head", type=_pos_int, default=4, help="attention heads (default 4)")
-    p.add_argument("--block-size", type=_pos_int, default=16, help="max positions per doc (default 16)")
+    p.add_argument("--n-embd", type=pos_int, default=16, help="embedding width (default 16)")
+    p.add_argument("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
+    p.add_argument("--block-size", type=pos_int, default=16, help="max positions per doc (default 16)")
     return p
 
 
