@@ -1,7 +1,19 @@
 """Shared by every test file: pytest puts this folder on sys.path (for cli_helpers.py), and `-m "not slow"` (what
-`python3 dev.py test --fast` runs) leaves out the tests marked slow: notebooks, browsers, subprocess loops."""
+`python3 dev.py test --fast` runs) leaves out the tests marked slow: notebooks, browsers, subprocess loops.
+
+A suite started in the background by a shell without job control (`cmd &` in a script) inherits SIGINT ignored,
+and under nohup SIGHUP ignored, and so would every program it starts: microgpt.py rightly leaves an ignored signal
+ignored, and the signal tests would see runs that cannot be stopped. The suite takes both back, for itself and
+the programs it starts."""
+import signal
+
 import pytest
 from cli_helpers import write_corpus
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture
