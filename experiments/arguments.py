@@ -1,4 +1,5 @@
-"""experiments/arguments.py -- the argument types and the one-line parser error the experiment scripts share."""
+"""experiments/arguments.py -- what the experiment scripts' command lines share: the one-line parser error, --quick's
+defaults, the argument types."""
 import argparse
 import math
 import sys
@@ -8,6 +9,15 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
         sys.exit(2)
+
+
+def parse(parser, argv, quick):
+    """The options; with --quick, the sizes in `quick` become the defaults (flags given explicitly still win)."""
+    opts = parser.parse_args(argv)
+    if opts.quick:
+        parser.set_defaults(**quick)
+        opts = parser.parse_args(argv)
+    return opts
 
 
 def float_list(text):

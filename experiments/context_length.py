@@ -66,7 +66,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
 import numpy as np  # noqa: E402
-from arguments import Parser, int_list, nonneg_int, pos_int  # noqa: E402
+from arguments import Parser, int_list, nonneg_int, parse, pos_int  # noqa: E402
+from sphere_vs_rmsnorm import steps_to_target  # noqa: E402  (read off a val curve as the other experiments do)
 
 from corpora import fingerprint, shakespeare_plays  # noqa: E402
 from harness.run_files import atomic_write  # noqa: E402
@@ -454,18 +455,6 @@ def run_timing(data, opts, log):
 
 
 # =========================================================================== the measurements
-
-def steps_to_target(curve, target):
-    """First step at which the val curve [(step, loss), ...] reaches `target`, linearly interpolated between the
-    two eval points around the crossing; None if it never does."""
-    for i, (s, v) in enumerate(curve):
-        if v is not None and v <= target:
-            if i == 0:
-                return float(s)
-            s0, v0 = curve[i - 1]
-            return s0 + (v0 - target) / (v0 - v) * (s - s0)
-    return None
-
 
 def mean_std(xs):
     xs = [x for x in xs if x is not None]
@@ -1007,11 +996,7 @@ def report(summary, records, data, opts, info, timing, out, pilot):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = parser()
-    opts = p.parse_args(argv)
-    if opts.quick:  # the quick sizes become the defaults: flags given explicitly still win
-        p.set_defaults(**QUICK)
-        opts = p.parse_args(argv)
+    opts = parse(parser(), argv, QUICK)
     opts.anchor_fractions = [4, 2]
     if opts.from_json:
         try:

@@ -53,7 +53,7 @@ sys.path.insert(0, HERE)  # sphere_vs_rmsnorm.py: the measuring helpers
 
 import numpy as np  # noqa: E402
 import sphere_vs_rmsnorm as sv  # noqa: E402
-from arguments import Parser, int_list, pos_int  # noqa: E402
+from arguments import Parser, int_list, parse, pos_int  # noqa: E402
 
 from harness.errors import InputError  # noqa: E402
 from harness.run_files import atomic_write  # noqa: E402
@@ -843,11 +843,7 @@ def rerender(path, out):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = parser()
-    opts = p.parse_args(argv)
-    if opts.quick:  # the quick sizes become the defaults: flags given explicitly still win
-        p.set_defaults(**QUICK)
-        opts = p.parse_args(argv)
+    opts = parse(parser(), argv, QUICK)
     if opts.from_json:
         try:
             md, out = rerender(opts.from_json, opts.out)
