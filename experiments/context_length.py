@@ -67,11 +67,11 @@ sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
 import numpy as np  # noqa: E402
 from arguments import Parser, int_list, nonneg_int, parse, pos_int  # noqa: E402
-from sphere_vs_rmsnorm import steps_to_target  # noqa: E402  (read off a val curve as the other experiments do)
+from sphere_vs_rmsnorm import save_fig, steps_to_target  # noqa: E402  (as the other experiments do)
 
 from corpora import fingerprint, shakespeare_plays  # noqa: E402
 from harness.run_files import atomic_write  # noqa: E402
-from microgpt import GPTConfig, build_vocab, init_params, train  # noqa: E402
+from microgpt import GPTConfig, build_vocab, encode, init_params, train  # noqa: E402
 from model_config import effective_scales  # noqa: E402
 from numpy_engine import forward_np  # noqa: E402
 from settings import InputError  # noqa: E402
@@ -119,8 +119,7 @@ def sample_windows(texts, T, n, seed):
 def window_ids(tiles, T, vocab):
     """Tiles cut into windows of T characters: (inputs, targets), both (n_windows, T) int arrays; inputs are
     [BOS] + the window's first T-1 characters, as the training documents' [BOS] + characters."""
-    index = {ch: i for i, ch in enumerate(vocab)}
-    ids = np.array([[index[c] for c in tile] for tile in tiles], dtype=np.int64).reshape(-1, T)
+    ids = np.array([encode(tile, vocab) for tile in tiles], dtype=np.int64).reshape(-1, T)
     inputs = np.concatenate([np.full((len(ids), 1), len(vocab)), ids[:, :-1]], axis=1)
     return inputs, ids
 
@@ -147,10 +146,9 @@ def bigram_loss(train_texts, tiles, T, vocab):
     """Val loss of a character bigram model (add-one counts on the training plays; the first position of each
     window, after BOS, gets the unigram): what a model that ignores all context but one character can reach."""
     V = len(vocab) + 1
-    index = {ch: i for i, ch in enumerate(vocab)}
     counts = np.ones((V, V))
     for text in train_texts:
-        ids = np.array([index[c] for c in text])
+        ids = np.array(encode(text, vocab))
         np.add.at(counts, (ids[:-1], ids[1:]), 1.0)
     counts[V - 1] = counts.sum(axis=0)  # after BOS: the unigram
     logp = np.log(counts / counts.sum(axis=1, keepdims=True))
@@ -813,10 +811,6 @@ def plots(summary, records, data, opts, out):
     fig.tight_layout()
     save_fig(fig, os.path.join(out, "val_curves.png"))
     plt.close(fig)
-
-
-def save_fig(fig, path):
-    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
 
 
 def machine_info():
