@@ -65,16 +65,12 @@ def ensure_venv():
         pass  # no stamp yet: install
     print("dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first run: a minute or two) ...",
           file=sys.stderr, flush=True)
-    result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
-                             REQUIREMENTS], cwd=ROOT)
-    if result.returncode != 0:
-        fail("pip could not install requirements.txt (see its message above); fix that and run again",
-             result.returncode)
-    result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps", "-r",
-                             REQUIREMENTS_NODEPS], cwd=ROOT)
-    if result.returncode != 0:
-        fail("pip could not install requirements-nodeps.txt (see its message above); fix that and run again",
-             result.returncode)
+    for path, flags in ((REQUIREMENTS, []), (REQUIREMENTS_NODEPS, ["--no-deps"])):
+        result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *flags, "-r",
+                                 path], cwd=ROOT)
+        if result.returncode != 0:
+            fail(f"pip could not install {os.path.basename(path)} (see its message above); fix that and run again",
+                 result.returncode)
     with open(STAMP, "w", encoding="ascii") as f:
         f.write(wanted + "\n")
     return python
