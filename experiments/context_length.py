@@ -54,7 +54,6 @@ import json
 import math
 import multiprocessing
 import os
-import platform
 import shlex
 import sys
 import time
@@ -67,6 +66,7 @@ sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
 import numpy as np  # noqa: E402
 from arguments import Parser, int_list, nonneg_int, parse, pos_int  # noqa: E402
+from scaling import machine_info  # noqa: E402
 from sphere_vs_rmsnorm import save_fig, steps_to_target  # noqa: E402  (as the other experiments do)
 
 from corpora import fingerprint, shakespeare_plays  # noqa: E402
@@ -811,17 +811,6 @@ def plots(summary, records, data, opts, out):
     fig.tight_layout()
     save_fig(fig, os.path.join(out, "val_curves.png"))
     plt.close(fig)
-
-
-def machine_info():
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"cpu": cpu or "unknown", "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__}
 
 
 # =========================================================================== files
