@@ -10,17 +10,29 @@ nothing of harness/), so stepping through the chapter in a debugger never lands 
     check_params(params, cfg)              weights that fit the config
     check_forward(params, cfg, where)      a forward pass that stays within floating point, for both engines
     check_loss_args, check_sampling        what loss_and_grads and sample are given, checked at their door
+    check_training                         what train is given: its settings, documents and a state to resume
+    check_state(state, where)              a TrainState as a run makes it (to resume, save or load)
 """
 import numpy as np
 
-from model_config import laid_out, param_shapes
-from numpy_engine import forward_np
-from settings import InputError, check, cut, short
+from model_config import HUGE_GRADIENT, check_dtype, n_params, param_shapes
+from numpy_engine import gpt_forward
+from settings import (
+    MAX_STEPS,
+    NON_NEGATIVE_INT,
+    STORED,
+    InputError,
+    check,
+    check_combination,
+    cut,
+    resumed,
+    short,
+)
 
 
 def check_known(text, index):
-    """Every character of `text` is in the vocabulary (index: character -> id, or the vocabulary itself); else
-    an InputError naming the unknown ones, each once."""
+    """Every character of `text` is in the vocabulary (index: character -> id, or the vocabulary
+    itself); else an InputError naming the unknown ones, each once."""
     unknown = [ch for ch in dict.fromkeys(text) if ch not in index]
     if unknown:
         raise InputError(f"characters not in the vocabulary: {cut(' '.join(map(repr, unknown)))} "
@@ -28,7 +40,8 @@ def check_known(text, index):
 
 
 def check_vocab(vocab, cfg, where):
-    """A vocabulary as build_vocab makes it: vocab_size - 1 sorted characters, each once (BOS is the last id)."""
+    """A vocabulary as build_vocab makes it: vocab_size - 1 sorted characters, each once (BOS is the
+    last id)."""
     if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or vocab != sorted(set(vocab)) or \
             not all(isinstance(c, str) and len(c) == 1 for c in vocab):
         raise InputError(f"{where}its vocabulary does not match vocab_size {cfg.vocab_size} (sorted "
@@ -36,8 +49,8 @@ def check_vocab(vocab, cfg, where):
 
 
 def check_tokens(docs_tokens, vocab_size):
-    """Documents as lists of token ids, as the loss needs them: at least one, each [BOS, ..., BOS] (2 tokens or
-    more), every id in [0, vocab_size)."""
+    """Documents as lists of token ids, as the loss needs them: at least one, each [BOS, ..., BOS]
+    (2 tokens or more), every id in [0, vocab_size)."""
     if len(docs_tokens) == 0:
         raise InputError("no documents: the loss needs at least one")
     for tokens in docs_tokens:
@@ -48,11 +61,8 @@ def check_tokens(docs_tokens, vocab_size):
 
 
 def check_params(params, cfg):
-    """The weights fit the config: its keys, each an array of its shape (a mismatch would surface deep in the
-    model as an IndexError or a broadcasting error). Free for what init_params and load_checkpoint make
-    (model_config's flat layout); other dicts are checked key by key."""
-    if laid_out(params, cfg) is not None:
-        return
+    """The weights fit the config: its keys, each an array of its shape (a mismatch would surface
+    deep in the model as an IndexError or a broadcasting error)."""
     shapes = dict(param_shapes(cfg))
     if not isinstance(params, dict) or set(params) != set(shapes):
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
@@ -69,14 +79,15 @@ LOGIT_SPAN = 700.0  # softmax gives a character probability exp(-span) at worst:
 
 
 def check_forward(params, cfg, where):
-    """InputError unless the model's forward pass stays within floating point, the same for both engines: weights
-    (a checkpoint's) or flags (--alpha-init, --sz-init) so large that a normalization overflows, or logits so
-    far apart that softmax gives a character probability 0 (whose log the loss needs), would train at a
-    meaningless loss or stop at once, differently in each engine. Checked on one sequence of every token."""
+    """InputError unless the model's forward pass stays within floating point, the same for both
+    engines: weights (a checkpoint's) or flags (--alpha-init, --sz-init) so large that a
+    normalization overflows, or logits so far apart that softmax gives a character probability 0
+    (whose log the loss needs), would train at a meaningless loss or stop at once, differently in
+    each engine. Checked on one sequence of every token."""
     tokens = np.arange(min(cfg.block_size, cfg.vocab_size)) % cfg.vocab_size
     try:
         with np.errstate(over="raise", invalid="raise", divide="raise"):
-            logits, _ = forward_np(params, tokens, cfg)
+            logits, _ = gpt_forward(params, tokens, cfg)
             span = float((logits.max(axis=-1) - logits.min(axis=-1)).max())
     except FloatingPointError as e:
         raise InputError(f"{where}: the model's forward pass overflows ({e}): its weights or scales are too large "
@@ -88,15 +99,17 @@ def check_forward(params, cfg, where):
 
 
 def check_loss_args(params, docs_tokens, cfg, engine):
-    """What microgpt.loss_and_grads is given: an engine, weights that fit cfg, documents of valid token ids."""
+    """What microgpt.loss_and_grads is given: an engine, weights that fit cfg, documents of valid
+    token ids."""
     check("engine", engine)
     check_tokens(docs_tokens, cfg.vocab_size)
     check_params(params, cfg)
 
 
 def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine):
-    """What microgpt.sample is given, by the flags' rules (--num-samples, --temperature, --seed, --engine), and a
-    prompt of known characters that leaves room to generate (shorter than block_size). Returns the prompt."""
+    """What microgpt.sample is given, by the flags' rules (--num-samples, --temperature, --seed,
+    --engine), and a prompt of known characters that leaves room to generate (shorter than
+    block_size). Returns the prompt."""
     for name, value in (("num_samples", num_samples), ("temperature", temperature), ("seed", seed),
                         ("engine", engine), ("prompt", prompt)):
         check(name, value)
@@ -105,3 +118,76 @@ def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine):
         raise InputError(f"prompt {short(prompt)} has {len(prompt)} characters; it must be shorter than block_size "
                          f"{cfg.block_size}")
     return prompt
+
+
+def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
+    """What microgpt.train is given: each setting by its rule, settings that go together, at least
+    one train and one val document, and a state to resume of this model, whose settings may change
+    only as a resume allows (settings.resumed: steps, engine, eval_every, and a lower lr). Returns
+    the settings as plain Python values (a NumPy scalar or dtype becomes the number or name it
+    holds)."""
+    settings = dict(settings)
+    if not isinstance(settings["dtype"], str):  # np.float32 or its dtype: "float32"
+        settings["dtype"] = check_dtype(settings["dtype"]).name
+    for name, value in settings.items():
+        check(name, value)
+        if type(value).__module__ == "numpy":
+            settings[name] = value.item()
+    check_combination(settings["engine"], settings["dtype"], cfg.norm, settings["riemannian"])
+    if not train_docs or not val_docs:
+        raise InputError(f"training needs at least one train and one val document (got "
+                         f"{len(train_docs)} and {len(val_docs)})")
+    if resume is not None:
+        check_state(resume, "the state to resume")
+        if resume.cfg != cfg or list(resume.vocab) != list(vocab):
+            raise InputError("the state to resume is of another model (its config or vocabulary differ)")
+        resumed(resume.settings(), settings, resume.step)
+    return settings
+
+
+def check_state(state, where):
+    """InputError unless every part of a TrainState is what a run makes: settings that obey their
+    rules, arrays that fit its config in one dtype, finite weights, Adam moments a gradient gives, a
+    loss per step, val losses at increasing steps (what load_checkpoint refuses is never saved)."""
+    cfg, vocab = state.cfg, state.vocab
+    check_step(state.step, where)
+    for s in STORED:
+        check(s.name, getattr(state, s.name), f"{where}: {s.name}")
+    if state.step > state.steps:
+        raise InputError(f"{where}: step {state.step} is beyond the planned steps {state.steps}")
+    check_vocab(vocab, cfg, f"{where}: ")
+    shapes = dict(param_shapes(cfg))
+    if not isinstance(state.params, dict) or set(state.params) != set(shapes):
+        raise InputError(f"{where}: its parameters are not the config's: {short(sorted(shapes))}")
+    arrays = {**{f"param:{k}": a for k, a in state.params.items()}, "adam_m": state.m, "adam_v": state.v}
+    for name, a in arrays.items():
+        want = (n_params(cfg),) if name.startswith("adam") else shapes[name[len("param:"):]]
+        if not isinstance(a, np.ndarray) or a.shape != want or a.dtype != np.dtype(state.dtype):
+            raise InputError(f"{where}: {name} is {type(a).__name__} {getattr(a, 'shape', '')} "
+                             f"{getattr(a, 'dtype', '')}; the config needs {want}, in one dtype "
+                             f"({state.dtype}) for the weights and Adam's moments")
+    check_combination(state.engine, state.dtype, cfg.norm, state.riemannian, f"{where}: ")
+    if not all(np.isfinite(a).all() for a in arrays.values()):
+        raise InputError(f"{where} contains non-finite weights or optimizer state")
+    m_most, v_most = float(np.abs(state.m).max()), float(state.v.max())  # (floats: no float32 overflow)
+    if (state.v < 0).any() or not (m_most < HUGE_GRADIENT and v_most < HUGE_GRADIENT ** 2):
+        raise InputError(f"{where}: Adam's moments are not what gradients below {HUGE_GRADIENT:g} give "
+                         "(|adam_m| below that, adam_v not negative and below its square)")
+    losses, val = np.asarray(state.train_loss, float), np.asarray(state.val_loss, float).reshape(-1, 2)
+    if len(losses) != state.step:
+        raise InputError(f"{where}: its train-loss history has {len(losses)} entries for {state.step} steps")
+    if not (np.isfinite(losses).all() and np.isfinite(val).all()):
+        raise InputError(f"{where}: its loss history contains NaN or inf")
+    steps = val[:, 0]
+    if len(steps) and ((steps != np.round(steps)).any() or steps.min() < 0 or steps.max() > state.step or
+                       (np.diff(steps) <= 0).any()):
+        raise InputError(f"{where}: its val-loss history has steps that are not increasing whole steps up "
+                         f"to {state.step}")
+    if not (isinstance(state.corpus_sha256, str) and len(state.corpus_sha256) in (0, 64) and
+            isinstance(state.run_id, str) and NON_NEGATIVE_INT.ok(state.corpus_docs)):
+        raise InputError(f"{where}: its corpus fingerprint or run id is malformed")
+
+
+def check_step(step, where):
+    if not (NON_NEGATIVE_INT.ok(step) and step <= MAX_STEPS):
+        raise InputError(f"{where}: step must be a non-negative integer up to 2**53, got {short(step)}")

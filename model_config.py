@@ -11,64 +11,112 @@ chapter's `params = [p for mat in state_dict.values() for row in mat for p in ro
 moments use the same layout, so the optimizer is one vectorized update of the whole buffer.
 """
 import math
-from dataclasses import field, make_dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from settings import DTYPES, POSITIVE_INT, SETTINGS, InputError, check
 
-MODEL_SETTINGS = tuple(s for s in SETTINGS if s.group == "model")
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """The model's hyperparameters: chapter 22's sizes, the norm switch and nGPT's initial scales.
+    The defaults and rules of every field but vocab_size are rows of settings.SETTINGS."""
+    vocab_size: int           # characters + BOS
+    n_embd: int = 16          # embedding width C
+    n_head: int = 4           # attention heads; must divide n_embd
+    n_layer: int = 1          # transformer blocks
+    block_size: int = 16      # most positions per document
+    norm: str = "rmsnorm"     # "rmsnorm": the reference microgpt; "sphere": nGPT
+    alpha_init: float = 0.05  # sphere: the residual steps' initial eigen learning rate
+    sz_init: float = 1.0      # sphere: the initial logit scale s_z
+
+    def __post_init__(self):
+        if not POSITIVE_INT.ok(self.vocab_size) or self.vocab_size < 2:
+            raise InputError(f"vocab_size must be an integer of at least 2 (one character + BOS), "
+                             f"got {self.vocab_size!r}")
+        for name in MODEL_FIELDS:
+            check(name, getattr(self, name))
+        if self.n_embd % self.n_head:
+            raise InputError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+
+    @property
+    def head_dim(self):
+        return self.n_embd // self.n_head
 
 
-def _check_config(cfg):
-    if not POSITIVE_INT.ok(cfg.vocab_size):
-        raise InputError(f"vocab_size must be {POSITIVE_INT.says}, got {cfg.vocab_size!r}")
-    for s in MODEL_SETTINGS:
-        check(s.name, getattr(cfg, s.name))
-    if cfg.vocab_size < 2:
-        raise InputError(f"vocab_size must be at least 2 (one character + BOS), got {cfg.vocab_size}")
-    if cfg.n_embd % cfg.n_head:
-        raise InputError(f"n_embd ({cfg.n_embd}) must be divisible by n_head ({cfg.n_head})")
+MODEL_FIELDS = tuple(s.name for s in SETTINGS if s.group == "model")  # GPTConfig's fields after vocab_size
 
 
-# GPTConfig(vocab_size, n_embd=16, n_head=4, n_layer=1, block_size=16, norm="rmsnorm", alpha_init=0.05,
-# sz_init=1.0): a dataclass with one field per "model" row of settings.SETTINGS (where the defaults, the rules
-# and the help live), so that a flag, a checkpoint's config and this class can never disagree.
-GPTConfig = make_dataclass(
-    "GPTConfig", [("vocab_size", int)] + [(s.name, type(s.default), field(default=s.default)) for s in MODEL_SETTINGS],
-    namespace={"__post_init__": _check_config, "head_dim": property(lambda cfg: cfg.n_embd // cfg.n_head),
-               "__doc__": "The model's hyperparameters: chapter 22's n_layer, n_embd, block_size, n_head, plus "
-                          "the norm switch and nGPT's initial scales (settings.py: their defaults and rules).",
-               "__module__": __name__})
+@dataclass
+class TrainState:
+    """Where a training run is: the model, Adam's moments, the settings it trains with, and what it
+    has measured so far. microgpt.train makes and returns it; a checkpoint stores it."""
+    cfg: GPTConfig
+    vocab: list                 # the characters; BOS is id len(vocab)
+    params: dict = None         # key -> array, views of one flat buffer (alloc_params)
+    m: np.ndarray = None        # Adam's first moment, in the flat buffer's layout
+    v: np.ndarray = None        # Adam's second moment
+    step: int = 0               # optimizer steps done
+    # the training settings (settings.SETTINGS holds their rules and help)
+    steps: int = 1000
+    lr: float = 0.01
+    batch_size: int = 1
+    seed: int = 42
+    engine: str = "value"
+    dtype: str = "float64"
+    riemannian: bool = False
+    eval_every: int = 100
+    corpus: str = "names"
+    # which run, on which documents: the same run_id for a run and all its resumes
+    run_id: str = ""
+    corpus_sha256: str = ""     # corpora.fingerprint of the train + val documents
+    corpus_docs: int = 0        # how many documents that was
+    # what training measured
+    train_loss: list = field(default_factory=list)  # one per step
+    val_loss: list = field(default_factory=list)    # [(step, val loss), ...]
+    ms_per_step: float = 0.0    # mean wall time per step of the last train() call
+    interrupted: bool = False   # stopped by Ctrl-C
+    error: str = ""             # why training diverged ("" if it did not)
+
+    def settings(self):
+        """The training settings, as train() takes them."""
+        return {name: getattr(self, name) for name in TRAINING_FIELDS}
+
+
+HUGE_GRADIENT = 1e150  # beyond it Adam's grad ** 2 overflows float64: as broken as an infinite gradient
+TRAINING_FIELDS = ("steps", "lr", "batch_size", "seed", "engine", "dtype", "riemannian", "eval_every")
 
 
 def layer_shapes(C):
-    """(name, [out, in] shape, sphere axis) of one transformer block's matrices, in the reference order. The
-    sphere axis is the embedding dimension, along which sphere mode keeps a matrix unit-normalized: matrices
-    that read from the residual stream (wq, wk, wv, fc1) have it along axis 1 (unit rows), those that write
-    into it (wo, fc2) along axis 0 (unit columns)."""
+    """(name, [out, in] shape, sphere axis) of one transformer block's matrices, in the reference
+    order. The sphere axis is the embedding dimension, along which sphere mode keeps a matrix
+    unit-normalized: matrices that read from the residual stream (wq, wk, wv, fc1) have it along
+    axis 1 (unit rows), those that write into it (wo, fc2) along axis 0 (unit columns)."""
     return (("attn_wq", (C, C), 1), ("attn_wk", (C, C), 1), ("attn_wv", (C, C), 1), ("attn_wo", (C, C), 0),
             ("mlp_fc1", (4 * C, C), 1), ("mlp_fc2", (C, 4 * C), 0))
 
 
 def layer_scales(C):
-    """Sphere mode: (name, length) of one block's learnable nGPT scales: s_qk and alpha_A for attention, s_u
-    and alpha_M for the MLP. One more scale vector, sz (length V), follows the last block's."""
+    """Sphere mode: (name, length) of one block's learnable nGPT scales: s_qk and alpha_A for
+    attention, s_u and alpha_M for the MLP. One more scale vector, sz (length V), follows the last
+    block's."""
     return (("attn_sqk", C), ("attn_alpha", C), ("mlp_su", 4 * C), ("mlp_alpha", C))
 
 
 def scale_factors(cfg):
-    """Sphere mode: what the forward pass multiplies each stored scale by (gpt_sphere writes the same factors
-    in place). nGPT stores each scale small (initialized at base = 1/sqrt(C)) and multiplies it back up, so that
-    Adam's steps on it have a useful size; the alphas are used as |alpha|."""
+    """Sphere mode: what the forward pass multiplies each stored scale by (gpt_sphere writes the
+    same factors in place). nGPT stores each scale small (initialized at base = 1/sqrt(C)) and
+    multiplies it back up, so that Adam's steps on it have a useful size; the alphas are used as
+    |alpha|."""
     base = cfg.n_embd ** -0.5
     return {"attn_sqk": 1 / base, "attn_alpha": cfg.alpha_init / base, "mlp_su": cfg.n_embd ** 0.5,
             "mlp_alpha": cfg.alpha_init / base, "sz": cfg.sz_init / base}
 
 
 def param_shapes(cfg):
-    """(key, shape) of every parameter, in the reference order (this order is also the flat layout)."""
+    """(key, shape) of every parameter, in the reference order (this order is also the flat
+    layout)."""
     C, V = cfg.n_embd, cfg.vocab_size
     shapes = [("wte", (V, C)), ("wpe", (cfg.block_size, C)), ("lm_head", (V, C))]
     for i in range(cfg.n_layer):
@@ -81,7 +129,8 @@ def param_shapes(cfg):
 
 
 def n_params(cfg):
-    """The number of parameters, by formula (param_shapes would list 60 million keys for n_layer = 10^7)."""
+    """The number of parameters, by formula (param_shapes would list 60 million keys for n_layer =
+    10^7)."""
     C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
     per_layer = sum(math.prod(shape) for _, shape, _ in layer_shapes(C))
     if cfg.norm == "sphere":
@@ -90,15 +139,15 @@ def n_params(cfg):
 
 
 def n_param_arrays(cfg):
-    """How many parameter arrays (state_dict keys) param_shapes lists, by formula, so that a config can be
-    measured before a Python object is made per layer."""
+    """How many parameter arrays (state_dict keys) param_shapes lists, by formula, so that a config
+    can be measured before a Python object is made per layer."""
     per_layer = len(layer_shapes(1)) + (len(layer_scales(1)) if cfg.norm == "sphere" else 0)
     return 3 + cfg.n_layer * per_layer + (cfg.norm == "sphere")
 
 
 def sphere_axes(cfg):
-    """key -> axis along which a matrix is unit-normalized in sphere mode: its embedding dimension (rows of
-    wte, wpe and lm_head; per layer the axis of layer_shapes)."""
+    """key -> axis along which a matrix is unit-normalized in sphere mode: its embedding dimension
+    (rows of wte, wpe and lm_head; per layer the axis of layer_shapes)."""
     axes = {"wte": 1, "wpe": 1, "lm_head": 1}
     for i in range(cfg.n_layer):
         axes.update({f"layer{i}.{name}": axis for name, _, axis in layer_shapes(cfg.n_embd)})
@@ -106,8 +155,8 @@ def sphere_axes(cfg):
 
 
 def unit_vector_count(cfg):
-    """How many unit vectors sphere mode keeps: wte, wpe and lm_head rows, and each block's matrices along
-    their sphere axis (the length of np.concatenate(microgpt.retract(...)))."""
+    """How many unit vectors sphere mode keeps: wte, wpe and lm_head rows, and each block's matrices
+    along their sphere axis (the length of np.concatenate(microgpt.retract(...)))."""
     per_layer = sum(shape[1 - axis] for _, shape, axis in layer_shapes(cfg.n_embd))
     return 2 * cfg.vocab_size + cfg.block_size + cfg.n_layer * per_layer
 
@@ -117,8 +166,8 @@ SCALE_NAMES = {"alpha_A": "attn_alpha", "alpha_M": "mlp_alpha", "s_qk": "attn_sq
 
 def effective_scales(params, cfg):
     """Sphere mode: the scale vectors as the forward pass really applies them (stored value times
-    scale_factors; |alpha| for the alphas), layers concatenated: alpha_A, alpha_M, s_qk, s_u, s_z. At init they
-    are alpha_init, alpha_init, 1, sqrt(C) and sz_init."""
+    scale_factors; |alpha| for the alphas), layers concatenated: alpha_A, alpha_M, s_qk, s_u, s_z.
+    At init they are alpha_init, alpha_init, 1, sqrt(C) and sz_init."""
     factor = scale_factors(cfg)
     out = {}
     for label, name in SCALE_NAMES.items():
@@ -136,6 +185,106 @@ def check_dtype(dtype):
     return np.dtype(name)
 
 
+def param_offsets(cfg):
+    """key -> (offset, shape) of every parameter in the flat buffer, and the buffer's size."""
+    offsets, offset = {}, 0
+    for key, shape in param_shapes(cfg):
+        offsets[key] = (offset, shape)
+        offset += math.prod(shape)
+    return offsets, offset
+
+
+def alloc_params(cfg, dtype=np.float64):
+    """One contiguous buffer (float64, or float32) and a dict of views into it, one per parameter
+    (zeros). Gradients and Adam's moments use the same layout, so the optimizer is one update of the
+    whole buffer."""
+    flat = np.zeros(param_offsets(cfg)[1], dtype=check_dtype(dtype))
+    return flat, param_views(flat, cfg)
+
+
+def param_views(flat, cfg):
+    """A params dict over the flat buffer `flat`: key -> a view of its part, in its shape."""
+    return {key: flat[o:o + math.prod(shape)].reshape(shape)
+            for key, (o, shape) in param_offsets(cfg)[0].items()}
+
+
+def flat_buffer(params):
+    """The flat buffer behind a params (or grads) dict made by alloc_params / init_params."""
+    buf = getattr(next(iter(params.values())), "base", None)
+    if buf is None or buf.ndim != 1 or sum(a.size for a in params.values()) != buf.size \
+            or any(getattr(a, "base", None) is not buf for a in params.values()):
+        raise ValueError("these arrays are not views of one flat buffer: copy them with "
+                         "pack_params(params, cfg)")
+    return buf
+
+
+def off_sphere(params, cfg):
+    """Sphere mode: the largest | |v| - 1 | over the vectors kept on the sphere (sphere_axes): 0 on
+    it; NaN or inf after an update overflowed (retracting rows of inf gives zeros or NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.max([np.abs(np.sqrt((params[key] ** 2).sum(axis=axis)) - 1).max()
+                             for key, axis in sphere_axes(cfg).items()]))
+
+
+def scale_sizes(cfg):
+    """Sphere mode: the length of each effective_scales vector, in SCALE_NAMES order (layers
+    concatenated)."""
+    per_layer = dict(layer_scales(cfg.n_embd))
+    return {label: cfg.vocab_size if name == "sz" else cfg.n_layer * per_layer[name]
+            for label, name in SCALE_NAMES.items()}
+
+
+def cut_list(items, most=5):
+    """A list in a message: its first `most` items and how many more (a message stays one readable
+    line)."""
+    return repr(items) if len(items) <= most else f"{items[:most]!r} and {len(items) - most:,} more"
+
+
+def pack_params(params, cfg, dtype=None):
+    """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes (dtype: the
+    arrays' own when they are all float32 or all float64, else float64)."""
+    if dtype is None:
+        kinds = {np.asarray(a).dtype for a in params.values()}
+        dtype = kinds.pop() if len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")} else np.float64
+    flat, views = alloc_params(cfg, dtype)
+    expected = dict(param_shapes(cfg))
+    if set(params) != set(expected):
+        missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
+        raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, unexpected "
+                         f"{cut_list(extra)}")
+    for key, view in views.items():
+        a = np.asarray(params[key])
+        if a.shape != view.shape:
+            raise ValueError(f"parameter {key!r} has shape {a.shape}, the config needs {view.shape}")
+        view[...] = a
+    return views
+
+
+# --------------------------------------------------------------------------- chunks of the NumPy
+# forward pass
+
+CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the NumPy forward pass on chunks of at most this size
+
+
+def forward_bytes_per_doc(cfg):
+    """What the NumPy forward pass keeps for one document of block_size tokens: per layer about 28
+    vectors of width C (normalized inputs, q, k, v, the MLP's 4C hidden units, ...) and the
+    attention weights (heads x T), plus the logits. An upper estimate (tests/test_memory.py measures
+    it with tracemalloc)."""
+    C, T, L, H, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.vocab_size
+    return 8 * T * (L * (28 * C + 2 * H * T) + 2 * V)
+
+
+def chunk_rows(cfg, most=512):
+    """How many documents evaluation or sampling feeds through forward_np at once: at most `most`,
+    and few enough that their cache stays under CHUNK_BYTES (but always at least one)."""
+    return max(1, min(most, CHUNK_BYTES // forward_bytes_per_doc(cfg)))
+
+
+# TEMPORARY (until the engine branch lands): the old engine's fusion helpers
+from functools import lru_cache  # noqa: E402
+
+
 @lru_cache(maxsize=64)
 def _offsets(vocab_size, n_embd, n_layer, block_size, norm):
     shapes = param_shapes(GPTConfig(vocab_size, n_embd, 1, n_layer, block_size, norm))
@@ -146,37 +295,10 @@ def _offsets(vocab_size, n_embd, n_layer, block_size, norm):
     return offsets, offset
 
 
-def param_offsets(cfg):
-    """key -> (offset, shape) of every parameter in the flat buffer, and the buffer's size."""
-    return _offsets(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)
-
-
-def alloc_params(cfg, dtype=np.float64):
-    """One contiguous buffer (float64, or float32) and a dict of views into it, one per parameter (zeros).
-
-    Gradients and Adam moments use the same layout, so the optimizer is one vectorized update.
-    """
-    flat = np.zeros(param_offsets(cfg)[1], dtype=check_dtype(dtype))
-    return flat, param_views(flat, cfg)
-
-
-def param_views(flat, cfg):
-    """A params dict over the flat buffer `flat`: key -> a view of its part, in its shape."""
-    return {key: flat[o:o + math.prod(shape)].reshape(shape) for key, (o, shape) in param_offsets(cfg)[0].items()}
-
-
-def flat_buffer(params):
-    """The flat buffer behind a params (or grads) dict made by alloc_params / init_params."""
-    buf = getattr(next(iter(params.values())), "base", None)
-    if buf is None or buf.ndim != 1 or any(getattr(a, "base", None) is not buf for a in params.values()) \
-            or sum(a.size for a in params.values()) != buf.size:
-        raise ValueError("these arrays are not views of one flat buffer: copy them with pack_params(params, cfg)")
-    return buf
-
-
 def laid_out(params, cfg):
-    """The flat buffer behind params if every array is a view of it in this module's layout (init_params,
-    pack_params), else None (e.g. a dict of separate arrays, or of lists). One check per call."""
+    """The flat buffer behind params if every array is a view of it in this module's layout
+    (init_params, pack_params), else None (e.g. a dict of separate arrays, or of lists). One check
+    per call."""
     flat = getattr(params.get("wte"), "base", None)
     if not isinstance(flat, np.ndarray) or flat.ndim != 1 or flat.size != param_offsets(cfg)[1]:
         return None
@@ -187,8 +309,9 @@ def laid_out(params, cfg):
 
 
 def stacked(flat, cfg, first, count):
-    """`count` parameters that follow each other in the flat layout, starting at key `first`, as one matrix:
-    e.g. attn_wq | attn_wk | attn_wv as a (3C, C) view (nanoGPT's c_attn), so the engine needs one matmul."""
+    """`count` parameters that follow each other in the flat layout, starting at key `first`, as one
+    matrix: e.g. attn_wq | attn_wk | attn_wv as a (3C, C) view (nanoGPT's c_attn), so the engine
+    needs one matmul."""
     offset, (rows, cols) = param_offsets(cfg)[0][first]
     return flat[offset:offset + count * rows * cols].reshape(count * rows, cols)
 
@@ -208,35 +331,22 @@ def _sphere_blocks(vocab_size, n_embd, n_layer, block_size):
 
 
 def sphere_blocks(cfg):
-    """The matrices of sphere_axes as (offset, rows, cols, axis) blocks of the flat buffer: consecutive
-    matrices whose rows are normalized and have the same width form one block (wte | wpe | lm_head | the
-    first layer's wq | wk | wv are one (2V + T + 3C, C) block), so the retraction needs few NumPy calls."""
+    """The matrices of sphere_axes as (offset, rows, cols, axis) blocks of the flat buffer:
+    consecutive matrices whose rows are normalized and have the same width form one block (wte | wpe
+    | lm_head | the first layer's wq | wk | wv are one (2V + T + 3C, C) block), so the retraction
+    needs few NumPy calls."""
     return _sphere_blocks(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size)
 
 
 def sphere_matrices(params, cfg):
-    """(matrix, axis) for every matrix that sphere mode keeps on the sphere along `axis` (sphere_axes), as views
-    to normalize in place: the blocks of sphere_blocks when params lie in the flat layout (fewer NumPy calls,
-    the same numbers), else matrix by matrix. Either way their vectors come in the flat layout's order."""
+    """(matrix, axis) for every matrix that sphere mode keeps on the sphere along `axis`
+    (sphere_axes), as views to normalize in place: the blocks of sphere_blocks when params lie in
+    the flat layout (fewer NumPy calls, the same numbers), else matrix by matrix. Either way their
+    vectors come in the flat layout's order."""
     flat = laid_out(params, cfg)
     if flat is None:
         return [(params[key], axis) for key, axis in sphere_axes(cfg).items()]
     return [(flat[o:o + rows * cols].reshape(rows, cols), axis) for o, rows, cols, axis in sphere_blocks(cfg)]
-
-
-def off_sphere(params, cfg):
-    """Sphere mode: the largest | |v| - 1 | over the vectors kept on the sphere (sphere_axes): 0 on it; NaN
-    or inf after an update overflowed (retracting rows of inf gives zeros or NaN)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.max([np.abs(np.sqrt(np.add.reduce(w ** 2, axis=axis)) - 1).max()
-                             for w, axis in sphere_matrices(params, cfg)]))
-
-
-def scale_sizes(cfg):
-    """Sphere mode: the length of each effective_scales vector, in SCALE_NAMES order (layers concatenated)."""
-    per_layer = dict(layer_scales(cfg.n_embd))
-    return {label: cfg.vocab_size if name == "sz" else cfg.n_layer * per_layer[name]
-            for label, name in SCALE_NAMES.items()}
 
 
 @lru_cache(maxsize=64)
@@ -257,54 +367,12 @@ def _scale_layout(vocab_size, n_embd, n_layer, block_size, alpha_init, sz_init):
 
 
 def scale_layout(cfg):
-    """Sphere mode: the scale vectors lie together at the end of the flat buffer (each layer's attn_sqk,
-    attn_alpha, mlp_su, mlp_alpha, then sz). Returns (start, mult, sign_offset, slices): the effective values of
-    all of them are |scales| * mult for the alphas and scales * mult for the rest (see effective_scales), in one
-    vectorized step; sign_offset is 0 at the alphas and +inf elsewhere, so that the sign of scales + sign_offset
-    is the factor the abs applies (+1 at 0, and for everything that is not an alpha); slices[key] is each one's
-    place in that tail."""
+    """Sphere mode: the scale vectors lie together at the end of the flat buffer (each layer's
+    attn_sqk, attn_alpha, mlp_su, mlp_alpha, then sz). Returns (start, mult, sign_offset, slices):
+    the effective values of all of them are |scales| * mult for the alphas and scales * mult for the
+    rest (see effective_scales), in one vectorized step; sign_offset is 0 at the alphas and +inf
+    elsewhere, so that the sign of scales + sign_offset is the factor the abs applies (+1 at 0, and
+    for everything that is not an alpha); slices[key] is each one's place in that tail."""
     return _scale_layout(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.alpha_init, cfg.sz_init)
 
 
-def cut_list(items, most=5):
-    """A list in a message: its first `most` items and how many more (a message stays one readable line)."""
-    return repr(items) if len(items) <= most else f"{items[:most]!r} and {len(items) - most:,} more"
-
-
-def pack_params(params, cfg, dtype=None):
-    """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes (dtype: the arrays' own
-    when they are all float32 or all float64, else float64)."""
-    if dtype is None:
-        kinds = {np.asarray(a).dtype for a in params.values()}
-        dtype = kinds.pop() if len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")} else np.float64
-    flat, views = alloc_params(cfg, dtype)
-    expected = dict(param_shapes(cfg))
-    if set(params) != set(expected):
-        missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
-        raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, unexpected "
-                         f"{cut_list(extra)}")
-    for key, view in views.items():
-        a = np.asarray(params[key])
-        if a.shape != view.shape:
-            raise ValueError(f"parameter {key!r} has shape {a.shape}, the config needs {view.shape}")
-        view[...] = a
-    return views
-
-
-# --------------------------------------------------------------------------- chunks of the NumPy forward pass
-
-CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the NumPy forward pass on chunks of at most this size
-
-
-def forward_bytes_per_doc(cfg):
-    """What the NumPy forward pass keeps for one document of block_size tokens: per layer about 28 vectors of
-    width C (normalized inputs, q, k, v, the MLP's 4C hidden units, ...) and the attention weights (heads x T),
-    plus the logits. An upper estimate (tests/test_memory.py measures it with tracemalloc)."""
-    C, T, L, H, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.vocab_size
-    return 8 * T * (L * (28 * C + 2 * H * T) + 2 * V)
-
-
-def chunk_rows(cfg, most=512):
-    """How many documents evaluation or sampling feeds through forward_np at once: at most `most`, and few
-    enough that their cache stays under CHUNK_BYTES (but always at least one)."""
-    return max(1, min(most, CHUNK_BYTES // forward_bytes_per_doc(cfg)))

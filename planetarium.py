@@ -43,7 +43,14 @@ from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_
 from harness.memory import SNAPSHOT_BUDGET
 from harness.run_files import atomic_write, not_a_regular_file, npz_headers, read_meta
 from harness.shell import Parser, Shell, say
-from model_config import SCALE_NAMES, n_params, param_offsets, param_views, scale_layout, scale_sizes
+from model_config import (
+    SCALE_NAMES,
+    n_params,
+    param_offsets,
+    param_views,
+    scale_layout,
+    scale_sizes,
+)
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 WEB = os.path.join(ROOT, "web")

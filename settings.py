@@ -26,14 +26,16 @@ MAX_STEPS = 2**53  # whole numbers up to here are exact in float64 (the lr sched
 
 
 class InputError(ValueError):
-    """Bad input (a flag, an argument, a corpus, a checkpoint): the command line prints it as one line, exit 2."""
+    """Bad input (a flag, an argument, a corpus, a checkpoint): the command line prints it as one
+    line, exit 2."""
 
 
 # --------------------------------------------------------------------------- rules
 
 def is_int(value):
-    """An integer (Python's or NumPy's), not a bool (True is an int in Python, but never a step count). (This
-    module does not import NumPy, so that a program's first lines load fast; NumPy's bool is not a number.)"""
+    """An integer (Python's or NumPy's), not a bool (True is an int in Python, but never a step
+    count). (This module does not import NumPy, so that a program's first lines load fast; NumPy's
+    bool is not a number.)"""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -48,9 +50,9 @@ def is_bool(value):
 
 @dataclass(frozen=True)
 class Rule:
-    """What a setting's value must be: `says` completes "{label} must be ...", `ok` tests a value, `parse`
-    turns a flag's text into a value (argparse's type), `choices` lists the values of a choice, and `shown`
-    names a value in --help (--steps N)."""
+    """What a setting's value must be: `says` completes "{label} must be ...", `ok` tests a value,
+    `parse` turns a flag's text into a value (argparse's type), `choices` lists the values of a
+    choice, and `shown` names a value in --help (--steps N)."""
     says: str
     ok: object
     parse: object = str
@@ -85,12 +87,13 @@ class Setting:
     """One row of the table.
 
     group      "model" (a GPTConfig field), "training", "files" or "sampling": where --help lists it
-    resume     what a resumed run does with it: "keep" (the checkpoint's value stands; a different one is
+    resume     what a resumed run does with it: "keep" (the checkpoint's value stands; a different
+    one is
                refused), "lower" (the checkpoint's, or a lower one), "change" (the new value is taken), or
                "" (not part of a run's state: not in a checkpoint)
     sampling   it also applies to --sample-only (everything else about a saved model is fixed)
-    before     the value of a checkpoint written before this setting existed (REQUIRED: every one has it)
-    """
+    before     the value of a checkpoint written before this setting existed (REQUIRED: every one
+    has it) """
     name: str
     default: object
     rule: Rule
@@ -169,8 +172,9 @@ def short(value, width=60):
 
 
 def check(name, value, label=None):
-    """value, if it obeys the rule of setting `name`; else InputError "{label} must be ..., got ...".
-    label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument's name)."""
+    """value, if it obeys the rule of setting `name`; else InputError "{label} must be ..., got
+    ...". label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument's
+    name)."""
     rule = BY_NAME[name].rule
     if not rule.ok(value):
         raise InputError(f"{label or name} must be {rule.says}, got {short(value)}")
@@ -178,8 +182,8 @@ def check(name, value, label=None):
 
 
 def check_combination(engine, dtype, norm, riemannian, where=""):
-    """The rules that tie settings together: the Value engine computes in float64 only, and Riemannian
-    gradients need the sphere (there is nothing to be tangent to otherwise)."""
+    """The rules that tie settings together: the Value engine computes in float64 only, and
+    Riemannian gradients need the sphere (there is nothing to be tangent to otherwise)."""
     if engine == "value" and dtype != "float64":
         raise InputError(f"{where}the weights are {dtype}, but the value engine computes in float64 only "
                          "(--dtype float32 needs --engine numpy)")
@@ -189,10 +193,11 @@ def check_combination(engine, dtype, norm, riemannian, where=""):
 
 
 def resumed(kept, given, step, label=lambda name: name):
-    """The settings of a resumed run: `kept` are the checkpoint's, `given` the new ones (None: not given).
-    A "change" setting takes the new value, a "lower" one a lower new value, a "keep" one must be the same;
-    InputError names every one that breaks its rule, or steps below the checkpoint's `step`. Returns
-    (settings, {name: the checkpoint's value} of the ones that were lowered)."""
+    """The settings of a resumed run: `kept` are the checkpoint's, `given` the new ones (None: not
+    given). A "change" setting takes the new value, a "lower" one a lower new value, a "keep" one
+    must be the same; InputError names every one that breaks its rule, or steps below the
+    checkpoint's `step`. Returns (settings, {name: the checkpoint's value} of the ones that were
+    lowered)."""
     merged, lowered, conflicts = dict(kept), {}, []
     for name, value in given.items():
         if value is None or value == kept.get(name):

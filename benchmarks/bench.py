@@ -65,7 +65,15 @@ from naive_value import NaiveValue  # noqa: E402
 import microgpt  # noqa: E402
 import numpy_engine  # noqa: E402
 from checks import check_tokens  # noqa: E402
-from microgpt import GPTConfig, adam_step, alloc_params, flat_buffer, init_params, loss_and_grads, retract  # noqa: E402
+from microgpt import (  # noqa: E402
+    GPTConfig,
+    adam_step,
+    alloc_params,
+    flat_buffer,
+    init_params,
+    loss_and_grads,
+    retract,
+)
 
 try:  # PyTorch is never a requirement: its rows appear only where it happens to be installed
     import torch  # noqa: E402

@@ -5,17 +5,17 @@ each setting's rule is in settings.py, what the chapter's functions check at the
 checks.py. Around them:
 
     shell.py        the one shell every program runs in: signals, exit codes, one-line errors
-    cli.py          microgpt.py's command line: flags from the settings table, the Command around main
-    run.py          run_state (the settings, checked) and Run, which observes the training loop
-    checkpoints.py  TrainState and its .npz file; a run's folder written as one unit
+    cli.py          microgpt.py's command line: flags from the settings table, the steps of main()
+    run.py          Run, the command line's observer of the training loop
+    checkpoints.py  a TrainState's .npz file; a run's folder written as one unit
     history.py      the snapshots a run keeps for the planetarium: OUT/history.npz
-    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, the folder's lock
+    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, folder lock
     memory.py       the memory a run will need, estimated before anything is allocated
     messages.py     what a run prints; errors.py: exit codes, and text made safe to print
 
 quiet_startup and leave live here because a program calls them before (and after) everything else.
 """
-import _signal  # (the C module: `import signal` would first import enum, a moment the signal could come in)
+import _signal  # (the C module: `import signal` first imports enum, time for a signal to come in)
 import os
 import sys
 
@@ -28,15 +28,15 @@ def _quiet_exit(signum, frame):
 
 
 def quiet_startup(prog):
-    """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal set
-    to be ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C."""
+    """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal
+    set to be ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C."""
     _late["prog"] = prog
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(_signal, name, None)
         handler = sig and _signal.getsignal(sig)
         if sig is None or handler == _signal.SIG_IGN or name == "SIGINT" and (
                 sys.gettrace() or handler not in (_signal.default_int_handler, _signal.SIG_DFL)):
-            continue  # (a debugger's own SIGINT handler, or its trace function: Ctrl-C is the debugger's)
+            continue  # (a debugger's SIGINT handler or trace function: Ctrl-C is the debugger's)
         _signal.signal(sig, _quiet_exit)
 
 

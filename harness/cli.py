@@ -1,10 +1,9 @@
 """harness/cli.py -- the command line of microgpt.py: a flag per row of settings.SETTINGS, and the
-Command around main(), the shell (harness/shell.py) with what a training run has to say. main()
-calls its methods in the chapter's order: settings() (the flags checked; --resume, --sample-only:
-the checkpoint's), config() (the model's size; the corpus, prompt and memory checked), training()
-(takes --out, prints the header; train()'s arguments), trained() (a diverged or interrupted run said
-and saved) and finish() (the names, the run's files). Every check comes before a step is taken or a
-file written: a refused run changes nothing.
+steps microgpt.main() takes around the chapter, in its order: parse_args (every flag checked),
+load_checkpoint_for (--resume, --sample-only), run_settings (the flags over the defaults or over the
+checkpoint's), model_config, check_run (the corpus against the checkpoint, the prompt, the memory),
+RunFolder (the --out folder held, the history continued, the run's files written at the end). Every
+check comes before a step is taken or a file written: a refused run changes nothing.
 """
 import argparse
 import importlib.util
@@ -15,14 +14,19 @@ from types import SimpleNamespace
 from checks import check_forward, check_sampling
 from corpora import BUILTIN, MAX_CORPUS_BYTES, corpus_id
 from harness import messages
-from harness.checkpoints import check_same_corpus, load_checkpoint, same_corpus, save_run
+from harness.checkpoints import (
+    check_same_corpus,
+    corpus_fingerprint,
+    load_checkpoint,
+    same_corpus,
+    save_run,
+)
 from harness.errors import EXIT_INTERRUPTED, InputError, as_text
-from harness.history import HISTORY_NAME, History, load_history
+from harness.history import HISTORY_NAME, load_history
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import RUN_FILE_NAMES, RunLock, not_a_regular_file, plot_losses, write_json
-from harness.shell import DeferSigint, Parser, Shell, say
-from model_config import MODEL_SETTINGS, GPTConfig, n_params
-from numpy_engine import GREEDY_BELOW, baselines
+from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
+from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
 
 EPILOG = """examples:
@@ -37,9 +41,18 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 130 interrupted (docs/running.md says what each promises)"""
 
 
+class RunSettings(SimpleNamespace):
+    """Every setting of one run (the names of settings.SETTINGS), and what the harness learned on
+    the way: lr_lowered_from, corpus_moved_from, run_id, fingerprint, notes."""
+
+    def training(self):
+        """train()'s settings."""
+        return {name: getattr(self, name) for name in TRAINING_FIELDS}
+
+
 def build_parser():
-    """A flag per row of the table, in its groups; every default None, so that a resumed run can tell a
-    flag given from one that was not (the table's default comes later)."""
+    """A flag per row of the table, in its groups; every default None, so that a resumed run can
+    tell a flag given from one that was not (the table's default comes later)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                description="Train a tiny GPT on names and sample new ones. --norm sphere switches to "
                            "the nGPT hypersphere model; --engine numpy runs the same math on arrays.",
@@ -56,7 +69,8 @@ def build_parser():
 
 
 def check_args(a):
-    """Every given flag by its rule (a checkpoint's value obeys the same), and which flags go together."""
+    """Every given flag by its rule (a checkpoint's value obeys the same), and which flags go
+    together."""
     for s in SETTINGS:
         if getattr(a, s.name) is not None:
             check(s.name, getattr(a, s.name), s.flag)
@@ -82,12 +96,12 @@ def new_settings(a):
          for name, default in DEFAULTS.items()}
     s["corpus"] = corpus_id(s["corpus"])
     check_combination(s["engine"], s["dtype"], s["norm"], s["riemannian"])
-    return SimpleNamespace(**s, lr_lowered_from=None, corpus_moved_from=None)
+    return RunSettings(**s, lr_lowered_from=None, corpus_moved_from=None, run_id="", notes=[])
 
 
 def resumed_settings(a, resume, ckpt_path):
-    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed); a
-    corpus at another path is taken if its documents are the checkpoint's (checked once read)."""
+    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed);
+    a corpus at another path is taken if its documents are the checkpoint's (checked once read)."""
     kept = {**asdict(resume.cfg), **{s.name: getattr(resume, s.name) for s in STORED}}
     kept["corpus"] = corpus_id(resume.corpus)
     given = {name: getattr(a, name, None) for name in kept}
@@ -102,8 +116,93 @@ def resumed_settings(a, resume, ckpt_path):
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
                       f"checkpoint {ckpt_path!r}: ")
     out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
-    return SimpleNamespace(**{**DEFAULTS, **merged, "out": out}, lr_lowered_from=lowered.get("lr"),
-                           corpus_moved_from=moved_from)
+    return RunSettings(**{**DEFAULTS, **merged, "out": out}, lr_lowered_from=lowered.get("lr"),
+                       corpus_moved_from=moved_from, run_id=resume.run_id, notes=[])
+
+
+def parse_args(argv=None):
+    """The flags, each checked by its rule, and which go together (argparse's own errors: one
+    line)."""
+    args = build_parser().parse_args(argv)
+    check_args(args)
+    return args
+
+
+def load_checkpoint_for(args):
+    """--resume or --sample-only: the checkpoint (args.checkpoint: its path, from now on), checked
+    down to a forward pass that stays within floating point."""
+    args.checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
+    state = load_checkpoint(args.checkpoint, args.max_memory)
+    check_forward(state.params, state.cfg, f"checkpoint {args.checkpoint!r}")
+    return state
+
+
+def run_settings(args, resume):
+    """A new run's settings (the flags over the defaults), or a resumed run's (over the
+    checkpoint's); a corpus file too large for --max-memory is refused before it is read."""
+    s = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
+    s.checkpoint = args.checkpoint
+    if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
+        s.notes.append(f"note: --corpus {args.corpus} is the built-in corpus; for the file of that "
+                       f"name here give its path, ./{args.corpus}")
+    check_corpus_memory(s.corpus, s.max_memory)
+    return s
+
+
+def model_config(s, vocab, resume):
+    """The model's config: the checkpoint's, or the flags' sizes for this vocabulary (+ BOS)."""
+    if resume is not None:
+        return resume.cfg
+    return GPTConfig(len(vocab) + 1, **{name: getattr(s, name) for name in MODEL_FIELDS})
+
+
+def check_run(s, cfg, vocab, train_docs, val_docs, resume, args, init_params):
+    """Before anything is written: a resumed run's documents are the checkpoint's, the prompt can be
+    sampled, the run fits in memory, and the weights it starts from (init_params: the chapter's)
+    compute within floating point. Records the documents' fingerprint and counts in s."""
+    if resume is not None:
+        check_resumed_corpus(s, resume, vocab, train_docs, val_docs)
+    how = sampling(args, s.seed, s.engine)
+    check_sampling(how.pop("prompt"), vocab, cfg, **how)
+    docs = train_docs + val_docs
+    check_memory(cfg, s.batch_size, s.engine, s.max_memory, s.dtype,
+                 (len(docs), sum(map(len, docs))), s.steps)
+    if resume is None:  # (a checkpoint's weights were checked as it was loaded)
+        check_forward(init_params(cfg, s.seed, s.dtype), cfg, "the initial weights")
+    s.fingerprint = corpus_fingerprint(train_docs, val_docs)
+    s.docs = {"train": len(train_docs), "val": len(val_docs),
+              "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
+
+
+def check_resumed_corpus(s, resume, vocab, train_docs, val_docs):
+    """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
+    if s.corpus_moved_from and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
+        raise InputError(f"--corpus {s.corpus!r} differs from the checkpoint's corpus "
+                         f"{s.corpus_moved_from!r}: its documents are not the ones the run was "
+                         "trained on")
+    if vocab != resume.vocab:
+        raise InputError(f"corpus {s.corpus!r} does not have the checkpoint's vocabulary; cannot "
+                         "resume")
+    check_same_corpus(resume, train_docs, val_docs, s.corpus)
+    if s.corpus_moved_from:
+        how = ("its documents are the checkpoint's (their fingerprint matches)" if resume.corpus_sha256
+               else "the checkpoint has no fingerprint of its documents, so only its vocabulary could "
+                    "be compared (it matches); from now on the checkpoint has one")
+        s.notes.append(f"note: the corpus is now {s.corpus!r} (the checkpoint read it from "
+                       f"{s.corpus_moved_from!r}); {how}")
+    if s.engine != resume.engine:
+        s.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on with the "
+                       f"{s.engine} engine: the two agree to about 1e-15, so the result is not bit for "
+                       "bit the one either engine alone would give")
+
+
+def sampling(args, seed, engine):
+    """sample()'s settings: the sampling flags (or their defaults), and the run's seed and
+    engine."""
+    values = {name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
+              for name in ("num_samples", "temperature", "prompt")}
+    return {**values, "seed": seed if args.seed is None else args.seed,
+            "engine": engine if args.engine is None else args.engine}
 
 
 def check_out_folder(out, resume, ckpt_path):
@@ -127,9 +226,10 @@ def check_out_folder(out, resume, ckpt_path):
 
 
 def previous_history(path, resume, cfg, vocab, own_folder, notes):
-    """On --resume, the run's history so far (beside its checkpoint), to continue: written before the
-    checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or
-    unreadable is a note. Another run's is refused in the run's own folder and left alone elsewhere."""
+    """On --resume, the run's history so far (beside its checkpoint), to continue: written before
+    the checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or
+    unreadable is a note. Another run's is refused in the run's own folder and left alone
+    elsewhere."""
     if not os.path.lexists(path):
         return None
     try:
@@ -153,172 +253,85 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
     return h
 
 
-class Command(Shell):
-    """The shell around microgpt.main(): see the module docstring."""
+class RunFolder:
+    """`with RunFolder(s, resume, shell) as folder:` holds --out while the run runs
+    (harness.run_files .RunLock: a second run is refused), continues the run's history on --resume,
+    and tells the shell what a Ctrl-C or a failed write leaves behind. write_run_files() ends a
+    finished run."""
 
-    def __init__(self, argv=None, *, tokenize):
-        super().__init__("microgpt")
-        self.argv, self.tokenize = argv, tokenize  # the chapter's tokenizer: prompt and baselines
-        self.args = self.s = self.resume = self.ckpt_path = self.lock = self.progress = None
-        self.notes, self.written = [], []  # the run files written so far (a Ctrl-C says which)
+    def __init__(self, s, resume, shell):
+        self.s, self.resume, self.shell = s, resume, shell
+        self.previous_history, self.history = None, None  # the run's snapshots (harness.run.Run)
+        self.written = []  # the run files written so far
+        self.last_good = resume and (os.path.abspath(s.checkpoint), resume.step)  # (path, step)
+        self.notices = list(s.notes)
 
     def __enter__(self):
-        self.args = build_parser().parse_args(self.argv)  # (argparse's own errors: one line, exit 2)
-        return super().__enter__()
+        s = self.s
+        if s.out and importlib.util.find_spec("matplotlib") is None:
+            raise InputError("--out writes loss.png, which needs matplotlib: pip install matplotlib")
+        self.lock = RunLock(s.out).__enter__()  # this run holds --out now (or is refused: exit 2)
+        try:
+            if s.out:
+                check_out_folder(s.out, self.resume, s.checkpoint)
+            if self.resume is not None:
+                folder = os.path.dirname(os.path.abspath(s.checkpoint))
+                self.previous_history = previous_history(
+                    os.path.join(folder, HISTORY_NAME), self.resume, self.resume.cfg,
+                    self.resume.vocab, os.path.samefile(folder, s.out), self.notices)
+            self.lock.claim()
+        except BaseException:
+            self.lock.__exit__()  # a refusal releases the folder: nothing changed
+            raise
+        self.notices.insert(0, self.lock.notice)
+        self.shell.interrupted, self.shell.write_failed = self.interrupted, self.write_failed
+        return self
 
-    def close(self):
-        if self.lock is not None:
-            self.lock.__exit__()  # the --out folder is free again, however the run ended
+    def __exit__(self, *exc):
+        self.lock.__exit__()  # the --out folder is free again, however the run ended
+        return False
 
     def interrupted(self):
-        last = self.progress and self.progress.last_good
         done = (f"{', '.join(self.written)} {'was' if len(self.written) == 1 else 'were'} written"
-                if self.written else f"the last checkpoint is {last[0]!r} (step {last[1]})" if last
-                else "nothing was saved")
+                if self.written else f"the last checkpoint is {self.last_good[0]!r} (step "
+                f"{self.last_good[1]})" if self.last_good else "nothing was saved")
         return f"interrupted; {done} (files already written are complete: writes are atomic)"
 
     def write_failed(self, error):
-        if self.progress is not None:  # a checkpoint failed (disk full?): the one before is intact
-            return messages.report_write_error(error, self.progress, self.s)
-        return super().write_failed(error)
+        s = self.s
+        kept = messages.kept_checkpoint(self.last_good, s.out, s.eval_every, s.steps)
+        say(f"microgpt: error: {error}; training stopped; {kept}")
+        return 74
 
-    # -- the chapter's steps, in order
+    def write_run_files(self, state, names, base):
+        """metrics.json, loss.png, then the history and the checkpoint (last: a stop before it
+        resumes). A signal now lets them be written whole, then stops."""
+        if not self.s.out:
+            return
+        with DeferSigint() as signal:
+            paths = self.write_files(state, names, base)
+        print(as_text("wrote " + ", ".join(paths[i] for i in (3, 2, 0, 1))))
+        if signal.hit:
+            say("microgpt: interrupted while writing the run's files; all of them were written")
+            self.shell.exit_code = EXIT_INTERRUPTED
 
-    def settings(self):
-        a = self.args
-        check_args(a)
-        if a.sample_only:
-            ckpt = load_checkpoint(a.checkpoint, a.max_memory)
-            check_forward(ckpt.params, ckpt.cfg, f"checkpoint {a.checkpoint!r}")
-            self.s = SimpleNamespace(sample_only=True, params=ckpt.params, cfg=ckpt.cfg, vocab=ckpt.vocab,
-                                     seed=ckpt.seed if a.seed is None else a.seed,
-                                     engine=a.engine or ckpt.engine)
-            return self.s
-        if a.resume:
-            self.ckpt_path = a.checkpoint or os.path.join(a.out, "checkpoint.npz")
-            self.resume = load_checkpoint(self.ckpt_path, a.max_memory)
-            check_forward(self.resume.params, self.resume.cfg, f"checkpoint {self.ckpt_path!r}")
-            self.s = resumed_settings(a, self.resume, self.ckpt_path)
-        else:
-            self.s = new_settings(a)
-            if a.corpus in BUILTIN and os.path.exists(a.corpus):
-                self.notes.append(f"note: --corpus {a.corpus} is the built-in corpus; for the file of that "
-                                  f"name here give its path, ./{a.corpus}")
-        self.s.sample_only = False
-        check_corpus_memory(self.s.corpus, self.s.max_memory)  # before the corpus is read and split
-        return self.s
-
-    def config(self, vocab, train_docs, val_docs):
-        """The GPTConfig (resumed: the checkpoint's), once the documents, prompt and memory pass."""
-        s, resume, tokenize = self.s, self.resume, self.tokenize
-        if resume is not None:
-            self._check_resumed_corpus(vocab, train_docs, val_docs)
-        cfg = resume.cfg if resume is not None else \
-            GPTConfig(len(vocab) + 1, **{x.name: getattr(s, x.name) for x in MODEL_SETTINGS})
-        check_sampling(self.args.prompt or "", vocab, cfg, **self.sampling(prompt=False))
-        docs = train_docs + val_docs
-        check_memory(cfg, s.batch_size, s.engine, s.max_memory, s.dtype, (len(docs), sum(map(len, docs))),
-                     s.steps)
-        self.base = baselines([tokenize(d, vocab) for d in train_docs], [tokenize(d, vocab) for d in val_docs],
-                              cfg)
-        self.docs = {"train": len(train_docs), "val": len(val_docs),
-                     "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
-        self.cfg, self.vocab = cfg, vocab
-        return cfg
-
-    def _check_resumed_corpus(self, vocab, train_docs, val_docs):
-        """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
-        s, resume = self.s, self.resume
-        if s.corpus_moved_from and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
-            raise InputError(f"--corpus {s.corpus!r} differs from the checkpoint's corpus "
-                             f"{s.corpus_moved_from!r}: its documents are not the ones the run was trained on")
-        if vocab != resume.vocab:
-            raise InputError(f"corpus {s.corpus!r} does not have the checkpoint's vocabulary; cannot resume")
-        check_same_corpus(resume, train_docs, val_docs, s.corpus)
-        if s.corpus_moved_from:
-            how = ("its documents are the checkpoint's (their fingerprint matches)" if resume.corpus_sha256
-                   else "the checkpoint has no fingerprint of its documents, so only its vocabulary could be "
-                        "compared (it matches); from now on the checkpoint has one")
-            self.notes.append(f"note: the corpus is now {s.corpus!r} (the checkpoint read it from "
-                              f"{s.corpus_moved_from!r}); {how}")
-        if s.engine != resume.engine:
-            self.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on with the "
-                              f"{s.engine} engine: the two agree to about 1e-15, so the result is not bit "
-                              "for bit the one either engine alone would give")
-        resume.corpus = s.corpus  # where it is now
-
-    def training(self):
-        """Take --out, print the header; train()'s arguments (settings, progress, history, resume)."""
-        s, resume = self.s, self.resume
-        if s.out and importlib.util.find_spec("matplotlib") is None:
-            raise InputError("--out writes loss.png, which needs matplotlib: pip install matplotlib")
-        self.lock = RunLock(s.out)
-        self.lock.__enter__()  # this run holds --out now (or is refused: exit 2)
-        previous = None
-        if s.out:
-            check_out_folder(s.out, resume, self.ckpt_path)  # (a refusal releases it: nothing changed)
-        if resume is not None:
-            folder = os.path.dirname(os.path.abspath(self.ckpt_path))
-            previous = previous_history(os.path.join(folder, HISTORY_NAME), resume, self.cfg, self.vocab,
-                                        os.path.samefile(folder, s.out), self.notes)
-        self.lock.claim()
-        messages.print_header(s, self.docs, self.cfg, self.base, resume, [self.lock.notice, *self.notes])
-        history = History(self.cfg, self.vocab, s.steps, previous=previous)
-        self.progress = messages.Progress(s.steps, self.base, s.out, resume and (self.ckpt_path, resume.step),
-                                          history)
-        names = ("steps", "engine", "eval_every", "lr") if resume else [x.name for x in STORED]
-        return {**{name: getattr(s, name) for name in names}, "progress": self.progress, "resume": resume,
-                "history": history}
-
-    def trained(self, state):
-        """True if training ran to its end; else it says why (diverged: 1; interrupted: saved, 130)."""
-        self.progress.end()
-        if state.error:
-            self.exit_code = messages.report_divergence(state, self.progress, self.s, self.resume is None)
-        elif state.interrupted:
-            self.exit_code = messages.save_interrupted(state, self.progress, self.s, self.args)
-        else:
-            messages.print_final(state, self.base)
-        return not (state.error or state.interrupted)
-
-    def sampling(self, prompt=True):
-        """sample()'s settings: the sampling flags, the run's (or checkpoint's) seed and engine."""
-        names = ("num_samples", "temperature") + (("prompt",) if prompt else ())
-        values = {name: DEFAULTS[name] if getattr(self.args, name) is None else getattr(self.args, name)
-                  for name in names}
-        return {**values, "seed": self.s.seed, "engine": self.s.engine}
-
-    def finish(self, names, state=None):
-        """Print the names as they come; after training with --out, write the run's files."""
-        sampling = self.sampling()
-        if sampling["temperature"] < GREEDY_BELOW:
-            print(f"note: temperature {sampling['temperature']:g} is below {GREEDY_BELOW:g}: taking the most "
-                  "likely character each time (greedy)")
-        kept = messages.print_samples(names, sampling["temperature"], sampling["prompt"])
-        if state is not None and self.s.out:
-            with DeferSigint() as signal:  # a signal now lets the files be written whole, then stops
-                self.write_run_files(state, kept)
-            if signal.hit:
-                say("microgpt: interrupted while writing the run's files; all of them were written")
-                self.exit_code = EXIT_INTERRUPTED
-
-    def write_run_files(self, state, samples):
-        """metrics.json, loss.png, then the history and the checkpoint (last: a stop before it resumes)."""
+    def write_files(self, state, names, base):
         s, cfg, out = self.s, state.cfg, self.s.out
         metrics = {"config": asdict(cfg), "engine": s.engine, "norm": cfg.norm, "corpus": s.corpus,
-                   "seed": s.seed, "steps": state.step, "batch_size": state.batch_size, "lr": state.lr,
-                   "riemannian": state.riemannian, "n_params": n_params(cfg), "docs": self.docs,
-                   "final_train_loss": messages.final_train_loss(state),
-                   "final_val_loss": state.val_loss[-1][1], "baselines": self.base,
-                   "ms_per_step": state.ms_per_step, "samples": samples,
-                   "history": {"train_loss": state.train_loss, "val_loss": [list(x) for x in state.val_loss]}}
+                   "seed": s.seed, "steps": state.step, "batch_size": state.batch_size,
+                   "lr": state.lr, "riemannian": state.riemannian, "n_params": n_params(cfg),
+                   "docs": s.docs, "final_train_loss": messages.final_train_loss(state),
+                   "final_val_loss": state.val_loss[-1][1], "baselines": base,
+                   "ms_per_step": state.ms_per_step, "samples": names,
+                   "history": {"train_loss": state.train_loss,
+                               "val_loss": [list(x) for x in state.val_loss]}}
         paths = [os.path.join(out, name) for name in ("metrics.json", "loss.png", HISTORY_NAME,
                                                       "checkpoint.npz")]
         write_json(paths[0], metrics)
         self.written.append(paths[0])
-        plot_losses(paths[1], state, self.base, f"microgpt, norm={cfg.norm}, engine={s.engine}, "
-                                                f"corpus={os.path.basename(s.corpus)}")
+        plot_losses(paths[1], state, base, f"microgpt, norm={cfg.norm}, engine={s.engine}, "
+                                           f"corpus={os.path.basename(s.corpus)}")
         self.written.append(paths[1])
-        save_run(out, state, self.progress.history)
+        save_run(out, state, self.history)
         self.written += paths[2:]
-        print(as_text("wrote " + ", ".join(paths[i] for i in (3, 2, 0, 1))))
+        return paths

@@ -37,9 +37,10 @@ MAX_FILE_BYTES = 2**30          # load_history refuses bigger files before readi
 
 
 def snapshot_steps(steps, count=DEFAULT_COUNT):
-    """The steps a run of `steps` steps keeps: every step if there are at most `count`, else `count` of
-    them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3, 4, 6, ...: the first steps
-    move the stars most), the rest split the largest gaps left (so later steps are evenly spaced)."""
+    """The steps a run of `steps` steps keeps: every step if there are at most `count`, else `count`
+    of them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3, 4, 6, ...: the first steps
+    move the stars most), the rest split the largest gaps left (so later steps are evenly
+    spaced)."""
     if steps + 1 <= count:
         return list(range(steps + 1))
     chosen = {0, steps} | {int(round(s)) for s in np.geomspace(1, steps, max(1, count // 2))}
@@ -58,8 +59,9 @@ def flat_scales(params, cfg):
 
 
 class History:
-    """Snapshots of one training run. previous: the run's History so far, on --resume (the same plan:
-    the snapshots an uninterrupted run keeps; a longer one: the snapshots to come evenly spaced)."""
+    """Snapshots of one training run. previous: the run's History so far, on --resume (the same
+    plan: the snapshots an uninterrupted run keeps; a longer one: the snapshots to come evenly
+    spaced)."""
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -83,8 +85,8 @@ class History:
         return step in self._due
 
     def record(self, step, params, drift=None):
-        """A copy of the weights after `step` steps (and, sphere: what retract returned, None at step
-        0), replacing any snapshot from `step` on. Weights that are not finite are not kept."""
+        """A copy of the weights after `step` steps (and, sphere: what retract returned, None at
+        step 0), replacing any snapshot from `step` on. Weights that are not finite are not kept."""
         flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel() for k, _ in param_shapes(self.cfg)])
         if not np.isfinite(flat).all():
             self.skipped += 1
@@ -99,7 +101,8 @@ class History:
         self._drift.append(drift)
 
     def rewind(self, step):
-        """Drop the snapshots after `step` (a resume from that step's checkpoint records them again)."""
+        """Drop the snapshots after `step` (a resume from that step's checkpoint records them
+        again)."""
         while self._steps and self._steps[-1] > step:
             self._steps.pop(), self._params.pop(), self._drift.pop()
 
@@ -114,14 +117,16 @@ class History:
 
     @property
     def drift(self):
-        """(K, U) in sphere mode (NaN where no Adam step preceded the snapshot), None for rmsnorm."""
+        """(K, U) in sphere mode (NaN where no Adam step preceded the snapshot), None for
+        rmsnorm."""
         if self.cfg.norm == "sphere":
             return np.array(self._drift, dtype=np.float64).reshape(len(self), unit_vector_count(self.cfg))
         return None
 
     @property
     def scales(self):
-        """(K, S) effective scales (alpha_A | alpha_M | s_qk | s_u | s_z), sphere; None for rmsnorm."""
+        """(K, S) effective scales (alpha_A | alpha_M | s_qk | s_u | s_z), sphere; None for
+        rmsnorm."""
         if self.cfg.norm == "sphere":
             return np.array([flat_scales(self.params_at(k), self.cfg) for k in range(len(self))]).reshape(
                 len(self), sum(scale_sizes(self.cfg).values()))
@@ -199,8 +204,8 @@ def _load(file, max_bytes):
     P, K = n_params(cfg), headers.get("params", ((0,),))[0][0]
     if not 1 <= K <= MAX_SNAPSHOTS:
         raise InputError(f"it has {K} snapshots; a history has 1 to {MAX_SNAPSHOTS}")
-    # the weights, and the objects of every parameter array of every snapshot (the page takes the snapshots
-    # apart array by array: n_layer 10^6 is millions of them, however narrow the model)
+    # the weights, and the objects of every parameter array of every snapshot (the page takes the
+    # snapshots apart array by array: n_layer 10^6 is millions of them, however narrow the model)
     need = 8 * K * P + K * n_param_arrays(cfg) * BYTES_PER_ARRAY
     if need > max_bytes:
         raise InputError(f"its {K} snapshots of {P:,} weights in {n_param_arrays(cfg):,} arrays would take "

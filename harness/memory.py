@@ -11,12 +11,13 @@ from corpora import BUILTIN, MAX_CORPUS_BYTES
 from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
 from settings import DEFAULTS, InputError
 
-# What each parameter array costs in Python objects besides its numbers: its key string, dict entries (params,
-# grads, offsets, sphere axes), NumPy views of the flat buffers and the per-layer objects of a step. Measured
-# with tracemalloc around a 1-step numpy-engine train() of n_layer = 10,000, n_embd = 1: 1.2-1.4 kB an array.
-# A deep, narrow model (n_layer 10^6, n_embd 1) is made of these, not of its numbers.
+# What each parameter array costs in Python objects besides its numbers: its key string, dict
+# entries (params, grads, offsets, sphere axes), NumPy views of the flat buffers and the per-layer
+# objects of a step. Measured with tracemalloc around a 1-step numpy-engine train() of n_layer =
+# 10,000, n_embd = 1: 1.2-1.4 kB an array. A deep, narrow model (n_layer 10^6, n_embd 1) is made of
+# these, not of its numbers.
 BYTES_PER_ARRAY = 1500
-BYTES_PER_STEP = 80  # a step's train loss: a float in a list (32), the checkpoint (8), metrics.json (~25)
+BYTES_PER_STEP = 80  # each step's loss: a float in a list (32), checkpoint (8), metrics.json (~25)
 SNAPSHOT_BUDGET = 32 * 2**20  # the history's snapshots of weights (a big model keeps fewer)
 
 
@@ -30,13 +31,13 @@ def step_memory(cfg, batch_size, engine, itemsize=8):
     if engine == "numpy":
         activations = 2 * batch_size * forward_bytes_per_doc(cfg) * itemsize // 8
     else:
-        activations = 300 * (batch_size * T * (L * (24 * C * C + 4 * C * T + 8 * C) + 2 * V * C) + P)
+        activations = 300 * (batch_size * T * (L * (24 * C*C + 4 * C*T + 8 * C) + 2 * V * C) + P)
     return 8 * itemsize * P + BYTES_PER_ARRAY * n_param_arrays(cfg) + max(activations, CHUNK_BYTES)
 
 
 def corpus_memory(n_docs, n_chars):
-    """The documents as a run keeps them (a str, a list of token ids, bigram pairs): about 350 bytes a
-    document and 50 a character (measured: 2 million 3-character names take about 0.7 GB)."""
+    """The documents as a run keeps them (a str, a list of token ids, bigram pairs): about 350 bytes
+    a document and 50 a character (measured: 2 million 3-character names take about 0.7 GB)."""
     return 350 * n_docs + 50 * n_chars
 
 
@@ -73,20 +74,22 @@ def limit(max_gb=None):
 
 
 def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0):
-    """InputError, with the estimate, if a run needs more than it may use; corpus: (n_docs, n_chars)."""
+    """InputError, with the estimate, if a run needs more than it may use; corpus: (n_docs,
+    n_chars)."""
     need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + baseline_memory(cfg)
             + corpus_memory(*corpus) + history_memory(cfg, steps))
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(f"this run would need about {gigabytes(need)} of memory ({n_params(cfg):,} parameters, "
-                         f"vocab_size {cfg.vocab_size:,}, n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, "
-                         f"block_size {cfg.block_size}, batch {batch_size}, engine {engine}, {corpus[0]:,} "
-                         f"documents, {steps:,} steps); {why}")
+        raise InputError(f"this run would need about {gigabytes(need)} of memory ({n_params(cfg):,}"
+                         f" parameters, vocab_size {cfg.vocab_size:,}, n_embd {cfg.n_embd}, n_layer"
+                         f" {cfg.n_layer}, block_size {cfg.block_size}, batch {batch_size},"
+                         f" engine {engine}, {corpus[0]:,} documents, {steps:,} steps); {why}")
 
 
 def check_corpus_memory(name_or_path, max_gb):
-    """InputError if a corpus file holds more documents than --max-memory allows, before it is decoded
-    and split (what takes time and memory: 64 MiB of short lines is 16 million documents)."""
+    """InputError if a corpus file holds more documents than --max-memory allows, before it is
+    decoded and split (what takes time and memory: 64 MiB of short lines is 16 million
+    documents)."""
     if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
         return  # (load_corpus says what is wrong with a path that is not a file)
     try:
@@ -97,5 +100,5 @@ def check_corpus_memory(name_or_path, max_gb):
     lines = raw.count(b"\n") + 1
     need, (most, why) = corpus_memory(lines, len(raw)), limit(max_gb)
     if need > most:
-        raise InputError(f"corpus file {name_or_path!r} has {lines:,} lines; keeping them as documents would need "
-                         f"about {gigabytes(need)} of memory; {why}")
+        raise InputError(f"corpus file {name_or_path!r} has {lines:,} lines; keeping them as "
+                         f"documents would need about {gigabytes(need)} of memory; {why}")

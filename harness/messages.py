@@ -6,10 +6,11 @@ import shlex
 import sys
 
 from harness.checkpoints import save_run
-from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, WriteError, as_text
+from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError, as_text
 from harness.run_files import claim_run_folder
 from harness.shell import say
 from model_config import n_params
+from numpy_engine import GREEDY_BELOW
 
 
 def fmt_loss(x):
@@ -22,10 +23,13 @@ def fmt_time(seconds):
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{seconds:02d}s"
 
 
-def print_header(s, docs, cfg, base, resume, notices):
-    """docs: the counts {"train", "val", "cropped"}."""
-    print(f"corpus {as_text(repr(s.corpus))}: {docs['train'] + docs['val']} docs ({docs['train']} train / "
-          f"{docs['val']} val), vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters + BOS)")
+def print_header(s, cfg, base, resume, notices):
+    """The corpus, the model, the baselines, notes; s.docs: the counts {"train", "val",
+    "cropped"}."""
+    docs = s.docs
+    print(f"corpus {as_text(repr(s.corpus))}: {docs['train'] + docs['val']} docs ({docs['train']} "
+          f"train / {docs['val']} val), vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters "
+          "+ BOS)")
     if docs["cropped"]:
         print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size}: cropped to it")
     print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, n_head={cfg.n_head}, "
@@ -39,35 +43,14 @@ def print_header(s, docs, cfg, base, resume, notices):
         print(f"resuming from step {resume.step} of {s.steps}{lowered}")
 
 
-class Progress:
-    """train()'s progress callback: a live line on a terminal (else a line every tenth of the run), a
-    line that stays at every val loss, and with --out the run's files then. last_good: (path, step) of
-    the checkpoint to fall back on: the one it resumed from, then each it saves."""
-
-    def __init__(self, steps, base, out=None, last_good=None, history=None):
-        self.base, self.out, self.last_good, self.history = base, out, last_good, history
-        self.tty = sys.stdout.isatty()
-        self.every = max(1, steps // 10)
-
-    def __call__(self, info):
-        line = (f"step {info['step']:4d}/{info['steps']} | loss {fmt_loss(info['loss'])} | "
-                f"{info['ms_per_step']:.2f} ms/step | ETA {fmt_time(info['eta_s'])}")
-        base = self.base
-        if info["val_loss"] is not None:  # a line that stays: val loss beside the baselines it should beat
-            baselines = ", ".join(f"{name} {base[name]:.4f}" for name in ("bigram", "unigram", "uniform"))
-            print(("\r" if self.tty else "") + line + f" | val loss {fmt_loss(info['val_loss'])} ({baselines})",
-                  flush=True)
-            if self.out:
-                save_run(self.out, info["state"], self.history)
-                self.last_good = (os.path.join(self.out, "checkpoint.npz"), info["step"])
-        elif self.tty:  # a live line, overwritten in place
-            print("\r" + line + "   ", end="", flush=True)
-        elif info["step"] % self.every == 0:
-            print(line, flush=True)
-
-    def end(self):
-        if self.tty:
-            print()
+def report(state, run, folder, s, args):
+    """How training ended, said; the exit code: 0 finished, 1 diverged, 130 interrupted (saved)."""
+    if state.error:
+        return report_divergence(state, folder, s, not args.resume)
+    if run.interrupted and state.step < state.steps:
+        return save_interrupted(state, folder, s, args)
+    print_final(state, run.base)
+    return EXIT_OK
 
 
 def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
@@ -80,35 +63,27 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     return "no checkpoint was written (no --out)"
 
 
-def report_write_error(error, progress, s):
-    progress.end()
-    say(f"microgpt: error: {error}; training stopped; "
-        f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
-    return EXIT_IO
-
-
-def report_divergence(state, progress, s, new_run):
+def report_divergence(state, folder, s, new_run):
     """Nothing new is written (the weights before the bad step would only repeat it). A new run that
     fails at its first step had no update yet: its code failed, not the learning rate."""
     if new_run and state.step == 0:
         say(f"microgpt: error: the model's first forward and backward pass failed, before any learning "
-            f"rate acted: {state.error}. Nothing was written. This is the model's code, not --lr: "
-            "`python -m pdb microgpt.py` with the same flags stops at the failing line.")
+            f"rate acted: {state.error}. Nothing was written. This is the model's code, not --lr.")
         return EXIT_DIVERGED
-    kept = kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps, "diverged")
+    kept = kept_checkpoint(folder.last_good, s.out, s.eval_every, s.steps, "diverged")
     say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a "
         "resumed run may lower it: --resume --lr ...).")
     return EXIT_DIVERGED
 
 
-def save_interrupted(state, progress, s, args):
+def save_interrupted(state, folder, s, args):
     """Ctrl-C: save to --out (or a new out/run-N), and print the command that continues the run."""
     try:
         out = s.out or claim_run_folder("out")
-        save_run(out, state, progress.history)
+        save_run(out, state, folder.history)
     except WriteError as e:
         say(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
-            f"{kept_checkpoint(progress.last_good, s.out, s.eval_every, s.steps)}")
+            f"{kept_checkpoint(folder.last_good, s.out, s.eval_every, s.steps)}")
         return EXIT_IO
     say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to "
         f"{os.path.join(out, 'checkpoint.npz')}\ncontinue with: {resume_command(out, args)}")
@@ -123,8 +98,8 @@ def shown_path(path, here):
 
 
 def resume_command(out, args):
-    """The command that continues this run, to paste where it was started: the interpreter that ran it
-    (a bare `python` may lack this project's packages) or the launcher typed (dev.py:
+    """The command that continues this run, to paste where it was started: the interpreter that ran
+    it (a bare `python` may lack this project's packages) or the launcher typed (dev.py:
     MICROGPT_LAUNCHER), --out as given (or the folder claimed, seen from here), every word quoted,
     and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
     launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.getcwd()
@@ -151,8 +126,13 @@ def final_train_loss(state):
 KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
 
 
-def print_samples(samples, temperature, prompt):
-    """Print each name as it arrives from an iterator; returns the first KEEP_SAMPLES of them."""
+def print_samples(samples, how):
+    """Print each name as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
+    how: sample()'s settings (harness.cli.sampling)."""
+    temperature, prompt = how["temperature"], how["prompt"]
+    if temperature < GREEDY_BELOW:
+        print(f"note: temperature {temperature:g} is below {GREEDY_BELOW:g}: taking the most likely "
+              "character each time (greedy)")
     print(f"--- inference (new, hallucinated names; temperature {temperature}"
           + (f", prompt {as_text(repr(prompt))}" if prompt else "") + ") ---")
     kept = []

@@ -37,7 +37,8 @@ TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # short: a temp file fits where
 
 
 def not_a_regular_file(path):
-    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO"), or None."""
+    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO"), or
+    None."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # not there (or not reachable: the write itself will say why)
@@ -50,12 +51,12 @@ def not_a_regular_file(path):
 
 
 def atomic_write(path, write):
-    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers never
-    see half a file, and an existing file is only replaced by a complete new one. An OSError (disk
-    full, no permission) is a WriteError naming `path`; the file that was there stays as it was.
-    Whatever ends the write (an error, Ctrl-C, SIGTERM: the shell makes signals KeyboardInterrupt),
-    the temp file is removed. Only a regular file is replaced: os.replace would put one in the place
-    of a symbolic link, a FIFO or /dev/null."""
+    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers
+    never see half a file, and an existing file is only replaced by a complete new one. An OSError
+    (disk full, no permission) is a WriteError naming `path`; the file that was there stays as it
+    was. Whatever ends the write (an error, Ctrl-C, SIGTERM: the shell makes signals
+    KeyboardInterrupt), the temp file is removed. Only a regular file is replaced: os.replace would
+    put one in the place of a symbolic link, a FIFO or /dev/null."""
     kind = not_a_regular_file(path)
     if kind:
         raise WriteError(path, OSError(errno.EEXIST, f"it is {kind}, not a regular file; it is left as it is"))
@@ -95,9 +96,9 @@ def check_npz_file(path, what):
 
 
 def read_npz(path, what, load):
-    """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through one open file
-    (a run replacing it meanwhile cannot mix two versions); whatever is wrong is one InputError naming
-    the file: unreadable, refused by load (InputError), or corrupt (zip, header, JSON)."""
+    """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through one open
+    file (a run replacing it meanwhile cannot mix two versions); whatever is wrong is one InputError
+    naming the file: unreadable, refused by load (InputError), or corrupt (zip, header, JSON)."""
     path = os.fsdecode(path)
     check_npz_file(path, what)
     where = f"{what} {path!r}"
@@ -113,9 +114,9 @@ def read_npz(path, what, load):
 
 
 def npz_headers(file, max_members=64, only=None):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those named in `only`),
-    from the .npy headers alone: a header that claims a huge array costs nothing until it is
-    compared with what the file should hold. ValueError for a member that is not an array, or too
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those named in
+    `only`), from the .npy headers alone: a header that claims a huge array costs nothing until it
+    is compared with what the file should hold. ValueError for a member that is not an array, or too
     many (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
@@ -138,9 +139,9 @@ def npz_headers(file, max_members=64, only=None):
 
 
 def read_meta(file, fmt, version, max_chars=2**20):
-    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong with
-    its format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose header
-    says it holds at most max_chars characters."""
+    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong
+    with its format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose
+    header says it holds at most max_chars characters."""
     shape, dtype, _ = npz_headers(file, max_members=None, only=("meta",)).get("meta", (None, None, 0))
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
         raise InputError("no JSON 'meta' entry of the expected form")
@@ -166,8 +167,9 @@ def read_meta(file, fmt, version, max_chars=2**20):
 
 
 def check_arrays(headers, expected):
-    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)), each stored whole.
-    A shape may be a function of the header's (returning the one expected); a dtype None is skipped."""
+    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)), each stored
+    whole. A shape may be a function of the header's (returning the one expected); a dtype None is
+    skipped."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
         raise InputError(f"its arrays do not match its config: missing {cut_list(missing)}, unexpected "
@@ -193,8 +195,8 @@ MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
 
 
 def plot_losses(path, state, base, title):
-    """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title holds the user's
-    text (a corpus file's name): drawn as text, never as matplotlib's $math$."""
+    """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title holds the
+    user's text (a corpus file's name): drawn as text, never as matplotlib's $math$."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -237,7 +239,8 @@ def missing_folders(out):
 
 
 def make_folder(out):
-    """Create --out (and its parents) and check that files can be written into it, before any training."""
+    """Create --out (and its parents) and check that files can be written into it, before any
+    training."""
     try:
         os.makedirs(out, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
@@ -261,9 +264,10 @@ LOCK_NAME = ".microgpt.lock"
 
 class RunLock:
     """A run holds its --out folder until it ends: the folder carries the operating system's lock
-    (released when the process ends, kill -9 too; on Windows the lock file does), a lock file says who
-    holds it. __enter__ refuses a folder a live run holds; claim() writes this run's pid (taking over
-    a file a killed run left); __exit__ releases it and removes the folders it made, if empty."""
+    (released when the process ends, kill -9 too; on Windows the lock file does), a lock file says
+    who holds it. __enter__ refuses a folder a live run holds; claim() writes this run's pid (taking
+    over a file a killed run left); __exit__ releases it and removes the folders it made, if
+    empty."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)

@@ -22,7 +22,14 @@ import sys
 import threading
 
 from harness import _late, _quiet_exit
-from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, WriteError
+from harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_IO,
+    EXIT_OK,
+    InputError,
+    WriteError,
+)
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -41,9 +48,9 @@ def _raise_keyboard_interrupt(signum, frame):
 
 
 def _takeable(sig):
-    """May this program handle `sig` now? Only in the main thread, not one the parent set to be ignored,
-    and not SIGINT under a debugger: a trace function set (pdb stepping), or a SIGINT handler neither
-    Python's nor ours (pdb's, after `c`)."""
+    """May this program handle `sig` now? Only in the main thread, not one the parent set to be
+    ignored, and not SIGINT under a debugger: a trace function set (pdb stepping), or a SIGINT
+    handler neither Python's nor ours (pdb's, after `c`)."""
     handler = signal.getsignal(sig)
     if threading.current_thread() is not threading.main_thread() or handler == signal.SIG_IGN:
         return False
@@ -63,8 +70,8 @@ def restore(handlers):
 
 
 class DeferSigint:
-    """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so the step in progress finishes and the
-    caller can save a consistent state; a second one interrupts at once."""
+    """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so the step in progress finishes and
+    the caller can save a consistent state; a second one interrupts at once."""
 
     def __init__(self):
         self.hit, self.old = False, {}
@@ -142,7 +149,8 @@ class Shell:
         return EXIT_IO
 
     def report(self, e):
-        """The one line for an exception that ends the program, and its exit code; None for others."""
+        """The one line for an exception that ends the program, and its exit code; None for
+        others."""
         if isinstance(e, InputError):
             say(f"{self.prog}: error: {e}")
             return EXIT_BAD_INPUT

@@ -13,6 +13,7 @@ import numpy as np
 import microgpt as mg
 import planetarium
 from harness import run_files
+from harness.checkpoints import load_checkpoint
 from harness.history import HISTORY_NAME, load_history
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -159,7 +160,7 @@ def make_runs(base, steps=STEPS):
         folder = base / norm
         assert mg.main(["--engine", "numpy", "--norm", norm, "--steps", str(steps), "--num-samples", "1",
                         "--out", str(folder)]) == 0
-        ckpt = mg.load_checkpoint(str(folder / "checkpoint.npz"))
+        ckpt = load_checkpoint(str(folder / "checkpoint.npz"))
         out[norm] = {"dir": str(folder), "params": ckpt.params, "train_loss": ckpt.train_loss,
                      "val_loss": ckpt.val_loss, "loaded": load_history(folder / HISTORY_NAME)}
     out["html"] = base / "two.html"

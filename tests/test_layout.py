@@ -5,6 +5,8 @@ and the modules form no import cycle."""
 import ast
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -13,9 +15,9 @@ MODULES = sorted([f[:-3] for f in os.listdir(ROOT) if f.endswith(".py")] +
                  [f"harness.{f[:-3]}" for f in os.listdir(os.path.join(ROOT, "harness")) if f.endswith(".py")])
 
 PUBLIC_API = ["load_corpus", "split_docs", "build_vocab", "encode", "decode", "doc_tokens", "GPTConfig",
-              "init_params", "gpt", "gpt_sphere", "loss_and_grads", "forward_np", "backward_np", "adam_step",
-              "retract", "project_grads", "train", "evaluate", "baselines", "sample", "save_checkpoint",
-              "load_checkpoint", "TrainState", "main"]
+              "init_params", "gpt", "gpt_sphere", "loss_and_grads", "gpt_forward", "gpt_backward",
+              "adam_step", "retract", "project_grads", "Observer", "train", "evaluate", "baselines",
+              "sample", "TrainState", "main"]
 
 
 def source(name):
@@ -79,16 +81,13 @@ def test_the_root_holds_the_chapters_and_harness_the_run():
 
 def test_microgpt_is_short_and_in_the_references_order():
     text = source("microgpt")
-    assert len(text.splitlines()) <= 350
+    assert len(text.splitlines()) <= 380
     tree = ast.parse(text)
-    long = {n.name: n.end_lineno - n.lineno + 1 for n in tree.body if isinstance(n, ast.FunctionDef)
-            and n.end_lineno - n.lineno + 1 > 60}
-    assert not long, f"functions over 60 lines: {long}"
     raises = sum(isinstance(n, ast.Raise) for n in ast.walk(tree))
-    assert raises <= 2, f"{raises} raise statements: the checks belong in checks.py and harness/"
+    assert raises <= 1, f"{raises} raise statements: the checks belong in checks.py and harness/"
     sections = re.findall(r"^# =+ (\d+)\. (\w+)", text, flags=re.M)
-    assert [name for _, name in sections] == ["dataset", "tokenizer", "parameters", "model", "loss", "Adam",
-                                              "training", "inference", "main"]
+    assert [name for _, name in sections] == ["dataset", "tokenizer", "parameters", "model", "loss",
+                                              "Adam", "training", "inference", "main"]
     assert [int(n) for n, _ in sections] == list(range(1, 10))
     # gpt, then gpt_sphere right after it, so the two can be read as a diff
     defs = [node.name for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)]
@@ -98,17 +97,71 @@ def test_microgpt_is_short_and_in_the_references_order():
 
 
 def test_the_training_loop_reads_like_the_references():
-    """train() is the reference's loop: the step's docs, forward and loss, backward, Adam (+ retract), report;
-    everything a run adds is one object, called twice per step."""
+    """train() is the reference's loop: the step's docs, forward and loss, backward, Adam (+ retract),
+    report; what a run adds is one observer, called twice per step."""
     tree = ast.parse(source("microgpt"))
     train = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "train")
     loop = next(n for n in ast.walk(train) if isinstance(n, ast.For))
     calls = [ast.unparse(n.func) for n in sorted((n for n in ast.walk(loop) if isinstance(n, ast.Call)),
                                                  key=lambda n: (n.lineno, n.col_offset))]
-    assert [c for c in calls if c.startswith("run.")] == ["run.diverged", "run.after_step"]
-    order = [c for c in calls if c in ("loss_and_grads", "adam_step", "retract", "run.diverged", "run.after_step")]
-    assert order == ["loss_and_grads", "run.diverged", "adam_step", "retract", "run.after_step"]
-    assert len(loop.body) <= 10 and not [n for n in ast.walk(train) if isinstance(n, (ast.Try, ast.Raise))]
+    assert [c for c in calls if c.startswith("observer.")] == ["observer.before_update",
+                                                               "observer.after_update"]
+    order = [c for c in calls if c in ("loss_and_grads", "adam_step", "retract") or "observer." in c]
+    assert order == ["loss_and_grads", "observer.before_update", "adam_step", "retract",
+                     "observer.after_update"]
+    assert len([n for n in ast.walk(train) if isinstance(n, ast.Try)]) <= 1  # the engine's NumericError
+
+
+def test_microgpt_imports_the_harness_only_inside_main():
+    tree = ast.parse(source("microgpt"))
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    inside = {id(n) for n in ast.walk(main)} | {id(n) for n in ast.walk(tree.body[-1])}  # (and __main__)
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) else []
+        if any(name.split(".")[0] == "harness" for name in names):
+            assert id(node) in inside, ast.unparse(node)
+
+
+def test_training_through_the_python_api_enters_no_file_of_the_harness():
+    code = ("import sys, microgpt as mg\n"
+            "docs = ['anna', 'bob', 'carla', 'dave']\n"
+            "vocab = mg.build_vocab(docs)\n"
+            "cfg = mg.GPTConfig(len(vocab) + 1, n_embd=8, n_head=2, block_size=8)\n"
+            "mg.train(docs[:3], docs[3:], vocab, cfg, steps=3, engine='numpy')\n"
+            "mg.train(docs[:3], docs[3:], vocab, cfg, steps=2, engine='value')\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'harness'))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def python_files():
+    """Every non-test Python file outside notebooks/ that git tracks (or would: not ignored)."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return [p for p in listed if not p.startswith(("tests/", "notebooks/"))
+            and os.path.exists(os.path.join(ROOT, p))]
+
+
+def test_the_code_is_plain_short_lines_short_functions_and_few_of_them():
+    """Lines of at most 100 characters (at most 1% over), functions of at most 60 lines, and at most
+    9,000 lines of non-test Python outside notebooks/ in all."""
+    lines, long_functions = [], []
+    for path in python_files():
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            text = f.read()
+        lines += text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > 60:
+                    long_functions.append(f"{path}:{node.lineno} {node.name} ({length} lines)")
+    long_lines = [line for line in lines if len(line) > 100]
+    assert not long_functions, long_functions
+    assert len(long_lines) <= 0.01 * len(lines), f"{len(long_lines)} of {len(lines)} lines"
+    assert len(lines) <= 9000, len(lines)
 
 
 MODEL_LAYER = ["value", "utils", "sphere", "model_config", "numpy_engine", "tracing", "settings", "checks",
@@ -122,33 +175,26 @@ def test_the_models_layer_imports_nothing_of_the_harness(name):
     assert not [m for m in imports(name) if m.split(".")[0] in ("harness", "microgpt", "planetarium")]
 
 
-def test_the_chapter_makes_its_data_weights_and_adam_state_before_the_run_observes():
-    """Stepping into train(), a learner sees each document's tokens, the weights and Adam's moments made in
-    microgpt.py, as the reference makes them; Run (harness/run.py) comes after and only observes."""
+def test_the_chapter_makes_its_data_weights_and_adam_state_before_its_loop():
+    """Stepping into train(), a learner sees each document's tokens, the weights and Adam's moments
+    made in microgpt.py, as the reference makes them, before the loop; an observer only observes."""
     tree = ast.parse(source("microgpt"))
     train = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "train")
-    body = [n for n in train.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    first_with = next(i for i, n in enumerate(body) if isinstance(n, ast.With))
-    made = [t.id for n in body[:first_with] if isinstance(n, ast.Assign) for t in n.targets
-            if isinstance(t, ast.Name)] + [e.id for n in body[:first_with] if isinstance(n, ast.Assign)
-                                           for t in n.targets if isinstance(t, ast.Tuple) for e in t.elts]
-    assert {"docs", "params", "flat", "m", "v", "grads"} <= set(made), made
-    assert made.index("docs") == 0, "the first line makes the data"
-    calls = {ast.unparse(c.func) for n in body[:first_with] for c in ast.walk(n) if isinstance(c, ast.Call)}
-    assert {"doc_tokens", "init_params", "np.zeros_like"} <= calls
-    run = body[first_with].items[0].context_expr
-    assert ast.unparse(run.func) == "Run"
+    loop = next(i for i, n in enumerate(train.body) if isinstance(n, ast.For))
+    before = train.body[:loop]
+    made = [t.id for n in before for a in ast.walk(n) if isinstance(a, ast.Assign) for t in a.targets
+            if isinstance(t, ast.Name)] + [e.id for n in before for a in ast.walk(n)
+                                           if isinstance(a, ast.Assign) for t in a.targets
+                                           if isinstance(t, ast.Tuple) for e in t.elts]
+    assert {"docs", "params", "flat", "m", "v", "grads", "state"} <= set(made), made
+    calls = {ast.unparse(c.func) for n in before for c in ast.walk(n) if isinstance(c, ast.Call)}
+    assert {"doc_tokens", "init_params", "np.zeros_like", "alloc_params"} <= calls
 
 
 def test_the_harness_stays_light():
-    """harness/ is the run's machinery around a 350-line chapter: at most 1,800 lines, and at most 15% of its
-    non-blank lines over 100 characters (rules written once, not squeezed). The aim is 1,700; each rule
-    left is written once, so the last hundred lines would have to come from a safeguard dropped."""
+    """harness/ is the run's machinery around the chapter: at most 1,800 lines."""
     lines = [line for name in MODULES if name.startswith("harness.") for line in source(name).splitlines()]
-    non_blank = [line for line in lines if line.strip()]
-    long = [line for line in non_blank if len(line) > 100]
     assert len(lines) <= 1800, len(lines)
-    assert len(long) <= 0.15 * len(non_blank), f"{len(long)} of {len(non_blank)} lines are over 100 characters"
 
 
 def test_every_module_has_a_test_file_named_after_it():

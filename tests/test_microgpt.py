@@ -7,6 +7,7 @@ from cli_helpers import TINY, run
 
 import microgpt as mg
 import numpy_engine
+from harness.checkpoints import load_checkpoint, save_checkpoint
 from harness.errors import EXIT_OK, InputError
 from microgpt import GPTConfig, init_params, loss_and_grads
 
@@ -123,7 +124,7 @@ def test_both_engines_compute_the_issues_equations(norm):
             a *= rng.uniform(-2, 2, a.shape)
     tokens = mg.doc_tokens("mallory", VOCAB)[:cfg.block_size]
     expected = reference_logits(params, tokens, cfg)
-    logits_np, _ = mg.forward_np(params, tokens, cfg)
+    logits_np, _ = mg.gpt_forward(params, tokens, cfg)
     assert rel_err(logits_np, expected) <= 1e-12
     state_dict = mg.values_from_params(params)
     model = mg.gpt_sphere if norm == "sphere" else mg.gpt
@@ -250,7 +251,7 @@ def test_sphere_invariants_after_training(riemannian):
     for key, axis in mg.sphere_axes(cfg).items():
         norms = np.linalg.norm(st.params[key], axis=axis)
         assert np.abs(norms - 1).max() <= 1e-12, key
-    _, cache = mg.forward_np(st.params, numpy_engine.make_batch(toks(WORDS), cfg.block_size)[0], cfg)
+    _, cache = mg.gpt_forward(st.params, numpy_engine.make_batch(toks(WORDS), cfg.block_size)[0], cfg)
     assert len(cache["hidden"]) == 1 + 2 * cfg.n_layer
     for h in cache["hidden"]:
         assert np.abs(np.linalg.norm(h, axis=-1) - 1).max() <= 1e-12
@@ -261,7 +262,7 @@ def test_forward_cache_exposes_attention_and_hidden_states():
     cfg = GPTConfig(vocab_size=V, n_layer=2)
     params = init_params(cfg, seed=0)
     tokens = mg.doc_tokens("grace", VOCAB)[:-1]
-    logits, cache = mg.forward_np(params, tokens, cfg)
+    logits, cache = mg.gpt_forward(params, tokens, cfg)
     T = len(tokens)
     assert logits.shape == (T, V)
     assert len(cache["attn"]) == 2 and cache["attn"][0].shape == (1, 4, T, T)
@@ -269,7 +270,7 @@ def test_forward_cache_exposes_attention_and_hidden_states():
     np.testing.assert_allclose(w.sum(-1), 1.0)
     assert np.all(np.triu(w, 1) == 0)  # causal: nothing attends to the future
     # causality: the logits of a prefix do not depend on what comes after it
-    logits3, _ = mg.forward_np(params, tokens[:3], cfg)
+    logits3, _ = mg.gpt_forward(params, tokens[:3], cfg)
     np.testing.assert_allclose(logits3, logits[:3], rtol=1e-12, atol=1e-14)
 
 
@@ -315,16 +316,16 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, norm, engine):
     kw = dict(steps=n, batch_size=2, lr=0.02, seed=7, engine=engine, eval_every=5)
     full = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw)
 
-    def stop_at_k(info):
-        if info["step"] == k:
-            raise KeyboardInterrupt  # what Ctrl-C does between steps
+    class StopAtK(mg.Observer):  # what the command line's Ctrl-C does between steps
+        def after_update(self, state, loss, drift):
+            return state.step == k
 
-    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, progress=stop_at_k, **kw)
-    assert part.interrupted and part.step == k
-    mg.save_checkpoint(tmp_path / "ck.npz", part)
-    loaded = mg.load_checkpoint(tmp_path / "ck.npz")
-    resumed = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=n, engine=engine, eval_every=5, resume=loaded)
-    assert not resumed.interrupted and resumed.step == n
+    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, observer=StopAtK(every=0), **kw)
+    assert part.step == k
+    save_checkpoint(tmp_path / "ck.npz", part)
+    loaded = load_checkpoint(tmp_path / "ck.npz")
+    resumed = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw, resume=loaded)
+    assert resumed.step == n and loaded.step == k  # (the state given in is left as it was)
     for key in full.params:
         np.testing.assert_array_equal(resumed.params[key], full.params[key])
     np.testing.assert_array_equal(resumed.m, full.m)
@@ -335,12 +336,13 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, norm, engine):
 
 def test_checkpoint_roundtrip_without_pickle(tmp_path):
     cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, norm="sphere", alpha_init=0.2, sz_init=3.0)
-    st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=3, engine="numpy", riemannian=True, corpus="x.txt")
+    st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=3, engine="numpy", riemannian=True)
+    st.corpus = "x.txt"
     path = tmp_path / "ck.npz"
-    mg.save_checkpoint(path, st)
+    save_checkpoint(path, st)
     with np.load(path, allow_pickle=False) as z:  # every member loads without pickle
         assert "meta" in z.files and all(z[k].dtype != object for k in z.files)
-    back = mg.load_checkpoint(path)
+    back = load_checkpoint(path)
     assert back.cfg == cfg and back.vocab == VOCAB and back.step == 3 and back.riemannian and back.corpus == "x.txt"
     for key in st.params:
         np.testing.assert_array_equal(back.params[key], st.params[key])
@@ -352,30 +354,30 @@ def test_load_checkpoint_rejects_damaged_files(tmp_path, damage):
     cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
     st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=2, engine="numpy")
     path = tmp_path / "ck.npz"
-    mg.save_checkpoint(path, st)
+    save_checkpoint(path, st)
     data = path.read_bytes()
     path.write_bytes({"garbage": b"not a checkpoint" * 10, "truncated": data[: len(data) // 2], "empty": b""}[damage])
     with pytest.raises(InputError, match="corrupt"):
-        mg.load_checkpoint(path)
+        load_checkpoint(path)
 
 
 def test_load_checkpoint_rejects_incompatible_files(tmp_path):
     path = tmp_path / "other.npz"
     np.savez(path, weights=np.zeros(3))
     with pytest.raises(InputError, match="incompatible"):
-        mg.load_checkpoint(path)
+        load_checkpoint(path)
     cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
     st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=1, engine="numpy")
-    mg.save_checkpoint(path, st)
+    save_checkpoint(path, st)
     with np.load(path) as z:
         arrays = {k: z[k] for k in z.files}
     arrays["param:wte"] = np.zeros((3, 3))
     np.savez(path, **arrays)
     with pytest.raises(InputError, match="shape"):
-        mg.load_checkpoint(path)
+        load_checkpoint(path)
     st.params = {k: (np.zeros((3, 3)) if k == "wte" else a) for k, a in st.params.items()}
     with pytest.raises(InputError, match="cannot save checkpoint: param:wte"):  # nor is such a file written
-        mg.save_checkpoint(tmp_path / "bad.npz", st)
+        save_checkpoint(tmp_path / "bad.npz", st)
     assert not (tmp_path / "bad.npz").exists()
 
 
@@ -478,7 +480,7 @@ def test_checkpoint_written_before_the_module_split_still_loads():
     """tests/data/checkpoint_v1_sphere.npz was written by the single-file microgpt.py (commit 0f36a61)."""
     import os
     path = os.path.join(os.path.dirname(__file__), "data", "checkpoint_v1_sphere.npz")
-    state = mg.load_checkpoint(path)
+    state = load_checkpoint(path)
     assert state.cfg.norm == "sphere" and state.step == 6 and state.cfg.vocab_size == len(state.vocab) + 1
     names = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy", "mallory", "oscar",
              "peggy", "sybil", "trent"]
@@ -519,6 +521,6 @@ def test_float32_weights_at_a_tiny_temperature_sample_greedily_not_from_nan(tmp_
     ckpt = os.path.join(out, "checkpoint.npz")
     code, text, err = run(capsys, ["--sample-only", "--checkpoint", ckpt, "--temperature", "1e-39"])
     assert code == EXIT_OK and not err
-    state = mg.load_checkpoint(ckpt)
+    state = load_checkpoint(ckpt)
     greedy = mg.sample(state.params, state.cfg, state.vocab, num_samples=1, temperature=1e-300)[0]
     assert f"sample  1: {greedy}\n" in text

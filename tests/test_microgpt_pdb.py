@@ -40,24 +40,23 @@ def env():
 
 @pytest.mark.slow
 def test_stepping_into_train_shows_the_chapter_making_its_tokens_weights_and_moments(tmp_path):
-    """`s` into train() from main, then `n`: the lines shown are microgpt.py's, and before the loop (and before
-    Run, which only observes) they make each document's tokens, the weights and Adam's m and v."""
+    """`s` into train() from main, then `n`: the lines shown are microgpt.py's (never the harness's), and
+    before the loop they check the settings and make each document's tokens, the weights and Adam's m, v."""
     corpus = write_corpus(str(tmp_path))
     text = open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8").read().splitlines()
     call = next(i for i, line in enumerate(text, 1) if "= train(train_docs, val_docs, vocab, cfg" in line)  # in main
-    commands = [f"b {os.path.join(ROOT, 'microgpt.py')}:{call}", "c", "s"] + ["n"] * 8 + ["q"]
+    commands = [f"b {os.path.join(ROOT, 'microgpt.py')}:{call}", "c", "s"] + ["n"] * 12 + ["q"]
     proc = subprocess.run([sys.executable, "-m", "pdb", os.path.join(ROOT, "microgpt.py"), *TINY, "--corpus",
                            corpus, "--steps", "1"], input="\n".join(commands) + "\n", cwd=str(tmp_path),
                           capture_output=True, text=True, timeout=120)
     after = proc.stdout.split("--Call--", 1)[1]
     frames = re.findall(r"^(?:\(Pdb\) )?> (.*?)\((\d+)\)(\w+)\(\)\n-> (.*)$", after, flags=re.M)
     assert frames and all(f[0].endswith("microgpt.py") and f[2] == "train" for f in frames), after
-    shown = [f[3] for f in frames]
-    made = next(i for i, line in enumerate(shown) if line.startswith("with Run("))
-    first = shown[1:made]  # (shown[0] is the def line)
-    assert first[0].startswith("docs = [doc_tokens(doc, vocab)"), first
-    assert [line.split(" = ")[0] for line in first if " = " in line][:5] == ["docs", "s", "params", "flat", "m, v"]
-    assert "init_params(cfg" in first[2] and "np.zeros_like(flat)" in first[4], first
+    shown = list(dict.fromkeys(f[3] for f in frames))[1:]  # each line once (the first: the def line)
+    made = list(dict.fromkeys(line.split(" = ")[0] for line in shown if " = " in line))
+    assert made[:6] == ["settings", "docs", "val_tokens", "params", "flat", "m, v"], shown
+    assert any("docs = [doc_tokens(doc, vocab)" in line for line in shown)
+    assert any("params = init_params(cfg" in line for line in shown)
 
 
 def test_a_learners_mistake_in_gpt_is_a_traceback_into_gpt_not_divergence(tmp_path):

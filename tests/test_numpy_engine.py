@@ -12,7 +12,13 @@ import numpy_engine as ne
 from harness.errors import InputError
 from model_config import pack_params
 from sphere import l2_normalize_np, l2_normalize_np_backward
-from utils import cross_entropy_np, cross_entropy_np_backward, rmsnorm_np, rmsnorm_np_backward, softmax_np
+from utils import (
+    cross_entropy_np,
+    cross_entropy_np_backward,
+    rmsnorm_np,
+    rmsnorm_np_backward,
+    softmax_np,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import numpy_engine_unfused as unfused  # noqa: E402

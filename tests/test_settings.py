@@ -1,23 +1,15 @@
-"""settings.py: every setting written once, in one table, and everything else made from it.
-
-The last test adds a hypothetical setting to a copy of the project, touching the table and nothing else, and
-follows it to the flag, its help, the check, GPTConfig or TrainState, the checkpoint, and a resume's rule.
-"""
-import json
+"""settings.py: every setting's flag, default, rule, help and resume policy written once, in one table;
+the flags are made from it, and GPTConfig, TrainState and train() agree with it."""
+import inspect
 import os
-import shutil
-import subprocess
-import sys
-import zipfile
 
-import numpy as np
 import pytest
-from cli_helpers import ROOT, TINY, write_corpus
+from cli_helpers import ROOT
 
+import microgpt
 import settings
 from harness import cli
-from harness.checkpoints import TrainState
-from model_config import GPTConfig
+from model_config import TRAINING_FIELDS, GPTConfig, TrainState
 from settings import BY_NAME, DEFAULTS, SETTINGS, STORED, InputError, check, resumed
 
 
@@ -44,6 +36,10 @@ def test_the_flags_the_config_and_the_state_come_from_the_table():
     fields = TrainState.__dataclass_fields__
     assert all(fields[s.name].default == s.default for s in STORED)
     assert not [s.name for s in SETTINGS if s.resume and s.group != "model" and s.name not in fields]
+    # train() takes every stored setting but the corpus (the harness records it), with its default
+    train = inspect.signature(microgpt.train).parameters
+    assert {name: train[name].default for name in TRAINING_FIELDS} == \
+        {s.name: s.default for s in STORED if s.name != "corpus"}
 
 
 def test_the_list_of_norms_is_written_once():
@@ -76,42 +72,3 @@ def test_a_resume_keeps_lowers_or_changes_each_setting_as_its_row_says():
         resumed(kept, {"lr": 0.1, "batch_size": 8}, 0)
     with pytest.raises(InputError, match="at step 150, beyond the requested --steps 100"):
         resumed(kept, {}, 150, lambda name: "--" + name)
-
-
-HYPOTHETICAL = ('    Setting("warmup", 0, NON_NEGATIVE_INT, "a hypothetical setting: steps of linear lr warm-up",\n'
-                '            "training", "keep", before=0),\n')
-
-
-@pytest.mark.slow
-def test_a_new_setting_is_one_row_of_the_table_and_nothing_else(tmp_path):
-    """Add a row to a copy of settings.py (no other file is touched): the flag exists with its help, its rule
-    refuses a bad value, a run keeps it in its TrainState and its checkpoint, and a resume applies its rule."""
-    copy = tmp_path / "project"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "notebooks", "out", "runs",
-                                                               "experiments", "benchmarks", "tests", "*.ipynb"))
-    path = copy / "settings.py"
-    text = path.read_text(encoding="utf-8")
-    assert text.count("    # files\n") == 1
-    path.write_text(text.replace("    # files\n", HYPOTHETICAL + "    # files\n"), encoding="utf-8")
-    corpus = write_corpus(str(tmp_path))
-
-    def microgpt(*args):
-        return subprocess.run([sys.executable, "microgpt.py", *args], cwd=copy, capture_output=True, text=True,
-                              timeout=120)
-
-    help_text = microgpt("--help").stdout
-    assert "--warmup N" in help_text and "steps of linear lr warm-up" in help_text
-    bad = microgpt(*TINY, "--corpus", corpus, "--warmup", "-1")
-    assert bad.returncode == 2 and bad.stderr == "microgpt: error: --warmup must be a non-negative integer, got -1\n"
-    run = microgpt(*TINY, "--corpus", corpus, "--steps", "4", "--warmup", "3", "--out", str(tmp_path / "run"))
-    assert run.returncode == 0, run.stderr
-    with zipfile.ZipFile(tmp_path / "run" / "checkpoint.npz") as z:
-        meta = json.loads(str(np.load(z.open("meta.npy"), allow_pickle=False)))
-    assert meta["warmup"] == 3
-    loaded = subprocess.run([sys.executable, "-c", "import microgpt, sys; s = microgpt.load_checkpoint(sys.argv[1]); "
-                             "print(s.warmup, microgpt.TrainState(None, []).warmup)",
-                             str(tmp_path / "run" / "checkpoint.npz")], cwd=copy, capture_output=True, text=True)
-    assert loaded.stdout.split() == ["3", "0"], loaded.stderr
-    conflict = microgpt("--resume", "--out", str(tmp_path / "run"), "--steps", "8", "--warmup", "5")
-    assert conflict.returncode == 2 and "--warmup differs from the checkpoint" in conflict.stderr
-    assert microgpt("--resume", "--out", str(tmp_path / "run"), "--steps", "8").returncode == 0

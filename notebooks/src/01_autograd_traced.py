@@ -33,7 +33,9 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the roo
 
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
-from figures import show_graph  # notebooks/figures.py: tracing.draw_graph at 150 dpi, shown at full size
+from figures import (
+    show_graph,  # notebooks/figures.py: tracing.draw_graph at 150 dpi, shown at full size
+)
 
 from tracing import to_dot, trace_backward
 from value import Value, gradient_check, topological_order, zero_grad

@@ -37,7 +37,9 @@ import exercises
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
-from figures import show_graph  # notebooks/figures.py: tracing.draw_graph at 150 dpi, shown at full size
+from figures import (
+    show_graph,  # notebooks/figures.py: tracing.draw_graph at 150 dpi, shown at full size
+)
 
 import microgpt
 import model_config

@@ -36,7 +36,9 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules live at the roo
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
-from figures import slider_figure  # notebooks/figures.py: a figure with sliders in Jupyter, static when run headless
+from figures import (
+    slider_figure,  # notebooks/figures.py: a figure with sliders in Jupyter, static when run headless
+)
 
 import microgpt
 import sphere

@@ -55,7 +55,15 @@ import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
 
-from microgpt import GPTConfig, baselines, build_vocab, doc_tokens, init_params, load_corpus, split_docs
+from microgpt import (
+    GPTConfig,
+    baselines,
+    build_vocab,
+    doc_tokens,
+    init_params,
+    load_corpus,
+    split_docs,
+)
 from microgpt import adam_step as microgpt_adam
 from model_config import flat_buffer, pack_params, param_shapes
 from utils import linear, linear_np, linear_np_backward, softmax, softmax_np, softmax_np_backward

@@ -14,17 +14,27 @@ import zipfile
 
 import numpy as np
 import pytest
-from cli_helpers import ROOT, TINY, edit_npz, one_clean_line, peak_rss_mb, run, start, wait_for_training
+from cli_helpers import (
+    ROOT,
+    TINY,
+    edit_npz,
+    one_clean_line,
+    peak_rss_mb,
+    run,
+    start,
+    wait_for_training,
+)
 
 import microgpt as mg
 from harness import run_files
-from harness.checkpoints import TrainState
+from harness.checkpoints import load_checkpoint, save_checkpoint
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from harness.history import HISTORY_NAME, load_history
+from model_config import TrainState
 
 
 def both(folder):
-    return mg.load_checkpoint(os.path.join(folder, "checkpoint.npz")), load_history(os.path.join(folder, HISTORY_NAME))
+    return load_checkpoint(os.path.join(folder, "checkpoint.npz")), load_history(os.path.join(folder, HISTORY_NAME))
 
 
 @pytest.mark.slow
@@ -83,7 +93,7 @@ def test_a_history_ahead_of_its_checkpoint_is_rewound_and_one_behind_is_said(tmp
     code, stdout, err = run(capsys, ["--resume", "--out", str(out), "--steps", "30"])
     assert code == 0 and "is behind the checkpoint (step 10 < 20); it continues without the snapshots in " \
                           "between" in stdout, err
-    assert mg.load_checkpoint(out / "checkpoint.npz").step == 30
+    assert load_checkpoint(out / "checkpoint.npz").step == 30
 
 
 def test_a_resume_never_takes_another_runs_history(tmp_path, corpus, capsys):
@@ -117,11 +127,11 @@ def test_kill_9_loop_leaves_a_loadable_checkpoint_and_resume_is_bit_exact(tmp_pa
         proc.communicate()
         if proc.returncode == 0:  # it finished before the kill: nothing more to test
             break
-        steps_seen.append(mg.load_checkpoint(ckpt).step)  # complete and loadable, never half written
+        steps_seen.append(load_checkpoint(ckpt).step)  # complete and loadable, never half written
     finished = subprocess.run([sys.executable, "microgpt.py", "--resume", "--out", out], cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
     assert finished.returncode == 0, finished.stderr
-    a, b = mg.load_checkpoint(ckpt), mg.load_checkpoint(str(tmp_path / "full" / "checkpoint.npz"))
+    a, b = load_checkpoint(ckpt), load_checkpoint(str(tmp_path / "full" / "checkpoint.npz"))
     assert a.step == b.step == 3000 and a.train_loss == b.train_loss and a.val_loss == b.val_loss
     for key in a.params:
         np.testing.assert_array_equal(a.params[key], b.params[key])
@@ -259,7 +269,7 @@ def test_save_checkpoint_refuses_what_load_checkpoint_would(tmp_path, edit, word
     state = small_state()
     edit(state)
     with pytest.raises(InputError, match=words):
-        mg.save_checkpoint(tmp_path / "c.npz", state)
+        save_checkpoint(tmp_path / "c.npz", state)
     assert not (tmp_path / "c.npz").exists()
     with pytest.raises(InputError, match=words):  # and train(resume=...) takes no such state either
         mg.train(WORDS[:8], WORDS[8:], VOCAB, state.cfg, steps=8, engine="numpy", resume=state)
@@ -303,4 +313,4 @@ def test_a_checkpoint_of_ten_layers_resumes(tmp_path, corpus, capsys):
 
 def test_a_checkpoint_path_given_as_bytes_is_read_as_a_path(tmp_path, corpus, capsys):
     assert run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(tmp_path / "r")])[0] == 0
-    assert mg.load_checkpoint(os.fsencode(tmp_path / "r" / "checkpoint.npz")).step == 3
+    assert load_checkpoint(os.fsencode(tmp_path / "r" / "checkpoint.npz")).step == 3

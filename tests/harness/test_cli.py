@@ -14,6 +14,7 @@ from cli_helpers import ROOT, TINY, interrupt_at, run, snapshot, write_corpus
 import corpora
 import microgpt as mg
 from harness import run_files
+from harness.checkpoints import load_checkpoint
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, InputError
 from harness.history import HISTORY_NAME
 
@@ -27,7 +28,7 @@ def test_resume_may_lower_the_lr_but_not_raise_it(tmp_path, corpus, capsys):
     code, stdout, err = run(capsys, ["--resume", "--out", out, "--steps", "6", "--lr", "0.001"])
     assert code == EXIT_OK, err
     assert "(lr lowered from 0.01 to 0.001)" in stdout
-    assert mg.load_checkpoint(os.path.join(out, "checkpoint.npz")).lr == 0.001
+    assert load_checkpoint(os.path.join(out, "checkpoint.npz")).lr == 0.001
     code, stdout, err = run(capsys, ["--resume", "--out", out, "--steps", "8"])  # no --lr: the checkpoint's (now lower)
     assert code == EXIT_OK and "lowered" not in stdout
 
@@ -65,7 +66,7 @@ def test_a_moved_run_resumes_when_its_corpus_is_the_same(tmp_path, capsys, monke
     code, out, err = run(capsys, ["--resume", "--out", str(d2 / "run"), "--corpus", str(d2 / "c.txt")])
     assert code == EXIT_OK, err
     assert "note: the corpus is now" in out and "resuming from step 7 of 20" in out
-    assert mg.load_checkpoint(str(d2 / "run" / "checkpoint.npz")).corpus == str(d2 / "c.txt")
+    assert load_checkpoint(str(d2 / "run" / "checkpoint.npz")).corpus == str(d2 / "c.txt")
     other = write_corpus(str(tmp_path), "zed\nyan\nxia\n", name="other.txt")  # other documents: refused
     code, _, err = run(capsys, ["--resume", "--out", str(d2 / "run"), "--steps", "30", "--corpus", other])
     assert code == EXIT_BAD_INPUT and "differs from the checkpoint's corpus" in err
@@ -80,7 +81,7 @@ def test_switching_engines_on_resume_says_the_numbers_agree_to_1e15(tmp_path, co
     assert code == EXIT_OK and "trained on the value engine and goes on with the numpy engine" in out
     assert run(capsys, TINY + ["--engine", "value", "--corpus", corpus, "--steps", "8",
                                "--out", str(tmp_path / "b")])[0] == EXIT_OK
-    switched, whole = (mg.load_checkpoint(str(tmp_path / x / "checkpoint.npz")) for x in "ab")
+    switched, whole = (load_checkpoint(str(tmp_path / x / "checkpoint.npz")) for x in "ab")
     gap = np.abs(mg.flat_buffer(switched.params) - mg.flat_buffer(whole.params)).max()
     assert gap < 1e-12  # equal to about 1e-15, as the note says (not bit for bit)
 
@@ -107,7 +108,7 @@ def test_end_to_end_with_out(tmp_path, corpus, capsys):
     assert len(m["history"]["train_loss"]) == 40 and [s for s, _ in m["history"]["val_loss"]] == [0, 20, 40]
     assert np.isfinite(m["final_val_loss"]) and m["ms_per_step"] > 0
     assert (out_dir / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert mg.load_checkpoint(str(out_dir / "checkpoint.npz")).step == 40
+    assert load_checkpoint(str(out_dir / "checkpoint.npz")).step == 40
     # sample from the checkpoint alone
     code, out, err = run(capsys, ["--sample-only", "--checkpoint", str(out_dir / "checkpoint.npz"),
                                   "--num-samples", "4", "--prompt", "ma"])
@@ -138,13 +139,13 @@ def test_ctrl_c_saves_and_resume_matches_uninterrupted_run(tmp_path, corpus, cap
     code, _, err = run(capsys, args + ["--out", str(tmp_path / "part")])
     assert code == 130
     assert "interrupted at step 12/30" in err and "--resume" in err
-    assert mg.load_checkpoint(str(tmp_path / "part" / "checkpoint.npz")).step == 12
+    assert load_checkpoint(str(tmp_path / "part" / "checkpoint.npz")).step == 12
     monkeypatch.undo()
     code, out, err = run(capsys, ["--resume", "--out", str(tmp_path / "part")])
     assert code == 0, err
     assert "resuming from step 12 of 30" in out
-    full = mg.load_checkpoint(str(tmp_path / "full" / "checkpoint.npz"))
-    resumed = mg.load_checkpoint(str(tmp_path / "part" / "checkpoint.npz"))
+    full = load_checkpoint(str(tmp_path / "full" / "checkpoint.npz"))
+    resumed = load_checkpoint(str(tmp_path / "part" / "checkpoint.npz"))
     for key in full.params:
         np.testing.assert_array_equal(resumed.params[key], full.params[key])
     np.testing.assert_array_equal(resumed.m, full.m)
@@ -157,15 +158,15 @@ def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command
     interrupt_at(monkeypatch, 3)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
     assert code == 130 and os.path.join("out", "run-1", "checkpoint.npz") in err
-    assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3
+    assert load_checkpoint("out/run-1/checkpoint.npz").step == 3
     # a second interrupted run keeps the first one's checkpoint and takes the next free folder
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
     interrupt_at(monkeypatch, 5)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "10"])
     assert code == 130 and os.path.join("out", "run-2", "checkpoint.npz") in err
-    assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3
-    assert mg.load_checkpoint("out/run-2/checkpoint.npz").step == 5
+    assert load_checkpoint("out/run-1/checkpoint.npz").step == 3
+    assert load_checkpoint("out/run-2/checkpoint.npz").step == 5
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
     # the resume command it prints works exactly as printed (for run-2 too)
@@ -176,8 +177,8 @@ def test_ctrl_c_without_out_saves_to_a_folder_of_its_own_and_the_printed_command
     pasted = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert pasted.returncode == 0, pasted.stderr
     assert "resuming from step 5 of 10" in pasted.stdout
-    assert mg.load_checkpoint("out/run-2/checkpoint.npz").step == 10
-    assert mg.load_checkpoint("out/run-1/checkpoint.npz").step == 3  # the other run's file is untouched
+    assert load_checkpoint("out/run-2/checkpoint.npz").step == 10
+    assert load_checkpoint("out/run-1/checkpoint.npz").step == 3  # the other run's file is untouched
 
 def test_two_runs_stopped_together_claim_different_folders(tmp_path):
     folders = [run_files.claim_run_folder(str(tmp_path / "out")) for _ in range(3)]
@@ -206,7 +207,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, corpus, capsys)
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200", "--eval-every", "1",
                                        "--out", str(tmp_path / "run2")])
     assert code == 1 and "the last good checkpoint is" in err and "(step 1)" in err
-    assert mg.load_checkpoint(str(tmp_path / "run2" / "checkpoint.npz")).step == 1
+    assert load_checkpoint(str(tmp_path / "run2" / "checkpoint.npz")).step == 1
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "50", "--lr", "1e200"])
     assert code == 1 and "no checkpoint was written (no --out)" in err
 
@@ -347,11 +348,11 @@ def test_dtype_float32_end_to_end_and_kept_on_resume(tmp_path, corpus, capsys):
     out = str(tmp_path / "f32")
     code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "20", "--dtype", "float32", "--out", out])
     assert code == 0, err
-    state = mg.load_checkpoint(os.path.join(out, "checkpoint.npz"))
+    state = load_checkpoint(os.path.join(out, "checkpoint.npz"))
     assert state.params["wte"].dtype == np.float32 and state.m.dtype == np.float32
     code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "30"])
     assert code == 0, err
-    assert mg.load_checkpoint(os.path.join(out, "checkpoint.npz")).params["wte"].dtype == np.float32
+    assert load_checkpoint(os.path.join(out, "checkpoint.npz")).params["wte"].dtype == np.float32
     code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "40", "--dtype", "float64"])
     assert code == 2 and "--dtype differs from the checkpoint" in err
     code, _, err = run(capsys, ["--corpus", corpus, "--dtype", "float32", "--engine", "value"])
@@ -383,7 +384,7 @@ def test_a_resume_into_a_folder_with_another_runs_files_is_refused_and_changes_n
     assert err.count("\n") == 1 and "step" not in out and snapshot(str(b)) == before
     empty = tmp_path / "empty"  # an empty folder (or a new one) is fine
     assert run(capsys, ["--resume", "--checkpoint", str(y / "checkpoint.npz"), "--out", str(empty)])[0] == EXIT_OK
-    assert mg.load_checkpoint(str(empty / "checkpoint.npz")).step == 6
+    assert load_checkpoint(str(empty / "checkpoint.npz")).step == 6
 
 
 def test_a_run_file_that_is_a_symbolic_link_is_refused_before_the_first_step(tmp_path, corpus, capsys):
@@ -393,7 +394,7 @@ def test_a_run_file_that_is_a_symbolic_link_is_refused_before_the_first_step(tmp
     os.symlink("../real.npz", out / "checkpoint.npz")
     code, stdout, err = run(capsys, ["--resume", "--out", str(out), "--steps", "300", "--eval-every", "1000"])
     assert code == EXIT_BAD_INPUT and "checkpoint.npz' is a symbolic link" in err and "step " not in stdout
-    assert os.path.islink(out / "checkpoint.npz") and mg.load_checkpoint(str(real)).step == 4
+    assert os.path.islink(out / "checkpoint.npz") and load_checkpoint(str(real)).step == 4
 
 
 def test_a_checkpoint_without_a_fingerprint_resumes_from_its_corpus_new_place(tmp_path, capsys):
@@ -409,7 +410,7 @@ def test_a_checkpoint_without_a_fingerprint_resumes_from_its_corpus_new_place(tm
     code, stdout, err = run(capsys, ["--resume", "--out", str(ckpt.parent), "--steps", "8", "--corpus", corpus])
     assert code == EXIT_OK, err
     assert "the checkpoint has no fingerprint of its documents, so only its vocabulary could be compared" in stdout
-    assert mg.load_checkpoint(str(ckpt)).corpus_sha256  # from now on it has one
+    assert load_checkpoint(str(ckpt)).corpus_sha256  # from now on it has one
     other = write_corpus(str(tmp_path), "zed\nquinn\n", "other.txt")
     code, _, err = run(capsys, ["--resume", "--out", str(ckpt.parent), "--steps", "9", "--corpus", other])
     assert code == EXIT_BAD_INPUT and "differs from the checkpoint's corpus" in err
@@ -427,18 +428,21 @@ def test_a_corpus_whose_name_is_not_plain_text_is_drawn_as_text(tmp_path, capsys
 
 
 def test_the_models_first_failing_step_is_the_models_code_not_the_learning_rate(tmp_path, corpus):
-    """A learner's edit that makes the engine fail at step 1 (log of a negative probability): no learning rate has
-    acted yet, so the message says where the model's code failed and how to stop there, and does not blame --lr."""
+    """A learner's edit that makes the engine fail at step 1 (log of a negative probability): no learning
+    rate has acted yet, so it is the model's code: Python's traceback, ending at the learner's line (where
+    `python -m pdb` stops too), not a divergence that blames --lr."""
     text = open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8").read()
     assert text.count("loss_t = -probs[target_id].log()") == 1
     (tmp_path / "microgpt.py").write_text(text.replace("loss_t = -probs[target_id].log()",
-                                                       "loss_t = -(probs[target_id] - 0.5).log()"), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "microgpt.py", "--steps", "3", "--corpus", corpus], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "the model's first forward and backward pass failed, before any learning rate acted" in proc.stderr
-    assert "at microgpt.py:" in proc.stderr and "in loss_and_grads_value: loss_t = -(probs[target_id] - 0.5).log()" \
-        in proc.stderr and "python -m pdb microgpt.py" in proc.stderr and "Try a smaller --lr" not in proc.stderr
+                                                       "loss_t = -(probs[target_id] - 0.5).log()"),
+                                          encoding="utf-8")
+    proc = subprocess.run([sys.executable, "microgpt.py", "--steps", "3", "--corpus", corpus],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 1 and "Traceback" in proc.stderr, proc.stderr
+    assert "loss_t = -(probs[target_id] - 0.5).log()" in proc.stderr
+    assert proc.stderr.rstrip().splitlines()[-1].startswith("value.NumericError: Value.log")
+    assert "Try a smaller --lr" not in proc.stderr
 
 
 def test_a_file_named_like_a_built_in_corpus_is_mentioned(tmp_path, capsys, monkeypatch):

@@ -6,8 +6,8 @@ import sys
 
 from cli_helpers import ROOT, TINY, fail_fsync_after, interrupt_at, run
 
-import microgpt as mg
 from harness import cli, messages
+from harness.checkpoints import load_checkpoint
 from harness.errors import EXIT_IO
 
 
@@ -19,7 +19,7 @@ def test_ctrl_c_on_a_full_disk_says_what_was_kept(tmp_path, corpus, capsys, monk
     assert code == EXIT_IO
     assert "interrupted at step 15/40, but cannot write" in err and "No space left on device" in err
     assert "the last good checkpoint is" in err and "(step 10)" in err
-    assert mg.load_checkpoint(str(out / "checkpoint.npz")).step == 10
+    assert load_checkpoint(str(out / "checkpoint.npz")).step == 10
 
 
 def test_a_huge_loss_is_never_printed_as_a_300_digit_number():

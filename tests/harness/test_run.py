@@ -1,122 +1,111 @@
-"""harness/run.py on its own: run_state checks every setting with the flags' rules, and Run observes a
-hand-written loop (val loss, divergence rules, progress, Ctrl-C, the engine's numeric failures) without making
-weights, optimizer state or tokens of its own."""
-import math
+"""harness/run.py's Run, the command line's observer of microgpt.train(): its stopping rules (a loss or
+gradient that is not finite, an exploding loss), progress, Ctrl-C; and train()'s own door: every
+setting checked by the flags' rules, a resumed state continued in a copy, the engine's numeric
+failure as divergence and any other exception as a traceback."""
 import os
 import signal
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from cli_helpers import ROOT, TINY, run
 
 import microgpt as mg
-from harness.checkpoints import HUGE_GRADIENT
 from harness.errors import EXIT_DIVERGED, InputError
-from harness.run import DIVERGED_WINDOW, Run, run_state
-from model_config import GPTConfig
+from harness.run import DIVERGED_WINDOW, Run
+from model_config import HUGE_GRADIENT, GPTConfig
 from value import NumericError
 
 WORDS = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy"]
 VOCAB = mg.build_vocab(WORDS)
 CFG = GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=8, n_head=2, block_size=8)
+BASE = {"uniform": 2.9, "unigram": 2.8, "bigram": 2.5}
 
 
-VAL = [mg.doc_tokens(d, VOCAB) for d in WORDS[8:]]
+def make_run(steps=10):
+    """A Run as microgpt.main makes it, without --out: the settings it reads, a folder without files."""
+    s = SimpleNamespace(steps=steps, out=None, corpus="words", run_id="", fingerprint=("0" * 64, 10))
+    folder = SimpleNamespace(previous_history=None, last_good=None, history=None)
+    return Run(s, CFG, VOCAB, BASE, folder)
 
 
-def make_run(progress=None, resume=None, **settings):
-    """What train() does before its loop: the checked state, then the chapter's weights and moments."""
-    s = run_state(CFG, VOCAB, WORDS[:8], WORDS[8:], resume, **{"engine": "numpy", "steps": 10, "eval_every": 4,
-                                                                **settings})
-    params = mg.init_params(CFG, s.seed) if resume is None else s.params
-    flat = mg.flat_buffer(params)
-    return Run(s, params, np.zeros_like(flat), np.zeros_like(flat), VAL, progress)
+def train(observer=None, **settings):
+    return mg.train(WORDS[:8], WORDS[8:], VOCAB, CFG, observer=observer,
+                    **{"engine": "numpy", "steps": 10, "eval_every": 4, **settings})
 
 
-def test_the_run_keeps_the_chapters_arrays_and_measures_step_0():
-    run = make_run(seed=3)
-    params = run.state.params
-    np.testing.assert_array_equal(mg.flat_buffer(params), mg.flat_buffer(mg.init_params(CFG, 3)))
-    assert run.state.m.base is None and run.state.m.shape == mg.flat_buffer(params).shape
-    with run:
-        assert run.state.val_loss == [(0, pytest.approx(mg.evaluate(params, VAL, CFG)))]
-        assert run.state.params is params  # (a reference, not a copy: what a checkpoint saves is what trains)
+def test_the_run_observes_a_training_run_and_prints_progress(capsys):
+    with make_run() as observer:
+        state = train(observer)
+    assert state.step == 10 and len(state.train_loss) == 10 and not state.error
+    assert [step for step, _ in state.val_loss] == [0, 4, 8, 10]  # step 0, every eval_every, the end
+    assert state.run_id and state.corpus == "words" and state.corpus_docs == 10  # who the run is
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("|")[0].strip() for line in out if "val loss" in line] == \
+        ["step    4/10", "step    8/10", "step   10/10"]
+    assert observer.history.step.tolist()[0] == 0  # the planetarium's first snapshot: the initial weights
 
 
-def test_after_step_records_evaluates_when_due_and_reports_progress():
-    seen = []
-    run = make_run(progress=seen.append)
-    with run:
-        for step in range(10):
-            assert run.after_step(step, 2.5) is False
-    s = run.state
-    assert s.step == 10 and s.train_loss == [2.5] * 10
-    assert [step for step, _ in s.val_loss] == [0, 4, 8, 10]  # step 0, every eval_every, and the end
-    assert [info["step"] for info in seen] == list(range(1, 11))
-    assert [info["val_loss"] is not None for info in seen] == [k in (4, 8, 10) for k in range(1, 11)]
-    assert seen[-1]["eta_s"] == 0 and seen[0]["state"] is s and not s.interrupted and not s.error
-
-
-@pytest.mark.parametrize("loss, grad, why", [
-    (float("nan"), 0.0, "the loss is nan"),
-    (float("inf"), 0.0, "the loss is inf"),
-    (2.0, float("nan"), "the gradient is not finite"),
-    (2.0, -float("inf"), "the gradient is not finite"),
-    (2.0, 10 * HUGE_GRADIENT, "the gradient is not finite"),  # finite, but Adam's square would overflow
-])
-def test_diverged_stops_before_the_update(loss, grad, why):
-    run = make_run()
-    g = np.zeros(5)
-    assert run.diverged(0, 2.0, g) is False and not run.state.error
-    g[3] = grad
-    assert run.diverged(6, loss, g) is True
-    assert run.state.error.startswith("step 7: " + why)
+@pytest.mark.parametrize("loss, grad", [(float("nan"), 0.0), (float("inf"), 0.0), (2.0, float("nan")),
+                                        (2.0, -float("inf")), (2.0, 10 * HUGE_GRADIENT)])
+def test_a_loss_or_gradient_that_is_not_finite_stops_before_the_update(loss, grad):
+    for observer in (mg.Observer(every=0), make_run()):  # the chapter's rule, and the command line's
+        state = train(steps=3)
+        state.step = 6
+        g = np.zeros(5)
+        assert observer.before_update(state, 2.0, g) is False and not state.error
+        g[3] = grad
+        assert observer.before_update(state, loss, g) is True
+        assert state.error.startswith("step 7: the loss") and "is not finite" in state.error
 
 
 def test_an_exploding_loss_is_caught_at_the_window():
-    run = make_run(steps=200, eval_every=1000)
-    with run:
-        start = run.start
-        for step in range(DIVERGED_WINDOW - 1):
-            assert run.after_step(step, start + 5) is False  # not checked between windows
-        assert run.after_step(DIVERGED_WINDOW - 1, start + 5) is True
-    assert "the loss exploded" in run.state.error and run.state.step == DIVERGED_WINDOW
+    observer = make_run(steps=200)
+    state = train(steps=3)
+    with observer:
+        observer.before_update(state, 2.0, np.zeros(3))
+        state.val_loss = [(0, 2.0)]
+        for step in range(1, DIVERGED_WINDOW):
+            state.step = step
+            state.train_loss.append(observer.start + 5)
+            assert observer.after_update(state, observer.start + 5, None) is False  # between windows
+        state.step = DIVERGED_WINDOW
+        state.train_loss.append(observer.start + 5)
+        assert observer.after_update(state, observer.start + 5, None) is True
+    assert "the loss exploded" in state.error
 
 
-def test_the_engines_numeric_failure_is_divergence_and_any_other_exception_a_traceback():
-    run = make_run()
-    with run:
-        run.after_step(0, 2.0)
-        raise NumericError("Value.log: log of non-positive value 0.0 is undefined")
-    assert run.state.error.startswith("step 2: Value.log: log of non-positive value 0.0 is undefined (at "
-                                      "test_run.py:")  # (and the line of the code that called the engine)
-    with pytest.raises(IndexError):  # a learner's bug: not swallowed, not called divergence
-        with make_run() as other:
-            [][0]
-    assert not other.state.error
+def test_ctrl_c_finishes_the_step_then_stops():
+    class CtrlC(Run):
+        def before_update(self, state, loss, grad):
+            if state.step == 1:
+                signal.raise_signal(signal.SIGINT)  # arrives in the middle of step 2: a flag is set
+            return super().before_update(state, loss, grad)
 
-
-def test_ctrl_c_finishes_the_step_then_stops(monkeypatch):
-    run = make_run(steps=50)
-    with run:
-        assert run.after_step(0, 2.0) is False
-        signal.raise_signal(signal.SIGINT)  # arrives in the middle of step 2: only a flag is set
-        assert run.after_step(1, 2.0) is True
-    assert run.state.interrupted and run.state.step == 2 and len(run.state.train_loss) == 2
+    with CtrlC(make_run().s, CFG, VOCAB, BASE, make_run().folder) as observer:
+        state = train(observer, steps=50)
+    assert observer.interrupted and state.step == 2 and len(state.train_loss) == 2
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handed back
 
 
-def test_a_keyboard_interrupt_from_progress_stops_like_ctrl_c():
-    def progress(info):
-        if info["step"] == 3:
-            raise KeyboardInterrupt
+def test_the_engines_numeric_failure_is_divergence_and_any_other_exception_a_traceback(monkeypatch):
+    calls = []
 
-    run = make_run(progress=progress)
-    with run:
-        stops = [run.after_step(step, 2.0) for step in range(3)]
-    assert stops == [False, False, True] and run.state.interrupted
+    def failing(params, docs, cfg, engine, out):
+        calls.append(1)
+        if len(calls) == 2:
+            raise NumericError("Value.log: log of non-positive value 0.0 is undefined")
+        return original(params, docs, cfg, engine, out)
+
+    original = mg.loss_and_grads
+    monkeypatch.setattr(mg, "loss_and_grads", failing)
+    state = train(mg.Observer(every=0))
+    assert state.step == 1 and state.error == "step 2: Value.log: log of non-positive value 0.0 is undefined"
+    monkeypatch.setattr(mg, "loss_and_grads", lambda *args, **kw: [][0])
+    with pytest.raises(IndexError):  # a learner's bug: not swallowed, not called divergence
+        train()
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -131,19 +120,20 @@ def test_a_keyboard_interrupt_from_progress_stops_like_ctrl_c():
     ({"seed": -1}, "seed must be a non-negative integer"),
     ({"dtype": "float16"}, "dtype must be one of"),
 ])
-def test_every_setting_is_checked_with_the_flags_rules(settings, message):
+def test_train_checks_every_setting_with_the_flags_rules(settings, message):
     with pytest.raises(InputError, match=message):
-        make_run(**settings)
+        train(**settings)
 
 
 def test_an_unknown_setting_is_a_learners_mistake():
-    with pytest.raises(TypeError, match="unexpected keyword arguments: stpes"):
-        make_run(stpes=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stpes'"):
+        train(stpes=3)
 
 
-def test_numpy_integer_and_float32_settings_are_accepted():
-    run = make_run(steps=np.int64(3), batch_size=np.int32(2), lr=np.float32(0.01))
-    assert run.state.steps == 3 and run.state.batch_size == 2
+def test_numpy_scalar_settings_become_plain_python_numbers():
+    state = train(steps=np.int64(3), batch_size=np.int32(2), lr=np.float32(0.01), dtype=np.float32)
+    assert state.steps == 3 and type(state.steps) is int and type(state.lr) is float
+    assert state.dtype == "float32" and state.params["wte"].dtype == np.float32
 
 
 def test_empty_docs_and_unknown_characters_are_refused():
@@ -153,19 +143,22 @@ def test_empty_docs_and_unknown_characters_are_refused():
         mg.train(WORDS + ["Zed"], WORDS[:1], VOCAB, CFG, steps=1, engine="numpy")
 
 
-def test_a_resumed_run_continues_the_state_it_is_given():
-    first = mg.train(WORDS[:8], WORDS[8:], VOCAB, CFG, steps=6, engine="numpy", eval_every=3)
-    run = make_run(steps=9, resume=first, lr=0.005)  # a resume may extend the plan and lower the lr
-    assert run.state is first and run.state.step == 6 and run.state.steps == 9 and run.state.lr == 0.005
-    with pytest.raises(InputError, match="lr differs from the checkpoint"):  # but not raise it
-        make_run(steps=9, resume=first, lr=123.0)
+def test_a_resumed_run_continues_a_copy_of_the_state_it_is_given():
+    first = train(steps=6, eval_every=3)
+    before = (mg.flat_buffer(first.params).copy(), first.m.copy(), list(first.train_loss), first.lr)
+    second = train(steps=9, resume=first, lr=0.005)  # a resume may extend the plan and lower the lr
+    assert second.step == 9 and second.lr == 0.005 and second is not first
+    branch = train(steps=9, resume=first, lr=0.005)  # two branches from one state are the same run
+    np.testing.assert_array_equal(mg.flat_buffer(branch.params), mg.flat_buffer(second.params))
+    np.testing.assert_array_equal(mg.flat_buffer(first.params), before[0])  # the state given in is
+    np.testing.assert_array_equal(first.m, before[1])                     # left as it was
+    assert first.step == 6 and first.train_loss == before[2] and first.lr == before[3]
+    with pytest.raises(InputError, match="lr differs from the checkpoint"):  # but not raise the lr
+        train(steps=9, resume=first, lr=123.0)
     with pytest.raises(InputError, match="batch_size differs from the checkpoint"):
-        make_run(steps=9, resume=first, batch_size=3)
+        train(steps=9, resume=first, batch_size=3)
     with pytest.raises(InputError, match="at step .*, beyond the requested steps 5"):
-        make_run(steps=5, resume=first)
-    with pytest.raises(InputError, match="has changed since the checkpoint"):
-        run_state(CFG, VOCAB, WORDS[1:8], WORDS[8:], first, steps=9)
-    assert math.isfinite(first.val_loss[-1][1])
+        train(steps=5, resume=first)
 
 
 @pytest.mark.parametrize("engine", ["numpy", "value"])

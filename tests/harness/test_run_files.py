@@ -23,8 +23,8 @@ from cli_helpers import (
     wait_for_training,
 )
 
-import microgpt as mg
 from harness import run_files
+from harness.checkpoints import load_checkpoint
 from harness.errors import EXIT_BAD_INPUT, EXIT_IO, EXIT_OK, InputError
 from harness.run_files import LOCK_NAME
 
@@ -45,7 +45,7 @@ def test_a_second_run_into_a_held_folder_is_refused_and_a_dead_runs_lock_is_take
         first.send_signal(signal.SIGKILL)  # leaves its lock file behind, but the kernel drops the lock
         first.communicate()
     assert os.path.exists(os.path.join(out, run_files.LOCK_NAME))
-    code, stdout, err = run(capsys, ["--resume", "--out", out, "--steps", str(mg.load_checkpoint(
+    code, stdout, err = run(capsys, ["--resume", "--out", out, "--steps", str(load_checkpoint(
         os.path.join(out, "checkpoint.npz")).step + 3)])
     assert code == EXIT_OK, err
     assert f"took over {os.path.join(out, run_files.LOCK_NAME)} from an earlier run that is no longer running " \
@@ -70,7 +70,7 @@ def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_good_one(tmp_path,
     assert code == EXIT_IO and err.count("\n") == 1
     assert f"cannot write {str(out / 'history.npz')!r}: No space left on device" in err
     assert f"the last good checkpoint is {str(out / 'checkpoint.npz')!r} (step 10)" in err
-    assert mg.load_checkpoint(str(out / "checkpoint.npz")).step == 10
+    assert load_checkpoint(str(out / "checkpoint.npz")).step == 10
     assert not [p for p in os.listdir(out) if p.startswith(run_files.TEMP_PREFIX)]
 
 def test_a_full_disk_while_writing_the_plot_is_an_io_error(tmp_path, corpus, capsys, monkeypatch):
