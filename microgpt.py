@@ -1,11 +1,9 @@
 """microgpt.py -- chapter 22: a tiny GPT, trained from scratch, invents names; nGPT as a switch.
 
-Read it top to bottom: the sections run in this order. norm="rmsnorm" is the reference microgpt
-exactly, norm="sphere" keeps every vector on the unit hypersphere (nGPT, Loshchilov et al. 2025:
-lecture 3).
-engine="value" runs this file's code on value.py's scalar Values (every number inspectable in pdb);
-"numpy" the same math on arrays (numpy_engine.py). main() is where harness/ comes in: flags, checks,
-checkpoints, progress and Ctrl-C around the same train() you can call yourself.
+Read it top to bottom: the sections run in this order. norm="rmsnorm" is the reference microgpt;
+"sphere" keeps every vector on the unit hypersphere (nGPT, lecture 3). engine="value" runs this
+file's code on value.py's scalar Values; "numpy" the same math on arrays (numpy_engine.py).
+main() is where harness/ comes in: flags, checks, checkpoints, progress and Ctrl-C.
 """
 import math
 import time
@@ -24,8 +22,6 @@ from utils import linear, rmsnorm, softmax
 from value import NumericError, Value, no_cycle_gc
 
 # =========================================================================== 1. dataset
-# docs: a list of strings, one name each (corpora.py's load_corpus: packaged corpora, or a text
-# file)
 
 def split_docs(docs, seed=42, val_fraction=0.1):
     """Seeded shuffle, then the last 10% (at least one doc) is the validation set."""
@@ -38,14 +34,12 @@ def split_docs(docs, seed=42, val_fraction=0.1):
 # =========================================================================== 2. tokenizer
 
 def build_vocab(docs):
-    """The sorted unique characters: token id i is vocab[i]; BOS (begin/end of sequence) is
-    len(vocab)."""
+    """The sorted unique characters: id i is vocab[i]; BOS (begin/end of sequence) is len(vocab)."""
     return sorted(set("".join(docs)))
 
 
 def encode(text, vocab):
-    """Characters -> ids (no BOS); a character not in the vocabulary is an InputError that names
-    it."""
+    """Characters -> ids (no BOS); an unknown character is an InputError that names it."""
     index = {ch: i for i, ch in enumerate(vocab)}
     check_known(text, index)
     return [index[ch] for ch in text]
@@ -63,12 +57,11 @@ def doc_tokens(doc, vocab):
 
 
 # =========================================================================== 3. parameters
-# GPTConfig (n_layer, n_embd, ...), the state_dict keys and their [out, in] shapes: model_config.py
 
 def init_params(cfg, seed=42, dtype=np.float64):
-    """Matrices ~ N(0, 0.08^2), drawn in key order (the reference init), as views of one flat
-    buffer. Sphere mode: unit vectors, and nGPT's scales stored at base = 1/sqrt(C) (mlp_su at 1),
-    which gpt_sphere multiplies back up (so that Adam's steps on them have a useful size)."""
+    """Matrices ~ N(0, 0.08^2) in key order (the reference init), views of one flat buffer. Sphere:
+    unit vectors, and nGPT's scales stored at base = 1/sqrt(C) (mlp_su at 1), multiplied back up in
+    gpt_sphere (so that Adam's steps on them have a useful size)."""
     rng = np.random.default_rng(seed)
     _, params = alloc_params(cfg, dtype)
     for array in params.values():
@@ -84,18 +77,15 @@ def init_params(cfg, seed=42, dtype=np.float64):
 
 
 def values_from_params(params):
-    """The reference state_dict: key -> list of rows of Values (a vector: one list of Values)."""
-    def values(row):
-        return [Value(x) for x in row]
-    return {key: values(a.tolist()) if a.ndim == 1 else [values(row) for row in a.tolist()]
-            for key, a in params.items()}
+    """The reference state_dict: key -> a matrix as a list of rows of Values (a vector: one row)."""
+    return {key: [[Value(x) for x in row] for row in a.tolist()] if a.ndim == 2 else
+            [Value(x) for x in a.tolist()] for key, a in params.items()}
 
 
 # =========================================================================== 4. model
 
-# chapter 22: the reference microgpt forward pass for ONE position. keys/values are the KV cache:
-# each call appends this position's k and v, and attends over everything cached so far (causal by
-# design).
+# chapter 22: the reference forward pass for ONE position. keys/values are the KV cache: each call
+# appends this position's k and v and attends over all cached so far (causal by construction).
 def gpt(token_id, pos_id, keys, values, state_dict, cfg):
     n_layer, n_head, head_dim = cfg.n_layer, cfg.n_head, cfg.head_dim
     tok_emb = state_dict['wte'][token_id]  # token embedding
@@ -138,13 +128,8 @@ def gpt(token_id, pos_id, keys, values, state_dict, cfg):
     return logits
 
 
-def _abs(a):  # |a| for a Value: d|a|/da = sign(a), taken as +1 at 0
-    return a if a.data >= 0 else -a
-
-
 # Lecture 3: the same network with every vector on the unit sphere (nGPT). Diff it against gpt():
-# rmsnorm becomes l2_normalize, and `x + f(x)` becomes a step of size alpha from h towards
-# Norm(f(h)).
+# rmsnorm becomes l2_normalize; `x + f(x)` becomes a step of size alpha from h towards Norm(f(h)).
 def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
     n_layer, n_head, head_dim = cfg.n_layer, cfg.n_head, cfg.head_dim
     base = cfg.n_embd ** -0.5  # the scales are stored small: times (wanted initial value / base)
@@ -153,9 +138,8 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
     h = l2_normalize([t + p for t, p in zip(tok_emb, pos_emb)])  # a point on the sphere
 
     for li in range(n_layer):
-        # 1) attention: q and k of each head are unit vectors times a learnable s_qk, so a logit is
-        # a
-        #    scaled cosine; sqrt(head_dim) (not 1/sqrt) because cosines are small, in [-1, 1]
+        # 1) attention: q and k of each head are unit vectors times a learnable s_qk, so a logit
+        #    is a scaled cosine; sqrt(head_dim) (not 1/sqrt) because cosines are small, in [-1, 1]
         sqk = [s * (1 / base) for s in state_dict[f'layer{li}.attn_sqk']]
         q = linear(h, state_dict[f'layer{li}.attn_wq'])
         k = linear(h, state_dict[f'layer{li}.attn_wk'])
@@ -180,18 +164,16 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
                         for j in range(head_dim)]
             x_attn.extend(head_out)
         h_attn = linear(x_attn, state_dict[f'layer{li}.attn_wo'])
-        # h <- Norm(Norm(h) + alpha (Norm(h_A) - Norm(h))): a step towards the block's output, back
-        # onto the sphere
-        alpha = [_abs(a) * (cfg.alpha_init / base) for a in state_dict[f'layer{li}.attn_alpha']]
+        # h <- Norm(Norm(h) + alpha (Norm(h_A) - Norm(h))): a step towards the block's output
+        alpha = [abs(a) * (cfg.alpha_init / base) for a in state_dict[f'layer{li}.attn_alpha']]
         h_n, h_a = l2_normalize(h), l2_normalize(h_attn)
         h = l2_normalize([hi + ai * (hai - hi) for hi, ai, hai in zip(h_n, alpha, h_a)])
-        # 2) MLP, its hidden pre-activation scaled by s_u (times sqrt(C): the inputs are unit
-        # vectors)
+        # 2) MLP, the hidden pre-activation scaled by s_u (times sqrt(C): unit vectors come in)
         su = [s * cfg.n_embd**0.5 for s in state_dict[f'layer{li}.mlp_su']]
         u = [ui * si for ui, si in zip(linear(h, state_dict[f'layer{li}.mlp_fc1']), su)]
         u = [ui.relu() for ui in u]
         h_mlp = linear(u, state_dict[f'layer{li}.mlp_fc2'])
-        alpha = [_abs(a) * (cfg.alpha_init / base) for a in state_dict[f'layer{li}.mlp_alpha']]
+        alpha = [abs(a) * (cfg.alpha_init / base) for a in state_dict[f'layer{li}.mlp_alpha']]
         h_n, h_m = l2_normalize(h), l2_normalize(h_mlp)
         h = l2_normalize([hi + ai * (hmi - hi) for hi, ai, hmi in zip(h_n, alpha, h_m)])
 
@@ -205,8 +187,7 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
 
 def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
     """Mean next-token NLL over all predicted positions of the batch, and its gradient (a dict of
-    arrays; into `out` if given). engine="numpy" computes the same numbers on arrays
-    (numpy_engine.py)."""
+    arrays; into `out` if given). engine="numpy": the same numbers on arrays (numpy_engine.py)."""
     check_loss_args(params, docs_tokens, cfg, engine)  # the weights fit cfg, the ids the vocabulary
     if engine == "numpy":
         return loss_and_grads_np(params, docs_tokens, cfg, out)
@@ -241,9 +222,8 @@ def loss_and_grads_value(params, docs_tokens, cfg, out=None):
 # =========================================================================== 6. Adam (+ retraction)
 
 def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
-    """The reference's Adam update with linear lr decay, on every parameter at once: flat, grad, m
-    and v are the flat buffers (one number per parameter), so each line is the reference's
-    per-parameter line."""
+    """The reference's Adam update with linear lr decay: flat, grad, m and v hold one number per
+    parameter, so each line is the reference's per-parameter line, on all of them at once."""
     lr_t = lr * (1 - step / num_steps)  # linear learning rate decay
     m[:] = beta1 * m + (1 - beta1) * grad
     v[:] = beta2 * v + (1 - beta2) * grad ** 2
@@ -253,9 +233,8 @@ def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99
 
 
 def retract(params, cfg):
-    """Sphere mode: every matrix back on the sphere along its embedding dimension, w / |w|, in
-    place. Returns the norms it divided by: how far the update pushed each vector off the sphere (1:
-    not at all)."""
+    """Sphere mode: every matrix back on the sphere along its embedding dimension, w / |w|, in place.
+    Returns the norms it divided by: how far the update pushed each vector off (1: not at all)."""
     norms = []
     for key, axis in sphere_axes(cfg).items():  # axis 1: unit rows; axis 0: unit columns
         w = params[key]
@@ -266,8 +245,7 @@ def retract(params, cfg):
 
 
 def project_grads(params, grads, cfg):
-    """Riemannian option: keep only the part of each matrix gradient tangent to its sphere (in
-    place)."""
+    """Riemannian option: keep only each matrix gradient's part tangent to its sphere (in place)."""
     for key, axis in sphere_axes(cfg).items():
         grads[key][...] = tangent_project(params[key], grads[key], axis=axis)
 
@@ -275,11 +253,9 @@ def project_grads(params, grads, cfg):
 # =========================================================================== 7. training
 
 class Observer:
-    """What train() reports to, twice a step; either call returns True to stop training there. This
-    one, the default, prints the loss every `every` steps (0: never), as the reference's print does,
-    and stops before a loss or gradient that is not a finite number reaches the weights.
-    harness/run.py has the command line's: checkpoints, the val loss beside the baselines, an ETA,
-    Ctrl-C."""
+    """What train() reports to, twice a step; a call that returns True stops training. This default
+    prints the loss every `every` steps (0: never), as the reference does, and stops before a loss or
+    gradient that is not finite reaches the weights. harness/run.py has the command line's."""
 
     def __init__(self, every=1):
         self.every = every
@@ -291,18 +267,16 @@ class Observer:
         return True  # the weights stay those of the last good step
 
     def after_update(self, state, loss, drift):
-        if self.every and (state.step % self.every == 0 or state.step == state.steps):
-            end = "\n" if state.step == state.steps else "\r"
-            print(f"step {state.step:4d} / {state.steps:4d} | loss {loss:.4f}", end=end)
+        if self.every and state.step % self.every == 0:
+            print(f"step {state.step:4d} / {state.steps:4d} | loss {loss:.4f}", end="\r")
         return False
 
 
 def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1, seed=42,
           engine="value", dtype="float64", riemannian=False, eval_every=100, resume=None,
           observer=None):
-    """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...). resume: a
-    TrainState to continue (it is copied, never changed); the settings are the ones given here, and
-    a resumed run may change only steps, engine, eval_every and lower lr. observer: see Observer."""
+    """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...). resume: a state
+    to continue, in a copy (a resume may change steps, engine, eval_every, and lower lr)."""
     settings = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed, engine=engine,
                     dtype=dtype, riemannian=riemannian, eval_every=eval_every)
     settings = check_training(cfg, vocab, train_docs, val_docs, settings, resume)  # or InputError
@@ -319,7 +293,7 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
         state = replace(resume, params=params, m=m, v=v, train_loss=list(resume.train_loss),
                         val_loss=list(resume.val_loss), interrupted=False, error="", **settings)
     grad, grads = alloc_params(cfg, flat.dtype)  # the gradients: one buffer, a view per key
-    observer = Observer() if observer is None else observer
+    observer = observer or Observer()
     if not state.val_loss:
         state.val_loss.append((0, evaluate(params, val_tokens, cfg)))  # before training
     first_step, step_seconds = state.step, 0.0
@@ -360,8 +334,7 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
 def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42,
                  engine="numpy"):
     """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (samples_np).
-    Both draw position p of name i with the same uniform number u[i, p], so they invent the same
-    names."""
+    Both draw position p of name i with the same uniform number u[i, p]: they invent the same."""
     check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine)
     prefix = encode(prompt, vocab)
     rng = np.random.default_rng(seed)
@@ -377,9 +350,8 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
 # the model's prediction until it predicts BOS (the end of a name) or the block is full
 def sample_value(state_dict, cfg, vocab, prefix, temperature, u):
     model = gpt_sphere if cfg.norm == "sphere" else gpt
-    BOS = len(vocab)
     keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
-    token_id = BOS
+    token_id = BOS = len(vocab)
     sample = [vocab[t] for t in prefix]
     with no_cycle_gc():
         for pos_id in range(cfg.block_size):
@@ -401,8 +373,7 @@ def sample_value(state_dict, cfg, vocab, prefix, temperature, u):
 # =========================================================================== 9. main
 
 def main(argv=None):
-    """`python microgpt.py [flags]`: the sections above, in order, inside harness/: flags and their
-    checks, checkpoints, the --out folder's lock, progress, one-line errors and exit codes."""
+    """`python microgpt.py [flags]`: the sections above, in order, inside harness/."""
     from harness import cli, messages
     from harness.run import Run
     with cli.Shell("microgpt") as shell:  # bad input, a failed write, Ctrl-C: one line, exit code

@@ -1,6 +1,6 @@
 """harness/shell.py -- the one shell every program runs in: signals, exit codes, one-line errors.
 
-    with Shell("planetarium") as shell:   # (after quiet_startup, harness/__init__.py, and the imports)
+    with Shell("planetarium") as shell:  # (after quiet_startup, harness/__init__.py, the imports)
         ...the program...
     return shell.exit_code
 
@@ -22,16 +22,10 @@ import sys
 import threading
 
 from harness import _late, _quiet_exit
-from harness.errors import (
-    EXIT_BAD_INPUT,
-    EXIT_INTERRUPTED,
-    EXIT_IO,
-    EXIT_OK,
-    InputError,
-    WriteError,
-)
+from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError
+from settings import InputError
 
-SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 def say(message):
@@ -54,8 +48,8 @@ def _takeable(sig):
     handler = signal.getsignal(sig)
     if threading.current_thread() is not threading.main_thread() or handler == signal.SIG_IGN:
         return False
-    ours = handler in (signal.default_int_handler, signal.SIG_DFL, _quiet_exit, _raise_keyboard_interrupt) \
-        or isinstance(getattr(handler, "__self__", None), DeferSigint)
+    ours = isinstance(getattr(handler, "__self__", None), DeferSigint) or handler in (
+        signal.default_int_handler, signal.SIG_DFL, _quiet_exit, _raise_keyboard_interrupt)
     return sig != signal.SIGINT or (ours and sys.gettrace() is None)
 
 
@@ -94,7 +88,8 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line (like every other bad input) and exit 2."""
 
     def error(self, message):
-        say(f"{self.prog.removesuffix('.py')}: error: {message} (python {self.prog} --help lists the flags)")
+        say(f"{self.prog.removesuffix('.py')}: error: {message} "
+            f"(python {self.prog} --help lists the flags)")
         sys.exit(EXIT_BAD_INPUT)
 
 
@@ -110,17 +105,17 @@ class Shell:
             sys.exit(EXIT_IO)
         for stream in (sys.stdout, sys.stderr):
             if hasattr(stream, "reconfigure"):
-                stream.reconfigure(errors="backslashreplace")  # any text prints, on any terminal encoding
+                stream.reconfigure(errors="backslashreplace")  # any text, any terminal encoding
         _late["prog"] = self.prog
-        self.handlers = take(_raise_keyboard_interrupt)  # Ctrl-C, SIGTERM, SIGHUP now unwind to __exit__
+        self.handlers = take(_raise_keyboard_interrupt)  # the three signals now unwind to __exit__
         return self
 
     def __exit__(self, exc_type, exc, tb):
         _late["message"] = "interrupted while exiting; what it said above stands"
-        late = DeferSigint().__enter__()  # a signal now waits until the cleanup is done; a second one, or
+        late = DeferSigint().__enter__()  # a signal now waits for the cleanup; a second one, or
         late.old = self.handlers          # one after it, goes to the handlers from before the shell
         try:
-            if exc is None:  # a full or closed standard output fails here, not at the interpreter's exit
+            if exc is None:  # a full or closed stdout fails here, not at the interpreter's exit
                 try:
                     sys.stdout.flush()
                 except (OSError, ValueError) as e:
@@ -131,7 +126,7 @@ class Shell:
         if exc is not None:
             code = self.report(exc)
             if code is None:
-                return False  # not bad input, a write error or a signal: a bug, with Python's traceback
+                return False  # not bad input, a write error or a signal: a bug, with its traceback
             self.exit_code = code
         if late.hit and self.exit_code == EXIT_OK:
             say(f"{self.prog}: interrupted while finishing; everything was written")
@@ -157,18 +152,19 @@ class Shell:
         if isinstance(e, KeyboardInterrupt):
             say(f"\n{self.prog}: {self.interrupted()}")
             return EXIT_INTERRUPTED
-        if isinstance(e, MemoryError):  # the estimates allowed it, but the machine could not give it
-            say(f"{self.prog}: error: not enough memory (an allocation failed); try a smaller model, batch or "
-                "number of samples")
+        if isinstance(e, MemoryError):  # the estimates allowed it but the machine could not give it
+            say(f"{self.prog}: error: not enough memory (an allocation failed); try a smaller "
+                "model, batch or number of samples")
             return EXIT_BAD_INPUT
-        if isinstance(e, OSError) and e.filename:  # a file (WriteError, the folder's lock, a temp file)
+        if isinstance(e, OSError) and e.filename:  # a file: WriteError, the lock, a temp file
             return self.write_failed(e if isinstance(e, WriteError) else WriteError(e.filename, e))
-        if getattr(e, "errno", None) is not None or "closed file" in str(e):  # standard output failed
-            try:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail
+        if getattr(e, "errno", None) is not None or "closed file" in str(e):  # stdout failed
+            try:  # so the exit flush cannot fail
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             except (OSError, ValueError):
                 pass
-            if not isinstance(e, BrokenPipeError):  # the reader of a pipe left on purpose: stop quietly
-                say(f"{self.prog}: error: cannot write to standard output: {getattr(e, 'strerror', '') or e}")
+            if not isinstance(e, BrokenPipeError):  # a pipe's reader left on purpose: stop quietly
+                say(f"{self.prog}: error: cannot write to standard output: "
+                    f"{getattr(e, 'strerror', '') or e}")
             return EXIT_IO
         return None
