@@ -67,13 +67,13 @@ sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 import numpy as np  # noqa: E402
 from arguments import Parser, int_list, nonneg_int, parse, pos_int  # noqa: E402
 from scaling import machine_info  # noqa: E402
-from sphere_vs_rmsnorm import save_fig, steps_to_target  # noqa: E402  (as the other experiments do)
+from sphere_vs_rmsnorm import measure_at, save_fig, steps_to_target  # noqa: E402  (as the other experiments do)
 
 from corpora import fingerprint, shakespeare_plays  # noqa: E402
 from harness.run_files import atomic_write  # noqa: E402
 from microgpt import GPTConfig, build_vocab, encode, init_params, train  # noqa: E402
 from model_config import effective_scales  # noqa: E402
-from numpy_engine import forward_np  # noqa: E402
+from numpy_engine import gpt_forward  # noqa: E402
 from settings import InputError  # noqa: E402
 
 NORMS = ("rmsnorm", "sphere")
@@ -180,7 +180,7 @@ def val_loss(params, cfg, inputs, targets):
     sums = np.zeros(inputs.shape[1])
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for i in range(0, len(inputs), chunk):
-            logits = forward_np(params, inputs[i:i + chunk], cfg)[0].astype(np.float64)
+            logits = gpt_forward(params, inputs[i:i + chunk], cfg)[0].astype(np.float64)
             top = logits.max(axis=-1, keepdims=True)
             lse = np.log(np.exp(logits - top).sum(axis=-1)) + top[..., 0]
             sums += (lse - np.take_along_axis(logits, targets[i:i + chunk, :, None], axis=-1)[..., 0]).sum(axis=0)
@@ -206,19 +206,13 @@ def run_job(job):
     def record(step, params):
         curve.append([step, round(val_loss(params, cfg, curve_in, curve_tg)[0], 6)])
 
-    def progress(info):
-        if info["step"] in points:
-            record(info["step"], info["state"].params)
-
     wall0, cpu0 = time.perf_counter(), time.process_time()
     record(0, init_params(cfg, job["seed"], np.float32))  # the init train() builds from the same seed
     # train() measures val only at its own step 0 and last step (eval_every = steps) on one short doc: the
-    # curve is measured in progress() on the fixed val tiles instead
+    # curve is measured by the observer on the fixed val tiles instead
     state = train(docs, [d["curve_tiles"][0][:T]], vocab, cfg, steps=job["steps"], batch_size=job["batch_size"],
                   lr=job["lr"], seed=job["seed"], engine="numpy", dtype="float32", eval_every=job["steps"],
-                  progress=progress)
-    if state.interrupted:  # Ctrl-C: no record (a cut-short run must not be stored as a finished one)
-        raise KeyboardInterrupt
+                  observer=measure_at(points, record))
     final = curve[-1][1] if not state.error and curve[-1][0] == job["steps"] else None
     if final is not None and not math.isfinite(final):
         final = None
@@ -244,15 +238,14 @@ def gate_job(job):
     points = set(np.linspace(0, job["steps"], job["checks"] + 1)[1:].round().astype(int).tolist())
     checks = []
 
-    def progress(info):
-        if info["step"] in points:
-            loss, per_position = val_loss(info["state"].params, cfg, fin_in, fin_tg)
-            checks.append([info["step"], round(loss, 6), round(context_gain(per_position), 6)])
+    def check(step, params):
+        loss, per_position = val_loss(params, cfg, fin_in, fin_tg)
+        checks.append([step, round(loss, 6), round(context_gain(per_position), 6)])
 
     cpu0 = time.process_time()
     state = train(docs, [d["curve_tiles"][0][:T]], d["vocab"], cfg, steps=job["steps"], batch_size=job["batch_size"],
                   lr=job["lr"], seed=job["seed"], engine="numpy", dtype="float32", eval_every=job["steps"],
-                  progress=progress)
+                  observer=measure_at(points, check))
     return dict(job, error=state.error, checks=checks, cpu_seconds=time.process_time() - cpu0)
 
 
@@ -282,7 +275,7 @@ def timing_job(job):
     docs = sample_windows(d["train"], job["T"], job["steps"] * job["batch_size"], job["seed"])
     state = train(docs, [d["curve_tiles"][0][:job["T"]]], d["vocab"], cfg, steps=job["steps"],
                   batch_size=job["batch_size"], lr=job["lr"], seed=job["seed"], engine="numpy", dtype="float32",
-                  eval_every=job["steps"])
+                  eval_every=job["steps"], observer=measure_at((), None))
     return dict(job, ms_per_step=state.ms_per_step)
 
 

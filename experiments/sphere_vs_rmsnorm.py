@@ -59,6 +59,19 @@ SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
 
 # =========================================================================== measuring
 
+def measure_at(steps, measure):
+    """A silent microgpt.Observer that calls measure(step, params) after each update whose step is in `steps`."""
+    from microgpt import Observer
+
+    class MeasureAt(Observer):
+        def after_update(self, state, loss, drift):
+            if state.step in steps:
+                measure(state.step, state.params)
+            return False
+
+    return MeasureAt(every=0)
+
+
 def eval_points(steps, n_log=32, n_lin=16):
     """Steps at which val loss is measured: log-spaced (dense early, where targets are crossed first)
     plus evenly spaced, plus the last step. Step 0 (the init) is measured too."""
@@ -96,17 +109,14 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
             scales.append([step] + [[round(float(eff[g].mean()), 6), round(float(eff[g].std()), 6)]
                                     for g in SCALE_GROUPS])
 
-    def progress(info):
-        if info["step"] in points:
-            record(info["step"], info["state"].params)
-
     t0 = time.perf_counter()
     # train() measures val only every eval_every steps; we measure at our own log-spaced points in
-    # progress() instead, so train() gets eval_every=steps and one val doc (its own step-0 and final evals
+    # the observer instead, so train() gets eval_every=steps and one val doc (its own step-0 and final evals
     # are then nearly free and unused). Step 0 is the init train() builds from the same seed.
     record(0, init_params(cfg, seed))
     state = train(docs, val_docs[:1], vocab, cfg, steps=opts.steps, batch_size=batch_size, lr=lr, seed=seed,
-                  engine="numpy", riemannian=riemannian, eval_every=opts.steps, progress=progress)
+                  engine="numpy", riemannian=riemannian, eval_every=opts.steps,
+                  observer=measure_at(points, record))
     seconds = time.perf_counter() - t0
     final = curve[-1][1] if not state.error and curve[-1][0] == opts.steps else None
     if final is not None and not math.isfinite(final):
