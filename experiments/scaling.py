@@ -812,7 +812,7 @@ def rerender(path, out):
         info = raw["info"]
     except (KeyError, TypeError, AttributeError) as e:
         raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
-    out = out or os.path.dirname(os.path.abspath(path))
+    out = output_folder(out or os.path.dirname(os.path.abspath(path)))
     return report(units, axes, base, data, opts, info, raw["runs"], out), out
 
 
