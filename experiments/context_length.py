@@ -258,7 +258,8 @@ def run_gate_pilot(data, opts, log):
     for r in results:
         log(f"gate pilot: rmsnorm T={T} lr={r['lr']:.3g} {r['steps']} steps "
             f"({r['cpu_seconds'] / 60:.0f} CPU min): " + "; ".join(
-                f"step {s}: val {v:.4f}, gain {g:+.4f}" for s, v, g in r["checks"]))
+                f"step {step}: val {loss:.4f}, gain {gain:+.4f}"
+                for step, loss, gain in r["checks"]))
     return results
 
 
@@ -381,7 +382,7 @@ def run_timing(data, opts, log):
                     job = {"norm": norm, "T": T, "steps": timing_steps(T), "lr": opts.lr0,
                            "seed": 1000 + rep, **model_options(opts)}
                     ms[norm].append(executor.submit(timing_job, job).result()["ms_per_step"])
-            ratios = [s / r for r, s in zip(ms["rmsnorm"], ms["sphere"])]
+            ratios = [sphere / rms for rms, sphere in zip(ms["rmsnorm"], ms["sphere"])]
             t = out[str(T)] = {
                 "steps": timing_steps(T), "ms": ms, "ratios": ratios,
                 "ms_min": {n: float(min(ms[n])) for n in NORMS},
@@ -473,20 +474,21 @@ def summarize_row(T, units, opts, timing, seeds):
     """The numbers of one context length."""
     u = {n: units[(n, T)] for n in NORMS}
     rms, sph = u["rmsnorm"].seeds, u["sphere"].seeds
-    pairs = [speedup(rms[s], sph[s]) for s in seeds]
+    pairs = [speedup(rms[seed], sph[seed]) for seed in seeds]
     rs = [p["r"] if p else None for p in pairs]
-    gaps = [None if None in (sph[s]["final_val"], rms[s]["final_val"])
-            else sph[s]["final_val"] - rms[s]["final_val"] for s in seeds]
+    gaps = [None if None in (sph[seed]["final_val"], rms[seed]["final_val"])
+            else sph[seed]["final_val"] - rms[seed]["final_val"] for seed in seeds]
     row = {"T": T, "pairs": pairs, "r": rs, "gap": gaps,
-           "final": {n: [u[n].seeds[s]["final_val"] for s in seeds] for n in NORMS},
+           "final": {n: [u[n].seeds[seed]["final_val"] for seed in seeds] for n in NORMS},
            "lr": {n: lr_of(opts, u[n].best_k) for n in NORMS},
            "lr_k": {n: u[n].best_k for n in NORMS},
            "sweep": {n: [[lr_of(opts, k), u[n].sweep[k]["final_val"]] for k in sorted(u[n].sweep)]
                      for n in NORMS},
            "extended": {n: u[n].extended for n in NORMS},
            "at_edge": {n: u[n].at_edge for n in NORMS},
-           "context_gain": {n: [context_gain(u[n].seeds[s]["per_position"])
-                                if u[n].seeds[s].get("per_position") else None for s in seeds]
+           "context_gain": {n: [context_gain(u[n].seeds[seed]["per_position"])
+                                if u[n].seeds[seed].get("per_position") else None
+                                for seed in seeds]
                             for n in NORMS}}
     row["r_mean"], row["r_std"] = mean_std(rs)
     valid = [x for x in rs if x is not None]
@@ -519,8 +521,8 @@ def summarize_anchors(T, units, opts, seeds):
     u = {n: units[(n, T)] for n in NORMS}
 
     def finals_at(norm, steps):
-        runs = ([u[norm].seeds[s] for s in seeds] if steps == opts.steps
-                else [u[norm].anchors[(steps, s)] for s in seeds])
+        runs = ([u[norm].seeds[seed] for seed in seeds] if steps == opts.steps
+                else [u[norm].anchors[(steps, seed)] for seed in seeds])
         return [r["final_val"] for r in runs]
 
     means = {n: [mean_std(finals_at(n, L))[0] for L in lengths] for n in NORMS}
@@ -644,7 +646,7 @@ def _gate(summary, pilot):
     L = ["## The gate: do the longest-context rmsnorm runs use their context?", "",
          f"Mean loss at positions 32–63 minus the mean over positions {g['T'] // 2}–{g['T'] - 1}, "
          f"per seed, at the end of training, on all held-out tiles (must be ≥ {g['threshold']} "
-         "nats):", "", "| T | norm | " + " | ".join(f"seed {s}" for s in seeds) + " |",
+         "nats):", "", "| T | norm | " + " | ".join(f"seed {seed}" for seed in seeds) + " |",
          "|---|---|" + "---|" * len(seeds)]
     L += [f"| {row['T']} | {n} | " + " | ".join(fmt(x, 4, sign=True)
                                                  for x in row["context_gain"][n]) + " |"
@@ -756,7 +758,7 @@ def plot_finals(ax, summary, opts):
 def plot_positions(ax, summary, seed_runs):
     T = summary["rows"][-1]["T"]
     for n in NORMS:
-        runs = [seed_runs[(n, T, s)] for s in summary["seeds"]]
+        runs = [seed_runs[(n, T, seed)] for seed in summary["seeds"]]
         per_position = np.array([r["per_position"] for r in runs if r.get("per_position")])
         if len(per_position):
             ax.plot(np.arange(1, T + 1), per_position.mean(axis=0), color=COLORS[n], lw=1,
@@ -773,11 +775,11 @@ def plot_positions(ax, summary, seed_runs):
 def plot_curves(ax, row, summary, seed_runs, data):
     bigram = data["bigram"][str(row["T"])]
     for n in NORMS:
-        runs = [seed_runs[(n, row["T"], s)] for s in summary["seeds"]]
+        runs = [seed_runs[(n, row["T"], seed)] for seed in summary["seeds"]]
         runs = [r for r in runs if r["final_val"] is not None]
         if not runs:
             continue
-        steps = np.array([s for s, _ in runs[0]["val_curve"]])[1:]
+        steps = np.array([step for step, _ in runs[0]["val_curve"]])[1:]
         losses = np.array([[v for _, v in r["val_curve"]] for r in runs])[:, 1:]
         ax.plot(steps, losses.mean(axis=0), color=COLORS[n], label=f"{n} (lr {row['lr'][n]:.3g})")
         ax.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=COLORS[n],

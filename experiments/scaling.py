@@ -129,7 +129,7 @@ def build_plan(opts):
     """The units in a fixed order, each with its parent (the neighbouring cell towards the base
     point, same model)."""
     base = (opts.lengths[0], opts.layers[0], opts.widths[0])
-    axes = {"length": [(s, base[1], base[2]) for s in opts.lengths],
+    axes = {"length": [(steps, base[1], base[2]) for steps in opts.lengths],
             "depth": [(base[0], n, base[2]) for n in opts.layers],
             "width": [(base[0], base[1], e) for e in opts.widths]}
     units = {}
@@ -192,7 +192,7 @@ class Progress:
         if not self.timed:
             return None
         left = [self.estimate(j) for j in pending]
-        left += [max(0.0, self.estimate(j) - s) for j, s in running]
+        left += [max(0.0, self.estimate(j) - seconds) for j, seconds in running]
         return max(sum(left) / self.workers, max(left, default=0.0))
 
     def line(self, rec, total, eta):
@@ -301,7 +301,7 @@ def run_study(units, data, opts, log=print, cache=None):
 
 def summarize_unit(unit, rms, targets, opts):
     seeds = sorted(unit.seeds)
-    runs, rms_runs = [unit.seeds[s] for s in seeds], [rms.seeds[s] for s in seeds]
+    runs, rms_runs = [unit.seeds[i] for i in seeds], [rms.seeds[i] for i in seeds]
     finals = [r["final_val"] for r in runs]
     mean, std, n = sv.mean_std(finals)
     row = {"model": unit.model, "best_lr": lr_of(opts, unit.best_k), "best_k": unit.best_k,
@@ -456,15 +456,15 @@ def _trend(summary):
     for axis, _field, _label in AXES:
         for c in summary[axis]["cells"]:
             rows = {r["model"]: r for r in c["rows"]}
-            r, s, a = rows["rmsnorm"], rows["sphere"], rows.get("sphere a=1/L")
-            t3 = s["T3"]
+            rms, sphere, a = rows["rmsnorm"], rows["sphere"], rows.get("sphere a=1/L")
+            t3 = sphere["T3"]
             ratio = f"{t3['ratio_mean']:.2f} ± {t3['ratio_std']:.2f}" if t3["ratios"] else "—"
             gap_a = _pm(a.get("gap_mean"), a.get("gap_std"), sign=True) if a else ""
             L.append(f"| {axis} | {axis_value_label(axis, c['value'])} | "
-                     f"{_pm(r['final_mean'], r['final_std'])} | "
-                     f"{_pm(s['final_mean'], s['final_std'])} | "
-                     f"{_pm(s.get('gap_mean'), s.get('gap_std'), sign=True)} | {ratio} | "
-                     f"{_reach_cell(s['T1'], len(s['seeds']))} | {gap_a} |")
+                     f"{_pm(rms['final_mean'], rms['final_std'])} | "
+                     f"{_pm(sphere['final_mean'], sphere['final_std'])} | "
+                     f"{_pm(sphere.get('gap_mean'), sphere.get('gap_std'), sign=True)} | {ratio} | "
+                     f"{_reach_cell(sphere['T1'], len(sphere['seeds']))} | {gap_a} |")
     return L + [""]
 
 
@@ -476,15 +476,15 @@ def _iso_table(summary):
          "| sphere run | sphere final | rmsnorm run length with that final loss | ratio |",
          "|---|---|---|---|"]
     for c in summary["length"]["cells"]:
-        s = c["rows"][1]
-        iso = s["iso_rms_steps"]
+        sphere = c["rows"][1]
+        iso = sphere["iso_rms_steps"]
         if iso is None:
             length, ratio = "—", "—"
         elif iso[0] == "=":
-            length, ratio = f"{iso[1]:,.0f}", f"{s['iso_ratio']:.2f}"
+            length, ratio = f"{iso[1]:,.0f}", f"{sphere['iso_ratio']:.2f}"
         else:
             length, ratio = f"{iso[0]} {iso[1]:,.0f}", f"{iso[0]} {iso[1] / c['steps']:.2f}"
-        L.append(f"| {c['steps']:,} steps | {fmt(s['final_mean'])} | {length} | {ratio} |")
+        L.append(f"| {c['steps']:,} steps | {fmt(sphere['final_mean'])} | {length} | {ratio} |")
     return L + [""]
 
 
@@ -588,7 +588,7 @@ def plot_length_curves(plt, summary, data, bigram, out):
     for c, ax in zip(cells, axes[0]):
         for row in c["rows"]:
             runs = [data["records"][(row["model"], c["steps"], c["n_layer"], c["n_embd"],
-                                     "seeds", s)] for s in row["seeds"]]
+                                     "seeds", seed)] for seed in row["seeds"]]
             sv._band(ax, runs, f"{row['model']} (lr {row['best_lr']:.3g})", COLORS[row["model"]])
         ax.axhline(bigram, color="gray", ls="--", lw=1, label=f"bigram {bigram:.3f}")
         ax.set_ylim((c["targets"]["T1"] or bigram) - 0.08, bigram + 0.35)
@@ -830,7 +830,7 @@ def study(opts, argv):
           f"{len(units)} model-cells, {opts.workers} workers; writing to {out}",
           file=sys.stderr, flush=True)
     records, wall, n_reused = run_study(units, data, opts, cache=cache,
-                                        log=lambda s: print(s, file=sys.stderr, flush=True))
+                                        log=lambda line: print(line, file=sys.stderr, flush=True))
     info = {"command": common.command_line("scaling.py", argv),
             "machine": common.machine_info(), "started": started, "load_start": load_start,
             "load_end": common.load_average(), "wall_s": wall,

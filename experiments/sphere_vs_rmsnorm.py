@@ -106,7 +106,7 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
             "lr": lr, "seed": seed, "alpha_init": alpha_init, "sz_init": sz_init,
             "final_val": final_loss(curve, opts.steps, state.error), "error": state.error,
             "ms_per_step": state.ms_per_step, "seconds": time.perf_counter() - t0,
-            "val_curve": [[int(s), float(v)] for s, v in curve], "scales": scales}
+            "val_curve": [[int(step), float(loss)] for step, loss in curve], "scales": scales}
 
 
 # =========================================================================== the plan
@@ -176,14 +176,14 @@ def run_all(data, opts):
     (wall, CPU) seconds."""
     settings = [(b, n) for n in opts.n_layers for b in opts.batch_sizes]
     main_setting = (opts.batch_sizes[-1], opts.n_layers[0])
-    arms = {s: arms_for(s, opts, main_setting) for s in settings}
+    arms = {setting: arms_for(setting, opts, main_setting) for setting in settings}
     jobs = []  # the lr of a seed run is the sweep's best, filled in when the sweep is done
     for b, n in settings:
         for arm in arms[(b, n)]:
             job = {"batch_size": b, "n_layer": n, "arm": arm}
             jobs += [dict(job, phase="sweep", lr=lr, seed=opts.seed) for lr in opts.lrs]
-            jobs += [dict(job, phase="seeds", lr=None, seed=opts.seed + s)
-                     for s in range(1, opts.seeds + 1)]
+            jobs += [dict(job, phase="seeds", lr=None, seed=opts.seed + i)
+                     for i in range(1, opts.seeds + 1)]
     progress, cpu0 = Progress(jobs), time.process_time()
     results = {}
     for i, job in enumerate(jobs):
@@ -325,13 +325,14 @@ def markdown(summary, main_key, data, opts, runtime):
     L += ["## Steps to target, per setting", "",
           "| batch | layers | T2 (bigram) | T3 (sphere final) | T1 (rmsnorm final) |",
           "|---|---|---|---|---|"]
-    for s in summary.values():
-        t = s["targets"]
-        L.append(f"| {s['batch_size']} | {s['n_layer']} | {fmt(t['T2'])} | {fmt(t['T3'])} | "
-                 f"{fmt(t['T1'])} |")
+    for setting in summary.values():
+        t = setting["targets"]
+        L.append(f"| {setting['batch_size']} | {setting['n_layer']} | {fmt(t['T2'])} | "
+                 f"{fmt(t['T3'])} | {fmt(t['T1'])} |")
     L += ["", "| batch | layers | " + cols + " ms/step |", "|---" * 12 + "|"]
-    L += [f"| {s['batch_size']} | {s['n_layer']} | {_cells(r)} | {r['ms_per_step']:.2f} |"
-          for s in summary.values() for r in s["rows"] if not r["sensitivity"]]
+    L += [f"| {setting['batch_size']} | {setting['n_layer']} | {_cells(r)} | "
+          f"{r['ms_per_step']:.2f} |"
+          for setting in summary.values() for r in setting["rows"] if not r["sensitivity"]]
     m = summary[main_key]
     L += ["", f"## Sensitivity to alpha_init and sz_init (batch {m['batch_size']}, "
           f"{m['n_layer']} layer; each variant at its own best lr; same targets as above)", "",
@@ -369,7 +370,7 @@ COLORS = {"rmsnorm": "tab:blue", "sphere": "tab:orange", "sphere+riemannian": "t
 
 def _band(ax, runs, label, color, key="val_curve"):
     """Mean over seeds and a min-max band, on a log step axis (step 0, the init, left out)."""
-    steps = np.array([s for s, _ in runs[0][key]])
+    steps = np.array([step for step, _ in runs[0][key]])
     vals = np.array([[v for _, v in r[key]] for r in runs if r["final_val"] is not None])
     if not len(vals):
         return
@@ -586,9 +587,9 @@ def main(argv=None):
         "eval_points": data["eval_points"], "runtime_wall_s": runtime[0],
         "runtime_cpu_s": runtime[1], "main_setting": main_key,
         "scale_groups": list(SCALE_GROUPS), "summary": summary,
-        "runs": [{"setting": f"bs{s[0]}_L{s[1]}", "arm": name, "best_lr": rec["best_lr"],
+        "runs": [{"setting": f"bs{bs}_L{n}", "arm": name, "best_lr": rec["best_lr"],
                   "sweep": rec["sweep"], "seeds": rec["seeds"]}
-                 for (s, name), rec in results.items()]})
+                 for ((bs, n), name), rec in results.items()]})
     write_text(os.path.join(out, "results.md"), md)
     plots(summary, settings, main_setting, arms, results, data, opts, out)
     print(md)
