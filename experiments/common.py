@@ -157,6 +157,24 @@ def plural(n, word):
     return f"{n} {word}{'s' if n > 1 else ''}"
 
 
+class Progress:
+    """One stderr line per finished run: runs done / total, elapsed time, and an ETA: the seconds a
+    step of the runs timed so far took, times the steps still to run, over the workers."""
+
+    def __init__(self, workers=1):
+        self.workers, self.t0, self.done = workers, time.perf_counter(), 0
+        self.seconds, self.steps = 0.0, 0
+
+    def line(self, text, rec, steps, total, steps_left, timed=True):
+        self.done += 1
+        if timed:
+            self.seconds, self.steps = self.seconds + rec["seconds"], self.steps + steps
+        eta = fmt_time(self.seconds / self.steps * steps_left / self.workers) if self.steps else "?"
+        final = "diverged" if rec["final_val"] is None else f"{rec['final_val']:.4f}"
+        return (f"[{self.done}/{total}] {text}: val {final} ({rec['seconds']:.1f}s) | elapsed "
+                f"{fmt_time(time.perf_counter() - self.t0)}, ETA {eta}")
+
+
 # =========================================================================== measuring
 
 def measure_at(steps, measure):

@@ -1,36 +1,20 @@
 """Does the sphere's (nGPT's) gap to RMSNorm shrink with training length, depth or width -- at
 CPU scale?
 
-`sphere_vs_rmsnorm.py` measured one point: n_embd 16, 1-2 layers, 2,000 steps, where the sphere
-ends 0.02-0.04 nats behind RMSNorm. Published results say the benefit, where there is one, needs
-long runs and scale. This script measures the trend along three one-dimensional sweeps from the
-base point (--lengths[0] steps, --layers[0] layers, --widths[0] wide; batch 16, block 16, 4 heads):
+sphere_vs_rmsnorm.py measured one point (n_embd 16, 1-2 layers, 2,000 steps). This script measures
+the trend along three one-dimensional sweeps from the base point (--lengths[0] steps, --layers[0]
+layers, --widths[0] wide; batch 16): training length (the lr decays over each run), depth (with a
+third model "sphere a=1/L": alpha_init = 1/n_layer) and width. Every model gets its own lr in every
+cell, on the lattice lr0 * 2^(k/2): the base cell sweeps k = -B..B, every other cell k*-S..k*+S
+around the best k* of its neighbour towards the base point, one more lr beyond an edge while the
+best is there; then --seeds seeds at the chosen lr. Steps to target mean what they mean in
+sphere_vs_rmsnorm.py. Runs go to a process pool; each is a pure function of its arguments, so the
+results do not depend on the workers, --reuse takes matching runs from an earlier results.json, and
+--from-json re-renders the report only.
 
-  * training length: --lengths (default 2000, 10000, 40000 steps; the lr decays over each run);
-  * depth:           --layers  (default 1, 2, 4, 8), with a third model "sphere a=1/L":
-                     alpha_init = 1/n_layer;
-  * width:           --widths  (default 16, 32, 64).
-
-Every model gets its own learning rate in every cell, on the lattice lr0 * 2^(k/2): the base cell
-sweeps k = -B..B (--base-sweep), every other cell k* - 1 .. k* + 1 (--sweep) around the best k* of
-its neighbour towards the base point (same model); while the best lr is at an edge, one more lr
-beyond it is run (up to --max-extend times). The sweep uses seed --seed; then --seeds fresh seeds
-run at the chosen lr. Steps to target and the rmsnorm/model ratios mean what they mean in
-sphere_vs_rmsnorm.py: T2 = the bigram val loss, T3 = the worst final sphere loss, T1 = the worst
-final rmsnorm loss.
-
-Runs go to a process pool (--workers). Each run is a pure function of its arguments and the lr
-choices depend only on run results, so the results do not depend on the number of workers or the
-order in which runs finish. So --reuse PATH takes every run whose arguments match from an earlier
-results.json, and --from-json PATH re-renders the report only.
-
-Outputs (atomically written) in --out: results.md, results.json, gap_length.png, gap_depth.png,
-gap_width.png, val_curves_length.png, lr_sweeps.png.
-
-    python experiments/scaling.py                                  # ../shared/data/names.txt
-    python experiments/scaling.py --corpus /path/to/names.txt --workers 2
+    python experiments/scaling.py                              # ../shared/data/names.txt
     python experiments/scaling.py --seeds 5 --reuse experiments/results/scaling/results.json
-    python experiments/scaling.py --quick --out /tmp/q             # smoke test, seconds
+    python experiments/scaling.py --quick --out /tmp/q         # smoke test, seconds
 """
 import argparse
 import hashlib
@@ -43,28 +27,14 @@ from types import SimpleNamespace
 import common
 import numpy as np
 import sphere_vs_rmsnorm as sv
-from common import (
-    HERE,
-    REPO,
-    SCALE_GROUPS,
-    InputError,
-    Parser,
-    Sweep,
-    fmt,
-    fmt_time,
-    int_list,
-    lr_of,
-    output_folder,
-    parse,
-    pos_int,
-    read_json,
-    write_json,
-    write_text,
-)
+from common import SCALE_GROUPS, InputError, fmt, fmt_time, lr_of
 
-from microgpt import GPTConfig, baselines, build_vocab, doc_tokens, load_corpus, split_docs
+from corpora import load_corpus
+from microgpt import build_vocab, doc_tokens, split_docs
+from model_config import GPTConfig
+from numpy_engine import baselines
 
-DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "names.txt"))
+DEFAULT_CORPUS = os.path.normpath(os.path.join(common.REPO, "..", "shared", "data", "names.txt"))
 MODELS = ("rmsnorm", "sphere", "sphere a=1/L")
 COLORS = {"rmsnorm": "tab:blue", "sphere": "tab:orange", "sphere a=1/L": "tab:red"}
 AXES = (("length", "steps", "training steps"), ("depth", "n_layer", "layers"),
@@ -75,7 +45,7 @@ RUN_KEY = ("model", "n_embd", "n_head", "n_layer", "block_size", "steps", "batch
 
 def shown_path(path):
     """A path as the results record it: relative to the repository, naming no machine's folders."""
-    return os.path.relpath(os.path.abspath(path), REPO)
+    return os.path.relpath(os.path.abspath(path), common.REPO)
 
 
 # =========================================================================== one run (in a worker)
@@ -112,7 +82,7 @@ def run_key(r):
 
 # =========================================================================== the plan
 
-class Unit(Sweep):
+class Unit(common.Sweep):
     """One model in one cell (steps, n_layer, n_embd): its lr sweep, chosen lr and seeds."""
 
     def __init__(self, model, cell, parent):
@@ -145,66 +115,6 @@ def build_plan(opts):
     return base, axes, units
 
 
-# =========================================================================== progress
-
-def _prior_ms(norm, n_layer, n_embd):
-    """A rough relative cost per step, used only until a run of that kind has been timed."""
-    per_layer = 0.25 if norm == "rmsnorm" else 0.65
-    return (0.35 + per_layer * n_layer) * (n_embd / 16) ** 0.7
-
-
-class Progress:
-    """One stderr line per finished run: runs done / total, elapsed, and an ETA from the measured
-    ms per step and seconds per eval of each kind (norm, n_layer, n_embd); kinds not timed yet are
-    scaled from the timed ones by a rough prior."""
-
-    def __init__(self, workers):
-        self.workers, self.t0, self.done = workers, time.perf_counter(), 0
-        self.timed = {}  # kind -> [sum ms/step, sum s/eval, runs]
-
-    @staticmethod
-    def kind(job):
-        return ("rmsnorm" if job["model"] == "rmsnorm" else "sphere", job["n_layer"], job["n_embd"])
-
-    def add(self, rec):
-        t = self.timed.setdefault(self.kind(rec), [0.0, 0.0, 0])
-        t[0] += rec["ms_per_step"]
-        train_s = rec["ms_per_step"] * rec["steps"] / 1000
-        t[1] += max(0.0, rec["seconds"] - train_s) / max(1, rec["n_evals"])
-        t[2] += 1
-
-    def estimate(self, job):
-        """Seconds one run of `job` takes (None before anything has been timed)."""
-        if not self.timed:
-            return None
-        if self.kind(job) in self.timed:
-            ms, per_eval, n = self.timed[self.kind(job)]
-            ms, per_eval = ms / n, per_eval / n
-        else:
-            scale = _prior_ms(*self.kind(job)) / sum(
-                _prior_ms(*kind) * t[2] for kind, t in self.timed.items())
-            ms = sum(t[0] for t in self.timed.values()) * scale
-            per_eval = sum(t[1] for t in self.timed.values()) * scale
-        return job["steps"] * ms / 1000 + len(sv.eval_points(job["steps"])) * per_eval
-
-    def eta(self, pending, running):
-        """pending: jobs not started; running: [(job, seconds since its start)]."""
-        if not self.timed:
-            return None
-        left = [self.estimate(j) for j in pending]
-        left += [max(0.0, self.estimate(j) - seconds) for j, seconds in running]
-        return max(sum(left) / self.workers, max(left, default=0.0))
-
-    def line(self, rec, total, eta):
-        self.done += 1
-        final = "diverged" if rec["final_val"] is None else f"{rec['final_val']:.4f}"
-        return (f"[{self.done}/{total}] steps={rec['steps']} L={rec['n_layer']} E={rec['n_embd']} "
-                f"{rec['model']:<12} {rec['phase']:<5} lr={rec['lr']:.3g} seed={rec['seed']}: "
-                f"val {final} ({rec['seconds']:.1f}s) | elapsed "
-                f"{fmt_time(time.perf_counter() - self.t0)}, "
-                f"ETA {'?' if eta is None else fmt_time(eta)}")
-
-
 # =========================================================================== the scheduler
 
 class Study:
@@ -214,7 +124,7 @@ class Study:
         self.units, self.opts, self.log, self.cache = units, opts, log, cache
         self.ready, self.notes, self.records, self.running = [], [], [], {}
         self.n_reused = 0
-        self.progress = Progress(opts.workers)
+        self.progress = common.Progress(opts.workers)
 
     def job(self, unit, phase, k, seed):
         steps, n_layer, n_embd = unit.cell
@@ -257,15 +167,11 @@ class Study:
                 for _ in range(n)]
 
     def priority(self, j):  # sweeps first (they unlock cells), long runs first
-        cost = self.progress.estimate(j) or j["steps"] * _prior_ms(*Progress.kind(j))
-        return (j["phase"] != "sweep", -cost)
+        return (j["phase"] != "sweep", -j["steps"] * j["n_layer"] * j["n_embd"])
 
     def finish(self, j, rec, reused):
         self.records.append(rec)
-        if reused:
-            self.n_reused += 1
-        else:
-            self.progress.add(rec)
+        self.n_reused += reused
         unit = self.units[j["unit"]]
         if j["phase"] == "sweep":
             unit.sweep[j["lr_k"]] = rec
@@ -273,11 +179,14 @@ class Study:
                 self.sweep_done(unit)
         else:
             unit.seeds[j["seed"]] = rec
-        now, plan = time.perf_counter(), self.planned()
-        total = len(self.records) + len(self.running) + len(self.ready) + len(plan)
-        eta = self.progress.eta([x for x in self.ready + plan if run_key(x) not in self.cache],
-                                [(x, now - t) for x, t in self.running.values()])
-        self.log(self.progress.line(rec, total, eta) + (" (reused)" if reused else ""))
+        pending = [x for x in self.ready + self.planned() if run_key(x) not in self.cache]
+        pending += [x for x, _ in self.running.values()]
+        total = len(self.records) + len(self.running) + len(self.ready) + len(self.planned())
+        text = (f"steps={rec['steps']} L={rec['n_layer']} E={rec['n_embd']} {rec['model']:<12} "
+                f"{rec['phase']:<5} lr={rec['lr']:.3g} seed={rec['seed']}")
+        line = self.progress.line(text, rec, rec["steps"], total, sum(x["steps"] for x in pending),
+                                  timed=not reused)
+        self.log(line + (" (reused)" if reused else ""))
         for note in self.notes:
             self.log(note)
         self.notes.clear()
@@ -645,17 +554,8 @@ QUICK = {"lengths": [10, 20], "layers": [1, 2], "widths": [16, 32], "seeds": 2, 
 
 
 def parser():
-    p = Parser(
-        prog="scaling.py",
-        description="Train microgpt's rmsnorm and sphere (nGPT) modes along three one-dimensional "
-                    "sweeps from a base point -- training length, depth, width -- each model at "
-                    "its own learning rate per cell, several seeds each, in a process pool; "
-                    "report final val loss, the gap sphere - rmsnorm and steps-to-target ratios. "
-                    "Writes results.md, results.json and PNG plots to --out.",
-        epilog="examples:\n  python experiments/scaling.py\n"
-               "  python experiments/scaling.py --corpus /path/to/names.txt --workers 2\n"
-               "  python experiments/scaling.py --quick --out /tmp/quick",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.Parser(prog="scaling.py", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = p.add_argument
     add("--corpus", default=DEFAULT_CORPUS,
         help="UTF-8 text file, one doc per line (default ../shared/data/names.txt)")
@@ -664,17 +564,17 @@ def parser():
     add("--quick", action="store_true",
         help="smoke test in seconds: 10/20 steps, 1/2 layers, widths 16/32, 2 seeds, tiny lr "
              "sweeps, 24 val docs (the defaults below become these; explicit flags still win)")
-    add("--workers", type=pos_int, default=2, help="worker processes (default 2)")
-    add("--lengths", type=int_list, default=[2000, 10000, 40000],
+    add("--workers", type=common.pos_int, default=2, help="worker processes (default 2)")
+    add("--lengths", type=common.int_list, default=[2000, 10000, 40000],
         help="training-length axis, comma-separated steps (default 2000,10000,40000; the first "
              "is the base point)")
-    add("--layers", type=int_list, default=[1, 2, 4, 8],
+    add("--layers", type=common.int_list, default=[1, 2, 4, 8],
         help="depth axis, comma-separated n_layer (default 1,2,4,8; the first is the base point)")
-    add("--widths", type=int_list, default=[16, 32, 64],
+    add("--widths", type=common.int_list, default=[16, 32, 64],
         help="width axis, comma-separated n_embd (default 16,32,64; the first is the base point)")
     add("--no-alpha-variant", dest="alpha_variant", action="store_false",
         help="leave out the 'sphere a=1/L' model (alpha_init = 1/n_layer) of the depth sweep")
-    add("--seeds", type=pos_int, default=3,
+    add("--seeds", type=common.pos_int, default=3,
         help="seeds per model and cell at its chosen lr (default 3; seeds SEED+1..SEED+N)")
     add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
     add("--lr0", type=float, default=0.01, help="the lr lattice lr0*2^(k/2) (default 0.01)")
@@ -684,10 +584,10 @@ def parser():
         help="other cells sweep k*-S..k*+S around the neighbour's best k* (default 1: 3 lrs)")
     add("--max-extend", type=int, default=6,
         help="lrs added, one at a time, beyond the edge where the best lr is (default 6)")
-    add("--batch-size", type=pos_int, default=16, help="docs per step (default 16)")
-    add("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
-    add("--block-size", type=pos_int, default=16, help="max positions per doc (default 16)")
-    add("--val-docs", type=pos_int, default=600,
+    add("--batch-size", type=common.pos_int, default=16, help="docs per step (default 16)")
+    add("--n-head", type=common.pos_int, default=4, help="attention heads (default 4)")
+    add("--block-size", type=common.pos_int, default=16, help="max positions per doc (default 16)")
+    add("--val-docs", type=common.pos_int, default=600,
         help="measure val loss on the first N docs of the val split (default 600)")
     add("--split-seed", type=int, default=42, help="seed of the 90/10 split (default 42)")
     add("--reuse", metavar="PATH",
@@ -741,7 +641,7 @@ def load_data(opts):
 def load_cache(opts, data):
     """--reuse: the runs of an earlier results.json by run_key, if it used the same corpus, split
     and val docs; and where they came from."""
-    raw = read_json(opts.reuse, "reuse runs from")
+    raw = common.read_json(opts.reuse, "reuse runs from")
     try:
         old, info = raw["options"], raw["info"]
         same = (raw["corpus_sha256"] == data["corpus_sha256"]
@@ -789,20 +689,20 @@ def report(units, axes, base, data, opts, info, records, out):
     data["records"] = {(r["model"], r["steps"], r["n_layer"], r["n_embd"], r["phase"], r["seed"]): r
                        for r in records if r["phase"] == "seeds"}
     md = markdown(summary, data, opts, info)
-    write_json(os.path.join(out, "results.json"), {
+    common.write_json(os.path.join(out, "results.json"), {
         "corpus": shown_path(opts.corpus), "corpus_sha256": data["corpus_sha256"],
         "options": {**vars(opts), "corpus": shown_path(opts.corpus)}, "info": info,
         **{k: data[k] for k in ("n_docs", "n_train", "n_val_full", "n_val_used", "baselines")},
         "vocab": "".join(data["vocab"]), "base_point": list(base),
         "lr_lattice": f"{opts.lr0:g} * 2^(k/2)", "summary": summary, "runs": records})
-    write_text(os.path.join(out, "results.md"), md)
+    common.write_text(os.path.join(out, "results.md"), md)
     plots(summary, data, opts, out)
     return md
 
 
 def rerender(path, out):
     """--from-json: results.md and the plots again from an earlier results.json (no training)."""
-    raw = read_json(path, "read results from")
+    raw = common.read_json(path, "read results from")
     try:
         opts = SimpleNamespace(**raw["options"])
         base, axes, units = units_from_records(opts, raw["runs"])
@@ -812,7 +712,7 @@ def rerender(path, out):
         info = raw["info"]
     except (KeyError, TypeError, AttributeError) as e:
         raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
-    out = output_folder(out or os.path.dirname(os.path.abspath(path)))
+    out = common.output_folder(out or os.path.dirname(os.path.abspath(path)))
     return report(units, axes, base, data, opts, info, raw["runs"], out), out
 
 
@@ -822,7 +722,7 @@ def study(opts, argv):
     data = load_data(opts)
     cache, reused_from = load_cache(opts, data) if opts.reuse else ({}, None)
     label = "scaling" + ("-quick" if opts.quick else "")
-    out = output_folder(opts.out or os.path.join(HERE, "results", label))
+    out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
     base, axes, units = build_plan(opts)
     started, load_start = common.now_utc(), common.load_average()
     print(f"corpus {opts.corpus}: {data['n_docs']} docs, {data['n_train']} train, "
@@ -845,7 +745,7 @@ def study(opts, argv):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    opts = parse(parser(), argv, QUICK)
+    opts = common.parse(parser(), argv, QUICK)
     try:
         if opts.from_json:
             md, out = rerender(opts.from_json, opts.out)

@@ -1,71 +1,29 @@
 """Does the hypersphere (nGPT) learn in fewer steps than RMSNorm -- at microgpt scale?
 
-Lecture 3 quotes nGPT (Loshchilov et al., ICLR 2025): the same accuracy in 4-20x fewer training
-steps. This script asks the same of microgpt.py's two modes, trained with the NumPy engine on the
-same corpus and train/val split, and tries to make the comparison fair:
+Lecture 3 quotes nGPT: the same accuracy in 4-20x fewer training steps. This script asks the same
+of microgpt's two modes, NumPy engine, same corpus and split. Every arm (rmsnorm, the sphere with
+retraction, with Riemannian gradients, with other initial alpha or s_z) gets its own learning
+rate: a sweep over --lrs with seed 0, then --seeds fresh seeds at the best one. Seed s sets the
+init and the order of the docs, the same for every arm. Steps to a target are read off the val
+curve: T1 = the worst final rmsnorm loss, T2 = the bigram loss, T3 = the worst final sphere loss;
+the ratio rmsnorm/arm is per seed pair. experiments/README.md gives the results.
 
-  * every "arm" (rmsnorm, the sphere with retraction only, the sphere with Riemannian =
-    tangent-projected gradients, and the sphere with other initial eigen learning rates alpha or
-    logit scales s_z) gets its OWN learning rate: a sweep over --lrs with seed 0, best final val
-    loss wins, then --seeds fresh seeds (1..S) at that lr;
-  * the seed sets the init (both modes draw the same Gaussian matrices; the sphere then normalizes
-    them) and the order of the training docs, so seed s of both modes sees the same data in the
-    same order;
-  * "steps to target" = the first step at which the val curve reaches a target, interpolated
-    between eval points (dense early). T1 = the worst final val loss among the rmsnorm seeds,
-    T2 = the bigram val loss, T3 = the worst final val loss among the sphere seeds. The ratio
-    rmsnorm/arm is taken per seed pair;
-  * at batch sizes x layer counts (--batch-sizes, --n-layers); the learned scales recorded over
-    training; the alpha_init / sz_init arms in the "main" setting (the last batch size, the first
-    layer count).
-
-Outputs (atomically written) in --out: results.md, results.json (every number), val_curves.png,
-lr_sweep.png, scales.png, sensitivity.png.
-
-    python experiments/sphere_vs_rmsnorm.py                                    # corpus `names`
-    python experiments/sphere_vs_rmsnorm.py --corpus ../shared/data/names.txt
-    python experiments/sphere_vs_rmsnorm.py --quick --out /tmp/q               # seconds
+    python experiments/sphere_vs_rmsnorm.py                       # corpus `names`
+    python experiments/sphere_vs_rmsnorm.py --quick --out /tmp/q  # seconds
 """
 import argparse
 import os
 import sys
 import time
 
+import common
 import numpy as np
-from common import (
-    REPO,
-    SCALE_GROUPS,
-    InputError,
-    Parser,
-    final_loss,
-    float_list,
-    float_list_or_empty,
-    fmt,
-    fmt_time,
-    int_list,
-    measure_at,
-    output_folder,
-    parse,
-    plural,
-    pos_int,
-    save_fig,
-    steps_to_target,
-    write_json,
-    write_text,
-)
+from common import SCALE_GROUPS, InputError, fmt, fmt_time, plural, steps_to_target
 
-from microgpt import (
-    GPTConfig,
-    baselines,
-    build_vocab,
-    doc_tokens,
-    evaluate,
-    init_params,
-    load_corpus,
-    split_docs,
-    train,
-)
-from model_config import effective_scales
+from corpora import load_corpus
+from microgpt import build_vocab, doc_tokens, init_params, split_docs, train
+from model_config import GPTConfig, effective_scales
+from numpy_engine import baselines, evaluate
 
 # =========================================================================== measuring
 
@@ -101,10 +59,10 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
     record(0, init_params(cfg, seed))
     state = train(docs, data["val"][:1], vocab, cfg, steps=opts.steps, batch_size=batch_size, lr=lr,
                   seed=seed, engine="numpy", riemannian=riemannian, eval_every=opts.steps,
-                  observer=measure_at(set(data["eval_points"]), record))
+                  observer=common.measure_at(set(data["eval_points"]), record))
     return {"norm": norm, "riemannian": riemannian, "batch_size": batch_size, "n_layer": n_layer,
             "lr": lr, "seed": seed, "alpha_init": alpha_init, "sz_init": sz_init,
-            "final_val": final_loss(curve, opts.steps, state.error), "error": state.error,
+            "final_val": common.final_loss(curve, opts.steps, state.error), "error": state.error,
             "ms_per_step": state.ms_per_step, "seconds": time.perf_counter() - t0,
             "val_curve": [[int(step), float(loss)] for step, loss in curve], "scales": scales}
 
@@ -135,41 +93,6 @@ def arm_kwargs(arm):
     return {k: arm[k] for k in ("norm", "riemannian", "alpha_init", "sz_init") if k in arm}
 
 
-class Progress:
-    """One stderr line per finished run, with an ETA from the seconds of similar runs."""
-
-    def __init__(self, jobs):
-        self.jobs, self.done, self.t0 = jobs, 0, time.perf_counter()
-        self.seconds = {}  # (norm, batch_size, n_layer) -> [total seconds, runs]
-
-    @staticmethod
-    def kind(job):
-        return job["arm"]["norm"], job["batch_size"], job["n_layer"]
-
-    def estimate(self, job):
-        if self.kind(job) in self.seconds:
-            total, n = self.seconds[self.kind(job)]
-            return total / n
-        if not self.seconds:
-            return 0.0
-        # a kind not timed yet: the mean so far, scaled roughly by batch size and depth
-        mean = sum(t for t, _ in self.seconds.values()) / sum(n for _, n in self.seconds.values())
-        return mean * (1 + job["batch_size"] / 16) * job["n_layer"] / 1.5
-
-    def update(self, job, result, remaining):
-        self.done += 1
-        timed = self.seconds.setdefault(self.kind(job), [0.0, 0])
-        timed[0] += result["seconds"]
-        timed[1] += 1
-        eta = sum(self.estimate(j) for j in remaining)
-        final = "diverged" if result["final_val"] is None else f"{result['final_val']:.4f}"
-        print(f"[{self.done}/{len(self.jobs)}] bs={job['batch_size']} L={job['n_layer']} "
-              f"{job['arm']['name']:<22} {job['phase']:<5} lr={job['lr']:.4g} seed={job['seed']}: "
-              f"val {final} ({result['seconds']:.1f}s) | elapsed "
-              f"{fmt_time(time.perf_counter() - self.t0)}, ETA {fmt_time(eta)}",
-              file=sys.stderr, flush=True)
-
-
 def run_all(data, opts):
     """Every arm's sweep and seeds, one after the other. Returns the settings, the main one, the
     arms, the results {(setting, arm name): {"arm", "sweep", "best_lr", "seeds"}} and the
@@ -184,7 +107,7 @@ def run_all(data, opts):
             jobs += [dict(job, phase="sweep", lr=lr, seed=opts.seed) for lr in opts.lrs]
             jobs += [dict(job, phase="seeds", lr=None, seed=opts.seed + i)
                      for i in range(1, opts.seeds + 1)]
-    progress, cpu0 = Progress(jobs), time.process_time()
+    progress, cpu0 = common.Progress(), time.process_time()
     results = {}
     for i, job in enumerate(jobs):
         setting = (job["batch_size"], job["n_layer"])
@@ -198,7 +121,10 @@ def run_all(data, opts):
         result = run_one(data, opts, batch_size=job["batch_size"], n_layer=job["n_layer"],
                          lr=job["lr"], seed=job["seed"], **arm_kwargs(job["arm"]))
         rec[job["phase"]].append(result)
-        progress.update(job, result, jobs[i + 1:])
+        text = (f"bs={job['batch_size']} L={job['n_layer']} {job['arm']['name']:<22} "
+                f"{job['phase']:<5} lr={job['lr']:.4g} seed={job['seed']}")
+        print(progress.line(text, result, opts.steps, len(jobs), (len(jobs) - i - 1) * opts.steps),
+              file=sys.stderr, flush=True)
     # wall time, and this process's CPU time (the same unless other jobs share the cores)
     runtime = (time.perf_counter() - progress.t0, time.process_time() - cpu0)
     return settings, main_setting, arms, results, runtime
@@ -384,7 +310,7 @@ def _finish(fig, plt, path, title=None):
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    save_fig(fig, path)
+    common.save_fig(fig, path)
     plt.close(fig)
 
 
@@ -491,17 +417,8 @@ QUICK = {"steps": 40, "seeds": 2, "lrs": [3e-3, 1e-2], "batch_sizes": [4], "n_la
 
 
 def parser():
-    p = Parser(
-        prog="sphere_vs_rmsnorm.py",
-        description="Train microgpt's rmsnorm and sphere (nGPT) modes with the NumPy engine on "
-                    "the same corpus and split, each at its own best learning rate, and report "
-                    "val-loss curves, steps to target losses (and the rmsnorm/sphere ratio), "
-                    "retraction vs Riemannian gradients, the learned scales, and the sensitivity "
-                    "to alpha_init / sz_init. Writes results.md, results.json and PNGs to --out.",
-        epilog="examples:\n  python experiments/sphere_vs_rmsnorm.py\n"
-               "  python experiments/sphere_vs_rmsnorm.py --corpus ../shared/data/names.txt\n"
-               "  python experiments/sphere_vs_rmsnorm.py --quick --out /tmp/quick",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.Parser(prog="sphere_vs_rmsnorm.py", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = p.add_argument
     add("--corpus", default="names",
         help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line")
@@ -510,29 +427,29 @@ def parser():
     add("--quick", action="store_true",
         help=f"smoke test in seconds: {QUICK['steps']} steps, {QUICK['seeds']} seeds, 2 lrs, "
              "batch 4, 1 layer, 1 alpha and 1 sz variant (the defaults below become these)")
-    add("--steps", type=pos_int, default=2000, help="optimizer steps per run (default 2000)")
-    add("--seeds", type=pos_int, default=5,
+    add("--steps", type=common.pos_int, default=2000, help="optimizer steps per run (default 2000)")
+    add("--seeds", type=common.pos_int, default=5,
         help="seeds per arm at its chosen lr (default 5; seeds SEED+1..SEED+N)")
     add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
-    add("--lrs", type=float_list, default=[float(x) for x in np.geomspace(1e-3, 3e-2, 5)],
+    add("--lrs", type=common.float_list, default=[float(x) for x in np.geomspace(1e-3, 3e-2, 5)],
         help="comma-separated peak learning rates of the sweep (default 5 in 1e-3..3e-2)")
-    add("--batch-sizes", type=int_list, default=[1, 16],
+    add("--batch-sizes", type=common.int_list, default=[1, 16],
         help="comma-separated docs per step (default 1,16); the last one is the main setting")
-    add("--n-layers", type=int_list, default=[1, 2],
+    add("--n-layers", type=common.int_list, default=[1, 2],
         help="comma-separated layer counts (default 1,2); the first one is the main setting")
-    add("--alpha-inits", type=float_list_or_empty, default=[0.2, 0.5],
+    add("--alpha-inits", type=common.float_list_or_empty, default=[0.2, 0.5],
         help="extra sphere arms (main setting) with these initial eigen lrs alpha (default "
              "0.2,0.5; nGPT's 0.05 is the plain sphere arm; 'none' for no extra arms)")
-    add("--sz-inits", type=float_list_or_empty, default=[5.0, 10.0],
+    add("--sz-inits", type=common.float_list_or_empty, default=[5.0, 10.0],
         help="extra sphere arms (main setting) with these initial logit scales s_z (default 5,10; "
              "'none' for no extra arms). With both lists, one more arm combines the largest two")
-    add("--val-docs", type=pos_int, default=600,
+    add("--val-docs", type=common.pos_int, default=600,
         help="measure val loss on the first N docs of the val split (default 600: all of `names`, "
              "a fixed subset of larger corpora)")
     add("--split-seed", type=int, default=42, help="seed of the 90/10 split (default 42)")
-    add("--n-embd", type=pos_int, default=16, help="embedding width (default 16)")
-    add("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
-    add("--block-size", type=pos_int, default=16, help="max positions per doc (default 16)")
+    add("--n-embd", type=common.pos_int, default=16, help="embedding width (default 16)")
+    add("--n-head", type=common.pos_int, default=4, help="attention heads (default 4)")
+    add("--block-size", type=common.pos_int, default=16, help="max positions per doc (default 16)")
     return p
 
 
@@ -556,18 +473,19 @@ def load_data(opts):
                      block_size=opts.block_size)
     val_tokens = [doc_tokens(d, vocab) for d in val_docs]
     train_tokens = [doc_tokens(d, vocab) for d in train_docs]
-    return {"corpus": opts.corpus, "corpus_label": corpus_label(opts.corpus), "n_docs": len(docs),
+    return {"corpus": opts.corpus, "corpus_label": corpus_label(opts.corpus),
+            "n_docs": len(docs),
             "vocab": vocab, "train": train_docs, "val": val_docs, "val_tokens": val_tokens,
             "n_val_full": len(val_all), "eval_points": eval_points(opts.steps),
             "baselines": baselines(train_tokens, val_tokens, cfg0)}
 
 
 def main(argv=None):
-    opts = parse(parser(), argv, QUICK)
+    opts = common.parse(parser(), argv, QUICK)
     try:
         data = load_data(opts)
         label = data["corpus_label"] + ("-quick" if opts.quick else "")
-        out = output_folder(opts.out or os.path.join(REPO, "experiments", "results", label))
+        out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
     except InputError as e:
         print(f"sphere_vs_rmsnorm.py: error: {e}", file=sys.stderr)
         return 2
@@ -580,7 +498,7 @@ def main(argv=None):
     summary = summarize(settings, arms, results, data)
     main_key = f"bs{main_setting[0]}_L{main_setting[1]}"
     md = markdown(summary, main_key, data, opts, runtime)
-    write_json(os.path.join(out, "results.json"), {
+    common.write_json(os.path.join(out, "results.json"), {
         "corpus": opts.corpus, "options": vars(opts), "n_docs": data["n_docs"],
         "n_train": len(data["train"]), "n_val_used": len(data["val"]),
         "vocab": "".join(data["vocab"]), "baselines": data["baselines"],
@@ -590,7 +508,7 @@ def main(argv=None):
         "runs": [{"setting": f"bs{bs}_L{n}", "arm": name, "best_lr": rec["best_lr"],
                   "sweep": rec["sweep"], "seeds": rec["seeds"]}
                  for ((bs, n), name), rec in results.items()]})
-    write_text(os.path.join(out, "results.md"), md)
+    common.write_text(os.path.join(out, "results.md"), md)
     plots(summary, settings, main_setting, arms, results, data, opts, out)
     print(md)
     print(f"done in {fmt_time(runtime[0])} wall ({fmt_time(runtime[1])} CPU); wrote results.md, "
