@@ -1,31 +1,14 @@
 """Does the sphere's (nGPT's) speed-up over RMSNorm grow with the context length -- at CPU scale?
 
-Lecture 3 quotes nGPT's 4-20x fewer steps to the same loss. The published speed-up grows with the
-context length: the paper reports about 4x at 1k tokens and 10-20x at 4k-8k; NVIDIA's repository
-and a Nous Research reproduction about 1.5-2x at 1k and 4x at 4k. This script measures it along
-the context length T, on the plays of the `shakespeare` corpus (corpora.shakespeare_plays):
-
-  * T in --contexts (default 64, 128, 256, 512); 8 sequences a step; n_embd 32, 4 heads, 2 layers;
-    float32 NumPy engine; nGPT's defaults for the sphere; the lr decaying to 0 over --steps;
-  * training documents are windows of T characters cut at seeded random places from the training
-    plays ([BOS] + T characters); the windows depend on (seed, T) only and the initial weights on
-    the seed only, so seed s of both norms sees the same draws and data (paired seeds);
-  * validation is on whole held-out plays, cut into tiles of max(T) characters: the val curve
-    (about 25 points a run, dense early) on --curve-tiles of them, the per-position loss at the end
-    on all; every T predicts the same characters, each with the context its T allows;
-  * each norm gets its own lr at each T on the lattice --lr0 * 2^(k/2) (one more lr beyond an edge
-    while the best is there); then --seeds seeds at the best lr, and at --anchor-contexts the
-    anchors' protocol: full-schedule runs of S/4 and S/2 steps at the same lr.
-
-It reports r_T = rmsnorm steps / sphere steps to reach the worse of a pair's two final losses, per
-seed, and the slope of log r against log T (the verdict: supports the anchors' trend if every
-slope is > 0 and r grows by >= 1.25x over the contexts); the gate (the rmsnorm runs at the
-longest T must gain >= 0.03 nats from far context); the gap in nats; the per-step time ratio,
-measured apart from the grid; and the anchors' protocol.
-
-Runs go to a process pool (--workers). Each run is a pure function of its arguments, and
-results.json is rewritten after every run: started again with the same --out, an interrupted
-invocation continues where it stopped. --from-json re-renders the report without training.
+The published speed-up grows with the context: about 4x at 1k tokens and 10-20x at 4k-8k (the
+nGPT paper), 1.5-2x at 1k and 4x at 4k (NVIDIA's repository, a Nous Research reproduction). This
+script measures it along the context length T on the Shakespeare plays: windows of T characters
+at seeded places (the same for both norms of a seed), n_embd 32, 2 layers, batch 8, float32; val
+curves on held-out plays; each norm's own lr at each T on the lattice lr0 * 2^(k/2); paired seeds.
+It reports r_T = rmsnorm steps / sphere steps to the worse final loss of a pair and its slope in
+log T (the verdict), the gate (the longest T's rmsnorm runs must use their context), the gap, the
+per-step time ratio, and the anchors' protocol (runs of S/4 and S/2 steps). results.json is
+rewritten after every run: the same command continues an interrupted grid.
 
     python experiments/context_length.py --gate-pilot 4000,8000   # before the grid: longer runs
     python experiments/context_length.py                          # the full grid, hours
@@ -44,23 +27,11 @@ from types import SimpleNamespace
 
 import common
 import numpy as np
-from common import (
-    HERE,
-    SCALE_GROUPS,
-    InputError,
-    Sweep,
-    fmt,
-    fmt_time,
-    lr_of,
-    measure_at,
-    pick_best,
-    steps_to_target,
-    write_json,
-)
+from common import SCALE_GROUPS, InputError, fmt, fmt_time, lr_of, measure_at, steps_to_target
 
 from corpora import fingerprint, shakespeare_plays
-from microgpt import GPTConfig, build_vocab, encode, init_params, train
-from model_config import effective_scales
+from microgpt import build_vocab, encode, init_params, train
+from model_config import GPTConfig, effective_scales
 from numpy_engine import gpt_forward
 
 NORMS = ("rmsnorm", "sphere")
@@ -236,7 +207,8 @@ def gate_job(job):
 
 def timing_job(job):
     """ms per training step (forward, backward, Adam, retraction; no evaluation) of a short run."""
-    return dict(job, ms_per_step=train_job(job, measure_at((), None)).ms_per_step)
+    silent = measure_at((), None)  # an observer that measures nothing and prints nothing
+    return dict(job, ms_per_step=train_job(job, silent).ms_per_step)
 
 
 def pool(data, workers):
@@ -274,7 +246,7 @@ def run_key(r):
     return (r["norm"], r["T"], r["steps"], r["lr_k"], r["seed"])
 
 
-class Unit(Sweep):
+class Unit(common.Sweep):
     """One norm at one context length: its lr sweep, the chosen lr, seeds and anchor runs."""
 
     def __init__(self, norm, T):
@@ -464,7 +436,7 @@ def units_from_records(opts, records):
             raise InputError(f"results.json has no complete runs of {u.norm} at T={u.T}: "
                              "not a finished grid")
         ks = sorted(u.sweep)
-        u.best_k = pick_best(u.sweep)
+        u.best_k = common.pick_best(u.sweep)
         u.extended = len(ks) - (2 * opts.sweep + 1)
         u.at_edge = u.best_k in (ks[0], ks[-1])
     return units
@@ -860,7 +832,7 @@ def load_pilot(folder):
 
 def report(summary, records, data, opts, info, timing, out, pilot):
     md = markdown(summary, data, opts, info, pilot)
-    write_json(os.path.join(out, "results.json"), {
+    common.write_json(os.path.join(out, "results.json"), {
         "complete": True, "options": vars(opts), "data": data, "info": info, "timing": timing,
         "summary": summary, "runs": records})
     common.write_text(os.path.join(out, "results.md"), md)
@@ -890,19 +862,8 @@ QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend"
 
 
 def parser():
-    p = common.Parser(
-        prog="context_length.py",
-        description="Train microgpt's rmsnorm and sphere (nGPT) modes on the Shakespeare plays at "
-                    "several context lengths, each norm at its own learning rate per length, with "
-                    "paired seeds; report the speed-up in steps r_T (and its trend with T), the "
-                    "gate (do the long-context runs use their context?), the anchors' protocol, "
-                    "the gap and the per-step time ratio. Writes results.json (after every run: "
-                    "an interrupted grid continues from it), results.md and two PNGs to --out.",
-        epilog="examples:\n  python experiments/context_length.py\n"
-               "  python experiments/context_length.py --quick --out /tmp/quick\n"
-               "  python experiments/context_length.py --from-json "
-               "experiments/results/context_length/results.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.Parser(prog="context_length.py", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add, pos_int, int_list = p.add_argument, common.pos_int, common.int_list
     add("--out", help="output directory (default experiments/results/context_length/, or "
                       "experiments/results/context_length-quick/ with --quick)")
@@ -994,7 +955,7 @@ def run(opts, argv, data, dinfo, out, previous):
                 "command": command}
 
     def save(records):
-        write_json(path, {"complete": False, "options": vars(opts), "data": dinfo,
+        common.write_json(path, {"complete": False, "options": vars(opts), "data": dinfo,
                           "info": info_now(None, records), "timing": timing, "runs": records})
 
     if opts.timing_only:
@@ -1032,7 +993,7 @@ def main(argv=None):
         data = load_data(opts)
         dinfo = data_info(data, opts)
         label = "context_length" + ("-quick" if opts.quick else "")
-        out = common.output_folder(opts.out or os.path.join(HERE, "results", label))
+        out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
         if not opts.gate_pilot:
             previous = load_previous(os.path.join(out, "results.json"), opts, dinfo)
     except InputError as e:
@@ -1041,7 +1002,7 @@ def main(argv=None):
     if opts.gate_pilot:
         t0 = time.perf_counter()
         results = run_gate_pilot(data, opts, log)
-        write_json(os.path.join(out, "gate_pilot.json"), {
+        common.write_json(os.path.join(out, "gate_pilot.json"), {
             "command": common.command_line("context_length.py", argv),
             "wall_s": time.perf_counter() - t0, "machine": common.machine_info(),
             "runs": results})
