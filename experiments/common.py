@@ -286,3 +286,40 @@ def run_pool(run, data, workers, ready, finish, key, priority, cache, running):
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+
+
+class Scheduler:
+    """Every unit's lr sweep (one more lr beyond an edge while the best is there), then the runs at
+    the chosen lr; a subclass says what a job is (job, unit_of), what follows the choice, and what
+    to log (finish)."""
+
+    def __init__(self, units, opts, cache):
+        self.units, self.opts, self.cache = units, opts, cache
+        self.ready, self.records, self.running = [], [], {}
+
+    def sweep(self, unit, ks):
+        for k in ks:
+            unit.sweep[k] = None
+            self.ready.append(self.job(unit, "sweep", k, self.opts.seed))
+
+    def store(self, job, rec):
+        """Keep a finished run in its unit. Returns the unit if this run completed its sweep and
+        its lr is chosen now (else None; an lr beyond the edge may have been added)."""
+        self.records.append(rec)
+        unit = self.unit_of(job)
+        if job["phase"] == "seeds":
+            unit.seeds[job["seed"]] = rec
+        elif job["phase"] == "anchor":
+            unit.anchors[(job["steps"], job["seed"])] = rec
+        else:
+            unit.sweep[job["lr_k"]] = rec
+            if all(r is not None for r in unit.sweep.values()):
+                k = unit.next_k(self.opts.max_extend)
+                if k is None:
+                    return unit
+                self.sweep(unit, [k])
+        return None
+
+    def run(self, run_job, data, key):
+        run_pool(run_job, data, self.opts.workers, self.ready, self.finish, key, self.priority,
+                 self.cache, self.running)

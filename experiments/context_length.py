@@ -263,26 +263,24 @@ def anchor_steps(opts):
     return [opts.steps // f for f in opts.anchor_fractions]
 
 
-class Grid:
-    """Every unit's sweep (with extensions), seeds and anchor runs, in a process pool."""
+class Grid(common.Scheduler):
+    """Every unit's sweep, then its seeds and (at --anchor-contexts) its anchor runs."""
 
-    def __init__(self, units, opts, save, log):
-        self.units, self.opts, self.save, self.log = units, opts, save, log
-        self.ready, self.records, self.n_trained = [], [], 0
-        self.t0 = time.perf_counter()
+    def __init__(self, units, opts, save, log, cache):
+        super().__init__(units, opts, cache)
+        self.save, self.log, self.n_trained, self.t0 = save, log, 0, time.perf_counter()
 
     def job(self, unit, phase, k, seed, steps=None):
         return {"norm": unit.norm, "T": unit.T, "steps": steps or self.opts.steps,
                 "lr": lr_of(self.opts, k), "lr_k": k, "seed": seed, "phase": phase,
                 "n_log": self.opts.n_log, "n_lin": self.opts.n_lin, **model_options(self.opts)}
 
-    def sweep_done(self, unit):
+    def unit_of(self, job):
+        return self.units[(job["norm"], job["T"])]
+
+    def chosen(self, unit):
+        """The unit's lr is chosen: its seeds and anchor runs; the note to log."""
         o = self.opts
-        k = unit.next_k(o.max_extend)
-        if k is not None:
-            unit.sweep[k] = None
-            self.ready.append(self.job(unit, "sweep", k, o.seed))
-            return None
         for seed in range(o.seed + 1, o.seed + o.seeds + 1):
             unit.seeds[seed] = None
             self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
@@ -293,16 +291,8 @@ class Grid:
                 f"{unit.tried(o)}" + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
 
     def finish(self, j, rec, reused):
-        self.records.append(rec)
-        unit, note = self.units[(j["norm"], j["T"])], None
-        if j["phase"] == "sweep":
-            unit.sweep[j["lr_k"]] = rec
-            if all(r is not None for r in unit.sweep.values()):
-                note = self.sweep_done(unit)
-        elif j["phase"] == "seeds":
-            unit.seeds[j["seed"]] = rec
-        else:
-            unit.anchors[(j["steps"], j["seed"])] = rec
+        unit = self.store(j, rec)
+        note = self.chosen(unit) if unit else None
         if not reused:
             self.n_trained += 1
             self.save(self.records)
@@ -318,21 +308,15 @@ class Grid:
         return (j["phase"] != "sweep", -j["steps"] * j["T"] ** 1.5,
                 abs(j["lr_k"] - self.opts.center))
 
-    def run(self, data, cache):
-        o = self.opts
-        for unit in self.units.values():
-            for k in range(o.center - o.sweep, o.center + o.sweep + 1):
-                unit.sweep[k] = None
-                self.ready.append(self.job(unit, "sweep", k, o.seed))
-        common.run_pool(run_job, data, o.workers, self.ready, self.finish, run_key,
-                        self.priority, cache, {})
-        return self.records, self.n_trained
-
 
 def run_grid(units, data, opts, cache, save, log):
     """The records (taken from `cache`, run_key -> record, when there) and how many were trained
     now; save(records) after each trained run."""
-    return Grid(units, opts, save, log).run(data, cache)
+    grid = Grid(units, opts, save, log, cache)
+    for unit in units.values():
+        grid.sweep(unit, range(opts.center - opts.sweep, opts.center + opts.sweep + 1))
+    grid.run(run_job, data, run_key)
+    return grid.records, grid.n_trained
 
 
 def timing_steps(T):

@@ -117,14 +117,12 @@ def build_plan(opts):
 
 # =========================================================================== the scheduler
 
-class Study:
-    """Every unit's sweep (with extensions) and seeds, trained in a process pool."""
+class Study(common.Scheduler):
+    """Every unit's sweep and seeds; a chosen lr starts the sweeps of the unit's children."""
 
     def __init__(self, units, opts, log, cache):
-        self.units, self.opts, self.log, self.cache = units, opts, log, cache
-        self.ready, self.notes, self.records, self.running = [], [], [], {}
-        self.n_reused = 0
-        self.progress = common.Progress(opts.workers)
+        super().__init__(units, opts, cache)
+        self.log, self.n_reused, self.progress = log, 0, common.Progress(opts.workers)
 
     def job(self, unit, phase, k, seed):
         steps, n_layer, n_embd = unit.cell
@@ -134,31 +132,26 @@ class Study:
                 "batch_size": o.batch_size, "lr": lr_of(o, k), "lr_k": k, "seed": seed,
                 "phase": phase}
 
+    def unit_of(self, job):
+        return self.units[job["unit"]]
+
     def start(self, unit, center, half):
         unit.started = True
-        for k in range(center - half, center + half + 1):
-            unit.sweep[k] = None
-            self.ready.append(self.job(unit, "sweep", k, self.opts.seed))
+        self.sweep(unit, range(center - half, center + half + 1))
 
-    def sweep_done(self, unit):
-        """All sweep runs of `unit` are in: one more lr past an edge, or the seeds and children."""
+    def chosen(self, unit):
+        """The unit's lr is chosen: its seeds, its children's sweeps; the note to log."""
         o = self.opts
-        k = unit.next_k(o.max_extend)
-        if k is not None:
-            unit.sweep[k] = None
-            self.ready.append(self.job(unit, "sweep", k, o.seed))
-            return
-        steps, n_layer, n_embd = unit.cell
-        self.notes.append(
-            f"  -> {unit.model} steps={steps} L={n_layer} E={n_embd}: lr "
-            f"{lr_of(o, unit.best_k):.3g} (tried {unit.tried(o)}"
-            + (f"; extended {unit.extended}x" if unit.extended else "")
-            + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
         for seed in range(o.seed + 1, o.seed + o.seeds + 1):
             unit.seeds[seed] = None
             self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
         for child in unit.children:
             self.start(child, unit.best_k, o.sweep)
+        steps, n_layer, n_embd = unit.cell
+        return (f"  -> {unit.model} steps={steps} L={n_layer} E={n_embd}: lr "
+                f"{lr_of(o, unit.best_k):.3g} (tried {unit.tried(o)}"
+                + (f"; extended {unit.extended}x" if unit.extended else "")
+                + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
 
     def planned(self):
         """Jobs of the units not started (assuming no extensions), for the total and the ETA."""
@@ -170,15 +163,9 @@ class Study:
         return (j["phase"] != "sweep", -j["steps"] * j["n_layer"] * j["n_embd"])
 
     def finish(self, j, rec, reused):
-        self.records.append(rec)
+        unit = self.store(j, rec)
+        note = self.chosen(unit) if unit else None
         self.n_reused += reused
-        unit = self.units[j["unit"]]
-        if j["phase"] == "sweep":
-            unit.sweep[j["lr_k"]] = rec
-            if all(r is not None for r in unit.sweep.values()):
-                self.sweep_done(unit)
-        else:
-            unit.seeds[j["seed"]] = rec
         pending = [x for x in self.ready + self.planned() if run_key(x) not in self.cache]
         pending += [x for x, _ in self.running.values()]
         total = len(self.records) + len(self.running) + len(self.ready) + len(self.planned())
@@ -187,17 +174,15 @@ class Study:
         line = self.progress.line(text, rec, rec["steps"], total, sum(x["steps"] for x in pending),
                                   timed=not reused)
         self.log(line + (" (reused)" if reused else ""))
-        for note in self.notes:
+        if note:
             self.log(note)
-        self.notes.clear()
 
     def run(self, data):
         for unit in self.units.values():
             if unit.parent is None:
                 self.start(unit, 0, self.opts.base_sweep)
         worker_data = {k: data[k] for k in ("vocab", "train", "val", "val_tokens")}
-        common.run_pool(run_job, worker_data, self.opts.workers, self.ready, self.finish, run_key,
-                        self.priority, self.cache, self.running)
+        super().run(run_job, worker_data, run_key)
         return self.records, time.perf_counter() - self.progress.t0, self.n_reused
 
 
