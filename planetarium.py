@@ -1,28 +1,17 @@
-"""planetarium.py -- lecture 3's planetarium: one self-contained HTML page that replays training on
-the sphere.
+"""planetarium.py -- lecture 3's planetarium: one self-contained HTML page that replays training.
 
     python planetarium.py RUN_DIR [RUN_DIR ...] [--html PATH]
 
-Each RUN_DIR is the --out folder of a training run; its history.npz (harness/history.py: about 50
-snapshots of the weights, denser early) is all this needs. The page shows the token embeddings (wte
-rows) as stars on a sphere you can rotate, a replay of training with the loss curves, in sphere mode
-how far each Adam step pushed the stars off the sphere before the retraction pulled them back, a
-typed name's hidden states from position to position, and the readout: the top next characters
-labelled on the sky, the lm_head stars with the probabilities, and vMF caps of concentration kappa =
-s_z / T. Up to four runs (e.g. rmsnorm and sphere from the same seed) sit side by side under one
-camera. Labels use lecture 3's Japanese terms, with an English toggle. docs/planetarium.md describes
-it.
+Each RUN_DIR is the --out folder of a training run; its history.npz (about 50 snapshots of the
+weights) is all this needs. The page shows the token embeddings as stars on a sphere, the replay
+of training, the retraction, a typed name's hidden states and the readout (docs/planetarium.md).
+It is one file: data, styles, font (a subset of IPAexGothic) and scripts (web/) are inside it, so
+it opens from file:// with no network. The tests check its JavaScript forward pass against
+numpy_engine.gpt_forward, to 1e-9, on exactly the weights the page holds (page_params): the
+matrices delta-coded in 8 bits per snapshot (encode_weights), the effective scales in float32.
 
-The page is one file: its data (base64 arrays in a JSON block), styles, font (a subset of
-IPAexGothic) and scripts (web/) are inside it; it makes no network request and opens from file://.
-The numbers it shows come from a JavaScript forward pass (web/planetarium_model.js) that the tests
-check against numpy_engine.gpt_forward, to 1e-9, on exactly the weights the page holds
-(page_params): the matrices delta-coded in 8 bits per snapshot (encode_weights), the effective
-scales in float32. The layout the page reads comes from model_config (param_shapes).
-
-Exit codes: 0 ok (the page's path is printed), 2 bad input (a missing folder, a run without
-history.npz, a corrupted file, a history claiming more than a page holds, values no page can draw,
-not enough memory: one line on stderr), 74 the page could not be written.
+Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the page could
+not be written.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
@@ -529,11 +518,6 @@ def make_page(runs):
     html = re.sub(r"/\*(CSS|TEXT|MODEL|PAGE|DATA)\*/", lambda m: parts[m.group(1)],
                   read_web("planetarium.html"))
     return html, page_runs
-
-
-def build_page(runs):
-    """The HTML of one page for the given [(history, name)] (see make_page)."""
-    return make_page(runs)[0]
 
 
 def load_run(folder):
