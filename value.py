@@ -19,9 +19,10 @@ from contextlib import contextmanager
 
 
 class NumericError(ArithmeticError):
-    """The engine's own numeric failure: log of a non-positive number, division by zero, an overflow, a NaN or
-    inf reaching log / exp / sqrt. Training reports it as divergence; every other exception (a shape mistake,
-    a NameError, ...) is a bug in the code that called the engine and surfaces as a normal traceback."""
+    """The engine's own numeric failure: log of a non-positive number, division by zero, an
+    overflow, a NaN or inf reaching log / exp / sqrt. Training reports it as divergence; every other
+    exception (a shape mistake, a NameError, ...) is a bug in the code that called the engine and
+    surfaces as a normal traceback."""
 
 
 class Value:
@@ -37,8 +38,8 @@ class Value:
     __slots__ = ("data", "grad", "_children", "_local_grads", "_op")
 
     def __init__(self, data, children=(), local_grads=(), op=""):
-        if not children and type(data) is not float:  # a leaf holding the caller's number: check it is real
-            data = _check_real(data)                   # (ops always pass children, so they skip this)
+        if not children and type(data) is not float:  # a leaf holding the caller's number
+            data = _check_real(data)  # must be real (ops always pass children: they skip this)
         self.data = data
         self.grad = 0.0
         self._children = children
@@ -85,20 +86,23 @@ class Value:
         out, _, db = _divide(other, self.data)
         return Value(out, (self,), (db,), "/")
 
-    def __pow__(self, n):  # d(x^n)/dx = n x^(n-1), for a plain-number exponent n (2 ** Value is a TypeError)
+    def __pow__(self, n):  # d(x^n)/dx = n x^(n-1), for a plain-number exponent n
         if isinstance(n, Value):
-            raise TypeError(f"Value power (**): the exponent must be a plain int or float, got {n!r}")
-        n = _check_real(n)  # (a NumPy int64 exponent would overflow silently: as a Python int it cannot)
+            raise TypeError(f"Value power (**): the exponent must be a plain int or float, "
+                            f"got {n!r}")
+        n = _check_real(n)  # (a NumPy int64 exponent would overflow silently, a Python int not)
         x = self.data
         if x < 0 and not float(n).is_integer():
-            raise NumericError(f"Value power (**): negative base {x!r} ** non-integer {n!r} is not a real number")
-        if x == 0 and n < 1 and n != 0:  # 0 ** -1 divides by zero; 0 ** 0.5 is 0, but n / x^(1-n) is not finite
-            raise NumericError(f"Value power (**): {x!r} ** {n!r} divides by zero (in the value or in its derivative "
-                               "n x^(n-1)); it needs a nonzero base")
+            raise NumericError(f"Value power (**): negative base {x!r} ** non-integer {n!r} is "
+                               "not a real number")
+        if x == 0 and n < 1 and n != 0:  # 0 ** -1 divides by zero; n / x^(1-n) at 0 ** 0.5 too
+            raise NumericError(f"Value power (**): {x!r} ** {n!r} divides by zero (in the value "
+                               "or in its derivative n x^(n-1)); it needs a nonzero base")
         try:  # (d(x^0)/dx = 0 even at x = 0, where 0 * 0 ** -1 would raise)
             out, local_grad = x ** n, (n * x ** (n - 1) if n != 0 else 0.0)
         except OverflowError:
-            raise NumericError(f"Value power (**): {x!r} ** {n!r} (or its derivative) overflows a float") from None
+            raise NumericError(f"Value power (**): {x!r} ** {n!r} (or its derivative) overflows "
+                               "a float") from None
         return Value(out, (self,), (local_grad,), f"**{n:g}")
 
     def __neg__(self):
@@ -119,7 +123,8 @@ class Value:
         try:
             e = math.exp(x)
         except OverflowError:
-            raise NumericError(f"Value.exp: exp({x!r}) overflows a float (limit is about 709.78)") from None
+            raise NumericError(f"Value.exp: exp({x!r}) overflows a float (limit is about "
+                               "709.78)") from None
         return Value(e, (self,), (e,), "exp")
 
     def relu(self):
@@ -133,8 +138,9 @@ class Value:
     def sqrt(self):  # sqrt(0) = 0 is fine, but d sqrt(x)/dx = 1 / (2 sqrt(x)) is infinite there
         x = self.data
         if not 0 < x < math.inf:
-            raise _domain_error("sqrt", x, f"sqrt of negative value {x!r} is not a real number" if x < 0 else
-                                f"sqrt of {x!r} has an infinite derivative (needs a positive value)")
+            raise _domain_error("sqrt", x, f"sqrt of negative value {x!r} is not a real number"
+                                if x < 0 else f"sqrt of {x!r} has an infinite derivative (needs "
+                                "a positive value)")
         s = math.sqrt(x)
         return Value(s, (self,), (0.5 / s,), "sqrt")
 
@@ -143,20 +149,10 @@ class Value:
     def backward(self):
         """Fill in .grad of every node reachable from this one (this node = the loss).
 
-        Nodes are visited in reverse topological order, so a node's grad is
-        complete before it is pushed on to its children.
-
-        Gradient semantics (the same as PyTorch's):
-        - Leaves (Values with no children: parameters, inputs) ACCUMULATE:
-          backward() adds d(root)/d(leaf) to whatever .grad already holds.
-          Calling it twice on the same graph therefore leaves exactly twice
-          the gradient in every leaf; call zero_grad(params) between steps.
-        - Interior nodes are reset to 0 at the start of every call, so their
-          .grad always describes the latest call only. This is what makes the
-          second call exactly "the first one added again" for the leaves, even
-          when an interior node is shared by several parents (a diamond):
-          without the reset its stale grad would be pushed on a second time.
-        - The root itself gets grad 1 (d root / d root), or +1 if it is a leaf.
+        Nodes are visited in reverse topological order, so a node's grad is complete before it is
+        pushed on to its children. As in PyTorch, leaves (parameters, inputs) ACCUMULATE: a second
+        call adds the gradient again, so call zero_grad(params) between steps. Interior nodes are
+        reset to 0 first, so a node shared by several parents (a diamond) is not pushed on twice.
         """
         topo = topological_order(self)
         for node in topo:
@@ -164,20 +160,20 @@ class Value:
                 node.grad = 0.0
         self.grad += 1.0
         for node in reversed(topo):
-            # The same line for every child, written once per number of children: one zip() loop for all would
-            # cost a training step 22% more instructions and ~11% more time (benchmarks/README.md).
+            # The plain form is one loop for every node:
+            #     for child, local_grad in zip(node._children, node._local_grads):
+            #         child.grad += local_grad * node.grad
+            # Written out per number of children, a training step runs 17% fewer instructions
+            # and takes 16% less time (benchmarks/vs_commits.py, the one loop as the base).
             children = node._children
-            if not children:  # a leaf: nothing to push further
-                continue
             if len(children) == 2:  # a binary op
                 child, other = children
                 local_grad, other_local_grad = node._local_grads
                 child.grad += local_grad * node.grad
                 other.grad += other_local_grad * node.grad
             elif len(children) == 1:  # a unary op
-                child, local_grad = children[0], node._local_grads[0]
-                child.grad += local_grad * node.grad
-            else:  # a Value built by hand with any number of children
+                children[0].grad += node._local_grads[0] * node.grad
+            else:  # a leaf (no children), or a Value built by hand with more
                 for child, local_grad in zip(children, node._local_grads):
                     child.grad += local_grad * node.grad
 
@@ -189,41 +185,44 @@ class Value:
 def _short(x):
     try:
         return f"{x:.6g}"
-    except (TypeError, ValueError):  # a Fraction (exact arithmetic) has no float format: its own text
+    except (TypeError, ValueError):  # a Fraction (exact arithmetic) has no float format
         return str(x)
 
 
 def _check_real(data):
-    """A leaf must hold a real number: int, float, bool, a Fraction, or a NumPy real scalar (anything
-    numbers.Real). A NumPy scalar becomes the Python number it holds: NumPy's int64 would overflow silently
-    (Value(np.int64(10)) ** 30), a Python int cannot."""
+    """A leaf must hold a real number: int, float, bool, a Fraction, or a NumPy real scalar
+    (anything numbers.Real). A NumPy scalar becomes the Python number it holds: NumPy's int64 would
+    overflow silently (Value(np.int64(10)) ** 30), a Python int cannot."""
     if not isinstance(data, numbers.Real):
-        raise TypeError(f"Value: data must be a real number (int, float, bool or a NumPy real scalar), got "
-                        f"{type(data).__name__} {data!r}")
+        raise TypeError("Value: data must be a real number (int, float, bool or a NumPy real "
+                        f"scalar), got {type(data).__name__} {data!r}")
     return data.item() if type(data).__module__ == "numpy" else data
 
 
 def _domain_error(op, x, message=""):
-    """log / exp / sqrt outside their domain: one clear error instead of a NaN that spreads through the graph.
-    A NaN or inf input gets its own message: the number went wrong before it reached this op."""
+    """log / exp / sqrt outside their domain: one clear error instead of a NaN that spreads through
+    the graph. A NaN or inf input gets its own message: the number went wrong before it reached this
+    op."""
     if not math.isfinite(x):
-        message = (f"{op}({x!r}) is undefined here: the input is not a finite number (something before it "
-                   "overflowed or became NaN)")
+        message = (f"{op}({x!r}) is undefined here: the input is not a finite number "
+                   "(something before it overflowed or became NaN)")
     return NumericError(f"Value.{op}: {message}")
 
 
 def _divide(a, b):
-    """(a / b, d(a/b)/da, d(a/b)/db) for the two division ops, with one clear error instead of inf or NaN.
+    """(a / b, d(a/b)/da, d(a/b)/db) for the two division ops, with one clear error instead of inf
+    or NaN.
 
-    d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for |b| < 1e-162 and turn
-    into Python's bare "float division by zero" although b != 0.
+    d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for |b| < 1e-162 and
+    turn into Python's bare "float division by zero" although b != 0.
     """
     if b == 0:
         raise NumericError(f"Value division (/): {a!r} / {b!r} divides by zero")
     out, inv = a / b, 1.0 / b
     db = -out * inv
-    if not (math.isfinite(inv) and math.isfinite(db)):  # a/b = inf makes db inf; 0 * (1/b = inf) makes it NaN
-        raise NumericError(f"Value division (/): {a!r} / {b!r} (or its derivative) overflows a float")
+    if not (math.isfinite(inv) and math.isfinite(db)):  # a/b = inf: db inf; 0 * (1/b = inf): NaN
+        raise NumericError(f"Value division (/): {a!r} / {b!r} (or its derivative) overflows "
+                           "a float")
     return out, inv, db
 
 
@@ -239,18 +238,15 @@ def topological_order(root):
     """
     order, visited = [], set()
     stack = [root]
-    # The five list/set methods, looked up once instead of on every visit: 1% of a training step's instructions
-    # (benchmarks/vs_commits.py --clock instructions; benchmarks/README.md).
-    pop, push, extend, visit, emit = stack.pop, stack.append, stack.extend, visited.add, order.append
     while stack:
-        node = pop()
+        node = stack.pop()
         if node is None:  # the marker: the node under it has all its children in `order`
-            emit(pop())
+            order.append(stack.pop())
         elif node not in visited:
-            visit(node)
-            push(node)
-            push(None)
-            extend(node._children)
+            visited.add(node)
+            stack.append(node)
+            stack.append(None)
+            stack.extend(node._children)
     return order
 
 
@@ -269,14 +265,10 @@ def zero_grad(params):
 def no_cycle_gc():
     """Pause Python's cyclic garbage collector inside a `with` block (restored on exit).
 
-    Use it around one training step (forward + backward). A Value graph is a DAG:
-    plain reference counting frees every node as soon as the loss goes out of
-    scope, so the cycle collector never finds anything to collect here. But it
-    is triggered by allocation counts, and a step allocates ~10^5 nodes (plus
-    their children tuples), so it runs hundreds of times per step and its full
-    passes re-walk every live node: about half of a microgpt step's time
-    (benchmarks/bench.py measures it). Reference counting is untouched, so
-    memory still does not grow from step to step.
+    Use it around one training step. A Value graph has no cycles: reference counting frees every
+    node once the loss goes out of scope, so the cycle collector never finds anything here. But it
+    runs every few hundred allocations, and a step allocates ~10^5 nodes, so its passes re-walk
+    every live node hundreds of times a step: about half of a step's time (benchmarks/bench.py).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -292,17 +284,18 @@ def no_cycle_gc():
 
 
 def gradient_check(f, inputs, eps=1e-6, rtol=1e-5, atol=1e-8, file=None, quiet=False):
-    """Compare backprop's gradient of f with central differences, input by input (DeZero's gradient_check).
+    """Compare backprop's gradient of f with central differences, input by input (DeZero's
+    gradient_check).
 
     f       a function from a list of Values to one Value, e.g. lambda xs: softmax(xs)[0]
     inputs  the point to check at, a list of floats
 
-    Backprop: f is applied to fresh leaves and .backward() fills in each leaf's grad. Numeric: for each
-    input i, the central difference (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), whose error is
+    Backprop: f is applied to fresh leaves and .backward() fills in each leaf's grad. Numeric: for
+    each input i, the central difference (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), whose error is
     O(eps^2) from the Taylor series plus about 1e-16 / eps from rounding. An input passes when
-    |backprop - numeric| <= atol + rtol * |numeric| (numpy.isclose's rule). Prints a table (one row per
-    input: value, backprop, numeric, absolute and relative error) unless quiet=True; returns True when
-    every input passes, else False.
+    |backprop - numeric| <= atol + rtol * |numeric| (numpy.isclose's rule). Prints a table (one row
+    per input: value, backprop, numeric, absolute and relative error) unless quiet=True; returns
+    True when every input passes, else False.
     """
     xs = [float(x) for x in inputs]
     if not xs:
@@ -310,15 +303,17 @@ def gradient_check(f, inputs, eps=1e-6, rtol=1e-5, atol=1e-8, file=None, quiet=F
     leaves = [Value(x) for x in xs]
     out = f(leaves)
     if not isinstance(out, Value):
-        raise TypeError(f"gradient_check: f must return a Value (the scalar to differentiate), got {out!r}")
+        raise TypeError("gradient_check: f must return a Value (the scalar to differentiate), "
+                        f"got {out!r}")
     out.backward()
 
     def at(point, i):
         try:
             return f([Value(x) for x in point]).data
         except NumericError as e:  # (log at x - eps < 0, say: a point the caller never passed)
-            raise NumericError(f"gradient_check: input {i} is {xs[i]:g}, but the central difference also needs f "
-                               f"at {xs[i]:g} +- eps ({eps:g}), where f fails: {e}; give a smaller eps") from None
+            raise NumericError(f"gradient_check: input {i} is {xs[i]:g}, but the central "
+                               f"difference also needs f at {xs[i]:g} +- eps ({eps:g}), where f "
+                               f"fails: {e}; give a smaller eps") from None
 
     rows, ok = [], True
     for i, x in enumerate(xs):
@@ -329,14 +324,17 @@ def gradient_check(f, inputs, eps=1e-6, rtol=1e-5, atol=1e-8, file=None, quiet=F
         abs_err = abs(backprop - numeric)
         passed = abs_err <= atol + rtol * abs(numeric)
         ok = ok and passed
-        rows.append((i, x, backprop, numeric, abs_err, abs_err / max(abs(numeric), abs(backprop), 1e-300), passed))
+        rel_err = abs_err / max(abs(numeric), abs(backprop), 1e-300)
+        rows.append((i, x, backprop, numeric, abs_err, rel_err, passed))
     if not quiet:
         lines = [f"gradient_check at {len(xs)} inputs (eps={eps:g}; "
                  f"passes if |error| <= {atol:g} + {rtol:g}*|numeric|)",
-                 f"{'i':>3} {'input':>12} {'backprop':>15} {'numeric':>15} {'abs error':>10} {'rel error':>10}"]
+                 f"{'i':>3} {'input':>12} {'backprop':>15} {'numeric':>15} {'abs error':>10} "
+                 f"{'rel error':>10}"]
         for i, x, b, n, ae, re, passed in rows:
             mark = "ok" if passed else "FAIL"
             lines.append(f"{i:>3} {x:>12.6g} {b:>15.9g} {n:>15.9g} {ae:>10.2e} {re:>10.2e}  {mark}")
-        lines.append("all gradients agree" if ok else "MISMATCH: backprop and the numerical derivative disagree")
+        lines.append("all gradients agree" if ok
+                     else "MISMATCH: backprop and the numerical derivative disagree")
         print("\n".join(lines), file=file)
     return ok

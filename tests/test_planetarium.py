@@ -1,6 +1,6 @@
 """The planetarium's data: the history a run keeps (harness/history.py) and the page planetarium.py writes from it.
 Stars on the sphere, the page's weights (delta-coded, decoded here as the page decodes them), its layout (from
-model_config), its forward pass against forward_np, the bounds on snapshot count and page size, the embedded font,
+model_config), its forward pass against gpt_forward, the bounds on snapshot count and page size, the embedded font,
 and one clear line with exit 2 for every bad input. (The page in a real browser: test_planetarium_browser.py.)"""
 import base64
 import json
@@ -25,7 +25,7 @@ from harness.history import (
     load_history,
 )
 from model_config import effective_scales, n_params
-from numpy_engine import forward_np
+from numpy_engine import gpt_forward
 from utils import softmax_np
 
 
@@ -107,13 +107,15 @@ def test_the_page_holds_the_weights_it_was_made_with(runs):
 
 def test_the_pages_layout_is_model_configs(runs):
     """The page reads where each matrix lies and how the effective scales are laid out from its data, which
-    planetarium.py takes from model_config.param_offsets and model_config.scale_sizes; its script has no formula
+    planetarium.py takes from model_config.param_shapes and model_config.scale_sizes; its script has no formula
     for the parameter count."""
-    from model_config import param_offsets, scale_sizes
+    from model_config import param_shapes, scale_sizes
     data = page_data(runs["html"])
     for run, norm in zip(data["runs"], ("rmsnorm", "sphere")):
         cfg = runs[norm]["loaded"].cfg
-        offsets = param_offsets(cfg)[0]
+        offsets, o = {}, 0
+        for key, shape in param_shapes(cfg):  # the flat layout: param_shapes' order
+            offsets[key], o = (o, shape), o + int(np.prod(shape))
         assert {key: (o, tuple(shape)) for key, o, shape in run["layout"]} == \
             {key: (o, shape) for key, (o, shape) in offsets.items() if len(shape) == 2}
         if norm == "sphere":
@@ -160,15 +162,16 @@ process.stdout.write(JSON.stringify(out));
 
 
 def expected(page_run, k, prefix, T):
-    """forward_np on exactly the weights the page holds: hidden states, logits, softmax(last logits / T)."""
+    """gpt_forward on exactly the weights the page holds: hidden states, logits, softmax(last logits / T)."""
     h = page_run.history
     ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
-    logits, cache = forward_np(planetarium.page_params(page_run, k), ids, h.cfg)
-    return ids, [s[0] for s in cache["hidden"]], logits, softmax_np(logits[-1] / T)
+    logits, acts = gpt_forward(planetarium.page_params(page_run, k), ids, h.cfg)
+    hidden = [np.reshape(stage, (len(ids), -1)) for stage in acts.hidden]  # (T, C) each
+    return ids, hidden, logits, softmax_np(logits[-1] / T)
 
 
 def asks(runs):
-    """(run, snapshot, tokens, T) to ask the page's forward pass, and what forward_np says."""
+    """(run, snapshot, tokens, T) to ask the page's forward pass, and what gpt_forward says."""
     out = []
     for ri, page_run in enumerate(runs["page_runs"]):
         K = len(page_run.steps)
@@ -180,7 +183,7 @@ def asks(runs):
 
 
 def check_page_numbers(results, cases):
-    """The page's forward pass against forward_np: every hidden state, logit and probability to 1e-9."""
+    """The page's forward pass against gpt_forward: every hidden state, logit and probability to 1e-9."""
     assert len(results) == len(cases)
     for got, (_, (hidden, logits, probs)) in zip(results, cases):
         assert len(got["hidden"]) == len(hidden)
@@ -192,7 +195,7 @@ def check_page_numbers(results, cases):
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="no node on PATH: the browser test checks the same")
-def test_the_pages_forward_pass_is_forward_np_in_node(runs, tmp_path):
+def test_the_pages_forward_pass_is_gpt_forward_in_node(runs, tmp_path):
     cases = asks(runs)
     data_path, asks_path, runner = tmp_path / "data.json", tmp_path / "asks.json", tmp_path / "run.js"
     data_path.write_text(json.dumps(page_data(runs["html"])), encoding="utf-8")
@@ -214,8 +217,8 @@ def test_the_pages_numbers_stay_within_a_thousandth_of_the_runs(runs):
         for k in (1, len(page_run.steps) // 2, len(page_run.steps) - 1):
             for prefix in PREFIXES:
                 ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
-                exact, _ = forward_np(h.params_at(page_run.kept[k]), ids, h.cfg)
-                page, _ = forward_np(planetarium.page_params(page_run, k), ids, h.cfg)
+                exact, _ = gpt_forward(h.params_at(page_run.kept[k]), ids, h.cfg)
+                page, _ = gpt_forward(planetarium.page_params(page_run, k), ids, h.cfg)
                 worst = max(worst, max(np.abs(softmax_np(a) - softmax_np(b)).max() for a, b in zip(exact, page)))
         print(f"\n{norm}: the page's probabilities differ from the run's by at most {worst:.1e}")
         assert 0 < worst < 1e-3, (norm, worst)
@@ -286,8 +289,8 @@ def test_a_pair_of_32_wide_2_layer_runs_makes_a_page_under_5_mb(tmp_path):
         for k in range(0, len(pr.steps), 7):
             for prefix in PREFIXES:
                 ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
-                exact, _ = forward_np(h.params_at(pr.kept[k]), ids, h.cfg)
-                page, _ = forward_np(planetarium.page_params(pr, k), ids, h.cfg)
+                exact, _ = gpt_forward(h.params_at(pr.kept[k]), ids, h.cfg)
+                page, _ = gpt_forward(planetarium.page_params(pr, k), ids, h.cfg)
                 worst = max(worst, max(np.abs(softmax_np(a) - softmax_np(b)).max() for a, b in zip(exact, page)))
     print(f"\n32 x 2 pair: page {os.path.getsize(html):,} bytes; its probabilities differ from the runs' by at most "
           f"{worst:.1e}")
@@ -521,8 +524,9 @@ def test_the_maps_nearness_to_h_and_the_probabilities(runs):
         errors = {"global": [], "centred on h": []}
         for d in rng.choice(docs, 150, replace=False):
             prefix = d[:rng.integers(0, len(d))][:h.cfg.block_size - 1]
-            logits, cache = forward_np(p, [len(h.vocab)] + mg.encode(prefix, h.vocab), h.cfg)
-            hv, probs, lm = unit(cache["hidden"][-1][0][-1]), softmax_np(logits[-1]), unit(p["lm_head"])
+            logits, acts = gpt_forward(p, [len(h.vocab)] + mg.encode(prefix, h.vocab), h.cfg)
+            last = acts.hidden[-1][..., -1, :].ravel()  # the last position's final hidden state
+            hv, probs, lm = unit(last), softmax_np(logits[-1]), unit(p["lm_head"])
             true = lm @ hv
             rest = lm - np.outer(true, hv)
             centred = np.vstack([hv, np.linalg.svd(rest - rest.mean(0), full_matrices=False)[2][:2]])

@@ -1,7 +1,7 @@
 """The planetarium page in a real browser: Playwright drives a headless Chromium (Debian's `chromium`, which .ci/run
 installs) through the page planetarium.py writes for two runs, rmsnorm and sphere from one seed, and checks what a
 learner sees, by its pixels where it matters: every layer toggle changes the pixels where that layer's items are
-projected; the readout on the sky is numpy_engine.forward_np's top 3; at 375 x 667 (device scale 2), 1024 x 768 and
+projected; the readout on the sky is numpy_engine.gpt_forward's top 3; at 375 x 667 (device scale 2), 1024 x 768 and
 1440 x 900 no control covers a sky and nothing scrolls sideways; the embedded font has every character the page
 shows; keyboard, labels, the prefix as training reads it, the tour; and the time to draw one frame.
 
@@ -205,16 +205,16 @@ def test_each_layer_toggle_changes_the_pixels_where_its_items_are_drawn(page, la
     assert not page.errors
 
 
-def test_the_readout_on_the_sky_is_forward_nps_top_3(page, runs):
+def test_the_readout_on_the_sky_is_gpt_forwards_top_3(page, runs):
     """For a typed prefix, each sky's readout (also an aria-live region) lists the 3 most likely next characters
-    with the probabilities numpy_engine.forward_np computes from the weights the page holds."""
+    with the probabilities numpy_engine.gpt_forward computes from the weights the page holds."""
     for prefix in ("", "emma"):
         reset(page, prefix=prefix)
         for ri, page_run in enumerate(runs["page_runs"]):
             h = page_run.history
             view = page.evaluate(f"window.__planetarium.view({ri})")
             ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
-            logits, _ = mg.forward_np(planetarium.page_params(page_run, view["k"]), ids, h.cfg)
+            logits, _ = mg.gpt_forward(planetarium.page_params(page_run, view["k"]), ids, h.cfg)
             probs = np.exp(logits[-1] - logits[-1].max())
             probs /= probs.sum()
             top = np.argsort(-probs)[:3]
@@ -234,7 +234,7 @@ def test_the_readout_on_the_sky_is_forward_nps_top_3(page, runs):
                 assert any(s.startswith(label + " ") for s in drawn), (label, drawn[:20])
 
 
-def test_the_pages_forward_pass_is_forward_np_in_the_browser(page, runs):
+def test_the_pages_forward_pass_is_gpt_forward_in_the_browser(page, runs):
     cases = asks(runs)
     results = page.evaluate("""asks => asks.map(([ri, k, tokens, T]) => {
         const P = window.__planetarium, r = P.forward(ri, k, tokens);
