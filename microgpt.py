@@ -1,19 +1,17 @@
 """microgpt.py -- chapter 22: a tiny GPT, trained from scratch, invents names; nGPT as a switch.
 
-Read it top to bottom: the sections run in this order. norm="rmsnorm" is the reference microgpt;
-"sphere" keeps every vector on the unit hypersphere (nGPT, lecture 3). engine="value" runs this
-file's code on value.py's scalar Values; "numpy" the same math on arrays (numpy_engine.py).
-main() is where harness/ comes in: flags, checks, checkpoints, progress and Ctrl-C.
+Read it top to bottom. norm="rmsnorm" is the reference microgpt; "sphere" keeps every vector on the
+unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on value.py's Values;
+"numpy" the same math on arrays (numpy_engine.py). main() is where harness/ comes in.
 """
 import math
 import time
-from dataclasses import replace
 
 import numpy as np
 
 from checks import check_known, check_loss_args, check_sampling, check_training
 from corpora import load_corpus
-from model_config import HUGE_GRADIENT, TrainState, alloc_params, flat_buffer, pack_params
+from model_config import HUGE_GRADIENT, TrainState, alloc_params, flat_buffer
 from model_config import GPTConfig, sphere_axes  # noqa: F401  (GPTConfig: the public API)
 from numpy_engine import baselines, draw, evaluate, loss_and_grads_np, samples_np, too_cold
 from numpy_engine import gpt_backward, gpt_forward  # noqa: F401  (the public API)
@@ -22,7 +20,6 @@ from utils import linear, rmsnorm, softmax
 from value import NumericError, Value, no_cycle_gc
 
 # =========================================================================== 1. dataset
-
 def split_docs(docs, seed=42, val_fraction=0.1):
     """Seeded shuffle, then the last 10% (at least one doc) is the validation set."""
     order = np.random.default_rng(seed).permutation(len(docs))
@@ -32,7 +29,6 @@ def split_docs(docs, seed=42, val_fraction=0.1):
 
 
 # =========================================================================== 2. tokenizer
-
 def build_vocab(docs):
     """The sorted unique characters: id i is vocab[i]; BOS (begin/end of sequence) is len(vocab)."""
     return sorted(set("".join(docs)))
@@ -57,11 +53,9 @@ def doc_tokens(doc, vocab):
 
 
 # =========================================================================== 3. parameters
-
 def init_params(cfg, seed=42, dtype=np.float64):
     """Matrices ~ N(0, 0.08^2) in key order (the reference init), views of one flat buffer. Sphere:
-    unit vectors, and nGPT's scales stored at base = 1/sqrt(C) (mlp_su at 1), multiplied back up in
-    gpt_sphere (so that Adam's steps on them have a useful size)."""
+    unit vectors; nGPT's scales stored at 1/sqrt(C) (mlp_su at 1), scaled back up in gpt_sphere."""
     rng = np.random.default_rng(seed)
     _, params = alloc_params(cfg, dtype)
     for array in params.values():
@@ -83,7 +77,6 @@ def values_from_params(params):
 
 
 # =========================================================================== 4. model
-
 # chapter 22: the reference forward pass for ONE position. keys/values are the KV cache: each call
 # appends this position's k and v and attends over all cached so far (causal by construction).
 def gpt(token_id, pos_id, keys, values, state_dict, cfg):
@@ -184,10 +177,9 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
 
 
 # =========================================================================== 5. loss
-
 def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
-    """Mean next-token NLL over all predicted positions of the batch, and its gradient (a dict of
-    arrays; into `out` if given). engine="numpy": the same numbers on arrays (numpy_engine.py)."""
+    """Mean next-token NLL over the batch's predicted positions, and its gradient (a dict of arrays,
+    into `out` if given). engine="numpy": the same numbers on arrays (numpy_engine.py)."""
     check_loss_args(params, docs_tokens, cfg, engine)  # the weights fit cfg, the ids the vocabulary
     if engine == "numpy":
         return loss_and_grads_np(params, docs_tokens, cfg, out)
@@ -220,7 +212,6 @@ def loss_and_grads_value(params, docs_tokens, cfg, out=None):
 
 
 # =========================================================================== 6. Adam (+ retraction)
-
 def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
     """The reference's Adam update with linear lr decay: flat, grad, m and v hold one number per
     parameter, so each line is the reference's per-parameter line, on all of them at once."""
@@ -233,7 +224,7 @@ def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99
 
 
 def retract(params, cfg):
-    """Sphere mode: every matrix back on the sphere along its embedding dimension, w / |w|, in place.
+    """Sphere mode: each matrix back on the sphere along its embedding dimension, w / |w|, in place.
     Returns the norms it divided by: how far the update pushed each vector off (1: not at all)."""
     norms = []
     for key, axis in sphere_axes(cfg).items():  # axis 1: unit rows; axis 0: unit columns
@@ -251,32 +242,13 @@ def project_grads(params, grads, cfg):
 
 
 # =========================================================================== 7. training
-
-class Observer:
-    """What train() reports to, twice a step; a call that returns True stops training. This default
-    prints the loss every `every` steps (0: never), as the reference does, and stops before a loss or
-    gradient that is not finite reaches the weights. harness/run.py has the command line's."""
-
-    def __init__(self, every=1):
-        self.every = every
-
-    def before_update(self, state, loss, grad):
-        if math.isfinite(loss) and float(np.abs(grad).max()) < HUGE_GRADIENT:  # (NaN: False)
-            return False
-        state.error = f"step {state.step + 1}: the loss ({loss}) or a gradient is not finite"
-        return True  # the weights stay those of the last good step
-
-    def after_update(self, state, loss, drift):
-        if self.every and state.step % self.every == 0:
-            print(f"step {state.step:4d} / {state.steps:4d} | loss {loss:.4f}", end="\r")
-        return False
-
-
 def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1, seed=42,
           engine="value", dtype="float64", riemannian=False, eval_every=100, resume=None,
           observer=None):
     """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...). resume: a state
-    to continue, in a copy (a resume may change steps, engine, eval_every, and lower lr)."""
+    to continue, in a copy (it may change steps, engine, eval_every, and lower lr). observer: has
+    before_update(state, loss, grad) and after_update(state, loss, drift), called twice a step
+    (True: stop), as harness/run.py's; without one, each step's loss is printed."""
     settings = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed, engine=engine,
                     dtype=dtype, riemannian=riemannian, eval_every=eval_every)
     settings = check_training(cfg, vocab, train_docs, val_docs, settings, resume)  # or InputError
@@ -288,12 +260,9 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
         m, v = np.zeros_like(flat), np.zeros_like(flat)  # Adam's moments, one per parameter
         state = TrainState(cfg, list(vocab), params, m, v, **settings)
     else:  # a copy of the state to continue: its weights, moments, step and losses
-        params = pack_params(resume.params, cfg)
-        flat, m, v = flat_buffer(params), resume.m.copy(), resume.v.copy()
-        state = replace(resume, params=params, m=m, v=v, train_loss=list(resume.train_loss),
-                        val_loss=list(resume.val_loss), interrupted=False, error="", **settings)
+        state = resume.copy(**settings)
+        params, flat, m, v = state.params, flat_buffer(state.params), state.m, state.v
     grad, grads = alloc_params(cfg, flat.dtype)  # the gradients: one buffer, a view per key
-    observer = observer or Observer()
     if not state.val_loss:
         state.val_loss.append((0, evaluate(params, val_tokens, cfg)))  # before training
     first_step, step_seconds = state.step, 0.0
@@ -302,12 +271,14 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
         batch = [docs[(step * batch_size + j) % len(docs)] for j in range(batch_size)]  # its docs
         try:
             loss, _ = loss_and_grads(params, batch, cfg, engine, out=grads)  # forward and backward
-        except NumericError as e:  # the Value engine's log(0), overflow, ...: the updates made the
-            if state.step == 0:    # model diverge; before the first update, the model's code failed
+            if not (math.isfinite(loss) and float(np.abs(grad).max()) < HUGE_GRADIENT):  # or NaN
+                raise NumericError(f"the loss ({loss}) or a gradient is not a finite number")
+        except NumericError as e:  # log(0), overflow, NaN: the updates made the model diverge,
+            if state.step == 0:    # unless none was made yet: then the model's code failed
                 raise
             state.error = f"step {step + 1}: {e}"
-            break
-        if observer.before_update(state, loss, grad):
+            break  # the weights stay those of the last good step
+        if observer is not None and observer.before_update(state, loss, grad):
             break
         if riemannian:
             project_grads(params, grads, cfg)
@@ -319,13 +290,14 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
         state.ms_per_step = 1000 * step_seconds / (state.step - first_step)
         if state.step % eval_every == 0 or state.step == steps:
             state.val_loss.append((state.step, evaluate(params, val_tokens, cfg)))
-        if observer.after_update(state, loss, drift):
+        if observer is None:  # the reference's line
+            print(f"step {state.step:4d} / {steps:4d} | loss {loss:.4f}", end="\r")
+        elif observer.after_update(state, loss, drift):
             break
     return state
 
 
 # =========================================================================== 8. inference
-
 def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42, engine="numpy"):
     """A list of num_samples new names (iter_samples gives them one at a time)."""
     return list(iter_samples(params, cfg, vocab, num_samples, temperature, prompt, seed, engine))
@@ -336,11 +308,10 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
     """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (samples_np).
     Both draw position p of name i with the same uniform number u[i, p]: they invent the same."""
     check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine)
-    prefix = encode(prompt, vocab)
-    rng = np.random.default_rng(seed)
+    prefix, rng = encode(prompt, vocab), np.random.default_rng(seed)
     if engine == "numpy":
-        return (decode(ids, vocab) for ids in samples_np(params, cfg, prefix, temperature,
-                                                          num_samples, rng))
+        names = samples_np(params, cfg, prefix, temperature, num_samples, rng)
+        return (decode(ids, vocab) for ids in names)
     state_dict = values_from_params(params)
     return (sample_value(state_dict, cfg, vocab, prefix, temperature, rng.random(cfg.block_size))
             for _ in range(num_samples))
@@ -371,7 +342,6 @@ def sample_value(state_dict, cfg, vocab, prefix, temperature, u):
 
 
 # =========================================================================== 9. main
-
 def main(argv=None):
     """`python microgpt.py [flags]`: the sections above, in order, inside harness/."""
     from harness import cli, messages

@@ -11,7 +11,7 @@ chapter's `params = [p for mat in state_dict.values() for row in mat for p in ro
 moments use the same layout, so the optimizer is one vectorized update of the whole buffer.
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -82,6 +82,13 @@ class TrainState:
     def settings(self):
         """The training settings, as train() takes them."""
         return {name: getattr(self, name) for name in TRAINING_FIELDS}
+
+    def copy(self, **settings):
+        """A state to go on from this one with `settings`: its own weights (one flat buffer), Adam's
+        moments and losses, so that training the copy leaves this state as it is."""
+        return replace(self, params=pack_params(self.params, self.cfg), m=self.m.copy(),
+                       v=self.v.copy(), train_loss=list(self.train_loss),
+                       val_loss=list(self.val_loss), interrupted=False, error="", **settings)
 
 
 HUGE_GRADIENT = 1e150  # beyond it Adam's grad ** 2 overflows float64: as broken as an infinite gradient

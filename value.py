@@ -108,6 +108,9 @@ class Value:
     def __neg__(self):
         return Value(-self.data, (self,), (-1.0,), "neg")
 
+    def __abs__(self):  # d|x|/dx = sign(x), taken as +1 at 0
+        return self if self.data >= 0 else -self
+
     # -- unary functions. `not 0 < x < inf` also catches NaN: every comparison with NaN is False.
 
     def log(self):

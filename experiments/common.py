@@ -177,18 +177,20 @@ class Progress:
 
 # =========================================================================== measuring
 
-def measure_at(steps, measure):
-    """A silent microgpt.Observer that calls measure(step, params) after each update whose step
-    is in `steps`."""
-    from microgpt import Observer
+class MeasureAt:
+    """An observer of microgpt.train (silent): calls measure(step, params) after each update whose
+    step is in `steps`."""
 
-    class MeasureAt(Observer):
-        def after_update(self, state, loss, drift):
-            if state.step in steps:
-                measure(state.step, state.params)
-            return False
+    def __init__(self, steps, measure):
+        self.steps, self.measure = steps, measure
 
-    return MeasureAt(every=0)
+    def before_update(self, state, loss, grad):
+        return False
+
+    def after_update(self, state, loss, drift):
+        if state.step in self.steps:
+            self.measure(state.step, state.params)
+        return False
 
 
 def steps_to_target(curve, target):

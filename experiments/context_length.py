@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import common
 import numpy as np
-from common import SCALE_GROUPS, InputError, fmt, fmt_time, lr_of, measure_at, steps_to_target
+from common import SCALE_GROUPS, InputError, fmt, fmt_time, lr_of, MeasureAt, steps_to_target
 
 from corpora import fingerprint, shakespeare_plays
 from microgpt import build_vocab, encode, init_params, train
@@ -171,7 +171,7 @@ def run_job(job):
     wall0, cpu0 = time.perf_counter(), time.process_time()
     record(0, init_params(cfg, job["seed"], np.float32))  # the init train() builds from the seed
     points = set(eval_points(job["steps"], job["n_log"], job["n_lin"]))
-    state = train_job(job, measure_at(points, record))
+    state = train_job(job, MeasureAt(points, record))
     final = common.final_loss(curve, job["steps"], state.error)
     rec = dict(job, error=state.error, final_val=final, val_curve=curve,
                ms_per_step=state.ms_per_step)
@@ -201,13 +201,13 @@ def gate_job(job):
         checks.append([step, round(loss, 6), round(context_gain(per_position), 6)])
 
     cpu0 = time.process_time()
-    state = train_job(job, measure_at(set(points.tolist()), check))
+    state = train_job(job, MeasureAt(set(points.tolist()), check))
     return dict(job, error=state.error, checks=checks, cpu_seconds=time.process_time() - cpu0)
 
 
 def timing_job(job):
     """ms per training step (forward, backward, Adam, retraction; no evaluation) of a short run."""
-    silent = measure_at((), None)  # an observer that measures nothing and prints nothing
+    silent = MeasureAt((), None)  # an observer that measures nothing and prints nothing
     return dict(job, ms_per_step=train_job(job, silent).ms_per_step)
 
 

@@ -59,7 +59,7 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
     record(0, init_params(cfg, seed))
     state = train(docs, data["val"][:1], vocab, cfg, steps=opts.steps, batch_size=batch_size, lr=lr,
                   seed=seed, engine="numpy", riemannian=riemannian, eval_every=opts.steps,
-                  observer=common.measure_at(set(data["eval_points"]), record))
+                  observer=common.MeasureAt(set(data["eval_points"]), record))
     return {"norm": norm, "riemannian": riemannian, "batch_size": batch_size, "n_layer": n_layer,
             "lr": lr, "seed": seed, "alpha_init": alpha_init, "sz_init": sz_init,
             "final_val": common.final_loss(curve, opts.steps, state.error), "error": state.error,

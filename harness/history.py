@@ -32,15 +32,14 @@ HISTORY_NAME = "history.npz"
 HISTORY_FORMAT, HISTORY_VERSION = "microgpt-history", 1
 DEFAULT_COUNT = 50
 MAX_SNAPSHOTS = 1000            # a history never keeps more (count is capped, and so is the loader)
-MAX_CURVE = 2000                # points per loss curve in the file (a million steps are averaged down)
+MAX_CURVE = 2000                # points per loss curve in the file (a million steps averaged down)
 MAX_FILE_BYTES = 2**30          # load_history refuses bigger files before reading them
 
 
 def snapshot_steps(steps, count=DEFAULT_COUNT):
     """The steps a run of `steps` steps keeps: every step if there are at most `count`, else `count`
     of them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3, 4, 6, ...: the first steps
-    move the stars most), the rest split the largest gaps left (so later steps are evenly
-    spaced)."""
+    move the stars most), the rest split the largest gaps (so later steps are evenly spaced)."""
     if steps + 1 <= count:
         return list(range(steps + 1))
     chosen = {0, steps} | {int(round(s)) for s in np.geomspace(1, steps, max(1, count // 2))}
@@ -59,9 +58,8 @@ def flat_scales(params, cfg):
 
 
 class History:
-    """Snapshots of one training run. previous: the run's History so far, on --resume (the same
-    plan: the snapshots an uninterrupted run keeps; a longer one: the snapshots to come evenly
-    spaced)."""
+    """Snapshots of one training run. previous: the run's History so far, on --resume (same plan:
+    the snapshots an uninterrupted run keeps; a longer one: those to come evenly spaced)."""
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -70,15 +68,15 @@ class History:
         self._steps, self._params, self._drift = [], [], []  # one entry per snapshot
         if previous is not None:
             if (previous.cfg, previous.vocab) != (cfg, self.vocab):
-                raise ValueError("the previous history is of another model (config or vocabulary differ)")
+                raise ValueError("the previous history is of another model (other config or vocab)")
             self._steps, self._params = list(previous.step), list(previous.params)
             self._drift = list(previous._drift)
             self.dtype, self.skipped = previous.dtype, previous.skipped
         self._due = set(snapshot_steps(self.steps, self.count))
-        if previous is not None and self._steps and previous.steps != self.steps:
-            last = self._steps[-1]  # a longer plan: the snapshots still to come split what is left evenly
-            room = max(2, self.count - len(self._steps))
-            self._due = {int(round(s)) for s in np.linspace(last, self.steps, room + 1)[1:]} | {self.steps}
+        if previous is not None and self._steps and previous.steps != self.steps:  # a longer plan
+            last, room = self._steps[-1], max(2, self.count - len(self._steps))
+            self._due = {int(round(s)) for s in np.linspace(last, self.steps, room + 1)[1:]}
+            self._due.add(self.steps)  # the snapshots still to come split what is left evenly
 
     def due(self, step):
         """Should the weights after `step` optimizer steps be recorded (0 = the initial weights)?"""
@@ -87,7 +85,8 @@ class History:
     def record(self, step, params, drift=None):
         """A copy of the weights after `step` steps (and, sphere: what retract returned, None at
         step 0), replacing any snapshot from `step` on. Weights that are not finite are not kept."""
-        flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel() for k, _ in param_shapes(self.cfg)])
+        flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel()
+                               for k, _ in param_shapes(self.cfg)])
         if not np.isfinite(flat).all():
             self.skipped += 1
             return
@@ -101,8 +100,7 @@ class History:
         self._drift.append(drift)
 
     def rewind(self, step):
-        """Drop the snapshots after `step` (a resume from that step's checkpoint records them
-        again)."""
+        """Drop the snapshots after `step` (a resume from its checkpoint records them again)."""
         while self._steps and self._steps[-1] > step:
             self._steps.pop(), self._params.pop(), self._drift.pop()
 
@@ -113,23 +111,21 @@ class History:
     @property
     def params(self):
         """(K, P): every snapshot's weights in the flat layout."""
-        return np.array(self._params, dtype=np.float64).reshape(len(self._params), n_params(self.cfg))
+        return np.array(self._params, np.float64).reshape(len(self._params), n_params(self.cfg))
 
     @property
     def drift(self):
-        """(K, U) in sphere mode (NaN where no Adam step preceded the snapshot), None for
-        rmsnorm."""
+        """(K, U) in sphere mode (NaN where no Adam step preceded the snapshot); rmsnorm: None."""
         if self.cfg.norm == "sphere":
-            return np.array(self._drift, dtype=np.float64).reshape(len(self), unit_vector_count(self.cfg))
+            return np.array(self._drift, np.float64).reshape(len(self), unit_vector_count(self.cfg))
         return None
 
     @property
     def scales(self):
-        """(K, S) effective scales (alpha_A | alpha_M | s_qk | s_u | s_z), sphere; None for
-        rmsnorm."""
+        """(K, S) effective scales (alpha_A | alpha_M | s_qk | s_u | s_z), sphere; rmsnorm: None."""
         if self.cfg.norm == "sphere":
-            return np.array([flat_scales(self.params_at(k), self.cfg) for k in range(len(self))]).reshape(
-                len(self), sum(scale_sizes(self.cfg).values()))
+            scales = [flat_scales(self.params_at(k), self.cfg) for k in range(len(self))]
+            return np.array(scales).reshape(len(self), sum(scale_sizes(self.cfg).values()))
         return None
 
     def params_at(self, k):
@@ -148,7 +144,8 @@ class History:
                 "skipped": self.skipped, "scales": scale_sizes(self.cfg) if sphere else {},
                 "step": len(train_loss), "run_id": run_id}
         arrays = {"meta": np.array(json.dumps(meta, ensure_ascii=False)), "step": self.step,
-                  "params": self.params, "train_loss": train_curve(train_loss), "val_loss": val_curve(val_loss)}
+                  "params": self.params, "train_loss": train_curve(train_loss),
+                  "val_loss": val_curve(val_loss)}
         if sphere:
             arrays.update(scales=self.scales, drift=self.drift)
         atomic_write(path, lambda f: np.savez(f, **arrays))
@@ -171,7 +168,7 @@ def val_curve(val_loss):
     points = np.asarray(val_loss, dtype=np.float64).reshape(-1, 2)
     points = points[np.isfinite(points).all(axis=1)]
     if len(points) > MAX_CURVE:
-        points = points[np.unique(np.linspace(0, len(points) - 1, MAX_CURVE).round().astype(np.int64))]
+        points = points[np.unique(np.linspace(0, len(points) - 1, MAX_CURVE).round().astype(int))]
     return points
 
 
@@ -189,26 +186,26 @@ def _load(file, max_bytes):
     """The History in an open history file, every claim checked before anything is loaded."""
     size = os.fstat(file.fileno()).st_size
     if size > max_bytes:
-        raise InputError(f"it is {size / 2**20:,.0f} MiB; the limit is {max_bytes / 2**20:,.0f} MiB")
+        raise InputError(f"it is {size/2**20:,.0f} MiB; the limit is {max_bytes/2**20:,.0f} MiB")
     meta, cfg, vocab = read_meta(file, HISTORY_FORMAT, HISTORY_VERSION)
     headers = npz_headers(file, max_members=16)  # (a history has at most 7 arrays)
     steps, count, saved = meta.get("steps"), meta.get("count"), meta.get("step", meta.get("steps"))
-    for name, value, least in (("steps", steps, 1), ("count", count, 2), ("skipped", meta.get("skipped"), 0),
-                               ("step", saved, 0)):
+    for name, value, least in (("steps", steps, 1), ("count", count, 2),
+                               ("skipped", meta.get("skipped"), 0), ("step", saved, 0)):
         if type(value) is not int or value < least:
             raise InputError(f"its {name} is not an integer >= {least}")
-    if steps > MAX_STEPS:  # (a run's --steps has the same bound: 10**30 would break the snapshot plan)
+    if steps > MAX_STEPS:  # (--steps has the same bound: 10**30 would break the snapshot plan)
         raise InputError("its steps is beyond 2**53, the most a run may plan")
-    if meta.get("dtype") not in ("float64", "float32") or not isinstance(meta.get("run_id", ""), str):
+    if meta.get("dtype") not in ("float64", "float32") or type(meta.get("run_id", "")) is not str:
         raise InputError("its dtype or run_id is malformed")
-    P, K = n_params(cfg), headers.get("params", ((0,),))[0][0]
+    P, K, A = n_params(cfg), headers.get("params", ((0,),))[0][0], n_param_arrays(cfg)
     if not 1 <= K <= MAX_SNAPSHOTS:
         raise InputError(f"it has {K} snapshots; a history has 1 to {MAX_SNAPSHOTS}")
     # the weights, and the objects of every parameter array of every snapshot (the page takes the
     # snapshots apart array by array: n_layer 10^6 is millions of them, however narrow the model)
-    need = 8 * K * P + K * n_param_arrays(cfg) * BYTES_PER_ARRAY
+    need = 8 * K * P + K * A * BYTES_PER_ARRAY
     if need > max_bytes:
-        raise InputError(f"its {K} snapshots of {P:,} weights in {n_param_arrays(cfg):,} arrays would take "
+        raise InputError(f"its {K} snapshots of {P:,} weights in {A:,} arrays would take "
                          f"{need / 2**20:,.0f} MiB; the limit is {max_bytes / 2**20:,.0f} MiB")
     expected = {"meta": ((), None), "step": ((K,), np.int64), "params": ((K, P), np.float64),
                 "train_loss": (curve_shape, np.float64), "val_loss": (curve_shape, np.float64)}
@@ -219,10 +216,10 @@ def _load(file, max_bytes):
     with np.load(file, allow_pickle=False) as z:
         data = {name: z[name] for name in expected if name != "meta"}
     h = History(cfg, vocab, steps, count)
-    h.dtype, h.skipped, h.saved_step, h.run_id = meta["dtype"], meta["skipped"], saved, meta.get("run_id", "")
-    h._steps, h._params = data["step"].tolist(), list(data["params"])
+    h.dtype, h.skipped, h.saved_step = meta["dtype"], meta["skipped"], saved
+    h.run_id, h._steps = meta.get("run_id", ""), data["step"].tolist()
+    h._params, h.train_loss, h.val_loss = list(data["params"]), data["train_loss"], data["val_loss"]
     h._drift = list(data["drift"]) if cfg.norm == "sphere" else [None] * K
-    h.train_loss, h.val_loss = data["train_loss"], data["val_loss"]
     _check_values(h, data)
     return h
 
@@ -231,16 +228,16 @@ def _check_values(h, data):
     """InputError for what History.save cannot have written."""
     step = data["step"]
     if step.min() < 0 or step.max() > h.steps or (np.diff(step) <= 0).any():
-        raise InputError(f"its snapshot steps are not increasing steps from 0 to its planned {h.steps}")
+        raise InputError(f"its snapshot steps are not increasing from 0 to its planned {h.steps}")
     for name in ("params", "train_loss", "val_loss"):
         if not np.isfinite(data[name]).all():
             raise InputError(f"its {'weights' if name == 'params' else name} is not all finite")
     if h.cfg.norm != "sphere":
         return
-    off = max(off_sphere(h.params_at(k), h.cfg) for k in range(len(h)))  # (float32 runs: unit to ~1e-7)
+    off = max(off_sphere(h.params_at(k), h.cfg) for k in range(len(h)))  # (float32: unit to ~1e-7)
     if not off <= 1e-6:
         raise InputError(f"its weights are not on the sphere (max | |v| - 1 | = {off:.2g})")
     if not np.allclose(data["scales"], h.scales, rtol=1e-12, atol=0):
         raise InputError("its effective scales do not match its weights")
     if ((data["drift"] <= 0) | np.isinf(data["drift"])).any():
-        raise InputError("its drift (norms before the retraction) has values that are not positive and finite")
+        raise InputError("its drift (norms before the retraction) is not all positive and finite")

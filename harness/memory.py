@@ -74,8 +74,7 @@ def limit(max_gb=None):
 
 
 def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0):
-    """InputError, with the estimate, if a run needs more than it may use; corpus: (n_docs,
-    n_chars)."""
+    """InputError with the estimate if a run needs more than allowed; corpus: (n_docs, n_chars)."""
     need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + baseline_memory(cfg)
             + corpus_memory(*corpus) + history_memory(cfg, steps))
     most, why = limit(max_gb)
@@ -88,8 +87,7 @@ def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(
 
 def check_corpus_memory(name_or_path, max_gb):
     """InputError if a corpus file holds more documents than --max-memory allows, before it is
-    decoded and split (what takes time and memory: 64 MiB of short lines is 16 million
-    documents)."""
+    decoded and split (what takes time and memory: 64 MiB of short lines is 16M documents)."""
     if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
         return  # (load_corpus says what is wrong with a path that is not a file)
     try:

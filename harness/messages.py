@@ -46,7 +46,7 @@ def print_header(s, cfg, base, resume, notices):
 def report(state, run, folder, s, args):
     """How training ended, said; the exit code: 0 finished, 1 diverged, 130 interrupted (saved)."""
     if state.error:
-        return report_divergence(state, folder, s, not args.resume)
+        return report_divergence(state, folder, s)
     if run.interrupted and state.step < state.steps:
         return save_interrupted(state, folder, s, args)
     print_final(state, run.base)
@@ -63,13 +63,8 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     return "no checkpoint was written (no --out)"
 
 
-def report_divergence(state, folder, s, new_run):
-    """Nothing new is written (the weights before the bad step would only repeat it). A new run that
-    fails at its first step had no update yet: its code failed, not the learning rate."""
-    if new_run and state.step == 0:
-        say(f"microgpt: error: the model's first forward and backward pass failed, before any learning "
-            f"rate acted: {state.error}. Nothing was written. This is the model's code, not --lr.")
-        return EXIT_DIVERGED
+def report_divergence(state, folder, s):
+    """Nothing new is written: the weights before the bad step would only repeat it."""
     kept = kept_checkpoint(folder.last_good, s.out, s.eval_every, s.steps, "diverged")
     say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a "
         "resumed run may lower it: --resume --lr ...).")

@@ -1,8 +1,8 @@
 """harness/run_files.py -- files written safely, .npz files read warily, the --out folder's lock.
 
-    atomic_write      temp file + os.replace: readers never see half a file; a failed write is a WriteError
+    atomic_write      temp file + os.replace: readers never see half a file; failure: WriteError
     check_npz_file, npz_headers, read_meta, check_arrays
-                      a checkpoint's or history's claims, checked from its headers before anything is loaded
+                      a checkpoint's or history's claims, checked from its headers before loading
     write_json, plot_losses   metrics.json and loss.png
     RunLock, claim_run_folder  the --out folder a run holds; Ctrl-C without --out: a new out/run-N
 """
@@ -26,7 +26,7 @@ from harness.errors import InputError, WriteError, as_text
 from model_config import GPTConfig, cut_list
 from settings import short
 
-try:  # POSIX: an advisory lock the kernel releases when the process ends, however it ends (kill -9 too)
+try:  # POSIX: an advisory lock the kernel releases however the process ends (kill -9 too)
     import fcntl
 except ImportError:  # Windows
     fcntl = None
@@ -37,17 +37,16 @@ TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # short: a temp file fits where
 
 
 def not_a_regular_file(path):
-    """What `path` is if it exists and is not a regular file ("a symbolic link", "a FIFO"), or
-    None."""
+    """What `path` is if there and not a regular file ("a symbolic link", "a FIFO"), or None."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # not there (or not reachable: the write itself will say why)
         return None
     if stat.S_ISREG(mode):
         return None
-    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
+    kinds = {stat.S_IFLNK: "a symbolic link", stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO",
+             stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+    return kinds.get(stat.S_IFMT(mode), "not a regular file")
 
 
 def atomic_write(path, write):
@@ -57,12 +56,13 @@ def atomic_write(path, write):
     was. Whatever ends the write (an error, Ctrl-C, SIGTERM: the shell makes signals
     KeyboardInterrupt), the temp file is removed. Only a regular file is replaced: os.replace would
     put one in the place of a symbolic link, a FIFO or /dev/null."""
-    kind = not_a_regular_file(path)
-    if kind:
-        raise WriteError(path, OSError(errno.EEXIST, f"it is {kind}, not a regular file; it is left as it is"))
-    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), TEMP_PREFIX + secrets.token_hex(4) + TEMP_SUFFIX)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as for any file)
+    if kind := not_a_regular_file(path):
+        raise WriteError(path, OSError(errno.EEXIST,
+                                       f"it is {kind}, not a regular file; it is left as it is"))
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)),
+                       TEMP_PREFIX + secrets.token_hex(4) + TEMP_SUFFIX)
+    try:  # (the umask applies, as for any file)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as e:
         raise WriteError(path, e) from None
     try:
@@ -92,7 +92,8 @@ def check_npz_file(path, what):
     except OSError as e:
         raise InputError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
     if not is_zip:
-        raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz archive)")
+        raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} "
+                         "(not a .npz archive)")
 
 
 def read_npz(path, what, load):
@@ -110,7 +111,8 @@ def read_npz(path, what, load):
     except InputError as e:
         raise InputError(f"{where} is incompatible or incomplete: {e}") from None
     except Exception as e:
-        raise InputError(f"{where} is corrupt or not a microgpt {what} ({type(e).__name__}: {e})") from None
+        raise InputError(f"{where} is corrupt or not a microgpt {what} "
+                         f"({type(e).__name__}: {e})") from None
 
 
 def npz_headers(file, max_members=64, only=None):
@@ -142,7 +144,7 @@ def read_meta(file, fmt, version, max_chars=2**20):
     """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong
     with its format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose
     header says it holds at most max_chars characters."""
-    shape, dtype, _ = npz_headers(file, max_members=None, only=("meta",)).get("meta", (None, None, 0))
+    shape, dtype, _ = npz_headers(file, max_members=None, only=("meta",)).get("meta", (None,) * 3)
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
         raise InputError("no JSON 'meta' entry of the expected form")
     with np.load(file, allow_pickle=False) as z:
@@ -150,9 +152,9 @@ def read_meta(file, fmt, version, max_chars=2**20):
     file.seek(0)
     if not isinstance(meta, dict):
         raise InputError("'meta' is not a JSON object")
-    if meta.get("format") != fmt or type(meta.get("version")) is not int or meta["version"] != version:
-        raise InputError(f"it has format {meta.get('format')!r} version {meta.get('version')!r}; this microgpt "
-                         f"reads {fmt!r} version {version}")
+    if (meta.get("format"), type(meta.get("version"))) != (fmt, int) or meta["version"] != version:
+        raise InputError(f"it has format {meta.get('format')!r} version {meta.get('version')!r}; "
+                         f"this microgpt reads {fmt!r} version {version}")
     config = meta.get("config")
     known = {f.name for f in fields(GPTConfig)}
     unknown = sorted(set(config) - known) if isinstance(config, dict) else config
@@ -168,20 +170,19 @@ def read_meta(file, fmt, version, max_chars=2**20):
 
 def check_arrays(headers, expected):
     """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)), each stored
-    whole. A shape may be a function of the header's (returning the one expected); a dtype None is
-    skipped."""
+    whole. A shape may be a function (header's shape -> expected one); dtype None: not checked."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
-        raise InputError(f"its arrays do not match its config: missing {cut_list(missing)}, unexpected "
-                         f"{cut_list(unknown)}")
+        raise InputError(f"its arrays do not match its config: missing {cut_list(missing)}, "
+                         f"unexpected {cut_list(unknown)}")
     for name, (shape, dtype) in expected.items():
         got, got_dtype, stored = headers[name]
         if dtype is None:
             continue
         shape = shape(got) if callable(shape) else shape
         if got != shape or got_dtype != np.dtype(dtype):
-            raise InputError(f"array {name!r} has shape {got} and dtype {got_dtype}; expected {shape}, "
-                             f"{np.dtype(dtype)}")
+            raise InputError(f"array {name!r} has shape {got} and dtype {got_dtype}; "
+                             f"expected {shape}, {np.dtype(dtype)}")
         if stored < np.dtype(dtype).itemsize * math.prod(shape):
             raise InputError(f"array {name!r} is truncated")
 
@@ -209,8 +210,8 @@ def plot_losses(path, state, base, title):
     per = "per step" if stride == 1 else f"means of {stride} steps"
     ax.plot(steps, losses, color="tab:blue", alpha=0.25, lw=0.8, label=f"train loss ({per})")
     w = max(1, min(50, len(steps) // 10))
-    ax.plot(steps[w - 1:], np.convolve(losses, np.ones(w) / w, mode="valid"), color="tab:blue", lw=1.5,
-            label=f"train loss ({w * stride}-step mean)")
+    ax.plot(steps[w - 1:], np.convolve(losses, np.ones(w) / w, mode="valid"), color="tab:blue",
+            lw=1.5, label=f"train loss ({w * stride}-step mean)")
     if state.val_loss:
         vs, vl = zip(*state.val_loss)
         ax.plot(vs, vl, "o-", color="tab:orange", ms=3, label="val loss")
@@ -239,15 +240,14 @@ def missing_folders(out):
 
 
 def make_folder(out):
-    """Create --out (and its parents) and check that files can be written into it, before any
-    training."""
+    """Create --out (and its parents) and check that files can be written there, before training."""
     try:
         os.makedirs(out, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
         raise InputError(f"--out {out!r} is not a writable folder ({e.strerror or e})") from None
-    except RecursionError:  # os.makedirs recurses once per missing folder level: thousands overflow it
+    except RecursionError:  # os.makedirs recurses per missing folder level: thousands overflow it
         raise InputError(f"--out {out[:60]!r}... has too many folder levels to create") from None
 
 
@@ -263,11 +263,10 @@ LOCK_NAME = ".microgpt.lock"
 
 
 class RunLock:
-    """A run holds its --out folder until it ends: the folder carries the operating system's lock
-    (released when the process ends, kill -9 too; on Windows the lock file does), a lock file says
-    who holds it. __enter__ refuses a folder a live run holds; claim() writes this run's pid (taking
-    over a file a killed run left); __exit__ releases it and removes the folders it made, if
-    empty."""
+    """A run holds its --out folder until it ends: the folder carries the OS's lock (released when
+    the process ends, kill -9 too; on Windows the lock file does), a lock file says who holds it.
+    __enter__ refuses a folder a live run holds; claim() writes this run's pid (taking over a file a
+    killed run left); __exit__ releases it and removes the folders it made, if empty."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
@@ -286,8 +285,8 @@ class RunLock:
                 raise InputError(f"cannot lock --out {self.folder!r} ({e.strerror or e})") from None
             if not _try_lock(self.fd):
                 holder = self._holder() or "its lock file was deleted"
-                raise InputError(f"--out {self.folder!r} is in use by another run ({holder}); wait for it to end, "
-                                 "or choose another --out")
+                raise InputError(f"--out {self.folder!r} is in use by another run ({holder}); "
+                                 "wait for it to end, or choose another --out")
         except BaseException:
             self.__exit__()
             raise
@@ -305,20 +304,22 @@ class RunLock:
         if not self.folder:
             return
         previous = self._holder()
-        if previous:  # a run that ended without releasing (killed): the kernel already dropped its lock
-            self.notice = f"note: took over {self.path} from an earlier run that is no longer running ({previous})"
+        if previous:  # a run that ended without releasing (killed): the kernel dropped its lock
+            self.notice = (f"note: took over {self.path} from an earlier run that is no longer "
+                           f"running ({previous})")
             for name in os.listdir(self.folder):
                 if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
                     os.unlink(os.path.join(self.folder, name))
-        started = datetime.datetime.now().isoformat(timespec="seconds")
+        started = f"started {datetime.datetime.now().isoformat(timespec='seconds')}\n"
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                         | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as e:
-            raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} ({e.strerror}); is it "
-                             "a symbolic link or a folder?") from None
+            raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} "
+                             f"({e.strerror}); is it a symbolic link or a folder?") from None
         self.claimed = True
         try:
-            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode())
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, {started}".encode())
         except OSError as e:  # e.g. a full disk
             raise WriteError(self.path, e) from None
         finally:

@@ -144,8 +144,7 @@ class Shell:
         return EXIT_IO
 
     def report(self, e):
-        """The one line for an exception that ends the program, and its exit code; None for
-        others."""
+        """The one line for an exception that ends the program, and its exit code (None: others)."""
         if isinstance(e, InputError):
             say(f"{self.prog}: error: {e}")
             return EXIT_BAD_INPUT

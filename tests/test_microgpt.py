@@ -316,11 +316,14 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, norm, engine):
     kw = dict(steps=n, batch_size=2, lr=0.02, seed=7, engine=engine, eval_every=5)
     full = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw)
 
-    class StopAtK(mg.Observer):  # what the command line's Ctrl-C does between steps
+    class StopAtK:  # what the command line's Ctrl-C does between steps
+        def before_update(self, state, loss, grad):
+            return False
+
         def after_update(self, state, loss, drift):
             return state.step == k
 
-    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, observer=StopAtK(every=0), **kw)
+    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, observer=StopAtK(), **kw)
     assert part.step == k
     save_checkpoint(tmp_path / "ck.npz", part)
     loaded = load_checkpoint(tmp_path / "ck.npz")

@@ -58,6 +58,8 @@ BINARY_AND_UNARY = {
     "pow -3 neg base": (lambda v: v[0] ** -3, [-1.2]),
     "pow 3.0 neg base": (lambda v: v[0] ** 3.0, [-1.7]),  # an integral float exponent is fine for x < 0
     "pow 1": (lambda v: v[0] ** 1, [1.3]),
+    "abs positive": (lambda v: abs(v[0]) * 3.0, [1.3]),
+    "abs negative": (lambda v: abs(v[0]) * 3.0, [-1.3]),
     "neg": (lambda v: -v[0], [1.3]),
     "log": (lambda v: v[0].log(), [1.3]),
     "exp": (lambda v: v[0].exp(), [1.3]),

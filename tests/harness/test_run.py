@@ -50,15 +50,37 @@ def test_the_run_observes_a_training_run_and_prints_progress(capsys):
 
 @pytest.mark.parametrize("loss, grad", [(float("nan"), 0.0), (float("inf"), 0.0), (2.0, float("nan")),
                                         (2.0, -float("inf")), (2.0, 10 * HUGE_GRADIENT)])
-def test_a_loss_or_gradient_that_is_not_finite_stops_before_the_update(loss, grad):
-    for observer in (mg.Observer(every=0), make_run()):  # the chapter's rule, and the command line's
-        state = train(steps=3)
-        state.step = 6
-        g = np.zeros(5)
-        assert observer.before_update(state, 2.0, g) is False and not state.error
-        g[3] = grad
-        assert observer.before_update(state, loss, g) is True
-        assert state.error.startswith("step 7: the loss") and "is not finite" in state.error
+def test_a_loss_or_gradient_that_is_not_finite_stops_before_the_update(monkeypatch, loss, grad):
+    """The loop's own rule: at step 3 the loss or a gradient is NaN, inf, or so large that Adam's square
+    would overflow; training stops with the weights of step 2."""
+    stopped_at_2 = train(StopAt(2))
+    original, calls = mg.loss_and_grads, []
+
+    def breaks_at_3(params, docs, cfg, engine, out):
+        calls.append(1)
+        value, grads = original(params, docs, cfg, engine, out)
+        if len(calls) == 3:
+            grads["wte"][0, 0] = grad
+            return loss, grads
+        return value, grads
+
+    monkeypatch.setattr(mg, "loss_and_grads", breaks_at_3)
+    state = train(StopAt(None))
+    assert state.step == 2 and state.error.startswith("step 3: the loss (") and "not a finite" in state.error
+    np.testing.assert_array_equal(mg.flat_buffer(state.params), mg.flat_buffer(stopped_at_2.params))
+
+
+class StopAt:
+    """A silent observer that stops training after `step` steps (None: never)."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def before_update(self, state, loss, grad):
+        return False
+
+    def after_update(self, state, loss, drift):
+        return state.step == self.step
 
 
 def test_an_exploding_loss_is_caught_at_the_window():
@@ -101,7 +123,7 @@ def test_the_engines_numeric_failure_is_divergence_and_any_other_exception_a_tra
 
     original = mg.loss_and_grads
     monkeypatch.setattr(mg, "loss_and_grads", failing)
-    state = train(mg.Observer(every=0))
+    state = train(StopAt(None))
     assert state.step == 1 and state.error == "step 2: Value.log: log of non-positive value 0.0 is undefined"
     monkeypatch.setattr(mg, "loss_and_grads", lambda *args, **kw: [][0])
     with pytest.raises(IndexError):  # a learner's bug: not swallowed, not called divergence
