@@ -1,16 +1,18 @@
-"""checks.py -- what the chapter's functions check at their door, besides the settings (settings.py).
+"""checks.py -- what the chapter's functions check at their door, besides the settings
+(settings.py).
 
-A learner calls loss_and_grads, sample or encode with whatever they have; a mistake there is one clear
-InputError instead of an IndexError deep in the model. These rules are part of the model's layer (they import
-nothing of harness/), so stepping through the chapter in a debugger never lands in the run's machinery:
+A learner calls loss_and_grads, sample or encode with whatever they have; a mistake there is one
+clear InputError instead of an IndexError deep in the model. These rules are part of the model's
+layer (they import nothing of harness/), so stepping through the chapter in a debugger never lands
+in the run's machinery:
 
     check_known(text, index)               every character is in the vocabulary
-    check_vocab(vocab, cfg, where)         a vocabulary as build_vocab makes it (a checkpoint's, say)
+    check_vocab(vocab, cfg, where)         a vocabulary as build_vocab makes it
     check_tokens(docs_tokens, vocab_size)  documents as token ids, as the loss needs them
     check_params(params, cfg)              weights that fit the config
-    check_forward(params, cfg, where)      a forward pass that stays within floating point, for both engines
-    check_loss_args, check_sampling        what loss_and_grads and sample are given, checked at their door
-    check_training                         what train is given: its settings, documents and a state to resume
+    check_forward(params, cfg, where)      a forward pass that stays within floating point
+    check_loss_args, check_sampling        what loss_and_grads and sample are given
+    check_training                         what train is given: settings, documents, a state
     check_state(state, where)              a TrainState as a run makes it (to resume, save or load)
 """
 import numpy as np
@@ -42,10 +44,11 @@ def check_known(text, index):
 def check_vocab(vocab, cfg, where):
     """A vocabulary as build_vocab makes it: vocab_size - 1 sorted characters, each once (BOS is the
     last id)."""
-    if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or vocab != sorted(set(vocab)) or \
+    if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or \
+            vocab != sorted(set(vocab)) or \
             not all(isinstance(c, str) and len(c) == 1 for c in vocab):
-        raise InputError(f"{where}its vocabulary does not match vocab_size {cfg.vocab_size} (sorted "
-                         "characters, each once, and BOS: as build_vocab makes it)")
+        raise InputError(f"{where}its vocabulary does not match vocab_size {cfg.vocab_size} "
+                         "(sorted characters, each once, and BOS: as build_vocab makes it)")
 
 
 def check_tokens(docs_tokens, vocab_size):
@@ -55,7 +58,8 @@ def check_tokens(docs_tokens, vocab_size):
         raise InputError("no documents: the loss needs at least one")
     for tokens in docs_tokens:
         if len(tokens) < 2:
-            raise InputError(f"each document needs at least 2 tokens ([BOS, ..., BOS]), got {short(list(tokens))}")
+            raise InputError("each document needs at least 2 tokens ([BOS, ..., BOS]), got "
+                             f"{short(list(tokens))}")
         if min(tokens) < 0 or max(tokens) >= vocab_size:
             raise InputError(f"token ids must be in [0, {vocab_size}), got {short(list(tokens))}")
 
@@ -66,16 +70,18 @@ def check_params(params, cfg):
     shapes = dict(param_shapes(cfg))
     if not isinstance(params, dict) or set(params) != set(shapes):
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
-        raise InputError(f"the weights do not fit the config: its keys are {short(sorted(shapes))}, got {short(got)}")
+        raise InputError("the weights do not fit the config: its keys are "
+                         f"{short(sorted(shapes))}, got {short(got)}")
     for key, shape in shapes.items():
         if not isinstance(params[key], np.ndarray):
-            raise InputError(f"weight {key!r} is a {type(params[key]).__name__}; the model needs NumPy arrays "
-                             "(init_params makes them)")
+            raise InputError(f"weight {key!r} is a {type(params[key]).__name__}; the model needs "
+                             "NumPy arrays (init_params makes them)")
         if params[key].shape != shape:
-            raise InputError(f"weight {key!r} has shape {params[key].shape}; the config needs {shape}")
+            raise InputError(f"weight {key!r} has shape {params[key].shape}; the config needs "
+                             f"{shape}")
 
 
-LOGIT_SPAN = 700.0  # softmax gives a character probability exp(-span) at worst: 0 in float64 beyond ~745 (log 0)
+LOGIT_SPAN = 700.0  # softmax's smallest probability is exp(-span): 0 in float64 beyond ~745
 
 
 def check_forward(params, cfg, where):
@@ -90,12 +96,12 @@ def check_forward(params, cfg, where):
             logits, _ = gpt_forward(params, tokens, cfg)
             span = float((logits.max(axis=-1) - logits.min(axis=-1)).max())
     except FloatingPointError as e:
-        raise InputError(f"{where}: the model's forward pass overflows ({e}): its weights or scales are too large "
-                         "for floating point") from None
+        raise InputError(f"{where}: the model's forward pass overflows ({e}): its weights or "
+                         "scales are too large for floating point") from None
     if not span < LOGIT_SPAN:  # (also NaN)
-        raise InputError(f"{where}: the model's logits span {span:.3g}; beyond {LOGIT_SPAN:g} softmax gives some "
-                         "characters probability 0, and the loss needs their log (is --sz-init, or a weight, far "
-                         "too large?)")
+        raise InputError(f"{where}: the model's logits span {span:.3g}; beyond {LOGIT_SPAN:g} "
+                         "softmax gives some characters probability 0, and the loss needs their "
+                         "log (is --sz-init, or a weight, far too large?)")
 
 
 def check_loss_args(params, docs_tokens, cfg, engine):
@@ -115,8 +121,8 @@ def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine):
         check(name, value)
     check_known(prompt, vocab)
     if len(prompt) >= cfg.block_size:
-        raise InputError(f"prompt {short(prompt)} has {len(prompt)} characters; it must be shorter than block_size "
-                         f"{cfg.block_size}")
+        raise InputError(f"prompt {short(prompt)} has {len(prompt)} characters; it must be shorter "
+                         f"than block_size {cfg.block_size}")
     return prompt
 
 
@@ -135,12 +141,13 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
             settings[name] = value.item()
     check_combination(settings["engine"], settings["dtype"], cfg.norm, settings["riemannian"])
     if not train_docs or not val_docs:
-        raise InputError(f"training needs at least one train and one val document (got "
+        raise InputError("training needs at least one train and one val document (got "
                          f"{len(train_docs)} and {len(val_docs)})")
     if resume is not None:
         check_state(resume, "the state to resume")
         if resume.cfg != cfg or list(resume.vocab) != list(vocab):
-            raise InputError("the state to resume is of another model (its config or vocabulary differ)")
+            raise InputError("the state to resume is of another model (its config or vocabulary "
+                             "differ)")
         resumed(resume.settings(), settings, resume.step)
     return settings
 
@@ -159,7 +166,8 @@ def check_state(state, where):
     shapes = dict(param_shapes(cfg))
     if not isinstance(state.params, dict) or set(state.params) != set(shapes):
         raise InputError(f"{where}: its parameters are not the config's: {short(sorted(shapes))}")
-    arrays = {**{f"param:{k}": a for k, a in state.params.items()}, "adam_m": state.m, "adam_v": state.v}
+    arrays = {**{f"param:{k}": a for k, a in state.params.items()}, "adam_m": state.m,
+              "adam_v": state.v}
     for name, a in arrays.items():
         want = (n_params(cfg),) if name.startswith("adam") else shapes[name[len("param:"):]]
         if not isinstance(a, np.ndarray) or a.shape != want or a.dtype != np.dtype(state.dtype):
@@ -169,20 +177,22 @@ def check_state(state, where):
     check_combination(state.engine, state.dtype, cfg.norm, state.riemannian, f"{where}: ")
     if not all(np.isfinite(a).all() for a in arrays.values()):
         raise InputError(f"{where} contains non-finite weights or optimizer state")
-    m_most, v_most = float(np.abs(state.m).max()), float(state.v.max())  # (floats: no float32 overflow)
+    m_most, v_most = float(np.abs(state.m).max()), float(state.v.max())  # (no float32 overflow)
     if (state.v < 0).any() or not (m_most < HUGE_GRADIENT and v_most < HUGE_GRADIENT ** 2):
-        raise InputError(f"{where}: Adam's moments are not what gradients below {HUGE_GRADIENT:g} give "
-                         "(|adam_m| below that, adam_v not negative and below its square)")
-    losses, val = np.asarray(state.train_loss, float), np.asarray(state.val_loss, float).reshape(-1, 2)
+        raise InputError(f"{where}: Adam's moments are not what gradients below {HUGE_GRADIENT:g} "
+                         "give (|adam_m| below that, adam_v not negative and below its square)")
+    losses = np.asarray(state.train_loss, float)
+    val = np.asarray(state.val_loss, float).reshape(-1, 2)
     if len(losses) != state.step:
-        raise InputError(f"{where}: its train-loss history has {len(losses)} entries for {state.step} steps")
+        raise InputError(f"{where}: its train-loss history has {len(losses)} entries for "
+                         f"{state.step} steps")
     if not (np.isfinite(losses).all() and np.isfinite(val).all()):
         raise InputError(f"{where}: its loss history contains NaN or inf")
     steps = val[:, 0]
-    if len(steps) and ((steps != np.round(steps)).any() or steps.min() < 0 or steps.max() > state.step or
-                       (np.diff(steps) <= 0).any()):
-        raise InputError(f"{where}: its val-loss history has steps that are not increasing whole steps up "
-                         f"to {state.step}")
+    if len(steps) and ((steps != np.round(steps)).any() or steps.min() < 0 or
+                       steps.max() > state.step or (np.diff(steps) <= 0).any()):
+        raise InputError(f"{where}: its val-loss history has steps that are not increasing whole "
+                         f"steps up to {state.step}")
     if not (isinstance(state.corpus_sha256, str) and len(state.corpus_sha256) in (0, 64) and
             isinstance(state.run_id, str) and NON_NEGATIVE_INT.ok(state.corpus_docs)):
         raise InputError(f"{where}: its corpus fingerprint or run id is malformed")
@@ -190,4 +200,5 @@ def check_state(state, where):
 
 def check_step(step, where):
     if not (NON_NEGATIVE_INT.ok(step) and step <= MAX_STEPS):
-        raise InputError(f"{where}: step must be a non-negative integer up to 2**53, got {short(step)}")
+        raise InputError(f"{where}: step must be a non-negative integer up to 2**53, got "
+                         f"{short(step)}")

@@ -272,7 +272,7 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
         try:
             loss, _ = loss_and_grads(params, batch, cfg, engine, out=grads)  # forward and backward
             if not (math.isfinite(loss) and float(np.abs(grad).max()) < HUGE_GRADIENT):  # or NaN
-                raise NumericError(f"the loss ({loss}) or a gradient is not a finite number")
+                raise NumericError(f"the loss ({loss}) or a gradient is not finite")
         except NumericError as e:  # log(0), overflow, NaN: the updates made the model diverge,
             if state.step == 0:    # unless none was made yet: then the model's code failed
                 raise

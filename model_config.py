@@ -1,15 +1,16 @@
 """model_config.py -- the model's size and the names, shapes and storage of its parameters.
 
-Chapter 22 sets n_layer, n_embd, block_size, n_head and builds a `state_dict` of weight matrices; here that is
-a GPTConfig and `param_shapes(cfg)`: the state_dict keys (wte, wpe, lm_head, then per layer attn_wq, attn_wk,
-attn_wv, attn_wo, mlp_fc1, mlp_fc2; in sphere mode also nGPT's scale vectors) with their [out, in] shapes, in
-the reference order. Both engines, the checkpoint files and the command line share these definitions, which is
-why they live in a module of their own (microgpt.py re-exports them).
+Chapter 22 sets n_layer, n_embd, block_size, n_head and builds a `state_dict` of weight matrices;
+here that is a GPTConfig and `param_shapes(cfg)`: the state_dict keys (wte, wpe, lm_head, then per
+layer attn_wq, attn_wk, attn_wv, attn_wo, mlp_fc1, mlp_fc2; in sphere mode also nGPT's scale
+vectors) with their [out, in] shapes, in the reference order. Both engines, the checkpoint files and
+the command line share these definitions, which is why they live in a module of their own
+(microgpt.py re-exports them).
 
-Storage: one contiguous float64 buffer with a NumPy view per key (`alloc_params`). It is the array form of the
-chapter's `params = [p for mat in state_dict.values() for row in mat for p in row]`: gradients and Adam's
-moments use the same layout, so the optimizer is one vectorized update of the whole buffer.
-"""
+Storage: one contiguous float64 buffer with a NumPy view per key (`alloc_params`). It is the array
+form of the chapter's `params = [p for mat in state_dict.values() for row in mat for p in row]`:
+gradients and Adam's moments use the same layout, so the optimizer is one vectorized update of the
+whole buffer. """
 import math
 from dataclasses import dataclass, field, replace
 
@@ -33,7 +34,7 @@ class GPTConfig:
 
     def __post_init__(self):
         if not POSITIVE_INT.ok(self.vocab_size) or self.vocab_size < 2:
-            raise InputError(f"vocab_size must be an integer of at least 2 (one character + BOS), "
+            raise InputError("vocab_size must be an integer of at least 2 (one character + BOS), "
                              f"got {self.vocab_size!r}")
         for name in MODEL_FIELDS:
             check(name, getattr(self, name))
@@ -45,7 +46,7 @@ class GPTConfig:
         return self.n_embd // self.n_head
 
 
-MODEL_FIELDS = tuple(s.name for s in SETTINGS if s.group == "model")  # GPTConfig's fields after vocab_size
+MODEL_FIELDS = tuple(s.name for s in SETTINGS if s.group == "model")  # GPTConfig's, but vocab_size
 
 
 @dataclass
@@ -91,8 +92,9 @@ class TrainState:
                        val_loss=list(self.val_loss), interrupted=False, error="", **settings)
 
 
-HUGE_GRADIENT = 1e150  # beyond it Adam's grad ** 2 overflows float64: as broken as an infinite gradient
-TRAINING_FIELDS = ("steps", "lr", "batch_size", "seed", "engine", "dtype", "riemannian", "eval_every")
+HUGE_GRADIENT = 1e150  # beyond it Adam's grad ** 2 overflows float64: as bad as an infinite one
+TRAINING_FIELDS = ("steps", "lr", "batch_size", "seed", "engine", "dtype", "riemannian",
+                   "eval_every")
 
 
 def layer_shapes(C):
@@ -100,7 +102,8 @@ def layer_shapes(C):
     order. The sphere axis is the embedding dimension, along which sphere mode keeps a matrix
     unit-normalized: matrices that read from the residual stream (wq, wk, wv, fc1) have it along
     axis 1 (unit rows), those that write into it (wo, fc2) along axis 0 (unit columns)."""
-    return (("attn_wq", (C, C), 1), ("attn_wk", (C, C), 1), ("attn_wv", (C, C), 1), ("attn_wo", (C, C), 0),
+    return (("attn_wq", (C, C), 1), ("attn_wk", (C, C), 1), ("attn_wv", (C, C), 1),
+            ("attn_wo", (C, C), 0),
             ("mlp_fc1", (4 * C, C), 1), ("mlp_fc2", (C, 4 * C), 0))
 
 
@@ -128,7 +131,7 @@ def param_shapes(cfg):
     shapes = [("wte", (V, C)), ("wpe", (cfg.block_size, C)), ("lm_head", (V, C))]
     for i in range(cfg.n_layer):
         shapes += [(f"layer{i}.{name}", shape) for name, shape, _ in layer_shapes(C)]
-    if cfg.norm == "sphere":  # the learnable scales of nGPT (stored at scale `base`, see gpt_sphere)
+    if cfg.norm == "sphere":  # nGPT's learnable scales (stored small, see scale_factors)
         for i in range(cfg.n_layer):
             shapes += [(f"layer{i}.{name}", (n,)) for name, n in layer_scales(C)]
         shapes += [("sz", (V,))]
@@ -168,7 +171,8 @@ def unit_vector_count(cfg):
     return 2 * cfg.vocab_size + cfg.block_size + cfg.n_layer * per_layer
 
 
-SCALE_NAMES = {"alpha_A": "attn_alpha", "alpha_M": "mlp_alpha", "s_qk": "attn_sqk", "s_u": "mlp_su", "s_z": "sz"}
+SCALE_NAMES = {"alpha_A": "attn_alpha", "alpha_M": "mlp_alpha", "s_qk": "attn_sqk", "s_u": "mlp_su",
+               "s_z": "sz"}
 
 
 def effective_scales(params, cfg):
@@ -252,17 +256,19 @@ def pack_params(params, cfg, dtype=None):
     arrays' own when they are all float32 or all float64, else float64)."""
     if dtype is None:
         kinds = {np.asarray(a).dtype for a in params.values()}
-        dtype = kinds.pop() if len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")} else np.float64
+        one_float = len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")}
+        dtype = kinds.pop() if one_float else np.float64
     flat, views = alloc_params(cfg, dtype)
     expected = dict(param_shapes(cfg))
     if set(params) != set(expected):
         missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
-        raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, unexpected "
-                         f"{cut_list(extra)}")
+        raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, "
+                         f"unexpected {cut_list(extra)}")
     for key, view in views.items():
         a = np.asarray(params[key])
         if a.shape != view.shape:
-            raise ValueError(f"parameter {key!r} has shape {a.shape}, the config needs {view.shape}")
+            raise ValueError(f"parameter {key!r} has shape {a.shape}, the config needs "
+                             f"{view.shape}")
         view[...] = a
     return views
 
@@ -270,7 +276,7 @@ def pack_params(params, cfg, dtype=None):
 # --------------------------------------------------------------------------- chunks of the NumPy
 # forward pass
 
-CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the NumPy forward pass on chunks of at most this size
+CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the forward pass on chunks of at most this
 
 
 def forward_bytes_per_doc(cfg):

@@ -1,33 +1,32 @@
-"""settings.py -- every setting of a run, written once: its name, default, rule, help, and what a resume does.
+"""settings.py -- every setting of a run, written once: name, default, rule, help, resume policy.
 
 One table, SETTINGS, holds them all. Everything else is made from it:
 
-    the command line        harness/cli.py builds one flag per row (--n-embd for n_embd), its help and choices
-    the checks              check(name, value, label): the same rule for a flag, a checkpoint's field and an
-                            argument of the Python API, so the three can never disagree
+    the command line        harness/cli.py builds one flag per row (--n-embd), its help and choices
+    the checks              check(name, value, label): the same rule for a flag, a checkpoint's
+                            field and a Python API argument, so the three can never disagree
     the model's config      model_config.GPTConfig has one field per "model" row
-    the run's state         harness/checkpoints.TrainState has one field per stored row, and a checkpoint one
-                            key in its meta
-    a resumed run           resumed(): what may change on --resume ("change"), only go down ("lower"), or
-                            must stay the checkpoint's ("keep")
+    the run's state         harness/checkpoints.TrainState has one field per stored row, and a
+                            checkpoint one key in its meta
+    a resumed run           resumed(): what may change on --resume ("change"), only go down
+                            ("lower"), or must stay the checkpoint's ("keep")
 
-Adding a setting is one row here, the code that uses its value, and a test. This module is part of the
-model's layer: it imports nothing of the project, and InputError (bad input, named precisely) lives here so
-that the model's modules can raise it without importing the run's machinery.
+Adding a setting is one row here, the code that uses its value, and a test. This module is part of
+the model's layer: it imports nothing of the project, and InputError (bad input, named precisely)
+lives here so that the model's modules can raise it without importing the run's machinery.
 """
 import math
 import numbers
 from dataclasses import dataclass
 
-NORMS = ("rmsnorm", "sphere")  # the reference microgpt, and nGPT on the unit hypersphere (lecture 3)
+NORMS = ("rmsnorm", "sphere")  # the reference microgpt, and nGPT on the unit sphere (lecture 3)
 ENGINES = ("value", "numpy")   # the scalar Value graph of the chapter, and the same math on arrays
-DTYPES = ("float64", "float32")  # the NumPy engine computes in its weights' dtype; the Value engine in float64
-MAX_STEPS = 2**53  # whole numbers up to here are exact in float64 (the lr schedule divides by the step count)
+DTYPES = ("float64", "float32")  # the NumPy engine computes in its weights' dtype; Value in float64
+MAX_STEPS = 2**53  # integers up to here are exact in float64 (the lr schedule divides by steps)
 
 
 class InputError(ValueError):
-    """Bad input (a flag, an argument, a corpus, a checkpoint): the command line prints it as one
-    line, exit 2."""
+    """Bad input (a flag, an argument, a corpus, a checkpoint): printed as one line, exit 2."""
 
 
 # --------------------------------------------------------------------------- rules
@@ -62,16 +61,19 @@ class Rule:
 
 def positive_int(most=None):
     bound = f" (at most 2**53 = {most:,})" if most == MAX_STEPS else ""
-    return Rule("a positive integer" + bound, lambda v: is_int(v) and 0 < v <= (most or v), int, shown="N")
+    return Rule("a positive integer" + bound, lambda v: is_int(v) and 0 < v <= (most or v), int,
+                shown="N")
 
 
 def choice(*values):
-    return Rule("one of " + ", ".join(map(repr, values)), lambda v: isinstance(v, str) and v in values, str, values)
+    return Rule("one of " + ", ".join(map(repr, values)),
+                lambda v: isinstance(v, str) and v in values, str, values)
 
 
 POSITIVE_INT = positive_int()
 NON_NEGATIVE_INT = Rule("a non-negative integer", lambda v: is_int(v) and v >= 0, int, shown="N")
-POSITIVE_NUMBER = Rule("a positive number", lambda v: is_real(v) and math.isfinite(v) and v > 0, float)
+POSITIVE_NUMBER = Rule("a positive number", lambda v: is_real(v) and math.isfinite(v) and v > 0,
+                       float)
 SWITCH = Rule("true or false", is_bool, bool)
 TEXT = Rule("a string", lambda v: isinstance(v, str), shown="TEXT")
 PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
@@ -87,13 +89,12 @@ class Setting:
     """One row of the table.
 
     group      "model" (a GPTConfig field), "training", "files" or "sampling": where --help lists it
-    resume     what a resumed run does with it: "keep" (the checkpoint's value stands; a different
-    one is
-               refused), "lower" (the checkpoint's, or a lower one), "change" (the new value is taken), or
-               "" (not part of a run's state: not in a checkpoint)
+    resume     what a resumed run does with it: "keep" (the checkpoint's value stands; another is
+               refused), "lower" (the checkpoint's, or a lower one), "change" (the new value is
+               taken), or "" (not part of a run's state: not in a checkpoint)
     sampling   it also applies to --sample-only (everything else about a saved model is fixed)
-    before     the value of a checkpoint written before this setting existed (REQUIRED: every one
-    has it) """
+    before     the value of a checkpoint written before this setting existed (REQUIRED: all have it)
+    """
     name: str
     default: object
     rule: Rule
@@ -113,51 +114,56 @@ SETTINGS = (
     Setting("n_embd", 16, POSITIVE_INT, "embedding width C", "model", "keep"),
     Setting("n_head", 4, POSITIVE_INT, "attention heads; must divide n_embd", "model", "keep"),
     Setting("n_layer", 1, POSITIVE_INT, "transformer blocks", "model", "keep"),
-    Setting("block_size", 16, POSITIVE_INT, "most positions per document; longer ones are cropped", "model",
+    Setting("block_size", 16, POSITIVE_INT, "most positions per document; longer ones are cropped",
+            "model", "keep"),
+    Setting("norm", "rmsnorm", choice(*NORMS), "rmsnorm: the reference microgpt; sphere: nGPT, "
+            "every vector on the unit hypersphere", "model", "keep"),
+    Setting("alpha_init", 0.05, POSITIVE_NUMBER, "sphere: the initial eigen learning rate alpha of "
+            "the residual steps", "model", "keep"),
+    Setting("sz_init", 1.0, POSITIVE_NUMBER, "sphere: the initial logit scale s_z", "model",
             "keep"),
-    Setting("norm", "rmsnorm", choice(*NORMS), "rmsnorm: the reference microgpt; sphere: nGPT, every vector on "
-            "the unit hypersphere", "model", "keep"),
-    Setting("alpha_init", 0.05, POSITIVE_NUMBER, "sphere: the initial eigen learning rate alpha of the "
-            "residual steps", "model", "keep"),
-    Setting("sz_init", 1.0, POSITIVE_NUMBER, "sphere: the initial logit scale s_z", "model", "keep"),
     # training
-    Setting("engine", "value", choice(*ENGINES), "value: the chapter's code on the scalar Value graph (slow, "
-            "every number inspectable); numpy: the same math on arrays. Sampling uses it too", "training",
-            "change", sampling=True),
-    Setting("dtype", "float64", choice(*DTYPES), "the numpy engine computes in float64 or float32 (faster on "
-            "bigger models); the value engine in float64 only", "training", "keep", before="float64"),
-    Setting("steps", 1000, positive_int(MAX_STEPS), "optimizer steps; the learning rate decays linearly to 0 "
-            "at the last one (--resume: may extend the run)", "training", "change"),
+    Setting("engine", "value", choice(*ENGINES), "value: the chapter's code on the scalar Value "
+            "graph (slow, every number inspectable); numpy: the same math on arrays. Sampling uses "
+            "it too", "training", "change", sampling=True),
+    Setting("dtype", "float64", choice(*DTYPES), "the numpy engine computes in float64 or float32 "
+            "(faster on bigger models); the value engine in float64 only", "training", "keep",
+            before="float64"),
+    Setting("steps", 1000, positive_int(MAX_STEPS), "optimizer steps; the learning rate decays "
+            "linearly to 0 at the last one (--resume: may extend the run)", "training", "change"),
     Setting("batch_size", 1, POSITIVE_INT, "documents per step", "training", "keep"),
-    Setting("lr", 0.01, POSITIVE_NUMBER, "Adam's learning rate; --resume may lower it (never raise it) for the "
-            "rest of the run, e.g. after a divergence", "training", "lower"),
-    Setting("seed", 42, NON_NEGATIVE_INT, "seeds the train/val split, the initial weights and the samples",
-            "training", "keep", sampling=True),
-    Setting("riemannian", False, SWITCH, "sphere: project the matrix gradients onto the tangent space before "
-            "Adam", "training", "keep"),
-    Setting("eval_every", 100, POSITIVE_INT, "val loss (and, with --out, a checkpoint) every N steps",
-            "training", "change"),
-    Setting("corpus", "names", PATH, "a built-in corpus (listed below) or a UTF-8 text file with one document "
-            "per line", "training", "keep"),
-    Setting("max_memory", 4.0, POSITIVE_NUMBER, "refuse a run whose memory, estimated from the config before "
-            "anything is allocated, is larger (GB)", "training", sampling=True),
+    Setting("lr", 0.01, POSITIVE_NUMBER, "Adam's learning rate; --resume may lower it (never raise "
+            "it) for the rest of the run, e.g. after a divergence", "training", "lower"),
+    Setting("seed", 42, NON_NEGATIVE_INT, "seeds the train/val split, the initial weights and the "
+            "samples", "training", "keep", sampling=True),
+    Setting("riemannian", False, SWITCH, "sphere: project the matrix gradients onto the tangent "
+            "space before Adam", "training", "keep"),
+    Setting("eval_every", 100, POSITIVE_INT, "val loss (and, with --out, a checkpoint) every N "
+            "steps", "training", "change"),
+    Setting("corpus", "names", PATH, "a built-in corpus (listed below) or a UTF-8 text file with "
+            "one document per line", "training", "keep"),
+    Setting("max_memory", 4.0, POSITIVE_NUMBER, "refuse a run whose memory, estimated from the "
+            "config before anything is allocated, is larger (GB)", "training", sampling=True),
     # files
-    Setting("out", None, PATH, "folder for checkpoint.npz, history.npz, metrics.json and loss.png; the run "
-            "holds it while it runs (without --out, Ctrl-C still saves, to a new folder out/run-N)", "files"),
-    Setting("resume", False, SWITCH, "continue from --checkpoint (default: OUT/checkpoint.npz)", "files"),
-    Setting("checkpoint", None, PATH, "the checkpoint --resume or --sample-only reads", "files", sampling=True),
-    Setting("sample_only", False, SWITCH, "load --checkpoint and only sample (with its engine and seed unless "
-            "--engine or --seed is given)", "files", sampling=True),
+    Setting("out", None, PATH, "folder for checkpoint.npz, history.npz, metrics.json and loss.png; "
+            "the run holds it while it runs (without --out, Ctrl-C still saves, to a new folder "
+            "out/run-N)", "files"),
+    Setting("resume", False, SWITCH, "continue from --checkpoint (default: OUT/checkpoint.npz)",
+            "files"),
+    Setting("checkpoint", None, PATH, "the checkpoint --resume or --sample-only reads", "files",
+            sampling=True),
+    Setting("sample_only", False, SWITCH, "load --checkpoint and only sample (with its engine and "
+            "seed unless --engine or --seed is given)", "files", sampling=True),
     # sampling
     Setting("num_samples", 20, POSITIVE_INT, "names to generate", "sampling", sampling=True),
-    Setting("temperature", 0.5, POSITIVE_NUMBER, "lower is more conservative; below 1e-100 the most likely "
-            "character is taken (greedy)", "sampling", sampling=True),
+    Setting("temperature", 0.5, POSITIVE_NUMBER, "lower is more conservative; below 1e-100 the "
+            "most likely character is taken (greedy)", "sampling", sampling=True),
     Setting("prompt", "", TEXT, "a prefix every name continues", "sampling", sampling=True),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 DEFAULTS = {s.name: s.default for s in SETTINGS}
-STORED = tuple(s for s in SETTINGS if s.resume and s.group != "model")  # a checkpoint's settings (its config
-                                                                          # holds the model rows)
+# a checkpoint's settings (its config holds the model rows)
+STORED = tuple(s for s in SETTINGS if s.resume and s.group != "model")
 
 
 # --------------------------------------------------------------------------- checking
@@ -173,8 +179,7 @@ def short(value, width=60):
 
 def check(name, value, label=None):
     """value, if it obeys the rule of setting `name`; else InputError "{label} must be ..., got
-    ...". label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument's
-    name)."""
+    ...". label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument)."""
     rule = BY_NAME[name].rule
     if not rule.ok(value):
         raise InputError(f"{label or name} must be {rule.says}, got {short(value)}")
@@ -185,19 +190,18 @@ def check_combination(engine, dtype, norm, riemannian, where=""):
     """The rules that tie settings together: the Value engine computes in float64 only, and
     Riemannian gradients need the sphere (there is nothing to be tangent to otherwise)."""
     if engine == "value" and dtype != "float64":
-        raise InputError(f"{where}the weights are {dtype}, but the value engine computes in float64 only "
-                         "(--dtype float32 needs --engine numpy)")
+        raise InputError(f"{where}the weights are {dtype}, but the value engine computes in "
+                         "float64 only (--dtype float32 needs --engine numpy)")
     if riemannian and norm != "sphere":
-        raise InputError(f"{where}riemannian gradients need norm 'sphere' (--riemannian needs --norm sphere: "
-                         "there is no sphere to be tangent to)")
+        raise InputError(f"{where}riemannian gradients need norm 'sphere' (--riemannian needs "
+                         "--norm sphere: there is no sphere to be tangent to)")
 
 
 def resumed(kept, given, step, label=lambda name: name):
     """The settings of a resumed run: `kept` are the checkpoint's, `given` the new ones (None: not
     given). A "change" setting takes the new value, a "lower" one a lower new value, a "keep" one
     must be the same; InputError names every one that breaks its rule, or steps below the
-    checkpoint's `step`. Returns (settings, {name: the checkpoint's value} of the ones that were
-    lowered)."""
+    checkpoint's `step`. Returns (settings, {name: the checkpoint's value} of those lowered)."""
     merged, lowered, conflicts = dict(kept), {}, []
     for name, value in given.items():
         if value is None or value == kept.get(name):
@@ -212,8 +216,10 @@ def resumed(kept, given, step, label=lambda name: name):
     if conflicts:
         verb = "differs" if len(conflicts) == 1 else "differ"
         changeable = ", ".join(s.flag for s in SETTINGS if s.resume == "change")
-        raise InputError(f"{', '.join(conflicts)} {verb} from the checkpoint; a resumed run keeps its model, data "
-                         f"and optimizer settings (only {changeable} may change, and a lower --lr)")
+        raise InputError(f"{', '.join(conflicts)} {verb} from the checkpoint; a resumed run keeps "
+                         f"its model, data and optimizer settings (only {changeable} may change, "
+                         "and a lower --lr)")
     if merged["steps"] < step:
-        raise InputError(f"the checkpoint is at step {step}, beyond the requested {label('steps')} {merged['steps']}")
+        raise InputError(f"the checkpoint is at step {step}, beyond the requested {label('steps')} "
+                         f"{merged['steps']}")
     return merged, lowered

@@ -1,9 +1,8 @@
-"""harness/checkpoints.py -- everything a run needs to continue exactly where it stopped, and its file:
-check_state (on load, save and resume), save_checkpoint and load_checkpoint (one .npz
-without pickle, its claims checked from the headers before anything is loaded), save_run (the
-checkpoint and the history as one unit), and the documents' fingerprint. The batch of step s is
-fixed by s and the seeded split, so no random state is saved: a resumed run continues bit for bit.
-"""
+"""harness/checkpoints.py -- everything a run needs to continue exactly where it stopped, and its
+file: check_state (on load, save and resume), save_checkpoint and load_checkpoint (one .npz without
+pickle, its claims checked from the headers before anything is loaded), save_run (the checkpoint and
+the history as one unit), and the documents' fingerprint. The batch of step s is fixed by s and the
+seeded split, so no random state is saved: a resumed run continues bit for bit. """
 import json
 import os
 from dataclasses import asdict
@@ -34,7 +33,8 @@ def corpus_fingerprint(train_docs, val_docs):
 def same_corpus(state, train_docs, val_docs):
     """Are these the documents the state was trained on (by its fingerprint; True when it has
     none)?"""
-    return not state.corpus_sha256 or corpus_fingerprint(train_docs, val_docs)[0] == state.corpus_sha256
+    sha = state.corpus_sha256
+    return not sha or corpus_fingerprint(train_docs, val_docs)[0] == sha
 
 
 def check_same_corpus(state, train_docs, val_docs, corpus):
@@ -44,23 +44,26 @@ def check_same_corpus(state, train_docs, val_docs, corpus):
     if state.corpus_sha256 and sha != state.corpus_sha256:
         change = (f"{state.corpus_docs} documents then, {count} now" if count != state.corpus_docs
                   else f"the same number of documents ({count}), but their text differs")
-        raise InputError(f"corpus {corpus!r} has changed since the checkpoint was written ({change}): the "
-                         "run cannot continue exactly; restore the corpus, or start a new run")
+        raise InputError(f"corpus {corpus!r} has changed since the checkpoint was written "
+                         f"({change}): the run cannot continue exactly; restore the corpus, or "
+                         "start a new run")
 
 
 CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1
 
 
 def save_checkpoint(path, state):
-    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss" (K,
-    2), and "meta", JSON: format, version, config, vocab, step, every stored setting, run_id,
+    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss"
+    (K, 2), and "meta", JSON: format, version, config, vocab, step, every stored setting, run_id,
     corpus_sha256 and corpus_docs."""
     check_state(state, "cannot save checkpoint")
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
-            "vocab": list(state.vocab), "step": state.step, **{s.name: getattr(state, s.name) for s in STORED},
-            "run_id": state.run_id, "corpus_sha256": state.corpus_sha256, "corpus_docs": state.corpus_docs}
+            "vocab": list(state.vocab), "step": state.step,
+            **{s.name: getattr(state, s.name) for s in STORED}, "run_id": state.run_id,
+            "corpus_sha256": state.corpus_sha256, "corpus_docs": state.corpus_docs}
     arrays = {f"param:{k}": a for k, a in state.params.items()}
-    arrays.update(adam_m=state.m, adam_v=state.v, train_loss=np.asarray(state.train_loss, dtype=np.float64),
+    arrays.update(adam_m=state.m, adam_v=state.v,
+                  train_loss=np.asarray(state.train_loss, dtype=np.float64),
                   val_loss=np.asarray(state.val_loss, dtype=np.float64).reshape(-1, 2),
                   meta=np.array(json.dumps(meta)))
     atomic_write(path, lambda f: np.savez(f, **arrays))
@@ -74,7 +77,7 @@ def load_checkpoint(path, max_gb=None):
     state = read_npz(path, "checkpoint", lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
     check_state(state, where)
-    state.val_loss = [(int(s), x) for s, x in state.val_loss]  # (whole steps: check_state made sure)
+    state.val_loss = [(int(s), x) for s, x in state.val_loss]  # (whole: check_state made sure)
     return state
 
 
@@ -92,25 +95,29 @@ def _load(file, where, max_gb):
     need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step + BYTES_PER_ARRAY * n_param_arrays(cfg)
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(f"it describes a model of {n_params(cfg):,} parameters trained {step:,} steps, "
-                         f"about {gigabytes(need)} with its optimizer state and history; {why}")
-    count = n_param_arrays(cfg) + 5  # + adam_m, adam_v, train_loss, val_loss, meta: counted, then named
+        raise InputError(f"it describes a model of {n_params(cfg):,} parameters trained {step:,} "
+                         f"steps, about {gigabytes(need)} with its optimizer state and history; "
+                         f"{why}")
+    count = n_param_arrays(cfg) + 5  # + adam_m, adam_v, train_loss, val_loss, meta
     headers = npz_headers(file, max_members=count + 16)
     if len(headers) < count:
         raise InputError(f"it holds {len(headers)} arrays; a checkpoint of its config (n_layer "
                          f"{cfg.n_layer}, norm {cfg.norm}) holds {count}")
     P, dtype = n_params(cfg), settings["dtype"]
     expected = {f"param:{key}": (shape, dtype) for key, shape in param_shapes(cfg)}
+    def val_shape(got):  # at most one val loss per step, and step 0's and the last's
+        return (min(got[0], step + 2), 2) if len(got) == 2 else (step + 2, 2)
     expected.update(adam_m=((P,), dtype), adam_v=((P,), dtype), train_loss=((step,), np.float64),
-                    val_loss=(lambda got: (min(got[0], step + 2), 2) if len(got) == 2 else (step + 2, 2),
-                              np.float64), meta=((), None))
+                    val_loss=(val_shape, np.float64), meta=((), None))
     check_arrays(headers, expected)
     with np.load(file, allow_pickle=False) as z:
         data = {k: z[k] for k in expected if k != "meta"}
-    params = pack_params({k[len("param:"):]: a for k, a in data.items() if k.startswith("param:")}, cfg)
+    weights = {k[len("param:"):]: a for k, a in data.items() if k.startswith("param:")}
+    params = pack_params(weights, cfg)
     return TrainState(cfg, vocab, params, data["adam_m"], data["adam_v"], step, **settings,
                       run_id=meta.get("run_id", ""), corpus_sha256=meta.get("corpus_sha256", ""),
-                      corpus_docs=meta.get("corpus_docs", 0), train_loss=data["train_loss"].tolist(),
+                      corpus_docs=meta.get("corpus_docs", 0),
+                      train_loss=data["train_loss"].tolist(),
                       val_loss=[tuple(row) for row in data["val_loss"].tolist()])
 
 
@@ -123,5 +130,6 @@ def save_run(folder, state, history=None):
     planetarium would read optimizer state it never needs; a manifest would be a third file to keep
     consistent.)"""
     if history is not None:
-        history.save(os.path.join(folder, HISTORY_NAME), state.train_loss, state.val_loss, state.run_id)
+        history.save(os.path.join(folder, HISTORY_NAME), state.train_loss, state.val_loss,
+                     state.run_id)
     save_checkpoint(os.path.join(folder, "checkpoint.npz"), state)

@@ -54,17 +54,20 @@ def build_parser():
     """A flag per row of the table, in its groups; every default None, so that a resumed run can
     tell a flag given from one that was not (the table's default comes later)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-               description="Train a tiny GPT on names and sample new ones. --norm sphere switches to "
-                           "the nGPT hypersphere model; --engine numpy runs the same math on arrays.",
+               description="Train a tiny GPT on names and sample new ones. --norm sphere switches "
+                           "to the nGPT hypersphere model; --engine numpy runs the same math on "
+                           "arrays.",
                epilog=EPILOG.format(corpora=", ".join(BUILTIN), mib=MAX_CORPUS_BYTES // 2**20))
-    groups = {group: p.add_argument_group(group) for group in dict.fromkeys(s.group for s in SETTINGS)}
+    groups = {s.group: None for s in SETTINGS}
+    groups = {group: p.add_argument_group(group) for group in groups}
     for s in SETTINGS:
         if s.rule.parse is bool:
             groups[s.group].add_argument(s.flag, action="store_true", default=None, help=s.help)
         else:
             default = "" if s.default in (None, "") else f" (default {s.default})"
             groups[s.group].add_argument(s.flag, type=s.rule.parse, choices=s.rule.choices or None,
-                                         metavar=None if s.rule.choices else s.rule.shown, help=s.help + default)
+                                         metavar=None if s.rule.choices else s.rule.shown,
+                                         help=s.help + default)
     return p
 
 
@@ -81,13 +84,15 @@ def check_args(a):
     if a.checkpoint and not (a.resume or a.sample_only):
         raise InputError("--checkpoint is only read with --resume or --sample-only")
     if a.resume and not (a.checkpoint or a.out):
-        raise InputError("--resume needs --checkpoint PATH or --out FOLDER (containing checkpoint.npz)")
+        raise InputError("--resume needs --checkpoint PATH or --out FOLDER (containing "
+                         "checkpoint.npz)")
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         raise InputError(f"--out {a.out!r} exists and is not a folder")
     ignored = [s.flag for s in SETTINGS if not s.sampling and getattr(a, s.name) is not None]
     if a.sample_only and ignored:
-        raise InputError(f"{', '.join(ignored)}: no effect with --sample-only (it samples from the checkpoint "
-                         "as it is; only --engine, --seed and the sampling flags apply)")
+        raise InputError(f"{', '.join(ignored)}: no effect with --sample-only (it samples from the "
+                         "checkpoint as it is; only --engine, --seed and the sampling flags "
+                         "apply)")
 
 
 def new_settings(a):
@@ -110,8 +115,9 @@ def resumed_settings(a, resume, ckpt_path):
     if given["corpus"] and given["corpus"] != kept["corpus"]:  # the run's folder moved, say
         moved_from, kept["corpus"] = kept["corpus"], given["corpus"]
     elif kept["corpus"] not in BUILTIN and not os.path.exists(kept["corpus"]):
-        raise InputError(f"the checkpoint's corpus {kept['corpus']!r} is not there any more; if it moved, "
-                         "give its new path with --corpus (its documents are checked against the run's)")
+        raise InputError(f"the checkpoint's corpus {kept['corpus']!r} is not there any more; if it "
+                         "moved, give its new path with --corpus (its documents are checked "
+                         "against the run's)")
     merged, lowered = resumed(kept, given, resume.step, lambda name: "--" + name.replace("_", "-"))
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
                       f"checkpoint {ckpt_path!r}: ")
@@ -176,7 +182,8 @@ def check_run(s, cfg, vocab, train_docs, val_docs, resume, args, init_params):
 
 def check_resumed_corpus(s, resume, vocab, train_docs, val_docs):
     """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
-    if s.corpus_moved_from and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
+    moved = s.corpus_moved_from
+    if moved and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
         raise InputError(f"--corpus {s.corpus!r} differs from the checkpoint's corpus "
                          f"{s.corpus_moved_from!r}: its documents are not the ones the run was "
                          "trained on")
@@ -185,15 +192,16 @@ def check_resumed_corpus(s, resume, vocab, train_docs, val_docs):
                          "resume")
     check_same_corpus(resume, train_docs, val_docs, s.corpus)
     if s.corpus_moved_from:
-        how = ("its documents are the checkpoint's (their fingerprint matches)" if resume.corpus_sha256
-               else "the checkpoint has no fingerprint of its documents, so only its vocabulary could "
-                    "be compared (it matches); from now on the checkpoint has one")
+        how = ("its documents are the checkpoint's (their fingerprint "
+               "matches)" if resume.corpus_sha256
+               else "the checkpoint has no fingerprint of its documents, so only its vocabulary "
+                    "could be compared (it matches); from now on the checkpoint has one")
         s.notes.append(f"note: the corpus is now {s.corpus!r} (the checkpoint read it from "
                        f"{s.corpus_moved_from!r}); {how}")
     if s.engine != resume.engine:
-        s.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on with the "
-                       f"{s.engine} engine: the two agree to about 1e-15, so the result is not bit for "
-                       "bit the one either engine alone would give")
+        s.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on with "
+                       f"the {s.engine} engine: the two agree to about 1e-15, so the result is not "
+                       "bit for bit the one either engine alone would give")
 
 
 def sampling(args, seed, engine):
@@ -214,15 +222,17 @@ def check_out_folder(out, resume, ckpt_path):
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
     if present and not own:
         if resume is not None:
-            raise InputError(f"--out {out!r} holds another run's files ({', '.join(present)}); a resumed "
-                             "run writes only into its checkpoint's folder or a folder without run files")
+            raise InputError(f"--out {out!r} holds another run's files ({', '.join(present)}); a "
+                             "resumed run writes only into its checkpoint's folder or a folder "
+                             "without run files")
         what = "continue it with --resume, or " if "checkpoint.npz" in present else ""
-        raise InputError(f"--out {out!r} holds an earlier run's {', '.join(present)}; {what}choose another "
-                         "--out (or delete them to start over)")
+        raise InputError(f"--out {out!r} holds an earlier run's {', '.join(present)}; {what}choose "
+                         "another --out (or delete them to start over)")
     for path in (os.path.join(out, name) for name in present):
         if not_a_regular_file(path):
-            raise InputError(f"{path!r} is {not_a_regular_file(path)}; a run writes its files only as "
-                             "regular files (put the file itself there, or choose another --out)")
+            raise InputError(f"{path!r} is {not_a_regular_file(path)}; a run writes its files only "
+                             "as regular files (put the file itself there, or choose another "
+                             "--out)")
 
 
 def previous_history(path, resume, cfg, vocab, own_folder, notes):
@@ -237,19 +247,20 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
     except InputError as e:
         notes.append(f"note: the planetarium history is not continued ({e}); it starts again")
         return None
-    if (resume.run_id and h.run_id and h.run_id != resume.run_id) or (h.cfg, h.vocab) != (cfg, vocab):
+    another = resume.run_id and h.run_id and h.run_id != resume.run_id
+    if another or (h.cfg, h.vocab) != (cfg, vocab):
         if own_folder:
-            raise InputError(f"{path!r} is the history of another run; a run writes only its own files: "
-                             "move it away, or resume into another --out")
+            raise InputError(f"{path!r} is the history of another run; a run writes only its own "
+                             "files: move it away, or resume into another --out")
         return None
     if h.saved_step is not None and h.saved_step > resume.step:
-        notes.append(f"note: {path} is ahead of the checkpoint (step {h.saved_step} > {resume.step}: "
-                     f"the run stopped between its writes); its snapshots from step {resume.step} on are "
-                     "recorded again")
+        notes.append(f"note: {path} is ahead of the checkpoint (step {h.saved_step} > "
+                     f"{resume.step}: the run stopped between its writes); its snapshots from step "
+                     f"{resume.step} on are recorded again")
         h.rewind(resume.step)
     elif h.saved_step is not None and h.saved_step < resume.step:
-        notes.append(f"note: {path} is behind the checkpoint (step {h.saved_step} < {resume.step}); it "
-                     "continues without the snapshots in between")
+        notes.append(f"note: {path} is behind the checkpoint (step {h.saved_step} < "
+                     f"{resume.step}); it continues without the snapshots in between")
     return h
 
 
@@ -269,7 +280,8 @@ class RunFolder:
     def __enter__(self):
         s = self.s
         if s.out and importlib.util.find_spec("matplotlib") is None:
-            raise InputError("--out writes loss.png, which needs matplotlib: pip install matplotlib")
+            raise InputError("--out writes loss.png, which needs matplotlib: pip install "
+                             "matplotlib")
         self.lock = RunLock(s.out).__enter__()  # this run holds --out now (or is refused: exit 2)
         try:
             if s.out:

@@ -1,6 +1,6 @@
-"""harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its ETA,
-the final line, the names, and one line on stderr for a diverged, interrupted or failed run (what
-was kept, what to do next)."""
+"""harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its
+ETA, the final line, the names, and one line on stderr for a diverged, interrupted or failed run
+(what was kept, what to do next)."""
 import os
 import shlex
 import sys
@@ -28,18 +28,21 @@ def print_header(s, cfg, base, resume, notices):
     "cropped"}."""
     docs = s.docs
     print(f"corpus {as_text(repr(s.corpus))}: {docs['train'] + docs['val']} docs ({docs['train']} "
-          f"train / {docs['val']} val), vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} characters "
-          "+ BOS)")
+          f"train / {docs['val']} val), vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} "
+          "characters + BOS)")
     if docs["cropped"]:
-        print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size}: cropped to it")
-    print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, n_head={cfg.n_head}, "
+        print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size}: cropped "
+              "to it")
+    print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, "
+          f"n_head={cfg.n_head}, "
           f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={s.engine}"
           + (", riemannian" if s.riemannian else ""))
     print("baselines (val loss): " + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
     for notice in filter(None, notices):
         print(as_text(notice))
     if resume is not None:
-        lowered = f" (lr lowered from {s.lr_lowered_from:g} to {s.lr:g})" if s.lr_lowered_from else ""
+        lowered = (f" (lr lowered from {s.lr_lowered_from:g} to {s.lr:g})"
+                   if s.lr_lowered_from else "")
         print(f"resuming from step {resume.step} of {s.steps}{lowered}")
 
 
@@ -66,8 +69,8 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
 def report_divergence(state, folder, s):
     """Nothing new is written: the weights before the bad step would only repeat it."""
     kept = kept_checkpoint(folder.last_good, s.out, s.eval_every, s.steps, "diverged")
-    say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr (a "
-        "resumed run may lower it: --resume --lr ...).")
+    say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr "
+        "(a resumed run may lower it: --resume --lr ...).")
     return EXIT_DIVERGED
 
 
@@ -98,7 +101,8 @@ def resume_command(out, args):
     MICROGPT_LAUNCHER), --out as given (or the folder claimed, seen from here), every word quoted,
     and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
     launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.getcwd()
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "microgpt.py")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = os.path.join(root, "microgpt.py")
     words = shlex.split(launcher) if launcher else [sys.executable, shown_path(script, here)]
     words += ["--resume", "--out", args.out or shown_path(out, here)]
     for name in ("max_memory", "num_samples", "temperature", "prompt"):
@@ -110,8 +114,9 @@ def resume_command(out, args):
 def print_final(state, base):
     val, last = state.val_loss[-1][1], min(50, len(state.train_loss))
     below = "below" if val < base["bigram"] else "not yet below"
-    print(f"final: train loss {fmt_loss(final_train_loss(state))} (mean of last {last} steps), val loss "
-          f"{fmt_loss(val)} -- {below} the bigram baseline {base['bigram']:.4f}; {state.ms_per_step:.2f} ms/step")
+    print(f"final: train loss {fmt_loss(final_train_loss(state))} (mean of last {last} steps), val "
+          f"loss {fmt_loss(val)} -- {below} the bigram baseline {base['bigram']:.4f}; "
+          f"{state.ms_per_step:.2f} ms/step")
 
 
 def final_train_loss(state):
@@ -126,8 +131,8 @@ def print_samples(samples, how):
     how: sample()'s settings (harness.cli.sampling)."""
     temperature, prompt = how["temperature"], how["prompt"]
     if temperature < GREEDY_BELOW:
-        print(f"note: temperature {temperature:g} is below {GREEDY_BELOW:g}: taking the most likely "
-              "character each time (greedy)")
+        print(f"note: temperature {temperature:g} is below {GREEDY_BELOW:g}: taking the most "
+              "likely character each time (greedy)")
     print(f"--- inference (new, hallucinated names; temperature {temperature}"
           + (f", prompt {as_text(repr(prompt))}" if prompt else "") + ") ---")
     kept = []

@@ -70,13 +70,14 @@ class Run:
         evaluated = state.val_loss[-1][0] == state.step
         if (state.step % DIVERGED_WINDOW == 0 or evaluated) and self.exploded(state):
             return True  # (before a checkpoint: no exploded weights are saved)
-        if evaluated and self.cfg.norm == "sphere" and not off_sphere(state.params, self.cfg) <= 1e-6:
-            state.error = (f"step {state.step}: the weights are no longer on the sphere (the updates "
-                           "overflowed and the retraction could not put them back)")
+        sphere = self.cfg.norm == "sphere"
+        if evaluated and sphere and not off_sphere(state.params, self.cfg) <= 1e-6:  # (NaN too)
+            state.error = (f"step {state.step}: the weights are no longer on the sphere (the "
+                           "updates overflowed and the retraction could not put them back)")
             return True
         if evaluated and not math.isfinite(state.val_loss[-1][1]):
-            state.error = (f"step {state.step}: val loss is {state.val_loss[-1][1]} (the weights are no "
-                           "longer finite-valued)")
+            state.error = (f"step {state.step}: val loss is {state.val_loss[-1][1]} (the weights "
+                           "are no longer finite-valued)")
             return True
         if self.history.due(state.step):  # a snapshot for the planetarium
             self.history.record(state.step, state.params, drift)
@@ -90,8 +91,10 @@ class Run:
         line = (f"step {state.step:4d}/{state.steps} | loss {fmt_loss(loss)} | "
                 f"{state.ms_per_step:.2f} ms/step | ETA {fmt_time(eta)}")
         if evaluated:  # val loss beside the baselines it should beat
-            base = ", ".join(f"{name} {self.base[name]:.4f}" for name in ("bigram", "unigram", "uniform"))
-            print(("\r" if self.tty else "") + line + f" | val loss {fmt_loss(state.val_loss[-1][1])} "
+            base = ", ".join(f"{name} {self.base[name]:.4f}"
+                             for name in ("bigram", "unigram", "uniform"))
+            print(("\r" if self.tty else "") + line + f" | val loss "
+                                                      f"{fmt_loss(state.val_loss[-1][1])} "
                   f"({base})", flush=True)
             if self.s.out:
                 save_run(self.s.out, state, self.history)

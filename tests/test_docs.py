@@ -96,7 +96,8 @@ def test_the_python_api_example_runs_as_written(tmp_path, monkeypatch):
     namespace = {}
     exec(code.replace("steps=2000", "steps=60").replace("steps=2500", "steps=70"), namespace)
     state, more, mg = namespace["state"], namespace["more"], namespace["mg"]
-    assert more is state and more.step == 70 and len(more.val_loss) >= 3 and os.path.exists("ck.npz")
+    assert more is not state and more.step == 70 and state.step == 60 and len(more.val_loss) >= 3
+    assert os.path.exists("ck.npz")
     assert mg.sample(more.params, more.cfg, more.vocab, num_samples=3, seed=0) == \
         mg.sample(more.params, more.cfg, more.vocab, num_samples=3, seed=0, engine="value")
 

@@ -66,7 +66,7 @@ def test_a_loss_or_gradient_that_is_not_finite_stops_before_the_update(monkeypat
 
     monkeypatch.setattr(mg, "loss_and_grads", breaks_at_3)
     state = train(StopAt(None))
-    assert state.step == 2 and state.error.startswith("step 3: the loss (") and "not a finite" in state.error
+    assert state.step == 2 and state.error.startswith("step 3: the loss (") and "is not finite" in state.error
     np.testing.assert_array_equal(mg.flat_buffer(state.params), mg.flat_buffer(stopped_at_2.params))
 
 
