@@ -84,6 +84,10 @@ def nonneg_int(text):
     return _int_at_least(text, 0, "an integer >= 0")
 
 
+def log(line):
+    print(line, file=sys.stderr, flush=True)
+
+
 def command_line(script, argv):
     return " ".join([f"python experiments/{script}"] + [shlex.quote(a) for a in argv])
 
@@ -118,8 +122,26 @@ def read_json(path, what):
         raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e}") from None
 
 
-def save_fig(fig, path):
+def save_fig(fig, path, title=None):
+    """Write the figure as a PNG (under the title `title`, laid out tight) and close it."""
+    import matplotlib.pyplot as plt
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
+    plt.close(fig)
+
+
+def band(ax, runs, label, color):
+    """The val curves' mean over seeds and min-max band, on a log step axis (without step 0)."""
+    steps = np.array([step for step, _ in runs[0]["val_curve"]])
+    vals = np.array([[v for _, v in r["val_curve"]] for r in runs if r["final_val"] is not None])
+    if not len(vals):
+        return
+    steps, vals = steps[1:], vals[:, 1:]
+    ax.set_xscale("log")
+    ax.plot(steps, vals.mean(axis=0), color=color, label=label)
+    ax.fill_between(steps, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2, linewidth=0)
 
 
 def machine_info():
@@ -212,6 +234,21 @@ def final_loss(curve, steps, error):
     return curve[-1][1]
 
 
+def iso_length(lengths, finals, target):
+    """The run length whose final loss equals `target`: linear in log(steps) between the measured
+    lengths around it; ["<", shortest] or [">", longest] when the target lies outside them."""
+    points = sorted((n, f) for n, f in zip(lengths, finals) if f is not None)
+    if len(points) < 2 or target is None:
+        return None
+    if target > points[0][1]:
+        return ["<", points[0][0]]
+    for (n0, f0), (n1, f1) in zip(points, points[1:]):
+        if f1 <= target <= f0 and f0 != f1:
+            t = (f0 - target) / (f0 - f1)
+            return ["=", float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))]
+    return [">", points[-1][0]] if target < points[-1][1] else ["=", float(points[-1][0])]
+
+
 # =========================================================================== the lr sweep
 
 def lr_of(opts, k):
@@ -235,6 +272,7 @@ class Sweep:
         self.best_k = None
         self.at_edge = False  # the best lr is still at the edge after the extensions
         self.seeds = {}       # seed -> record (None while running)
+        self.anchors = {}     # (steps, seed) -> record: context_length.py's anchor runs
 
     def next_k(self, max_extend):
         """Once every sweep run is in: the k to try beyond the edge where the best lr is (while
@@ -251,6 +289,25 @@ class Sweep:
     def tried(self, opts):
         return ", ".join(f"{lr_of(opts, k):.3g}" for k in sorted(self.sweep))
 
+    def add(self, rec):
+        """Keep a finished run: a sweep run by its lattice k, a seed run by its seed, an anchor
+        run (context_length.py) by its length and seed."""
+        if rec["phase"] == "sweep":
+            self.sweep[rec["lr_k"]] = rec
+        elif rec["phase"] == "seeds":
+            self.seeds[rec["seed"]] = rec
+        else:
+            self.anchors[(rec["steps"], rec["seed"])] = rec
+
+    def restore(self, n_planned, name):
+        """With every record of a finished study back in: the chosen lr, the extensions and the
+        edge, as the study found them (n_planned: the lrs swept before any extension)."""
+        if not self.sweep or not self.seeds:
+            raise InputError(f"results.json has no complete runs of {name}: not a finished study")
+        ks = sorted(self.sweep)
+        self.best_k = pick_best(self.sweep)
+        self.extended, self.at_edge = len(ks) - n_planned, self.best_k in (ks[0], ks[-1])
+
 
 # =========================================================================== the process pool
 
@@ -262,32 +319,12 @@ def _init_worker(data):
     WORKER_DATA = data
 
 
-def run_pool(run, data, workers, ready, finish, key, priority, cache, running):
-    """Train the jobs in `ready` with run(job) in `workers` spawned processes, each with one BLAS
-    thread; finish(job, record, reused) may add jobs to `ready`. A job whose key(job) is in
-    `cache` (an earlier record) is not trained again. running: {future: (job, start time)}."""
+def pool(data, workers):
+    """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"  # inherited by the workers before they import numpy
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_init_worker, initargs=(data,)) as pool:
-        try:
-            while ready or running:
-                ready.sort(key=priority)  # only the timing depends on the order
-                while ready and len(running) < workers:
-                    job = ready.pop(0)
-                    if key(job) in cache:  # a run is a pure function of its job: done before
-                        finish(job, dict(cache[key(job)], phase=job["phase"]), True)
-                        continue
-                    running[pool.submit(run, job)] = (job, time.perf_counter())
-                if not running:
-                    continue
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=lambda f: key(running[f][0])):
-                    job, _ = running.pop(future)
-                    finish(job, future.result(), False)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(data,),
+                               mp_context=multiprocessing.get_context("spawn"))
 
 
 class Scheduler:
@@ -309,19 +346,34 @@ class Scheduler:
         its lr is chosen now (else None; an lr beyond the edge may have been added)."""
         self.records.append(rec)
         unit = self.unit_of(job)
-        if job["phase"] == "seeds":
-            unit.seeds[job["seed"]] = rec
-        elif job["phase"] == "anchor":
-            unit.anchors[(job["steps"], job["seed"])] = rec
-        else:
-            unit.sweep[job["lr_k"]] = rec
-            if all(r is not None for r in unit.sweep.values()):
-                k = unit.next_k(self.opts.max_extend)
-                if k is None:
-                    return unit
-                self.sweep(unit, [k])
+        unit.add(rec)
+        if job["phase"] == "sweep" and all(r is not None for r in unit.sweep.values()):
+            k = unit.next_k(self.opts.max_extend)
+            if k is None:
+                return unit
+            self.sweep(unit, [k])
         return None
 
     def run(self, run_job, data, key):
-        run_pool(run_job, data, self.opts.workers, self.ready, self.finish, key, self.priority,
-                 self.cache, self.running)
+        """Train the ready jobs with run_job(job) in a pool(); finish(job, record, reused) may add
+        jobs. A run is a pure function of its job: one whose key(job) is in the cache is reused."""
+        ready, running, workers = self.ready, self.running, self.opts.workers
+        with pool(data, workers) as executor:
+            try:
+                while ready or running:
+                    ready.sort(key=self.priority)  # only the timing depends on the order
+                    while ready and len(running) < workers:
+                        job = ready.pop(0)
+                        if key(job) in self.cache:
+                            self.finish(job, dict(self.cache[key(job)], phase=job["phase"]), True)
+                            continue
+                        running[executor.submit(run_job, job)] = (job, time.perf_counter())
+                    if not running:
+                        continue
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in sorted(done, key=lambda f: key(running[f][0])):
+                        job, _ = running.pop(future)
+                        self.finish(job, future.result(), False)
+            except BaseException:
+                executor.shutdown(wait=False, cancel_futures=True)
+                raise

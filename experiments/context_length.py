@@ -1,14 +1,12 @@
 """Does the sphere's (nGPT's) speed-up over RMSNorm grow with the context length -- at CPU scale?
 
 The published speed-up grows with the context: about 4x at 1k tokens and 10-20x at 4k-8k (the
-nGPT paper), 1.5-2x at 1k and 4x at 4k (NVIDIA's repository, a Nous Research reproduction). This
-script measures it along the context length T on the Shakespeare plays: windows of T characters
-at seeded places (the same for both norms of a seed), n_embd 32, 2 layers, batch 8, float32; val
-curves on held-out plays; each norm's own lr at each T on the lattice lr0 * 2^(k/2); paired seeds.
-It reports r_T = rmsnorm steps / sphere steps to the worse final loss of a pair and its slope in
-log T (the verdict), the gate (the longest T's rmsnorm runs must use their context), the gap, the
-per-step time ratio, and the anchors' protocol (runs of S/4 and S/2 steps). results.json is
-rewritten after every run: the same command continues an interrupted grid.
+nGPT paper), 1.5-2x at 1k and 4x at 4k (NVIDIA's repository, a Nous Research reproduction). On
+the Shakespeare plays, each norm at its own lr per context length T, this measures r_T = rmsnorm
+steps / sphere steps to the worse final loss of a seed pair and its slope in log T (the verdict),
+the gate (the longest T's rmsnorm runs must use their context), the gap, the per-step time ratio
+and the anchors' protocol; experiments/README.md gives the protocol. results.json is rewritten
+after every run: the same command continues an interrupted grid.
 
     python experiments/context_length.py --gate-pilot 4000,8000   # before the grid: longer runs
     python experiments/context_length.py                          # the full grid, hours
@@ -18,16 +16,14 @@ rewritten after every run: the same command continues an interrupted grid.
 """
 import argparse
 import math
-import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from types import SimpleNamespace
 
 import common
 import numpy as np
-from common import SCALE_GROUPS, InputError, fmt, fmt_time, lr_of, MeasureAt, steps_to_target
+from common import SCALE_GROUPS, InputError, MeasureAt, fmt, fmt_time, log, lr_of, steps_to_target
 
 from corpora import fingerprint, shakespeare_plays
 from microgpt import build_vocab, encode, init_params, train
@@ -43,8 +39,7 @@ EVAL_POSITIONS = 4096  # positions per forward call when evaluating (8 windows a
 ANCHORS = (("nGPT paper", 1024, 4.0, 4.0), ("nGPT paper", 4096, 10.0, 20.0),
            ("nGPT paper", 8192, 10.0, 20.0), ("NVIDIA repo / Nous", 1024, 1.5, 2.0),
            ("NVIDIA repo / Nous", 4096, 4.0, 4.0))
-# what a run is a function of besides its job: a results.json made with other values cannot be
-# continued from
+# what a run depends on besides its job: a results.json made with others cannot be continued
 SAME = ("batch_size", "n_embd", "n_head", "n_layer", "lr0", "val_plays", "split_seed",
         "curve_tiles", "n_log", "n_lin", "tile")
 
@@ -211,21 +206,13 @@ def timing_job(job):
     return dict(job, ms_per_step=train_job(job, silent).ms_per_step)
 
 
-def pool(data, workers):
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"  # inherited by the workers before they import numpy
-    return ProcessPoolExecutor(max_workers=workers, initializer=common._init_worker,
-                               initargs=(data,), mp_context=multiprocessing.get_context("spawn"))
-
-
 def run_gate_pilot(data, opts, log):
-    """--gate-pilot: rmsnorm at the longest T, lr --lr0 * 2^(center/2), seed --seed, one run per
-    length given. The grid's gate is read from the grid's own runs; this decides the run length
-    before the grid."""
+    """--gate-pilot: rmsnorm at the longest T (lr at --center, seed --seed), one run per length
+    given, to choose the run length before the grid (whose gate is read from its own runs)."""
     T = max(opts.contexts)
     jobs = [{"norm": "rmsnorm", "T": T, "steps": steps, "lr": lr_of(opts, opts.center),
              "seed": opts.seed, "checks": 8, **model_options(opts)} for steps in opts.gate_pilot]
-    with pool(data, opts.workers) as executor:
+    with common.pool(data, opts.workers) as executor:
         results = list(executor.map(gate_job, jobs))
     for r in results:
         log(f"gate pilot: rmsnorm T={T} lr={r['lr']:.3g} {r['steps']} steps "
@@ -252,7 +239,6 @@ class Unit(common.Sweep):
     def __init__(self, norm, T):
         super().__init__()
         self.norm, self.T = norm, T
-        self.anchors = {}  # (steps, seed) -> record
 
 
 def plan(opts):
@@ -325,12 +311,11 @@ def timing_steps(T):
 
 
 def run_timing(data, opts, log):
-    """ms per step of both norms at each T, in ONE worker process with the norms alternating, so
-    that a change in the machine's load falls on both alike. Another program only ever adds time,
-    so each norm's fastest repetition is the closest to its own cost (as timeit reports the
-    minimum); the medians are kept for comparison. Returns {T: {...}}."""
+    """ms per step of both norms at each T, in ONE worker process, the norms alternating: a change
+    in the machine's load falls on both alike. Other programs only add time, so the fastest
+    repetition is closest to a norm's own cost (as in timeit); the medians are kept to compare."""
     out, t0 = {}, time.perf_counter()
-    with pool(data, 1) as executor:
+    with common.pool(data, 1) as executor:
         for T in opts.contexts:
             ms = {norm: [] for norm in NORMS}
             for rep in range(opts.timing_reps):
@@ -391,38 +376,13 @@ def context_gain(per_position):
     return float(np.mean(per_position[lo:hi]) - np.mean(per_position[T // 2:]))
 
 
-def iso_length(lengths, finals, target):
-    """The run length whose final loss equals `target`: linear in log(steps) between the measured
-    lengths around it; ["<", shortest] or [">", longest] when the target lies outside them."""
-    points = sorted(zip(lengths, finals))
-    if target > points[0][1]:
-        return ["<", points[0][0]]
-    for (n0, f0), (n1, f1) in zip(points, points[1:]):
-        if f1 <= target <= f0 and f0 != f1:
-            t = (f0 - target) / (f0 - f1)
-            return ["=", float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))]
-    return [">", points[-1][0]] if target < points[-1][1] else ["=", float(points[-1][0])]
-
-
 def units_from_records(opts, records):
     """The units (sweeps, chosen lrs, seeds, anchors) again from the run records."""
     units = plan(opts)
     for r in records:
-        u = units[(r["norm"], r["T"])]
-        if r["phase"] == "sweep":
-            u.sweep[r["lr_k"]] = r
-        elif r["phase"] == "seeds":
-            u.seeds[r["seed"]] = r
-        else:
-            u.anchors[(r["steps"], r["seed"])] = r
+        units[(r["norm"], r["T"])].add(r)
     for u in units.values():
-        if not u.sweep or not u.seeds:
-            raise InputError(f"results.json has no complete runs of {u.norm} at T={u.T}: "
-                             "not a finished grid")
-        ks = sorted(u.sweep)
-        u.best_k = common.pick_best(u.sweep)
-        u.extended = len(ks) - (2 * opts.sweep + 1)
-        u.at_edge = u.best_k in (ks[0], ks[-1])
+        u.restore(2 * opts.sweep + 1, f"{u.norm} at T={u.T}")
     return units
 
 
@@ -485,8 +445,8 @@ def summarize_anchors(T, units, opts, seeds):
     a = {"T": T, "lengths": lengths, "final_means": means,
          "finals": {n: {str(L): finals_at(n, L) for L in lengths} for n in NORMS}}
     if None not in means["rmsnorm"] + means["sphere"]:
-        iso_r = iso_length(lengths, means["rmsnorm"], means["sphere"][-1])
-        iso_s = iso_length(lengths, means["sphere"], means["rmsnorm"][-1])
+        iso_r = common.iso_length(lengths, means["rmsnorm"], means["sphere"][-1])
+        iso_s = common.iso_length(lengths, means["sphere"], means["rmsnorm"][-1])
         a["rms_length_for_sphere_final"] = iso_r
         a["rms_ratio"] = [iso_r[0], iso_r[1] / opts.steps]
         a["sphere_length_for_rms_final"] = iso_s
@@ -732,14 +692,7 @@ def plot_curves(ax, row, summary, seed_runs, data):
     bigram = data["bigram"][str(row["T"])]
     for n in NORMS:
         runs = [seed_runs[(n, row["T"], seed)] for seed in summary["seeds"]]
-        runs = [r for r in runs if r["final_val"] is not None]
-        if not runs:
-            continue
-        steps = np.array([step for step, _ in runs[0]["val_curve"]])[1:]
-        losses = np.array([[v for _, v in r["val_curve"]] for r in runs])[:, 1:]
-        ax.plot(steps, losses.mean(axis=0), color=COLORS[n], label=f"{n} (lr {row['lr'][n]:.3g})")
-        ax.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=COLORS[n],
-                        alpha=0.2, lw=0)
+        common.band(ax, runs, f"{n} (lr {row['lr'][n]:.3g})", COLORS[n])
     ax.axhline(bigram, color="gray", ls="--", lw=1, label="bigram")
     low = min(min(v for v in row["final"][n] if v is not None) for n in NORMS)
     ax.set_ylim(low - 0.05, bigram + 0.4)
@@ -759,19 +712,14 @@ def plots(summary, records, data, opts, out):
     plot_speedup(axes[0], summary)
     plot_finals(axes[1], summary, opts)
     plot_positions(axes[2], summary, seed_runs)
-    fig.suptitle(f"Sphere (nGPT) vs RMSNorm along the context length: Shakespeare, n_embd "
-                 f"{opts.n_embd}, {opts.n_layer} layers, batch {opts.batch_size}, "
-                 f"{len(summary['seeds'])} paired seeds")
-    fig.tight_layout()
-    common.save_fig(fig, os.path.join(out, "context_length.png"))
-    plt.close(fig)
+    common.save_fig(fig, os.path.join(out, "context_length.png"), "Sphere (nGPT) vs RMSNorm along "
+                    f"the context length: Shakespeare, n_embd {opts.n_embd}, {opts.n_layer} "
+                    f"layers, batch {opts.batch_size}, {len(summary['seeds'])} paired seeds")
     rows = summary["rows"]
     fig, axes = plt.subplots(1, len(rows), figsize=(4.6 * len(rows), 3.9), squeeze=False)
     for row, ax in zip(rows, axes[0]):
         plot_curves(ax, row, summary, seed_runs, data)
-    fig.tight_layout()
     common.save_fig(fig, os.path.join(out, "val_curves.png"))
-    plt.close(fig)
 
 
 # =========================================================================== files
@@ -849,11 +797,10 @@ def parser():
     p = common.Parser(prog="context_length.py", description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add, pos_int, int_list = p.add_argument, common.pos_int, common.int_list
-    add("--out", help="output directory (default experiments/results/context_length/, or "
-                      "experiments/results/context_length-quick/ with --quick)")
-    add("--quick", action="store_true",
-        help="smoke test in seconds: contexts 16 and 32, 24 steps, 2 seeds, one lr per sweep (+1 "
-             "beyond the edge), small val set (the defaults below become these)")
+    nonneg_int = common.nonneg_int
+    add("--out", help="output directory (default experiments/results/context_length[-quick]/)")
+    add("--quick", action="store_true", help="smoke test in seconds: contexts 16 and 32, 24 steps,"
+        " 2 seeds, one lr per sweep, small val set (the defaults below become these)")
     add("--workers", type=pos_int, default=2, help="worker processes (default 2)")
     add("--contexts", type=int_list, default=[64, 128, 256, 512],
         help="context lengths T, comma-separated (default 64,128,256,512)")
@@ -862,9 +809,8 @@ def parser():
     add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
     add("--lr0", type=float, default=0.01, help="lr lattice lr0*2^(k/2) (default 0.01)")
     add("--center", type=int, default=0, help="the sweep's centre k on the lattice (default 0)")
-    add("--sweep", type=common.nonneg_int, default=1,
-        help="sweep k = center-N .. center+N (default 1: 3 lrs)")
-    add("--max-extend", type=common.nonneg_int, default=4,
+    add("--sweep", type=nonneg_int, default=1, help="k = center-N..center+N (default 1: 3 lrs)")
+    add("--max-extend", type=nonneg_int, default=4,
         help="lrs added, one at a time, beyond an edge where the best lr is (default 4)")
     add("--anchor-contexts", type=int_list, default=[64, 512],
         help="contexts with the anchors' protocol: runs of S/4 and S/2 steps (default 64,512)")
@@ -876,21 +822,17 @@ def parser():
     add("--split-seed", type=int, default=42, help="seed of the held-out plays (default 42)")
     add("--curve-tiles", type=pos_int, default=128,
         help="held-out tiles of max(T) characters the val curve is measured on (default 128)")
-    add("--n-log", type=pos_int, default=8,
-        help="log-spaced eval points before the first evenly spaced one (default 8)")
     add("--n-lin", type=pos_int, default=16, help="evenly spaced eval points per run (default 16)")
+    add("--n-log", type=pos_int, default=8, help="log-spaced eval points before those (default 8)")
     add("--timing-reps", type=pos_int, default=7,
         help="repetitions of the timing, norms alternating; the fastest counts (default 7)")
-    add("--retime", action="store_true",
-        help="measure the per-step times again even if results.json has them")
-    add("--timing-only", action="store_true",
-        help="train nothing else: measure the per-step times (into results.json) and stop")
+    add("--retime", action="store_true", help="measure the per-step times again even if known")
+    add("--timing-only", action="store_true", help="measure only the per-step times (results.json)")
     add("--gate-pilot", type=int_list, metavar="STEPS",
         help="train nothing else: rmsnorm at the longest T for each of these run lengths, "
              "measuring the gate's context gain 8 times a run; writes gate_pilot.json")
-    add("--from-json", metavar="PATH",
-        help="train nothing: write results.md and the figures again from a results.json (into "
-             "--out, default the directory of PATH)")
+    add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
+        "again from a results.json (into --out, default the directory of PATH)")
     return p
 
 
@@ -913,10 +855,6 @@ def check_options(opts):
     opts.contexts = sorted(opts.contexts)
     opts.anchor_contexts = [T for T in opts.anchor_contexts if T in opts.contexts]
     opts.tile = max(opts.contexts)
-
-
-def log(line):
-    print(line, file=sys.stderr, flush=True)
 
 
 def run(opts, argv, data, dinfo, out, previous):
@@ -981,7 +919,7 @@ def main(argv=None):
         if not opts.gate_pilot:
             previous = load_previous(os.path.join(out, "results.json"), opts, dinfo)
     except InputError as e:
-        print(f"context_length.py: error: {e}", file=sys.stderr)
+        log(f"context_length.py: error: {e}")
         return 2
     if opts.gate_pilot:
         t0 = time.perf_counter()

@@ -1,16 +1,13 @@
 """Does the sphere's (nGPT's) gap to RMSNorm shrink with training length, depth or width -- at
 CPU scale?
 
-sphere_vs_rmsnorm.py measured one point (n_embd 16, 1-2 layers, 2,000 steps). This script measures
-the trend along three one-dimensional sweeps from the base point (--lengths[0] steps, --layers[0]
-layers, --widths[0] wide; batch 16): training length (the lr decays over each run), depth (with a
-third model "sphere a=1/L": alpha_init = 1/n_layer) and width. Every model gets its own lr in every
-cell, on the lattice lr0 * 2^(k/2): the base cell sweeps k = -B..B, every other cell k*-S..k*+S
-around the best k* of its neighbour towards the base point, one more lr beyond an edge while the
-best is there; then --seeds seeds at the chosen lr. Steps to target mean what they mean in
-sphere_vs_rmsnorm.py. Runs go to a process pool; each is a pure function of its arguments, so the
-results do not depend on the workers, --reuse takes matching runs from an earlier results.json, and
---from-json re-renders the report only.
+From the base point (--lengths[0] steps, --layers[0] layers, --widths[0] wide; batch 16) one thing
+varies at a time: training length, depth (with a third model "sphere a=1/L": alpha_init =
+1/n_layer) or width. Each model gets its own lr in every cell on the lattice lr0 * 2^(k/2): the
+base cell sweeps k = -B..B, every other cell k*-S..k*+S around its neighbour's best k* (towards the
+base point), one more lr beyond an edge while the best is there; then --seeds seeds at that lr.
+A run is a pure function of its arguments: the results do not depend on --workers, --reuse takes
+matching runs from an earlier results.json, and --from-json re-renders the report only.
 
     python experiments/scaling.py                              # ../shared/data/names.txt
     python experiments/scaling.py --seeds 5 --reuse experiments/results/scaling/results.json
@@ -27,12 +24,10 @@ from types import SimpleNamespace
 import common
 import numpy as np
 import sphere_vs_rmsnorm as sv
-from common import SCALE_GROUPS, InputError, fmt, fmt_time, lr_of
+from common import SCALE_GROUPS, InputError, fmt, fmt_time, log, lr_of
+from common import iso_length as iso_loss_steps  # rmsnorm's run length to a final loss
 
 from corpora import load_corpus
-from microgpt import build_vocab, doc_tokens, split_docs
-from model_config import GPTConfig
-from numpy_engine import baselines
 
 DEFAULT_CORPUS = os.path.normpath(os.path.join(common.REPO, "..", "shared", "data", "names.txt"))
 MODELS = ("rmsnorm", "sphere", "sphere a=1/L")
@@ -50,24 +45,17 @@ def shown_path(path):
 
 # =========================================================================== one run (in a worker)
 
-def model_kwargs(model, n_layer):
-    """run_one() arguments of a model; alpha_init as the record reports it (None for rmsnorm)."""
-    if model == "rmsnorm":
-        return {"norm": "rmsnorm"}, None
-    alpha = 0.05 if model == "sphere" else 1.0 / n_layer
-    return {"norm": "sphere", "alpha_init": alpha}, alpha
-
-
 def run_job(job):
     """Train one model (a pure function of `job` and the corpus data); return its record."""
     opts = SimpleNamespace(n_embd=job["n_embd"], n_head=job["n_head"],
                            block_size=job["block_size"], steps=job["steps"])
     data = dict(common.WORKER_DATA, eval_points=sv.eval_points(job["steps"]))
-    kwargs, alpha = model_kwargs(job["model"], job["n_layer"])
+    alpha = {"rmsnorm": None, "sphere": 0.05}.get(job["model"], 1.0 / job["n_layer"])
+    norm = {"norm": "rmsnorm"} if alpha is None else {"norm": "sphere", "alpha_init": alpha}
     r = sv.run_one(data, opts, batch_size=job["batch_size"], n_layer=job["n_layer"], lr=job["lr"],
-                   seed=job["seed"], **kwargs)
+                   seed=job["seed"], **norm)
     rec = {k: job[k] for k in RUN_KEY + ("phase",)}
-    rec.update(norm=kwargs["norm"], alpha_init=alpha, final_val=r["final_val"], error=r["error"],
+    rec.update(norm=norm["norm"], alpha_init=alpha, final_val=r["final_val"], error=r["error"],
                val_curve=r["val_curve"], seconds=r["seconds"], ms_per_step=r["ms_per_step"],
                n_evals=len(r["val_curve"]))
     if r["scales"]:  # sphere: the learned scales at the end (mean over elements)
@@ -88,11 +76,7 @@ class Unit(common.Sweep):
     def __init__(self, model, cell, parent):
         super().__init__()
         self.model, self.cell, self.parent, self.children = model, cell, parent, []
-        self.started = False
-
-    @property
-    def key(self):
-        return (self.model,) + self.cell
+        self.key, self.started = (model,) + cell, False
 
 
 def build_plan(opts):
@@ -120,9 +104,9 @@ def build_plan(opts):
 class Study(common.Scheduler):
     """Every unit's sweep and seeds; a chosen lr starts the sweeps of the unit's children."""
 
-    def __init__(self, units, opts, log, cache):
+    def __init__(self, units, opts, cache):
         super().__init__(units, opts, cache)
-        self.log, self.n_reused, self.progress = log, 0, common.Progress(opts.workers)
+        self.n_reused, self.progress = 0, common.Progress(opts.workers)
 
     def job(self, unit, phase, k, seed):
         steps, n_layer, n_embd = unit.cell
@@ -173,9 +157,9 @@ class Study(common.Scheduler):
                 f"{rec['phase']:<5} lr={rec['lr']:.3g} seed={rec['seed']}")
         line = self.progress.line(text, rec, rec["steps"], total, sum(x["steps"] for x in pending),
                                   timed=not reused)
-        self.log(line + (" (reused)" if reused else ""))
+        log(line + (" (reused)" if reused else ""))
         if note:
-            self.log(note)
+            log(note)
 
     def run(self, data):
         for unit in self.units.values():
@@ -184,11 +168,6 @@ class Study(common.Scheduler):
         worker_data = {k: data[k] for k in ("vocab", "train", "val", "val_tokens")}
         super().run(run_job, worker_data, run_key)
         return self.records, time.perf_counter() - self.progress.t0, self.n_reused
-
-
-def run_study(units, data, opts, log=print, cache=None):
-    """The records, the wall time and how many runs were taken from `cache` (run_key -> record)."""
-    return Study(units, opts, log, cache or {}).run(data)
 
 
 # =========================================================================== summarizing
@@ -212,21 +191,6 @@ def summarize_unit(unit, rms, targets, opts):
         row["final_scales"] = {g: float(np.mean([r["final_scales"][g] for r in runs]))
                                for g in SCALE_GROUPS}
     return row
-
-
-def iso_loss_steps(lengths, rms_finals, target):
-    """The run length at which rmsnorm's final val loss equals `target`: linear in log(steps)
-    between the two measured lengths around it; ('<', N0) / ('>', N1) outside them."""
-    points = [(n, f) for n, f in zip(lengths, rms_finals) if f is not None]
-    if len(points) < 2 or target is None:
-        return None
-    if target >= points[0][1]:
-        return ["<", points[0][0]]
-    for (n0, f0), (n1, f1) in zip(points, points[1:]):
-        if f1 <= target <= f0 and f0 != f1:
-            t = (f0 - target) / (f0 - f1)
-            return ["=", float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))]
-    return [">", points[-1][0]]
 
 
 def summarize(axes, units, data, opts):
@@ -471,8 +435,8 @@ def plot_gap(plt, summary, axis, label, bigram, opts, out):
             title=f"final val loss: mean ± std over {opts.seeds} seeds (dots: seeds)")
     ax2.set(ylabel="gap: sphere − rmsnorm final val loss (nats)",
             title="gap per seed pair (dots), mean ± std; below 0: sphere better")
-    sv._finish(fig, plt, os.path.join(out, f"gap_{axis}.png"), f"Sphere vs RMSNorm along {axis} "
-               "(other axes at the base point), each model at its own lr")
+    common.save_fig(fig, os.path.join(out, f"gap_{axis}.png"), f"Sphere vs RMSNorm along {axis} "
+                    "(other axes at the base point), each model at its own lr")
 
 
 def plot_length_curves(plt, summary, data, bigram, out):
@@ -483,13 +447,13 @@ def plot_length_curves(plt, summary, data, bigram, out):
         for row in c["rows"]:
             runs = [data["records"][(row["model"], c["steps"], c["n_layer"], c["n_embd"],
                                      "seeds", seed)] for seed in row["seeds"]]
-            sv._band(ax, runs, f"{row['model']} (lr {row['best_lr']:.3g})", COLORS[row["model"]])
+            common.band(ax, runs, f"{row['model']} (lr {row['best_lr']:.3g})", COLORS[row["model"]])
         ax.axhline(bigram, color="gray", ls="--", lw=1, label=f"bigram {bigram:.3f}")
         ax.set_ylim((c["targets"]["T1"] or bigram) - 0.08, bigram + 0.35)
         ax.set(xlabel="optimizer step (log scale)", ylabel="val loss (nats/token)",
                title=f"{c['steps']:,} steps: mean and min-max over seeds")
         ax.legend(fontsize=8)
-    sv._finish(fig, plt, os.path.join(out, "val_curves_length.png"))
+    common.save_fig(fig, os.path.join(out, "val_curves_length.png"))
 
 
 def plot_lr_sweeps(plt, summary, opts, out):
@@ -517,7 +481,7 @@ def plot_lr_sweeps(plt, summary, opts, out):
         ax.set(xlabel="peak learning rate", ylabel=f"final val loss (seed {opts.seed})",
                title=f"lr sweeps, {axis} axis (star: chosen)")
         ax.legend(fontsize=6, ncol=2)
-    sv._finish(fig, plt, os.path.join(out, "lr_sweeps.png"))
+    common.save_fig(fig, os.path.join(out, "lr_sweeps.png"))
 
 
 def plots(summary, data, opts, out):
@@ -609,18 +573,11 @@ def load_data(opts):
         docs = load_corpus(opts.corpus)
     except InputError as e:
         raise InputError(f"{e} (pass another file with --corpus PATH)") from None
-    vocab = build_vocab(docs)
-    train_docs, val_all = split_docs(docs, opts.split_seed)
-    val_docs = val_all[:opts.val_docs]
-    val_tokens = [doc_tokens(d, vocab) for d in val_docs]
-    cfg0 = GPTConfig(vocab_size=len(vocab) + 1, n_embd=opts.widths[0], n_head=opts.n_head,
-                     block_size=opts.block_size)
     with open(opts.corpus, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    return {"corpus": shown_path(opts.corpus), "corpus_sha256": digest, "n_docs": len(docs),
-            "vocab": vocab, "train": train_docs, "val": val_docs, "val_tokens": val_tokens,
-            "n_train": len(train_docs), "n_val_full": len(val_all), "n_val_used": len(val_docs),
-            "baselines": baselines([doc_tokens(d, vocab) for d in train_docs], val_tokens, cfg0)}
+    data = sv.corpus_data(docs, opts, opts.widths[0])
+    return dict(data, corpus=shown_path(opts.corpus), corpus_sha256=digest,
+                n_train=len(data["train"]), n_val_used=len(data["val"]))
 
 
 def load_cache(opts, data):
@@ -648,20 +605,9 @@ def units_from_records(opts, records):
     """The plan's units (sweeps, chosen lrs, extensions, seeds) again from the run records."""
     base, axes, units = build_plan(opts)
     for r in records:
-        unit = units[(r["model"], r["steps"], r["n_layer"], r["n_embd"])]
-        unit.started = True
-        if r["phase"] == "sweep":
-            unit.sweep[r["lr_k"]] = r
-        else:
-            unit.seeds[r["seed"]] = r
-            unit.best_k = r["lr_k"]
+        units[(r["model"], r["steps"], r["n_layer"], r["n_embd"])].add(r)
     for unit in units.values():
-        if not unit.seeds or not unit.sweep:
-            raise InputError(f"results.json has no complete runs of {unit.key}: not a finished "
-                             "study")
-        ks = sorted(unit.sweep)
-        unit.extended = len(ks) - (2 * (opts.base_sweep if unit.parent is None else opts.sweep) + 1)
-        unit.at_edge = unit.best_k in (ks[0], ks[-1])
+        unit.restore(2 * (opts.base_sweep if unit.parent is None else opts.sweep) + 1, unit.key)
     return base, axes, units
 
 
@@ -710,12 +656,10 @@ def study(opts, argv):
     out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
     base, axes, units = build_plan(opts)
     started, load_start = common.now_utc(), common.load_average()
-    print(f"corpus {opts.corpus}: {data['n_docs']} docs, {data['n_train']} train, "
-          f"{data['n_val_used']} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
-          f"{len(units)} model-cells, {opts.workers} workers; writing to {out}",
-          file=sys.stderr, flush=True)
-    records, wall, n_reused = run_study(units, data, opts, cache=cache,
-                                        log=lambda line: print(line, file=sys.stderr, flush=True))
+    log(f"corpus {opts.corpus}: {data['n_docs']} docs, {data['n_train']} train, "
+        f"{data['n_val_used']} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
+        f"{len(units)} model-cells, {opts.workers} workers; writing to {out}")
+    records, wall, n_reused = Study(units, opts, cache).run(data)
     info = {"command": common.command_line("scaling.py", argv),
             "machine": common.machine_info(), "started": started, "load_start": load_start,
             "load_end": common.load_average(), "wall_s": wall,
@@ -723,8 +667,8 @@ def study(opts, argv):
             "n_reused": n_reused, "reused_from": reused_from if n_reused else None,
             "base": list(base)}
     md = report(units, axes, base, data, opts, info, records, out)
-    print(f"done in {fmt_time(wall)} wall ({len(records)} runs, {fmt_time(info['run_s'])} of run "
-          f"time); wrote results.md, results.json and 5 PNGs to {out}", file=sys.stderr)
+    log(f"done in {fmt_time(wall)} wall ({len(records)} runs, {fmt_time(info['run_s'])} of run "
+        f"time); wrote results.md, results.json and 5 PNGs to {out}")
     return md
 
 
@@ -734,11 +678,11 @@ def main(argv=None):
     try:
         if opts.from_json:
             md, out = rerender(opts.from_json, opts.out)
-            print(f"re-rendered results.md, results.json and 5 PNGs in {out}", file=sys.stderr)
+            log(f"re-rendered results.md, results.json and 5 PNGs in {out}")
         else:
             md = study(opts, argv)
     except InputError as e:
-        print(f"scaling.py: error: {e}", file=sys.stderr)
+        log(f"scaling.py: error: {e}")
         return 2
     print(md)
     return 0

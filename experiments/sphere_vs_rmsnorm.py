@@ -1,12 +1,11 @@
 """Does the hypersphere (nGPT) learn in fewer steps than RMSNorm -- at microgpt scale?
 
-Lecture 3 quotes nGPT: the same accuracy in 4-20x fewer training steps. This script asks the same
-of microgpt's two modes, NumPy engine, same corpus and split. Every arm (rmsnorm, the sphere with
-retraction, with Riemannian gradients, with other initial alpha or s_z) gets its own learning
-rate: a sweep over --lrs with seed 0, then --seeds fresh seeds at the best one. Seed s sets the
-init and the order of the docs, the same for every arm. Steps to a target are read off the val
-curve: T1 = the worst final rmsnorm loss, T2 = the bigram loss, T3 = the worst final sphere loss;
-the ratio rmsnorm/arm is per seed pair. experiments/README.md gives the results.
+Lecture 3 quotes nGPT: the same accuracy in 4-20x fewer training steps. Every arm (rmsnorm, the
+sphere with retraction, with Riemannian gradients, with other initial alpha or s_z) gets its own
+lr (a sweep over --lrs, then --seeds seeds at the best); seed s sets the init and the order of the
+docs for every arm. Steps to a target (T1 = the worst final rmsnorm loss, T2 = the bigram loss,
+T3 = the worst final sphere loss) are read off the val curve; the ratio rmsnorm/arm is per seed
+pair. experiments/README.md gives the results.
 
     python experiments/sphere_vs_rmsnorm.py                       # corpus `names`
     python experiments/sphere_vs_rmsnorm.py --quick --out /tmp/q  # seconds
@@ -18,7 +17,7 @@ import time
 
 import common
 import numpy as np
-from common import SCALE_GROUPS, InputError, fmt, fmt_time, plural, steps_to_target
+from common import SCALE_GROUPS, InputError, fmt, fmt_time, log, plural, steps_to_target
 
 from corpora import load_corpus
 from microgpt import build_vocab, doc_tokens, init_params, split_docs, train
@@ -89,42 +88,33 @@ def arms_for(setting, opts, main_setting):
     return arms
 
 
-def arm_kwargs(arm):
-    return {k: arm[k] for k in ("norm", "riemannian", "alpha_init", "sz_init") if k in arm}
-
-
 def run_all(data, opts):
-    """Every arm's sweep and seeds, one after the other. Returns the settings, the main one, the
-    arms, the results {(setting, arm name): {"arm", "sweep", "best_lr", "seeds"}} and the
-    (wall, CPU) seconds."""
+    """Every arm's sweep, then its seeds at the sweep's best lr, one run after the other. Returns
+    the settings, the main one, the arms, the results {(setting, arm name): {"arm", "sweep",
+    "best_lr", "seeds"}} and the (wall, CPU) seconds."""
     settings = [(b, n) for n in opts.n_layers for b in opts.batch_sizes]
     main_setting = (opts.batch_sizes[-1], opts.n_layers[0])
     arms = {setting: arms_for(setting, opts, main_setting) for setting in settings}
-    jobs = []  # the lr of a seed run is the sweep's best, filled in when the sweep is done
-    for b, n in settings:
-        for arm in arms[(b, n)]:
-            job = {"batch_size": b, "n_layer": n, "arm": arm}
-            jobs += [dict(job, phase="sweep", lr=lr, seed=opts.seed) for lr in opts.lrs]
-            jobs += [dict(job, phase="seeds", lr=None, seed=opts.seed + i)
-                     for i in range(1, opts.seeds + 1)]
-    progress, cpu0 = common.Progress(), time.process_time()
-    results = {}
-    for i, job in enumerate(jobs):
-        setting = (job["batch_size"], job["n_layer"])
-        rec = results.setdefault((setting, job["arm"]["name"]),
-                                 {"arm": job["arm"], "sweep": [], "seeds": []})
-        if job["phase"] == "seeds" and "best_lr" not in rec:  # a diverged run never wins
-            finals = [np.inf if r["final_val"] is None else r["final_val"] for r in rec["sweep"]]
-            rec["best_lr"] = rec["sweep"][int(np.argmin(finals))]["lr"]
-        if job["lr"] is None:
-            job["lr"] = rec["best_lr"]
-        result = run_one(data, opts, batch_size=job["batch_size"], n_layer=job["n_layer"],
-                         lr=job["lr"], seed=job["seed"], **arm_kwargs(job["arm"]))
-        rec[job["phase"]].append(result)
-        text = (f"bs={job['batch_size']} L={job['n_layer']} {job['arm']['name']:<22} "
-                f"{job['phase']:<5} lr={job['lr']:.4g} seed={job['seed']}")
-        print(progress.line(text, result, opts.steps, len(jobs), (len(jobs) - i - 1) * opts.steps),
-              file=sys.stderr, flush=True)
+    n_runs = sum(map(len, arms.values())) * (len(opts.lrs) + opts.seeds)
+    progress, cpu0, results = common.Progress(), time.process_time(), {}
+
+    def run(setting, arm, phase, lr, seed):
+        kwargs = {k: arm[k] for k in ("norm", "riemannian", "alpha_init", "sz_init") if k in arm}
+        result = run_one(data, opts, batch_size=setting[0], n_layer=setting[1], lr=lr, seed=seed,
+                         **kwargs)
+        text = (f"bs={setting[0]} L={setting[1]} {arm['name']:<22} {phase:<5} lr={lr:.4g} "
+                f"seed={seed}")
+        log(progress.line(text, result, opts.steps, n_runs,
+                          (n_runs - progress.done - 1) * opts.steps))
+        return result
+
+    for setting in settings:
+        for arm in arms[setting]:
+            rec = results[(setting, arm["name"])] = {"arm": arm}
+            rec["sweep"] = [run(setting, arm, "sweep", lr, opts.seed) for lr in opts.lrs]
+            rec["best_lr"] = rec["sweep"][common.pick_best(dict(enumerate(rec["sweep"])))]["lr"]
+            rec["seeds"] = [run(setting, arm, "seeds", rec["best_lr"], opts.seed + i)
+                            for i in range(1, opts.seeds + 1)]
     # wall time, and this process's CPU time (the same unless other jobs share the cores)
     runtime = (time.perf_counter() - progress.t0, time.process_time() - cpu0)
     return settings, main_setting, arms, results, runtime
@@ -294,26 +284,6 @@ def markdown(summary, main_key, data, opts, runtime):
 COLORS = {"rmsnorm": "tab:blue", "sphere": "tab:orange", "sphere+riemannian": "tab:green"}
 
 
-def _band(ax, runs, label, color, key="val_curve"):
-    """Mean over seeds and a min-max band, on a log step axis (step 0, the init, left out)."""
-    steps = np.array([step for step, _ in runs[0][key]])
-    vals = np.array([[v for _, v in r[key]] for r in runs if r["final_val"] is not None])
-    if not len(vals):
-        return
-    steps, vals = steps[1:], vals[:, 1:]
-    ax.set_xscale("log")
-    ax.plot(steps, vals.mean(axis=0), color=color, label=label)
-    ax.fill_between(steps, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2, linewidth=0)
-
-
-def _finish(fig, plt, path, title=None):
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    common.save_fig(fig, path)
-    plt.close(fig)
-
-
 def plot_curves(plt, summary, settings, arms, results, data, opts, out):
     """val_curves.png and lr_sweep.png: one panel per setting."""
     bigram = data["baselines"]["bigram"]
@@ -323,7 +293,7 @@ def plot_curves(plt, summary, settings, arms, results, data, opts, out):
     for (bs, n), ax, ax2 in zip(settings, axes.ravel(), axes2.ravel()):
         for name in ("rmsnorm", "sphere", "sphere+riemannian"):
             rec = results[((bs, n), name)]
-            _band(ax, rec["seeds"], f"{name} (lr {rec['best_lr']:.3g})", COLORS[name])
+            common.band(ax, rec["seeds"], f"{name} (lr {rec['best_lr']:.3g})", COLORS[name])
             ax2.plot([r["lr"] for r in rec["sweep"]],
                      [np.nan if r["final_val"] is None else r["final_val"] for r in rec["sweep"]],
                      "o-", color=COLORS[name], label=name)
@@ -340,9 +310,9 @@ def plot_curves(plt, summary, settings, arms, results, data, opts, out):
                 title=f"lr sweep, batch {bs}, {plural(n, 'layer')}")
         ax.legend(fontsize=8)
         ax2.legend(fontsize=8)
-    _finish(fig, plt, os.path.join(out, "val_curves.png"), f"Sphere (nGPT) vs RMSNorm, corpus "
-            f"{data['corpus_label']}, each at its best lr")
-    _finish(fig2, plt, os.path.join(out, "lr_sweep.png"))
+    common.save_fig(fig, os.path.join(out, "val_curves.png"), "Sphere (nGPT) vs RMSNorm, corpus "
+                    f"{data['corpus_label']}, each at its best lr")
+    common.save_fig(fig2, os.path.join(out, "lr_sweep.png"))
 
 
 def plot_scales(plt, main_setting, results, out):
@@ -363,8 +333,9 @@ def plot_scales(plt, main_setting, results, out):
             ax.set_title(names[g], fontsize=10)
             ax.set(xlabel="optimizer step", ylabel="effective value")
     axes[0].legend(fontsize=8)
-    _finish(fig, plt, os.path.join(out, "scales.png"), f"Learned scales, batch {main_setting[0]}, "
-            f"{main_setting[1]} layer: mean over elements and seeds, band = +/- std over elements")
+    bs, n_layer = main_setting
+    common.save_fig(fig, os.path.join(out, "scales.png"), f"Learned scales, batch {bs}, {n_layer} "
+                    "layer: mean over elements and seeds, band = +/- std over elements")
 
 
 def plot_sensitivity(plt, summary, main_setting, arms, results, data, out):
@@ -373,12 +344,12 @@ def plot_sensitivity(plt, summary, main_setting, arms, results, data, out):
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     variants = [a for a in arms[main_setting] if a["name"] == "sphere" or a.get("sensitivity")]
     rms = results[(main_setting, "rmsnorm")]
-    _band(axes[0], rms["seeds"], f"rmsnorm (lr {rms['best_lr']:.3g})", "tab:blue")
+    common.band(axes[0], rms["seeds"], f"rmsnorm (lr {rms['best_lr']:.3g})", "tab:blue")
     for k, arm in enumerate(variants):
         rec = results[(main_setting, arm["name"])]
         color = ("tab:orange" if arm["name"] == "sphere"
                  else plt.get_cmap("viridis")(k / max(1, len(variants) - 1) * 0.9))
-        _band(axes[0], rec["seeds"], f"{arm['name']} (lr {rec['best_lr']:.3g})", color)
+        common.band(axes[0], rec["seeds"], f"{arm['name']} (lr {rec['best_lr']:.3g})", color)
         runs = rec["seeds"]
         steps = [x[0] for x in runs[0]["scales"]]
         alpha = np.mean([[(x[1][0] + x[2][0]) / 2 for x in r["scales"]] for r in runs], axis=0)
@@ -395,9 +366,9 @@ def plot_sensitivity(plt, summary, main_setting, arms, results, data, out):
     axes[2].set(title="mean logit scale s_z", ylabel="effective s_z", xlabel="optimizer step")
     for ax in axes:
         ax.legend(fontsize=7)
-    _finish(fig, plt, os.path.join(out, "sensitivity.png"), "Sensitivity of the sphere model to "
-            f"alpha_init and sz_init (batch {main_setting[0]}, {main_setting[1]} layer, each "
-            "variant at its own best lr)")
+    common.save_fig(fig, os.path.join(out, "sensitivity.png"), "Sensitivity of the sphere model "
+                    f"to alpha_init and sz_init (batch {main_setting[0]}, {main_setting[1]} layer, "
+                    "each variant at its own best lr)")
 
 
 def plots(summary, settings, main_setting, arms, results, data, opts, out):
@@ -461,23 +432,25 @@ def corpus_label(corpus):
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
+def corpus_data(docs, opts, n_embd):
+    """The vocabulary, the 90/10 split, the first --val-docs val docs and the baselines on them."""
+    vocab = build_vocab(docs)
+    train_docs, val_all = split_docs(docs, opts.split_seed)
+    val_docs = val_all[:opts.val_docs]
+    val_tokens = [doc_tokens(d, vocab) for d in val_docs]
+    cfg0 = GPTConfig(vocab_size=len(vocab) + 1, n_embd=n_embd, n_head=opts.n_head,
+                     block_size=opts.block_size)
+    return {"n_docs": len(docs), "vocab": vocab, "train": train_docs, "val": val_docs,
+            "val_tokens": val_tokens, "n_val_full": len(val_all),
+            "baselines": baselines([doc_tokens(d, vocab) for d in train_docs], val_tokens, cfg0)}
+
+
 def load_data(opts):
     """The corpus, the split, the val docs and the baselines (InputError: one line)."""
     if opts.n_embd % opts.n_head:
         raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
-    docs = load_corpus(opts.corpus)
-    vocab = build_vocab(docs)
-    train_docs, val_all = split_docs(docs, opts.split_seed)
-    val_docs = val_all[:opts.val_docs]
-    cfg0 = GPTConfig(vocab_size=len(vocab) + 1, n_embd=opts.n_embd, n_head=opts.n_head,
-                     block_size=opts.block_size)
-    val_tokens = [doc_tokens(d, vocab) for d in val_docs]
-    train_tokens = [doc_tokens(d, vocab) for d in train_docs]
-    return {"corpus": opts.corpus, "corpus_label": corpus_label(opts.corpus),
-            "n_docs": len(docs),
-            "vocab": vocab, "train": train_docs, "val": val_docs, "val_tokens": val_tokens,
-            "n_val_full": len(val_all), "eval_points": eval_points(opts.steps),
-            "baselines": baselines(train_tokens, val_tokens, cfg0)}
+    return dict(corpus_data(load_corpus(opts.corpus), opts, opts.n_embd), corpus=opts.corpus,
+                corpus_label=corpus_label(opts.corpus), eval_points=eval_points(opts.steps))
 
 
 def main(argv=None):
@@ -487,11 +460,11 @@ def main(argv=None):
         label = data["corpus_label"] + ("-quick" if opts.quick else "")
         out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
     except InputError as e:
-        print(f"sphere_vs_rmsnorm.py: error: {e}", file=sys.stderr)
+        log(f"sphere_vs_rmsnorm.py: error: {e}")
         return 2
-    print(f"corpus {opts.corpus}: {data['n_docs']} docs, {len(data['train'])} train, "
-          f"{len(data['val'])} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
-          f"writing to {out}", file=sys.stderr, flush=True)
+    log(f"corpus {opts.corpus}: {data['n_docs']} docs, {len(data['train'])} train, "
+        f"{len(data['val'])} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
+        f"writing to {out}")
     settings, main_setting, arms, results, runtime = run_all(data, opts)
     data["results"] = results
     data["arm_by_name"] = {a["name"]: a for a in arms[main_setting]}
@@ -511,8 +484,8 @@ def main(argv=None):
     common.write_text(os.path.join(out, "results.md"), md)
     plots(summary, settings, main_setting, arms, results, data, opts, out)
     print(md)
-    print(f"done in {fmt_time(runtime[0])} wall ({fmt_time(runtime[1])} CPU); wrote results.md, "
-          f"results.json and 4 PNGs to {out}", file=sys.stderr)
+    log(f"done in {fmt_time(runtime[0])} wall ({fmt_time(runtime[1])} CPU); wrote results.md, "
+        f"results.json and 4 PNGs to {out}")
     return 0
 
 

@@ -58,8 +58,8 @@ def build_parser():
                            "to the nGPT hypersphere model; --engine numpy runs the same math on "
                            "arrays.",
                epilog=EPILOG.format(corpora=", ".join(BUILTIN), mib=MAX_CORPUS_BYTES // 2**20))
-    groups = {s.group: None for s in SETTINGS}
-    groups = {group: p.add_argument_group(group) for group in groups}
+    names = dict.fromkeys(s.group for s in SETTINGS)  # model, training, files, sampling
+    groups = {name: p.add_argument_group(name) for name in names}
     for s in SETTINGS:
         if s.rule.parse is bool:
             groups[s.group].add_argument(s.flag, action="store_true", default=None, help=s.help)
