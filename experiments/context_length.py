@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import common
 import numpy as np
-from common import SCALE_GROUPS, InputError, MeasureAt, fmt, fmt_time, log, lr_of, steps_to_target
+from common import SCALE_GROUPS, InputError, fmt, fmt_time, iso_length, log, lr_of, steps_to_target
 
 from corpora import fingerprint, shakespeare_plays
 from microgpt import build_vocab, encode, init_params, train
@@ -166,7 +166,7 @@ def run_job(job):
     wall0, cpu0 = time.perf_counter(), time.process_time()
     record(0, init_params(cfg, job["seed"], np.float32))  # the init train() builds from the seed
     points = set(eval_points(job["steps"], job["n_log"], job["n_lin"]))
-    state = train_job(job, MeasureAt(points, record))
+    state = train_job(job, common.MeasureAt(points, record))
     final = common.final_loss(curve, job["steps"], state.error)
     rec = dict(job, error=state.error, final_val=final, val_curve=curve,
                ms_per_step=state.ms_per_step)
@@ -196,13 +196,13 @@ def gate_job(job):
         checks.append([step, round(loss, 6), round(context_gain(per_position), 6)])
 
     cpu0 = time.process_time()
-    state = train_job(job, MeasureAt(set(points.tolist()), check))
+    state = train_job(job, common.MeasureAt(set(points.tolist()), check))
     return dict(job, error=state.error, checks=checks, cpu_seconds=time.process_time() - cpu0)
 
 
 def timing_job(job):
     """ms per training step (forward, backward, Adam, retraction; no evaluation) of a short run."""
-    silent = MeasureAt((), None)  # an observer that measures nothing and prints nothing
+    silent = common.MeasureAt((), None)  # an observer that measures nothing and prints nothing
     return dict(job, ms_per_step=train_job(job, silent).ms_per_step)
 
 
@@ -404,8 +404,7 @@ def summarize_row(T, units, opts, timing, seeds):
            "at_edge": {n: u[n].at_edge for n in NORMS},
            "context_gain": {n: [context_gain(u[n].seeds[seed]["per_position"])
                                 if u[n].seeds[seed].get("per_position") else None
-                                for seed in seeds]
-                            for n in NORMS}}
+                                for seed in seeds] for n in NORMS}}
     row["r_mean"], row["r_std"] = mean_std(rs)
     valid = [x for x in rs if x is not None]
     row["r_min"], row["r_max"] = (min(valid), max(valid)) if valid else (None, None)
@@ -445,8 +444,8 @@ def summarize_anchors(T, units, opts, seeds):
     a = {"T": T, "lengths": lengths, "final_means": means,
          "finals": {n: {str(L): finals_at(n, L) for L in lengths} for n in NORMS}}
     if None not in means["rmsnorm"] + means["sphere"]:
-        iso_r = common.iso_length(lengths, means["rmsnorm"], means["sphere"][-1])
-        iso_s = common.iso_length(lengths, means["sphere"], means["rmsnorm"][-1])
+        iso_r = iso_length(lengths, means["rmsnorm"], means["sphere"][-1])
+        iso_s = iso_length(lengths, means["sphere"], means["rmsnorm"][-1])
         a["rms_length_for_sphere_final"] = iso_r
         a["rms_ratio"] = [iso_r[0], iso_r[1] / opts.steps]
         a["sphere_length_for_rms_final"] = iso_s
