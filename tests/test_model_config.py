@@ -53,14 +53,43 @@ def test_effective_scales_match_the_forward_pass():
         if v.ndim == 1:
             v *= rng.uniform(-2, 2, v.shape)
     eff = effective_scales(params, cfg)
-    logits, cache = mg.forward_np(params, np.array([[6, 1, 2, 3]]), cfg)
-    np.testing.assert_allclose(logits, cache["logit_cosines"] * eff["s_z"], rtol=1e-12)
-    for i, c in enumerate(cache["layers"]):
-        np.testing.assert_allclose(c["attn_residual"]["alpha"], eff["alpha_A"][i * 8:(i + 1) * 8], rtol=1e-12)
-        np.testing.assert_allclose(c["mlp_residual"]["alpha"], eff["alpha_M"][i * 8:(i + 1) * 8], rtol=1e-12)
-        np.testing.assert_allclose(c["mlp_preact"], c["mlp_cosines"] * eff["s_u"][i * 32:(i + 1) * 32], rtol=1e-12)
-        sqk = eff["s_qk"][i * 8:(i + 1) * 8].reshape(2, 1, 4)
-        np.testing.assert_allclose(c["q"], c["q_unit"] * sqk, rtol=1e-12)
+    logits, acts = mg.gpt_forward(params, np.array([[6, 1, 2, 3]]), cfg)
+    np.testing.assert_allclose(logits[0], acts.logit_cosines * eff["s_z"], rtol=1e-12)
+    for i, layer in enumerate(acts.layers):
+        np.testing.assert_allclose(layer.attn_step.alpha, eff["alpha_A"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(layer.mlp_step.alpha, eff["alpha_M"][i * 8:(i + 1) * 8], rtol=1e-12)
+        np.testing.assert_allclose(layer.mlp_preact, layer.mlp_cosines * eff["s_u"][i * 32:(i + 1) * 32],
+                                   rtol=1e-12)
+        sqk = eff["s_qk"][i * 8:(i + 1) * 8].reshape(2, 4)  # (heads, head_dim)
+        np.testing.assert_allclose(layer.q, (layer.q_unit * sqk).transpose(0, 2, 1, 3), rtol=1e-12)
+
+
+def test_the_config_is_a_frozen_hashable_dataclass_written_out():
+    import dataclasses
+    cfg = GPTConfig(vocab_size=V)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.n_embd = 32
+    assert {cfg: 1}[GPTConfig(vocab_size=V)] == 1  # equal configs hash alike
+    assert dataclasses.replace(cfg, norm="sphere").norm == "sphere" and cfg.norm == "rmsnorm"
+
+
+def test_a_train_state_copy_shares_nothing_with_the_original():
+    from model_config import TrainState, flat_buffer
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2)
+    params = init_params(cfg, seed=1)
+    flat = flat_buffer(params)
+    state = TrainState(cfg, list("abc"), params, np.zeros_like(flat), np.ones_like(flat), step=3,
+                       train_loss=[1.0, 2.0, 3.0], val_loss=[(0, 3.0)], error="x")
+    copy = state.copy(lr=0.005)
+    flat_buffer(copy.params)[:] = 7.0
+    copy.m += 1
+    copy.v += 1
+    copy.train_loss.append(4.0)
+    copy.val_loss.append((3, 2.0))
+    assert flat_buffer(state.params)[0] != 7.0 and state.m.max() == 0 and state.v.min() == 1
+    assert state.train_loss == [1.0, 2.0, 3.0] and state.val_loss == [(0, 3.0)] and state.lr == 0.01
+    assert copy.lr == 0.005 and copy.step == 3 and copy.error == ""
+
 
 @pytest.mark.parametrize("kw", [{}, dict(n_layer=3, n_embd=12, n_head=3, block_size=5), dict(norm="sphere"),
                                 dict(norm="sphere", n_layer=2, n_embd=8, n_head=2)])
