@@ -14,7 +14,7 @@ nothing of harness/), so stepping through the chapter in a debugger never lands 
 import numpy as np
 
 from model_config import laid_out, param_shapes
-from numpy_engine import forward_np
+from numpy_engine import gpt_forward
 from settings import InputError, check, cut, short
 
 
@@ -76,7 +76,7 @@ def check_forward(params, cfg, where):
     tokens = np.arange(min(cfg.block_size, cfg.vocab_size)) % cfg.vocab_size
     try:
         with np.errstate(over="raise", invalid="raise", divide="raise"):
-            logits, _ = forward_np(params, tokens, cfg)
+            logits, _ = gpt_forward(params, tokens, cfg)
             span = float((logits.max(axis=-1) - logits.min(axis=-1)).max())
     except FloatingPointError as e:
         raise InputError(f"{where}: the model's forward pass overflows ({e}): its weights or scales are too large "

@@ -17,7 +17,9 @@ from harness.checkpoints import TrainState, load_checkpoint, save_checkpoint  # 
 from harness.cli import Command
 from harness.run import Run, run_state
 from model_config import GPTConfig, alloc_params, flat_buffer, sphere_axes, sphere_matrices  # noqa: F401
-from numpy_engine import backward_np, baselines, draw, evaluate, forward_np, loss_and_grads_np, samples_np, too_cold  # noqa: F401,E501
+from numpy_engine import (  # noqa: F401  (gpt_forward, gpt_backward: the public API)
+    baselines, draw, evaluate, gpt_backward, gpt_forward, loss_and_grads_np, samples_np, too_cold,
+)
 from sphere import l2_normalize, tangent_project
 from utils import linear, rmsnorm, softmax
 from value import Value, no_cycle_gc

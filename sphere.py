@@ -38,21 +38,23 @@ def l2_normalize(x, eps=1e-12):
     return [xi / norm for xi in x]
 
 
-def l2_normalize_np(x, axis=-1, eps=1e-12):
-    """NumPy twin of l2_normalize along `axis`: y = x / max(||x||, eps)."""
-    # the ndarray method .sum skips np.sum's Python dispatch layer: measurably faster on the tiny arrays of microgpt
+def l2_normalize_np(x, axis=-1, eps=1e-12, return_norm=False):
+    """NumPy twin of l2_normalize along `axis`: y = x / max(||x||, eps).
+    return_norm: also return ||x|| (keepdims), which the backward pass can take instead of recomputing it."""
     n = np.sqrt((x * x).sum(axis=axis, keepdims=True))
-    return x / np.maximum(n, eps)
+    y = x / np.maximum(n, eps)
+    return (y, n) if return_norm else y
 
 
-def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12):
+def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12, norm=None):
     """dx for y = x / n, n = ||x|| (where n >= eps).
 
     dy_i/dx_j = (delta_ij - y_i y_j) / n  (a projection onto the tangent space at y, scaled by 1/n), so
         dx = (dy - y (y . dy)) / n.
     Where the norm was clamped (n < eps) the denominator is the constant eps and dx = dy / eps.
+    norm: ||x|| as the forward pass returned it (return_norm=True); by default recomputed.
     """
-    n = np.sqrt((x * x).sum(axis=axis, keepdims=True))
+    n = np.sqrt((x * x).sum(axis=axis, keepdims=True)) if norm is None else norm
     den = np.maximum(n, eps)
     y = x / den
     dx = (dy - y * (y * dy).sum(axis=axis, keepdims=True)) / den

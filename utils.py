@@ -87,7 +87,7 @@ def softmax_np_backward(dprobs, probs):
     """
     if dprobs.shape != probs.shape:
         raise ValueError(f"softmax_np_backward: dprobs.shape {dprobs.shape} != probs.shape {probs.shape}")
-    dz = dprobs - (dprobs * probs).sum(axis=-1, keepdims=True)
+    dz = dprobs - np.vecdot(dprobs, probs)[..., None]  # sum_i dp_i p_i, one row-wise dot product
     dz *= probs
     return dz
 
@@ -105,25 +105,29 @@ def rmsnorm(x):
     return [xi * scale for xi in x]
 
 
-def rmsnorm_np(x):
-    """Twin of `rmsnorm` over the last axis: y = x * (mean(x^2) + 1e-5) ** -0.5 (no gain)."""
+def rmsnorm_np(x, return_inv_rms=False):
+    """Twin of `rmsnorm` over the last axis: y = x * r, r = (mean(x^2) + 1e-5) ** -0.5 (no gain).
+    return_inv_rms: also return r, shape (..., 1), which the backward pass can take instead of recomputing it."""
     if x.shape[-1] == 0:
         raise ValueError(f"rmsnorm_np: the last axis is empty (shape {x.shape}); its mean square is undefined")
-    ms = (x * x).sum(axis=-1, keepdims=True) / x.shape[-1]  # sum / n: np.mean costs more on tiny rows
-    return x * (ms + 1e-5) ** -0.5
+    ms = np.vecdot(x, x)[..., None] / x.shape[-1]  # mean(x^2) as one row-wise dot product
+    inv_rms = (ms + 1e-5) ** -0.5
+    y = x * inv_rms
+    return (y, inv_rms) if return_inv_rms else y
 
 
-def rmsnorm_np_backward(dy, x):
+def rmsnorm_np_backward(dy, x, inv_rms=None):
     """Gradient of y = x * s, s = (m + eps)^(-1/2), m = mean(x^2) over the last axis of length n.
 
     ds/dx_j = -1/2 (m + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
         dx_j = s dy_j + sum_i dy_i x_i ds/dx_j = s dy_j - s^3 x_j mean(dy * x)
+    inv_rms: s as the forward pass returned it (rmsnorm_np(x, return_inv_rms=True)); by default recomputed.
     """
     if dy.shape != x.shape:
         raise ValueError(f"rmsnorm_np_backward: dy.shape {dy.shape} != x.shape {x.shape}")
     n = x.shape[-1]
-    s = ((x * x).sum(axis=-1, keepdims=True) / n + 1e-5) ** -0.5
-    c = s * s * s * ((dy * x).sum(axis=-1, keepdims=True) / n)
+    s = (np.vecdot(x, x)[..., None] / n + 1e-5) ** -0.5 if inv_rms is None else inv_rms
+    c = s * s * s * (np.vecdot(dy, x)[..., None] / n)
     dx = s * dy
     dx -= c * x
     return dx

@@ -31,6 +31,7 @@ pure-Python loop differ in time about as they differ in instructions, and a coun
 alternating processes on a shared machine resolve 2-5%.
 """
 import argparse
+import inspect
 import io
 import json
 import os
@@ -46,7 +47,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VALUE_BASE, NUMPY_BASE = "e631a43", "f57ef30"
+VALUE_BASE, NUMPY_BASE = "e631a43", "9eb093c"
+
+# The sizes a step is measured at: GPTConfig fields, and train()'s batch size and dtype.
+SIZES = {
+    "default": ({}, {"batch_size": 1}),
+    "experiments": ({"n_embd": 32, "n_layer": 2, "n_head": 4, "block_size": 128},
+                    {"batch_size": 8, "dtype": "float32"}),
+}
 
 
 def _parse_args(argv):
@@ -66,7 +74,10 @@ def _parse_args(argv):
                    help="cpu (default): each process's CPU time, which other programs on a shared machine disturb "
                         "far less; wall: elapsed time;\ninstructions: instructions per step, counted by valgrind "
                         "(one round; steps 24 and 300 unless given)")
-    p.add_argument("--probe", nargs=6, metavar=("DIR", "ENGINE", "NORM", "STEPS", "DOCS", "CLOCK"),
+    p.add_argument("--size", choices=tuple(SIZES), default="default",
+                   help="default: the default config at batch 1; experiments: n_embd 32, n_layer 2, n_head 4,\n"
+                        "block_size 128, batch 8, float32, on docs of at least 129 characters (NumPy only)")
+    p.add_argument("--probe", nargs=7, metavar=("DIR", "ENGINE", "NORM", "STEPS", "DOCS", "CLOCK", "SIZE"),
                    help=argparse.SUPPRESS)  # one child process: see probe()
     args = p.parse_args(argv)
     defaults = {"value_rounds": (15, 1), "value_steps": (48, 8), "numpy_rounds": (15, 3), "numpy_steps": (2000, 300)}
@@ -80,10 +91,10 @@ def _parse_args(argv):
 
 # ----------------------------------------------------------------------------------------------- child process
 
-def probe(folder, engine, norm, steps, docs_file, clock):
+def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
     """In a fresh process: microgpt.train() of the checkout in `folder` for `steps` steps; prints the time of each
-    step (ms) as one line of JSON. progress() reports the running mean after every step, so each step's own time
-    is the difference of two running sums."""
+    step (ms) as one line of JSON. Older trees take a progress(info) callback that reports the running mean
+    after every step; newer ones an observer whose after_update is called after every step."""
     sys.path[0] = folder  # that checkout's modules, not this tree's
     if clock == "cpu":  # train() times its steps with time.perf_counter(): make that this process's CPU time
         time.perf_counter = time.process_time
@@ -91,29 +102,49 @@ def probe(folder, engine, norm, steps, docs_file, clock):
 
     docs = Path(docs_file).read_text(encoding="utf-8").split("\n")
     vocab = mg.build_vocab(docs)
-    cfg = mg.GPTConfig(vocab_size=len(vocab) + 1, norm=norm)
-    sums = [0.0]
+    model, run = SIZES[size]
+    cfg = mg.GPTConfig(vocab_size=len(vocab) + 1, norm=norm, **model)
+    kw = dict(steps=steps, engine=engine, eval_every=steps, **run)
+    if "observer" in inspect.signature(mg.train).parameters:
+        times = []
 
-    def progress(info):
-        sums.append(info["ms_per_step"] * info["step"])
+        class StepTimer(mg.Observer):
+            def __init__(self):
+                super().__init__(every=0)
+                self.last = time.perf_counter()
 
-    state = mg.train(docs, docs[:20], vocab, cfg, steps=steps, engine=engine, eval_every=steps, progress=progress)
+            def after_update(self, state, loss, drift):
+                now = time.perf_counter()
+                times.append((now - self.last) * 1e3)
+                self.last = now
+                return False
+
+        state = mg.train(docs, docs[:20], vocab, cfg, observer=StepTimer(), **kw)
+    else:
+        sums = [0.0]
+
+        def progress(info):
+            sums.append(info["ms_per_step"] * info["step"])
+
+        state = mg.train(docs, docs[:20], vocab, cfg, progress=progress, **kw)
+        times = [b - a for a, b in zip(sums, sums[1:])]
     if state.error:
         raise SystemExit(f"training stopped: {state.error}")
-    print(json.dumps([b - a for a, b in zip(sums, sums[1:])]))
+    print(json.dumps(times))
 
 
-def run_probe(folder, engine, norm, steps, docs_file, clock="cpu"):
+def run_probe(folder, engine, norm, steps, docs_file, clock="cpu", size="default"):
     """One process's step times (ms); for clock "instructions", [the instructions per step] (see count_step)."""
     if clock == "instructions":
-        return [count_step(folder, engine, norm, steps, docs_file)]
-    return json.loads(_probe_process(folder, engine, norm, steps, docs_file, clock).stdout.strip().splitlines()[-1])
+        return [count_step(folder, engine, norm, steps, docs_file, size)]
+    out = _probe_process(folder, engine, norm, steps, docs_file, clock, size)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _probe_process(folder, engine, norm, steps, docs_file, clock, prefix=()):
+def _probe_process(folder, engine, norm, steps, docs_file, clock, size, prefix=()):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
     cmd = [*prefix, sys.executable, str(Path(__file__).resolve()), "--probe", str(folder), engine, norm, str(steps),
-           docs_file, "cpu" if clock == "instructions" else clock]
+           docs_file, "cpu" if clock == "instructions" else clock, size]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder)
     if out.returncode != 0:
         raise RuntimeError(f"probe in {folder} failed:\n{out.stderr[-2000:]}")
@@ -126,7 +157,7 @@ CALLGRIND = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={os.devnull}
 WARMUP_STEPS = 5  # not counted: the first steps of a process also grow Python's allocator to the graph's size
 
 
-def count_step(folder, engine, norm, steps, docs_file):
+def count_step(folder, engine, norm, steps, docs_file, size="default"):
     """Instructions per training step, counted by callgrind: (count of WARMUP_STEPS + steps steps - count of
     WARMUP_STEPS steps) / steps. Everything but the extra steps (start-up, loading, the first steps, the
     evaluations) is the same in both processes."""
@@ -134,7 +165,7 @@ def count_step(folder, engine, norm, steps, docs_file):
         raise SystemExit("vs_commits: --clock instructions needs valgrind (apt-get install valgrind)")
 
     def count(n):
-        err = _probe_process(folder, engine, norm, n, docs_file, "instructions", CALLGRIND).stderr
+        err = _probe_process(folder, engine, norm, n, docs_file, "instructions", size, CALLGRIND).stderr
         return int(re.search(r"Collected : (\d+)", err).group(1))
     return (count(WARMUP_STEPS + steps) - count(WARMUP_STEPS)) / steps
 
@@ -165,18 +196,19 @@ def export_commit(commit, into):
 
 # ----------------------------------------------------------------------------------------------- comparison
 
-def side_by_side(new_dir, old_dir, engine, norm, steps, rounds, docs_file, log, clock="cpu"):
+def side_by_side(new_dir, old_dir, engine, norm, steps, rounds, docs_file, log, clock="cpu", size="default"):
     """(new runs, old runs): each run one process's list of step times (ms), in alternating rounds."""
     runs = {"new": [], "old": []}
     for r in range(rounds):
         for side in (("new", "old") if r % 2 == 0 else ("old", "new")):
             log(f"  {engine} {norm}: round {r + 1} of {rounds}, {side} ...")
             folder = new_dir if side == "new" else old_dir
-            runs[side].append(run_probe(folder, engine, norm, steps, docs_file, clock))
+            runs[side].append(run_probe(folder, engine, norm, steps, docs_file, clock, size))
     return runs["new"], runs["old"]
 
 
-TARGETS = {"value": 1.00, "numpy": 1.10}  # this tree / the old commit, at most: what a change must keep
+# this tree / the old commit, at most: what a change must keep, per (engine, size)
+TARGETS = {("value", "default"): 1.00, ("numpy", "default"): 1.60, ("numpy", "experiments"): 1.10}
 
 
 def figures(engine, runs):
@@ -188,16 +220,28 @@ def figures(engine, runs):
     return [figure(run) for run in runs], figure([min(step) for step in zip(*runs)])
 
 
-def row(engine, norm, base, steps, new_runs, old_runs, clock="cpu"):
+def row(engine, norm, base, steps, new_runs, old_runs, clock="cpu", size="default"):
     (new, new_best), (old, old_best) = figures(engine, new_runs), figures(engine, old_runs)
     ratios = [a / b for a, b in zip(new, old)]
     what = "counted" if clock == "instructions" else "mean" if engine == "value" else "median"
     scale = 1e-6 if clock == "instructions" else 1.0  # instructions in millions
-    verdict = "met" if new_best / old_best <= TARGETS[engine] else "not met"
-    return (f"| {engine} | {norm} | {base} | {len(new)} x {steps} steps ({what}) | {new_best * scale:.3f} / "
+    target = TARGETS[engine, size]
+    verdict = "met" if new_best / old_best <= target else "not met"
+    return (f"| {engine}, {size} size | {norm} | {base} | {len(new)} x {steps} steps ({what}) | {new_best * scale:.3f} / "
             f"{statistics.median(new) * scale:.3f} | {old_best * scale:.3f} / {statistics.median(old) * scale:.3f} | "
-            f"{new_best / old_best:.3f}x | {statistics.median(ratios):.3f}x | at most {TARGETS[engine]:.2f}x: "
+            f"{new_best / old_best:.3f}x | {statistics.median(ratios):.3f}x | at most {target:.2f}x: "
             f"{verdict} | {' '.join(f'{x:.2f}' for x in ratios)} |")
+
+
+def long_lines(docs, length):
+    """docs joined with spaces into lines of at least `length` characters."""
+    lines, line = [], ""
+    for doc in docs:
+        line = f"{line} {doc}" if line else doc
+        if len(line) >= length:
+            lines.append(line)
+            line = ""
+    return lines
 
 
 def table(args, log):
@@ -213,9 +257,11 @@ def table(args, log):
             "step-wise best) | per-round ratios |", "|" + "---|" * 10]
     with tempfile.TemporaryDirectory(prefix="vs_commits_") as tmp:
         docs_file = str(Path(tmp) / "docs.txt")
+        if args.size == "experiments":  # sequences that fill block_size: names joined into long lines
+            docs = long_lines(docs, SIZES["experiments"][0]["block_size"] + 1)
         Path(docs_file).write_text("\n".join(docs[:5000]), encoding="utf-8")
         plan = []
-        if args.only in (None, "value"):
+        if args.only in (None, "value") and args.size == "default":
             plan += [("value", norm, args.value_base, args.value_steps, args.value_rounds) for norm in args.value_norms]
         if args.only in (None, "numpy"):
             plan += [("numpy", norm, args.numpy_base, args.numpy_steps, args.numpy_rounds)
@@ -225,16 +271,17 @@ def table(args, log):
             if base not in folders:
                 log(f"  git archive {base} ...")
                 folders[base] = export_commit(base, tmp)
-            new, old = side_by_side(ROOT, folders[base], engine, norm, steps, rounds, docs_file, log, args.clock)
-            rows.append(row(engine, norm, base, steps, new, old, args.clock))
+            new, old = side_by_side(ROOT, folders[base], engine, norm, steps, rounds, docs_file, log,
+                                    args.clock, args.size)
+            rows.append(row(engine, norm, base, steps, new, old, args.clock, args.size))
     return rows
 
 
 def main(argv=None):
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     if args.probe:
-        folder, engine, norm, steps, docs_file, clock = args.probe
-        return probe(folder, engine, norm, int(steps), docs_file, clock)
+        folder, engine, norm, steps, docs_file, clock, size = args.probe
+        return probe(folder, engine, norm, int(steps), docs_file, clock, size)
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
