@@ -452,15 +452,14 @@ def check_02_log_softmax_jacobian(log_softmax_jacobian):
     learner's function returns), to 1e-12 relative and 1e-13 absolute, including logits of +-1000 and +-5000:
     there log p_i is about -2000 or -10000, and a difference quotient of it keeps too few digits. While the
     learner's function runs, the backward functions that would give the rows directly (utils.softmax_np_backward,
-    utils.cross_entropy_np_backward, numpy_engine.cross_entropy_fused) and Value.backward are refused.
+    utils.cross_entropy_np_backward) and Value.backward are refused.
     """
     import numpy as np
 
-    import numpy_engine
     import utils
     from value import Value
 
-    refused = (utils.softmax_np_backward, utils.cross_entropy_np_backward, numpy_engine.cross_entropy_fused,
+    refused = (utils.softmax_np_backward, utils.cross_entropy_np_backward,
                Value.backward)
 
     def judge():
@@ -486,17 +485,16 @@ def check_02_rmsnorm_backward(rmsnorm_backward):
 
     Judged against the chapter's scalar rmsnorm: backward() of sum_i dy_i y_i, row by row, computed after the
     learner's function returns; to 1e-12 relative (plus 1e-14 of the row's largest entry), on random rows and on
-    rows whose entries span 16 orders of magnitude. While the learner's function runs, utils.rmsnorm_np_backward,
-    numpy_engine.rmsnorm_fused_backward and Value.backward are refused.
+    rows whose entries span 16 orders of magnitude. While the learner's function runs, utils.rmsnorm_np_backward
+    and Value.backward are refused.
     """
     import numpy as np
 
-    import numpy_engine
     import utils
     from utils import rmsnorm
     from value import Value
 
-    refused = (utils.rmsnorm_np_backward, numpy_engine.rmsnorm_fused_backward, Value.backward)
+    refused = (utils.rmsnorm_np_backward, Value.backward)
 
     def judge():
         rng = np.random.default_rng(2103)
@@ -556,14 +554,15 @@ def _show_mismatch_03(label, got, want):
 
 
 def check_03_causal_attention(causal_attention):
-    """Exercise 03-1: causal multi-head attention for every position at once, as forward_np computes it:
+    """Exercise 03-1: causal multi-head attention for every position at once, as gpt_forward computes it:
     causal_attention(q, k, v, n_head) with q, k, v of shape (T, C) (row t = position t) returns (T, C), the heads'
     outputs side by side (attn_wo's input). Row t, head h: softmax over s <= t of q_t,h . k_s,h / sqrt(head_dim),
     then the weighted sum of v_s,h.
 
-    The learner gets the q, k, v of a random model's first layer (microgpt.forward_np, rmsnorm mode); the heads'
-    outputs that forward_np computed are dropped before the call, and forward_np is run again after it for the
-    reference. numpy_engine.attention_np (the engine's own attention) is refused while the learner's function runs.
+    The learner gets the q, k, v of a random model's first layer (microgpt.gpt_forward, rmsnorm mode); the heads'
+    outputs that gpt_forward computed are dropped before the call, and gpt_forward is run again after it for the
+    reference. numpy_engine.attention_forward (the engine's own attention) is refused while the learner's function
+    runs.
     """
     import numpy as np
 
@@ -571,8 +570,8 @@ def check_03_causal_attention(causal_attention):
     import numpy_engine
 
     def first_layer(params, tokens, cfg):
-        _, cache = microgpt.forward_np(params, tokens, cfg)
-        return cache["layers"][0]
+        _, acts = microgpt.gpt_forward(params, tokens, cfg)
+        return acts.layers[0]
 
     def judge():
         rng = np.random.default_rng(2203)
@@ -583,12 +582,12 @@ def check_03_causal_attention(causal_attention):
                 a *= 4.0  # larger than init's N(0, 0.08^2), so the attention weights are far from uniform
             tokens = rng.integers(0, cfg.vocab_size, T)
             layer = first_layer(params, tokens, cfg)
-            q, k, v = (layer[name][0].transpose(1, 0, 2).reshape(T, n_embd).copy() for name in ("q", "k", "v"))
-            del layer  # (its "attn_heads" is the answer: not left in this frame while the learner's code runs)
-            with refusing(numpy_engine.attention_np,
-                          why="numpy_engine.attention_np を使わずに、注意の計算を自分で書いてください"):
+            q, k, v = (a[0].transpose(1, 0, 2).reshape(T, n_embd).copy() for a in (layer.q, layer.k, layer.v))
+            del layer  # (its attn_heads is the answer: not left in this frame while the learner's code runs)
+            with refusing(numpy_engine.attention_forward,
+                          why="numpy_engine.attention_forward を使わずに、注意の計算を自分で書いてください"):
                 got = np.asarray(causal_attention(q.copy(), k.copy(), v.copy(), n_head), dtype=float)
-            want = first_layer(params, tokens, cfg)["attn_heads"]
+            want = first_layer(params, tokens, cfg).attn_heads
             if got.shape != want.shape:
                 _show_mismatch_03(f"T = {T}, n_embd = {n_embd}, n_head = {n_head}: 形", got.shape, want.shape)
                 return False
@@ -643,11 +642,10 @@ def check_03_count_params(count_params):
 def check_03_temperature_probs(temperature_probs):
     """Exercise 03-3: softmax(logits / T), stable for huge logits and small T.
     Judged against utils.softmax_np(logits / T), computed after the learner's function returns. While it runs,
-    utils.softmax_np, the chapter's softmax and numpy_engine.cross_entropy_fused (which computes a softmax too) are
-    refused: calling them would copy the answer instead of writing the max-subtracting softmax."""
+    utils.softmax_np and the chapter's softmax are refused: calling them would copy the answer instead of writing
+    the max-subtracting softmax."""
     import numpy as np
 
-    import numpy_engine
     import utils
 
     def judge():
@@ -655,7 +653,7 @@ def check_03_temperature_probs(temperature_probs):
         cases = [(rng.normal(0.0, 2.0, 27), T) for T in (0.25, 0.5, 1.0, 2.0)]
         cases += [(np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1), (np.array([3.0, 3.0, 3.0]), 0.7)]
         for logits, T in cases:
-            with refusing(utils.softmax_np, utils.softmax, numpy_engine.cross_entropy_fused,
+            with refusing(utils.softmax_np, utils.softmax,
                           why="utils.softmax_np も章の softmax も使わずに、自分で書いてください"):
                 got = np.asarray(temperature_probs(logits.tolist(), T), dtype=float)
             want = utils.softmax_np(logits / T)
@@ -723,12 +721,10 @@ def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
     l2_normalize, numpy_engine's fused twins) and Value.backward are refused."""
     import numpy as np
 
-    import numpy_engine
     import sphere
     from value import Value
 
-    refused = (sphere.l2_normalize_np, sphere.l2_normalize_np_backward, sphere.l2_normalize,
-               numpy_engine.l2_normalize_fused, numpy_engine.l2_normalize_fused_backward, Value.backward)
+    refused = (sphere.l2_normalize_np, sphere.l2_normalize_np_backward, sphere.l2_normalize, Value.backward)
     why = "sphere の正規化とその逆伝播（l2_normalize_np, l2_normalize_np_backward など）を使わずに書いてください"
 
     def judge():
@@ -844,14 +840,12 @@ def check_06_readout_grad(readout_grad):
     1000). While the learner's function runs, those backward functions and Value.backward are refused."""
     import numpy as np
 
-    import numpy_engine
     import sphere
     import utils
     from value import Value
 
-    refused = (utils.cross_entropy_np_backward, utils.softmax_np_backward, numpy_engine.cross_entropy_fused,
-               sphere.l2_normalize_np_backward, sphere.l2_normalize, numpy_engine.l2_normalize_fused_backward,
-               Value.backward)
+    refused = (utils.cross_entropy_np_backward, utils.softmax_np_backward, sphere.l2_normalize_np_backward,
+               sphere.l2_normalize, Value.backward)
     why = ("プロジェクトの逆伝播（cross_entropy_np_backward, l2_normalize_np_backward, backward()）を"
            "使わずに書いてください")
 
@@ -1050,7 +1044,7 @@ def check_05_key_value_grads(key_value_grads):
     """Exercise 05-3: key_value_grads(q, K, V, do, scaled) -> (dK, dV) for the attention output of one query,
     o = p @ V, p = softmax(alpha K q), alpha = 1/sqrt(d) or 1, given do = dL/do.
 
-    Judged against the NumPy engine's attention backward (numpy_engine.attention_np_backward, computed after the
+    Judged against the NumPy engine's attention backward (numpy_engine.attention_backward, computed after the
     learner's function returns) for d = 16 and d = 256, with and without the scaling, to 1e-12 relative (plus 1e-14
     of the largest entry); without the scaling the softmax is nearly saturated (its largest weight is 0.9989 at
     d = 16), so most entries of dK are far smaller than the loss they change and a difference quotient of the loss
@@ -1067,14 +1061,12 @@ def check_05_key_value_grads(key_value_grads):
             r = np.random.default_rng(d)
             q, K, V, do = r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)), r.normal(size=d)
             for scaled in (False, True):
-                with refusing(numpy_engine.attention_np_backward, Value.backward,
-                              why="attention_np_backward も backward() も使わずに、式で書いてください"):
+                with refusing(numpy_engine.attention_backward, Value.backward,
+                              why="attention_backward も backward() も使わずに、式で書いてください"):
                     got = key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
                 alpha = 1 / np.sqrt(d) if scaled else 1.0
                 p = softmax_np(alpha * (K @ q))
-                out = [np.zeros((1, d)), np.zeros((8, d)), np.zeros((8, d))]   # dq, dK, dV
-                numpy_engine.attention_np_backward(do[None], q[None], K, V, p[None], alpha, out)
-                dK_ref, dV_ref = out[1], out[2]
+                _, dK_ref, dV_ref = numpy_engine.attention_backward(do[None], q[None], K, V, p[None], alpha)
                 if not (isinstance(got, tuple) and len(got) == 2):
                     print(f"  (dK, dV) の2つ組を返してください（返ってきたのは {type(got).__name__}）")
                     return False

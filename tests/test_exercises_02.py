@@ -218,8 +218,8 @@ def log_softmax_jacobian_from_cross_entropy(z, backward=utils.cross_entropy_np_b
     return -np.stack([backward(z[None, :], np.array([i]))[0] for i in range(z.size)])
 
 
-def log_softmax_jacobian_from_the_fused_loss(z):
-    return -numpy_engine.cross_entropy_fused(np.tile(z, (z.size, 1)), np.arange(z.size))[1] * z.size
+def log_softmax_jacobian_from_the_engines_loss(z):  # the cross-entropy backward the engine imports: refused
+    return -numpy_engine.cross_entropy_np_backward(np.tile(z, (z.size, 1)), np.arange(z.size)) * z.size
 
 
 def log_softmax_jacobian_by_backward(z, backward=Value.backward):  # §2's jacobian() on log(softmax)
@@ -238,9 +238,9 @@ def rmsnorm_backward_copied(dy, x, backward=utils.rmsnorm_np_backward):
     return backward(dy, x)
 
 
-def rmsnorm_backward_fused(dy, x):
-    y, r = numpy_engine.rmsnorm_fused(x.reshape(-1, x.shape[-1]))
-    return numpy_engine.rmsnorm_fused_backward(dy.reshape(y.shape), y, r).reshape(x.shape)
+def rmsnorm_backward_from_the_kept_factor(dy, x):  # the engine's way: the forward's 1/rms handed back
+    _, inv_rms = numpy_engine.rmsnorm_np(x, return_inv_rms=True)
+    return numpy_engine.rmsnorm_np_backward(dy, x, inv_rms)
 
 
 def rows_by_the_engine(build, backward=Value.backward):  # the check's own reference, row by row
@@ -265,12 +265,12 @@ COPIED = [
     (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_from_cross_entropy),
     *[(exercises.check_02_log_softmax_jacobian, with_copy(log_softmax_jacobian_from_cross_entropy, c))
       for c in CROSS_ENTROPY_COPIES],
-    (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_from_the_fused_loss),
+    (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_from_the_engines_loss),
     (exercises.check_02_log_softmax_jacobian, log_softmax_jacobian_by_backward),
     (exercises.check_02_log_softmax_jacobian, with_copy(log_softmax_jacobian_by_backward, ENGINE_COPIES[0])),
     (exercises.check_02_rmsnorm_backward, rmsnorm_backward_copied),
     *[(exercises.check_02_rmsnorm_backward, with_copy(rmsnorm_backward_copied, c)) for c in RMSNORM_COPIES],
-    (exercises.check_02_rmsnorm_backward, rmsnorm_backward_fused),
+    (exercises.check_02_rmsnorm_backward, rmsnorm_backward_from_the_kept_factor),
     (exercises.check_02_rmsnorm_backward, rows_by_the_engine(utils.rmsnorm)),
     (exercises.check_02_rmsnorm_backward, rows_by_the_engine(utils.rmsnorm, ENGINE_COPIES[1])),
     (exercises.check_02_layernorm_backward, rows_by_the_engine(exercises._02_layernorm_values)),
@@ -278,9 +278,9 @@ COPIED = [
       for c in ENGINE_COPIES],
 ]
 COPIED_IDS = ["softmax_np_backward", "softmax_np_backward-code_copy", "softmax_np_backward-source_copy",
-              "cross_entropy_np_backward", "cross_entropy-code_copy", "cross_entropy-source_copy", "fused_loss",
+              "cross_entropy_np_backward", "cross_entropy-code_copy", "cross_entropy-source_copy", "engines_loss",
               "jacobian_by_backward", "jacobian_by_backward-code_copy", "rmsnorm_np_backward",
-              "rmsnorm-code_copy", "rmsnorm-source_copy", "rmsnorm_fused", "rmsnorm_by_the_engine",
+              "rmsnorm-code_copy", "rmsnorm-source_copy", "rmsnorm_kept_factor", "rmsnorm_by_the_engine",
               "rmsnorm_by_the_engine-source_copy", "layernorm_by_the_engine", "layernorm-code_copy",
               "layernorm-source_copy"]
 

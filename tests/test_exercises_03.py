@@ -83,7 +83,7 @@ def causal_attention_copied(q, k, v, n_head):  # the NumPy engine's own attentio
 
     T, C = q.shape
     heads = [a.reshape(1, T, n_head, -1).transpose(0, 2, 1, 3) for a in (q, k, v)]
-    y, _ = numpy_engine.attention_np(*heads, (C // n_head) ** -0.5, numpy_engine._causal_bias(T, q.dtype))
+    y, _ = numpy_engine.attention_forward(*heads, (C // n_head) ** -0.5)
     return y.transpose(0, 2, 1, 3).reshape(T, C)
 
 
@@ -97,26 +97,26 @@ def test_causal_attention(capsys):
     assert exercises.check_03_causal_attention(stub) is None
 
 
-ATTENTION_COPIES = copies(numpy_engine.attention_np)
+ATTENTION_COPIES = copies(numpy_engine.attention_forward)
 
 
 def attention_with(attention):
     def answer(q, k, v, n_head):
         T, C = q.shape
         heads = [a.reshape(1, T, n_head, -1).transpose(0, 2, 1, 3) for a in (q, k, v)]
-        y, _ = attention(*heads, (C // n_head) ** -0.5, numpy_engine._causal_bias(T, q.dtype))
+        y, _ = attention(*heads, (C // n_head) ** -0.5)
         return y.transpose(0, 2, 1, 3).reshape(T, C)
     return answer
 
 
-def attention_from_a_forward_pass(q, k, v, n_head):  # the heads' outputs of forward_np itself: refused inside
+def attention_from_a_forward_pass(q, k, v, n_head):  # the heads' outputs of gpt_forward itself: refused inside
     cfg = microgpt.GPTConfig(vocab_size=3, n_embd=q.shape[1], n_head=n_head, n_layer=1, block_size=8)
     params = microgpt.init_params(cfg)
-    return microgpt.forward_np(params, [0] * len(q), cfg)[1]["layers"][0]["attn_heads"]
+    return microgpt.gpt_forward(params, [0] * len(q), cfg)[1].layers[0].attn_heads
 
 
 @pytest.mark.parametrize("copied", [causal_attention_copied, *map(attention_with, ATTENTION_COPIES)],
-                         ids=["attention_np", "code_copy", "source_copy"])
+                         ids=["attention_forward", "code_copy", "source_copy"])
 def test_causal_attention_copied_from_the_engine_is_wrong(copied, capsys):
     rng = np.random.default_rng(3)
     q, k, v = rng.normal(size=(3, 5, 8))
@@ -128,14 +128,14 @@ def test_causal_attention_copied_from_the_engine_is_wrong(copied, capsys):
 
 
 def test_causal_attention_reading_the_judges_frame_is_wrong():
-    def answer(q, k, v, n_head):  # the old judge kept forward_np's cache (with the heads' outputs) in its frame
+    def answer(q, k, v, n_head):  # a judge that kept the forward pass's record (with the heads' outputs)
         import inspect
 
         for info in inspect.stack()[1:]:
-            for name in ("want", "layer", "cache"):
+            for name in ("want", "layer", "acts"):
                 found = info.frame.f_locals.get(name)
-                if isinstance(found, dict) and "attn_heads" in found:
-                    return found["attn_heads"]
+                if hasattr(found, "attn_heads"):
+                    return found.attn_heads
                 if isinstance(found, np.ndarray):
                     return found
         raise LookupError("no answer in the judge's frames")

@@ -262,12 +262,11 @@ def test_key_value_grads_by_finite_differences_is_wrong():
 
 
 def test_key_value_grads_copied_is_wrong(capsys):
-    def copied_from_the_engine(q, K, V, do, scaled, backward=numpy_engine.attention_np_backward):
+    def copied_from_the_engine(q, K, V, do, scaled, backward=numpy_engine.attention_backward):
         alpha = 1 / np.sqrt(q.shape[-1]) if scaled else 1.0
         p = softmax_np(alpha * (K @ q))
-        out = [np.zeros((1, len(q))), np.zeros(K.shape), np.zeros(V.shape)]
-        backward(do[None], q[None], K, V, p[None], alpha, out)
-        return out[1], out[2]
+        _, dK, dV = backward(do[None], q[None], K, V, p[None], alpha)
+        return dK, dV
 
     def by_backward(q, K, V, do, scaled, backward=Value.backward):  # §5's scalar attention with Values for K and V
         alpha = 1 / math.sqrt(len(q)) if scaled else 1.0
@@ -279,7 +278,7 @@ def test_key_value_grads_copied_is_wrong(capsys):
 
     variants = [copied_from_the_engine, by_backward,
                 *[lambda *a, c=c: copied_from_the_engine(*a, backward=c) for c in copies(
-                    numpy_engine.attention_np_backward)],
+                    numpy_engine.attention_backward)],
                 *[lambda *a, c=c: by_backward(*a, backward=c) for c in copies(Value.backward)]]
     r = np.random.default_rng(0)
     args = (r.normal(size=4), r.normal(size=(3, 4)), r.normal(size=(3, 4)), r.normal(size=4), True)
