@@ -1,25 +1,25 @@
-"""numpy_engine.py -- microgpt's GPT on arrays: gpt_forward and gpt_backward, both norms, whole batches.
+"""numpy_engine.py -- microgpt's GPT on arrays: gpt_forward and gpt_backward, both norms, batches.
 
-microgpt.gpt runs one position at a time on scalar Values, and value.py's backward() finds every gradient.
-This module computes the same numbers on arrays, for a whole batch of sequences at once, with the backward
-pass written out by hand, layer by layer, as llm.c writes it: each layer is a forward function and a backward
-function, and the forward keeps what the backward reads in a named record (Block, SphereBlock, ResidualStep,
-Activations; each field's shape in a comment). The layers:
+microgpt.gpt runs one position at a time on scalar Values, and value.py's backward() finds every
+gradient. This module computes the same numbers on arrays, for a whole batch of sequences at once,
+with the backward pass written out by hand, layer by layer, as llm.c writes it: each layer is a
+forward function and a backward function, and the forward keeps what the backward reads in a named
+record (Block, SphereBlock, ResidualStep, Activations; each field's shape in a comment). The layers:
 
-    embedding        wte[token] + wpe[position]                 embedding_forward / embedding_backward
-    matrix product   y = x W^T                                  utils.linear_np / linear_np_backward
-    rmsnorm          x / rms(x)                                 utils.rmsnorm_np / rmsnorm_np_backward
-    l2_normalize     x / |x|                                    sphere.l2_normalize_np / _backward
-    attention        causal softmax(q k^T scale) v, per head    attention_forward / attention_backward
-    residual step    nGPT's Norm(h + alpha (Norm(f(h)) - h))    residual_step_forward / _backward
-    cross-entropy    mean -log softmax(logits)[target]          utils.cross_entropy_np / _backward
+    embedding       wte[token] + wpe[position]               embedding_forward / _backward
+    matrix product  y = x W^T                                utils.linear_np / _backward
+    rmsnorm         x / rms(x)                               utils.rmsnorm_np / _backward
+    l2_normalize    x / |x|                                  sphere.l2_normalize_np / _backward
+    attention       causal softmax(q k^T scale) v, per head  attention_forward / _backward
+    residual step   nGPT's Norm(h + alpha (Norm(f(h)) - h))  residual_step_forward / _backward
+    cross-entropy   mean -log softmax(logits)[target]        utils.cross_entropy_np / _backward
 
-Shapes: B sequences of T positions, N = B * T rows, C = n_embd, H = n_head heads of hd = C / H dimensions,
-V = vocab_size. The residual stream is (N, C), one row per position; attention works on (B, H, T, hd) with a
-causal mask instead of a growing KV cache (position t attends to positions s <= t, exactly what the cache
-holds). gpt_forward reads line for line as microgpt.gpt (rmsnorm) or microgpt.gpt_sphere (sphere), and
-gpt_backward is that forward read from the bottom up. The engine computes in the dtype of the parameters:
-float64 (the default) or float32.
+Shapes: B sequences of T positions, N = B * T rows, C = n_embd, H = n_head heads of hd = C / H
+dimensions, V = vocab_size. The residual stream is (N, C), one row per position; attention works on
+(B, H, T, hd) with a causal mask instead of a growing KV cache (position t attends to positions
+s <= t, exactly what the cache holds). gpt_forward reads line for line as microgpt.gpt (rmsnorm) or
+microgpt.gpt_sphere (sphere), and gpt_backward is that forward read from the bottom up. The engine
+computes in the dtype of the parameters: float64 (the default) or float32.
 """
 import math
 from dataclasses import dataclass
@@ -40,7 +40,7 @@ from utils import (
     softmax_np_backward,
 )
 
-# --------------------------------------------------------------------------- what the backward pass reads
+# ------------------------------------------------------------------ what the backward pass reads
 
 
 @dataclass
@@ -77,7 +77,7 @@ class ResidualStep:
 @dataclass
 class SphereBlock:
     """One transformer block in sphere mode (microgpt.gpt_sphere's loop body)."""
-    h_in: np.ndarray          # (N, C) the stream entering the block (unit rows): the input of wq, wk, wv
+    h_in: np.ndarray          # (N, C) the stream entering the block (unit rows): wq, wk, wv's input
     s_qk: np.ndarray          # (H, hd) the effective s_qk, per head and dimension
     q_raw: np.ndarray         # (B, T, H, hd) h wq^T, by head
     q_norm: np.ndarray        # (B, T, H, 1) |q_raw| per head
@@ -105,8 +105,8 @@ class Activations:
     tokens: np.ndarray        # (B, T) the input ids
     embedding: np.ndarray     # (N, C) wte[token] + wpe[position]
     embedding_scale: np.ndarray  # (N, 1) 1 / rms(embedding) (rmsnorm) or |embedding| (sphere)
-    hidden: list              # 1 + 2 n_layer arrays (B, T, C): the residual stream after the embedding
-                              # (and its norm), after each attention block and after each MLP block
+    hidden: list              # 1 + 2 n_layer arrays (B, T, C): the residual stream after the
+                              # embedding (and its norm), after each attention and each MLP block
     layers: list              # n_layer records: Block (rmsnorm) or SphereBlock (sphere)
     final: np.ndarray         # (N, C) the last hidden state: the input of lm_head
     logit_cosines: np.ndarray = None  # (N, V) sphere: final lm_head^T, the logits before s_z
@@ -123,8 +123,8 @@ def embedding_forward(wte, wpe, tokens):
 
 
 def embedding_backward(dx, tokens, dwte, dwpe):
-    """Writes into dwte and dwpe: a token that occurs twice collects both gradients, rows of tokens that do not
-    occur (and positions beyond T) get 0."""
+    """Writes into dwte and dwpe: a token that occurs twice collects both gradients, rows of tokens
+    that do not occur (and positions beyond T) get 0."""
     B, T = tokens.shape
     dwte[...] = 0.0
     np.add.at(dwte, tokens.reshape(-1), dx)
@@ -144,9 +144,9 @@ def merge_heads(y):
 
 
 def attention_forward(q, k, v, scale):
-    """Causal attention of every head: weights = softmax(q k^T * scale) over the positions s <= t (the logits
-    of later positions are -inf, so their weights are 0); out = weights v. q, k, v: (B, H, T, hd).
-    Returns (out (B, H, T, hd), weights (B, H, T, T))."""
+    """Causal attention of every head: weights = softmax(q k^T * scale) over the positions s <= t
+    (the logits of later positions are -inf, so their weights are 0); out = weights v. q, k, v: (B,
+    H, T, hd). Returns (out (B, H, T, hd), weights (B, H, T, T))."""
     T = q.shape[2]
     logits = q @ k.swapaxes(-1, -2)
     logits *= scale
@@ -156,9 +156,9 @@ def attention_forward(q, k, v, scale):
 
 
 def attention_backward(dout, q, k, v, weights, scale):
-    """(dq, dk, dv) of attention_forward. out = W v: dW = dout v^T, dv = W^T dout; W = softmax(logits):
-    dlogits = softmax_np_backward(dW, W) (0 where W is masked); logits = q k^T scale: dq = dlogits k scale,
-    dk = dlogits^T q scale."""
+    """(dq, dk, dv) of attention_forward. out = W v: dW = dout v^T, dv = W^T dout; W =
+    softmax(logits): dlogits = softmax_np_backward(dW, W) (0 where W is masked); logits = q k^T
+    scale: dq = dlogits k scale, dk = dlogits^T q scale."""
     dweights = dout @ v.swapaxes(-1, -2)
     dv = weights.swapaxes(-1, -2) @ dout
     dlogits = softmax_np_backward(dweights, weights)
@@ -167,8 +167,9 @@ def attention_backward(dout, q, k, v, weights, scale):
 
 
 def residual_step_forward(h, h_block, alpha):
-    """nGPT's residual step, as gpt_sphere writes it: h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))),
-    a step of size alpha from h towards the block's output, back onto the sphere. Returns (new h, record)."""
+    """nGPT's residual step, as gpt_sphere writes it: h <- Norm(Norm(h) + alpha (Norm(h_block) -
+    Norm(h))), a step of size alpha from h towards the block's output, back onto the sphere. Returns
+    (new h, record)."""
     h_unit, h_norm = l2_normalize_np(h, return_norm=True)
     block_unit, block_norm = l2_normalize_np(h_block, return_norm=True)
     direction = block_unit - h_unit
@@ -178,8 +179,8 @@ def residual_step_forward(h, h_block, alpha):
 
 
 def residual_step_backward(dout, step):
-    """(dh, dh_block, dalpha) of residual_step_forward. r = Norm(h) (1 - alpha) + alpha Norm(h_block):
-    dalpha = sum over rows of dr * direction."""
+    """(dh, dh_block, dalpha) of residual_step_forward. r = Norm(h) (1 - alpha) + alpha
+    Norm(h_block): dalpha = sum over rows of dr * direction."""
     dr = l2_normalize_np_backward(dout, step.r, norm=step.r_norm)
     dalpha = (dr * step.direction).sum(axis=0)
     dh = l2_normalize_np_backward(dr * (1.0 - step.alpha), step.h, norm=step.h_norm)
@@ -205,11 +206,13 @@ def _token_array(tokens, cfg):
     else:
         idx = np.asarray(tokens, dtype=np.int64)
     if idx.ndim not in (1, 2) or idx.shape[-1] == 0 or not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError(f"tokens must be a non-empty 1-D or 2-D array of ids, got shape {idx.shape}")
+        raise ValueError(f"tokens must be a non-empty 1-D or 2-D array of ids, got shape "
+                         f"{idx.shape}")
     if idx.shape[-1] > cfg.block_size:
         raise ValueError(f"sequence length {idx.shape[-1]} exceeds block_size {cfg.block_size}")
     if idx.min() < 0 or idx.max() >= cfg.vocab_size:
-        raise ValueError(f"token ids must be in [0, {cfg.vocab_size}), got [{idx.min()}, {idx.max()}]")
+        raise ValueError(f"token ids must be in [0, {cfg.vocab_size}), got "
+                         f"[{idx.min()}, {idx.max()}]")
     return idx
 
 
@@ -232,7 +235,8 @@ def _forward_rmsnorm(params, tokens, cfg):
     """microgpt.gpt for every position at once: logits (N, V) and the Activations."""
     B, T = tokens.shape
     H, scale = cfg.n_head, cfg.head_dim ** -0.5
-    x0 = embedding_forward(params["wte"], params["wpe"], tokens)  # joint token and position embedding
+    # joint token and position embedding
+    x0 = embedding_forward(params["wte"], params["wpe"], tokens)
     x, inv_rms = rmsnorm_np(x0, return_inv_rms=True)
     hidden, layers = [x.reshape(B, T, -1)], []
     for li in range(cfg.n_layer):
@@ -251,15 +255,16 @@ def _forward_rmsnorm(params, tokens, cfg):
         u = linear_np(xn2, params[p + "mlp_fc1"])
         a = np.maximum(u, 0.0)
         x = linear_np(a, params[p + "mlp_fc2"]) + x_mid
-        layers.append(Block(x_in, attn_inv_rms, xn, q, k, v, attn_weights, x_attn, x_mid, mlp_inv_rms,
-                            xn2, u, a))
+        layers.append(Block(x_in, attn_inv_rms, xn, q, k, v, attn_weights, x_attn, x_mid,
+                            mlp_inv_rms, xn2, u, a))
         hidden += [x_mid.reshape(B, T, -1), x.reshape(B, T, -1)]
     logits = linear_np(x, params["lm_head"])
     return logits, Activations(tokens, x0, inv_rms, hidden, layers, x)
 
 
-def _effective(params, key, factor, cfg):
-    """A stored nGPT scale at the size the forward pass uses: stored * factor (|stored| for the alphas)."""
+def _effective(params, key, factor):
+    """A stored nGPT scale at the size the forward pass uses: stored * factor (|stored| for the
+    alphas), as gpt_sphere writes it."""
     stored = params[key]
     return (np.abs(stored) if key.endswith("alpha") else stored) * factor[key.split(".")[-1]]
 
@@ -274,9 +279,10 @@ def _forward_sphere(params, tokens, cfg):
     hidden, layers = [h.reshape(B, T, -1)], []
     for li in range(cfg.n_layer):
         p = f"layer{li}."
-        # 1) attention: q and k of each head are unit vectors times s_qk, so a logit is a scaled cosine
+        # 1) attention: q and k of each head are unit vectors times s_qk, so a logit is a scaled
+        # cosine
         h_in = h
-        sqk = _effective(params, p + "attn_sqk", f, cfg).reshape(H, hd)
+        sqk = _effective(params, p + "attn_sqk", f).reshape(H, hd)
         q_raw = linear_np(h, params[p + "attn_wq"]).reshape(B, T, H, hd)
         k_raw = linear_np(h, params[p + "attn_wk"]).reshape(B, T, H, hd)
         v = split_heads(linear_np(h, params[p + "attn_wv"]), B, T, H)
@@ -286,30 +292,33 @@ def _forward_sphere(params, tokens, cfg):
         heads, attn_weights = attention_forward(q, k, v, scale)
         x_attn = merge_heads(heads)
         h_attn = linear_np(x_attn, params[p + "attn_wo"])
-        h, attn_step = residual_step_forward(h, h_attn, _effective(params, p + "attn_alpha", f, cfg))
+        alpha = _effective(params, p + "attn_alpha", f)
+        h, attn_step = residual_step_forward(h, h_attn, alpha)
         # 2) MLP, its hidden pre-activation scaled by s_u
         mlp_in = h
-        su = _effective(params, p + "mlp_su", f, cfg)
+        su = _effective(params, p + "mlp_su", f)
         cosines = linear_np(h, params[p + "mlp_fc1"])
         u = cosines * su
         a = np.maximum(u, 0.0)
         h_mlp = linear_np(a, params[p + "mlp_fc2"])
-        h, mlp_step = residual_step_forward(h, h_mlp, _effective(params, p + "mlp_alpha", f, cfg))
-        layers.append(SphereBlock(h_in, sqk, q_raw, q_norm, q_unit, k_raw, k_norm, k_unit, q, k, v,
-                                  attn_weights, x_attn, attn_step, mlp_in, su, cosines, u, a, mlp_step))
+        alpha = _effective(params, p + "mlp_alpha", f)
+        h, mlp_step = residual_step_forward(h, h_mlp, alpha)
+        layers.append(SphereBlock(h_in, sqk, q_raw, q_norm, q_unit, k_raw, k_norm, k_unit, q, k,
+                                  v, attn_weights, x_attn, attn_step, mlp_in, su, cosines, u, a,
+                                  mlp_step))
         hidden += [mlp_in.reshape(B, T, -1), h.reshape(B, T, -1)]
     # logits are cosines with the (unit) lm_head rows, times s_z
     cosines = linear_np(h, params["lm_head"])
-    sz = _effective(params, "sz", f, cfg)
+    sz = _effective(params, "sz", f)
     return cosines * sz, Activations(tokens, x0, emb_norm, hidden, layers, h, cosines, sz)
 
 
 # --------------------------------------------------------------------------- backward
 
 def gpt_backward(dlogits, acts, params, cfg, grads=None):
-    """The gradient of a scalar loss w.r.t. every parameter, from dloss/dlogits (B, T, V) or (N, V) and the
-    Activations of gpt_forward. grads: a dict of views from model_config.alloc_params to write into (train
-    reuses one); by default a new one. Returns grads."""
+    """The gradient of a scalar loss w.r.t. every parameter, from dloss/dlogits (B, T, V) or (N, V)
+    and the Activations of gpt_forward. grads: a dict of views from model_config.alloc_params to
+    write into (train reuses one); by default a new one. Returns grads."""
     if grads is None:
         _, grads = alloc_params(cfg, params["wte"].dtype)
     dlogits = dlogits.reshape(-1, cfg.vocab_size)
@@ -318,73 +327,72 @@ def gpt_backward(dlogits, acts, params, cfg, grads=None):
     return grads
 
 
+def _linear_backward(dy, x, key, params, grads):
+    """linear_np_backward of y = x params[key]^T: writes dW into grads[key] and returns dx."""
+    dx, grads[key][...] = linear_np_backward(dy, x, params[key])
+    return dx
+
+
 def _backward_rmsnorm(dlogits, acts, params, cfg, grads):
     """_forward_rmsnorm read from the bottom up."""
     B, T = acts.tokens.shape
     H, scale = cfg.n_head, cfg.head_dim ** -0.5
-    dx, grads["lm_head"][...] = linear_np_backward(dlogits, acts.final, params["lm_head"])
+    dx = _linear_backward(dlogits, acts.final, "lm_head", params, grads)
     for li in reversed(range(cfg.n_layer)):
         p, layer = f"layer{li}.", acts.layers[li]
         # 2) MLP block: x = x_mid + fc2(relu(fc1(rmsnorm(x_mid))))
-        da, grads[p + "mlp_fc2"][...] = linear_np_backward(dx, layer.mlp_act, params[p + "mlp_fc2"])
+        da = _linear_backward(dx, layer.mlp_act, p + "mlp_fc2", params, grads)
         du = relu_backward(da, layer.mlp_preact)
-        dxn2, grads[p + "mlp_fc1"][...] = linear_np_backward(du, layer.mlp_in, params[p + "mlp_fc1"])
+        dxn2 = _linear_backward(du, layer.mlp_in, p + "mlp_fc1", params, grads)
         dx_mid = dx + rmsnorm_np_backward(dxn2, layer.x_mid, layer.mlp_inv_rms)
         # 1) attention block: x_mid = x_in + wo(attention(q, k, v)), q, k, v = rmsnorm(x_in) w^T
-        dx_attn, grads[p + "attn_wo"][...] = linear_np_backward(dx_mid, layer.attn_heads,
-                                                                 params[p + "attn_wo"])
+        dx_attn = _linear_backward(dx_mid, layer.attn_heads, p + "attn_wo", params, grads)
         dq, dk, dv = attention_backward(split_heads(dx_attn, B, T, H), layer.q, layer.k, layer.v,
                                         layer.attn_weights, scale)
-        dxn = 0.0
-        for name, d in (("attn_wq", dq), ("attn_wk", dk), ("attn_wv", dv)):
-            d_in, grads[p + name][...] = linear_np_backward(merge_heads(d), layer.attn_in, params[p + name])
-            dxn += d_in
+        dxn = _linear_backward(merge_heads(dq), layer.attn_in, p + "attn_wq", params, grads)
+        dxn += _linear_backward(merge_heads(dk), layer.attn_in, p + "attn_wk", params, grads)
+        dxn += _linear_backward(merge_heads(dv), layer.attn_in, p + "attn_wv", params, grads)
         dx = dx_mid + rmsnorm_np_backward(dxn, layer.x_in, layer.attn_inv_rms)
     dx0 = rmsnorm_np_backward(dx, acts.embedding, acts.embedding_scale)
     embedding_backward(dx0, acts.tokens, grads["wte"], grads["wpe"])
 
 
-def _stored_scale_grad(params, key, deffective, factor):
-    """d loss / d stored from d loss / d effective: times the factor, and for an alpha times sign(stored),
-    +1 at 0 (and at -0.0), as gpt_sphere's _abs."""
+def _scale_backward(deffective, key, params, grads, factor):
+    """Writes d loss / d stored into grads[key] from d loss / d effective (_effective): times the
+    factor, and for an alpha times sign(stored), +1 at 0 and at -0.0, as gpt_sphere's _abs."""
     d = deffective * factor[key.split(".")[-1]]
-    return np.where(params[key] >= 0, d, -d) if key.endswith("alpha") else d
+    grads[key][...] = np.where(params[key] >= 0, d, -d) if key.endswith("alpha") else d
 
 
 def _backward_sphere(dlogits, acts, params, cfg, grads):
     """_forward_sphere read from the bottom up."""
     B, T = acts.tokens.shape
     H, scale, f = cfg.n_head, cfg.head_dim ** 0.5, scale_factors(cfg)
-    grads["sz"][...] = _stored_scale_grad(params, "sz", (dlogits * acts.logit_cosines).sum(axis=0), f)
-    dh, grads["lm_head"][...] = linear_np_backward(dlogits * acts.s_z, acts.final, params["lm_head"])
+    _scale_backward((dlogits * acts.logit_cosines).sum(axis=0), "sz", params, grads, f)
+    dh = _linear_backward(dlogits * acts.s_z, acts.final, "lm_head", params, grads)
     for li in reversed(range(cfg.n_layer)):
         p, layer = f"layer{li}.", acts.layers[li]
         # 2) MLP and its residual step
         dh, dh_mlp, dalpha = residual_step_backward(dh, layer.mlp_step)
-        grads[p + "mlp_alpha"][...] = _stored_scale_grad(params, p + "mlp_alpha", dalpha, f)
-        da, grads[p + "mlp_fc2"][...] = linear_np_backward(dh_mlp, layer.mlp_act, params[p + "mlp_fc2"])
+        _scale_backward(dalpha, p + "mlp_alpha", params, grads, f)
+        da = _linear_backward(dh_mlp, layer.mlp_act, p + "mlp_fc2", params, grads)
         du = relu_backward(da, layer.mlp_preact)
-        dsu = (du * layer.mlp_cosines).sum(axis=0)
-        grads[p + "mlp_su"][...] = _stored_scale_grad(params, p + "mlp_su", dsu, f)
-        dh_in, grads[p + "mlp_fc1"][...] = linear_np_backward(du * layer.s_u, layer.mlp_in,
-                                                             params[p + "mlp_fc1"])
-        dh = dh + dh_in
+        _scale_backward((du * layer.mlp_cosines).sum(axis=0), p + "mlp_su", params, grads, f)
+        dh = dh + _linear_backward(du * layer.s_u, layer.mlp_in, p + "mlp_fc1", params, grads)
         # 1) attention and its residual step
         dh, dh_attn, dalpha = residual_step_backward(dh, layer.attn_step)
-        grads[p + "attn_alpha"][...] = _stored_scale_grad(params, p + "attn_alpha", dalpha, f)
-        dx_attn, grads[p + "attn_wo"][...] = linear_np_backward(dh_attn, layer.attn_heads,
-                                                                 params[p + "attn_wo"])
+        _scale_backward(dalpha, p + "attn_alpha", params, grads, f)
+        dx_attn = _linear_backward(dh_attn, layer.attn_heads, p + "attn_wo", params, grads)
         dq, dk, dv = attention_backward(split_heads(dx_attn, B, T, H), layer.q, layer.k, layer.v,
                                         layer.attn_weights, scale)
         dq, dk = dq.transpose(0, 2, 1, 3), dk.transpose(0, 2, 1, 3)  # (B, T, H, hd), as q_unit
         dsqk = (dq * layer.q_unit).sum(axis=(0, 1)) + (dk * layer.k_unit).sum(axis=(0, 1))
-        grads[p + "attn_sqk"][...] = _stored_scale_grad(params, p + "attn_sqk", dsqk.reshape(-1), f)
+        _scale_backward(dsqk.reshape(-1), p + "attn_sqk", params, grads, f)
         dq_raw = l2_normalize_np_backward(dq * layer.s_qk, layer.q_raw, norm=layer.q_norm)
         dk_raw = l2_normalize_np_backward(dk * layer.s_qk, layer.k_raw, norm=layer.k_norm)
-        for name, d in (("attn_wq", dq_raw.reshape(B * T, -1)), ("attn_wk", dk_raw.reshape(B * T, -1)),
-                        ("attn_wv", merge_heads(dv))):
-            d_in, grads[p + name][...] = linear_np_backward(d, layer.h_in, params[p + name])
-            dh += d_in
+        dh += _linear_backward(dq_raw.reshape(B * T, -1), layer.h_in, p + "attn_wq", params, grads)
+        dh += _linear_backward(dk_raw.reshape(B * T, -1), layer.h_in, p + "attn_wk", params, grads)
+        dh += _linear_backward(merge_heads(dv), layer.h_in, p + "attn_wv", params, grads)
     dx0 = l2_normalize_np_backward(dh, acts.embedding, norm=acts.embedding_scale)
     embedding_backward(dx0, acts.tokens, grads["wte"], grads["wpe"])
 
@@ -392,7 +400,7 @@ def _backward_sphere(dlogits, acts, params, cfg, grads):
 # --------------------------------------------------------------------------- loss
 
 def make_batch(docs_tokens, block_size):
-    """Pad docs to the longest: inputs, targets (B, T) and a mask of the positions that are predicted."""
+    """Pad docs to the longest: inputs, targets (B, T) and a mask of the predicted positions."""
     ns = [min(block_size, len(t) - 1) for t in docs_tokens]
     inputs = np.zeros((len(docs_tokens), max(ns)), dtype=np.int64)
     targets, mask = np.zeros_like(inputs), np.zeros(inputs.shape, dtype=bool)
@@ -402,12 +410,16 @@ def make_batch(docs_tokens, block_size):
 
 
 def loss_and_grads_np(params, docs_tokens, cfg, out=None):
-    """The mean next-token NLL over all predicted positions of the batch, and its gradient (into `out`, a
-    grads dict from alloc_params, when given). docs_tokens are checked by microgpt.loss_and_grads."""
+    """The mean next-token NLL over all predicted positions of the batch, and its gradient (into
+    `out`, a grads dict from alloc_params, when given). docs_tokens are checked by
+    microgpt.loss_and_grads."""
     inputs, targets, mask = make_batch(docs_tokens, cfg.block_size)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # overflow shows as a non-finite
-        logits, acts = gpt_forward(params, inputs, cfg)                  # result, which training reports
-        logits, targets, mask = logits.reshape(-1, cfg.vocab_size), targets.reshape(-1), mask.reshape(-1)
+    # overflow shows as a non-finite
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # result, which training reports
+        logits, acts = gpt_forward(params, inputs, cfg)
+        logits = logits.reshape(-1, cfg.vocab_size)
+        targets, mask = targets.reshape(-1), mask.reshape(-1)
         if mask.all():
             loss = cross_entropy_np(logits, targets)
             dlogits = cross_entropy_np_backward(logits, targets)
@@ -419,12 +431,13 @@ def loss_and_grads_np(params, docs_tokens, cfg, out=None):
 
 
 def evaluate(params, docs_tokens, cfg):
-    """Mean NLL over all predicted positions of docs_tokens (NumPy engine, no gradients), in chunks of
-    model_config.chunk_rows(cfg) documents so that memory stays bounded."""
+    """Mean NLL over all predicted positions of docs_tokens (NumPy engine, no gradients), in chunks
+    of model_config.chunk_rows(cfg) documents so that memory stays bounded."""
     total, count, chunk = 0.0, 0, chunk_rows(cfg)
     for i in range(0, len(docs_tokens), chunk):
         inputs, targets, mask = make_batch(docs_tokens[i:i + chunk], cfg.block_size)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # (overflow: non-finite)
+        # (overflow: non-finite)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             logits, _ = gpt_forward(params, inputs, cfg)
             n = int(mask.sum())
             total += cross_entropy_np(logits[mask], targets[mask]) * n
@@ -461,58 +474,67 @@ def baselines(train_tokens, val_tokens, cfg):
             "bigram": float(-np.log(bigram[vp, vn]).mean())}
 
 
-# --------------------------------------------------------------------------- sampling (microgpt.iter_samples)
+# --------------------------------------------------------------------------- sampling
+# (microgpt.iter_samples)
 
 GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see too_cold)
 
 
 def too_cold(logits, temperature):
-    """True (per row of logits) where the sampling distribution is taken as the argmax: below GREEDY_BELOW, or
-    where logits / T, or its derivative logits / T^2 that the Value engine computes, would overflow. There
-    softmax(logits / T) is one-hot in float64 anyway (unless two logits tie to within T * 745).
-    Logits that are not finite numbers are an InputError: such a model cannot be sampled from."""
+    """True (per row of logits) where the sampling distribution is taken as the argmax: below
+    GREEDY_BELOW, or where logits / T, or its derivative logits / T^2 that the Value engine
+    computes, would overflow. There softmax(logits / T) is one-hot in float64 anyway (unless two
+    logits tie to within T * 745). Logits that are not finite numbers are an InputError: such a
+    model cannot be sampled from."""
     logits = np.asarray(logits, dtype=np.float64)
     if not np.isfinite(logits).all():
-        raise InputError("the model's logits are not finite numbers (its weights are too large for float64 "
-                         f"arithmetic, max |logit| {np.abs(logits).max():.3g}): it cannot be sampled from")
+        raise InputError("the model's logits are not finite numbers (its weights are too large for "
+                         f"float64 arithmetic, max |logit| {np.abs(logits).max():.3g}): it cannot "
+                         "be sampled from")
     with np.errstate(over="ignore"):
-        return (temperature < GREEDY_BELOW) | ~np.isfinite(np.abs(logits).max(axis=-1) / temperature / temperature)
+        largest = np.abs(logits).max(axis=-1)
+        return (temperature < GREEDY_BELOW) | ~np.isfinite(largest / temperature / temperature)
 
 
 def draw(probs, u):
-    """Inverse-CDF draw (like random.choices): the first token whose cumulative probability reaches u.
-    probs (..., V), u (...) in [0, 1); the same arithmetic for one sample or a batch."""
+    """Inverse-CDF draw (like random.choices): the first token whose cumulative probability reaches
+    u. probs (..., V), u (...) in [0, 1); the same arithmetic for one sample or a batch."""
     probs = np.asarray(probs)
-    return np.minimum((np.cumsum(probs, axis=-1) < np.expand_dims(u, -1)).sum(axis=-1), probs.shape[-1] - 1)
+    below = (np.cumsum(probs, axis=-1) < np.expand_dims(u, -1)).sum(axis=-1)
+    return np.minimum(below, probs.shape[-1] - 1)
 
 
 SAMPLE_CHUNK = 1024  # samples_np advances at most this many names at once (fewer for a big model)
 
 
 def samples_np(params, cfg, prefix, temperature, num_samples, rng):
-    """microgpt.sample_value's loop on arrays: the token ids (after BOS) of num_samples names, one at a time,
-    computed a chunk at a time (model_config.chunk_rows: memory stays bounded, whatever num_samples is). The
-    uniform numbers are rows of rng.random, in order, exactly as the Value engine draws them."""
+    """microgpt.sample_value's loop on arrays: the token ids (after BOS) of num_samples names, one
+    at a time, computed a chunk at a time (model_config.chunk_rows: memory stays bounded, whatever
+    num_samples is). The uniform numbers are rows of rng.random, in order, exactly as the Value
+    engine draws them."""
     rows = chunk_rows(cfg, most=SAMPLE_CHUNK)
     for start in range(0, num_samples, rows):
-        yield from sample_np(params, cfg, prefix, temperature, rng.random((min(rows, num_samples - start),
-                                                                          cfg.block_size)))
+        u = rng.random((min(rows, num_samples - start), cfg.block_size))
+        yield from sample_np(params, cfg, prefix, temperature, u)
 
 
 def sample_np(params, cfg, prefix, temperature, u):
-    """len(u) names at once: each gpt_forward call advances all of them by one position; row i draws its token at
-    position p with u[i, p]. Returns each name's token ids after BOS."""
+    """len(u) names at once: each gpt_forward call advances all of them by one position; row i draws
+    its token at position p with u[i, p]. Returns each name's token ids after BOS."""
     n, bos = len(u), cfg.vocab_size - 1
     tokens = np.array([[bos] + list(prefix)] * n, dtype=np.int64)
     done = np.zeros(n, dtype=bool)
     while tokens.shape[1] <= cfg.block_size and not done.all():
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # (too_cold refuses non-finite logits)
+        # (too_cold refuses non-finite logits)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             logits, _ = gpt_forward(params, tokens, cfg)
         z = logits[:, -1].astype(np.float64)
         pos = tokens.shape[1] - 1  # the position whose prediction is drawn now
         cold = too_cold(z, temperature)
-        with np.errstate(over="ignore", invalid="ignore"):  # (overflowing rows are the cold ones: argmax there)
-            token_id = np.where(cold, z.argmax(axis=1), draw(softmax_np(z / temperature), u[:, pos]))
+        # (overflowing rows are the cold ones: argmax there)
+        with np.errstate(over="ignore", invalid="ignore"):
+            drawn = draw(softmax_np(z / temperature), u[:, pos])
+            token_id = np.where(cold, z.argmax(axis=1), drawn)
         token_id[done] = bos
         done |= token_id == bos
         tokens = np.concatenate([tokens, token_id[:, None]], axis=1)
