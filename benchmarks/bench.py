@@ -281,86 +281,73 @@ def machine_info(blas_threads):
     ]
 
 
+def scalar_and_numpy_rows(cfg, batches, n_warm, quick, log):
+    """The rows of one norm and batch size: the four scalar variants interleaved on the same
+    batches, then the NumPy engine on them. Returns (rows, graph nodes per step of each Value
+    class)."""
+    norm, batch_size = cfg.norm, len(batches[0])
+    log(f"  {norm} batch {batch_size}: scalar engines, {len(batches) - n_warm} rounds ...")
+    variants = [Trainer("naive", cfg, naive_loss), Trainer("value", cfg, value_loss),
+                Trainer("value", cfg, engine_value_loss, gc_paused=True),
+                Trainer("naive", cfg, naive_loss, gc_paused=True)]
+    for r, batch in enumerate(batches):
+        for t in variants:  # interleaved: every variant sees the same batch back to back
+            t.step(batch, record=r >= n_warm)
+    ref = variants[0].losses  # the same math: identical losses for both Value classes
+    for t in variants[1:]:
+        if max(abs(a - b) for a, b in zip(ref, t.losses)) > 1e-9 * max(1.0, abs(ref[0])):
+            raise AssertionError(f"{t.name} disagrees with naive: {t.losses} vs {ref}")
+    n_np = (400 if batch_size == 1 else 200) if not quick else 60
+    log(f"  {norm} batch {batch_size}: numpy engine, {n_np} steps ...")
+    np_t = NumpyStep(cfg)
+    for r in range(n_np + 20):
+        np_t.step(batches[r % len(batches)], record=r >= 20)
+    timed = batches[n_warm:][:3]
+    counts = {"naive": nodes_per_step(NaiveValue, variants[0].params, timed, cfg),
+              "value": nodes_per_step(Value, variants[1].params, timed, cfg)}
+    naive, rows = variants[0].times, []
+    for t in variants + [np_t]:
+        med, q1, q3 = summary(t.times)
+        numpy_row = t.name.startswith("numpy")
+        gc_txt = "-" if numpy_row else ("paused" if t.gc_paused else "on")
+        nodes = f"{counts[t.name]:,.0f}" if t.name in counts else "-"
+        # scalar variants ran the same batch back to back: the median of the per-round ratios is
+        # robust to how long each name is; the NumPy engine ran its own steps: ratio of medians
+        speedup = (statistics.median(a / b for a, b in zip(naive, t.times)) if not numpy_row
+                   else statistics.median(naive) / statistics.median(t.times))
+        rows.append(f"| {'numpy' if numpy_row else t.name} | {norm} | {batch_size} | {gc_txt} | "
+                    f"{fmt_ms(med)} | {fmt_ms(q1)}-{fmt_ms(q3)} | {fmt_ms(med / batch_size)} | "
+                    f"{speedup:,.1f}x | {nodes} |")
+    return rows, counts
+
+
 def main_table(docs_tokens, vocab_size, args, log):
     quick = args.quick
     big = args.batch if not quick else min(args.batch, 4)
-    rows, notes = [], []
-    header = (
-        "| engine | norm | batch | cyclic GC | ms/step (median) | IQR (q25-q75) | ms/doc "
-        "| speed-up vs naive (GC on), median of per-round ratios | graph nodes/step |"
-    )
-    rows.append(header)
-    rows.append("|" + "---|" * 9)
+    rows = ["| engine | norm | batch | cyclic GC | ms/step (median) | IQR (q25-q75) | ms/doc "
+            "| speed-up vs naive (GC on), median of per-round ratios | graph nodes/step |",
+            "|" + "---|" * 9]
+    notes = []
     for norm in ("rmsnorm", "sphere"):
         cfg = GPTConfig(vocab_size=vocab_size, norm=norm)
         for batch_size in (1, big):
-            n_scalar = (
-                (40 if batch_size == 1 else 3) if not quick else (5 if batch_size == 1 else 1)
-            )
+            n_scalar = (40, 3)[batch_size > 1] if not quick else (5, 1)[batch_size > 1]
             n_warm = 2 if batch_size == 1 else 0  # the batch-1 rounds have warmed everything up
-            batches = [
-                docs_tokens[i * batch_size : (i + 1) * batch_size] for i in range(n_warm + n_scalar)
-            ]
-            log(f"  {norm} batch {batch_size}: scalar engines, {n_scalar} interleaved rounds ...")
-            variants = [
-                Trainer("naive", cfg, naive_loss),
-                Trainer("value", cfg, value_loss),
-                Trainer("value", cfg, engine_value_loss, gc_paused=True),
-                Trainer("naive", cfg, naive_loss, gc_paused=True),
-            ]
-            for r, batch in enumerate(batches):
-                for t in variants:  # interleaved: every variant sees the same batch back to back
-                    t.step(batch, record=r >= n_warm)
-            # the same math: identical losses for both Value classes, step after step
-            ref = variants[0].losses
-            for t in variants[1:]:
-                if max(abs(a - b) for a, b in zip(ref, t.losses)) > 1e-9 * max(1.0, abs(ref[0])):
-                    raise AssertionError(f"{t.name} disagrees with naive: {t.losses} vs {ref}")
-            n_np = (400 if batch_size == 1 else 200) if not quick else 60
-            log(f"  {norm} batch {batch_size}: numpy engine, {n_np} steps ...")
-            np_t = NumpyStep(cfg)
-            for r in range(n_np + 20):
-                b = r % len(batches)
-                np_t.step(batches[b], record=r >= 20)
-            timed_batches = batches[n_warm:]
-            counts = {
-                "naive": nodes_per_step(NaiveValue, variants[0].params, timed_batches[:3], cfg),
-                "value": nodes_per_step(Value, variants[1].params, timed_batches[:3], cfg),
-            }
-            naive = variants[0].times
-            for t in variants + [np_t]:
-                med, q1, q3 = summary(t.times)
-                numpy_row = t.name.startswith("numpy")
-                gc_txt = "-" if numpy_row else ("paused" if t.gc_paused else "on")
-                nodes = f"{counts[t.name]:,.0f}" if t.name in counts else "-"
-                # scalar variants ran the same batch back to back: the median of the per-round
-                # ratios is robust to how long each name is; the NumPy engine ran its own steps, so
-                # it gets the ratio of medians
-                speedup = (
-                    statistics.median(a / b for a, b in zip(naive, t.times))
-                    if not numpy_row
-                    else statistics.median(naive) / statistics.median(t.times)
-                )
-                name = "numpy" if numpy_row else t.name
-                rows.append(
-                    f"| {name} | {norm} | {batch_size} | {gc_txt} | {fmt_ms(med)} | "
-                    f"{fmt_ms(q1)}-{fmt_ms(q3)} | {fmt_ms(med / batch_size)} | {speedup:,.1f}x | "
-                    f"{nodes} |"
-                )
+            batches = [docs_tokens[i * batch_size:(i + 1) * batch_size]
+                       for i in range(n_warm + n_scalar)]
+            more, counts = scalar_and_numpy_rows(cfg, batches, n_warm, quick, log)
+            rows += more
             if norm == "rmsnorm" and batch_size == 1:
-                notes.append(
-                    f"nodes per step (rmsnorm, batch 1): naive {counts['naive']:,.0f}, value "
-                    f"{counts['value']:,.0f} ({1 - counts['value'] / counts['naive']:.1%} fewer)"
-                )
+                notes.append(f"nodes per step (rmsnorm, batch 1): naive {counts['naive']:,.0f}, "
+                             f"value {counts['value']:,.0f} "
+                             f"({1 - counts['value'] / counts['naive']:.1%} fewer)")
     log("  memory of a value-engine step (tracemalloc) ...")
     cfg = GPTConfig(vocab_size=vocab_size)
     for batch_size in (1, big):
         peak, growth = value_step_memory(cfg, docs_tokens[:batch_size], steps=6 if quick else 12)
-        notes.append(
-            f"value engine (rmsnorm, batch {batch_size}): peak traced memory of one step "
-            f"{peak:.1f} MB; live memory growth from step 2 to step {6 if quick else 12}: "
-            f"{growth:+.1f} kB (graphs are freed)"
-        )
+        notes.append(f"value engine (rmsnorm, batch {batch_size}): peak traced memory of one step "
+                     f"{peak:.1f} MB; live memory growth from step 2 to step {6 if quick else 12}: "
+                     f"{growth:+.1f} kB (graphs are freed)")
     return rows, notes
 
 
@@ -385,21 +372,11 @@ def flops_per_step(cfg, T):
 
 def scaling_table(docs_tokens, vocab_size, args, log):
     quick = args.quick
-    configs = [
-        dict(n_embd=16),
-        dict(n_embd=32),
-        dict(n_embd=64),
-        dict(n_layer=2),
-        dict(n_layer=4),
-        dict(block_size=32),
-    ]
-    rows = [
-        "| n_embd | n_layer | block_size (= T) | params | MFLOP/step | value nodes/step | value "
-        "ms/step "
-        "| value us/node | numpy ms/step (IQR) | numpy GFLOP/s | numpy float32 ms/step | "
-        "float64/float32 |",
-        "|" + "---|" * 12,
-    ]
+    configs = [dict(n_embd=16), dict(n_embd=32), dict(n_embd=64), dict(n_layer=2), dict(n_layer=4),
+               dict(block_size=32)]
+    rows = ["| n_embd | n_layer | block_size (= T) | params | MFLOP/step | value nodes/step "
+            "| value ms/step | value us/node | numpy ms/step (IQR) | numpy GFLOP/s "
+            "| numpy float32 ms/step | float64/float32 |", "|" + "---|" * 12]
     fit = []
     for over in configs:
         cfg = GPTConfig(vocab_size=vocab_size, **over)
@@ -424,34 +401,28 @@ def scaling_table(docs_tokens, vocab_size, args, log):
         n32 = summary(nt32.times)[0]
         mflop = flops_per_step(cfg, T) / 1e6
         fit.append((mflop, n_med, nodes, v_med))
-        rows.append(
-            f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {n_params:,} | {mflop:.2f} | {nodes:,.0f} | "
-            f"{fmt_ms(v_med)} | {v_med * 1e3 / nodes:.2f} | {fmt_ms(n_med)} "
-            f"({fmt_ms(q1)}-{fmt_ms(q3)}) | "
-            f"{mflop / n_med:.2f} | {fmt_ms(n32)} | "
-            f"{statistics.median(a / b for a, b in zip(nt.times, nt32.times)):.2f}x |"
-        )
-    # fit = [(MFLOP, numpy ms, value nodes, value ms)] for C16, C32, C64, L2, L4, T32 (in `configs`
-    # order)
+        ratio32 = statistics.median(a / b for a, b in zip(nt.times, nt32.times))
+        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {n_params:,} | {mflop:.2f} | "
+                    f"{nodes:,.0f} | {fmt_ms(v_med)} | {v_med * 1e3 / nodes:.2f} | {fmt_ms(n_med)} "
+                    f"({fmt_ms(q1)}-{fmt_ms(q3)}) | {mflop / n_med:.2f} | {fmt_ms(n32)} | "
+                    f"{ratio32:.2f}x |")
+    return rows, scaling_notes(fit)
+
+
+def scaling_notes(fit):
+    """fit = [(MFLOP, numpy ms, value nodes, value ms)] for C16, C32, C64, L2, L4, T32."""
     per_node = [f[3] * 1e3 / f[2] for f in fit]
     per_layer = (fit[4][1] - fit[0][1]) / 3
-    notes = [
-        "value engine: time tracks graph nodes (about one node per scalar multiply or add, so "
-        "nodes ~ FLOPs/2): "
-        f"{min(per_node):.2f}-{max(per_node):.2f} us per node across all configs -- the slope is "
-        "the FLOPs, "
-        "each one paid as a Python object",
-        f"numpy engine: each extra layer adds {per_layer:.3f} ms at n_embd 16 (over 100 "
-        "Python-level "
-        "function calls plus the array operators, about 1 us each: per-call overhead, not FLOPs); "
-        f"n_embd 16 -> 64 multiplies FLOPs by "
-        f"{fit[2][0] / fit[0][0]:.1f} but time only by {fit[2][1] / fit[0][1]:.1f}; block_size 16 "
-        "-> 32 "
-        f"multiplies FLOPs by {fit[5][0] / fit[0][0]:.1f}, time by {fit[5][1] / fit[0][1]:.2f}. "
-        f"At these sizes the NumPy engine is mostly fixed overhead (best throughput here "
-        f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)",
-    ]
-    return rows, notes
+    return [f"value engine: time tracks graph nodes (about one node per scalar multiply or add, so "
+            f"nodes ~ FLOPs/2): {min(per_node):.2f}-{max(per_node):.2f} us per node across all "
+            "configs -- the slope is the FLOPs, each one paid as a Python object",
+            f"numpy engine: each extra layer adds {per_layer:.3f} ms at n_embd 16 (Python-level "
+            "function calls plus the array operators, about 1 us each: per-call overhead, not "
+            f"FLOPs); n_embd 16 -> 64 multiplies FLOPs by {fit[2][0] / fit[0][0]:.1f} but time "
+            f"only by {fit[2][1] / fit[0][1]:.1f}; block_size 16 -> 32 multiplies FLOPs by "
+            f"{fit[5][0] / fit[0][0]:.1f}, time by {fit[5][1] / fit[0][1]:.2f}. At these sizes the "
+            "NumPy engine is mostly fixed overhead (best throughput here "
+            f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)"]
 
 
 BIG_CONFIGS = [

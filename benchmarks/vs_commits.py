@@ -67,80 +67,42 @@ SIZES = {
 
 
 def _parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
-    )
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer rounds and steps (rough numbers)")
     p.add_argument("--only", choices=("value", "numpy"), help="run one of the two comparisons")
-    p.add_argument(
-        "--value-base",
-        default=VALUE_BASE,
-        help=f"commit for the Value engine (default {VALUE_BASE})",
-    )
-    p.add_argument(
-        "--numpy-base",
-        default=NUMPY_BASE,
-        help=f"commit for the NumPy engine (default {NUMPY_BASE})",
-    )
-    p.add_argument(
-        "--value-rounds",
-        type=int,
-        help="alternating rounds of the Value engine (default 15, quick 1)",
-    )
-    p.add_argument(
-        "--value-steps", type=int, help="steps per Value-engine process (default 48, quick 8)"
-    )
-    p.add_argument(
-        "--numpy-rounds", type=int, help="alternating rounds per norm (default 15, quick 3)"
-    )
-    p.add_argument(
-        "--numpy-steps", type=int, help="steps per NumPy-engine process (default 2000, quick 300)"
-    )
-    p.add_argument(
-        "--value-norms",
-        nargs="+",
-        choices=("rmsnorm", "sphere"),
-        default=["rmsnorm"],
-        help="the norms of the Value-engine comparison (default rmsnorm)",
-    )
+    p.add_argument("--value-base", default=VALUE_BASE,
+                   help=f"commit for the Value engine (default {VALUE_BASE})")
+    p.add_argument("--numpy-base", default=NUMPY_BASE,
+                   help=f"commit for the NumPy engine (default {NUMPY_BASE})")
+    p.add_argument("--value-rounds", type=int,
+                   help="alternating rounds of the Value engine (default 15, quick 1)")
+    p.add_argument("--value-steps", type=int,
+                   help="steps per Value-engine process (default 48, quick 8)")
+    p.add_argument("--numpy-rounds", type=int,
+                   help="alternating rounds per norm (default 15, quick 3)")
+    p.add_argument("--numpy-steps", type=int,
+                   help="steps per NumPy-engine process (default 2000, quick 300)")
+    p.add_argument("--value-norms", nargs="+", choices=("rmsnorm", "sphere"), default=["rmsnorm"],
+                   help="the norms of the Value-engine comparison (default rmsnorm)")
     p.add_argument("--corpus", default="names", help="docs to train on (as microgpt's --corpus)")
-    p.add_argument(
-        "--clock",
-        choices=("cpu", "wall", "instructions"),
-        default="cpu",
-        help="cpu (default): each process's CPU time, which other programs on a shared machine "
-             "disturb "
-        "far less; wall: elapsed time;\ninstructions: instructions per step, counted by valgrind "
-        "(one round; steps 24 and 300 unless given)",
-    )
-    p.add_argument(
-        "--size",
-        choices=tuple(SIZES),
-        default="default",
-        help="default: the default config at batch 1; experiments: n_embd 32, n_layer 2, n_head "
-             "4,\n"
-        "block_size 128, batch 8, float32, on docs of at least 129 characters (NumPy only)",
-    )
-    p.add_argument(
-        "--probe",
-        nargs=7,
-        metavar=("DIR", "ENGINE", "NORM", "STEPS", "DOCS", "CLOCK", "SIZE"),
-        help=argparse.SUPPRESS,
-    )  # one child process: see probe()
+    p.add_argument("--clock", choices=("cpu", "wall", "instructions"), default="cpu",
+                   help="cpu (default): each process's CPU time, which other programs on a shared\n"
+                        "machine disturb far less; wall: elapsed time; instructions: instructions\n"
+                        "per step, counted by valgrind (one round; steps 24 and 300 unless given,\n"
+                        "20 at the experiments' size)")
+    p.add_argument("--size", choices=tuple(SIZES), default="default",
+                   help="default: the default config at batch 1; experiments: n_embd 32,\n"
+                        "n_layer 2, n_head 4, block_size 128, batch 8, float32 (NumPy only)")
+    p.add_argument("--probe", nargs=7, help=argparse.SUPPRESS,  # one child process: see probe()
+                   metavar=("DIR", "ENGINE", "NORM", "STEPS", "DOCS", "CLOCK", "SIZE"))
     args = p.parse_args(argv)
-    defaults = {
-        "value_rounds": (15, 1),
-        "value_steps": (48, 8),
-        "numpy_rounds": (15, 3),
-        "numpy_steps": (2000, 300),
-    }
+    defaults = {"value_rounds": (15, 1), "value_steps": (48, 8), "numpy_rounds": (15, 3),
+                "numpy_steps": (2000, 300)}
     if args.clock == "instructions":  # a count is the same every round: one is enough
-        defaults = {
-            "value_rounds": (1, 1),
-            "value_steps": (24, 4),
-            "numpy_rounds": (1, 1),
-            "numpy_steps": (300, 50),
-        }
+        numpy_steps = (20, 4) if args.size == "experiments" else (300, 50)
+        defaults = {"value_rounds": (1, 1), "value_steps": (24, 4), "numpy_rounds": (1, 1),
+                    "numpy_steps": numpy_steps}
     for name, (full, quick) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)

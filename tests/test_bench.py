@@ -1,6 +1,5 @@
-"""benchmarks/bench.py's before/after table and benchmarks/vs_commits.py's table against older commits, in smoke
-versions (a few rounds and steps; nothing here judges a time)."""
-import argparse
+"""benchmarks/floor.py's table of the step against its matrix products and benchmarks/vs_commits.py's
+table against older commits, in smoke versions (a few rounds and steps; nothing here judges a time)."""
 import re
 import shutil
 import subprocess
@@ -10,24 +9,33 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import bench  # noqa: E402
+import floor  # noqa: E402
 import vs_commits  # noqa: E402
 
 import microgpt as mg  # noqa: E402
 
 
+def test_the_floor_has_the_matrix_products_of_a_step():
+    cfg = mg.GPTConfig(vocab_size=27, n_embd=32, n_head=4, n_layer=2, block_size=128)
+    shapes = floor.matmul_shapes(cfg, 8, 128)
+    # per layer: 6 weight matrices x (forward, dx, dW) and attention's 2 forward and 4 backward products
+    assert len(shapes) == 2 * (6 * 3 + 6) + 3
+    for a, b in shapes:
+        assert a[-1] == b[-2]  # every pair can be multiplied
+    assert ((8, 4, 128, 32 // 4), (8, 4, 32 // 4, 128)) in shapes  # q k^T
+    assert ((8 * 128, 32), (32, 4 * 32)) in shapes  # fc1's forward
+
+
 @pytest.mark.slow
-def test_the_before_after_table_states_each_target_as_the_speed_up_it_asked_for():
-    docs = mg.load_corpus("names")[:300]
-    vocab = mg.build_vocab(docs)
-    tokens = [mg.doc_tokens(d, vocab) for d in docs]
-    rows = bench.before_after_table(tokens, len(vocab) + 1, argparse.Namespace(quick=True), lambda *a: None)
-    body = [r for r in rows[2:] if r.startswith("| ")]
-    assert [r.split(" | ")[:2] for r in body] == [["| rmsnorm", v] for v in ("before", "after", "after f32")] + \
-        [["| sphere", v] for v in ("before", "after", "after f32")]
-    for norm, (target, before_then) in bench.TARGETS.items():
-        after = next(r for r in body if r.startswith(f"| {norm} | after |"))
-        assert re.search(rf"\| [\d.]+x \| {target:.2f} ms = {before_then / target:.2f}x: (met|not met) \|$", after)
+def test_the_floor_table_has_both_sizes_and_both_norms():
+    rows = floor.table(quick=True, log=lambda *a: None)
+    body = rows[2:]
+    assert [r.split(" | ")[:2] for r in body] == [["| default (batch 1, float64)", "rmsnorm"],
+                                                  ["| default (batch 1, float64)", "sphere"],
+                                                  ["| experiments (batch 8, float32)", "rmsnorm"],
+                                                  ["| experiments (batch 8, float32)", "sphere"]]
+    for r in body:
+        assert re.search(r"\| [\d.]+ \| [\d.]+ \| \d+% \|$", r), r
 
 
 # ----------------------------------------------------------------------------- benchmarks/vs_commits.py
@@ -67,16 +75,17 @@ def test_the_table_against_older_commits_runs_both_comparisons():
                                    "--numpy-steps", "20"])
     rows = vs_commits.table(args, lambda *a: None)
     body = rows[2:]
-    assert [r.split(" | ")[:3] for r in body] == [["| value", "rmsnorm", "e631a43"], ["| numpy", "rmsnorm", "f57ef30"],
-                                                   ["| numpy", "sphere", "f57ef30"]]
-    for r, target in zip(body, ("1.00", "1.10", "1.10")):
+    assert [r.split(" | ")[:3] for r in body] == [["| value, default size", "rmsnorm", "e631a43"],
+                                                   ["| numpy, default size", "rmsnorm", "9eb093c"],
+                                                   ["| numpy, default size", "sphere", "9eb093c"]]
+    for r, target in zip(body, ("1.00", "1.60", "1.60")):
         assert re.search(rf"\| [\d.]+x \| at most {target}x: (met|not met) \| [\d.]+ \|$", r), r
 
 
 def test_instructions_per_step_are_the_difference_of_two_counted_processes(monkeypatch):
     counted = []
 
-    def process(folder, engine, norm, steps, docs_file, clock, prefix=()):
+    def process(folder, engine, norm, steps, docs_file, clock, size, prefix=()):
         assert prefix[0] == "valgrind" and clock == "instructions"
         counted.append(steps)
         return subprocess.CompletedProcess([], 0, "", f"==1== Collected : {1000 + 7 * steps}\n")
