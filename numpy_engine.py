@@ -123,11 +123,11 @@ def embedding_forward(wte, wpe, tokens):
 
 
 def embedding_backward(dx, tokens, dwte, dwpe):
-    """Writes into dwte and dwpe: a token that occurs twice collects both gradients, rows of tokens
-    that do not occur (and positions beyond T) get 0."""
+    """Writes into dwte and dwpe: dwte = onehot(tokens)^T dx, so a token that occurs twice collects
+    both gradients and rows of tokens that do not occur get 0; positions beyond T get 0."""
     B, T = tokens.shape
-    dwte[...] = 0.0
-    np.add.at(dwte, tokens.reshape(-1), dx)
+    one_hot = np.eye(dwte.shape[0], dtype=dx.dtype)[tokens.reshape(-1)]  # (N, V)
+    dwte[...] = one_hot.T @ dx
     dwpe[...] = 0.0
     dwpe[:T] = dx.reshape(B, T, -1).sum(axis=0)
 
@@ -145,11 +145,10 @@ def merge_heads(y):
 
 def attention_forward(q, k, v, scale):
     """Causal attention of every head: weights = softmax(q k^T * scale) over the positions s <= t
-    (the logits of later positions are -inf, so their weights are 0); out = weights v. q, k, v: (B,
-    H, T, hd). Returns (out (B, H, T, hd), weights (B, H, T, T))."""
+    (the logits of later positions are -inf, so their weights are 0); out = weights v.
+    q, k, v: (B, H, T, hd). Returns (out (B, H, T, hd), weights (B, H, T, T))."""
     T = q.shape[2]
-    logits = q @ k.swapaxes(-1, -2)
-    logits *= scale
+    logits = (q * scale) @ k.swapaxes(-1, -2)  # the scale on q: T times fewer numbers than logits
     logits += np.triu(np.full((T, T), -np.inf, dtype=q.dtype), 1)  # the causal mask
     weights = softmax_np(logits)
     return weights @ v, weights
@@ -162,8 +161,11 @@ def attention_backward(dout, q, k, v, weights, scale):
     dweights = dout @ v.swapaxes(-1, -2)
     dv = weights.swapaxes(-1, -2) @ dout
     dlogits = softmax_np_backward(dweights, weights)
-    dlogits *= scale
-    return dlogits @ k, dlogits.swapaxes(-1, -2) @ q, dv
+    dq = dlogits @ k
+    dq *= scale
+    dk = dlogits.swapaxes(-1, -2) @ q
+    dk *= scale
+    return dq, dk, dv
 
 
 def residual_step_forward(h, h_block, alpha):
@@ -225,18 +227,22 @@ def gpt_forward(params, tokens, cfg):
     """
     idx = _token_array(tokens, cfg)
     tokens2d = idx if idx.ndim == 2 else idx[None, :]
-    forward = _forward_sphere if cfg.norm == "sphere" else _forward_rmsnorm
-    logits, acts = forward(params, tokens2d, cfg)
+    logits, acts = _forward(params, tokens2d, cfg)
     logits = logits.reshape(tokens2d.shape + (cfg.vocab_size,))
     return (logits[0] if idx.ndim == 1 else logits), acts
+
+
+def _forward(params, tokens, cfg):
+    """gpt_forward for a checked (B, T) array of ids: logits (N, V) and the Activations."""
+    forward = _forward_sphere if cfg.norm == "sphere" else _forward_rmsnorm
+    return forward(params, tokens, cfg)
 
 
 def _forward_rmsnorm(params, tokens, cfg):
     """microgpt.gpt for every position at once: logits (N, V) and the Activations."""
     B, T = tokens.shape
     H, scale = cfg.n_head, cfg.head_dim ** -0.5
-    # joint token and position embedding
-    x0 = embedding_forward(params["wte"], params["wpe"], tokens)
+    x0 = embedding_forward(params["wte"], params["wpe"], tokens)  # token and position embedding
     x, inv_rms = rmsnorm_np(x0, return_inv_rms=True)
     hidden, layers = [x.reshape(B, T, -1)], []
     for li in range(cfg.n_layer):
@@ -279,8 +285,7 @@ def _forward_sphere(params, tokens, cfg):
     hidden, layers = [h.reshape(B, T, -1)], []
     for li in range(cfg.n_layer):
         p = f"layer{li}."
-        # 1) attention: q and k of each head are unit vectors times s_qk, so a logit is a scaled
-        # cosine
+        # 1) attention: q and k of each head are unit vectors times s_qk (a scaled cosine)
         h_in = h
         sqk = _effective(params, p + "attn_sqk", f).reshape(H, hd)
         q_raw = linear_np(h, params[p + "attn_wq"]).reshape(B, T, H, hd)
@@ -414,11 +419,9 @@ def loss_and_grads_np(params, docs_tokens, cfg, out=None):
     `out`, a grads dict from alloc_params, when given). docs_tokens are checked by
     microgpt.loss_and_grads."""
     inputs, targets, mask = make_batch(docs_tokens, cfg.block_size)
-    # overflow shows as a non-finite
+    # overflow shows as a non-finite result, which training reports
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        # result, which training reports
-        logits, acts = gpt_forward(params, inputs, cfg)
-        logits = logits.reshape(-1, cfg.vocab_size)
+        logits, acts = _forward(params, inputs, cfg)
         targets, mask = targets.reshape(-1), mask.reshape(-1)
         if mask.all():
             loss = cross_entropy_np(logits, targets)
@@ -436,7 +439,6 @@ def evaluate(params, docs_tokens, cfg):
     total, count, chunk = 0.0, 0, chunk_rows(cfg)
     for i in range(0, len(docs_tokens), chunk):
         inputs, targets, mask = make_batch(docs_tokens[i:i + chunk], cfg.block_size)
-        # (overflow: non-finite)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             logits, _ = gpt_forward(params, inputs, cfg)
             n = int(mask.sum())
@@ -474,8 +476,7 @@ def baselines(train_tokens, val_tokens, cfg):
             "bigram": float(-np.log(bigram[vp, vn]).mean())}
 
 
-# --------------------------------------------------------------------------- sampling
-# (microgpt.iter_samples)
+# --------------------------------------------------------------- sampling (microgpt.iter_samples)
 
 GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see too_cold)
 
@@ -525,13 +526,11 @@ def sample_np(params, cfg, prefix, temperature, u):
     tokens = np.array([[bos] + list(prefix)] * n, dtype=np.int64)
     done = np.zeros(n, dtype=bool)
     while tokens.shape[1] <= cfg.block_size and not done.all():
-        # (too_cold refuses non-finite logits)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             logits, _ = gpt_forward(params, tokens, cfg)
         z = logits[:, -1].astype(np.float64)
         pos = tokens.shape[1] - 1  # the position whose prediction is drawn now
         cold = too_cold(z, temperature)
-        # (overflowing rows are the cold ones: argmax there)
         with np.errstate(over="ignore", invalid="ignore"):
             drawn = draw(softmax_np(z / temperature), u[:, pos])
             token_id = np.where(cold, z.argmax(axis=1), drawn)
