@@ -104,13 +104,14 @@ class Activations:
     """What gpt_forward keeps, for gpt_backward and for anyone who wants to look inside."""
     tokens: np.ndarray        # (B, T) the input ids
     embedding: np.ndarray     # (N, C) wte[token] + wpe[position]
-    embedding_scale: np.ndarray  # (N, 1) 1 / rms(embedding) (rmsnorm) or |embedding| (sphere)
     hidden: list              # 1 + 2 n_layer arrays (B, T, C): the residual stream after the
                               # embedding (and its norm), after each attention and each MLP block
     layers: list              # n_layer records: Block (rmsnorm) or SphereBlock (sphere)
     final: np.ndarray         # (N, C) the last hidden state: the input of lm_head
-    logit_cosines: np.ndarray = None  # (N, V) sphere: final lm_head^T, the logits before s_z
-    s_z: np.ndarray = None    # (V,) sphere: the effective s_z
+    embedding_inv_rms: np.ndarray = None  # (N, 1) rmsnorm: 1 / rms(embedding)
+    embedding_norm: np.ndarray = None     # (N, 1) sphere: |embedding|
+    logit_cosines: np.ndarray = None      # (N, V) sphere: final lm_head^T, the logits before s_z
+    s_z: np.ndarray = None                # (V,) sphere: the effective s_z
 
 
 # --------------------------------------------------------------------------- layers
@@ -265,7 +266,7 @@ def _forward_rmsnorm(params, tokens, cfg):
                             mlp_inv_rms, xn2, u, a))
         hidden += [x_mid.reshape(B, T, -1), x.reshape(B, T, -1)]
     logits = linear_np(x, params["lm_head"])
-    return logits, Activations(tokens, x0, inv_rms, hidden, layers, x)
+    return logits, Activations(tokens, x0, hidden, layers, x, embedding_inv_rms=inv_rms)
 
 
 def _effective(params, key, factor):
@@ -315,7 +316,9 @@ def _forward_sphere(params, tokens, cfg):
     # logits are cosines with the (unit) lm_head rows, times s_z
     cosines = linear_np(h, params["lm_head"])
     sz = _effective(params, "sz", f)
-    return cosines * sz, Activations(tokens, x0, emb_norm, hidden, layers, h, cosines, sz)
+    acts = Activations(tokens, x0, hidden, layers, h, embedding_norm=emb_norm,
+                       logit_cosines=cosines, s_z=sz)
+    return cosines * sz, acts
 
 
 # --------------------------------------------------------------------------- backward
@@ -358,7 +361,7 @@ def _backward_rmsnorm(dlogits, acts, params, cfg, grads):
         dxn += _linear_backward(merge_heads(dk), layer.attn_in, p + "attn_wk", params, grads)
         dxn += _linear_backward(merge_heads(dv), layer.attn_in, p + "attn_wv", params, grads)
         dx = dx_mid + rmsnorm_np_backward(dxn, layer.x_in, layer.attn_inv_rms)
-    dx0 = rmsnorm_np_backward(dx, acts.embedding, acts.embedding_scale)
+    dx0 = rmsnorm_np_backward(dx, acts.embedding, acts.embedding_inv_rms)
     embedding_backward(dx0, acts.tokens, grads["wte"], grads["wpe"])
 
 
@@ -398,7 +401,7 @@ def _backward_sphere(dlogits, acts, params, cfg, grads):
         dh += _linear_backward(dq_raw.reshape(B * T, -1), layer.h_in, p + "attn_wq", params, grads)
         dh += _linear_backward(dk_raw.reshape(B * T, -1), layer.h_in, p + "attn_wk", params, grads)
         dh += _linear_backward(merge_heads(dv), layer.h_in, p + "attn_wv", params, grads)
-    dx0 = l2_normalize_np_backward(dh, acts.embedding, norm=acts.embedding_scale)
+    dx0 = l2_normalize_np_backward(dh, acts.embedding, norm=acts.embedding_norm)
     embedding_backward(dx0, acts.tokens, grads["wte"], grads["wpe"])
 
 

@@ -3,8 +3,8 @@ engine.
 
 benchmarks/bench.py imports this when PyTorch happens to be installed (it is never a requirement of
 the project) and times one training step (forward, backward, the reference Adam) in float64 and
-float32 next to numpy_engine.py on the same model and the same batch. The math is microgpt.gpt's: x
-= rmsnorm(wte + wpe), per layer attention on rmsnorm(x) (no biases, causal) and a relu MLP on
+float32 next to numpy_engine.py on the same model and the same batch. The math is microgpt.gpt's:
+x = rmsnorm(wte + wpe), per layer attention on rmsnorm(x) (no biases, causal) and a relu MLP on
 rmsnorm(x), both added to the residual, logits = lm_head x; `check_same_model` proves the loss
 equals the NumPy engine's to 1e-12 in float64 before anything is timed.
 """
