@@ -156,9 +156,11 @@ def attention_forward(q, k, v, scale):
 
 
 def attention_backward(dout, q, k, v, weights, scale):
-    """(dq, dk, dv) of attention_forward. out = W v: dW = dout v^T, dv = W^T dout; W =
-    softmax(logits): dlogits = softmax_np_backward(dW, W) (0 where W is masked); logits = q k^T
-    scale: dq = dlogits k scale, dk = dlogits^T q scale."""
+    """(dq, dk, dv) of attention_forward.
+        out = W v               dW = dout v^T, dv = W^T dout
+        W = softmax(logits)     dlogits = softmax_np_backward(dW, W)  (0 where W is masked)
+        logits = q k^T scale    dq = dlogits k scale, dk = dlogits^T q scale
+    """
     dweights = dout @ v.swapaxes(-1, -2)
     dv = weights.swapaxes(-1, -2) @ dout
     dlogits = softmax_np_backward(dweights, weights)
@@ -170,9 +172,10 @@ def attention_backward(dout, q, k, v, weights, scale):
 
 
 def residual_step_forward(h, h_block, alpha):
-    """nGPT's residual step, as gpt_sphere writes it: h <- Norm(Norm(h) + alpha (Norm(h_block) -
-    Norm(h))), a step of size alpha from h towards the block's output, back onto the sphere. Returns
-    (new h, record)."""
+    """nGPT's residual step, as gpt_sphere writes it:
+        h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))),
+    a step of size alpha from h towards the block's output, back onto the sphere.
+    Returns (new h, record)."""
     h_unit, h_norm = l2_normalize_np(h, return_norm=True)
     block_unit, block_norm = l2_normalize_np(h_block, return_norm=True)
     direction = block_unit - h_unit
@@ -182,8 +185,8 @@ def residual_step_forward(h, h_block, alpha):
 
 
 def residual_step_backward(dout, step):
-    """(dh, dh_block, dalpha) of residual_step_forward. r = Norm(h) (1 - alpha) + alpha
-    Norm(h_block): dalpha = sum over rows of dr * direction."""
+    """(dh, dh_block, dalpha) of residual_step_forward, from
+        r = Norm(h) (1 - alpha) + alpha Norm(h_block):  dalpha = sum over rows of dr * direction."""
     dr = l2_normalize_np_backward(dout, step.r, norm=step.r_norm)
     dalpha = (dr * step.direction).sum(axis=0)
     dh = l2_normalize_np_backward(dr * (1.0 - step.alpha), step.h, norm=step.h_norm)
