@@ -14,12 +14,10 @@ record (Block, SphereBlock, ResidualStep, Activations; each field's shape in a c
     residual step   nGPT's Norm(h + alpha (Norm(f(h)) - h))  residual_step_forward / _backward
     cross-entropy   mean -log softmax(logits)[target]        utils.cross_entropy_np / _backward
 
-Shapes: B sequences of T positions, N = B * T rows, C = n_embd, H = n_head heads of hd = C / H
-dimensions, V = vocab_size. The residual stream is (N, C), one row per position; attention works on
-(B, H, T, hd) with a causal mask instead of a growing KV cache (position t attends to positions
-s <= t, exactly what the cache holds). gpt_forward reads line for line as microgpt.gpt (rmsnorm) or
-microgpt.gpt_sphere (sphere), and gpt_backward is that forward read from the bottom up. The engine
-computes in the dtype of the parameters: float64 (the default) or float32.
+B sequences of T positions, N = B * T rows, C = n_embd, H heads of hd = C / H, V = vocab_size. The
+residual stream is (N, C); attention works on (B, H, T, hd) with a causal mask instead of a KV cache
+(position t attends to s <= t, what the cache holds). gpt_forward reads line for line as
+microgpt.gpt / gpt_sphere, gpt_backward is it read bottom up. The dtype is the parameters'.
 """
 import math
 from dataclasses import dataclass
@@ -517,8 +515,7 @@ SAMPLE_CHUNK = 1024  # samples_np advances at most this many names at once (fewe
 def samples_np(params, cfg, prefix, temperature, num_samples, rng):
     """microgpt.sample_value's loop on arrays: the token ids (after BOS) of num_samples names, one
     at a time, computed a chunk at a time (model_config.chunk_rows: memory stays bounded, whatever
-    num_samples is). The uniform numbers are rows of rng.random, in order, exactly as the Value
-    engine draws them."""
+    num_samples is). The uniform numbers are rows of rng.random, in order, as the Value engine's."""
     rows = chunk_rows(cfg, most=SAMPLE_CHUNK)
     for start in range(0, num_samples, rows):
         u = rng.random((min(rows, num_samples - start), cfg.block_size))

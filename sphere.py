@@ -31,8 +31,7 @@ def l2_normalize(x, eps=1e-12):
     """x / max(||x||, eps) for a list of Values (the semantics of torch.nn.functional.normalize).
 
     When ||x|| < eps the denominator is the plain constant eps, so a zero vector maps to a zero
-    vector with finite gradients (1/eps) -- and sqrt is never taken of 0 (Value.sqrt has no
-    derivative there).
+    vector with finite gradients (1/eps); sqrt is never taken of 0 (no derivative there).
     """
     sq = sum(xi * xi for xi in x)
     if math.sqrt(getattr(sq, "data", sq)) < eps:
@@ -72,8 +71,7 @@ def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12, norm=None):
 
 
 def cosine_similarity(u, v, eps=1e-8):
-    """cos(theta) = u.v / (||u|| ||v||) for lists of Values, each norm clamped at eps (as torch
-    does)."""
+    """cos(theta) = u.v / (||u|| ||v||) for lists of Values, each norm clamped at eps (as torch)."""
     return sum(a * b for a, b in zip(l2_normalize(u, eps), l2_normalize(v, eps)))
 
 
@@ -83,8 +81,7 @@ def cosine_similarity_np(u, v, axis=-1, eps=1e-8):
 
 
 def cosine_similarity_np_backward(dc, u, v, axis=-1, eps=1e-8):
-    """(du, dv) for c = uhat . vhat: dc/duhat = vhat, then back through the normalization of u (and
-    v)."""
+    """(du, dv) for c = uhat . vhat: dc/duhat = vhat, then back through the normalizations."""
     dc = np.expand_dims(dc, axis)
     uh, vh = l2_normalize_np(u, axis, eps), l2_normalize_np(v, axis, eps)
     return (l2_normalize_np_backward(dc * vh, u, axis, eps),
@@ -92,8 +89,7 @@ def cosine_similarity_np_backward(dc, u, v, axis=-1, eps=1e-8):
 
 
 def geodesic_distance_np(u, v, axis=-1):
-    """Great-circle distance theta = arccos(u.v) between the directions of u and v (inputs are
-    normalized).
+    """Great-circle distance theta = arccos(u.v) between the directions of u and v (normalized).""
 
     Mathematically this is arccos(clip(u.v, -1, 1)); we evaluate it as theta = 2 atan2(||u-v||,
     ||u+v||) (the chord identities ||u-v|| = 2 sin(theta/2), ||u+v|| = 2 cos(theta/2)). It never
@@ -124,8 +120,7 @@ def retract(x, axis=-1):
 
 
 def exp_map(x, v, axis=-1):
-    """Exponential map: walk a distance ||v|| along the great circle leaving unit x in tangent
-    direction v.
+    """Exponential map: walk ||v|| along the great circle leaving unit x in tangent direction v.
 
     exp_x(v) = cos(||v||) x + sin(||v||) v / ||v||. This is the exact geodesic step; the retraction
     retract(x + v) turns by atan(||v||) instead of ||v||, so it agrees to second order (error
@@ -149,15 +144,13 @@ def projected_sgd_step(x, g, lr, axis=-1):
     """Projected (Euclidean) SGD, the lecture's pseudo code: x <- x - lr * g, then x <- x / ||x||.
 
     The radial part of g also moves x, so the drift off the sphere before the projection is first
-    order in lr (and it rescales the effective step); for small lr it behaves like the Riemannian
-    step.
+    order in lr (and it rescales the effective step); for small lr it acts like the Riemannian one.
     """
     return retract(x - lr * g, axis)
 
 
 def normalize_matrix(w, axis):
-    """Unit rows (axis=1, e.g. an embedding table [vocab][d]) or unit columns (axis=0) of a weight
-    matrix."""
+    """Unit rows (axis=1, e.g. an embedding table [vocab][d]) or unit columns (axis=0) of w."""
     return l2_normalize_np(w, axis)
 
 
@@ -185,8 +178,7 @@ _SERIES_MAX_X = 40.0
 
 
 def _debye_polynomials(n):
-    """Coefficients (lowest power first) of Debye's u_0..u_{n-1}, exact rational arithmetic, as
-    floats.
+    """Coefficients (lowest power first) of Debye's u_0..u_{n-1}: exact rationals, as floats.
 
     u_0 = 1,  u_{k+1}(t) = 1/2 t^2 (1 - t^2) u_k'(t) + 1/8 int_0^t (1 - 5 s^2) u_k(s) ds
     (DLMF 10.41.11).
@@ -290,8 +282,7 @@ def log_bessel_iv(nu, x):
     <~ 2e-15 * max(1, |log I_nu(x)|), from x = 1e-300 to x = 1e5 and beyond, for orders from 0 to
     several hundred (tests: 50-digit reference up to nu = 100, spot checks to nu = 500). So I_nu
     itself is good to ~1e-15 relative while |log I_nu| <= 1, and to ~1e-15 * |log I_nu| beyond (for
-    x = 1e5 that is ~1e-10: the limit of storing log I_nu ~ 1e5 in a float64). See the method notes
-    above _SERIES_MAX_X.
+    x = 1e5 that is ~1e-10: the limit of storing log I_nu ~ 1e5 in a float64). Methods: see above.
     """
     out = np.vectorize(_log_iv_scalar, otypes=[float])(nu, x)
     return _as_output(out, nu, x)
@@ -329,8 +320,7 @@ def _vmf_log_normalizer_scalar(d, kappa):
 
 def _vmf_log_peak(d, kappa):
     """log C_d(kappa) + kappa = log p(mu | mu, kappa), the log density at the mode, without the
-    cancellation of adding kappa to log C ~ -kappa (at kappa = 1e300 that sum would lose every
-    digit)."""
+    cancellation of adding kappa to log C ~ -kappa (at kappa = 1e300 it would lose every digit)."""
     nu = 0.5 * d - 1.0
     if kappa <= _SERIES_MAX_X:
         return _vmf_log_normalizer_scalar(d, kappa) + kappa
@@ -363,8 +353,7 @@ def _check_mu(name, mu):
 
 
 def vmf_log_density(x, mu, kappa):
-    """log p(x | mu, kappa) = log C_d(kappa) + kappa mu.x for each row of x (shape (..., d)) on
-    S^{d-1}.
+    """log p(x | mu, kappa) = log C_d(kappa) + kappa mu.x for each row of x (..., d) on S^{d-1}.
 
     Computed as (log C_d(kappa) + kappa) + kappa (mu.x - 1), with mu.x - 1 = -|x - mu|^2 / 2 for
     unit vectors: near the mode both parts keep their digits at any kappa (the plain sum loses all
@@ -387,8 +376,8 @@ def _mean_resultant_length_scalar(d, kappa):
     _check_kappa("vmf_mean_resultant_length", kappa)
     nu = 0.5 * d - 1.0
     if kappa <= _SERIES_MAX_X:
-        # the same series for both orders: I_{nu+1}/I_nu = (kappa/2)/(nu+1) * sum r_k(nu+1) / sum
-        # r_k(nu)
+        # the same series for both orders:
+        # I_{nu+1}/I_nu = (kappa/2)/(nu+1) * sum r_k(nu+1) / sum r_k(nu)
         if kappa == 0.0:
             return 0.0
         log_ratio = _series_log_tail(nu + 1.0, kappa) - _series_log_tail(nu, kappa)
@@ -397,8 +386,7 @@ def _mean_resultant_length_scalar(d, kappa):
 
 
 def vmf_mean_resultant_length(d, kappa):
-    """A_d(kappa) = I_{d/2}(kappa) / I_{d/2-1}(kappa) = E[mu.x], the expected length of the sample
-    mean.
+    """A_d(kappa) = I_{d/2}(kappa) / I_{d/2-1}(kappa) = E[mu.x], the sample mean's expected length.
 
     Rises from 0 (A_d ~ kappa/d for small kappa) to 1 (1 - A_d ~ (d-1)/(2 kappa) for large kappa);
     it is also -d/dkappa log C_d(kappa). kappa broadcasts.
@@ -409,8 +397,7 @@ def vmf_mean_resultant_length(d, kappa):
 
 
 def vmf_sample(mu, kappa, n, rng):
-    """n samples (shape (n, d)) from vMF(mu, kappa) on S^{d-1}, with Wood's (1994) rejection
-    sampler.
+    """n samples (n, d) from vMF(mu, kappa) on S^{d-1}, with Wood's (1994) rejection sampler.
 
     The density depends on x only through w = mu.x, whose marginal is proportional to
     exp(kappa w) (1 - w^2)^{(d-3)/2}. Wood proposes w from a Beta((d-1)/2, (d-1)/2) variable z,
@@ -418,8 +405,7 @@ def vmf_sample(mu, kappa, n, rng):
     and accepts when kappa w + (d-1) log(1 - x0 w) - c >= log u, u ~ U(0,1), x0 = (1-b)/(1+b), c =
     kappa x0 + (d-1) log(1 - x0^2). Then x = w mu + sqrt(1 - w^2) v with v uniform on the unit
     sphere of the tangent space at mu. kappa = 0 is the uniform distribution. Rejections are redrawn
-    in batches. Written in 1 - w and 1 - x0, so it stays exact for kappa up to 1e300. `rng` is a
-    numpy.random.Generator.
+    in batches. Written in 1 - w and 1 - x0: exact for kappa up to 1e300. rng: a numpy Generator.
     """
     mu = _check_mu("vmf_sample", mu)
     kappa = float(kappa)
@@ -446,13 +432,11 @@ def vmf_sample(mu, kappa, n, rng):
 
 
 def _vmf_sample_w(d, kappa, n, rng):
-    """Wood's rejection step: n draws of w = mu.x, returned as (w, 1 - w) (1 - w keeps its digits
-    near 1)."""
+    """Wood's rejection step: n draws of w = mu.x, as (w, 1 - w) (1 - w keeps its digits near 1)."""
     # Everything in terms of b, a = 1 - x0 and 1 - w, never x0 or w themselves: at large kappa x0
     # and w round to 1.0 (kappa = 1e16 made log1p(-x0 * x0) a domain error), while b, a and 1 - w
     # keep their digits up to kappa = 1e300. With t = 2 kappa / (d-1), b = 1 / (t + hypot(t, 1)):
-    # hypot neither overflows (kappa = 1e300) nor does 1 / t (kappa = 1e-300, where b is 1 and the
-    # draw is uniform).
+    # hypot neither overflows (kappa = 1e300) nor does 1 / t (kappa = 1e-300: b = 1, uniform).
     t = 2.0 * kappa / (d - 1)
     b = 1.0 / (t + math.hypot(t, 1.0))           # = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2))
     a = 2.0 * b / (1.0 + b)                      # 1 - x0
@@ -465,8 +449,7 @@ def _vmf_sample_w(d, kappa, n, rng):
         z = rng.beta(0.5 * (d - 1), 0.5 * (d - 1), size=m)
         u = rng.random(m)
         omw = 2.0 * b * z / (1.0 - (1.0 - b) * z)  # 1 - w
-        # kappa w + (d-1) log(1 - x0 w) - c, with w - x0 = a - (1 - w) and 1 - x0 w = a + (1 - a)(1
-        # - w)
+        # kappa w + (d-1) log(1 - x0 w) - c, w - x0 = a - (1 - w), 1 - x0 w = a + (1 - a)(1 - w)
         ok = kappa * (a - omw) + (d - 1) * (np.log(a + (1.0 - a) * omw) - log_c_rest) >= np.log(u)
         w = np.concatenate([w, 1.0 - omw[ok]])
         one_minus_w = np.concatenate([one_minus_w, omw[ok]])
@@ -481,8 +464,7 @@ def vmf_estimate_kappa(samples):
         kappa_hat = R (d - R^2) / (1 - R^2),
     an approximate inverse of A_d (A_d(kappa_hat) ~ R). Edge cases: R >= 1 gives kappa_hat = inf
     (identical samples give R = 1 only up to rounding, so there kappa_hat is inf or a huge finite
-    ~1e15); R = 0 has no direction, so mu_hat is returned as the zero vector, with kappa_hat = 0
-    (uniform).
+    ~1e15); R = 0 has no direction: mu_hat is the zero vector, with kappa_hat = 0 (uniform).
     """
     x = np.asarray(samples, dtype=float)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 2:

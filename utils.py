@@ -52,8 +52,7 @@ def linear_np_backward(dy, x, w):
                          f"{x.shape[:-1] + (w.shape[0],)} of x.shape {x.shape} @ w.T (w.shape "
                          f"{w.shape})")
     dx = dy @ w
-    # Flatten leading dims into one batch axis (a view for contiguous arrays): one GEMM sums over
-    # all of them.
+    # Flatten leading dims into one batch axis (a view): one GEMM sums over all of them.
     dw = dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])
     return dx, dw
 
@@ -63,8 +62,7 @@ def linear_np_backward(dy, x, w):
 
 # chapter 21.1.2, microgpt.py L133-L138
 def softmax(logits):
-    """Softmax: turn logits into a probability distribution. Subtract the max before exp for
-    numerical stability."""
+    """Softmax: logits into a probability distribution. Subtract the max before exp (stability)."""
     if not logits:
         raise ValueError("softmax: the list of logits is empty (length 0); a distribution needs at "
                          "least one")
@@ -75,8 +73,7 @@ def softmax(logits):
 
 
 def softmax_np(logits):
-    """Twin of `softmax` over the last axis. The max is a constant (as `.data` is in the scalar
-    code)."""
+    """Twin of `softmax` over the last axis. The max is a constant (`.data` in the scalar code)."""
     if logits.shape[-1] == 0:
         raise ValueError(f"softmax_np: the last axis is empty (shape {logits.shape}); a "
                          "distribution needs an entry")
@@ -116,8 +113,7 @@ def rmsnorm(x):
 
 def rmsnorm_np(x, return_inv_rms=False):
     """Twin of `rmsnorm` over the last axis: y = x * r, r = (mean(x^2) + 1e-5) ** -0.5 (no gain).
-    return_inv_rms: also return r, shape (..., 1), which the backward pass can take instead of
-    recomputing it."""
+    return_inv_rms: also return r (..., 1), for the backward to take instead of recomputing."""
     if x.shape[-1] == 0:
         raise ValueError(f"rmsnorm_np: the last axis is empty (shape {x.shape}); its mean square "
                          "is undefined")
@@ -132,8 +128,7 @@ def rmsnorm_np_backward(dy, x, inv_rms=None):
 
     ds/dx_j = -1/2 (m + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
         dx_j = s dy_j + sum_i dy_i x_i ds/dx_j = s dy_j - s^3 x_j mean(dy * x)
-    inv_rms: s as the forward pass returned it (rmsnorm_np(x, return_inv_rms=True)); by default
-    recomputed.
+    inv_rms: s as rmsnorm_np(x, return_inv_rms=True) returned it; by default recomputed.
     """
     if dy.shape != x.shape:
         raise ValueError(f"rmsnorm_np_backward: dy.shape {dy.shape} != x.shape {x.shape}")
@@ -167,8 +162,7 @@ def _check_targets(logits, targets, name):
 
 
 def cross_entropy_np(logits, targets):
-    """Mean negative log-likelihood of integer targets under softmax(logits), over all leading
-    positions.
+    """Mean negative log-likelihood of integer targets under softmax(logits), over all positions.
 
     Scalar counterpart: mean of -softmax(logits)[t].log(). Computed as a stable log-softmax,
         -log p_t = logsumexp(z) - z_t,   logsumexp(z) = m + log(sum(exp(z - m))),  m = max(z),

@@ -4,20 +4,13 @@
     python benchmarks/bench.py --quick         # a rough table in well under a minute
     python benchmarks/bench.py --out perf.md   # also write the table to a file
 
-What is timed is one full training step: loss and gradients for a batch of docs, then the
-flat-buffer Adam update (and the sphere retraction in sphere mode), exactly what microgpt.train()
-does per step.
-
-Scalar rows run the chapter code (microgpt.gpt / gpt_sphere on utils.linear/softmax/rmsnorm) with a
-state_dict of one of two Value classes:
-  naive  benchmarks/naive_value.py, the reference design (constants wrapped as nodes, sub/div as
-         compositions, recursive topological sort), driven the way the reference script drives it;
-  value  value.py, the project's engine.
-Each is timed with Python's cyclic garbage collector on (the default) and paused
-(value.no_cycle_gc()); "value, GC paused" is microgpt.loss_and_grads(engine="value") itself. The
-four scalar variants are interleaved on the same batches, and each speed-up is the median of the
-per-round ratios (same batch, back to back), so it is measured side by side and does not depend on
-name lengths; the NumPy engine runs the same batches.
+A step is what microgpt.train() does per step: loss and gradients of a batch, the flat-buffer Adam
+update (and the retraction in sphere mode). Scalar rows run the chapter code (microgpt.gpt /
+gpt_sphere) with one of two Value classes: naive (benchmarks/naive_value.py, the reference design:
+constants as nodes, sub/div as compositions, recursive topological sort) and value (value.py), each
+with Python's cyclic garbage collector on and paused ("value, GC paused" is what training runs).
+The scalar variants are interleaved on the same batches; each speed-up is the median of per-round
+ratios (same batch, back to back); the NumPy engine runs the same batches.
 """
 
 import argparse
@@ -36,41 +29,23 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def _parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
-    )
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="fewer repeats and a smaller large batch (rough numbers)",
-    )
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="fewer repeats and a smaller large batch (rough numbers)")
     p.add_argument("--out", help="also write the tables (markdown) to this file")
-    p.add_argument(
-        "--corpus",
-        default="names",
-        help="docs to train on: 'names' (microgpt's default corpus) or a text file, one doc per "
-             "line",
-    )
+    p.add_argument("--corpus", default="names", help="docs to train on: 'names' (microgpt's "
+                   "default corpus) or a text file, one doc per line")
     p.add_argument("--batch", type=int, default=16, help="the larger batch size (default 16)")
-    p.add_argument(
-        "--blas-threads",
-        type=int,
-        default=1,
-        help="BLAS threads for the NumPy engine (default 1: these matrices are far too small to "
-             "split)",
-    )
+    p.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for the NumPy engine "
+                   "(default 1: these matrices are far too small to split)")
     p.add_argument("--skip-scaling", action="store_true", help="only the main table")
-    p.add_argument(
-        "--only-commits",
-        action="store_true",
-        help="only the table of this tree against older commits (benchmarks/vs_commits.py)",
-    )
-    p.add_argument(
-        "--skip-commits", action="store_true", help="leave out the table against older commits"
-    )
+    p.add_argument("--only-commits", action="store_true",
+                   help="only the table of this tree against older commits (vs_commits.py)")
+    p.add_argument("--skip-commits", action="store_true",
+                   help="leave out the table against older commits")
     p.add_argument("--only-scaling", action="store_true", help="only the scaling table")
-    # used by the threads table
-    p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # threads table
     return p.parse_args(argv)
 
 
@@ -87,15 +62,7 @@ from naive_value import NaiveValue  # noqa: E402
 
 import microgpt  # noqa: E402
 import numpy_engine  # noqa: E402
-from microgpt import (  # noqa: E402
-    GPTConfig,
-    adam_step,
-    alloc_params,
-    flat_buffer,
-    init_params,
-    loss_and_grads,
-    retract,
-)
+from microgpt import GPTConfig, init_params, loss_and_grads  # noqa: E402
 
 try:  # PyTorch is never a requirement: its rows appear only where it happens to be installed
     import torch  # noqa: E402
@@ -105,19 +72,13 @@ except ImportError:
 from utils import softmax  # noqa: E402
 from value import Value, no_cycle_gc, topological_order  # noqa: E402
 
-# -----------------------------------------------------------------------------------------------
-# steps
+# -------------------------------------------------------------------------------------------- steps
 
 
 def scalar_loss(cls, params, docs_tokens, cfg):
-    """microgpt's scalar forward (the chapter code) with a state_dict of `cls` Values: (loss node,
-    state_dict)."""
-    state_dict = {
-        k: [cls(x) for x in a.tolist()]
-        if a.ndim == 1
-        else [[cls(x) for x in row] for row in a.tolist()]
-        for k, a in params.items()
-    }
+    """microgpt's scalar forward (the chapter code) on `cls` Values: (loss node, state_dict)."""
+    state_dict = {k: [cls(x) for x in a.tolist()] if a.ndim == 1
+                  else [[cls(x) for x in row] for row in a.tolist()] for k, a in params.items()}
     model = microgpt.gpt_sphere if cfg.norm == "sphere" else microgpt.gpt
     losses = []
     for tokens in docs_tokens:
@@ -132,23 +93,19 @@ def scalar_loss(cls, params, docs_tokens, cfg):
 def scalar_loss_and_grads(cls, params, docs_tokens, cfg):
     loss, state_dict = scalar_loss(cls, params, docs_tokens, cfg)
     loss.backward()
-    grads = {
-        k: np.array(
-            [v.grad for v in rows] if params[k].ndim == 1 else [[v.grad for v in r] for r in rows]
-        )
-        for k, rows in state_dict.items()
-    }
+    grads = {k: np.array([v.grad for v in rows] if params[k].ndim == 1
+                         else [[v.grad for v in r] for r in rows])
+             for k, rows in state_dict.items()}
     return loss.data, grads
 
 
 class Trainer:
-    """One engine variant with its own copy of the weights and Adam state (so all variants do the
-    same math)."""
+    """One engine variant with its own weights and Adam state (all variants do the same math)."""
 
     def __init__(self, name, cfg, loss_fn, gc_paused=False, dtype="float64"):
         self.name, self.cfg, self.loss_fn, self.gc_paused = name, cfg, loss_fn, gc_paused
         self.params = init_params(cfg, seed=42, dtype=dtype)
-        self.flat = flat_buffer(self.params)
+        self.flat = microgpt.flat_buffer(self.params)
         self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
         self.step_no, self.times, self.losses = 0, [], []
 
@@ -163,23 +120,16 @@ class Trainer:
         return dt
 
     def update(self, batch):
-        """Loss and gradients of the batch, then Adam (and the retraction): what is timed. Returns
-        the loss."""
+        """Loss and gradients of the batch, then Adam (and the retraction): the timed loss."""
         if self.gc_paused:
             with no_cycle_gc():
                 loss, grads = self.loss_fn(self.params, batch, self.cfg)
         else:
             loss, grads = self.loss_fn(self.params, batch, self.cfg)
-        adam_step(
-            self.flat,
-            np.concatenate([grads[k].ravel() for k in self.params]),
-            self.m,
-            self.v,
-            self.step_no,
-            10_000,
-        )
+        g = np.concatenate([grads[k].ravel() for k in self.params])
+        microgpt.adam_step(self.flat, g, self.m, self.v, self.step_no, 10_000)
         if self.cfg.norm == "sphere":
-            retract(self.params, self.cfg)
+            microgpt.retract(self.params, self.cfg)
         return loss
 
 
@@ -189,14 +139,14 @@ class NumpyStep(Trainer):
 
     def __init__(self, cfg, dtype="float64"):
         super().__init__("numpy" + ("" if dtype == "float64" else " f32"), cfg, None, dtype=dtype)
-        self.g, self.grads = alloc_params(cfg, dtype)
+        self.g, self.grads = microgpt.alloc_params(cfg, dtype)
 
     def update(self, batch):
         cfg = self.cfg
         loss, _ = loss_and_grads(self.params, batch, cfg, engine="numpy", out=self.grads)
-        adam_step(self.flat, self.g, self.m, self.v, self.step_no, 10_000)
+        microgpt.adam_step(self.flat, self.g, self.m, self.v, self.step_no, 10_000)
         if cfg.norm == "sphere":
-            retract(self.params, cfg)
+            microgpt.retract(self.params, cfg)
         return loss
 
 
@@ -213,8 +163,7 @@ def engine_value_loss(params, batch, cfg):
     return loss_and_grads(params, batch, cfg, engine="value")
 
 
-# -----------------------------------------------------------------------------------------------
-# stats
+# -------------------------------------------------------------------------------------------- stats
 
 
 def summary(times):
@@ -259,8 +208,7 @@ def value_step_memory(cfg, batch, steps=12):
     return peak / 2**20, (live[-1] - live[1]) / 1024
 
 
-# -----------------------------------------------------------------------------------------------
-# sections
+# ----------------------------------------------------------------------------------------- sections
 
 
 def machine_info(blas_threads):
@@ -271,20 +219,17 @@ def machine_info(blas_threads):
         blas_name = "unknown"
     cpus = os.cpu_count()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cpus
-    return [
-        f"- machine: {platform.machine()}, {platform.processor() or platform.system()}, "
-        f"{cpus} CPUs ({usable} usable); Python {platform.python_version()}",
-        f"- numpy {np.__version__}, BLAS {blas_name}, BLAS threads {blas_threads} "
-        f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')})",
-        f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')} "
-        "(a forced core type can make OpenBLAS pick slower kernels)",
-    ]
+    return [f"- machine: {platform.machine()}, {platform.processor() or platform.system()}, "
+            f"{cpus} CPUs ({usable} usable); Python {platform.python_version()}",
+            f"- numpy {np.__version__}, BLAS {blas_name}, BLAS threads {blas_threads} "
+            f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')})",
+            f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')} "
+            "(a forced core type can make OpenBLAS pick slower kernels)"]
 
 
 def scalar_and_numpy_rows(cfg, batches, n_warm, quick, log):
     """The rows of one norm and batch size: the four scalar variants interleaved on the same
-    batches, then the NumPy engine on them. Returns (rows, graph nodes per step of each Value
-    class)."""
+    batches, then the NumPy engine. Returns (rows, graph nodes per step of each Value class)."""
     norm, batch_size = cfg.norm, len(batches[0])
     log(f"  {norm} batch {batch_size}: scalar engines, {len(batches) - n_warm} rounds ...")
     variants = [Trainer("naive", cfg, naive_loss), Trainer("value", cfg, value_loss),
@@ -352,8 +297,7 @@ def main_table(docs_tokens, vocab_size, args, log):
 
 
 def scaling_docs(docs_tokens, block_size):
-    """Docs of exactly block_size + 1 tokens (names glued together), so every step predicts
-    block_size positions."""
+    """Docs of block_size + 1 tokens (names glued together): every step predicts block_size."""
     stream = [t for doc in docs_tokens for t in doc[1:-1]]
     bos = docs_tokens[0][0]
     n = block_size
@@ -362,8 +306,7 @@ def scaling_docs(docs_tokens, block_size):
 
 def flops_per_step(cfg, T):
     """Approximate multiply-adds x 2 of one step of one doc: forward + backward (= 3 x forward) of
-    the matmuls (12 C^2 per layer per token + V C for lm_head) and of causal attention (q.k and
-    weights.v)."""
+    the matmuls (12 C^2 per layer per token + V C for lm_head) and of attention (q.k, weights.v)."""
     C = cfg.n_embd
     matmul = 2 * T * (cfg.n_layer * 12 * C * C + cfg.vocab_size * C)
     attention = cfg.n_layer * 2 * C * T * (T + 1)  # 2 C flops per (query, key) pair, twice
@@ -425,20 +368,16 @@ def scaling_notes(fit):
             f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)"]
 
 
-BIG_CONFIGS = [
-    dict(n_embd=16, n_layer=1, block_size=16, batch=1),
-    dict(n_embd=64, n_layer=2, block_size=64, batch=16),
-    dict(n_embd=128, n_layer=4, block_size=128, batch=16),
-    dict(n_embd=256, n_layer=4, block_size=128, batch=8),
-]
+BIG_CONFIGS = [dict(n_embd=16, n_layer=1, block_size=16, batch=1),
+               dict(n_embd=64, n_layer=2, block_size=64, batch=16),
+               dict(n_embd=128, n_layer=4, block_size=128, batch=16),
+               dict(n_embd=256, n_layer=4, block_size=128, batch=8)]
 
 
 def big_batch(vocab_size, cfg, batch):
     rng = np.random.default_rng(0)
-    return [
-        [vocab_size - 1] + rng.integers(0, vocab_size - 1, cfg.block_size).tolist()
-        for _ in range(batch)
-    ]
+    return [[vocab_size - 1] + rng.integers(0, vocab_size - 1, cfg.block_size).tolist()
+            for _ in range(batch)]
 
 
 def time_steps(step, n):
@@ -454,8 +393,7 @@ def time_steps(step, n):
 
 def bigger_models(vocab_size, args, log):
     """rmsnorm, forward + backward + Adam, full-length docs: the NumPy engine in float64 and float32
-    and, where installed, PyTorch eager in both (1 thread each, as BLAS here), the same model, batch
-    and weights."""
+    and, where installed, PyTorch eager in both (1 thread each): same model, batch and weights."""
     configs = BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS
     head = "| n_embd | n_layer | T | batch | numpy f64 ms | numpy f32 ms | f64/f32"
     if torch is not None:
@@ -467,45 +405,31 @@ def bigger_models(vocab_size, args, log):
         batch = over.pop("batch")
         cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
         docs = big_batch(vocab_size, cfg, batch)
-        n = (
-            3
-            if args.quick
-            else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch))))
-        )
+        n = (3 if args.quick
+             else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch)))))
         log(f"  bigger models {over}, batch {batch}: {n} steps each ...")
         out = {}
         for dt in ("float64", "float32"):
             t = NumpyStep(cfg, dtype=dt)
             out[f"numpy {dt}"] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
-        cells = [
-            out["numpy float64"],
-            out["numpy float32"],
-            out["numpy float64"] / out["numpy float32"],
-        ]
+        cells = [out["numpy float64"], out["numpy float32"],
+                 out["numpy float64"] / out["numpy float32"]]
         if torch is not None:
             inputs, targets, _ = numpy_engine.make_batch(docs, cfg.block_size)
             params = init_params(cfg, seed=42)
-            torch_microgpt.check_same_model(
-                params, cfg, inputs, targets, loss_and_grads(params, docs, cfg, engine="numpy")[0]
-            )
+            numpy_loss = loss_and_grads(params, docs, cfg, engine="numpy")[0]
+            torch_microgpt.check_same_model(params, cfg, inputs, targets, numpy_loss)
             ti, tt = torch.as_tensor(inputs), torch.as_tensor(targets)
             for dt, tdt in (("float64", torch.float64), ("float32", torch.float32)):
                 model = torch_microgpt.TorchGPT(params, cfg, tdt)
-                out[f"torch {dt}"] = time_steps(
-                    lambda m=model, ti=ti, tt=tt: m.train_step(ti, tt), n
-                )
-            cells += [
-                out["torch float64"],
-                out["torch float32"],
-                out["numpy float64"] / out["torch float64"],
-                out["numpy float32"] / out["torch float32"],
-            ]
+                step = lambda m=model, ti=ti, tt=tt: m.train_step(ti, tt)  # noqa: E731
+                out[f"torch {dt}"] = time_steps(step, n)
+            cells += [out["torch float64"], out["torch float32"],
+                      out["numpy float64"] / out["torch float64"],
+                      out["numpy float32"] / out["torch float32"]]
         fmt = [fmt_ms(c) if i not in (2, 5, 6) else f"{c:.2f}x" for i, c in enumerate(cells)]
-        rows.append(
-            f"| {cfg.n_embd} | {cfg.n_layer} | {cfg.block_size} | {batch} | "
-            + " | ".join(fmt)
-            + " |"
-        )
+        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {cfg.block_size} | {batch} | "
+                    + " | ".join(fmt) + " |")
     return rows
 
 
@@ -520,16 +444,12 @@ def threads_probe(vocab_size, args):
         batch = over.pop("batch")
         cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
         docs = big_batch(vocab_size, cfg, batch)
-        n = (
-            3
-            if args.quick
-            else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch))))
-        )
+        n = (3 if args.quick
+             else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch)))))
         for dt in ("float64", "float32"):
             t = NumpyStep(cfg, dtype=dt)
-            res[f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}"] = time_steps(
-                lambda t=t, docs=docs: t.step(docs, record=False), n
-            )
+            key = f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}"
+            res[key] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
     print(json.dumps(res))
 
 
@@ -545,103 +465,55 @@ def threads_table(args, log):
     for r in range(rounds):
         for threads in (1, 2) if r % 2 == 0 else (2, 1):
             log(f"  BLAS threads {threads}, round {r + 1} of {rounds} (child process) ...")
-            cmd = [
-                sys.executable,
-                __file__,
-                "--threads-probe",
-                "--blas-threads",
-                str(threads),
-                "--corpus",
-                args.corpus,
-            ]
-            out = subprocess.run(
-                cmd + (["--quick"] if args.quick else []),
-                capture_output=True,
-                text=True,
-                check=True,
-            )
+            cmd = [sys.executable, __file__, "--threads-probe", "--blas-threads", str(threads),
+                   "--corpus", args.corpus]
+            out = subprocess.run(cmd + (["--quick"] if args.quick else []), capture_output=True,
+                                 text=True, check=True)
             runs[threads].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    rows = [
-        "| n_embd | n_layer | T | batch | dtype | 1 thread ms | 2 threads ms | "
-        "speed-up, median of per-round ratios |",
-        "|" + "---|" * 8,
-    ]
+    rows = ["| n_embd | n_layer | T | batch | dtype | 1 thread ms | 2 threads ms | "
+            "speed-up, median of per-round ratios |", "|" + "---|" * 8]
     for key in runs[1][0]:
         c, layers, t, b, dt = key.split(",")
         one, two = (statistics.median(run[key] for run in runs[n]) for n in (1, 2))
         ratio = statistics.median(a[key] / b[key] for a, b in zip(runs[1], runs[2]))
-        rows.append(
-            f"| {c} | {layers} | {t} | {b} | {dt} | {fmt_ms(one)} | {fmt_ms(two)} | {ratio:.2f}x |"
-        )
+        rows.append(f"| {c} | {layers} | {t} | {b} | {dt} | {fmt_ms(one)} | {fmt_ms(two)} | "
+                    f"{ratio:.2f}x |")
     return rows
 
 
 def commits_section(args, log):
     log("this tree against older commits, alternating processes ...")
-    head = [
-        "## This tree against older commits, side by side",
-        "",
-        "Each figure is one fresh process running microgpt.train() of one checkout (the old ones "
-        "from `git archive`) on the same docs; processes alternate, old and new. ms/step is CPU "
-        "time (benchmarks/vs_commits.py; `--clock wall` there for elapsed time).",
-        "",
-    ]
-    vs_args = vs_commits._parse_args(
-        ["--corpus", args.corpus] + (["--quick"] if args.quick else [])
-    )
+    head = ["## This tree against older commits, side by side", "",
+            "Each figure is one fresh process running microgpt.train() of one checkout (the old "
+            "ones from `git archive`) on the same docs; processes alternate, old and new. ms/step "
+            "is CPU time (benchmarks/vs_commits.py; `--clock wall` there for elapsed time).", ""]
+    vs_args = vs_commits._parse_args(["--corpus", args.corpus] + (["--quick"] * args.quick))
     return head + vs_commits.table(vs_args, log) + [""]
 
 
 def floor_section(args, log):
     log("the NumPy step against its matrix products ...")
-    return (
-        [
-            "## The NumPy step against its floor (benchmarks/floor.py)",
-            "",
+    return ["## The NumPy step against its floor (benchmarks/floor.py)", "",
             "The same matrix products as a training step, run alone back to back, against the "
-            "whole "
-            "step (loss, gradients, Adam, retraction).",
-            "",
-        ]
-        + floor.table(args.quick, log)
-        + [""]
-    )
+            "whole step (loss, gradients, Adam, retraction).", ""] + floor.table(args.quick, log)
 
 
 def scaling_sections(docs_tokens, vocab_size, args, log):
     log("scaling ...")
     rows, notes = scaling_table(docs_tokens, vocab_size, args, log)
-    lines = (
-        [
-            "## Scaling (rmsnorm, batch 1, docs of exactly block_size tokens; value engine with GC "
-            "paused)",
-            "",
-        ]
-        + rows
-        + [""]
-        + [f"- {n}" for n in notes]
-        + [""]
-    )
+    lines = ["", "## Scaling (rmsnorm, batch 1, docs of exactly block_size tokens; value engine "
+             "with GC paused)", ""] + rows + [""] + [f"- {n}" for n in notes] + [""]
     log("bigger models ...")
-    lines += [
-        "## Bigger models: NumPy engine in float64 and float32"
-        + (", beside PyTorch eager" if torch else "")
-        + f" (rmsnorm, forward + backward + Adam, {args.blas_threads} BLAS thread(s))",
-        "",
-    ]
+    lines += ["## Bigger models: NumPy engine in float64 and float32"
+              + (", beside PyTorch eager" if torch else "")
+              + f" (rmsnorm, forward + backward + Adam, {args.blas_threads} BLAS thread(s))", ""]
     if torch is None:
-        lines += [
-            "(PyTorch is not installed here, so there are no PyTorch columns; they appear when "
-            "it is.)",
-            "",
-        ]
+        lines += ["(PyTorch is not installed here, so there are no PyTorch columns; they appear "
+                  "when it is.)", ""]
     else:
-        lines += [
-            f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads}); "
-            "the loss of the same weights and batch is checked equal to the NumPy engine's "
-            "(1e-12) first.",
-            "",
-        ]
+        lines += [f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads});"
+                  " the loss of the same weights and batch is checked equal to the NumPy engine's "
+                  "(1e-12) first.", ""]
     lines += bigger_models(vocab_size, args, log) + [""]
     lines += ["## BLAS threads: does the second core help the NumPy engine?", ""]
     return lines + threads_table(args, log) + [""]
@@ -655,34 +527,28 @@ def main(args):
 
     docs = list(microgpt.load_corpus(args.corpus))
     vocab = microgpt.build_vocab(docs)
-    # a fixed, seeded sample of the corpus: every engine sees the same docs
-    random.Random(0).shuffle(docs)
+    random.Random(0).shuffle(docs)  # a fixed, seeded sample: every engine sees the same docs
     docs_tokens = [microgpt.doc_tokens(d, vocab) for d in docs]
     vocab_size = len(vocab) + 1
     if args.threads_probe:
         return threads_probe(vocab_size, args)
     mean_len = sum(len(t) - 1 for t in docs_tokens[:200]) / 200
-    lines = [
-        "# microgpt benchmark",
-        "",
-        f"Command: `python benchmarks/bench.py {' '.join(sys.argv[1:])}`",
-        "",
-    ] + machine_info(args.blas_threads)
-    lines += [
-        f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted positions "
-        f"per doc {mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, block_size 16",
-        "",
-    ]
+    lines = ["# microgpt benchmark", "",
+             f"Command: `python benchmarks/bench.py {' '.join(sys.argv[1:])}`", ""]
+    lines += machine_info(args.blas_threads)
+    lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted "
+              f"positions per doc {mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, "
+              "block_size 16", ""]
     if not args.skip_commits and not args.only_scaling:
         lines += commits_section(args, log)
     if args.only_commits:
         args.only_scaling = args.skip_scaling = True
     if not args.only_scaling:
-        lines += floor_section(args, log)
+        lines += floor_section(args, log) + [""]
         log("main table ...")
         rows, notes = main_table(docs_tokens, vocab_size, args, log)
         lines += ["## ms per training step (loss + gradients + Adam)", ""] + rows + [""]
-        lines += [f"- {n}" for n in notes] + [""]
+        lines += [f"- {n}" for n in notes]
     if not args.skip_scaling:
         lines += scaling_sections(docs_tokens, vocab_size, args, log)
     lines.append(f"Total benchmark time {time.perf_counter() - t_start:.0f} s.")

@@ -1,24 +1,18 @@
-"""floor.py -- how close the NumPy engine's training step is to its floor: its matrix products
-alone.
+"""floor.py -- how close the NumPy engine's training step is to its floor: its matrix products.
 
-    python benchmarks/floor.py            # batch 1 (default config) and the experiments' size, both
-    norms python benchmarks/floor.py --quick    # fewer repeats (rough numbers)
+    python benchmarks/floor.py           # batch 1 (default config) and the experiments' size
+    python benchmarks/floor.py --quick   # fewer rounds (rough numbers)
 
-A training step (microgpt.loss_and_grads with engine="numpy", then adam_step, and the retraction in
-sphere mode) spends its time in two kinds of work: the matrix products, which are the arithmetic a
-step cannot do without, and everything else (elementwise NumPy calls, Python, the optimizer). The
-floor is the first kind alone: the same matrix products, with the same shapes and dtype, run back to
-back on arrays made in advance. floor / step says how much of a step is arithmetic; 1 - floor / step
-is what any rewrite could at most save.
-
-The products of one step, N = B * T rows, per layer (linear_np and its backward, and attention per
-head):
-  forward   x W^T for wq, wk, wv, wo (C x C), fc1 (4C x C), fc2 (C x 4C); q k^T and W v, (B, H, T,
-  T) backward  dy W and dy^T x for each of them; dout v^T, W^T dout, dlogits k and dlogits^T q
-and lm_head's three products (V x C) once. Each figure is the median over rounds of the time of the
-same docs; 1 BLAS thread.
+A training step (loss_and_grads with engine="numpy", adam_step, the retraction in sphere mode) does
+two kinds of work: the matrix products, the arithmetic a step cannot do without, and everything else
+(elementwise NumPy calls, Python, the optimizer). The floor is the first alone: the same products,
+same shapes and dtype, run back to back on arrays made in advance. floor / step is how much of a
+step is arithmetic; 1 - floor / step is the most any rewrite could save. The products of one step
+(N = B * T rows), per layer:
+  forward   x W^T for wq, wk, wv, wo (C x C), fc1 (4C x C), fc2 (C x 4C); q k^T and W v per head
+  backward  dy W and dy^T x for each of them; dout v^T, W^T dout, dlogits k and dlogits^T q
+and lm_head's three (V x C) once. Each figure is the median over rounds, 1 BLAS thread.
 """
-
 import argparse
 import os
 import random
@@ -39,8 +33,7 @@ import microgpt as mg  # noqa: E402
 
 
 def matmul_shapes(cfg, B, T):
-    """(left shape, right shape) of every matrix product of one training step, as the docstring
-    lists them."""
+    """(left shape, right shape) of every matrix product of one training step (see above)."""
     N, C, H, hd, V = B * T, cfg.n_embd, cfg.n_head, cfg.head_dim, cfg.vocab_size
     linears = [(C, C)] * 4 + [(4 * C, C), (C, 4 * C)]
     per_layer = []
@@ -99,10 +92,8 @@ def table(quick=False, log=print):
     """Markdown rows: per size and norm, ms per step, the floor's ms, and floor / step."""
     docs = list(mg.load_corpus("names"))
     random.Random(0).shuffle(docs)
-    rows = [
-        "| size | norm | ms/step | matrix products alone, ms/step | floor / step |",
-        "|---|---|---|---|---|",
-    ]
+    rows = ["| size | norm | ms/step | matrix products alone, ms/step | floor / step |",
+            "|---|---|---|---|---|"]
     for size, (model, run) in SIZES.items():
         sized = long_lines(docs, model["block_size"] + 1) if "block_size" in model else docs
         vocab = mg.build_vocab(sized)
@@ -116,10 +107,8 @@ def table(quick=False, log=print):
             rounds = 5 if quick else 21
             step = median_time(step_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
             floor = median_time(floor_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
-            rows.append(
-                f"| {size} (batch {B}, {dtype.name}) | {norm} | {step:.3f} | {floor:.3f} | "
-                f"{floor / step:.0%} |"
-            )
+            rows.append(f"| {size} (batch {B}, {dtype.name}) | {norm} | {step:.3f} | {floor:.3f} | "
+                        f"{floor / step:.0%} |")
     return rows
 
 

@@ -1,5 +1,4 @@
-"""torch_microgpt.py -- microgpt's rmsnorm model in PyTorch eager, only to time it beside the NumPy
-engine.
+"""torch_microgpt.py -- microgpt's rmsnorm model in PyTorch eager, to time beside the NumPy engine.
 
 benchmarks/bench.py imports this when PyTorch happens to be installed (it is never a requirement of
 the project) and times one training step (forward, backward, the reference Adam) in float64 and
@@ -19,8 +18,7 @@ def rmsnorm(x):
 
 
 class TorchGPT:
-    """The weights as leaf tensors in the NumPy engine's state_dict layout, and one Adam step like
-    adam_step."""
+    """The weights as leaf tensors in the state_dict layout, and one Adam step like adam_step."""
 
     def __init__(self, params, cfg, dtype):
         self.cfg = cfg
@@ -30,8 +28,7 @@ class TorchGPT:
         self.step_no = 0
 
     def loss(self, inputs, targets):
-        """Mean NLL of targets (B, T) given inputs (B, T) (no padding: the benchmark's docs are full
-        length)."""
+        """Mean NLL of targets (B, T) given inputs (B, T) (no padding: the docs are full length)."""
         cfg, w = self.cfg, self.w
         B, T = inputs.shape
         H, hd = cfg.n_head, cfg.n_embd // cfg.n_head
@@ -40,10 +37,8 @@ class TorchGPT:
         for i in range(cfg.n_layer):
             p = f"layer{i}."
             xn = rmsnorm(x)
-            q, k, v = (
-                F_linear(xn, w[p + n]).view(B, T, H, hd).transpose(1, 2)
-                for n in ("attn_wq", "attn_wk", "attn_wv")
-            )
+            q, k, v = (F_linear(xn, w[p + n]).view(B, T, H, hd).transpose(1, 2)
+                       for n in ("attn_wq", "attn_wk", "attn_wv"))
             att = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
             att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
             y = (att @ v).transpose(1, 2).reshape(B, T, cfg.n_embd)
@@ -78,12 +73,9 @@ def F_linear(x, w):
 
 
 def check_same_model(params, cfg, inputs, targets, numpy_loss):
-    """The PyTorch loss for the same weights and batch, in float64, equals the NumPy engine's to
-    1e-12."""
-    got = float(
-        TorchGPT(params, cfg, torch.float64).loss(torch.as_tensor(inputs), torch.as_tensor(targets))
-    )
+    """The PyTorch loss of the same weights and batch, in float64, is the NumPy engine's (1e-12)."""
+    model = TorchGPT(params, cfg, torch.float64)
+    got = float(model.loss(torch.as_tensor(inputs), torch.as_tensor(targets)))
     if abs(got - numpy_loss) > 1e-12 * abs(numpy_loss):
-        raise AssertionError(
-            f"PyTorch loss {got!r} != NumPy engine loss {numpy_loss!r}: not the same model"
-        )
+        raise AssertionError(f"PyTorch loss {got!r} != NumPy engine loss {numpy_loss!r}: not the "
+                             "same model")

@@ -14,27 +14,18 @@ Two comparisons, each the ratio "this tree / the old commit" of the time of one 
 at batch 1: n_embd 32, n_layer 2, n_head 4, block_size 128, batch 8, float32, on names joined into
 lines of at least 129 characters, so that every sequence fills block_size.
 
-The old code comes from git (`git archive COMMIT` into a temporary folder), so this needs git and a
-clone that has those commits. Each figure is one fresh process running microgpt.train() of that
-checkout on the same docs (a fixed, seeded sample of the corpus) and timing its steps; train() times
-the step itself (loss and gradients, the finite checks, Adam, the sphere retraction), not the
-evaluation around it. By default the clock is the process's CPU time (--clock wall for elapsed
-time): on a shared machine other programs inflate elapsed time by tens of percent from one process
-to the next, CPU time far less. Processes alternate, old and new in turn (new first in even rounds,
-old first in odd ones), so the machine's drift hits both alike. The table gives each side's
-step-wise best (each step's best over the rounds: the same docs and weights every round, so the same
-work; see figures()) and its median over rounds, the ratio of the step-wise bests, which the targets
-are judged on, and the median of the per-round ratios.
+The old code comes from git (`git archive COMMIT` into a temporary folder). Each figure is one
+fresh process running microgpt.train() of that checkout on the same docs (a fixed, seeded sample of
+the corpus), timing the step itself (loss and gradients, the finite checks, Adam, the retraction).
+The clock is the process's CPU time (--clock wall: elapsed time); processes alternate, old and new
+in turn, so the machine's drift hits both alike. The table gives each side's step-wise best (each
+step's best over the rounds: the same work every round, see figures()) and median over rounds.
 
---clock instructions counts instead of timing: the machine instructions one step executes, under
-valgrind's callgrind (`valgrind --tool=callgrind`), which counts them whatever else the machine is
-doing, the same count every run (hash seed fixed). A process of 5 steps and one of 5 + N steps are
-counted; the difference divided by N is the instructions per step of those N steps (start-up,
-loading and the evaluation around the steps cancel out, and so do the first steps, which cost more
-while Python's allocator grows to the size of the graph). One round is enough; a count is not a time
-(a cache miss costs more than an add), but two versions of the same pure-Python loop differ in time
-about as they differ in instructions, and a count resolves 0.1% where alternating processes on a
-shared machine resolve 2-5%.
+--clock instructions counts instead of timing: the instructions one step executes, under valgrind's
+callgrind, the same count every run whatever else the machine is doing (hash seed fixed). A process
+of 5 steps and one of 5 + N steps are counted; the difference divided by N is the instructions per
+step (start-up, loading, the evaluations and the first steps cancel out). A count is not a time (a
+cache miss costs more than an add), but it resolves 0.1% where alternating processes resolve 2-5%.
 """
 
 import argparse
@@ -59,10 +50,8 @@ VALUE_BASE, NUMPY_BASE = "e631a43", "9eb093c"
 # The sizes a step is measured at: GPTConfig fields, and train()'s batch size and dtype.
 SIZES = {
     "default": ({}, {"batch_size": 1}),
-    "experiments": (
-        {"n_embd": 32, "n_layer": 2, "n_head": 4, "block_size": 128},
-        {"batch_size": 8, "dtype": "float32"},
-    ),
+    "experiments": ({"n_embd": 32, "n_layer": 2, "n_head": 4, "block_size": 128},
+                    {"batch_size": 8, "dtype": "float32"}),
 }
 
 
@@ -109,8 +98,7 @@ def _parse_args(argv):
     return args
 
 
-# -----------------------------------------------------------------------------------------------
-# child process
+# ------------------------------------------------------------------------------------ child process
 
 
 def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
@@ -159,8 +147,7 @@ def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
 
 
 def run_probe(folder, engine, norm, steps, docs_file, clock="cpu", size="default"):
-    """One process's step times (ms); for clock "instructions", [the instructions per step] (see
-    count_step)."""
+    """One process's step times (ms); for clock "instructions", [instructions per step]."""
     if clock == "instructions":
         return [count_step(folder, engine, norm, steps, docs_file, size)]
     out = _probe_process(folder, engine, norm, steps, docs_file, clock, size)
@@ -168,26 +155,10 @@ def run_probe(folder, engine, norm, steps, docs_file, clock="cpu", size="default
 
 
 def _probe_process(folder, engine, norm, steps, docs_file, clock, size, prefix=()):
-    env = dict(
-        os.environ,
-        OPENBLAS_NUM_THREADS="1",
-        OMP_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-        PYTHONHASHSEED="0",
-    )
-    cmd = [
-        *prefix,
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--probe",
-        str(folder),
-        engine,
-        norm,
-        str(steps),
-        docs_file,
-        "cpu" if clock == "instructions" else clock,
-        size,
-    ]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONHASHSEED="0")
+    cmd = [*prefix, sys.executable, str(Path(__file__).resolve()), "--probe", str(folder), engine,
+           norm, str(steps), docs_file, "cpu" if clock == "instructions" else clock, size]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder)
     if out.returncode != 0:
         raise RuntimeError(f"probe in {folder} failed:\n{out.stderr[-2000:]}")
@@ -197,9 +168,7 @@ def _probe_process(folder, engine, norm, steps, docs_file, clock, size, prefix=(
 CALLGRIND = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={os.devnull}")
 
 
-WARMUP_STEPS = (
-    5  # not counted: the first steps of a process also grow Python's allocator to the graph's size
-)
+WARMUP_STEPS = 5  # not counted: the first steps of a process also grow Python's allocator
 
 
 def count_step(folder, engine, norm, steps, docs_file, size="default"):
@@ -207,41 +176,29 @@ def count_step(folder, engine, norm, steps, docs_file, size="default"):
     count of WARMUP_STEPS steps) / steps. Everything but the extra steps (start-up, loading, the
     first steps, the evaluations) is the same in both processes."""
     if shutil.which("valgrind") is None:
-        raise SystemExit(
-            "vs_commits: --clock instructions needs valgrind (apt-get install valgrind)"
-        )
+        raise SystemExit("vs_commits: --clock instructions needs valgrind (apt install valgrind)")
 
     def count(n):
-        err = _probe_process(
-            folder, engine, norm, n, docs_file, "instructions", size, CALLGRIND
-        ).stderr
-        return int(re.search(r"Collected : (\d+)", err).group(1))
-
+        out = _probe_process(folder, engine, norm, n, docs_file, "instructions", size, CALLGRIND)
+        return int(re.search(r"Collected : (\d+)", out.stderr).group(1))
     return (count(WARMUP_STEPS + steps) - count(WARMUP_STEPS)) / steps
 
 
-# -----------------------------------------------------------------------------------------------
-# old code
+# ----------------------------------------------------------------------------------- old code
 
 
 def export_commit(commit, into):
-    """The files of `commit` in a new folder under `into` (git archive); a clear error without git
-    or the commit."""
-
+    """The files of `commit` in a new folder under `into` (git archive), or a clear error."""
     def git(*cmd):
         try:
             return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, check=True)
         except FileNotFoundError:
-            raise SystemExit(
-                "vs_commits: git is not installed; the old code comes from git"
-            ) from None
+            raise SystemExit("vs_commits: git is not installed (the old code comes from git)") \
+                from None
         except subprocess.CalledProcessError as e:
-            raise SystemExit(
-                f"vs_commits: cannot read commit {commit} from the repository at {ROOT} "
-                f"(a shallow clone? try `git fetch --unshallow`): "
-                f"{e.stderr.decode(errors='replace').strip()}"
-            ) from None
-
+            raise SystemExit(f"vs_commits: cannot read commit {commit} from the repository at "
+                             f"{ROOT} (a shallow clone? try `git fetch --unshallow`): "
+                             f"{e.stderr.decode(errors='replace').strip()}") from None
     sha = git("rev-parse", "--verify", f"{commit}^{{commit}}").stdout.decode().strip()
     folder = Path(into) / sha[:12]
     folder.mkdir()
@@ -253,15 +210,11 @@ def export_commit(commit, into):
     return folder
 
 
-# -----------------------------------------------------------------------------------------------
-# comparison
+# --------------------------------------------------------------------------------- comparison
 
-
-def side_by_side(
-    new_dir, old_dir, engine, norm, steps, rounds, docs_file, log, clock="cpu", size="default"
-):
-    """(new runs, old runs): each run one process's list of step times (ms), in alternating rounds.
-    """
+def side_by_side(new_dir, old_dir, engine, norm, steps, rounds, docs_file, log, clock="cpu",
+                 size="default"):
+    """(new runs, old runs): each run one process's list of step times (ms), alternating rounds."""
     runs = {"new": [], "old": []}
     for r in range(rounds):
         for side in ("new", "old") if r % 2 == 0 else ("old", "new"):
@@ -292,14 +245,11 @@ def row(engine, norm, base, steps, new_runs, old_runs, clock="cpu", size="defaul
     scale = 1e-6 if clock == "instructions" else 1.0  # instructions in millions
     target = TARGETS[engine, size]
     verdict = "met" if new_best / old_best <= target else "not met"
-    return (
-        f"| {engine}, {size} size | {norm} | {base} | {len(new)} x {steps} steps ({what}) | "
-        f"{new_best * scale:.3f} / "
-        f"{statistics.median(new) * scale:.3f} | {old_best * scale:.3f} / "
-        f"{statistics.median(old) * scale:.3f} | "
-        f"{new_best / old_best:.3f}x | {statistics.median(ratios):.3f}x | at most {target:.2f}x: "
-        f"{verdict} | {' '.join(f'{x:.2f}' for x in ratios)} |"
-    )
+    return (f"| {engine}, {size} size | {norm} | {base} | {len(new)} x {steps} steps ({what}) | "
+            f"{new_best * scale:.3f} / {statistics.median(new) * scale:.3f} | "
+            f"{old_best * scale:.3f} / {statistics.median(old) * scale:.3f} | "
+            f"{new_best / old_best:.3f}x | {statistics.median(ratios):.3f}x | "
+            f"at most {target:.2f}x: {verdict} | {' '.join(f'{x:.2f}' for x in ratios)} |")
 
 
 def long_lines(docs, length):
@@ -321,49 +271,29 @@ def table(args, log):
     docs = list(mg.load_corpus(args.corpus))
     random.Random(0).shuffle(docs)  # a fixed sample: both sides see the same docs in the same order
     unit = "million instructions/step" if args.clock == "instructions" else "ms/step"
-    rows = [
-        f"| engine | norm | against | rounds x steps (per process) | this tree {unit}: step-wise "
-        "best / median "
-        f"of rounds | old {unit}: the same | ratio, step-wise best | median of per-round ratios | "
-        "target (on the "
-        "step-wise best) | per-round ratios |",
-        "|" + "---|" * 10,
-    ]
+    rows = [f"| engine | norm | against | rounds x steps (per process) | this tree {unit}: "
+            f"step-wise best / median of rounds | old {unit}: the same | ratio, step-wise best | "
+            "median of per-round ratios | target (on the step-wise best) | per-round ratios |",
+            "|" + "---|" * 10]
     with tempfile.TemporaryDirectory(prefix="vs_commits_") as tmp:
         docs_file = str(Path(tmp) / "docs.txt")
-        if (
-            args.size == "experiments"
-        ):  # sequences that fill block_size: names joined into long lines
+        if args.size == "experiments":  # sequences that fill block_size: names in long lines
             docs = long_lines(docs, SIZES["experiments"][0]["block_size"] + 1)
         Path(docs_file).write_text("\n".join(docs[:5000]), encoding="utf-8")
         plan = []
         if args.only in (None, "value") and args.size == "default":
-            plan += [
-                ("value", norm, args.value_base, args.value_steps, args.value_rounds)
-                for norm in args.value_norms
-            ]
+            plan += [("value", norm, args.value_base, args.value_steps, args.value_rounds)
+                     for norm in args.value_norms]
         if args.only in (None, "numpy"):
-            plan += [
-                ("numpy", norm, args.numpy_base, args.numpy_steps, args.numpy_rounds)
-                for norm in ("rmsnorm", "sphere")
-            ]
+            plan += [("numpy", norm, args.numpy_base, args.numpy_steps, args.numpy_rounds)
+                     for norm in ("rmsnorm", "sphere")]
         folders = {}
         for engine, norm, base, steps, rounds in plan:
             if base not in folders:
                 log(f"  git archive {base} ...")
                 folders[base] = export_commit(base, tmp)
-            new, old = side_by_side(
-                ROOT,
-                folders[base],
-                engine,
-                norm,
-                steps,
-                rounds,
-                docs_file,
-                log,
-                args.clock,
-                args.size,
-            )
+            new, old = side_by_side(ROOT, folders[base], engine, norm, steps, rounds, docs_file,
+                                    log, args.clock, args.size)
             rows.append(row(engine, norm, base, steps, new, old, args.clock, args.size))
     return rows
 
