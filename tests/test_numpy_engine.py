@@ -1,6 +1,8 @@
-"""numpy_engine.py: each layer's backward against finite differences of its forward, and the whole engine
-against the Value engine (loss and every gradient to 1e-12 in float64, both norms, batch 1 and a padded batch);
-float32 follows float64 within float32's precision."""
+"""numpy_engine.py: each layer's backward against finite differences of its forward, and the whole
+engine against the Value engine (loss and every gradient to 1e-12 in float64, both norms, batch 1
+and a padded batch); float32 follows float64 within float32's precision."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -18,7 +20,8 @@ from utils import (
     rmsnorm_np_backward,
 )
 
-WORDS = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy", "mallory", "oscar"]
+WORDS = ["anna", "bob", "carla", "dave", "eve", "frank", "grace", "heidi", "ivan", "judy",
+         "mallory", "oscar"]
 VOCAB = mg.build_vocab(WORDS)
 V = len(VOCAB) + 1
 RNG = np.random.default_rng(0)
@@ -30,7 +33,8 @@ def rel_err(a, b):
 
 
 def numerical_grads(f, inputs, h=1e-6):
-    """d sum(f(*inputs) * G) / d input for each input, by central differences; G a fixed random array."""
+    """d sum(f(*inputs) * G) / d input for each input, by central differences; G a fixed random
+    array."""
     G = np.random.default_rng(1).normal(size=np.shape(f(*inputs)))
     grads = []
     for x in inputs:
@@ -87,7 +91,8 @@ def test_l2_normalize_backward_from_the_kept_norm_matches_finite_differences():
     assert rel_err(l2_normalize_np_backward(G, x, norm=norm), dx) <= FD_TOL
     x[0, 0] = 0.0  # a clamped row: dx = dy / eps there, with the norm kept as without it
     y, norm = l2_normalize_np(x, return_norm=True)
-    assert rel_err(l2_normalize_np_backward(G, x, norm=norm), l2_normalize_np_backward(G, x)) <= 1e-14
+    kept = l2_normalize_np_backward(G, x, norm=norm)
+    assert rel_err(kept, l2_normalize_np_backward(G, x)) <= 1e-14
 
 
 @pytest.mark.parametrize("scale", [0.5, 2.0])
@@ -95,7 +100,8 @@ def test_attention_backward_matches_finite_differences(scale):
     q, k, v = (RNG.normal(size=(2, 2, 4, 3)) for _ in range(3))
     out, weights = ne.attention_forward(q, k, v, scale)
     assert np.all(np.triu(weights, 1) == 0) and np.allclose(weights.sum(-1), 1.0)  # causal rows
-    G, (dq, dk, dv) = numerical_grads(lambda q, k, v: ne.attention_forward(q, k, v, scale)[0], [q, k, v])
+    G, (dq, dk, dv) = numerical_grads(lambda q, k, v: ne.attention_forward(q, k, v, scale)[0],
+                                      [q, k, v])
     for got, want in zip(ne.attention_backward(G, q, k, v, weights, scale), (dq, dk, dv)):
         assert rel_err(got, want) <= FD_TOL
 
@@ -134,7 +140,8 @@ def test_relu_backward_passes_where_the_input_is_positive():
 
 
 def off_init(params, seed=2):
-    """Scales off their init, some alphas negative, one at 0 and one at -0.0: every factor matters."""
+    """Scales off their init, some alphas negative, one at 0 and one at -0.0: every factor matters.
+    """
     rng = np.random.default_rng(seed)
     for key, a in params.items():
         if a.ndim == 1:
@@ -145,7 +152,8 @@ def off_init(params, seed=2):
 
 
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
-@pytest.mark.parametrize("words", [["mallory"], ["mallory", "bob", "eve"]], ids=["batch1", "padded"])
+@pytest.mark.parametrize("words", [["mallory"], ["mallory", "bob", "eve"]],
+                         ids=["batch1", "padded"])
 def test_the_engine_equals_the_value_engine_to_1e_12(norm, words):
     cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2, n_layer=2, block_size=8, norm=norm)
     params = off_init(mg.init_params(cfg, seed=4))
@@ -158,7 +166,8 @@ def test_the_engine_equals_the_value_engine_to_1e_12(norm, words):
         assert rel_err(grads[key], grads_v[key]) <= 1e-12, key
     if norm == "sphere":  # d|alpha|/d alpha = +1 at 0 and at -0.0, as gpt_sphere's _abs
         for key in ("layer0.attn_alpha", "layer0.mlp_alpha"):
-            assert np.abs(grads_v[key][:2]).min() > 1e-6 and rel_err(grads[key][:2], grads_v[key][:2]) <= 1e-12
+            assert np.abs(grads_v[key][:2]).min() > 1e-6
+            assert rel_err(grads[key][:2], grads_v[key][:2]) <= 1e-12
 
 
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
@@ -204,7 +213,8 @@ def test_a_params_dict_that_is_not_one_flat_buffer_works_the_same():
 
 # ----------------------------------------------------------------------------- float32
 
-FLOAT32_RTOL = 2e-5  # float32 has 24 bits (eps 1.2e-7); a forward and backward pass of ~100 ops loses a few
+# float32 has 24 bits (eps 1.2e-7); a forward and backward pass of ~100 ops loses a few
+FLOAT32_RTOL = 2e-5
 
 
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
@@ -220,7 +230,8 @@ def test_float32_loss_and_gradients_follow_float64(norm):
     docs = [mg.doc_tokens(w, VOCAB) for w in ("mallory", "bob", "eve")]
     l64, g64 = ne.loss_and_grads_np(p64, docs, cfg)
     l32, g32 = ne.loss_and_grads_np(pack_params(p32, cfg), docs, cfg)
-    assert all(a.dtype == np.float32 for a in g32.values())  # computed in float32 throughout, not upcast
+    # computed in float32 throughout, not upcast
+    assert all(a.dtype == np.float32 for a in g32.values())
     assert abs(l32 - l64) <= FLOAT32_RTOL * abs(l64)
     for key in g64:
         assert rel_err(g32[key], g64[key]) <= FLOAT32_RTOL, key
@@ -232,32 +243,49 @@ def test_a_float32_run_learns_like_float64():
     vocab = mg.build_vocab(docs)
     train_docs, val_docs = mg.split_docs(docs, seed=0)
     cfg = mg.GPTConfig(vocab_size=len(vocab) + 1)
-    base = mg.baselines([mg.doc_tokens(d, vocab) for d in train_docs], [mg.doc_tokens(d, vocab) for d in val_docs],
-                        cfg)
-    runs = {dt: mg.train(train_docs, val_docs, vocab, cfg, steps=3000, engine="numpy", dtype=dt, eval_every=3000)
-            for dt in ("float32", "float64")}
-    assert runs["float32"].params["wte"].dtype == np.float32 and runs["float32"].m.dtype == np.float32
+    base = mg.baselines([mg.doc_tokens(d, vocab) for d in train_docs],
+                        [mg.doc_tokens(d, vocab) for d in val_docs], cfg)
+    runs = {dt: mg.train(train_docs, val_docs, vocab, cfg, steps=3000, engine="numpy", dtype=dt,
+                         eval_every=3000) for dt in ("float32", "float64")}
+    assert runs["float32"].params["wte"].dtype == np.float32
+    assert runs["float32"].m.dtype == np.float32
     for st in runs.values():
         assert st.val_loss[-1][1] < base["bigram"]
     assert abs(runs["float32"].val_loss[-1][1] - runs["float64"].val_loss[-1][1]) < 0.02
 
 
-def test_float32_checkpoints_record_their_dtype_and_resume_bit_exactly(tmp_path):
-    cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8, norm="sphere")
-    kw = dict(steps=30, batch_size=2, lr=0.02, seed=7, engine="numpy", eval_every=5, dtype="float32")
-    full = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw)
+def stop_at_12():
+    """train()'s keyword that stops a run after 12 steps: an observer whose after_update says stop,
+    or (a train() that takes a progress callback) a Ctrl-C from the callback."""
+    if "observer" in inspect.signature(mg.train).parameters:
+        class Stop(mg.Observer):
+            def __init__(self):
+                super().__init__(every=0)
 
-    def stop_at_12(info):
+            def after_update(self, state, loss, drift):
+                return state.step == 12
+        return {"observer": Stop()}
+
+    def progress(info):
         if info["step"] == 12:
             raise KeyboardInterrupt
+    return {"progress": progress}
 
-    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, progress=stop_at_12, **kw)
+
+def test_float32_checkpoints_record_their_dtype_and_resume_bit_exactly(tmp_path):
+    cfg = mg.GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8, norm="sphere")
+    kw = dict(steps=30, batch_size=2, lr=0.02, seed=7, engine="numpy", eval_every=5,
+              dtype="float32")
+    full = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw)
+
+    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **stop_at_12(), **kw)
     mg.save_checkpoint(tmp_path / "ck.npz", part)
     with np.load(tmp_path / "ck.npz") as z:
         assert z["param:wte"].dtype == np.float32 and z["adam_m"].dtype == np.float32
     loaded = mg.load_checkpoint(tmp_path / "ck.npz")
     assert loaded.params["wte"].dtype == np.float32
-    resumed = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=30, engine="numpy", eval_every=5, resume=loaded)
+    resumed = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=30, engine="numpy", eval_every=5,
+                       resume=loaded)
     for key in full.params:
         np.testing.assert_array_equal(resumed.params[key], full.params[key])
     np.testing.assert_array_equal(resumed.m, full.m)
