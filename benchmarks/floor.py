@@ -11,12 +11,12 @@ step is arithmetic; 1 - floor / step is the most any rewrite could save. The pro
 (N = B * T rows), per layer:
   forward   x W^T for wq, wk, wv, wo (C x C), fc1 (4C x C), fc2 (C x 4C); q k^T and W v per head
   backward  dy W and dy^T x for each of them; dout v^T, W^T dout, dlogits k and dlogits^T q
-and lm_head's three (V x C) once. Each figure is the median over rounds, 1 BLAS thread.
+and lm_head's three (V x C) once. Each figure is the best of rounds over the same batches (other
+programs only ever add time), 1 BLAS thread.
 """
 import argparse
 import os
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -78,14 +78,14 @@ def step_runner(cfg, batches, dtype):
     return run
 
 
-def median_time(run, rounds):
+def best_time(run, rounds):
     run()  # warm up
     times = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         run()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times)
 
 
 def table(quick=False, log=print):
@@ -104,9 +104,9 @@ def table(quick=False, log=print):
         for norm in ("rmsnorm", "sphere"):
             cfg = mg.GPTConfig(vocab_size=len(vocab) + 1, norm=norm, **model)
             log(f"  {size} size, {norm} ...")
-            rounds = 5 if quick else 21
-            step = median_time(step_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
-            floor = median_time(floor_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
+            rounds = 5 if quick else 41
+            step = best_time(step_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
+            floor = best_time(floor_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
             rows.append(f"| {size} (batch {B}, {dtype.name}) | {norm} | {step:.3f} | {floor:.3f} | "
                         f"{floor / step:.0%} |")
     return rows
