@@ -75,7 +75,7 @@ def F_linear(x, w):
 def check_same_model(params, cfg, inputs, targets, numpy_loss):
     """The PyTorch loss of the same weights and batch, in float64, is the NumPy engine's (1e-12)."""
     model = TorchGPT(params, cfg, torch.float64)
-    got = float(model.loss(torch.as_tensor(inputs), torch.as_tensor(targets)))
+    got = float(model.loss(torch.as_tensor(inputs), torch.as_tensor(targets)).detach())
     if abs(got - numpy_loss) > 1e-12 * abs(numpy_loss):
         raise AssertionError(f"PyTorch loss {got!r} != NumPy engine loss {numpy_loss!r}: not the "
                              "same model")
