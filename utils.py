@@ -5,12 +5,11 @@ L129-L144), operating on lists of `Value`s so every gradient can be followed
 through the graph. Beside each one sits its NumPy *twin*, in the llm.c /
 cs231n style: a forward on float64 arrays with any leading batch dims
 (the function acts on the last axis) and an explicit `*_backward` that takes
-the output gradient and returns the input (and weight) gradients. The twins
-are the readable reference for the NumPy GPT engine (numpy_engine.py): its
-training step runs fused versions of them, proven equal to these twins by
-tests/test_numpy_engine.py, and calls only two twins itself (cross_entropy_np
-in evaluate, softmax_np in sampling). tests/test_utils.py proves each twin
-equals its scalar version to float64 precision, forward and backward.
+the output gradient and returns the input (and weight) gradients. The NumPy
+GPT engine (numpy_engine.py) is built from these twins: a forward may also
+return what its backward reads (rmsnorm_np's 1/rms factor), so the backward
+does not compute it again. tests/test_utils.py proves each twin equals its
+scalar version to float64 precision, forward and backward.
 
 A numerically stable cross-entropy twin (log-softmax + NLL) closes the file;
 its scalar counterpart is `-softmax(logits)[target].log()`.
@@ -24,13 +23,15 @@ import numpy as np
 def linear(x, w):
     """Linear map y = Wx: output vector from input x and weights w (w is [out][in])."""
     if set(map(len, w)) - {len(x)}:  # zip() would silently drop the extra entries
-        raise ValueError(f"linear: x has {len(x)} entries but the rows of w have {sorted(set(map(len, w)))} "
+        raise ValueError(f"linear: x has {len(x)} entries but the rows of w have "
+                         f"{sorted(set(map(len, w)))} "
                          "(w is [out][in]: every row needs len(x) weights)")
     return [sum(wi * xi for wi, xi in zip(wo, x)) for wo in w]
 
 
 def linear_np(x, w):
-    """Twin of `linear`: y = x @ w.T for x of shape (..., in), w of shape (out, in) -> (..., out)."""
+    """Twin of `linear`: y = x @ w.T for x of shape (..., in), w of shape (out, in) -> (..., out).
+    """
     if w.ndim != 2 or x.shape[-1] != w.shape[1]:
         raise ValueError(f"linear_np: x.shape {x.shape} does not match w.shape {w.shape} "
                          "(need x.shape[-1] == w.shape[1], w of shape (out, in))")
@@ -42,14 +43,16 @@ def linear_np_backward(dy, x, w):
 
     y[..., o] = sum_i w[o, i] x[..., i], so
         dx[..., i] = sum_o dy[..., o] w[o, i]           ->  dx = dy @ w
-        dw[o, i]   = sum_{batch} dy[..., o] x[..., i]   ->  dw = dy^T x, rows of all leading dims stacked
+        dw[o, i]   = sum_{batch} dy[..., o] x[..., i]   ->  dw = dy^T x
+    (the rows of all leading dims stacked)
     Returns (dx, dw).
     """
     if dy.shape != x.shape[:-1] + (w.shape[0],):
         raise ValueError(f"linear_np_backward: dy.shape {dy.shape} does not match the output shape "
-                         f"{x.shape[:-1] + (w.shape[0],)} of x.shape {x.shape} @ w.T (w.shape {w.shape})")
+                         f"{x.shape[:-1] + (w.shape[0],)} of x.shape {x.shape} @ w.T (w.shape "
+                         f"{w.shape})")
     dx = dy @ w
-    # Flatten leading dims into one batch axis (a view for contiguous arrays): one GEMM sums over all of them.
+    # Flatten leading dims into one batch axis (a view): one GEMM sums over all of them.
     dw = dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])
     return dx, dw
 
@@ -59,9 +62,10 @@ def linear_np_backward(dy, x, w):
 
 # chapter 21.1.2, microgpt.py L133-L138
 def softmax(logits):
-    """Softmax: turn logits into a probability distribution. Subtract the max before exp for numerical stability."""
+    """Softmax: logits into a probability distribution. Subtract the max before exp (stability)."""
     if not logits:
-        raise ValueError("softmax: the list of logits is empty (length 0); a distribution needs at least one")
+        raise ValueError("softmax: the list of logits is empty (length 0); a distribution needs at "
+                         "least one")
     max_val = max(val.data for val in logits)
     exps = [(val - max_val).exp() for val in logits]
     total = sum(exps)
@@ -69,9 +73,10 @@ def softmax(logits):
 
 
 def softmax_np(logits):
-    """Twin of `softmax` over the last axis. The max is a constant (as `.data` is in the scalar code)."""
+    """Twin of `softmax` over the last axis. The max is a constant (`.data` in the scalar code)."""
     if logits.shape[-1] == 0:
-        raise ValueError(f"softmax_np: the last axis is empty (shape {logits.shape}); a distribution needs an entry")
+        raise ValueError(f"softmax_np: the last axis is empty (shape {logits.shape}); a "
+                         "distribution needs an entry")
     e = logits - logits.max(axis=-1, keepdims=True)  # fresh array: safe to overwrite in place
     np.exp(e, out=e)
     e /= e.sum(axis=-1, keepdims=True)
@@ -86,8 +91,9 @@ def softmax_np_backward(dprobs, probs):
     (The subtracted max has zero gradient: softmax is shift invariant.)
     """
     if dprobs.shape != probs.shape:
-        raise ValueError(f"softmax_np_backward: dprobs.shape {dprobs.shape} != probs.shape {probs.shape}")
-    dz = dprobs - (dprobs * probs).sum(axis=-1, keepdims=True)
+        raise ValueError(f"softmax_np_backward: dprobs.shape {dprobs.shape} != probs.shape "
+                         f"{probs.shape}")
+    dz = dprobs - np.vecdot(dprobs, probs)[..., None]  # sum_i dp_i p_i, one row-wise dot product
     dz *= probs
     return dz
 
@@ -105,25 +111,30 @@ def rmsnorm(x):
     return [xi * scale for xi in x]
 
 
-def rmsnorm_np(x):
-    """Twin of `rmsnorm` over the last axis: y = x * (mean(x^2) + 1e-5) ** -0.5 (no gain)."""
+def rmsnorm_np(x, return_inv_rms=False):
+    """Twin of `rmsnorm` over the last axis: y = x * r, r = (mean(x^2) + 1e-5) ** -0.5 (no gain).
+    return_inv_rms: also return r (..., 1), for the backward to take instead of recomputing."""
     if x.shape[-1] == 0:
-        raise ValueError(f"rmsnorm_np: the last axis is empty (shape {x.shape}); its mean square is undefined")
-    ms = (x * x).sum(axis=-1, keepdims=True) / x.shape[-1]  # sum / n: np.mean costs more on tiny rows
-    return x * (ms + 1e-5) ** -0.5
+        raise ValueError(f"rmsnorm_np: the last axis is empty (shape {x.shape}); its mean square "
+                         "is undefined")
+    ms = np.vecdot(x, x)[..., None] / x.shape[-1]  # mean(x^2) as one row-wise dot product
+    inv_rms = (ms + 1e-5) ** -0.5
+    y = x * inv_rms
+    return (y, inv_rms) if return_inv_rms else y
 
 
-def rmsnorm_np_backward(dy, x):
+def rmsnorm_np_backward(dy, x, inv_rms=None):
     """Gradient of y = x * s, s = (m + eps)^(-1/2), m = mean(x^2) over the last axis of length n.
 
     ds/dx_j = -1/2 (m + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
         dx_j = s dy_j + sum_i dy_i x_i ds/dx_j = s dy_j - s^3 x_j mean(dy * x)
+    inv_rms: s as rmsnorm_np(x, return_inv_rms=True) returned it; by default recomputed.
     """
     if dy.shape != x.shape:
         raise ValueError(f"rmsnorm_np_backward: dy.shape {dy.shape} != x.shape {x.shape}")
     n = x.shape[-1]
-    s = ((x * x).sum(axis=-1, keepdims=True) / n + 1e-5) ** -0.5
-    c = s * s * s * ((dy * x).sum(axis=-1, keepdims=True) / n)
+    s = (np.vecdot(x, x)[..., None] / n + 1e-5) ** -0.5 if inv_rms is None else inv_rms
+    c = s * s * s * (np.vecdot(dy, x)[..., None] / n)
     dx = s * dy
     dx -= c * x
     return dx
@@ -139,7 +150,8 @@ def _check_targets(logits, targets, name):
         raise ValueError(f"{name}: targets.shape {targets.shape} must equal logits.shape[:-1] "
                          f"(logits.shape {logits.shape})")
     if targets.size == 0:
-        raise ValueError(f"{name}: empty batch (logits.shape {logits.shape}); the mean loss is undefined")
+        raise ValueError(f"{name}: empty batch (logits.shape {logits.shape}); the mean loss is "
+                         "undefined")
     if not np.issubdtype(targets.dtype, np.integer):
         raise ValueError(f"{name}: targets must be integers, got dtype {targets.dtype}")
     vocab = logits.shape[-1]
@@ -150,7 +162,7 @@ def _check_targets(logits, targets, name):
 
 
 def cross_entropy_np(logits, targets):
-    """Mean negative log-likelihood of integer targets under softmax(logits), over all leading positions.
+    """Mean negative log-likelihood of integer targets under softmax(logits), over all positions.
 
     Scalar counterpart: mean of -softmax(logits)[t].log(). Computed as a stable log-softmax,
         -log p_t = logsumexp(z) - z_t,   logsumexp(z) = m + log(sum(exp(z - m))),  m = max(z),
@@ -159,9 +171,11 @@ def cross_entropy_np(logits, targets):
     """
     targets = _check_targets(logits, targets, "cross_entropy_np")
     shifted = logits - logits.max(axis=-1, keepdims=True)  # z - m, a fresh array
-    shifted = shifted.reshape(-1, shifted.shape[-1])  # (N, V): all leading positions in one axis (a view)
+    # (N, V): all leading positions in one axis (a view)
+    shifted = shifted.reshape(-1, shifted.shape[-1])
     z_t = shifted[np.arange(shifted.shape[0]), targets.ravel()]  # z_t - m: row n, column targets[n]
-    lse = np.log(np.exp(shifted, out=shifted).sum(axis=-1))  # logsumexp(z) - m; shifted is ours to overwrite
+    # logsumexp(z) - m; shifted is ours to overwrite
+    lse = np.log(np.exp(shifted, out=shifted).sum(axis=-1))
     return float((lse - z_t).sum() / lse.size)  # the mean (np.mean costs more on tiny arrays)
 
 

@@ -4,20 +4,15 @@
     python benchmarks/bench.py --quick         # a rough table in well under a minute
     python benchmarks/bench.py --out perf.md   # also write the table to a file
 
-What is timed is one full training step: loss and gradients for a batch of docs, then the flat-buffer Adam
-update (and the sphere retraction in sphere mode), exactly what microgpt.train() does per step.
-
-Scalar rows run the chapter code (microgpt.gpt / gpt_sphere on utils.linear/softmax/rmsnorm) with a
-state_dict of one of two Value classes:
-  naive  benchmarks/naive_value.py, the reference design (constants wrapped as nodes, sub/div as
-         compositions, recursive topological sort), driven the way the reference script drives it;
-  value  value.py, the project's engine.
-Each is timed with Python's cyclic garbage collector on (the default) and paused (value.no_cycle_gc());
-"value, GC paused" is microgpt.loss_and_grads(engine="value") itself. The four scalar variants are
-interleaved on the same batches, and each speed-up is the median of the per-round ratios (same batch, back
-to back), so it is measured side by side and does not depend on name lengths; the NumPy engine runs the
-same batches.
+A step is what microgpt.train() does per step: loss and gradients of a batch, the flat-buffer Adam
+update (and the retraction in sphere mode). Scalar rows run the chapter code (microgpt.gpt /
+gpt_sphere) with one of two Value classes: naive (benchmarks/naive_value.py, the reference design:
+constants as nodes, sub/div as compositions, recursive topological sort) and value (value.py), each
+with Python's cyclic garbage collector on and paused ("value, GC paused" is what training runs).
+The scalar variants are interleaved on the same batches; each speed-up is the median of per-round
+ratios (same batch, back to back); the NumPy engine runs the same batches.
 """
+
 import argparse
 import os
 import platform
@@ -34,20 +29,23 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def _parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="fewer repeats and a smaller large batch (rough numbers)")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="fewer repeats and a smaller large batch (rough numbers)")
     p.add_argument("--out", help="also write the tables (markdown) to this file")
-    p.add_argument("--corpus", default="names",
-                   help="docs to train on: 'names' (microgpt's default corpus) or a text file, one doc per line")
+    p.add_argument("--corpus", default="names", help="docs to train on: 'names' (microgpt's "
+                   "default corpus) or a text file, one doc per line")
     p.add_argument("--batch", type=int, default=16, help="the larger batch size (default 16)")
-    p.add_argument("--blas-threads", type=int, default=1,
-                   help="BLAS threads for the NumPy engine (default 1: these matrices are far too small to split)")
+    p.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for the NumPy engine "
+                   "(default 1: these matrices are far too small to split)")
     p.add_argument("--skip-scaling", action="store_true", help="only the main table")
     p.add_argument("--only-commits", action="store_true",
-                   help="only the table of this tree against e631a43 and f57ef30 (benchmarks/vs_commits.py)")
-    p.add_argument("--skip-commits", action="store_true", help="leave out the table against older commits")
+                   help="only the table of this tree against older commits (vs_commits.py)")
+    p.add_argument("--skip-commits", action="store_true",
+                   help="leave out the table against older commits")
     p.add_argument("--only-scaling", action="store_true", help="only the scaling table")
-    p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # used by the threads table
+    p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # threads table
     return p.parse_args(argv)
 
 
@@ -57,23 +55,14 @@ if ARGS is not None:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(ARGS.blas_threads)
 
+import floor  # noqa: E402
 import numpy as np  # noqa: E402
-import numpy_engine_unfused as unfused  # noqa: E402
 import vs_commits  # noqa: E402
 from naive_value import NaiveValue  # noqa: E402
 
 import microgpt  # noqa: E402
 import numpy_engine  # noqa: E402
-from checks import check_tokens  # noqa: E402
-from microgpt import (  # noqa: E402
-    GPTConfig,
-    adam_step,
-    alloc_params,
-    flat_buffer,
-    init_params,
-    loss_and_grads,
-    retract,
-)
+from microgpt import GPTConfig, init_params, loss_and_grads  # noqa: E402
 
 try:  # PyTorch is never a requirement: its rows appear only where it happens to be installed
     import torch  # noqa: E402
@@ -83,13 +72,13 @@ except ImportError:
 from utils import softmax  # noqa: E402
 from value import Value, no_cycle_gc, topological_order  # noqa: E402
 
-# ----------------------------------------------------------------------------------------------- steps
+# -------------------------------------------------------------------------------------------- steps
 
 
 def scalar_loss(cls, params, docs_tokens, cfg):
-    """microgpt's scalar forward (the chapter code) with a state_dict of `cls` Values: (loss node, state_dict)."""
-    state_dict = {k: [cls(x) for x in a.tolist()] if a.ndim == 1 else [[cls(x) for x in row] for row in a.tolist()]
-                  for k, a in params.items()}
+    """microgpt's scalar forward (the chapter code) on `cls` Values: (loss node, state_dict)."""
+    state_dict = {k: [cls(x) for x in a.tolist()] if a.ndim == 1
+                  else [[cls(x) for x in row] for row in a.tolist()] for k, a in params.items()}
     model = microgpt.gpt_sphere if cfg.norm == "sphere" else microgpt.gpt
     losses = []
     for tokens in docs_tokens:
@@ -104,18 +93,19 @@ def scalar_loss(cls, params, docs_tokens, cfg):
 def scalar_loss_and_grads(cls, params, docs_tokens, cfg):
     loss, state_dict = scalar_loss(cls, params, docs_tokens, cfg)
     loss.backward()
-    grads = {k: np.array([v.grad for v in rows] if params[k].ndim == 1 else [[v.grad for v in r] for r in rows])
+    grads = {k: np.array([v.grad for v in rows] if params[k].ndim == 1
+                         else [[v.grad for v in r] for r in rows])
              for k, rows in state_dict.items()}
     return loss.data, grads
 
 
 class Trainer:
-    """One engine variant with its own copy of the weights and Adam state (so all variants do the same math)."""
+    """One engine variant with its own weights and Adam state (all variants do the same math)."""
 
     def __init__(self, name, cfg, loss_fn, gc_paused=False, dtype="float64"):
         self.name, self.cfg, self.loss_fn, self.gc_paused = name, cfg, loss_fn, gc_paused
         self.params = init_params(cfg, seed=42, dtype=dtype)
-        self.flat = flat_buffer(self.params)
+        self.flat = microgpt.flat_buffer(self.params)
         self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
         self.step_no, self.times, self.losses = 0, [], []
 
@@ -130,42 +120,33 @@ class Trainer:
         return dt
 
     def update(self, batch):
-        """Loss and gradients of the batch, then Adam (and the retraction): what is timed. Returns the loss."""
+        """Loss and gradients of the batch, then Adam (and the retraction): the timed loss."""
         if self.gc_paused:
             with no_cycle_gc():
                 loss, grads = self.loss_fn(self.params, batch, self.cfg)
         else:
             loss, grads = self.loss_fn(self.params, batch, self.cfg)
-        adam_step(self.flat, np.concatenate([grads[k].ravel() for k in self.params]), self.m, self.v,
-                  self.step_no, 10_000)
+        g = np.concatenate([grads[k].ravel() for k in self.params])
+        microgpt.adam_step(self.flat, g, self.m, self.v, self.step_no, 10_000)
         if self.cfg.norm == "sphere":
-            retract(self.params, self.cfg)
+            microgpt.retract(self.params, self.cfg)
         return loss
 
 
 class NumpyStep(Trainer):
-    """One NumPy-engine training step as microgpt.train() runs it ("after": loss and gradients into a reused
-    buffer, adam_step, the retraction in sphere mode), or as it ran before it was fused ("before": the unfused engine
-    of benchmarks/numpy_engine_unfused.py with its Adam and retraction)."""
+    """One NumPy-engine training step as microgpt.train() runs it: loss and gradients into a reused
+    buffer, adam_step, the retraction in sphere mode."""
 
-    def __init__(self, cfg, version="after", dtype="float64"):
-        super().__init__(f"numpy {version}" + ("" if dtype == "float64" else " f32"), cfg, None, dtype=dtype)
-        self.version = version
-        self.g, self.grads = alloc_params(cfg, dtype)
+    def __init__(self, cfg, dtype="float64"):
+        super().__init__("numpy" + ("" if dtype == "float64" else " f32"), cfg, None, dtype=dtype)
+        self.g, self.grads = microgpt.alloc_params(cfg, dtype)
 
     def update(self, batch):
         cfg = self.cfg
-        if self.version == "after":
-            loss, _ = loss_and_grads(self.params, batch, cfg, engine="numpy", out=self.grads)
-            adam_step(self.flat, self.g, self.m, self.v, self.step_no, 10_000)
-            if cfg.norm == "sphere":
-                retract(self.params, cfg)
-            return loss
-        check_tokens(batch, cfg.vocab_size)  # what microgpt.loss_and_grads does first, then as it was:
-        loss, grads = unfused.loss_and_grads_np(self.params, batch, cfg)
-        unfused.adam_step(self.flat, flat_buffer(grads), self.m, self.v, self.step_no, 10_000)
+        loss, _ = loss_and_grads(self.params, batch, cfg, engine="numpy", out=self.grads)
+        microgpt.adam_step(self.flat, self.g, self.m, self.v, self.step_no, 10_000)
         if cfg.norm == "sphere":
-            unfused.retract(self.params, cfg)
+            microgpt.retract(self.params, cfg)
         return loss
 
 
@@ -182,7 +163,7 @@ def engine_value_loss(params, batch, cfg):
     return loss_and_grads(params, batch, cfg, engine="value")
 
 
-# ----------------------------------------------------------------------------------------------- stats
+# -------------------------------------------------------------------------------------------- stats
 
 
 def summary(times):
@@ -203,12 +184,14 @@ def nodes_per_step(cls, params, batches, cfg):
     counts = []
     for batch in batches:
         loss, _ = scalar_loss(cls, params, batch, cfg)
-        counts.append(len(topological_order(loss)))  # works for both classes: it only reads ._children
+        # works for both classes: it only reads ._children
+        counts.append(len(topological_order(loss)))
     return sum(counts) / len(counts)
 
 
 def value_step_memory(cfg, batch, steps=12):
-    """(peak MB of one value-engine step, growth in kB of live memory from step 2 to step `steps`)."""
+    """(peak MB of one value-engine step, growth in kB of live memory from step 2 to step `steps`).
+    """
     params = init_params(cfg, seed=42)
     tracemalloc.start()
     try:
@@ -225,7 +208,7 @@ def value_step_memory(cfg, batch, steps=12):
     return peak / 2**20, (live[-1] - live[1]) / 1024
 
 
-# ----------------------------------------------------------------------------------------------- sections
+# ----------------------------------------------------------------------------------------- sections
 
 
 def machine_info(blas_threads):
@@ -244,58 +227,65 @@ def machine_info(blas_threads):
             "(a forced core type can make OpenBLAS pick slower kernels)"]
 
 
+def scalar_and_numpy_rows(cfg, batches, n_warm, quick, log):
+    """The rows of one norm and batch size: the four scalar variants interleaved on the same
+    batches, then the NumPy engine. Returns (rows, graph nodes per step of each Value class)."""
+    norm, batch_size = cfg.norm, len(batches[0])
+    log(f"  {norm} batch {batch_size}: scalar engines, {len(batches) - n_warm} rounds ...")
+    variants = [Trainer("naive", cfg, naive_loss), Trainer("value", cfg, value_loss),
+                Trainer("value", cfg, engine_value_loss, gc_paused=True),
+                Trainer("naive", cfg, naive_loss, gc_paused=True)]
+    for r, batch in enumerate(batches):
+        for t in variants:  # interleaved: every variant sees the same batch back to back
+            t.step(batch, record=r >= n_warm)
+    ref = variants[0].losses  # the same math: identical losses for both Value classes
+    for t in variants[1:]:
+        if max(abs(a - b) for a, b in zip(ref, t.losses)) > 1e-9 * max(1.0, abs(ref[0])):
+            raise AssertionError(f"{t.name} disagrees with naive: {t.losses} vs {ref}")
+    n_np = (400 if batch_size == 1 else 200) if not quick else 60
+    log(f"  {norm} batch {batch_size}: numpy engine, {n_np} steps ...")
+    np_t = NumpyStep(cfg)
+    for r in range(n_np + 20):
+        np_t.step(batches[r % len(batches)], record=r >= 20)
+    timed = batches[n_warm:][:3]
+    counts = {"naive": nodes_per_step(NaiveValue, variants[0].params, timed, cfg),
+              "value": nodes_per_step(Value, variants[1].params, timed, cfg)}
+    naive, rows = variants[0].times, []
+    for t in variants + [np_t]:
+        med, q1, q3 = summary(t.times)
+        numpy_row = t.name.startswith("numpy")
+        gc_txt = "-" if numpy_row else ("paused" if t.gc_paused else "on")
+        nodes = f"{counts[t.name]:,.0f}" if t.name in counts else "-"
+        # scalar variants ran the same batch back to back: the median of the per-round ratios is
+        # robust to how long each name is; the NumPy engine ran its own steps: ratio of medians
+        speedup = (statistics.median(a / b for a, b in zip(naive, t.times)) if not numpy_row
+                   else statistics.median(naive) / statistics.median(t.times))
+        rows.append(f"| {'numpy' if numpy_row else t.name} | {norm} | {batch_size} | {gc_txt} | "
+                    f"{fmt_ms(med)} | {fmt_ms(q1)}-{fmt_ms(q3)} | {fmt_ms(med / batch_size)} | "
+                    f"{speedup:,.1f}x | {nodes} |")
+    return rows, counts
+
+
 def main_table(docs_tokens, vocab_size, args, log):
     quick = args.quick
     big = args.batch if not quick else min(args.batch, 4)
-    rows, notes = [], []
-    header = ("| engine | norm | batch | cyclic GC | ms/step (median) | IQR (q25-q75) | ms/doc "
-              "| speed-up vs naive (GC on), median of per-round ratios | graph nodes/step |")
-    rows.append(header)
-    rows.append("|" + "---|" * 9)
+    rows = ["| engine | norm | batch | cyclic GC | ms/step (median) | IQR (q25-q75) | ms/doc "
+            "| speed-up vs naive (GC on), median of per-round ratios | graph nodes/step |",
+            "|" + "---|" * 9]
+    notes = []
     for norm in ("rmsnorm", "sphere"):
         cfg = GPTConfig(vocab_size=vocab_size, norm=norm)
         for batch_size in (1, big):
-            n_scalar = (40 if batch_size == 1 else 3) if not quick else (5 if batch_size == 1 else 1)
+            n_scalar = (40, 3)[batch_size > 1] if not quick else (5, 1)[batch_size > 1]
             n_warm = 2 if batch_size == 1 else 0  # the batch-1 rounds have warmed everything up
-            batches = [docs_tokens[i * batch_size:(i + 1) * batch_size] for i in range(n_warm + n_scalar)]
-            log(f"  {norm} batch {batch_size}: scalar engines, {n_scalar} interleaved rounds ...")
-            variants = [Trainer("naive", cfg, naive_loss), Trainer("value", cfg, value_loss),
-                        Trainer("value", cfg, engine_value_loss, gc_paused=True),
-                        Trainer("naive", cfg, naive_loss, gc_paused=True)]
-            for r, batch in enumerate(batches):
-                for t in variants:  # interleaved: every variant sees the same batch back to back
-                    t.step(batch, record=r >= n_warm)
-            # the same math: identical losses for both Value classes, step after step
-            ref = variants[0].losses
-            for t in variants[1:]:
-                if max(abs(a - b) for a, b in zip(ref, t.losses)) > 1e-9 * max(1.0, abs(ref[0])):
-                    raise AssertionError(f"{t.name} disagrees with naive: {t.losses} vs {ref}")
-            n_np = (400 if batch_size == 1 else 200) if not quick else 60
-            log(f"  {norm} batch {batch_size}: numpy engine, {n_np} steps ...")
-            np_t = NumpyStep(cfg)
-            for r in range(n_np + 20):
-                b = r % len(batches)
-                np_t.step(batches[b], record=r >= 20)
-            timed_batches = batches[n_warm:]
-            counts = {"naive": nodes_per_step(NaiveValue, variants[0].params, timed_batches[:3], cfg),
-                      "value": nodes_per_step(Value, variants[1].params, timed_batches[:3], cfg)}
-            naive = variants[0].times
-            for t in variants + [np_t]:
-                med, q1, q3 = summary(t.times)
-                numpy_row = t.name.startswith("numpy")
-                gc_txt = "-" if numpy_row else ("paused" if t.gc_paused else "on")
-                nodes = f"{counts[t.name]:,.0f}" if t.name in counts else "-"
-                # scalar variants ran the same batch back to back: the median of the per-round ratios is robust
-                # to how long each name is; the NumPy engine ran its own steps, so it gets the ratio of medians
-                speedup = (statistics.median(a / b for a, b in zip(naive, t.times)) if not numpy_row
-                           else statistics.median(naive) / statistics.median(t.times))
-                name = "numpy" if numpy_row else t.name
-                rows.append(f"| {name} | {norm} | {batch_size} | {gc_txt} | {fmt_ms(med)} | "
-                            f"{fmt_ms(q1)}-{fmt_ms(q3)} | {fmt_ms(med / batch_size)} | {speedup:,.1f}x | "
-                            f"{nodes} |")
+            batches = [docs_tokens[i * batch_size:(i + 1) * batch_size]
+                       for i in range(n_warm + n_scalar)]
+            more, counts = scalar_and_numpy_rows(cfg, batches, n_warm, quick, log)
+            rows += more
             if norm == "rmsnorm" and batch_size == 1:
-                notes.append(f"nodes per step (rmsnorm, batch 1): naive {counts['naive']:,.0f}, value "
-                             f"{counts['value']:,.0f} ({1 - counts['value'] / counts['naive']:.1%} fewer)")
+                notes.append(f"nodes per step (rmsnorm, batch 1): naive {counts['naive']:,.0f}, "
+                             f"value {counts['value']:,.0f} "
+                             f"({1 - counts['value'] / counts['naive']:.1%} fewer)")
     log("  memory of a value-engine step (tracemalloc) ...")
     cfg = GPTConfig(vocab_size=vocab_size)
     for batch_size in (1, big):
@@ -307,16 +297,16 @@ def main_table(docs_tokens, vocab_size, args, log):
 
 
 def scaling_docs(docs_tokens, block_size):
-    """Docs of exactly block_size + 1 tokens (names glued together), so every step predicts block_size positions."""
+    """Docs of block_size + 1 tokens (names glued together): every step predicts block_size."""
     stream = [t for doc in docs_tokens for t in doc[1:-1]]
     bos = docs_tokens[0][0]
     n = block_size
-    return [[bos] + stream[i * n:(i + 1) * n] for i in range(len(stream) // n)]
+    return [[bos] + stream[i * n : (i + 1) * n] for i in range(len(stream) // n)]
 
 
 def flops_per_step(cfg, T):
-    """Approximate multiply-adds x 2 of one step of one doc: forward + backward (= 3 x forward) of the
-    matmuls (12 C^2 per layer per token + V C for lm_head) and of causal attention (q.k and weights.v)."""
+    """Approximate multiply-adds x 2 of one step of one doc: forward + backward (= 3 x forward) of
+    the matmuls (12 C^2 per layer per token + V C for lm_head) and of attention (q.k, weights.v)."""
     C = cfg.n_embd
     matmul = 2 * T * (cfg.n_layer * 12 * C * C + cfg.vocab_size * C)
     attention = cfg.n_layer * 2 * C * T * (T + 1)  # 2 C flops per (query, key) pair, twice
@@ -327,9 +317,9 @@ def scaling_table(docs_tokens, vocab_size, args, log):
     quick = args.quick
     configs = [dict(n_embd=16), dict(n_embd=32), dict(n_embd=64), dict(n_layer=2), dict(n_layer=4),
                dict(block_size=32)]
-    rows = ["| n_embd | n_layer | block_size (= T) | params | MFLOP/step | value nodes/step | value ms/step "
-            "| value us/node | numpy ms/step (IQR) | numpy GFLOP/s | numpy float32 ms/step | float64/float32 |",
-            "|" + "---|" * 12]
+    rows = ["| n_embd | n_layer | block_size (= T) | params | MFLOP/step | value nodes/step "
+            "| value ms/step | value us/node | numpy ms/step (IQR) | numpy GFLOP/s "
+            "| numpy float32 ms/step | float64/float32 |", "|" + "---|" * 12]
     fit = []
     for over in configs:
         cfg = GPTConfig(vocab_size=vocab_size, **over)
@@ -343,80 +333,51 @@ def scaling_table(docs_tokens, vocab_size, args, log):
         vt = Trainer("value", cfg, engine_value_loss, gc_paused=True)
         vt.step(docs[0:1], record=False)
         for r in range(reps):
-            vt.step(docs[1 + r:2 + r])
+            vt.step(docs[1 + r : 2 + r])
         nt, nt32 = NumpyStep(cfg), NumpyStep(cfg, dtype="float32")
         n_np = 60 if quick else 300
         for r in range(n_np + 20):  # interleaved, the same doc back to back
-            nt.step(docs[r % 50:r % 50 + 1], record=r >= 20)
-            nt32.step(docs[r % 50:r % 50 + 1], record=r >= 20)
+            nt.step(docs[r % 50 : r % 50 + 1], record=r >= 20)
+            nt32.step(docs[r % 50 : r % 50 + 1], record=r >= 20)
         v_med = summary(vt.times)[0]
         n_med, q1, q3 = summary(nt.times)
         n32 = summary(nt32.times)[0]
         mflop = flops_per_step(cfg, T) / 1e6
         fit.append((mflop, n_med, nodes, v_med))
-        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {n_params:,} | {mflop:.2f} | {nodes:,.0f} | "
-                    f"{fmt_ms(v_med)} | {v_med * 1e3 / nodes:.2f} | {fmt_ms(n_med)} ({fmt_ms(q1)}-{fmt_ms(q3)}) | "
-                    f"{mflop / n_med:.2f} | {fmt_ms(n32)} | "
-                    f"{statistics.median(a / b for a, b in zip(nt.times, nt32.times)):.2f}x |")
-    # fit = [(MFLOP, numpy ms, value nodes, value ms)] for C16, C32, C64, L2, L4, T32 (in `configs` order)
+        ratio32 = statistics.median(a / b for a, b in zip(nt.times, nt32.times))
+        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {n_params:,} | {mflop:.2f} | "
+                    f"{nodes:,.0f} | {fmt_ms(v_med)} | {v_med * 1e3 / nodes:.2f} | {fmt_ms(n_med)} "
+                    f"({fmt_ms(q1)}-{fmt_ms(q3)}) | {mflop / n_med:.2f} | {fmt_ms(n32)} | "
+                    f"{ratio32:.2f}x |")
+    return rows, scaling_notes(fit)
+
+
+def scaling_notes(fit):
+    """fit = [(MFLOP, numpy ms, value nodes, value ms)] for C16, C32, C64, L2, L4, T32."""
     per_node = [f[3] * 1e3 / f[2] for f in fit]
     per_layer = (fit[4][1] - fit[0][1]) / 3
-    notes = [f"value engine: time tracks graph nodes (about one node per scalar multiply or add, so nodes ~ FLOPs/2): "
-             f"{min(per_node):.2f}-{max(per_node):.2f} us per node across all configs -- the slope is the FLOPs, "
-             "each one paid as a Python object",
-             f"numpy engine: each extra layer adds {per_layer:.3f} ms at n_embd 16 (over 100 Python-level "
-             "function calls plus the array operators, about 1 us each: per-call overhead, not FLOPs); "
-             f"n_embd 16 -> 64 multiplies FLOPs by "
-             f"{fit[2][0] / fit[0][0]:.1f} but time only by {fit[2][1] / fit[0][1]:.1f}; block_size 16 -> 32 "
-             f"multiplies FLOPs by {fit[5][0] / fit[0][0]:.1f}, time by {fit[5][1] / fit[0][1]:.2f}. "
-             f"At these sizes the NumPy engine is mostly fixed overhead (best throughput here "
-             f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)"]
-    return rows, notes
+    return [f"value engine: time tracks graph nodes (about one node per scalar multiply or add, so "
+            f"nodes ~ FLOPs/2): {min(per_node):.2f}-{max(per_node):.2f} us per node across all "
+            "configs -- the slope is the FLOPs, each one paid as a Python object",
+            f"numpy engine: each extra layer adds {per_layer:.3f} ms at n_embd 16 (Python-level "
+            "function calls plus the array operators, about 1 us each: per-call overhead, not "
+            f"FLOPs); n_embd 16 -> 64 multiplies FLOPs by {fit[2][0] / fit[0][0]:.1f} but time "
+            f"only by {fit[2][1] / fit[0][1]:.1f}; block_size 16 -> 32 multiplies FLOPs by "
+            f"{fit[5][0] / fit[0][0]:.1f}, time by {fit[5][1] / fit[0][1]:.2f}. At these sizes the "
+            "NumPy engine is mostly fixed overhead (best throughput here "
+            f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)"]
 
 
-# The fused engine's targets (ms per batch-1 step), and what the "before" code measured in this benchmark on the day
-# they were set. This machine's speed drifts from day to day (the unchanged "before" code has measured 1.5-2x slower
-# since), so a target is also shown as the speed-up it asked for, which one run can check side by side.
-TARGETS = {"rmsnorm": (0.10, 0.171), "sphere": (0.15, 0.341)}
-
-
-def before_after_table(docs_tokens, vocab_size, args, log):
-    """The NumPy engine at batch 1, default config, before and after the fusing, interleaved: every round runs the
-    same docs through both (alternating which goes first); the speed-up is the median of per-round ratios."""
-    rounds, per_round = (8, 20) if args.quick else (40, 50)
-    rows = ["| norm | version | ms/step (median of steps) | IQR | speed-up, median of per-round ratios | target "
-            "(ms, and the speed-up it asked for) |", "|" + "---|" * 6]
-    for norm, (target, before_then) in TARGETS.items():
-        cfg = GPTConfig(vocab_size=vocab_size, norm=norm)
-        steppers = [NumpyStep(cfg, "before"), NumpyStep(cfg, "after"), NumpyStep(cfg, "after", "float32")]
-        log(f"  {norm}: before / after / after float32, {rounds} interleaved rounds of {per_round} steps ...")
-        sums = {t.name: [] for t in steppers}
-        for t in steppers:  # warm up: caches, allocator, branch predictors
-            for i in range(100):
-                t.step(docs_tokens[i:i + 1], record=False)
-        for r in range(rounds):
-            batch = [docs_tokens[(r * per_round + i) % len(docs_tokens)] for i in range(per_round)]
-            for t in (steppers if r % 2 == 0 else steppers[::-1]):
-                sums[t.name].append(sum(t.step([doc]) for doc in batch))
-        before = sums["numpy before"]
-        for t in steppers:
-            med, q1, q3 = summary(t.times)
-            ratio = statistics.median(b / a for a, b in zip(sums[t.name], before))
-            asked = before_then / target
-            goal = f"{target:.2f} ms = {asked:.2f}x: {'met' if ratio >= asked else 'not met'}"
-            rows.append(f"| {norm} | {t.name[len('numpy '):]} | {fmt_ms(med)} | {fmt_ms(q1)}-{fmt_ms(q3)} | "
-                        f"{ratio:.2f}x | {goal if t.name == 'numpy after' else ''} |")
-    return rows
-
-
-BIG_CONFIGS = [dict(n_embd=16, n_layer=1, block_size=16, batch=1), dict(n_embd=64, n_layer=2, block_size=64, batch=16),
-               dict(n_embd=128, n_layer=4, block_size=128, batch=16), dict(n_embd=256, n_layer=4, block_size=128,
-                                                                           batch=8)]
+BIG_CONFIGS = [dict(n_embd=16, n_layer=1, block_size=16, batch=1),
+               dict(n_embd=64, n_layer=2, block_size=64, batch=16),
+               dict(n_embd=128, n_layer=4, block_size=128, batch=16),
+               dict(n_embd=256, n_layer=4, block_size=128, batch=8)]
 
 
 def big_batch(vocab_size, cfg, batch):
     rng = np.random.default_rng(0)
-    return [[vocab_size - 1] + rng.integers(0, vocab_size - 1, cfg.block_size).tolist() for _ in range(batch)]
+    return [[vocab_size - 1] + rng.integers(0, vocab_size - 1, cfg.block_size).tolist()
+            for _ in range(batch)]
 
 
 def time_steps(step, n):
@@ -431,8 +392,8 @@ def time_steps(step, n):
 
 
 def bigger_models(vocab_size, args, log):
-    """rmsnorm, forward + backward + Adam, full-length docs: the NumPy engine in float64 and float32 and, where
-    installed, PyTorch eager in both (1 thread each, as BLAS here), the same model, batch and weights."""
+    """rmsnorm, forward + backward + Adam, full-length docs: the NumPy engine in float64 and float32
+    and, where installed, PyTorch eager in both (1 thread each): same model, batch and weights."""
     configs = BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS
     head = "| n_embd | n_layer | T | batch | numpy f64 ms | numpy f32 ms | f64/f32"
     if torch is not None:
@@ -444,60 +405,70 @@ def bigger_models(vocab_size, args, log):
         batch = over.pop("batch")
         cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
         docs = big_batch(vocab_size, cfg, batch)
-        n = 3 if args.quick else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch))))
+        n = (3 if args.quick
+             else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch)))))
         log(f"  bigger models {over}, batch {batch}: {n} steps each ...")
         out = {}
         for dt in ("float64", "float32"):
             t = NumpyStep(cfg, dtype=dt)
             out[f"numpy {dt}"] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
-        cells = [out["numpy float64"], out["numpy float32"], out["numpy float64"] / out["numpy float32"]]
+        cells = [out["numpy float64"], out["numpy float32"],
+                 out["numpy float64"] / out["numpy float32"]]
         if torch is not None:
             inputs, targets, _ = numpy_engine.make_batch(docs, cfg.block_size)
             params = init_params(cfg, seed=42)
-            torch_microgpt.check_same_model(params, cfg, inputs, targets,
-                                            loss_and_grads(params, docs, cfg, engine="numpy")[0])
+            numpy_loss = loss_and_grads(params, docs, cfg, engine="numpy")[0]
+            torch_microgpt.check_same_model(params, cfg, inputs, targets, numpy_loss)
             ti, tt = torch.as_tensor(inputs), torch.as_tensor(targets)
             for dt, tdt in (("float64", torch.float64), ("float32", torch.float32)):
                 model = torch_microgpt.TorchGPT(params, cfg, tdt)
-                out[f"torch {dt}"] = time_steps(lambda m=model, ti=ti, tt=tt: m.train_step(ti, tt), n)
-            cells += [out["torch float64"], out["torch float32"], out["numpy float64"] / out["torch float64"],
+                step = lambda m=model, ti=ti, tt=tt: m.train_step(ti, tt)  # noqa: E731
+                out[f"torch {dt}"] = time_steps(step, n)
+            cells += [out["torch float64"], out["torch float32"],
+                      out["numpy float64"] / out["torch float64"],
                       out["numpy float32"] / out["torch float32"]]
         fmt = [fmt_ms(c) if i not in (2, 5, 6) else f"{c:.2f}x" for i, c in enumerate(cells)]
-        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {cfg.block_size} | {batch} | " + " | ".join(fmt) + " |")
+        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {cfg.block_size} | {batch} | "
+                    + " | ".join(fmt) + " |")
     return rows
 
 
 def threads_probe(vocab_size, args):
-    """--threads-probe: the bigger models' NumPy step times with whatever BLAS threads this process has (printed
-    as one line of JSON for the parent, which runs this with 1 and with 2 threads)."""
+    """--threads-probe: the bigger models' NumPy step times with whatever BLAS threads this process
+    has (printed as one line of JSON for the parent, which runs this with 1 and with 2 threads)."""
     import json
+
     res = {}
-    for over in (BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS):
+    for over in BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS:
         over = dict(over)
         batch = over.pop("batch")
         cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
         docs = big_batch(vocab_size, cfg, batch)
-        n = 3 if args.quick else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch))))
+        n = (3 if args.quick
+             else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch)))))
         for dt in ("float64", "float32"):
             t = NumpyStep(cfg, dtype=dt)
-            res[f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}"] = time_steps(
-                lambda t=t, docs=docs: t.step(docs, record=False), n)
+            key = f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}"
+            res[key] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
     print(json.dumps(res))
 
 
 def threads_table(args, log):
-    """Does a second BLAS thread help? The same steps in child processes with 1 and with 2 BLAS threads, in
-    alternating rounds (1, 2, then 2, 1, ...): this machine's speed drifts over minutes, so the speed-up is the
-    median of the per-round ratios and the times are medians over rounds."""
+    """Does a second BLAS thread help? The same steps in child processes with 1 and with 2 BLAS
+    threads, in alternating rounds (1, 2, then 2, 1, ...): this machine's speed drifts over minutes,
+    so the speed-up is the median of the per-round ratios and the times are medians over rounds."""
     import json
     import subprocess
+
     rounds = 1 if args.quick else 3
     runs = {1: [], 2: []}
     for r in range(rounds):
-        for threads in ((1, 2) if r % 2 == 0 else (2, 1)):
+        for threads in (1, 2) if r % 2 == 0 else (2, 1):
             log(f"  BLAS threads {threads}, round {r + 1} of {rounds} (child process) ...")
-            cmd = [sys.executable, __file__, "--threads-probe", "--blas-threads", str(threads), "--corpus", args.corpus]
-            out = subprocess.run(cmd + (["--quick"] if args.quick else []), capture_output=True, text=True, check=True)
+            cmd = [sys.executable, __file__, "--threads-probe", "--blas-threads", str(threads),
+                   "--corpus", args.corpus]
+            out = subprocess.run(cmd + (["--quick"] if args.quick else []), capture_output=True,
+                                 text=True, check=True)
             runs[threads].append(json.loads(out.stdout.strip().splitlines()[-1]))
     rows = ["| n_embd | n_layer | T | batch | dtype | 1 thread ms | 2 threads ms | "
             "speed-up, median of per-round ratios |", "|" + "---|" * 8]
@@ -505,8 +476,47 @@ def threads_table(args, log):
         c, layers, t, b, dt = key.split(",")
         one, two = (statistics.median(run[key] for run in runs[n]) for n in (1, 2))
         ratio = statistics.median(a[key] / b[key] for a, b in zip(runs[1], runs[2]))
-        rows.append(f"| {c} | {layers} | {t} | {b} | {dt} | {fmt_ms(one)} | {fmt_ms(two)} | {ratio:.2f}x |")
+        rows.append(f"| {c} | {layers} | {t} | {b} | {dt} | {fmt_ms(one)} | {fmt_ms(two)} | "
+                    f"{ratio:.2f}x |")
     return rows
+
+
+def commits_section(args, log):
+    log("this tree against older commits, alternating processes ...")
+    head = ["## This tree against older commits, side by side", "",
+            "Each figure is one fresh process running microgpt.train() of one checkout (the old "
+            "ones from `git archive`) on the same docs; processes alternate, old and new. ms/step "
+            "is CPU time (benchmarks/vs_commits.py; `--clock wall` there for elapsed time).", ""]
+    vs_args = vs_commits._parse_args(["--corpus", args.corpus] + (["--quick"] * args.quick))
+    return head + vs_commits.table(vs_args, log) + [""]
+
+
+def floor_section(args, log):
+    log("the NumPy step against its matrix products ...")
+    return ["## The NumPy step against its floor (benchmarks/floor.py)", "",
+            "The same matrix products as a training step, run alone back to back, against the "
+            "whole step (loss, gradients, Adam, retraction).", ""] + floor.table(args.quick, log)
+
+
+def scaling_sections(docs_tokens, vocab_size, args, log):
+    log("scaling ...")
+    rows, notes = scaling_table(docs_tokens, vocab_size, args, log)
+    lines = ["", "## Scaling (rmsnorm, batch 1, docs of exactly block_size tokens; value engine "
+             "with GC paused)", ""] + rows + [""] + [f"- {n}" for n in notes] + [""]
+    log("bigger models ...")
+    lines += ["## Bigger models: NumPy engine in float64 and float32"
+              + (", beside PyTorch eager" if torch else "")
+              + f" (rmsnorm, forward + backward + Adam, {args.blas_threads} BLAS thread(s))", ""]
+    if torch is None:
+        lines += ["(PyTorch is not installed here, so there are no PyTorch columns; they appear "
+                  "when it is.)", ""]
+    else:
+        lines += [f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads});"
+                  " the loss of the same weights and batch is checked equal to the NumPy engine's "
+                  "(1e-12) first.", ""]
+    lines += bigger_models(vocab_size, args, log) + [""]
+    lines += ["## BLAS threads: does the second core help the NumPy engine?", ""]
+    return lines + threads_table(args, log) + [""]
 
 
 def main(args):
@@ -515,58 +525,32 @@ def main(args):
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    docs = microgpt.load_corpus(args.corpus)
+    docs = list(microgpt.load_corpus(args.corpus))
     vocab = microgpt.build_vocab(docs)
-    rng = random.Random(0)
-    docs = list(docs)
-    rng.shuffle(docs)  # a fixed, seeded sample of the corpus: every engine sees the same docs
+    random.Random(0).shuffle(docs)  # a fixed, seeded sample: every engine sees the same docs
     docs_tokens = [microgpt.doc_tokens(d, vocab) for d in docs]
     vocab_size = len(vocab) + 1
-    mean_len = sum(len(t) - 1 for t in docs_tokens[:200]) / 200
-    lines = ["# microgpt benchmark", "",
-             f"Command: `python benchmarks/bench.py {' '.join(sys.argv[1:])}`".replace(" `", " `").rstrip(),
-             ""]
     if args.threads_probe:
         return threads_probe(vocab_size, args)
+    mean_len = sum(len(t) - 1 for t in docs_tokens[:200]) / 200
+    lines = ["# microgpt benchmark", "",
+             f"Command: `python benchmarks/bench.py {' '.join(sys.argv[1:])}`", ""]
     lines += machine_info(args.blas_threads)
-    lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted positions per doc "
-              f"{mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, block_size 16", ""]
+    lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted "
+              f"positions per doc {mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, "
+              "block_size 16", ""]
     if not args.skip_commits and not args.only_scaling:
-        log("this tree against older commits, alternating processes ...")
-        lines += ["## This tree against older commits, side by side", "",
-                  "Each figure is one fresh process running microgpt.train() of one checkout (the old ones from "
-                  "`git archive`) on the same docs; processes alternate, old and new. ms/step is CPU time "
-                  "(benchmarks/vs_commits.py; `--clock wall` there for elapsed time). Targets: the Value engine at "
-                  "most 1.00x e631a43, the NumPy engine within 1.10x of f57ef30 for both norms.", ""]
-        lines += vs_commits.table(vs_commits._parse_args(["--corpus", args.corpus] + (["--quick"] if args.quick
-                                                                                       else [])), log) + [""]
+        lines += commits_section(args, log)
     if args.only_commits:
         args.only_scaling = args.skip_scaling = True
     if not args.only_scaling:
-        log("numpy engine, batch 1: before and after ...")
-        lines += ["## NumPy engine, batch 1, default config: before and after the fusing", "",
-                  "before: the unfused engine with its Adam and retraction (benchmarks/numpy_engine_unfused.py); "
-                  "after: microgpt's training step; float32: the same with --dtype float32. Interleaved rounds "
-                  "over the same docs.", ""] + before_after_table(docs_tokens, vocab_size, args, log) + [""]
+        lines += floor_section(args, log) + [""]
         log("main table ...")
         rows, notes = main_table(docs_tokens, vocab_size, args, log)
         lines += ["## ms per training step (loss + gradients + Adam)", ""] + rows + [""]
-        lines += [f"- {n}" for n in notes] + [""]
+        lines += [f"- {n}" for n in notes]
     if not args.skip_scaling:
-        log("scaling ...")
-        rows, notes = scaling_table(docs_tokens, vocab_size, args, log)
-        lines += ["## Scaling (rmsnorm, batch 1, docs of exactly block_size tokens; value engine with GC paused)",
-                  ""] + rows + [""] + [f"- {n}" for n in notes] + [""]
-        log("bigger models ...")
-        lines += ["## Bigger models: NumPy engine in float64 and float32" + (", beside PyTorch eager" if torch else "")
-                  + f" (rmsnorm, forward + backward + Adam, {args.blas_threads} BLAS thread(s))", ""]
-        if torch is None:
-            lines += ["(PyTorch is not installed here, so there are no PyTorch columns; they appear when it is.)", ""]
-        else:
-            lines += [f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads}); the loss of "
-                      "the same weights and batch is checked equal to the NumPy engine's (1e-12) first.", ""]
-        lines += bigger_models(vocab_size, args, log) + [""]
-        lines += ["## BLAS threads: does the second core help the NumPy engine?", ""] + threads_table(args, log) + [""]
+        lines += scaling_sections(docs_tokens, vocab_size, args, log)
     lines.append(f"Total benchmark time {time.perf_counter() - t_start:.0f} s.")
     text = "\n".join(lines) + "\n"
     print(text)

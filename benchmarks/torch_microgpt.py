@@ -1,12 +1,13 @@
-"""torch_microgpt.py -- microgpt's rmsnorm model in PyTorch eager, only to time it beside the NumPy engine.
+"""torch_microgpt.py -- microgpt's rmsnorm model in PyTorch eager, to time beside the NumPy engine.
 
-benchmarks/bench.py imports this when PyTorch happens to be installed (it is never a requirement of the
-project) and times one training step (forward, backward, the reference Adam) in float64 and float32 next to
-numpy_engine.py on the same model and the same batch. The math is microgpt.gpt's: x = rmsnorm(wte + wpe),
-per layer attention on rmsnorm(x) (no biases, causal) and a relu MLP on rmsnorm(x), both added to the
-residual, logits = lm_head x; `check_same_model` proves the loss equals the NumPy engine's to 1e-12 in float64
-before anything is timed.
+benchmarks/bench.py imports this when PyTorch happens to be installed (it is never a requirement of
+the project) and times one training step (forward, backward, the reference Adam) in float64 and
+float32 next to numpy_engine.py on the same model and the same batch. The math is microgpt.gpt's:
+x = rmsnorm(wte + wpe), per layer attention on rmsnorm(x) (no biases, causal) and a relu MLP on
+rmsnorm(x), both added to the residual, logits = lm_head x; `check_same_model` proves the loss
+equals the NumPy engine's to 1e-12 in float64 before anything is timed.
 """
+
 import math
 
 import torch
@@ -17,7 +18,7 @@ def rmsnorm(x):
 
 
 class TorchGPT:
-    """The weights as leaf tensors in the NumPy engine's state_dict layout, and one Adam step like adam_step."""
+    """The weights as leaf tensors in the state_dict layout, and one Adam step like adam_step."""
 
     def __init__(self, params, cfg, dtype):
         self.cfg = cfg
@@ -27,7 +28,7 @@ class TorchGPT:
         self.step_no = 0
 
     def loss(self, inputs, targets):
-        """Mean NLL of targets (B, T) given inputs (B, T) (no padding: the benchmark's docs are full length)."""
+        """Mean NLL of targets (B, T) given inputs (B, T) (no padding: the docs are full length)."""
         cfg, w = self.cfg, self.w
         B, T = inputs.shape
         H, hd = cfg.n_head, cfg.n_embd // cfg.n_head
@@ -46,7 +47,9 @@ class TorchGPT:
         logits = F_linear(x, w["lm_head"])
         return torch.nn.functional.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
 
-    def train_step(self, inputs, targets, num_steps=10_000, lr=0.01, beta1=0.85, beta2=0.99, eps=1e-8):
+    def train_step(
+        self, inputs, targets, num_steps=10_000, lr=0.01, beta1=0.85, beta2=0.99, eps=1e-8
+    ):
         for t in self.w.values():
             t.grad = None
         loss = self.loss(inputs, targets)
@@ -70,7 +73,9 @@ def F_linear(x, w):
 
 
 def check_same_model(params, cfg, inputs, targets, numpy_loss):
-    """The PyTorch loss for the same weights and batch, in float64, equals the NumPy engine's to 1e-12."""
-    got = float(TorchGPT(params, cfg, torch.float64).loss(torch.as_tensor(inputs), torch.as_tensor(targets)))
+    """The PyTorch loss of the same weights and batch, in float64, is the NumPy engine's (1e-12)."""
+    model = TorchGPT(params, cfg, torch.float64)
+    got = float(model.loss(torch.as_tensor(inputs), torch.as_tensor(targets)).detach())
     if abs(got - numpy_loss) > 1e-12 * abs(numpy_loss):
-        raise AssertionError(f"PyTorch loss {got!r} != NumPy engine loss {numpy_loss!r}: not the same model")
+        raise AssertionError(f"PyTorch loss {got!r} != NumPy engine loss {numpy_loss!r}: not the "
+                             "same model")

@@ -79,9 +79,10 @@ def to_notebook(src_path):
 def _client(nb, timeout, cwd):
     from nbclient import NotebookClient
 
-    # coalesce_streams: consecutive stdout chunks become one output, however the kernel happened to flush them
-    return NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, coalesce_streams=True,
-                          resources={"metadata": {"path": str(cwd)}})
+    # coalesce_streams: consecutive stdout chunks become one output, however the kernel happened to
+    # flush them
+    return NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                          coalesce_streams=True, resources={"metadata": {"path": str(cwd)}})
 
 
 def _tidy(nb):
@@ -90,29 +91,32 @@ def _tidy(nb):
     return nb
 
 
-# A headless run keeps each movable figure static (notebooks/figures.py: slider_figure) instead of showing widgets.
+# A headless run keeps each movable figure static (notebooks/figures.py: slider_figure) instead of
+# showing widgets.
 STATIC = {"NOTEBOOK_STATIC": "1"}
 
 
 def execute(nb, timeout=600, cwd=NB_DIR):
-    """Run every cell in a fresh kernel whose working directory is cwd; raises on the first cell error."""
+    """Run every cell in a fresh kernel whose working directory is cwd; raises on the first cell
+    error."""
     import os
 
     _client(nb, timeout, cwd).execute(env={**os.environ, **STATIC})
     return _tidy(nb)
 
 
-# With several kernels at once, each gets one BLAS thread: two kernels that each start a BLAS thread per core would
-# fight over two cores (OpenBLAS threads spin while they wait), and a BLAS-heavy notebook then runs several times
-# slower than alone.
+# With several kernels at once, each gets one BLAS thread: two kernels that each start a BLAS thread
+# per core would fight over two cores (OpenBLAS threads spin while they wait), and a BLAS-heavy
+# notebook then runs several times slower than alone.
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def execute_all(jobs, timeout=600):
-    """Run several notebooks at once, each job (nb, cwd) in a fresh kernel of its own; raises on the first cell error.
+    """Run several notebooks at once, each job (nb, cwd) in a fresh kernel of its own; raises on the
+    first cell error.
 
-    The kernels are processes of their own with one BLAS thread each, so two of them keep two cores busy (a pass
-    costs about the time of the slower notebook, not of both).
+    The kernels are processes of their own with one BLAS thread each, so two of them keep two cores
+    busy (a pass costs about the time of the slower notebook, not of both).
     """
     import asyncio
     import os

@@ -1,49 +1,65 @@
-"""benchmarks/bench.py's before/after table and benchmarks/vs_commits.py's table against older commits, in smoke
-versions (a few rounds and steps; nothing here judges a time)."""
-import argparse
+"""benchmarks/floor.py's table of the step against its matrix products and
+benchmarks/vs_commits.py's table against older commits, in smoke versions (a few rounds and steps;
+nothing here judges a time)."""
+import json
 import re
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import bench  # noqa: E402
+import floor  # noqa: E402
 import vs_commits  # noqa: E402
 
 import microgpt as mg  # noqa: E402
 
 
+def test_the_floor_has_the_matrix_products_of_a_step():
+    cfg = mg.GPTConfig(vocab_size=27, n_embd=32, n_head=4, n_layer=2, block_size=128)
+    shapes = floor.matmul_shapes(cfg, 8, 128)
+    # per layer: 6 weight matrices x (forward, dx, dW) and attention's 2 forward and 4 backward
+    # products
+    assert len(shapes) == 2 * (6 * 3 + 6) + 3
+    for a, b in shapes:
+        assert a[-1] == b[-2]  # every pair can be multiplied
+    assert ((8, 4, 128, 32 // 4), (8, 4, 32 // 4, 128)) in shapes  # q k^T
+    assert ((8 * 128, 32), (32, 4 * 32)) in shapes  # fc1's forward
+
+
 @pytest.mark.slow
-def test_the_before_after_table_states_each_target_as_the_speed_up_it_asked_for():
-    docs = mg.load_corpus("names")[:300]
-    vocab = mg.build_vocab(docs)
-    tokens = [mg.doc_tokens(d, vocab) for d in docs]
-    rows = bench.before_after_table(tokens, len(vocab) + 1, argparse.Namespace(quick=True), lambda *a: None)
-    body = [r for r in rows[2:] if r.startswith("| ")]
-    assert [r.split(" | ")[:2] for r in body] == [["| rmsnorm", v] for v in ("before", "after", "after f32")] + \
-        [["| sphere", v] for v in ("before", "after", "after f32")]
-    for norm, (target, before_then) in bench.TARGETS.items():
-        after = next(r for r in body if r.startswith(f"| {norm} | after |"))
-        assert re.search(rf"\| [\d.]+x \| {target:.2f} ms = {before_then / target:.2f}x: (met|not met) \|$", after)
+def test_the_floor_table_has_both_sizes_and_both_norms():
+    rows = floor.table(quick=True, log=lambda *a: None)
+    body = rows[2:]
+    assert [r.split(" | ")[:2] for r in body] == [["| default (batch 1, float64)", "rmsnorm"],
+                                                  ["| default (batch 1, float64)", "sphere"],
+                                                  ["| experiments (batch 8, float32)", "rmsnorm"],
+                                                  ["| experiments (batch 8, float32)", "sphere"]]
+    for r in body:
+        assert re.search(r"\| [\d.]+ \| [\d.]+ \| \d+% \|$", r), r
 
 
-# ----------------------------------------------------------------------------- benchmarks/vs_commits.py
+# -----------------------------------------------------------------------------
+# benchmarks/vs_commits.py
 
 def _has_commits(*commits):
     if shutil.which("git") is None:
         return False
     root = Path(__file__).resolve().parent.parent
-    return all(subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{c}^{{commit}}"],
+    return all(subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet",
+                               f"{c}^{{commit}}"],
                               capture_output=True).returncode == 0 for c in commits)
 
 
 def test_the_old_and_the_new_code_run_in_alternating_processes(monkeypatch):
     calls = []
-    monkeypatch.setattr(vs_commits, "run_probe", lambda folder, *args: calls.append(folder) or [len(calls), 2.0, 3.0])
-    new, old = vs_commits.side_by_side("NEW", "OLD", "numpy", "rmsnorm", 3, 4, "docs.txt", lambda *a: None)
+    monkeypatch.setattr(vs_commits, "run_probe",
+                        lambda folder, *args: calls.append(folder) or [len(calls), 2.0, 3.0])
+    new, old = vs_commits.side_by_side("NEW", "OLD", "numpy", "rmsnorm", 3, 4, "docs.txt",
+                                       lambda *a: None)
     assert calls == ["NEW", "OLD", "OLD", "NEW", "NEW", "OLD", "OLD", "NEW"]
     assert [run[0] for run in new] == [1, 4, 5, 8] and [run[0] for run in old] == [2, 3, 6, 7]
 
@@ -51,7 +67,8 @@ def test_the_old_and_the_new_code_run_in_alternating_processes(monkeypatch):
 def test_a_steps_best_is_taken_over_the_rounds_step_by_step():
     runs = [[5.0, 1.0, 9.0], [2.0, 8.0, 3.0]]  # two rounds of three steps
     assert vs_commits.figures("value", runs) == ([5.0, 13 / 3], 2.0)  # means; the mean of [2, 1, 3]
-    assert vs_commits.figures("numpy", runs) == ([5.0, 3.0], 2.0)  # medians; the median of [2, 1, 3]
+    # medians; the median of [2, 1, 3]
+    assert vs_commits.figures("numpy", runs) == ([5.0, 3.0], 2.0)
 
 
 def test_a_commit_git_does_not_have_is_a_clear_error(tmp_path):
@@ -63,20 +80,22 @@ def test_a_commit_git_does_not_have_is_a_clear_error(tmp_path):
                     reason="needs git and a clone with the baseline commits (not a shallow one)")
 @pytest.mark.slow
 def test_the_table_against_older_commits_runs_both_comparisons():
-    args = vs_commits._parse_args(["--value-rounds", "1", "--value-steps", "2", "--numpy-rounds", "1",
+    args = vs_commits._parse_args(["--value-rounds", "1", "--value-steps", "2",
+                                   "--numpy-rounds", "1",
                                    "--numpy-steps", "20"])
     rows = vs_commits.table(args, lambda *a: None)
     body = rows[2:]
-    assert [r.split(" | ")[:3] for r in body] == [["| value", "rmsnorm", "e631a43"], ["| numpy", "rmsnorm", "f57ef30"],
-                                                   ["| numpy", "sphere", "f57ef30"]]
-    for r, target in zip(body, ("1.00", "1.10", "1.10")):
+    assert [r.split(" | ")[:3] for r in body] == [["| value, default size", "rmsnorm", "e631a43"],
+                                                   ["| numpy, default size", "rmsnorm", "9eb093c"],
+                                                   ["| numpy, default size", "sphere", "9eb093c"]]
+    for r, target in zip(body, ("1.00", "1.60", "1.60")):
         assert re.search(rf"\| [\d.]+x \| at most {target}x: (met|not met) \| [\d.]+ \|$", r), r
 
 
 def test_instructions_per_step_are_the_difference_of_two_counted_processes(monkeypatch):
     counted = []
 
-    def process(folder, engine, norm, steps, docs_file, clock, prefix=()):
+    def process(folder, engine, norm, steps, docs_file, clock, size, prefix=()):
         assert prefix[0] == "valgrind" and clock == "instructions"
         counted.append(steps)
         return subprocess.CompletedProcess([], 0, "", f"==1== Collected : {1000 + 7 * steps}\n")
@@ -90,3 +109,45 @@ def test_instructions_without_valgrind_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(vs_commits.shutil, "which", lambda name: None)
     with pytest.raises(SystemExit, match="needs valgrind"):
         vs_commits.count_step("DIR", "value", "rmsnorm", 24, "docs.txt")
+
+
+def _probe(tmp_path, monkeypatch, capsys, steps=3):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(mg.load_corpus("names")[:50]), encoding="utf-8")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # probe puts the checkout first on sys.path
+    vs_commits.probe(str(Path(mg.__file__).parent), "numpy", "rmsnorm", steps, str(docs), "wall")
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_the_probe_times_each_step_of_a_train_that_takes_progress(tmp_path, monkeypatch, capsys):
+    import inspect
+    if "progress" not in inspect.signature(mg.train).parameters:
+        pytest.skip("this tree's train() takes an observer")
+    times = _probe(tmp_path, monkeypatch, capsys)
+    assert len(times) == 3 and all(t > 0 for t in times)
+
+
+def test_the_probe_times_each_step_of_a_train_that_takes_an_observer(tmp_path, monkeypatch, capsys):
+    class Observer:  # the contract's microgpt.Observer: two calls a step, True stops
+        def __init__(self, every=1):
+            self.every = every
+
+        def before_update(self, state, loss, grad_flat):
+            return False
+
+        def after_update(self, state, loss, drift):
+            return False
+
+    def train(train_docs, val_docs, vocab, cfg, *, steps=1000, observer=None, **settings):
+        state = types.SimpleNamespace(step=0, error=None)
+        for step in range(steps):
+            state.step = step + 1
+            if observer.after_update(state, 1.0, None):
+                break
+        return state
+
+    fake = types.SimpleNamespace(train=train, Observer=Observer, GPTConfig=mg.GPTConfig,
+                                 build_vocab=mg.build_vocab)
+    monkeypatch.setitem(sys.modules, "microgpt", fake)
+    times = _probe(tmp_path, monkeypatch, capsys, steps=4)
+    assert len(times) == 4 and all(t >= 0 for t in times)

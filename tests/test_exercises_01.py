@@ -1,10 +1,12 @@
-"""Notebook 01's exercises (練習問題): for each check, the reference solution is 正解; plausible wrong answers, the
-project's own function called or copied, a finite-difference answer (central differences and Richardson
-extrapolation) and an answer that reads the judge's frame are 不正解; the unsolved stub is 未回答.
+"""Notebook 01's exercises (練習問題): for each check, the reference solution is 正解;
+plausible wrong answers, the project's own function called or copied, a finite-difference answer
+(central differences and Richardson extrapolation) and an answer that reads the judge's frame are
+不正解; the unsolved stub is 未回答.
 
-練習問題 4 (an iterative topological sort) asks for an order of nodes, not a number: there is no difference
-quotient to take, so it has no finite-difference test.
+練習問題 4 (an iterative topological sort) asks for an order of nodes, not a number: there is no
+difference quotient to take, so it has no finite-difference test.
 """
+
 import math
 import sys
 from pathlib import Path
@@ -13,7 +15,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 import exercises  # noqa: E402
-from exercise_attacks import copies, derivative, find_in_callers, read_the_judges_frame  # noqa: E402
+from exercise_attacks import (  # noqa: E402
+    copies,
+    derivative,
+    find_in_callers,
+    read_the_judges_frame,  # noqa: E402
+)
 
 from tracing import trace_backward  # noqa: E402
 from value import Value, topological_order  # noqa: E402
@@ -28,6 +35,7 @@ def stub(*args):
 
 # -- 練習問題1: dL/da of L = relu(tanh(a b) a - 1/2), by hand (a is used twice; the ReLU's step)
 
+
 def grad_a(a, b):
     t = math.tanh(a * b)
     if t * a - 0.5 <= 0:
@@ -39,12 +47,14 @@ def loss(a, b):  # the forward pass in plain floats, for the difference quotient
     return max(math.tanh(a * b) * a - 0.5, 0.0)
 
 
-def grad_a_one_path_only(a, b):  # forgets the edge a -> (... * a): the gradients of the two uses must add up
+# forgets the edge a -> (... * a): the gradients of the two uses must add up
+def grad_a_one_path_only(a, b):
     t = math.tanh(a * b)
     return (1 - t * t) * b * a if t * a > 0.5 else 0.0
 
 
-def grad_a_without_the_relu(a, b):  # the derivative of tanh(ab) a: right above the kink, wrong below it
+# the derivative of tanh(ab) a: right above the kink, wrong below it
+def grad_a_without_the_relu(a, b):
     t = math.tanh(a * b)
     return t + a * b * (1 - t * t)
 
@@ -60,6 +70,7 @@ def grad_a_by_copied_backward(copy):
         a, b = Value(a0), Value(b0)
         copy(exercises._loss_01(a, b))
         return a.grad
+
     return answer
 
 
@@ -89,22 +100,27 @@ def test_the_kink_points_are_where_the_relu_switches():
         assert b == b2 and grad_a(above, b) > 0.5 and grad_a(below, b) == 0.0
 
 
-@pytest.mark.parametrize("copied", [grad_a_by_backward, grad_a_through_the_trace,
-                                    grad_a_by_copied_backward(BACKWARD_COPIES[0]),
-                                    grad_a_by_copied_backward(BACKWARD_COPIES[1])],
-                         ids=["backward", "trace_backward", "code_copy", "source_copy"])
+@pytest.mark.parametrize(
+    "copied",
+    [grad_a_by_backward, grad_a_through_the_trace, grad_a_by_copied_backward(BACKWARD_COPIES[0]),
+     grad_a_by_copied_backward(BACKWARD_COPIES[1])],
+    ids=["backward", "trace_backward", "code_copy", "source_copy"],
+)
 def test_grad_a_copied_from_the_engine_is_wrong(copied, capsys):
-    assert copied(0.9, 1.2) == pytest.approx(grad_a(0.9, 1.2))  # the copy gives the right number ...
-    assert exercises.check_01_grad_a(copied) is False           # ... but the engine is refused
+    # the copy gives the right number ...
+    assert copied(0.9, 1.2) == pytest.approx(grad_a(0.9, 1.2))
+    assert exercises.check_01_grad_a(copied) is False  # ... but the engine is refused
     assert "使わずに" in capsys.readouterr().out
-    assert copied(0.9, 1.2) == pytest.approx(grad_a(0.9, 1.2))  # and backward() works again afterwards
+    # and backward() works again afterwards
+    assert copied(0.9, 1.2) == pytest.approx(grad_a(0.9, 1.2))
 
 
 @pytest.mark.parametrize("method", ["central", "richardson"])
 def test_grad_a_by_finite_differences_is_wrong(method):
     answer = grad_a_by_differences(method)
-    assert answer(0.9, 1.2) == pytest.approx(grad_a(0.9, 1.2), rel=1e-8)  # fine away from the kink ...
-    assert exercises.check_01_grad_a(answer) is False                    # ... not next to it
+    # fine away from the kink ...
+    assert answer(0.9, 1.2) == pytest.approx(grad_a(0.9, 1.2), rel=1e-8)
+    assert exercises.check_01_grad_a(answer) is False  # ... not next to it
 
 
 def test_grad_a_reading_the_judges_frame_is_wrong():
@@ -112,6 +128,7 @@ def test_grad_a_reading_the_judges_frame_is_wrong():
 
 
 # -- 練習問題2: sigmoid as one node with its local gradient s * (1 - s)
+
 
 def sigmoid(v):
     s = 1 / (1 + math.exp(-v.data))
@@ -127,11 +144,13 @@ def sigmoid_composed(v):  # right gradient, built from the engine's own ops: sev
     return 1 / (1 + (-v).exp())
 
 
-def sigmoid_through_tanh(v):  # sigma(x) = (1 + tanh(x/2)) / 2 with the project's Value.tanh: several nodes too
+# sigma(x) = (1 + tanh(x/2)) / 2 with the project's Value.tanh: several nodes too
+def sigmoid_through_tanh(v):
     return ((v * 0.5).tanh() + 1) * 0.5
 
 
-def sigmoid_local_grad_by_backward(v):  # one node, its local gradient taken from the engine's backward()
+# one node, its local gradient taken from the engine's backward()
+def sigmoid_local_grad_by_backward(v):
     leaf = Value(v.data)
     s = 1 / (1 + (-leaf).exp())
     s.backward()
@@ -141,7 +160,10 @@ def sigmoid_local_grad_by_backward(v):  # one node, its local gradient taken fro
 def sigmoid_by_differences(method):
     def answer(v):
         s = 1 / (1 + math.exp(-v.data))
-        return Value(s, (v,), (derivative(method, lambda t: 1 / (1 + math.exp(-t)), v.data),), "sigmoid")
+        return Value(
+            s, (v,), (derivative(method, lambda t: 1 / (1 + math.exp(-t)), v.data),), "sigmoid"
+        )
+
     return answer
 
 
@@ -152,7 +174,9 @@ def test_sigmoid(capsys):
     assert "未回答" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("copied", [sigmoid_composed, sigmoid_through_tanh, sigmoid_local_grad_by_backward])
+@pytest.mark.parametrize(
+    "copied", [sigmoid_composed, sigmoid_through_tanh, sigmoid_local_grad_by_backward]
+)
 def test_sigmoid_from_the_engine_is_wrong(copied, capsys):
     assert copied(Value(0.3)).data == pytest.approx(sigmoid(Value(0.3)).data)
     assert exercises.check_01_sigmoid(copied) is False
@@ -162,7 +186,9 @@ def test_sigmoid_from_the_engine_is_wrong(copied, capsys):
 @pytest.mark.parametrize("method", ["central", "richardson"])
 def test_sigmoid_by_finite_differences_is_wrong(method):
     answer = sigmoid_by_differences(method)
-    assert answer(Value(0.4))._local_grads[0] == pytest.approx(sigmoid(Value(0.4))._local_grads[0], rel=1e-8)
+    assert answer(Value(0.4))._local_grads[0] == pytest.approx(
+        sigmoid(Value(0.4))._local_grads[0], rel=1e-8
+    )
     assert exercises.check_01_sigmoid(answer) is False
 
 
@@ -171,6 +197,7 @@ def test_sigmoid_reading_the_judges_frame_is_wrong():
 
 
 # -- 練習問題3: backward() by hand, over value.topological_order
+
 
 def my_backward(root):
     root.grad = 1.0
@@ -186,7 +213,8 @@ def my_backward_overwrites(root):  # '=' instead of '+=': a node used twice keep
             child.grad = local_grad * node.grad
 
 
-def my_backward_wrong_order(root):  # children before parents: pushes grads that are not complete yet
+# children before parents: pushes grads that are not complete yet
+def my_backward_wrong_order(root):
     root.grad = 1.0
     for node in topological_order(root):
         for child, local_grad in zip(node._children, node._local_grads):
@@ -194,8 +222,9 @@ def my_backward_wrong_order(root):  # children before parents: pushes grads that
 
 
 def evaluate(node, kids):
-    """node's value from its children's values `kids`: the node's op again. Constants folded into an op are
-    recovered from the recorded values (c = data - child for '+', the local gradient for '*')."""
+    """node's value from its children's values `kids`: the node's op again. Constants folded into an
+    op are recovered from the recorded values (c = data - child for '+', the local gradient for
+    '*')."""
     if node._op in ("+", "-") and len(kids) == 2:
         return kids[0] + kids[1] if node._op == "+" else kids[0] - kids[1]
     if node._op == "*" and len(kids) == 2:
@@ -211,9 +240,10 @@ def evaluate(node, kids):
 
 
 def root_with(topo, node, value):
-    """The root's value when `node` holds `value`: every node after it in topological order evaluated again."""
+    """The root's value when `node` holds `value`: every node after it in topological order
+    evaluated again."""
     values = {id(node): value}
-    for n in topo[topo.index(node) + 1:]:
+    for n in topo[topo.index(node) + 1 :]:
         if any(id(c) in values for c in n._children):
             values[id(n)] = evaluate(n, [values.get(id(c), c.data) for c in n._children])
     return values.get(id(topo[-1]), topo[-1].data)
@@ -224,6 +254,7 @@ def my_backward_by_differences(method):
         topo = topological_order(root)
         for node in topo:
             node.grad = derivative(method, lambda t, node=node: root_with(topo, node, t), node.data)
+
     return answer
 
 
@@ -234,11 +265,15 @@ def test_backward(wrong):
     assert exercises.check_01_backward(stub) is None
 
 
-@pytest.mark.parametrize("copied", [lambda root: root.backward(), lambda root: trace_backward(root, quiet=True),
-                                    lambda root: Value.backward(root), BACKWARD_COPIES[0], BACKWARD_COPIES[1]],
-                         ids=["backward", "trace_backward", "Value.backward", "code_copy", "source_copy"])
+@pytest.mark.parametrize(
+    "copied",
+    [lambda root: root.backward(), lambda root: trace_backward(root, quiet=True),
+     lambda root: Value.backward(root), BACKWARD_COPIES[0], BACKWARD_COPIES[1]],
+    ids=["backward", "trace_backward", "Value.backward", "code_copy", "source_copy"],
+)
 def test_backward_refuses_the_engines_own(copied, capsys):
-    # Calling the engine's backward() (or a copy of it) gives exactly the right grads: the check must still say 不正解.
+    # Calling the engine's backward() (or a copy of it) gives exactly the right grads: the check
+    # must still say 不正解.
     assert exercises.check_01_backward(copied) is False
     assert "使わずに" in capsys.readouterr().out
     a = Value(3.0)  # ... and the engine works again afterwards (the refusal is undone on exit)
@@ -249,13 +284,14 @@ def test_backward_refuses_the_engines_own(copied, capsys):
 @pytest.mark.parametrize("method", ["central", "richardson"])
 def test_backward_by_finite_differences_is_wrong(method):
     answer = my_backward_by_differences(method)
-    _, root = exercises._graph_01(103)          # on a smooth graph the differences are close ...
+    _, root = exercises._graph_01(103)  # on a smooth graph the differences are close ...
     answer(root)
     _, ref = exercises._graph_01(103)
     ref.backward()
     assert all(u.grad == pytest.approx(w.grad, rel=1e-6, abs=1e-9)
                for u, w in zip(topological_order(root), topological_order(ref)))
-    assert exercises.check_01_backward(answer) is False  # ... but not next to the ReLU's kink, nor to 1e-12
+    # ... but not next to the ReLU's kink, nor to 1e-12
+    assert exercises.check_01_backward(answer) is False
 
 
 def test_the_kink_graphs_straddle_the_relu():
@@ -267,13 +303,16 @@ def test_the_kink_graphs_straddle_the_relu():
 
 def test_backward_reading_the_judges_frame_is_wrong():
     def answer(root):
-        found = find_in_callers()  # the old judge built the reference graph before calling; this one after
+        # the old judge built the reference graph before calling; this one after
+        found = find_in_callers()
         for u, w in zip(topological_order(root), topological_order(found)):
             u.grad = w.grad
+
     assert exercises.check_01_backward(answer) is False
 
 
 # -- 練習問題4: an iterative topological sort (order may differ from value.topological_order)
+
 
 def my_topological_order(root):
     order, visited, stack = [], set(), [(root, False)]
@@ -288,7 +327,8 @@ def my_topological_order(root):
     return order
 
 
-def recursive_topological_order(root):  # micrograd's build_topo: right order, but RecursionError on a deep chain
+# micrograd's build_topo: right order, but RecursionError on a deep chain
+def recursive_topological_order(root):
     order, visited = [], set()
 
     def build(v):
@@ -309,15 +349,20 @@ def parents_first(root):  # every node once, but in the wrong direction
 def test_topological_order(capsys):
     assert exercises.check_01_topological_order(my_topological_order) is True
     # any valid order passes: the reference's order is not value.topological_order's
-    assert my_topological_order(exercises._graph_01(110)[1]) != topological_order(exercises._graph_01(110)[1])
+    assert my_topological_order(exercises._graph_01(110)[1]) != topological_order(
+        exercises._graph_01(110)[1]
+    )
     assert exercises.check_01_topological_order(recursive_topological_order) is False
     assert "RecursionError" in capsys.readouterr().out
     assert exercises.check_01_topological_order(parents_first) is False
     assert exercises.check_01_topological_order(stub) is None
 
 
-@pytest.mark.parametrize("copied", [topological_order, lambda root: list(topological_order(root)), *TOPO_COPIES],
-                         ids=["itself", "listed", "code_copy", "source_copy"])
+@pytest.mark.parametrize(
+    "copied",
+    [topological_order, lambda root: list(topological_order(root)), *TOPO_COPIES],
+    ids=["itself", "listed", "code_copy", "source_copy"],
+)
 def test_topological_order_copied_is_wrong(copied, capsys):
     assert exercises.check_01_topological_order(copied) is False
     assert "使わずに" in capsys.readouterr().out
@@ -329,7 +374,8 @@ def test_topological_order_reading_the_judges_frame_is_wrong():
 
 
 def test_random_graphs_reuse_nodes_and_stay_finite():
-    # The graphs of 練習問題3/4 must contain a node used twice (else '=' for '+=' would pass) and modest numbers.
+    # The graphs of 練習問題3/4 must contain a node used twice (else '=' for '+=' would pass)
+    # and modest numbers.
     for seed in range(103, 116):
         nodes, root = exercises._graph_01(seed)
         topo = topological_order(root)
@@ -344,8 +390,10 @@ def test_random_graphs_reuse_nodes_and_stay_finite():
 
 # -- the frame reader itself works: against a judge that computes its answer first, it passes
 
+
 def test_the_frame_reader_finds_what_a_naive_judge_computed_first():
     def naive_judge(answer):
         want = grad_a(0.9, 1.2)  # computed before the call, as the old checks did
         return answer(0.9, 1.2) == want
+
     assert naive_judge(read_the_judges_frame) is True

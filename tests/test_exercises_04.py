@@ -1,7 +1,8 @@
-"""Notebook 04's exercises: each check says 正解 to a reference solution; 不正解 to plausible wrong answers, to the
-project's own functions called or copied, to finite-difference (or, for a normalizing constant, numerical
-integration) answers and to an answer that reads the judge's frame; and 未回答 to the unsolved stub (the notebook
-is executed unsolved)."""
+"""Notebook 04's exercises: each check says 正解 to a reference solution; 不正解 to plausible wrong
+answers, to the project's own functions called or copied, to finite-difference (or, for a
+normalizing constant, numerical integration) answers and to an answer that reads the judge's frame;
+and 未回答 to the unsolved stub (the notebook is executed unsolved)."""
+
 import math
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ def stub(*args):
     raise NotImplementedError
 
 
-# ---------------------------------------------------------------- 1. safe L2 normalization and its gradient
+# ---------------------------------------------------------------- 1. safe L2 normalization and its
+# gradient
+
 
 def safe_normalize(x, eps=1e-12):
     return x / max(np.sqrt((x * x).sum()), eps)
@@ -46,29 +49,35 @@ def added_eps_backward(dy, x, eps=1e-12):
     return dy / d - (dy @ x) / (d * d * n) * x
 
 
-def backward_without_clamp(dy, x, eps=1e-12):  # right where ||x|| >= eps, but ignores the clamped branch
+# right where ||x|| >= eps, but ignores the clamped branch
+def backward_without_clamp(dy, x, eps=1e-12):
     n = np.linalg.norm(x)
     y = x / n
     return (dy - y * (y @ dy)) / max(n, eps)
 
 
-def backward_without_projection(dy, x, eps=1e-12):  # forgets that moving x along itself does not move y
+# forgets that moving x along itself does not move y
+def backward_without_projection(dy, x, eps=1e-12):
     return dy / max(np.linalg.norm(x), eps)
 
 
-def copied_normalize(x, eps=1e-12, normalize=sphere.l2_normalize_np):  # the project's forward: refused
+# the project's forward: refused
+def copied_normalize(x, eps=1e-12, normalize=sphere.l2_normalize_np):
     return normalize(x, eps=eps)
 
 
-def copied_backward(dy, x, eps=1e-12, backward=sphere.l2_normalize_np_backward):  # the project's backward: refused
+# the project's backward: refused
+def copied_backward(dy, x, eps=1e-12, backward=sphere.l2_normalize_np_backward):
     return backward(dy, x, eps=eps)
 
 
-def fused_normalize(x, eps=1e-12):  # numpy_engine's twin (its eps is 1e-12 too): refused
-    return numpy_engine.l2_normalize_fused(x[None])[0][0]
+# the normalization numpy_engine imports (the same function): refused
+def engines_normalize(x, eps=1e-12):
+    return numpy_engine.l2_normalize_np(x[None], return_norm=True)[0][0]
 
 
-def backward_by_the_engine(dy, x, eps=1e-12):  # the scalar l2_normalize backpropagated by Value: refused
+# the scalar l2_normalize backpropagated by Value: refused
+def backward_by_the_engine(dy, x, eps=1e-12):
     xs = [Value(float(v)) for v in x]
     sum(float(g) * y for g, y in zip(dy, sphere.l2_normalize(xs, eps))).backward()
     return np.array([v.grad for v in xs])
@@ -76,15 +85,19 @@ def backward_by_the_engine(dy, x, eps=1e-12):  # the scalar l2_normalize backpro
 
 NORMALIZE_COPIES = copies(sphere.l2_normalize_np)
 BACKWARD_COPIES = copies(sphere.l2_normalize_np_backward)
-COPIED_PAIRS = [(copied_normalize, copied_backward), (copied_normalize, safe_normalize_backward),
-                (safe_normalize, copied_backward), (fused_normalize, safe_normalize_backward),
-                (safe_normalize, backward_by_the_engine),
-                *[(lambda x, eps=1e-12, c=c: copied_normalize(x, eps, c), safe_normalize_backward)
-                  for c in NORMALIZE_COPIES],
-                *[(safe_normalize, lambda dy, x, eps=1e-12, c=c: copied_backward(dy, x, eps, c))
-                  for c in BACKWARD_COPIES]]
-COPIED_IDS = ["both", "forward", "backward", "fused", "engine", "forward-code_copy", "forward-source_copy",
-              "backward-code_copy", "backward-source_copy"]
+COPIED_PAIRS = [
+    (copied_normalize, copied_backward),
+    (copied_normalize, safe_normalize_backward),
+    (safe_normalize, copied_backward),
+    (engines_normalize, safe_normalize_backward),
+    (safe_normalize, backward_by_the_engine),
+    *[(lambda x, eps=1e-12, c=c: copied_normalize(x, eps, c), safe_normalize_backward)
+      for c in NORMALIZE_COPIES],
+    *[(safe_normalize, lambda dy, x, eps=1e-12, c=c: copied_backward(dy, x, eps, c))
+      for c in BACKWARD_COPIES],
+]
+COPIED_IDS = ["both", "forward", "backward", "engines_normalize", "engine", "forward-code_copy",
+              "forward-source_copy", "backward-code_copy", "backward-source_copy"]
 
 
 @pytest.mark.parametrize("forward, backward", COPIED_PAIRS, ids=COPIED_IDS)
@@ -118,16 +131,22 @@ def test_safe_normalize_backward_by_finite_differences_is_wrong(method):
         return vjp(method, lambda v: safe_normalize(v, eps), dy, x)
 
     x, dy = np.array([3.0, -1.0, 2.0]), np.array([0.5, 2.0, -1.0])
-    assert np.allclose(backward(dy, x), safe_normalize_backward(dy, x), rtol=1e-7)  # close at ||x|| ~ 1 ...
-    assert exercises.check_04_safe_normalize(safe_normalize, backward) is False      # ... not next to the clamp
+    # close at ||x|| ~ 1 ...
+    assert np.allclose(backward(dy, x), safe_normalize_backward(dy, x), rtol=1e-7)
+    # ... not next to the clamp
+    assert exercises.check_04_safe_normalize(safe_normalize, backward) is False
 
 
 def test_safe_normalize_reading_the_judges_frame_is_wrong():
     assert exercises.check_04_safe_normalize(safe_normalize, read_the_judges_frame) is False
-    assert exercises.check_04_safe_normalize(read_the_judges_frame, safe_normalize_backward) is False
+    assert (
+        exercises.check_04_safe_normalize(read_the_judges_frame, safe_normalize_backward) is False
+    )
 
 
-# ---------------------------------------------------------------- 2. vMF on S^2: log C_3 and E[mu . x]
+# ---------------------------------------------------------------- 2. vMF on S^2: log C_3 and E[mu .
+# x]
+
 
 def log_c3(kappa):
     log_sinh = kappa + np.log(-np.expm1(-2.0 * kappa)) - np.log(2.0)
@@ -154,20 +173,25 @@ def log_c3_of_the_circle(kappa):  # the circle's constant 1 / (2 pi I_0(kappa)):
     return -np.log(2 * np.pi) - float(sphere.log_bessel_iv(0, kappa))
 
 
-def mean_cos_without_the_area_element(kappa):  # E[cos theta] as if theta were uniform on [0, pi]: no sin theta
+# E[cos theta] as if theta were uniform on [0, pi]: no sin theta
+def mean_cos_without_the_area_element(kappa):
     t = np.linspace(0, np.pi, 20001)
     w = np.exp(kappa * (np.cos(t) - 1))
     return float(np.sum(np.cos(t) * w) / np.sum(w))
 
 
-def quadrature_log_c3(kappa):  # log of the area integral 2 pi int exp(kappa t) dt, by Simpson's rule in log space
+# log of the area integral 2 pi int exp(kappa t) dt, by Simpson's rule in log space
+def quadrature_log_c3(kappa):
     t = np.linspace(-1.0, 1.0, 4001)
     w = np.ones_like(t)
     w[1:-1:2], w[2:-1:2] = 4, 2
-    return -(np.log(2 * np.pi) + kappa + np.log(np.sum(w * np.exp(kappa * (t - 1))) * (t[1] - t[0]) / 3))
+    return -(
+        np.log(2 * np.pi) + kappa + np.log(np.sum(w * np.exp(kappa * (t - 1))) * (t[1] - t[0]) / 3)
+    )
 
 
-def mean_cos_by_differences(method):  # E[mu . x] = -d log C_3 / d kappa, by differences of the right log C_3
+# E[mu . x] = -d log C_3 / d kappa, by differences of the right log C_3
+def mean_cos_by_differences(method):
     return lambda kappa: -derivative(method, log_c3, kappa)
 
 
@@ -183,34 +207,41 @@ def test_vmf_s2(capsys):
 
 def test_the_references_are_the_closed_forms():
     for kappa in exercises._04_KAPPAS:
-        assert log_c3(kappa) == pytest.approx(float(sphere.vmf_log_normalizer(3, kappa)), rel=1e-14, abs=1e-14)
-        assert mean_cos_s2(kappa) == pytest.approx(float(sphere.vmf_mean_resultant_length(3, kappa)), rel=1e-14)
+        assert log_c3(kappa) == pytest.approx(
+            float(sphere.vmf_log_normalizer(3, kappa)), rel=1e-14, abs=1e-14
+        )
+        assert mean_cos_s2(kappa) == pytest.approx(
+            float(sphere.vmf_mean_resultant_length(3, kappa)), rel=1e-14
+        )
 
 
 @pytest.mark.parametrize("method", ["central", "richardson"])
 def test_mean_cos_by_finite_differences_is_wrong(method):
     answer = mean_cos_by_differences(method)
-    assert answer(3.0) == pytest.approx(mean_cos_s2(3.0), rel=1e-7)        # fine at kappa = 3 ...
-    assert exercises.check_04_vmf_s2(log_c3, answer) is False              # ... not at kappa = 1e-6
+    assert answer(3.0) == pytest.approx(mean_cos_s2(3.0), rel=1e-7)  # fine at kappa = 3 ...
+    assert exercises.check_04_vmf_s2(log_c3, answer) is False  # ... not at kappa = 1e-6
 
 
 def test_log_c3_by_numerical_integration_is_wrong():
-    assert quadrature_log_c3(3.0) == pytest.approx(log_c3(3.0), rel=1e-9)   # close at kappa = 3 ...
-    assert exercises.check_04_vmf_s2(quadrature_log_c3, mean_cos_s2) is False  # ... not at 1000 (a width of 1e-3)
+    assert quadrature_log_c3(3.0) == pytest.approx(log_c3(3.0), rel=1e-9)  # close at kappa = 3 ...
+    # ... not at 1000 (a width of 1e-3)
+    assert exercises.check_04_vmf_s2(quadrature_log_c3, mean_cos_s2) is False
 
 
 LOGNORM_COPIES = copies(sphere.vmf_log_normalizer)
 MEAN_COPIES = copies(sphere.vmf_mean_resultant_length)
 
 
-@pytest.mark.parametrize("answer_c, answer_m", [
-    (lambda k: sphere.vmf_log_normalizer(3, k), mean_cos_s2),
-    (log_c3, lambda k: sphere.vmf_mean_resultant_length(3, k)),
-    (log_c3, lambda k: math.exp(sphere.log_bessel_iv(1.5, k) - sphere.log_bessel_iv(0.5, k))),
-    *[(lambda k, c=c: c(3, k), mean_cos_s2) for c in LOGNORM_COPIES],
-    *[(log_c3, lambda k, c=c: c(3, k)) for c in MEAN_COPIES]],
-    ids=["normalizer", "mean_resultant_length", "bessel_ratio", "normalizer-code_copy", "normalizer-source_copy",
-         "mean-code_copy", "mean-source_copy"])
+@pytest.mark.parametrize(
+    "answer_c, answer_m",
+    [(lambda k: sphere.vmf_log_normalizer(3, k), mean_cos_s2),
+     (log_c3, lambda k: sphere.vmf_mean_resultant_length(3, k)),
+     (log_c3, lambda k: math.exp(sphere.log_bessel_iv(1.5, k) - sphere.log_bessel_iv(0.5, k))),
+     *[(lambda k, c=c: c(3, k), mean_cos_s2) for c in LOGNORM_COPIES],
+     *[(log_c3, lambda k, c=c: c(3, k)) for c in MEAN_COPIES]],
+    ids=["normalizer", "mean_resultant_length", "bessel_ratio", "normalizer-code_copy",
+         "normalizer-source_copy", "mean-code_copy", "mean-source_copy"],
+)
 def test_vmf_s2_copied_is_wrong(answer_c, answer_m, capsys):
     assert float(answer_c(3.0)) == pytest.approx(log_c3(3.0))
     assert float(answer_m(3.0)) == pytest.approx(mean_cos_s2(3.0))

@@ -1,7 +1,8 @@
-"""Notebook 06's exercises (lecture 3, vMF and nGPT): each check says 正解 to a reference solution; 不正解 to
-plausible wrong answers, to the project's own backward functions called or copied, to finite-difference answers
-(central differences and Richardson extrapolation) and to an answer that reads the judge's frame; 未回答 to the
-unsolved stub."""
+"""Notebook 06's exercises (lecture 3, vMF and nGPT): each check says 正解 to a reference solution;
+不正解 to plausible wrong answers, to the project's own backward functions called or copied, to
+finite-difference answers (central differences and Richardson extrapolation) and to an answer that
+reads the judge's frame; 未回答 to the unsolved stub."""
+
 import sys
 from pathlib import Path
 
@@ -21,7 +22,9 @@ def stub(*args):
     raise NotImplementedError
 
 
-# ---------------------------------------------------------------- 1. the read-out's gradient through Norm and s_z
+# ---------------------------------------------------------------- 1. the read-out's gradient
+# through Norm and s_z
+
 
 def readout_grad(h, lm_head, s_z, target, eps=1e-12):
     n = np.sqrt((h * h).sum())
@@ -41,7 +44,8 @@ def readout_loss(h, lm_head, s_z, target, eps=1e-12):
     return m + np.log(np.exp(z - m).sum()) - z[target]
 
 
-def readout_grad_without_normalization(h, lm_head, s_z, target, eps=1e-12):  # stops at d loss / d Norm(h)
+# stops at d loss / d Norm(h)
+def readout_grad_without_normalization(h, lm_head, s_z, target, eps=1e-12):
     c = h / max(np.sqrt((h * h).sum()), eps)
     cos = lm_head @ c
     z = s_z * cos
@@ -51,7 +55,8 @@ def readout_grad_without_normalization(h, lm_head, s_z, target, eps=1e-12):  # s
     return (s_z * p) @ lm_head, p * cos
 
 
-def readout_grad_without_s_z(h, lm_head, s_z, target, eps=1e-12):  # forgets the scale on the way back
+# forgets the scale on the way back
+def readout_grad_without_s_z(h, lm_head, s_z, target, eps=1e-12):
     dh, ds = readout_grad(h, lm_head, s_z, target, eps)
     return dh / s_z.mean(), ds
 
@@ -86,8 +91,8 @@ def readout_grad_naive_softmax(h, lm_head, s_z, target, eps=1e-12):  # exp(1000)
 
 def test_readout_grad(capsys):
     assert exercises.check_06_readout_grad(readout_grad) is True
-    for wrong in (readout_grad_without_normalization, readout_grad_without_s_z, readout_ds_without_cos,
-                  readout_grad_unclamped, readout_grad_naive_softmax):
+    for wrong in (readout_grad_without_normalization, readout_grad_without_s_z,
+                  readout_ds_without_cos, readout_grad_unclamped, readout_grad_naive_softmax):
         assert exercises.check_06_readout_grad(wrong) is False, wrong.__name__
     assert exercises.check_06_readout_grad(stub) is None
     assert "未回答" in capsys.readouterr().out
@@ -101,12 +106,13 @@ def test_readout_grad_by_finite_differences_is_wrong(method):
 
     h, lm_head, s_z, target = exercises._06_readout_cases()[0]
     for got, want in zip(answer(h, lm_head, s_z, target), readout_grad(h, lm_head, s_z, target)):
-        assert np.allclose(got, want, rtol=1e-6, atol=1e-8)          # close at ||h|| = 1 ...
-    assert exercises.check_06_readout_grad(answer) is False          # ... not next to the clamp
+        assert np.allclose(got, want, rtol=1e-6, atol=1e-8)  # close at ||h|| = 1 ...
+    assert exercises.check_06_readout_grad(answer) is False  # ... not next to the clamp
 
 
-def readout_grad_from_the_project(h, lm_head, s_z, target, ce=utils.cross_entropy_np_backward,
-                                  nb=sphere.l2_normalize_np_backward):
+def readout_grad_from_the_project(
+    h, lm_head, s_z, target, ce=utils.cross_entropy_np_backward, nb=sphere.l2_normalize_np_backward
+):
     cos = lm_head @ sphere.l2_normalize_np(h)
     dlogits = ce((s_z * cos)[None, :], np.array([target]))[0]
     return nb((s_z * dlogits) @ lm_head, h), dlogits * cos
@@ -122,20 +128,25 @@ def readout_grad_by_the_engine(h, lm_head, s_z, target, backward=Value.backward)
 
 
 CE_COPIES, NB_COPIES, ENGINE_COPIES = (copies(utils.cross_entropy_np_backward),
-                                       copies(sphere.l2_normalize_np_backward), copies(Value.backward))
+                                       copies(sphere.l2_normalize_np_backward),
+                                       copies(Value.backward))
 
 
-@pytest.mark.parametrize("copied", [
-    readout_grad_from_the_project, readout_grad_by_the_engine,
-    *[lambda *a, c=c: readout_grad_from_the_project(*a, ce=c) for c in CE_COPIES],
-    *[lambda *a, c=c: readout_grad_from_the_project(*a, nb=c) for c in NB_COPIES],
-    *[lambda *a, c=c: readout_grad_by_the_engine(*a, backward=c) for c in ENGINE_COPIES]],
-    ids=["project", "engine", "ce-code_copy", "ce-source_copy", "normalize-code_copy", "normalize-source_copy",
-         "engine-code_copy", "engine-source_copy"])
+@pytest.mark.parametrize(
+    "copied",
+    [readout_grad_from_the_project, readout_grad_by_the_engine,
+     *[lambda *a, c=c: readout_grad_from_the_project(*a, ce=c) for c in CE_COPIES],
+     *[lambda *a, c=c: readout_grad_from_the_project(*a, nb=c) for c in NB_COPIES],
+     *[lambda *a, c=c: readout_grad_by_the_engine(*a, backward=c) for c in ENGINE_COPIES]],
+    ids=["project", "engine", "ce-code_copy", "ce-source_copy", "normalize-code_copy",
+         "normalize-source_copy", "engine-code_copy", "engine-source_copy"],
+)
 def test_readout_grad_copied_is_wrong(copied, capsys):
     h, lm_head, s_z, target = exercises._06_readout_cases()[1]
-    same = lambda: all(np.allclose(a, b) for a, b in zip(copied(h, lm_head, s_z, target),  # noqa: E731
-                                                           readout_grad(h, lm_head, s_z, target)))
+
+    def same():
+        return all(np.allclose(a, b) for a, b in zip(copied(h, lm_head, s_z, target),
+                                                      readout_grad(h, lm_head, s_z, target)))
     assert same()
     assert exercises.check_06_readout_grad(copied) is False
     assert "使わずに" in capsys.readouterr().out
@@ -149,12 +160,19 @@ def test_readout_grad_reading_the_judges_frame_is_wrong():
 def test_the_readout_cases_reach_the_clamp_and_large_logits():
     cases = exercises._06_readout_cases()
     norms = [np.sqrt((h * h).sum()) for h, *_ in cases]
-    assert max(np.max(s_z * (lm_head @ (h / np.sqrt((h * h).sum())))) for h, lm_head, s_z, _ in cases) > 709
-    assert any(1e-12 < n < 1e-12 * (1 + 2e-9) for n in norms) and any(1e-12 * (1 - 2e-9) < n < 1e-12 for n in norms)
+    assert (
+        max(np.max(s_z * (lm_head @ (h / np.sqrt((h * h).sum())))) for h, lm_head, s_z, _ in cases)
+        > 709
+    )
+    assert any(1e-12 < n < 1e-12 * (1 + 2e-9) for n in norms) and any(
+        1e-12 * (1 - 2e-9) < n < 1e-12 for n in norms
+    )
     assert max(s_z.max() for _, _, s_z, _ in cases) == 1000.0
 
 
-# ---------------------------------------------------------------- 2. gradient of a vMF mixture's log posterior
+# ---------------------------------------------------------------- 2. gradient of a vMF mixture's
+# log posterior
+
 
 def posterior(x, mus, kappas, priors):
     logp = np.log(priors) + sphere.vmf_log_normalizer(x.shape[0], kappas) + kappas * (mus @ x)
@@ -170,8 +188,9 @@ def normalized(r, eps=1e-12):
 def vmf_posterior_grad(r, mus, kappas, priors, k, eps=1e-12):
     x, n = normalized(r, eps)
     p = posterior(x, mus, kappas, priors)
-    g = kappas[k] * mus[k] - (p * kappas) @ mus   # d log p(k|x) / dx = kappa_k mu_k - sum_j p_j kappa_j mu_j
-    return g / eps if n < eps else (g - x * (x @ g)) / n   # back through x = Norm(r)
+    # d log p(k|x) / dx = kappa_k mu_k - sum_j p_j kappa_j mu_j
+    g = kappas[k] * mus[k] - (p * kappas) @ mus
+    return g / eps if n < eps else (g - x * (x @ g)) / n  # back through x = Norm(r)
 
 
 def log_posterior(r, mus, kappas, priors, k):
@@ -181,7 +200,8 @@ def log_posterior(r, mus, kappas, priors, k):
     return z[k] - (m + np.log(np.exp(z - m).sum()))
 
 
-def riemannian_only(r, mus, kappas, priors, k):  # the tangent projection, without the 1 / ||r|| of Norm
+# the tangent projection, without the 1 / ||r|| of Norm
+def riemannian_only(r, mus, kappas, priors, k):
     x, _ = normalized(r)
     p = posterior(x, mus, kappas, priors)
     g = kappas[k] * mus[k] - (p * kappas) @ mus
@@ -200,7 +220,8 @@ def without_the_posterior_mean(r, mus, kappas, priors, k):  # the gradient of ka
     return g / 1e-12 if n < 1e-12 else (g - (g @ x) * x) / n
 
 
-def posterior_as_softmax_of_scaled_cosines(r, mus, kappas, priors, k):  # right only for one kappa, equal priors
+# right only for one kappa, equal priors
+def posterior_as_softmax_of_scaled_cosines(r, mus, kappas, priors, k):
     x, n = normalized(r)
     z = kappas * (mus @ x)
     p = np.exp(z - z.max())
@@ -212,7 +233,8 @@ def posterior_as_softmax_of_scaled_cosines(r, mus, kappas, priors, k):  # right 
 def posterior_without_log_space(r, mus, kappas, priors, k):  # exp(1000 cos) overflows
     x, n = normalized(r)
     with np.errstate(over="ignore", invalid="ignore"):
-        w = priors * np.exp(sphere.vmf_log_normalizer(x.shape[0], kappas)) * np.exp(kappas * (mus @ x))
+        w = (priors * np.exp(sphere.vmf_log_normalizer(x.shape[0], kappas))
+             * np.exp(kappas * (mus @ x)))
         p = w / w.sum()
     g = kappas[k] * mus[k] - (p * kappas) @ mus
     return g / 1e-12 if n < 1e-12 else (g - (g @ x) * x) / n
@@ -234,12 +256,17 @@ def test_vmf_posterior_grad_by_finite_differences_is_wrong(method):
         return DIFFERENCES[method](lambda v: log_posterior(v, mus, kappas, priors, k), r)
 
     mus, kappas, priors, points = exercises._06_posterior_cases()[1]
-    assert np.allclose(answer(points[0], mus, kappas, priors, 2), vmf_posterior_grad(points[0], mus, kappas, priors, 2),
-                       rtol=1e-6, atol=1e-8)                          # close at a unit r ...
-    assert exercises.check_06_vmf_posterior_grad(answer) is False     # ... not next to the clamp
+    assert np.allclose(
+        answer(points[0], mus, kappas, priors, 2),
+        vmf_posterior_grad(points[0], mus, kappas, priors, 2),
+        rtol=1e-6,
+        atol=1e-8,
+    )  # close at a unit r ...
+    assert exercises.check_06_vmf_posterior_grad(answer) is False  # ... not next to the clamp
 
 
-def grad_by_the_engine(r, mus, kappas, priors, k):  # the check's own reference, with Value.backward: refused
+# the check's own reference, with Value.backward: refused
+def grad_by_the_engine(r, mus, kappas, priors, k):
     return exercises._06_log_posterior_grad(r, mus, kappas, priors, k)
 
 
@@ -251,20 +278,26 @@ def grad_by_a_copied_engine(copy):
             return exercises._06_log_posterior_grad(r, mus, kappas, priors, k)
         finally:
             Value.backward = saved
+
     return answer
 
 
-@pytest.mark.parametrize("copied", [grad_by_the_engine, *map(grad_by_a_copied_engine, copies(Value.backward))],
-                         ids=["backward", "code_copy", "source_copy"])
+@pytest.mark.parametrize(
+    "copied",
+    [grad_by_the_engine, *map(grad_by_a_copied_engine, copies(Value.backward))],
+    ids=["backward", "code_copy", "source_copy"],
+)
 def test_vmf_posterior_grad_copied_is_wrong(copied, capsys):
     rng = np.random.default_rng(0)
     mus = sphere.l2_normalize_np(rng.standard_normal((3, 4)))
     r = 2.0 * sphere.l2_normalize_np(mus[0] + 0.4 * rng.standard_normal(4))
     args = (r, mus, np.array([2.0, 5.0, 9.0]), np.array([0.5, 0.3, 0.2]), 1)
-    assert np.allclose(copied(*args), vmf_posterior_grad(*args))          # the right numbers ...
-    assert exercises.check_06_vmf_posterior_grad(copied) is False         # ... but backward() is refused
+    assert np.allclose(copied(*args), vmf_posterior_grad(*args))  # the right numbers ...
+    # ... but backward() is refused
+    assert exercises.check_06_vmf_posterior_grad(copied) is False
     assert "使わずに" in capsys.readouterr().out
-    assert np.allclose(copied(*args), vmf_posterior_grad(*args))          # and works again afterwards
+    # and works again afterwards
+    assert np.allclose(copied(*args), vmf_posterior_grad(*args))
 
 
 def test_vmf_posterior_grad_reading_the_judges_frame_is_wrong():
@@ -272,17 +305,20 @@ def test_vmf_posterior_grad_reading_the_judges_frame_is_wrong():
 
 
 def test_at_a_unit_vector_the_gradient_is_the_derivative_along_the_sphere():
-    # At ||r|| = 1 the answer is the Riemannian gradient: moving x along a great circle by t changes log p(k | x) by
-    # t (grad . v) to first order (v a unit tangent vector), whatever the kappas and priors.
+    # At ||r|| = 1 the answer is the Riemannian gradient: moving x along a great circle by t changes
+    # log p(k | x) by t (grad . v) to first order (v a unit tangent vector), whatever the kappas and
+    # priors.
     rng = np.random.default_rng(5)
     mus = sphere.l2_normalize_np(rng.standard_normal((4, 5)))
     kappas, priors = np.array([1.0, 3.0, 8.0, 20.0]), np.array([0.4, 0.3, 0.2, 0.1])
     x = sphere.l2_normalize_np(rng.standard_normal(5))
     v = sphere.l2_normalize_np(sphere.tangent_project(x, rng.standard_normal(5)))
     t = 1e-6
-    log_post = [np.log(posterior(sphere.exp_map(x, s * v), mus, kappas, priors)[2]) for s in (t, -t)]
-    assert np.isclose((log_post[0] - log_post[1]) / (2 * t), vmf_posterior_grad(x, mus, kappas, priors, 2) @ v,
-                      rtol=1e-6)
+    log_post = [
+        np.log(posterior(sphere.exp_map(x, s * v), mus, kappas, priors)[2]) for s in (t, -t)
+    ]
+    assert np.isclose((log_post[0] - log_post[1]) / (2 * t),
+                      vmf_posterior_grad(x, mus, kappas, priors, 2) @ v, rtol=1e-6)
 
 
 def test_the_raw_vectors_reach_the_clamp_and_kappa_1000():

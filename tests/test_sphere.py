@@ -1,7 +1,9 @@
-"""Tests for sphere.py (lecture 3): normalization twins, angles, sphere optimization steps, von Mises-Fisher.
+"""Tests for sphere.py (lecture 3): normalization twins, angles, sphere optimization steps, von
+Mises-Fisher.
 
 The log-Bessel reference is independent of sphere.py: a 50-digit Decimal power series (stdlib only).
 """
+
 import math
 from decimal import Decimal, localcontext
 
@@ -15,13 +17,15 @@ RNG_SEED = 20240229
 EPS64 = np.finfo(float).eps
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # helpers
 
 
 def rel_err(a, b):
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return float(np.max(np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), 1e-300), initial=0.0))
+    return float(
+        np.max(np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), 1e-300), initial=0.0)
+    )
 
 
 def central_diff_grad(f, x, h=1e-6):
@@ -36,7 +40,8 @@ def central_diff_grad(f, x, h=1e-6):
 
 
 def scalar_normalize_along(x, c, axis, eps=1e-12):
-    """Run the scalar l2_normalize on every fiber of x along `axis`; loss = sum(c * y); return (y, dx)."""
+    """Run the scalar l2_normalize on every fiber of x along `axis`; loss = sum(c * y); return (y,
+    dx)."""
     xm, cm = np.moveaxis(x, axis, -1), np.moveaxis(c, axis, -1)
     y, dx = np.zeros_like(xm), np.zeros_like(xm)
     for idx in np.ndindex(xm.shape[:-1]):
@@ -53,9 +58,9 @@ PI50 = Decimal("3.14159265358979323846264338327950288419716939937510582097494459
 
 
 def ref_log_iv(nu2, x, digits=50):
-    """log I_{nu2/2}(x) (nu2 an integer >= 0, so integer and half-integer orders) from the power series
-    I_nu(x) = sum_k (x/2)^{2k+nu} / (k! Gamma(k+nu+1)), summed in `digits`-digit Decimal arithmetic.
-    All terms are positive, so the sum carries ~digits-3 correct digits for any x."""
+    """log I_{nu2/2}(x) (nu2 an integer >= 0, so integer and half-integer orders) from the power
+    series I_nu(x) = sum_k (x/2)^{2k+nu} / (k! Gamma(k+nu+1)), summed in `digits`-digit Decimal
+    arithmetic. All terms are positive, so the sum carries ~digits-3 correct digits for any x."""
     with localcontext() as ctx:
         ctx.prec = digits
         xd, nu = Decimal(x), Decimal(nu2) / 2
@@ -82,7 +87,7 @@ def assert_log_close(got, want, ulps=200):
     assert abs(got - want) <= ulps * EPS64 * max(1.0, abs(want)), (got, want)
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # l2_normalize and its twin
 
 
@@ -94,11 +99,13 @@ def test_l2_normalize_matches_finite_differences():
     loss.backward()
     fd = central_diff_grad(lambda z: float(np.dot(c, z / np.linalg.norm(z))), x)
     assert rel_err([xi.grad for xi in xs], fd) < 1e-7
-    assert abs(sum(yi.data ** 2 for yi in sphere.l2_normalize(xs)) - 1.0) < 1e-15
+    assert abs(sum(yi.data**2 for yi in sphere.l2_normalize(xs)) - 1.0) < 1e-15
 
 
-@pytest.mark.parametrize("shape,axis", [((7,), -1), ((3, 5), -1), ((2, 3, 4), -1), ((4, 6), 0), ((4, 6), 1),
-                                        ((3, 4, 5), 1)])
+@pytest.mark.parametrize(
+    "shape,axis",
+    [((7,), -1), ((3, 5), -1), ((2, 3, 4), -1), ((4, 6), 0), ((4, 6), 1), ((3, 4, 5), 1)],
+)
 def test_l2_normalize_twin_matches_scalar(shape, axis):
     rng = np.random.default_rng(RNG_SEED + len(shape) + axis)
     x, c = rng.standard_normal(shape) * 3.0, rng.standard_normal(shape)
@@ -130,7 +137,7 @@ def test_l2_normalize_zero_and_tiny_vectors_have_finite_grads():
     assert np.array_equal(sphere.l2_normalize_np(x)[1], [0.6, 0.8, 0.0])
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # cosine similarity and geodesic distance
 
 
@@ -144,7 +151,9 @@ def test_cosine_similarity_scalar_twin_and_finite_differences():
         cs = sphere.cosine_similarity(us, vs)
         (cs * float(dc[i])).backward()
         c_s[i], du_s[i], dv_s[i] = cs.data, [a.grad for a in us], [a.grad for a in vs]
-        fd = central_diff_grad(lambda z, i=i: float(z @ v[i] / np.linalg.norm(z) / np.linalg.norm(v[i])), u[i])
+        fd = central_diff_grad(
+            lambda z, i=i: float(z @ v[i] / np.linalg.norm(z) / np.linalg.norm(v[i])), u[i]
+        )
         assert rel_err(du_s[i], fd * dc[i]) < 1e-7
     assert rel_err(sphere.cosine_similarity_np(u, v), c_s) <= 1e-10
     du, dv = sphere.cosine_similarity_np_backward(dc, u, v)
@@ -166,21 +175,26 @@ def test_geodesic_distance_identical_antipodal_and_rounding():
         assert np.isnan(np.arccos(np.dot(u, u)))  # the failure mode being guarded against
     assert sphere.geodesic_distance_np(u, u) == 0.0
     assert sphere.geodesic_distance_np(u, -u) == np.pi
-    assert sphere.geodesic_distance_np(u, 5.0 * u) < 1e-15  # inputs are normalized first (rounding only)
+    # inputs are normalized first (rounding only)
+    assert sphere.geodesic_distance_np(u, 5.0 * u) < 1e-15
     # agrees with arccos(clip(u.v)) in general, and is accurate for tiny angles where arccos is not
-    a, b = sphere.l2_normalize_np(rng.standard_normal((50, 8))), sphere.l2_normalize_np(rng.standard_normal((50, 8)))
+    a, b = (sphere.l2_normalize_np(rng.standard_normal((50, 8))),
+            sphere.l2_normalize_np(rng.standard_normal((50, 8))))
     ref = np.arccos(np.clip(np.sum(a * b, axis=-1), -1, 1))
     assert np.max(np.abs(sphere.geodesic_distance_np(a, b) - ref)) < 1e-12
     assert rel_err(sphere.geodesic_distance_np(a.T, b.T, axis=0), ref) < 1e-12
     theta = 1e-9
-    d = sphere.geodesic_distance_np(np.array([1.0, 0.0]), np.array([math.cos(theta), math.sin(theta)]))
+    d = sphere.geodesic_distance_np(
+        np.array([1.0, 0.0]), np.array([math.cos(theta), math.sin(theta)])
+    )
     assert abs(d - theta) < 1e-15 * theta * 10
     d90 = sphere.geodesic_distance_np(np.array([1.0, 0.0, 0.0]), np.array([0.0, 2.0, 0.0]))
     assert abs(d90 - np.pi / 2) < 1e-15
 
 
 def test_cosine_and_geodesic_of_a_zero_vector_are_finite():
-    # a zero vector normalizes to zero (no direction): cosine 0, geodesic pi/2, finite gradients, never NaN
+    # a zero vector normalizes to zero (no direction): cosine 0, geodesic pi/2, finite gradients,
+    # never NaN
     v = np.array([0.6, -0.8, 0.0])
     zs = [Value(0.0) for _ in range(3)]
     vs = [Value(float(a)) for a in v]
@@ -192,12 +206,13 @@ def test_cosine_and_geodesic_of_a_zero_vector_are_finite():
     with np.errstate(all="raise"):  # no 0/0 or invalid-value warnings either
         assert sphere.cosine_similarity_np(np.zeros(3), v) == 0.0
         du, dv = sphere.cosine_similarity_np_backward(1.0, np.zeros(3), v)
-        assert rel_err(du, [a.grad for a in zs]) <= 1e-12 and rel_err(dv, [a.grad for a in vs]) <= 1e-12
+        assert (rel_err(du, [a.grad for a in zs]) <= 1e-12
+                and rel_err(dv, [a.grad for a in vs]) <= 1e-12)
         assert sphere.geodesic_distance_np(np.zeros(3), v) == pytest.approx(np.pi / 2, abs=1e-15)
         assert sphere.geodesic_distance_np(np.zeros(3), np.zeros(3)) == 0.0  # "identical" inputs
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # tangent projection, retraction, steps
 
 
@@ -212,8 +227,12 @@ def test_tangent_project_retract_and_normalize_matrix():
     y = sphere.retract(x - 0.3 * g)
     assert np.allclose(np.linalg.norm(y, axis=-1), 1.0, rtol=0, atol=1e-15)
     w = rng.standard_normal((4, 7))
-    assert np.allclose(np.linalg.norm(sphere.normalize_matrix(w, axis=1), axis=1), 1.0, rtol=0, atol=1e-15)
-    assert np.allclose(np.linalg.norm(sphere.normalize_matrix(w, axis=0), axis=0), 1.0, rtol=0, atol=1e-15)
+    assert np.allclose(
+        np.linalg.norm(sphere.normalize_matrix(w, axis=1), axis=1), 1.0, rtol=0, atol=1e-15
+    )
+    assert np.allclose(
+        np.linalg.norm(sphere.normalize_matrix(w, axis=0), axis=0), 1.0, rtol=0, atol=1e-15
+    )
     # the exponential map stays on the sphere and moves by exactly ||v|| along the great circle
     v = 0.7 * gt / np.linalg.norm(gt, axis=-1, keepdims=True)
     e = sphere.exp_map(x, v)
@@ -223,19 +242,26 @@ def test_tangent_project_retract_and_normalize_matrix():
 
 
 def test_riemannian_vs_projected_step():
-    """On S^1 at x = (1, 0) with g = (2, 1): radial part 2, tangent part 1 (the lecture's two kinds of step)."""
+    """On S^1 at x = (1, 0) with g = (2, 1): radial part 2, tangent part 1 (the lecture's two kinds
+    of step)."""
     x, g, lr = np.array([1.0, 0.0]), np.array([2.0, 1.0]), 0.1
-    # before the retraction: the Riemannian step leaves the sphere to 2nd order, the Euclidean one to 1st
-    assert abs(np.linalg.norm(x - lr * sphere.tangent_project(x, g)) - 1) == pytest.approx(math.hypot(1, lr) - 1)
+    # before the retraction: the Riemannian step leaves the sphere to 2nd order, the Euclidean one
+    # to 1st
+    assert abs(np.linalg.norm(x - lr * sphere.tangent_project(x, g)) - 1) == pytest.approx(
+        math.hypot(1, lr) - 1
+    )
     assert abs(np.linalg.norm(x - lr * g) - 1) > 0.15
     r, p = sphere.riemannian_sgd_step(x, g, lr), sphere.projected_sgd_step(x, g, lr)
     angle = lambda z: math.atan2(-z[1], z[0])  # noqa: E731 -- angle moved "downhill"
     assert angle(r) == pytest.approx(math.atan(lr), abs=1e-15)  # = exp-map step lr, up to lr^3/3
-    assert abs(angle(r) - lr) < lr ** 3 / 3 + 1e-15
-    assert angle(p) == pytest.approx(math.atan(lr / (1 - 2 * lr)), abs=1e-15)  # radial part inflates the step
+    assert abs(angle(r) - lr) < lr**3 / 3 + 1e-15
+    # radial part inflates the step
+    assert angle(p) == pytest.approx(math.atan(lr / (1 - 2 * lr)), abs=1e-15)
     # with a purely tangent gradient the two coincide
     t = np.array([0.0, 1.0])
-    assert np.allclose(sphere.riemannian_sgd_step(x, t, lr), sphere.projected_sgd_step(x, t, lr), atol=1e-16)
+    assert np.allclose(
+        sphere.riemannian_sgd_step(x, t, lr), sphere.projected_sgd_step(x, t, lr), atol=1e-16
+    )
     # both minimize f(x) = -m.x on S^2 and converge to m
     m = sphere.retract(np.array([1.0, -2.0, 0.5]))
     for step in (sphere.riemannian_sgd_step, sphere.projected_sgd_step):
@@ -245,14 +271,16 @@ def test_riemannian_vs_projected_step():
         assert sphere.geodesic_distance_np(z, m) < 1e-8
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # log I_nu(x)
 
 
 def test_log_bessel_iv_hardcoded_reference_values():
-    # values from the literature (A&S tables / scipy.special.iv), each also reproduced by the Decimal series
-    known = [(0, 1.0, 1.2660658777520082), (1, 1.0, 0.5651591039924851), (0, 10.0, 2815.716628466254),
-             (1, 10.0, 2670.988303701255), (10, 1.0, 2.7529480398368736e-10), (0, 100.0, 1.0737517071310738e42)]
+    # values from the literature (A&S tables / scipy.special.iv), each also reproduced by the
+    # Decimal series
+    known = [(0, 1.0, 1.2660658777520082), (1, 1.0, 0.5651591039924851),
+             (0, 10.0, 2815.716628466254), (1, 10.0, 2670.988303701255),
+             (10, 1.0, 2.7529480398368736e-10), (0, 100.0, 1.0737517071310738e42)]
     for nu, x, val in known:
         assert_log_close(sphere.log_bessel_iv(nu, x), math.log(val), ulps=100)
         assert_log_close(ref_log_iv(2 * nu, x), math.log(val), ulps=100)
@@ -302,14 +330,18 @@ def test_log_bessel_iv_methods_agree_at_switch_points():
 
 
 def test_log_bessel_iv_recurrence_for_arbitrary_orders():
-    """I_{nu-1}(x) - I_{nu+1}(x) = (2 nu / x) I_nu(x) for non-half-integer orders, in every regime."""
+    """I_{nu-1}(x) - I_{nu+1}(x) = (2 nu / x) I_nu(x) for non-half-integer orders, in every regime.
+    """
     rng = np.random.default_rng(RNG_SEED + 4)
     for nu in rng.uniform(1.0, 120.0, 25):
         for x in (1e-6, 0.7, 12.0, 39.0, 41.0, 0.5 * nu * nu, 3.0 * nu, 700.0, 9e4):
             lo, mid, hi = sphere.log_bessel_iv(np.array([nu - 1, nu, nu + 1]), x)
-            lhs = math.exp(lo - mid) - math.exp(hi - mid)  # cancels when x >> nu: scale the tolerance
-            # rounding floor of a log: ~eps * (size of the numbers summed into it, lgamma(nu+1) for the series)
-            tol = 20 * EPS64 * max(1.0, abs(mid), math.lgamma(nu + 2)) * (math.exp(lo - mid) + 2 * nu / x)
+            # cancels when x >> nu: scale the tolerance
+            lhs = math.exp(lo - mid) - math.exp(hi - mid)
+            # rounding floor of a log: ~eps * (size of the numbers summed into it, lgamma(nu+1) for
+            # the series)
+            tol = (20 * EPS64 * max(1.0, abs(mid), math.lgamma(nu + 2))
+                   * (math.exp(lo - mid) + 2 * nu / x))
             assert abs(lhs - 2 * nu / x) <= tol
 
 
@@ -322,7 +354,7 @@ def test_log_bessel_iv_bad_input():
         sphere.log_bessel_iv(1, float("nan"))
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # von Mises-Fisher: normalizer, density, mean resultant length
 
 
@@ -340,9 +372,12 @@ def test_vmf_log_normalizer_range_and_smoothness(d):
     assert f0 == pytest.approx(-log_area(d), abs=1e-13)
     # tiny kappa: log C(kappa) = log C(0) - kappa^2 / (2 d) + O(kappa^4), no cancellation noise
     small = kappas < 1e-3
-    assert np.all(np.abs(f[small] - f0 + kappas[small] ** 2 / (2 * d)) <= kappas[small] ** 4 + 4 * EPS64 * abs(f0))
-    assert np.all(np.diff(f) < 1e-13 * np.maximum(1, np.abs(f[1:])))  # decreasing (d/dkappa = -A_d < 0)
-    # d/dkappa log C_d = -A_d(kappa): central differences across the whole range, incl. the switch at 40
+    assert np.all(np.abs(f[small] - f0 + kappas[small] ** 2 / (2 * d))
+                  <= kappas[small] ** 4 + 4 * EPS64 * abs(f0))
+    # decreasing (d/dkappa = -A_d < 0)
+    assert np.all(np.diff(f) < 1e-13 * np.maximum(1, np.abs(f[1:])))
+    # d/dkappa log C_d = -A_d(kappa): central differences across the whole range, incl. the switch
+    # at 40
     k = np.concatenate([np.logspace(-2, 5, 71), [40.0, 40.0 + 1e-9]])
     h = 1e-5 * k
     fp, fm = sphere.vmf_log_normalizer(d, k + h), sphere.vmf_log_normalizer(d, k - h)
@@ -354,7 +389,9 @@ def test_vmf_log_normalizer_range_and_smoothness(d):
     assert abs(jump + 1e-9 * sphere.vmf_mean_resultant_length(d, 40.0)) < 1e-13
     # against the independent Decimal reference for I_{d/2-1}
     for kappa in (1e-10, 0.3, 7.0, 40.0, 41.0, 600.0, 1e4):
-        want = (d / 2 - 1) * math.log(kappa) - d / 2 * math.log(2 * math.pi) - ref_log_iv(d - 2, kappa)
+        want = (
+            (d / 2 - 1) * math.log(kappa) - d / 2 * math.log(2 * math.pi) - ref_log_iv(d - 2, kappa)
+        )
         assert_log_close(sphere.vmf_log_normalizer(d, kappa), want, ulps=300)
 
 
@@ -366,13 +403,16 @@ def test_vmf_log_normalizer_closed_forms_d3():
         elif kappa < 1:
             want = math.log(kappa / math.sinh(kappa)) - math.log(4 * math.pi)
         else:
-            want = math.log(kappa) - math.log(2 * math.pi) - kappa - math.log(-math.expm1(-2 * kappa))
+            want = (
+                math.log(kappa) - math.log(2 * math.pi) - kappa - math.log(-math.expm1(-2 * kappa))
+            )
         assert_log_close(sphere.vmf_log_normalizer(3, kappa), want, ulps=40)
 
 
 @pytest.mark.parametrize("kappa", [0.0, 0.5, 10.0, 100.0])
 def test_vmf_density_integrates_to_one_on_circle(kappa):
-    theta = np.linspace(0, 2 * np.pi, 4096, endpoint=False)  # trapezoid rule: spectral for periodic integrands
+    # trapezoid rule: spectral for periodic integrands
+    theta = np.linspace(0, 2 * np.pi, 4096, endpoint=False)
     x = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
     mu = np.array([math.cos(1.1), math.sin(1.1)])
     p = np.exp(sphere.vmf_log_density(x, mu, kappa))
@@ -403,8 +443,9 @@ def test_vmf_mean_resultant_length():
         assert sphere.vmf_mean_resultant_length(d, 1e-10) == pytest.approx(1e-10 / d, rel=1e-12)
     # d = 3: A_3 = coth(kappa) - 1/kappa
     for kappa in (0.5, 3.0, 50.0):
-        assert sphere.vmf_mean_resultant_length(3, kappa) == pytest.approx(1 / math.tanh(kappa) - 1 / kappa,
-                                                                           rel=1e-13)
+        assert sphere.vmf_mean_resultant_length(3, kappa) == pytest.approx(
+            1 / math.tanh(kappa) - 1 / kappa, rel=1e-13
+        )
     assert sphere.vmf_mean_resultant_length(3, np.array([1.0, 2.0])).shape == (2,)
 
 
@@ -423,11 +464,13 @@ def test_vmf_bad_input():
         sphere.vmf_estimate_kappa(np.ones(3))
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # sampling and estimation
 
 
-@pytest.mark.parametrize("d,kappa", [(2, 5.0), (3, 0.5), (3, 50.0), (16, 10.0), (64, 1e4), (5, 1e5), (3, 0.0)])
+@pytest.mark.parametrize(
+    "d,kappa", [(2, 5.0), (3, 0.5), (3, 50.0), (16, 10.0), (64, 1e4), (5, 1e5), (3, 0.0)]
+)
 def test_vmf_sample_moments(d, kappa):
     rng = np.random.default_rng(RNG_SEED + d)
     mu = sphere.retract(rng.standard_normal(d))
@@ -449,7 +492,8 @@ def test_vmf_sample_moments(d, kappa):
 
 
 def test_vmf_sample_w_distribution_d3():
-    """On S^2 the marginal of w = mu.x has CDF (e^{kappa w} - e^{-kappa}) / (e^kappa - e^{-kappa}) (KS test)."""
+    """On S^2 the marginal of w = mu.x has CDF (e^{kappa w} - e^{-kappa}) / (e^kappa - e^{-kappa})
+    (KS test)."""
     rng = np.random.default_rng(RNG_SEED + 7)
     mu = np.array([0.0, 0.0, 1.0])
     for kappa in (0.7, 8.0):
@@ -463,7 +507,8 @@ def test_vmf_sample_w_distribution_d3():
 
 
 def ks_statistic(samples, grid, density):
-    """max |empirical CDF - CDF| where the CDF is the trapezoid integral of `density` on `grid`, normalized."""
+    """max |empirical CDF - CDF| where the CDF is the trapezoid integral of `density` on `grid`,
+    normalized."""
     cdf = np.concatenate([[0.0], np.cumsum(0.5 * (density[1:] + density[:-1]) * np.diff(grid))])
     cdf /= cdf[-1]
     samples = np.sort(samples)
@@ -472,11 +517,14 @@ def ks_statistic(samples, grid, density):
     return max(np.max(np.arange(1, n + 1) / n - model), np.max(model - np.arange(n) / n))
 
 
-@pytest.mark.parametrize("d,kappa", [(2, 0.7), (2, 5.0), (2, 60.0), (3, 60.0), (16, 10.0), (16, 200.0)])
+@pytest.mark.parametrize(
+    "d,kappa", [(2, 0.7), (2, 5.0), (2, 60.0), (3, 60.0), (16, 10.0), (16, 200.0)]
+)
 def test_vmf_sample_marginal_matches_the_density(d, kappa):
-    """Wood's sampler against the vMF marginal itself, integrated numerically (independent of sphere.py):
-    d = 2: the angle theta from mu has density prop. to exp(kappa cos theta) on (-pi, pi] (von Mises);
-    d > 2: w = mu.x has density prop. to exp(kappa w) (1 - w^2)^((d-3)/2) on [-1, 1]."""
+    """Wood's sampler against the vMF marginal itself, integrated numerically (independent of
+    sphere.py): d = 2: the angle theta from mu has density prop. to exp(kappa cos theta) on (-pi,
+    pi] (von Mises); d > 2: w = mu.x has density prop. to exp(kappa w) (1 - w^2)^((d-3)/2) on [-1,
+    1]."""
     rng = np.random.default_rng(RNG_SEED + 11 * d + int(kappa))
     mu = sphere.retract(rng.standard_normal(d))
     x = sphere.vmf_sample(mu, kappa, 10_000, rng)
@@ -489,13 +537,14 @@ def test_vmf_sample_marginal_matches_the_density(d, kappa):
         samples = x @ mu
         grid = np.linspace(-1.0, 1.0, 200_001)
         density = np.exp(kappa * (grid - 1)) * np.clip(1 - grid * grid, 0, None) ** (0.5 * (d - 3))
-    # 0.1% critical value of the Kolmogorov distribution: with fixed seeds a correct sampler fails rarely
-    # if its random stream ever changes; a wrong marginal at n = 10,000 is far beyond it
+    # 0.1% critical value of the Kolmogorov distribution: with fixed seeds a correct sampler fails
+    # rarely if its random stream ever changes; a wrong marginal at n = 10,000 is far beyond it
     assert ks_statistic(samples, grid, density) < 1.95 / math.sqrt(samples.size)
 
 
 def test_vmf_estimate_kappa_edge_cases():
-    mu_hat, kappa_hat = sphere.vmf_estimate_kappa(np.array([[1.0, 0.0], [-1.0, 0.0]]))  # R = 0: no direction
+    # R = 0: no direction
+    mu_hat, kappa_hat = sphere.vmf_estimate_kappa(np.array([[1.0, 0.0], [-1.0, 0.0]]))
     assert kappa_hat == 0.0 and np.array_equal(mu_hat, [0.0, 0.0])
     mu_hat, kappa_hat = sphere.vmf_estimate_kappa(np.array([[0.0, 1.0, 0.0]] * 5))  # R = 1 exactly
     assert kappa_hat == math.inf and np.array_equal(mu_hat, [0.0, 1.0, 0.0])
@@ -512,6 +561,7 @@ def test_vmf_estimate_kappa_recovers_kappa(d, kappa):
 
 
 # ----------------------------------------------------------------------------- vMF at extreme kappa
+
 
 def wood_sampler_as_before(mu, kappa, n, rng):
     """The textbook form of the sampler (in w and x0 directly): the oracle where it still works."""
@@ -546,7 +596,8 @@ def test_vmf_sample_equals_the_previous_sampler_where_both_work(d, kappa):
 
 
 def assert_gamma_like(t, k):
-    """t ~ Gamma(k, 1): mean and variance k (5 and 8 standard errors); for k = 1 an Exponential(1) (KS, 1%)."""
+    """t ~ Gamma(k, 1): mean and variance k (5 and 8 standard errors); for k = 1 an Exponential(1)
+    (KS, 1%)."""
     n = t.size
     assert abs(t.mean() - k) < 5 * math.sqrt(k / n)
     assert abs(t.var() - k) < 8 * math.sqrt(k * (k + 3) * 2 / n)
@@ -558,10 +609,11 @@ def assert_gamma_like(t, k):
 @pytest.mark.parametrize("d", [3, 16])
 @pytest.mark.parametrize("kappa", [1e6, 1e16, 1e100, 1e300])
 def test_vmf_sample_at_huge_kappa(d, kappa):
-    """For large kappa, t = kappa (1 - mu.x) ~ Gamma((d-1)/2, 1) (the marginal exp(kappa w)(1-w^2)^((d-3)/2) with
-    w = 1 - t/kappa); on S^2 (d = 3) an Exponential(1). Checked on the sampler's 1 - w at every kappa, and on the
-    samples themselves while their tangent part is above float64's resolution (kappa <= 1e16; beyond, every
-    sample rounds to mu, which is then the correct float64 answer)."""
+    """For large kappa, t = kappa (1 - mu.x) ~ Gamma((d-1)/2, 1) (the marginal exp(kappa
+    w)(1-w^2)^((d-3)/2) with w = 1 - t/kappa); on S^2 (d = 3) an Exponential(1). Checked on the
+    sampler's 1 - w at every kappa, and on the samples themselves while their tangent part is above
+    float64's resolution (kappa <= 1e16; beyond, every sample rounds to mu, which is then the
+    correct float64 answer)."""
     mu = sphere.l2_normalize_np(np.arange(1.0, d + 1))
     n = 4000
     _, one_minus_w = sphere._vmf_sample_w(d, kappa, n, np.random.default_rng(5))
@@ -571,7 +623,8 @@ def test_vmf_sample_at_huge_kappa(d, kappa):
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-12)
     if kappa <= 1e16:
         tangent = x - (x @ mu)[:, None] * mu
-        assert_gamma_like(kappa * 0.5 * (tangent * tangent).sum(axis=1), 0.5 * (d - 1))  # 1 - cos = sin^2 / 2
+        # 1 - cos = sin^2 / 2
+        assert_gamma_like(kappa * 0.5 * (tangent * tangent).sum(axis=1), 0.5 * (d - 1))
     else:
         np.testing.assert_allclose(x, np.broadcast_to(mu, x.shape), rtol=0, atol=1e-15)
 
@@ -579,16 +632,20 @@ def test_vmf_sample_at_huge_kappa(d, kappa):
 @pytest.mark.parametrize("d", [2, 3, 16])
 def test_vmf_log_density_at_huge_kappa_and_as_before_at_moderate_kappa(d):
     mu = sphere.l2_normalize_np(np.arange(1.0, d + 1))
-    # at the mode: log C + kappa -> ((d-1)/2) log(kappa / 2 pi) + O(1/kappa), from I_nu(k) ~ e^k / sqrt(2 pi k)
+    # at the mode: log C + kappa -> ((d-1)/2) log(kappa / 2 pi) + O(1/kappa), from I_nu(k) ~ e^k /
+    # sqrt(2 pi k)
     for kappa in (1e16, 1e100, 1e300):
         expected = 0.5 * (d - 1) * (math.log(kappa) - math.log(2 * math.pi))
         assert sphere.vmf_log_density(mu, mu, kappa) == pytest.approx(expected, rel=1e-14)
     if d == 3:  # in closed form: log kappa - log 2 pi at kappa = 1e300 on S^2
         assert sphere.vmf_log_density(mu, mu, 1e300) == pytest.approx(688.9376508318, rel=1e-12)
     x = sphere.l2_normalize_np(np.random.default_rng(0).standard_normal((50, d)))
-    for kappa in (0.0, 0.3, 7.0, 60.0, 300.0):  # where the plain formula log C + kappa mu.x keeps its digits
+    # where the plain formula log C + kappa mu.x keeps its digits
+    for kappa in (0.0, 0.3, 7.0, 60.0, 300.0):
         plain = sphere.vmf_log_normalizer(d, kappa) + kappa * (x @ mu)
-        np.testing.assert_allclose(sphere.vmf_log_density(x, mu, kappa), plain, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            sphere.vmf_log_density(x, mu, kappa), plain, rtol=1e-12, atol=1e-12
+        )
 
 
 def test_vmf_sample_at_a_vanishing_kappa_is_uniform_not_a_domain_error():

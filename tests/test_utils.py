@@ -1,4 +1,6 @@
-"""Tests for utils.py (chapter 21): the chapter's examples, finite differences, and twin == scalar."""
+"""Tests for utils.py (chapter 21): the chapter's examples, finite differences, and twin == scalar.
+"""
+
 import math
 
 import numpy as np
@@ -48,7 +50,8 @@ def objective(outs, c):
     return sum(float(ci) * oi for ci, oi in zip(c, outs))
 
 
-# --------------------------------------------------------------------------- the chapter's minimal examples
+# --------------------------------------------------------------------------- the chapter's minimal
+# examples
 
 
 def test_chapter_linear_example():
@@ -70,7 +73,8 @@ def test_chapter_rmsnorm_example():
     assert y == pytest.approx([3 * scale, 4 * scale], rel=1e-15)
 
 
-# --------------------------------------------------------------------------- scalar functions vs finite differences
+# --------------------------------------------------------------------------- scalar functions vs
+# finite differences
 
 
 def finite_diff_grad(f, x, h=1e-6):
@@ -104,7 +108,9 @@ def test_linear_vs_finite_differences():
 
     def f(flat):
         x = [Value(v) for v in flat[:n_in]]
-        w = [[Value(v) for v in flat[n_in + o * n_in: n_in + (o + 1) * n_in]] for o in range(n_out)]
+        w = [
+            [Value(v) for v in flat[n_in + o * n_in : n_in + (o + 1) * n_in]] for o in range(n_out)
+        ]
         return x, w, objective(linear(x, w), c)
 
     x, w, out = f(flat0)
@@ -114,7 +120,8 @@ def test_linear_vs_finite_differences():
     assert rel_err(analytic, fd) < 1e-7
 
 
-# --------------------------------------------------------------------------- twins vs scalar versions
+# --------------------------------------------------------------------------- twins vs scalar
+# versions
 
 
 @pytest.mark.parametrize("batch", BATCH_SHAPES)
@@ -123,7 +130,8 @@ def test_linear_twin(batch):
     n_in, n_out = 5, 4
     x, w = rng.normal(size=batch + (n_in,)), rng.normal(size=(n_out, n_in))
     dy = rng.normal(size=batch + (n_out,))
-    # scalar: one shared set of weight Values used by every row, so dw sums over all rows as in the twin
+    # scalar: one shared set of weight Values used by every row, so dw sums over all rows as in the
+    # twin
     xv, wv = values(x), values(w)
     rows_x, rows_dy = xv.reshape(-1, n_in), dy.reshape(-1, n_out)
     ys = [linear(list(row), [list(r) for r in wv]) for row in rows_x]
@@ -214,15 +222,19 @@ def test_cross_entropy_backward_vs_finite_differences():
 
 
 def test_cross_entropy_stable_for_huge_logits():
-    # Shifting all logits by 1e4 changes nothing mathematically; exp(1e4) would overflow a naive version.
+    # Shifting all logits by 1e4 changes nothing mathematically; exp(1e4) would overflow a naive
+    # version.
     base = np.array([[0.5, -1.0, 2.0], [0.0, 0.0, 0.0]])
     targets = np.array([2, 1])
     for shift in (1e4, -1e4):
-        assert cross_entropy_np(base + shift, targets) == pytest.approx(cross_entropy_np(base, targets), rel=1e-12)
+        assert cross_entropy_np(base + shift, targets) == pytest.approx(
+            cross_entropy_np(base, targets), rel=1e-12
+        )
         g = cross_entropy_np_backward(base + shift, targets)
         assert np.all(np.isfinite(g))
         assert rel_err(g, cross_entropy_np_backward(base, targets)) < 1e-12
-    # A target whose probability underflows to 0.0: the loss is large and finite, not inf (no log(0)).
+    # A target whose probability underflows to 0.0: the loss is large and finite, not inf (no
+    # log(0)).
     big = np.array([1e4, 0.0, -1e4])
     assert cross_entropy_np(big, 2) == pytest.approx(2e4, rel=1e-15)
     assert cross_entropy_np(big, 0) == 0.0
@@ -250,7 +262,9 @@ def test_softmax_shift_invariance():
     p_scalar = [v.data for v in softmax([Value(1e4 + v) for v in z[0].tolist()])]
     assert rel_err(p_scalar, p[0]) < 1e-12
     # shift invariance shows in the gradient as well: every row of dlogits sums to zero
-    assert np.allclose(softmax_np_backward(rng.normal(size=z.shape), p).sum(axis=-1), 0.0, atol=1e-15)
+    assert np.allclose(
+        softmax_np_backward(rng.normal(size=z.shape), p).sum(axis=-1), 0.0, atol=1e-15
+    )
 
 
 def test_rmsnorm_unit_mean_square():
@@ -261,7 +275,8 @@ def test_rmsnorm_unit_mean_square():
         assert np.allclose(np.mean(y * y, axis=-1), 1.0, rtol=0, atol=1e-3)
     y = [v.data for v in rmsnorm([Value(v) for v in rng.normal(size=16).tolist()])]
     assert abs(np.mean(np.square(y)) - 1.0) < 1e-4
-    assert np.array_equal(rmsnorm_np(np.zeros((2, 4))), np.zeros((2, 4)))  # eps keeps zero input finite
+    # eps keeps zero input finite
+    assert np.array_equal(rmsnorm_np(np.zeros((2, 4))), np.zeros((2, 4)))
 
 
 # --------------------------------------------------------------------------- shape errors
@@ -301,6 +316,7 @@ def test_cross_entropy_target_errors(fn):
 
 # ----------------------------------------------------------------------------- bad input
 
+
 def test_empty_inputs_and_mismatched_lengths_are_clear_errors():
     with pytest.raises(ValueError, match=r"softmax: .*empty \(length 0\)"):
         softmax([])
@@ -309,7 +325,9 @@ def test_empty_inputs_and_mismatched_lengths_are_clear_errors():
     x = [Value(1.0), Value(2.0), Value(3.0)]
     with pytest.raises(ValueError, match=r"linear: x has 3 entries but the rows of w have \[4\]"):
         linear(x, [[Value(0.5)] * 4, [Value(0.5)] * 4])
-    with pytest.raises(ValueError, match=r"linear: x has 3 entries but the rows of w have \[2, 3\]"):
+    with pytest.raises(
+        ValueError, match=r"linear: x has 3 entries but the rows of w have \[2, 3\]"
+    ):
         linear(x, [[Value(0.5)] * 3, [Value(0.5)] * 2])  # a ragged w is refused too
     with pytest.raises(ValueError, match="softmax_np: the last axis is empty"):
         softmax_np(np.zeros((2, 0)))

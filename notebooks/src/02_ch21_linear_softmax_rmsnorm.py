@@ -116,15 +116,15 @@ print("w.grad =", [[v.grad for v in row] for row in w], " (= x = [1, 2])")
 # 入力の **logits（ロジット）** は、まだ確率になっていない、語彙の各候補に対する **生のスコア** の列です（語彙サイズが $V$ なら長さ $V$）。
 # 大きいほど「そのトークンらしい」という強さを表しますが、**負でもよく、足して 1 になる必要もありません**。
 # microgpt では、最後の隠れ状態 $h$ に出力の線形層 `lm_head`（形 `[V, n_embd]`）をかけた $z = \mathrm{lm\_head}\,h$ がロジットです（第22章の `gpt` の最後の行）。
-# 初期化したばかりの microgpt で、`BOS`、`e`、`m` と入力したときの3つの位置のロジットを見ます（`microgpt.forward_np` は `gpt` の NumPy 版で、
-# 最後の隠れ状態も `cache["hidden"][-1]` に返します）。
+# 初期化したばかりの microgpt で、`BOS`、`e`、`m` と入力したときの3つの位置のロジットを見ます（`microgpt.gpt_forward` は `gpt` の NumPy 版で、
+# 最後の隠れ状態も記録 `acts.hidden[-1]` に返します）。
 
 # %%
 cfg = microgpt.GPTConfig(vocab_size=27)                        # 26 letters + BOS, the names corpus of chapter 22
 params = microgpt.init_params(cfg, seed=42)
 tokens_in = [26, 4, 12]                                         # BOS, 'e', 'm'
-logits_np, cache = microgpt.forward_np(params, tokens_in, cfg)
-h_last = cache["hidden"][-1][0]                                 # the last hidden state of every position
+logits_np, acts = microgpt.gpt_forward(params, tokens_in, cfg)
+h_last = acts.hidden[-1][0]                                  # the last hidden state of every position
 print("logits = linear(h, lm_head) exactly:", np.array_equal(logits_np, utils.linear_np(h_last, params["lm_head"])))
 for pos, z in enumerate(logits_np):
     p = utils.softmax_np(z)

@@ -159,11 +159,11 @@ print(f"\nuntrained: every probability above lies in [{p_init.min():.3f}, {p_ini
 # %% [markdown]
 # 未学習のモデルの確率は、一様分布（$1/27 \approx 0.037$）のまわりにばらついているだけです（最後の行の範囲）。
 #
-# 同じ計算を NumPy エンジン（`microgpt.forward_np`：全位置を一度に、因果マスク付きの行列演算で）でも行い、ロジットが一致することを確かめます。
+# 同じ計算を NumPy エンジン（`microgpt.gpt_forward`：全位置を一度に、因果マスク付きの行列演算で）でも行い、ロジットが一致することを確かめます。
 # 損失と勾配（`microgpt.loss_and_grads`）も2つのエンジンで一致します。
 
 # %%
-logits_np, _ = microgpt.forward_np(params, tokens[:-1], cfg)
+logits_np, _ = microgpt.gpt_forward(params, tokens[:-1], cfg)
 print("max |logits(value) - logits(numpy)| =", np.abs(logits_value - logits_np).max())
 loss_v, grads_v = microgpt.loss_and_grads(params, [tokens], cfg, engine="value")
 loss_n, grads_n = microgpt.loss_and_grads(params, [tokens], cfg, engine="numpy")
@@ -361,12 +361,12 @@ print("next-character probabilities, top 3:", ", ".join(f"{letter(i)}: {probs[i]
 
 # %% [markdown]
 # 位置 3 の注意の重みは、後のヒートマップ（§6）の `emma` の図の「4行目」（クエリが2つ目の `m` の行）そのものです。
-# NumPy エンジンの `forward_np` が返す重みと比べておきます。
+# NumPy エンジンの `gpt_forward` が返す重みと比べておきます。
 
 # %%
-_, cache = microgpt.forward_np(params, tokens[:-1], cfg)
-att_np = cache["attn"][0][0]                        # layer 0, batch 0: (n_head, T, T)
-print("max |step-through weights - forward_np weights (row 3)| =",
+_, acts = microgpt.gpt_forward(params, tokens[:-1], cfg)
+att_np = acts.layers[0].attn_weights[0]             # layer 0, batch 0: (n_head, T, T)
+print("max |step-through weights - gpt_forward weights (row 3)| =",
       max(np.abs(weights_by_head[h] - att_np[h, POS, :POS + 1]).max() for h in range(n_head)))
 
 # %% [markdown]
@@ -374,14 +374,14 @@ print("max |step-through weights - forward_np weights (row 3)| =",
 #
 # 注意の重みをヘッドごとに描きます。行が「今の位置（クエリ）」、列が「キャッシュの中の位置（キー）」で、各行の和は 1。
 # 行 $t$ はちょうど、位置 $t$ で KV キャッシュに入っている $t + 1$ 個のキーに対する softmax です（右上が空白なのは、その時点ではまだ未来のキーがキャッシュにないため）。
-# 重みは `forward_np` の `cache["attn"][layer]`（形 `(B, n_head, T, T)`）から取ります。
+# 重みは `gpt_forward` が返す記録 `acts` の `acts.layers[layer].attn_weights`（形 `(B, n_head, T, T)`）から取ります。
 # `emma` の図の赤枠は、§5 で手で計算した位置 3 の行です（ヘッド 0 は BOS、ヘッド 2 はキー 2 の `m` が明るい）。
 
 # %%
 def attention_heatmaps(name, highlight_row=None):
     toks = microgpt.doc_tokens(name, vocab)[:-1]       # inputs: [BOS] + name
-    _, cache = microgpt.forward_np(params, toks, cfg)
-    att = cache["attn"][0][0]                           # layer 0, batch 0: (n_head, T, T)
+    _, acts = microgpt.gpt_forward(params, toks, cfg)
+    att = acts.layers[0].attn_weights[0]                # layer 0, batch 0: (n_head, T, T)
     labels = ["BOS"] + list(name)
     side = 1.6 + 0.32 * len(labels)                     # panel size grows with the name
     rows = 1 if len(labels) <= 7 else 2                 # long names: a 2 x 2 grid keeps the labels legible
@@ -413,13 +413,13 @@ att = attention_heatmaps("christopher")
 # 各ヘッドが「BOS（名前の始まり）」「直前の文字」「自分自身」にどれだけ重みを置くかを数えます。
 # クエリは位置 $t \ge 2$ だけ（$t = 1$ では直前の文字が BOS そのものなので除く）。キャッシュの長さ $t + 1$ によって
 # 一様な注意の重みも変わるので、比較のために一様注意（どのキーにも $1/(t+1)$）の場合も並べます。
-# 名前の長さはまちまちなので、`forward_np` には長さの違う入力をそのまま渡し（末尾が 0 で埋められる）、埋めた位置は数えません。
+# 名前の長さはまちまちなので、`gpt_forward` には長さの違う入力をそのまま渡し（末尾が 0 で埋められる）、埋めた位置は数えません。
 
 # %%
 val_inputs = [microgpt.doc_tokens(d, vocab)[:-1] for d in val_docs[:200]]   # [BOS] + name; all fit in block_size
 lengths = np.array([len(t) for t in val_inputs])
-_, cache = microgpt.forward_np(params, val_inputs, cfg)     # right-padded; causal, so padding never reaches real rows
-att_all = cache["attn"][0]                                  # (B, n_head, T, T)
+_, acts = microgpt.gpt_forward(params, val_inputs, cfg)     # right-padded; causal, so padding never reaches real rows
+att_all = acts.layers[0].attn_weights                       # (B, n_head, T, T)
 T = att_all.shape[-1]
 q_pos = np.arange(2, T)                                     # query positions t >= 2 (at t = 1 'previous' is BOS)
 valid = q_pos[None, :] < lengths[:, None]                   # real (not padded) query positions
@@ -476,11 +476,11 @@ cfg_su = microgpt.GPTConfig(vocab_size=cfg.vocab_size, norm="sphere")
 p_su = microgpt.init_params(cfg_su, seed=3)
 p_su["layer0.mlp_su"][...] = np.random.default_rng(0).uniform(0.5, 2.0, p_su["layer0.mlp_su"].shape)  # unequal units
 emma = microgpt.doc_tokens("emma", vocab)[:-1]
-before, _ = microgpt.forward_np(p_su, emma, cfg_su)
+before, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
 p_su["layer0.mlp_su"] *= 7.3                                  # every unit's s_u times 7.3
-after_all, _ = microgpt.forward_np(p_su, emma, cfg_su)
+after_all, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
 p_su["layer0.mlp_su"][: p_su["layer0.mlp_su"].size // 2] /= 7.3  # undo it for half of the units
-after_half, _ = microgpt.forward_np(p_su, emma, cfg_su)
+after_half, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
 print(f"every s_u times 7.3: max |logit change| = {np.abs(after_all - before).max():.1e}")
 print(f"half of them only  : max |logit change| = {np.abs(after_half - before).max():.3f}")
 u = np.linspace(-3, 3, 7)
@@ -519,8 +519,8 @@ logits_sphere = np.array([nums(microgpt.gpt_sphere(tokens[pos], pos, keys_s, val
 print(f"sphere model at init: max |logit| over all positions = {np.abs(logits_sphere).max():.4f}")
 print(f"largest probability = {softmax_np(logits_sphere).max():.4f}; bound e^2 / (e^2 + 26) = "
       f"{np.exp(2) / (np.exp(2) + 26):.4f}")
-logits_sphere_np, _ = microgpt.forward_np(params_sphere, tokens[:-1], cfg_sphere)
-print("max |gpt_sphere - forward_np (sphere)| =", np.abs(logits_sphere - logits_sphere_np).max())
+logits_sphere_np, _ = microgpt.gpt_forward(params_sphere, tokens[:-1], cfg_sphere)
+print("max |gpt_sphere - gpt_forward (sphere)| =", np.abs(logits_sphere - logits_sphere_np).max())
 
 # %% [markdown]
 # ロジットの絶対値は最大でも 0.6634 で 1 を超えず、最大の確率は 0.0664 と、上限 0.2213 よりさらに小さくとどまります。
@@ -535,7 +535,7 @@ print("max |gpt_sphere - forward_np (sphere)| =", np.abs(logits_sphere - logits_
 # 名前の最初の1文字（BOS の直後）の分布で温度の効果を見てから、各温度で 10 個ずつ生成します。
 
 # %%
-logits0, _ = microgpt.forward_np(params, [BOS], cfg)
+logits0, _ = microgpt.gpt_forward(params, [BOS], cfg)
 temps = [0.25, 0.5, 1.0, 2.0]
 fig, ax = plt.subplots(figsize=(14, 4.2))
 width = 0.8 / len(temps)
@@ -602,7 +602,7 @@ print("same names as engine='numpy':", by_value == by_numpy)
 #
 # `gpt` は1回の呼び出しで1つの位置だけを計算し、その位置の $k, v$ をキャッシュに追加してから、キャッシュの中のキーだけに注意を向けます。
 # 位置 $t$ を計算する時点でキャッシュにあるのは位置 $0, \dots, t$ のキーとバリューだけなので、未来は「まだ存在しない」のです。
-# 全位置を一度に計算する `forward_np` では同じことを因果マスク（上三角を $-\infty$ にする）で実現しており、2つのエンジンのロジットは一致しました（§3）。
+# 全位置を一度に計算する `gpt_forward` では同じことを因果マスク（上三角を $-\infty$ にする）で実現しており、2つのエンジンのロジットは一致しました（§3）。
 #
 # </details>
 #
@@ -651,14 +651,14 @@ print("same names as engine='numpy':", by_value == by_numpy)
 # ## 練習問題
 #
 # 各問の解答セルの関数を書き、その下のチェックセルを実行すると「正解」「不正解」が表示されます（解答前は「未回答」）。正解すると、その下に解答例（折りたたみ）が出ます。
-# チェックは、その場で作った入力であなたの関数を呼び終えてから、プロジェクト自身の関数（`microgpt.forward_np`、`microgpt.init_params`、`utils.softmax_np`、`microgpt.baselines`）で期待する答えを計算して比べます。
+# チェックは、その場で作った入力であなたの関数を呼び終えてから、プロジェクト自身の関数（`microgpt.gpt_forward`、`microgpt.init_params`、`utils.softmax_np`、`microgpt.baselines`）で期待する答えを計算して比べます。
 # 答えそのものを計算してしまうプロジェクトの関数は、あなたの関数が動いている間は使えません（呼ぶと 不正解。あらかじめ取ったコピーも見分けます。各問に書いてあります）。
 # これは思いとどまらせるための仕組みで、防ぎきるものではありません。
 #
-# ### 練習問題 1：全位置・全ヘッドの因果的注意（`forward_np` の形）
+# ### 練習問題 1：全位置・全ヘッドの因果的注意（`gpt_forward` の形）
 #
 # §5.2 では、1つの位置（位置 3）の注意を、ヘッドごとのループで計算しました。`gpt` は位置を1つずつ進め、その時点のキャッシュにはそこまでのキーしかないので、
-# 因果性（未来を見ない）は作り方から自然に成り立ちます。NumPy エンジンの `forward_np` は、**すべての位置とすべてのヘッドを一度に** 計算します（§3）。
+# 因果性（未来を見ない）は作り方から自然に成り立ちます。NumPy エンジンの `gpt_forward` は、**すべての位置とすべてのヘッドを一度に** 計算します（§3）。
 # そのときは未来の位置のキーもそろっているので、位置 $t$ が位置 $0, \dots, t$ のキーだけを見るようにする仕組みが要ります。
 #
 # 関数 `causal_attention(q, k, v, n_head)` を書いてください。`q`, `k`, `v` は形 `(T, C)` の NumPy 配列で、第 $t$ 行が位置 $t$ のクエリ・キー・バリュー
@@ -667,11 +667,11 @@ print("same names as engine='numpy':", by_value == by_numpy)
 # 位置 $t$・ヘッド $h$ の出力は、ロジット $q_{t,h} \cdot k_{s,h} / \sqrt{d}$（$s = 0, \dots, t$）の softmax を重みにした $v_{s,h}$ の重み付き和です。
 # 行列演算（マスク）で書いても、位置とヘッドのループで書いてもかまいません。
 #
-# チェックは、いくつかの大きさのランダムなモデルで `microgpt.forward_np` を動かし、その注意の層が使った $q, k, v$ をあなたの関数に渡して、
-# `forward_np` が計算した各ヘッドの出力（`cache["layers"][0]["attn_heads"]`）と比べます。チェックの間は NumPy エンジンの注意の関数
-# `numpy_engine.attention_np` は使えません（呼ぶと 不正解）。
-# 試し方：このノートのモデルで試すなら、`_, c = microgpt.forward_np(params, microgpt.doc_tokens("emma", vocab)[:-1], cfg)` の
-# `c["layers"][0]` の `"q"`, `"k"`, `"v"`（形 `(1, n_head, T, head_dim)`）を `.transpose(0, 2, 1, 3).reshape(T, C)` で `(T, C)` に並べ直して渡すと、
+# チェックは、いくつかの大きさのランダムなモデルで `microgpt.gpt_forward` を動かし、その注意の層が使った $q, k, v$ をあなたの関数に渡して、
+# `gpt_forward` が計算した各ヘッドの出力（`acts.layers[0].attn_heads`）と比べます。チェックの間は NumPy エンジンの注意の関数
+# `numpy_engine.attention_forward` は使えません（呼ぶと 不正解）。
+# 試し方：このノートのモデルで試すなら、`_, acts = microgpt.gpt_forward(params, microgpt.doc_tokens("emma", vocab)[:-1], cfg)` の
+# `acts.layers[0]` の `.q`, `.k`, `.v`（形 `(1, n_head, T, head_dim)`）を `.transpose(0, 2, 1, 3).reshape(T, C)` で `(T, C)` に並べ直して渡すと、
 # 結果の第 3 行が §5.2 の `nums(x_attn)` と（丸め誤差の範囲で）一致するはずです。
 #
 # <details><summary>ヒント 1</summary>

@@ -206,7 +206,7 @@ plt.show()
 # | `forward(self, x)` | `def mlp(x, state_dict)`（microgpt では `gpt(token_id, pos_id, keys, values, state_dict, cfg)`） |
 # | `model.parameters()` | `[p for mat in state_dict.values() for row in mat for p in row]` |
 # | `model(x)` と呼ぶ（フック、`model.compile()` 後のコンパイル版、JIT トレースへの振り分けが入る） | ただ関数を呼ぶ。フックもコンパイルも学習/評価モードもない |
-# | `with torch.no_grad():`（勾配を記録しない推論） | `Value` を使わず数で計算する。microgpt の `sample(..., engine="numpy")`（既定）は NumPy 版の `forward_np` で数だけを計算する。`engine="value"` では第22章の推論ループ `sample_value` が `gpt()` を `Value` で呼ぶので、使わない勾配のための計算グラフも毎回作られる |
+# | `with torch.no_grad():`（勾配を記録しない推論） | `Value` を使わず数で計算する。microgpt の `sample(..., engine="numpy")`（既定）は NumPy 版の `gpt_forward` で数だけを計算する。`engine="value"` では第22章の推論ループ `sample_value` が `gpt()` を `Value` で呼ぶので、使わない勾配のための計算グラフも毎回作られる |
 # | `model.train()` / `model.eval()`（Dropout などの切り替え） | microgpt には Dropout がないので、切り替えるものがない（下の「学習モードと評価モード」で、切り替えがあるとき何が変わるかを見る） |
 #
 # ### `model(x)` と `model.forward(x)`：違いは `__call__` が forward の前後でする仕事
@@ -581,7 +581,7 @@ print("eval, two calls:", [o.data for o in drop(xs_d)], [o.data for o in drop(xs
 # %% [markdown]
 # 学習モードでは呼ぶたびに違う成分が落ち（上の出力の1、2行目）、落ちた成分の入力には勾配が届きません。平均をとると入力に戻ります。
 # 評価モードでは入力がそのまま出てきます。`model.eval()` を呼び忘れて評価すると、評価の結果が毎回ランダムに変わるのはこのためです。
-# microgpt には Dropout がないので、学習と評価で計算は変わりません（`train` も `sample` も同じ `gpt` / `forward_np`）。
+# microgpt には Dropout がないので、学習と評価で計算は変わりません（`train` も `sample` も同じ `gpt` / `gpt_forward`）。
 #
 # ### `nn.Parameter` と `nn.Linear`：原材料と完成品
 #

@@ -581,7 +581,7 @@ plt.show()
 # （[`experiments/results/names/results.md`](../experiments/results/names/results.md)）でも、このスケールでは RMSNorm のほうが少し速く、少し低い損失に届きます。
 # 講義の注意どおり、nGPT の「4～20倍」は大きなモデルでの報告で、高速化の理由もまだ仮説段階です。ここで確かめられるのは、球面制約が学習を壊さずに **厳密に** 保たれることです。
 #
-# 次に、学習後のモデルで **ノルムの分布** を比べます。検証用の名前 200 個を `microgpt.forward_np` に通し、残差の流れ（埋め込みの後、注意ブロックの後、MLP ブロックの後：`cache["hidden"]`）の
+# 次に、学習後のモデルで **ノルムの分布** を比べます。検証用の名前 200 個を `microgpt.gpt_forward` に通し、残差の流れ（埋め込みの後、注意ブロックの後、MLP ブロックの後：記録 `acts.hidden`）の
 # 各ベクトルのノルムと、各重み行列の「埋め込み次元に沿ったベクトル」（`microgpt.sphere_axes` の軸）のノルムを集めます。
 
 # %%
@@ -592,17 +592,17 @@ targets = [t[1:][:block_size] for t in val_tokens]
 mask = np.zeros((len(inputs), max(len(t) for t in inputs)), dtype=bool)
 target_ids = np.zeros(mask.shape, dtype=np.int64)
 for b, (inp, tgt) in enumerate(zip(inputs, targets)):
-    mask[b, :len(inp)] = True                                  # forward_np pads the shorter names at the end
+    mask[b, :len(inp)] = True                                  # gpt_forward pads the shorter names at the end
     target_ids[b, :len(tgt)] = tgt
 norm_data = {}
 for norm, (cfg, st) in runs.items():
-    _, cache = microgpt.forward_np(st.params, inputs, cfg)
-    hidden = np.concatenate([np.linalg.norm(h, axis=-1)[mask] for h in cache["hidden"]])
+    _, acts = microgpt.gpt_forward(st.params, inputs, cfg)
+    hidden = np.concatenate([np.linalg.norm(h, axis=-1)[mask] for h in acts.hidden])
     weights = np.concatenate([np.linalg.norm(st.params[k], axis=ax_) for k, ax_ in microgpt.sphere_axes(cfg).items()])
     norm_data[norm] = (hidden, weights)
     print(f"{norm:8s} hidden-state norms: min {hidden.min():.6f} max {hidden.max():.6f} "
           f"| weight-vector norms: min {weights.min():.6f} max {weights.max():.6f}")
-    for stage, h in zip(("after the embedding", "after attention", "after the MLP"), cache["hidden"]):
+    for stage, h in zip(("after the embedding", "after attention", "after the MLP"), acts.hidden):
         n_ = np.linalg.norm(h, axis=-1)[mask]
         print(f"         {stage:20s}: min {n_.min():.4f}, median {np.median(n_):.4f}, max {n_.max():.4f}")
     if norm == "sphere":
@@ -895,8 +895,8 @@ for norm, (_cfg, st) in runs.items():
 
 # %%
 s_z = model_config.effective_scales(st_s.params, cfg_s)["s_z"]
-logits, cache = microgpt.forward_np(st_s.params, inputs, cfg_s)
-h_out = cache["hidden"][-1]                                    # the last residual-stream vector (unit in sphere mode)
+logits, acts = microgpt.gpt_forward(st_s.params, inputs, cfg_s)
+h_out = acts.hidden[-1]                                        # the last residual-stream vector (unit in sphere mode)
 lm_head = st_s.params["lm_head"]
 cos_theta = h_out @ lm_head.T                                  # cos of the angle to every output embedding
 print(f"max | ||h|| - 1 | = {np.abs(np.linalg.norm(h_out, axis=-1) - 1).max():.1e}, "
@@ -935,7 +935,7 @@ for T in (0.25, 0.5, 1.0, 2.0):
 
 # %%
 bos = len(vocab)
-first_logits, _ = microgpt.forward_np(st_s.params, [bos], cfg_s)      # position 0: the first letter of a name
+first_logits, _ = microgpt.gpt_forward(st_s.params, [bos], cfg_s)      # position 0: the first letter of a name
 kind = ["BOS" if c == "BOS" else "母音" if c in "aeiou" else "子音" for c in labels]
 kind_color = {"母音": "tab:red", "子音": "tab:blue", "BOS": "k"}
 fig, axes = plt.subplots(1, 2, figsize=(15, 4.4), gridspec_kw={"width_ratios": [1, 1.3]})
@@ -1193,8 +1193,8 @@ def rank_correlation(a, b):
 
 
 for norm, (cfg, st) in runs.items():
-    logits_v, cache_v = microgpt.forward_np(st.params, inputs, cfg)
-    h_v = cache_v["hidden"][-1][mask]
+    logits_v, acts_v = microgpt.gpt_forward(st.params, inputs, cfg)
+    h_v = acts_v.hidden[-1][mask]
     p_v = softmax_np(logits_v[mask])
     entropy_v = -(p_v * np.log(p_v)).sum(axis=1)
     h_norm = np.linalg.norm(h_v, axis=1)
