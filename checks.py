@@ -158,8 +158,8 @@ def check_state(state, where):
     loss per step, val losses at increasing steps (what load_checkpoint refuses is never saved)."""
     cfg, vocab = state.cfg, state.vocab
     check_step(state.step, where)
-    for s in STORED:
-        check(s.name, getattr(state, s.name), f"{where}: {s.name}")
+    for row in STORED:
+        check(row.name, getattr(state, row.name), f"{where}: {row.name}")
     if state.step > state.steps:
         raise InputError(f"{where}: step {state.step} is beyond the planned steps {state.steps}")
     check_vocab(vocab, cfg, f"{where}: ")

@@ -354,22 +354,22 @@ def main(argv=None):
             messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how), how)
             return shell.exit_code
         resume = cli.load_checkpoint_for(args) if args.resume else None
-        s = cli.run_settings(args, resume)  # the flags over the defaults, or over the checkpoint's
-        docs = load_corpus(s.corpus)                                         # 1. dataset
-        train_docs, val_docs = split_docs(docs, s.seed)
+        opts = cli.run_settings(args, resume)  # the flags over the defaults or the checkpoint's
+        docs = load_corpus(opts.corpus)                                      # 1. dataset
+        train_docs, val_docs = split_docs(docs, opts.seed)
         vocab = build_vocab(docs)                                            # 2. tokenizer
-        cfg = cli.model_config(s, vocab, resume)                             # 3. parameters
-        cli.check_run(s, cfg, vocab, train_docs, val_docs, resume, args, init_params)  # memory...
+        cfg = cli.model_config(opts, vocab, resume)                          # 3. parameters
+        cli.check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
         base = baselines([doc_tokens(d, vocab) for d in train_docs],
                          [doc_tokens(d, vocab) for d in val_docs], cfg)
-        with cli.RunFolder(s, resume, shell) as folder:  # holds --out until the run ends
-            messages.print_header(s, cfg, base, resume, folder.notices)
-            settings = dict(s.training(), resume=resume)
-            with Run(s, cfg, vocab, base, folder) as run:                    # 7. training
+        with cli.RunFolder(opts, resume, shell) as folder:  # holds --out until the run ends
+            messages.print_header(opts, cfg, base, resume, folder.notices)
+            settings = dict(opts.training(), resume=resume)
+            with Run(opts, cfg, vocab, base, folder) as run:                 # 7. training
                 state = train(train_docs, val_docs, vocab, cfg, **settings, observer=run)
-            shell.exit_code = messages.report(state, run, folder, s, args)
+            shell.exit_code = messages.report(state, run, folder, opts, args)
             if shell.exit_code == 0:                                         # 8. inference
-                how = cli.sampling(args, s.seed, s.engine)
+                how = cli.sampling(args, opts.seed, opts.engine)
                 names = messages.print_samples(iter_samples(state.params, cfg, vocab, **how), how)
                 folder.write_run_files(state, names, base)
     return shell.exit_code

@@ -46,7 +46,7 @@ class GPTConfig:
         return self.n_embd // self.n_head
 
 
-MODEL_FIELDS = tuple(s.name for s in SETTINGS if s.group == "model")  # GPTConfig's, but vocab_size
+MODEL_FIELDS = tuple(row.name for row in SETTINGS if row.group == "model")  # but vocab_size
 
 
 @dataclass

@@ -160,10 +160,10 @@ SETTINGS = (
             "most likely character is taken (greedy)", "sampling", sampling=True),
     Setting("prompt", "", TEXT, "a prefix every name continues", "sampling", sampling=True),
 )
-BY_NAME = {s.name: s for s in SETTINGS}
-DEFAULTS = {s.name: s.default for s in SETTINGS}
+BY_NAME = {row.name: row for row in SETTINGS}
+DEFAULTS = {row.name: row.default for row in SETTINGS}
 # a checkpoint's settings (its config holds the model rows)
-STORED = tuple(s for s in SETTINGS if s.resume and s.group != "model")
+STORED = tuple(row for row in SETTINGS if row.resume and row.group != "model")
 
 
 # --------------------------------------------------------------------------- checking
@@ -215,7 +215,7 @@ def resumed(kept, given, step, label=lambda name: name):
             conflicts.append(label(name))
     if conflicts:
         verb = "differs" if len(conflicts) == 1 else "differ"
-        changeable = ", ".join(s.flag for s in SETTINGS if s.resume == "change")
+        changeable = ", ".join(row.flag for row in SETTINGS if row.resume == "change")
         raise InputError(f"{', '.join(conflicts)} {verb} from the checkpoint; a resumed run keeps "
                          f"its model, data and optimizer settings (only {changeable} may change, "
                          "and a lower --lr)")

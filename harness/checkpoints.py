@@ -59,7 +59,7 @@ def save_checkpoint(path, state):
     check_state(state, "cannot save checkpoint")
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step,
-            **{s.name: getattr(state, s.name) for s in STORED}, "run_id": state.run_id,
+            **{row.name: getattr(state, row.name) for row in STORED}, "run_id": state.run_id,
             "corpus_sha256": state.corpus_sha256, "corpus_docs": state.corpus_docs}
     arrays = {f"param:{k}": a for k, a in state.params.items()}
     arrays.update(adam_m=state.m, adam_v=state.v,
@@ -86,10 +86,10 @@ def _load(file, where, max_gb):
     step = meta.get("step")
     check_step(step, where)
     settings = {}
-    for s in STORED:  # each by its rule; a setting the file predates takes its `before`
-        if s.name not in meta and s.before is REQUIRED:
-            raise InputError(f"its meta has no {s.name!r}")
-        settings[s.name] = check(s.name, meta.get(s.name, s.before))
+    for row in STORED:  # each by its rule; a setting the file predates takes its `before`
+        if row.name not in meta and row.before is REQUIRED:
+            raise InputError(f"its meta has no {row.name!r}")
+        settings[row.name] = check(row.name, meta.get(row.name, row.before))
     # weights, Adam's moments, a train loss per step (a file of zeros compresses well: a small file
     # can claim a lot) and the objects of every parameter array
     need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step + BYTES_PER_ARRAY * n_param_arrays(cfg)

@@ -58,25 +58,27 @@ def build_parser():
                            "to the nGPT hypersphere model; --engine numpy runs the same math on "
                            "arrays.",
                epilog=EPILOG.format(corpora=", ".join(BUILTIN), mib=MAX_CORPUS_BYTES // 2**20))
-    names = dict.fromkeys(s.group for s in SETTINGS)  # model, training, files, sampling
+    names = dict.fromkeys(row.group for row in SETTINGS)  # model, training, files, sampling
     groups = {name: p.add_argument_group(name) for name in names}
-    for s in SETTINGS:
-        if s.rule.parse is bool:
-            groups[s.group].add_argument(s.flag, action="store_true", default=None, help=s.help)
+    for row in SETTINGS:
+        if row.rule.parse is bool:
+            groups[row.group].add_argument(row.flag, action="store_true", default=None,
+                                           help=row.help)
         else:
-            default = "" if s.default in (None, "") else f" (default {s.default})"
-            groups[s.group].add_argument(s.flag, type=s.rule.parse, choices=s.rule.choices or None,
-                                         metavar=None if s.rule.choices else s.rule.shown,
-                                         help=s.help + default)
+            default = "" if row.default in (None, "") else f" (default {row.default})"
+            groups[row.group].add_argument(row.flag, type=row.rule.parse,
+                                           choices=row.rule.choices or None,
+                                           metavar=None if row.rule.choices else row.rule.shown,
+                                           help=row.help + default)
     return p
 
 
 def check_args(a):
     """Every given flag by its rule (a checkpoint's value obeys the same), and which flags go
     together."""
-    for s in SETTINGS:
-        if getattr(a, s.name) is not None:
-            check(s.name, getattr(a, s.name), s.flag)
+    for row in SETTINGS:
+        if getattr(a, row.name) is not None:
+            check(row.name, getattr(a, row.name), row.flag)
     if a.sample_only and not a.checkpoint:
         raise InputError("--sample-only needs --checkpoint PATH")
     if a.sample_only and a.resume:
@@ -88,7 +90,8 @@ def check_args(a):
                          "checkpoint.npz)")
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         raise InputError(f"--out {a.out!r} exists and is not a folder")
-    ignored = [s.flag for s in SETTINGS if not s.sampling and getattr(a, s.name) is not None]
+    ignored = [row.flag for row in SETTINGS
+               if not row.sampling and getattr(a, row.name) is not None]
     if a.sample_only and ignored:
         raise InputError(f"{', '.join(ignored)}: no effect with --sample-only (it samples from the "
                          "checkpoint as it is; only --engine, --seed and the sampling flags "
@@ -97,17 +100,17 @@ def check_args(a):
 
 def new_settings(a):
     """A new run's settings: the flags over the table's defaults."""
-    s = {name: default if getattr(a, name) is None else getattr(a, name)
+    values = {name: default if getattr(a, name) is None else getattr(a, name)
          for name, default in DEFAULTS.items()}
-    s["corpus"] = corpus_id(s["corpus"])
-    check_combination(s["engine"], s["dtype"], s["norm"], s["riemannian"])
-    return RunSettings(**s, lr_lowered_from=None, corpus_moved_from=None, run_id="", notes=[])
+    values["corpus"] = corpus_id(values["corpus"])
+    check_combination(values["engine"], values["dtype"], values["norm"], values["riemannian"])
+    return RunSettings(**values, lr_lowered_from=None, corpus_moved_from=None, run_id="", notes=[])
 
 
 def resumed_settings(a, resume, ckpt_path):
     """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed);
     a corpus at another path is taken if its documents are the checkpoint's (checked once read)."""
-    kept = {**asdict(resume.cfg), **{s.name: getattr(resume, s.name) for s in STORED}}
+    kept = {**asdict(resume.cfg), **{row.name: getattr(resume, row.name) for row in STORED}}
     kept["corpus"] = corpus_id(resume.corpus)
     given = {name: getattr(a, name, None) for name in kept}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled
@@ -146,62 +149,64 @@ def load_checkpoint_for(args):
 def run_settings(args, resume):
     """A new run's settings (the flags over the defaults), or a resumed run's (over the
     checkpoint's); a corpus file too large for --max-memory is refused before it is read."""
-    s = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
-    s.checkpoint = args.checkpoint
+    opts = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
+    opts.checkpoint = args.checkpoint
     if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
-        s.notes.append(f"note: --corpus {args.corpus} is the built-in corpus; for the file of that "
+        opts.notes.append(f"note: --corpus {args.corpus} is the built-in corpus; for the file of "
+                          "that "
                        f"name here give its path, ./{args.corpus}")
-    check_corpus_memory(s.corpus, s.max_memory)
-    return s
+    check_corpus_memory(opts.corpus, opts.max_memory)
+    return opts
 
 
-def model_config(s, vocab, resume):
+def model_config(opts, vocab, resume):
     """The model's config: the checkpoint's, or the flags' sizes for this vocabulary (+ BOS)."""
     if resume is not None:
         return resume.cfg
-    return GPTConfig(len(vocab) + 1, **{name: getattr(s, name) for name in MODEL_FIELDS})
+    return GPTConfig(len(vocab) + 1, **{name: getattr(opts, name) for name in MODEL_FIELDS})
 
 
-def check_run(s, cfg, vocab, train_docs, val_docs, resume, args, init_params):
+def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params):
     """Before anything is written: a resumed run's documents are the checkpoint's, the prompt can be
     sampled, the run fits in memory, and the weights it starts from (init_params: the chapter's)
-    compute within floating point. Records the documents' fingerprint and counts in s."""
+    compute within floating point. Records the documents' fingerprint and counts in opts."""
     if resume is not None:
-        check_resumed_corpus(s, resume, vocab, train_docs, val_docs)
-    how = sampling(args, s.seed, s.engine)
+        check_resumed_corpus(opts, resume, vocab, train_docs, val_docs)
+    how = sampling(args, opts.seed, opts.engine)
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     docs = train_docs + val_docs
-    check_memory(cfg, s.batch_size, s.engine, s.max_memory, s.dtype,
-                 (len(docs), sum(map(len, docs))), s.steps)
+    check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
+                 (len(docs), sum(map(len, docs))), opts.steps)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
-        check_forward(init_params(cfg, s.seed, s.dtype), cfg, "the initial weights")
-    s.fingerprint = corpus_fingerprint(train_docs, val_docs)
-    s.docs = {"train": len(train_docs), "val": len(val_docs),
+        check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, "the initial weights")
+    opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
+    opts.docs = {"train": len(train_docs), "val": len(val_docs),
               "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
 
 
-def check_resumed_corpus(s, resume, vocab, train_docs, val_docs):
+def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
     """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
-    moved = s.corpus_moved_from
+    moved = opts.corpus_moved_from
     if moved and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
-        raise InputError(f"--corpus {s.corpus!r} differs from the checkpoint's corpus "
-                         f"{s.corpus_moved_from!r}: its documents are not the ones the run was "
+        raise InputError(f"--corpus {opts.corpus!r} differs from the checkpoint's corpus "
+                         f"{opts.corpus_moved_from!r}: its documents are not the ones the run was "
                          "trained on")
     if vocab != resume.vocab:
-        raise InputError(f"corpus {s.corpus!r} does not have the checkpoint's vocabulary; cannot "
-                         "resume")
-    check_same_corpus(resume, train_docs, val_docs, s.corpus)
-    if s.corpus_moved_from:
+        raise InputError(f"corpus {opts.corpus!r} does not have the checkpoint's vocabulary; "
+                         "cannot resume")
+    check_same_corpus(resume, train_docs, val_docs, opts.corpus)
+    if opts.corpus_moved_from:
         how = ("its documents are the checkpoint's (their fingerprint "
                "matches)" if resume.corpus_sha256
                else "the checkpoint has no fingerprint of its documents, so only its vocabulary "
                     "could be compared (it matches); from now on the checkpoint has one")
-        s.notes.append(f"note: the corpus is now {s.corpus!r} (the checkpoint read it from "
-                       f"{s.corpus_moved_from!r}); {how}")
-    if s.engine != resume.engine:
-        s.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on with "
-                       f"the {s.engine} engine: the two agree to about 1e-15, so the result is not "
-                       "bit for bit the one either engine alone would give")
+        opts.notes.append(f"note: the corpus is now {opts.corpus!r} (the checkpoint read it from "
+                       f"{opts.corpus_moved_from!r}); {how}")
+    if opts.engine != resume.engine:
+        opts.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on "
+                          "with "
+                       f"the {opts.engine} engine: the two agree to about 1e-15, so the result is "
+                       "not bit for bit the one either engine alone would give")
 
 
 def sampling(args, seed, engine):
@@ -265,32 +270,32 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
 
 
 class RunFolder:
-    """`with RunFolder(s, resume, shell) as folder:` holds --out while the run runs
+    """`with RunFolder(opts, resume, shell) as folder:` holds --out while the run runs
     (harness.run_files .RunLock: a second run is refused), continues the run's history on --resume,
     and tells the shell what a Ctrl-C or a failed write leaves behind. write_run_files() ends a
     finished run."""
 
-    def __init__(self, s, resume, shell):
-        self.s, self.resume, self.shell = s, resume, shell
+    def __init__(self, opts, resume, shell):
+        self.opts, self.resume, self.shell = opts, resume, shell
         self.previous_history, self.history = None, None  # the run's snapshots (harness.run.Run)
         self.written = []  # the run files written so far
-        self.last_good = resume and (os.path.abspath(s.checkpoint), resume.step)  # (path, step)
-        self.notices = list(s.notes)
+        self.last_good = resume and (os.path.abspath(opts.checkpoint), resume.step)  # (path, step)
+        self.notices = list(opts.notes)
 
     def __enter__(self):
-        s = self.s
-        if s.out and importlib.util.find_spec("matplotlib") is None:
+        opts = self.opts
+        if opts.out and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--out writes loss.png, which needs matplotlib: pip install "
                              "matplotlib")
-        self.lock = RunLock(s.out).__enter__()  # this run holds --out now (or is refused: exit 2)
+        self.lock = RunLock(opts.out).__enter__()  # this run holds --out (or is refused: exit 2)
         try:
-            if s.out:
-                check_out_folder(s.out, self.resume, s.checkpoint)
+            if opts.out:
+                check_out_folder(opts.out, self.resume, opts.checkpoint)
             if self.resume is not None:
-                folder = os.path.dirname(os.path.abspath(s.checkpoint))
+                folder = os.path.dirname(os.path.abspath(opts.checkpoint))
                 self.previous_history = previous_history(
                     os.path.join(folder, HISTORY_NAME), self.resume, self.resume.cfg,
-                    self.resume.vocab, os.path.samefile(folder, s.out), self.notices)
+                    self.resume.vocab, os.path.samefile(folder, opts.out), self.notices)
             self.lock.claim()
         except BaseException:
             self.lock.__exit__()  # a refusal releases the folder: nothing changed
@@ -310,15 +315,15 @@ class RunFolder:
         return f"interrupted; {done} (files already written are complete: writes are atomic)"
 
     def write_failed(self, error):
-        s = self.s
-        kept = messages.kept_checkpoint(self.last_good, s.out, s.eval_every, s.steps)
+        opts = self.opts
+        kept = messages.kept_checkpoint(self.last_good, opts.out, opts.eval_every, opts.steps)
         say(f"microgpt: error: {error}; training stopped; {kept}")
         return 74
 
     def write_run_files(self, state, names, base):
         """metrics.json, loss.png, then the history and the checkpoint (last: a stop before it
         resumes). A signal now lets them be written whole, then stops."""
-        if not self.s.out:
+        if not self.opts.out:
             return
         with DeferSigint() as signal:
             paths = self.write_files(state, names, base)
@@ -328,11 +333,12 @@ class RunFolder:
             self.shell.exit_code = EXIT_INTERRUPTED
 
     def write_files(self, state, names, base):
-        s, cfg, out = self.s, state.cfg, self.s.out
-        metrics = {"config": asdict(cfg), "engine": s.engine, "norm": cfg.norm, "corpus": s.corpus,
-                   "seed": s.seed, "steps": state.step, "batch_size": state.batch_size,
+        opts, cfg, out = self.opts, state.cfg, self.opts.out
+        metrics = {"config": asdict(cfg), "engine": opts.engine, "norm": cfg.norm,
+                   "corpus": opts.corpus,
+                   "seed": opts.seed, "steps": state.step, "batch_size": state.batch_size,
                    "lr": state.lr, "riemannian": state.riemannian, "n_params": n_params(cfg),
-                   "docs": s.docs, "final_train_loss": messages.final_train_loss(state),
+                   "docs": opts.docs, "final_train_loss": messages.final_train_loss(state),
                    "final_val_loss": state.val_loss[-1][1], "baselines": base,
                    "ms_per_step": state.ms_per_step, "samples": names,
                    "history": {"train_loss": state.train_loss,
@@ -341,8 +347,8 @@ class RunFolder:
                                                       "checkpoint.npz")]
         write_json(paths[0], metrics)
         self.written.append(paths[0])
-        plot_losses(paths[1], state, base, f"microgpt, norm={cfg.norm}, engine={s.engine}, "
-                                           f"corpus={os.path.basename(s.corpus)}")
+        plot_losses(paths[1], state, base, f"microgpt, norm={cfg.norm}, engine={opts.engine}, "
+                                           f"corpus={os.path.basename(opts.corpus)}")
         self.written.append(paths[1])
         save_run(out, state, self.history)
         self.written += paths[2:]

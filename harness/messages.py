@@ -23,35 +23,35 @@ def fmt_time(seconds):
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{seconds:02d}s"
 
 
-def print_header(s, cfg, base, resume, notices):
-    """The corpus, the model, the baselines, notes; s.docs: the counts {"train", "val",
+def print_header(opts, cfg, base, resume, notices):
+    """The corpus, the model, the baselines, notes; opts.docs: the counts {"train", "val",
     "cropped"}."""
-    docs = s.docs
-    print(f"corpus {as_text(repr(s.corpus))}: {docs['train'] + docs['val']} docs ({docs['train']} "
-          f"train / {docs['val']} val), vocab size {cfg.vocab_size} ({cfg.vocab_size - 1} "
-          "characters + BOS)")
+    docs = opts.docs
+    print(f"corpus {as_text(repr(opts.corpus))}: {docs['train'] + docs['val']} docs "
+          f"({docs['train']} train / {docs['val']} val), vocab size {cfg.vocab_size} "
+          f"({cfg.vocab_size - 1} characters + BOS)")
     if docs["cropped"]:
         print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size}: cropped "
               "to it")
     print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, "
           f"n_head={cfg.n_head}, "
-          f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={s.engine}"
-          + (", riemannian" if s.riemannian else ""))
+          f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={opts.engine}"
+          + (", riemannian" if opts.riemannian else ""))
     print("baselines (val loss): " + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
     for notice in filter(None, notices):
         print(as_text(notice))
     if resume is not None:
-        lowered = (f" (lr lowered from {s.lr_lowered_from:g} to {s.lr:g})"
-                   if s.lr_lowered_from else "")
-        print(f"resuming from step {resume.step} of {s.steps}{lowered}")
+        lowered = (f" (lr lowered from {opts.lr_lowered_from:g} to {opts.lr:g})"
+                   if opts.lr_lowered_from else "")
+        print(f"resuming from step {resume.step} of {opts.steps}{lowered}")
 
 
-def report(state, run, folder, s, args):
+def report(state, run, folder, opts, args):
     """How training ended, said; the exit code: 0 finished, 1 diverged, 130 interrupted (saved)."""
     if state.error:
-        return report_divergence(state, folder, s)
+        return report_divergence(state, folder, opts)
     if run.interrupted and state.step < state.steps:
-        return save_interrupted(state, folder, s, args)
+        return save_interrupted(state, folder, opts, args)
     print_final(state, run.base)
     return EXIT_OK
 
@@ -66,24 +66,24 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     return "no checkpoint was written (no --out)"
 
 
-def report_divergence(state, folder, s):
+def report_divergence(state, folder, opts):
     """Nothing new is written: the weights before the bad step would only repeat it."""
-    kept = kept_checkpoint(folder.last_good, s.out, s.eval_every, s.steps, "diverged")
+    kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
     say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr "
         "(a resumed run may lower it: --resume --lr ...).")
     return EXIT_DIVERGED
 
 
-def save_interrupted(state, folder, s, args):
+def save_interrupted(state, folder, opts, args):
     """Ctrl-C: save to --out (or a new out/run-N), and print the command that continues the run."""
     try:
-        out = s.out or claim_run_folder("out")
+        out = opts.out or claim_run_folder("out")
         save_run(out, state, folder.history)
     except WriteError as e:
-        say(f"microgpt: error: interrupted at step {state.step}/{s.steps}, but {e}; "
-            f"{kept_checkpoint(folder.last_good, s.out, s.eval_every, s.steps)}")
+        say(f"microgpt: error: interrupted at step {state.step}/{opts.steps}, but {e}; "
+            f"{kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps)}")
         return EXIT_IO
-    say(f"interrupted at step {state.step}/{s.steps}; checkpoint saved to "
+    say(f"interrupted at step {state.step}/{opts.steps}; checkpoint saved to "
         f"{os.path.join(out, 'checkpoint.npz')}\ncontinue with: {resume_command(out, args)}")
     return EXIT_INTERRUPTED
 
@@ -136,8 +136,8 @@ def print_samples(samples, how):
     print(f"--- inference (new, hallucinated names; temperature {temperature}"
           + (f", prompt {as_text(repr(prompt))}" if prompt else "") + ") ---")
     kept = []
-    for i, s in enumerate(samples, 1):
-        print(f"sample {i:2d}: {as_text(s)}")
+    for i, name in enumerate(samples, 1):
+        print(f"sample {i:2d}: {as_text(name)}")
         if i <= KEEP_SAMPLES:
-            kept.append(s)
+            kept.append(name)
     return kept

@@ -29,13 +29,13 @@ class Run:
     """`with Run(settings, cfg, vocab, base, folder, docs) as run: train(..., observer=run)`.
     folder: the run's harness.cli.RunFolder (where checkpoints go, and the history it continues)."""
 
-    def __init__(self, s, cfg, vocab, base, folder):
-        self.s, self.cfg, self.base, self.folder = s, cfg, base, folder
-        folder.history = History(cfg, vocab, s.steps, previous=folder.previous_history)
+    def __init__(self, opts, cfg, vocab, base, folder):
+        self.opts, self.cfg, self.base, self.folder = opts, cfg, base, folder
+        folder.history = History(cfg, vocab, opts.steps, previous=folder.previous_history)
         self.history = folder.history  # saved with every checkpoint
-        self.run_id = s.run_id or secrets.token_hex(8)  # the same for a run and all its resumes
+        self.run_id = opts.run_id or secrets.token_hex(8)  # the same for a run and all its resumes
         self.tty = sys.stdout.isatty()
-        self.every_line = max(1, s.steps // 10)  # without a terminal: a line every tenth of the run
+        self.every_line = max(1, opts.steps // 10)  # no terminal: a line every tenth of the run
         self.start = None
 
     def __enter__(self):
@@ -58,8 +58,8 @@ class Run:
 
     def before_update(self, state, loss, grad):
         if self.start is None:  # the first step of this call: who the run is, where it started
-            state.corpus, state.run_id = self.s.corpus, self.run_id
-            state.corpus_sha256, state.corpus_docs = self.s.fingerprint
+            state.corpus, state.run_id = self.opts.corpus, self.run_id
+            state.corpus_sha256, state.corpus_docs = self.opts.fingerprint
             # where training started: guessing (log V), or the initial weights if they are worse
             self.start = max(math.log(self.cfg.vocab_size), state.val_loss[0][1])
             if state.step == 0 and self.history.due(0):
@@ -96,9 +96,9 @@ class Run:
             print(("\r" if self.tty else "") + line + f" | val loss "
                                                       f"{fmt_loss(state.val_loss[-1][1])} "
                   f"({base})", flush=True)
-            if self.s.out:
-                save_run(self.s.out, state, self.history)
-                self.folder.last_good = (os.path.join(self.s.out, "checkpoint.npz"), state.step)
+            if self.opts.out:
+                save_run(self.opts.out, state, self.history)
+                self.folder.last_good = (os.path.join(self.opts.out, "checkpoint.npz"), state.step)
         elif self.tty:  # a live line, overwritten in place
             print("\r" + line + "   ", end="", flush=True)
         elif state.step % self.every_line == 0:

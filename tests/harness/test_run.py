@@ -106,7 +106,7 @@ def test_ctrl_c_finishes_the_step_then_stops():
                 signal.raise_signal(signal.SIGINT)  # arrives in the middle of step 2: a flag is set
             return super().before_update(state, loss, grad)
 
-    with CtrlC(make_run().s, CFG, VOCAB, BASE, make_run().folder) as observer:
+    with CtrlC(make_run().opts, CFG, VOCAB, BASE, make_run().folder) as observer:
         state = train(observer, steps=50)
     assert observer.interrupted and state.step == 2 and len(state.train_loss) == 2
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handed back
