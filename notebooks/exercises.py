@@ -659,8 +659,7 @@ def _03_counting_functions():
                      "loss_and_grads_value")
             + _project("numpy_engine", "loss_and_grads_np")
             + _project("model_config", "param_shapes", "alloc_params", "n_params", "param_offsets",
-                       "_offsets", "n_param_arrays", "pack_params", "laid_out", "sphere_blocks",
-                       "_sphere_blocks", "scale_layout", "_scale_layout", "sphere_matrices",
+                       "_offsets", "n_param_arrays", "pack_params", "sphere_matrices",
                        "effective_scales"))
 
 
