@@ -1,16 +1,15 @@
 """model_config.py -- the model's size and the names, shapes and storage of its parameters.
 
 Chapter 22 sets n_layer, n_embd, block_size, n_head and builds a `state_dict` of weight matrices;
-here that is a GPTConfig and `param_shapes(cfg)`: the state_dict keys (wte, wpe, lm_head, then per
-layer attn_wq, attn_wk, attn_wv, attn_wo, mlp_fc1, mlp_fc2; in sphere mode also nGPT's scale
-vectors) with their [out, in] shapes, in the reference order. Both engines, the checkpoint files and
-the command line share these definitions, which is why they live in a module of their own
-(microgpt.py re-exports them).
+here that is a GPTConfig and param_shapes(cfg): the keys (wte, wpe, lm_head, then per layer attn_wq,
+attn_wk, attn_wv, attn_wo, mlp_fc1, mlp_fc2; in sphere mode nGPT's scale vectors too) with their
+[out, in] shapes, in the reference order. TrainState is where a training run is. Both engines, the
+checkpoints and the command line share these definitions.
 
-Storage: one contiguous float64 buffer with a NumPy view per key (`alloc_params`). It is the array
-form of the chapter's `params = [p for mat in state_dict.values() for row in mat for p in row]`:
-gradients and Adam's moments use the same layout, so the optimizer is one vectorized update of the
-whole buffer. """
+Storage: one flat buffer with a NumPy view per key (alloc_params), the array form of the chapter's
+`params = [p for mat in state_dict.values() for row in mat for p in row]`: gradients and Adam's
+moments use the same layout, so the optimizer is one update of the whole buffer.
+"""
 import math
 from dataclasses import dataclass, field, replace
 
@@ -103,30 +102,26 @@ def layer_shapes(C):
     unit-normalized: matrices that read from the residual stream (wq, wk, wv, fc1) have it along
     axis 1 (unit rows), those that write into it (wo, fc2) along axis 0 (unit columns)."""
     return (("attn_wq", (C, C), 1), ("attn_wk", (C, C), 1), ("attn_wv", (C, C), 1),
-            ("attn_wo", (C, C), 0),
-            ("mlp_fc1", (4 * C, C), 1), ("mlp_fc2", (C, 4 * C), 0))
+            ("attn_wo", (C, C), 0), ("mlp_fc1", (4 * C, C), 1), ("mlp_fc2", (C, 4 * C), 0))
 
 
 def layer_scales(C):
     """Sphere mode: (name, length) of one block's learnable nGPT scales: s_qk and alpha_A for
-    attention, s_u and alpha_M for the MLP. One more scale vector, sz (length V), follows the last
-    block's."""
+    attention, s_u and alpha_M for the MLP (sz, length V, follows the last block's)."""
     return (("attn_sqk", C), ("attn_alpha", C), ("mlp_su", 4 * C), ("mlp_alpha", C))
 
 
 def scale_factors(cfg):
-    """Sphere mode: what the forward pass multiplies each stored scale by (gpt_sphere writes the
-    same factors in place). nGPT stores each scale small (initialized at base = 1/sqrt(C)) and
-    multiplies it back up, so that Adam's steps on it have a useful size; the alphas are used as
-    |alpha|."""
+    """Sphere mode: what the forward pass multiplies each stored scale by (as gpt_sphere does). nGPT
+    stores a scale small (at base = 1/sqrt(C)) and multiplies it back up, so that Adam's steps on it
+    have a useful size; the alphas are used as |alpha|."""
     base = cfg.n_embd ** -0.5
     return {"attn_sqk": 1 / base, "attn_alpha": cfg.alpha_init / base, "mlp_su": cfg.n_embd ** 0.5,
             "mlp_alpha": cfg.alpha_init / base, "sz": cfg.sz_init / base}
 
 
 def param_shapes(cfg):
-    """(key, shape) of every parameter, in the reference order (this order is also the flat
-    layout)."""
+    """(key, shape) of every parameter, in the reference order (also the flat layout's)."""
     C, V = cfg.n_embd, cfg.vocab_size
     shapes = [("wte", (V, C)), ("wpe", (cfg.block_size, C)), ("lm_head", (V, C))]
     for i in range(cfg.n_layer):
@@ -206,9 +201,8 @@ def param_offsets(cfg):
 
 
 def alloc_params(cfg, dtype=np.float64):
-    """One contiguous buffer (float64, or float32) and a dict of views into it, one per parameter
-    (zeros). Gradients and Adam's moments use the same layout, so the optimizer is one update of the
-    whole buffer."""
+    """One contiguous buffer of zeros (float64, or float32) and a dict of views into it, one per
+    parameter."""
     flat = np.zeros(param_offsets(cfg)[1], dtype=check_dtype(dtype))
     return flat, param_views(flat, cfg)
 
@@ -238,16 +232,14 @@ def off_sphere(params, cfg):
 
 
 def scale_sizes(cfg):
-    """Sphere mode: the length of each effective_scales vector, in SCALE_NAMES order (layers
-    concatenated)."""
+    """Sphere mode: the length of each effective_scales vector, in SCALE_NAMES order."""
     per_layer = dict(layer_scales(cfg.n_embd))
     return {label: cfg.vocab_size if name == "sz" else cfg.n_layer * per_layer[name]
             for label, name in SCALE_NAMES.items()}
 
 
 def cut_list(items, most=5):
-    """A list in a message: its first `most` items and how many more (a message stays one readable
-    line)."""
+    """A list in a message: its first `most` items and how many more (one readable line)."""
     return repr(items) if len(items) <= most else f"{items[:most]!r} and {len(items) - most:,} more"
 
 
@@ -273,17 +265,15 @@ def pack_params(params, cfg, dtype=None):
     return views
 
 
-# --------------------------------------------------------------------------- chunks of the NumPy
-# forward pass
+# --------------------------------------------------------------------------- forward pass chunks
 
 CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the forward pass on chunks of at most this
 
 
 def forward_bytes_per_doc(cfg):
     """What the NumPy forward pass keeps for one document of block_size tokens: per layer about 28
-    vectors of width C (normalized inputs, q, k, v, the MLP's 4C hidden units, ...) and the
-    attention weights (heads x T), plus the logits. An upper estimate (tests/test_memory.py measures
-    it with tracemalloc)."""
+    vectors of width C and the attention weights (heads x T), plus the logits. An upper estimate
+    (tests/harness/test_memory.py measures it)."""
     C, T, L, H, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.vocab_size
     return 8 * T * (L * (28 * C + 2 * H * T) + 2 * V)
 

@@ -1,18 +1,11 @@
 """settings.py -- every setting of a run, written once: name, default, rule, help, resume policy.
 
-One table, SETTINGS, holds them all. Everything else is made from it:
-
-    the command line        harness/cli.py builds one flag per row (--n-embd), its help and choices
-    the checks              check(name, value, label): the same rule for a flag, a checkpoint's
-                            field and a Python API argument, so the three can never disagree
-    the model's config      model_config.GPTConfig has one field per "model" row
-    the run's state         harness/checkpoints.TrainState has one field per stored row, and a
-                            checkpoint one key in its meta
-    a resumed run           resumed(): what may change on --resume ("change"), only go down
-                            ("lower"), or must stay the checkpoint's ("keep")
-
-Adding a setting is one row here, the code that uses its value, and a test. This module is part of
-the model's layer: it imports nothing of the project, and InputError (bad input, named precisely)
+One table, SETTINGS. The command line's flags are made from it (harness/cli.py: one flag per row,
+its help and choices), and check(name, value, label) applies a row's rule alike to a flag, a
+checkpoint's field and a Python argument. model_config.GPTConfig (the "model" rows), TrainState and
+microgpt.train (the stored rows) are written out as plain code; tests/test_settings.py checks that
+their fields and defaults are the table's. resumed() says what a resume may change ("change"), only
+lower ("lower"), or must keep ("keep"). This module imports nothing of the project; InputError
 lives here so that the model's modules can raise it without importing the run's machinery.
 """
 import math

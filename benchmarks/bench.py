@@ -4,56 +4,47 @@
     python benchmarks/bench.py --quick         # a rough table in well under a minute
     python benchmarks/bench.py --out perf.md   # also write the table to a file
 
-A step is what microgpt.train() does per step: loss and gradients of a batch, the flat-buffer Adam
-update (and the retraction in sphere mode). Scalar rows run the chapter code (microgpt.gpt /
-gpt_sphere) with one of two Value classes: naive (benchmarks/naive_value.py, the reference design:
-constants as nodes, sub/div as compositions, recursive topological sort) and value (value.py), each
-with Python's cyclic garbage collector on and paused ("value, GC paused" is what training runs).
-The scalar variants are interleaved on the same batches; each speed-up is the median of per-round
-ratios (same batch, back to back); the NumPy engine runs the same batches.
+A step is microgpt.train()'s: loss and gradients of a batch, Adam (and the sphere retraction). The
+scalar rows run the chapter code on naive_value.NaiveValue and value.Value, cyclic GC on and paused.
 """
 
 import argparse
+import json
 import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="fewer repeats and a smaller large batch (rough numbers)")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer repeats, a smaller large batch")
     p.add_argument("--out", help="also write the tables (markdown) to this file")
-    p.add_argument("--corpus", default="names", help="docs to train on: 'names' (microgpt's "
-                   "default corpus) or a text file, one doc per line")
+    p.add_argument("--corpus", default="names", help="'names' or a text file, one doc per line")
     p.add_argument("--batch", type=int, default=16, help="the larger batch size (default 16)")
-    p.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for the NumPy engine "
-                   "(default 1: these matrices are far too small to split)")
-    p.add_argument("--skip-scaling", action="store_true", help="only the main table")
-    p.add_argument("--only-commits", action="store_true",
-                   help="only the table of this tree against older commits (vs_commits.py)")
-    p.add_argument("--skip-commits", action="store_true",
-                   help="leave out the table against older commits")
-    p.add_argument("--only-scaling", action="store_true", help="only the scaling table")
-    p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # threads table
+    p.add_argument("--blas-threads", type=int, default=1, help="for the NumPy engine (default 1)")
+    for flag, what in (("--skip-scaling", "leave out the scaling tables"),
+                       ("--skip-commits", "leave out the table against older commits"),
+                       ("--only-commits", "only the table against older commits (vs_commits.py)"),
+                       ("--only-scaling", "only the scaling tables")):
+        p.add_argument(flag, action="store_true", help=what)
+    p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # see below
     return p.parse_args(argv)
 
 
 ARGS = _parse_args(sys.argv[1:]) if __name__ == "__main__" else None
-if ARGS is not None:
-    # must happen before numpy is imported: BLAS reads these once, when it loads
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(ARGS.blas_threads)
+# before numpy is imported: BLAS reads these once, when it loads
+for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS") if ARGS else ():
+    os.environ[var] = str(ARGS.blas_threads)
 
 import floor  # noqa: E402
 import numpy as np  # noqa: E402
@@ -71,8 +62,6 @@ except ImportError:
     torch = None
 from utils import softmax  # noqa: E402
 from value import Value, no_cycle_gc, topological_order  # noqa: E402
-
-# -------------------------------------------------------------------------------------------- steps
 
 
 def scalar_loss(cls, params, docs_tokens, cfg):
@@ -93,77 +82,40 @@ def scalar_loss(cls, params, docs_tokens, cfg):
 def scalar_loss_and_grads(cls, params, docs_tokens, cfg):
     loss, state_dict = scalar_loss(cls, params, docs_tokens, cfg)
     loss.backward()
-    grads = {k: np.array([v.grad for v in rows] if params[k].ndim == 1
-                         else [[v.grad for v in r] for r in rows])
-             for k, rows in state_dict.items()}
-    return loss.data, grads
+    return loss.data, {k: [v.grad for v in rows] if params[k].ndim == 1
+                       else [[v.grad for v in r] for r in rows] for k, rows in state_dict.items()}
 
 
-class Trainer:
-    """One engine variant with its own weights and Adam state (all variants do the same math)."""
+class Trainer(floor.NumpyStep):
+    """One engine variant with its own weights and Adam state (all variants do the same math): the
+    NumPy engine's step, or loss_fn's gradients with the same Adam (and retraction)."""
 
-    def __init__(self, name, cfg, loss_fn, gc_paused=False, dtype="float64"):
-        self.name, self.cfg, self.loss_fn, self.gc_paused = name, cfg, loss_fn, gc_paused
-        self.params = init_params(cfg, seed=42, dtype=dtype)
-        self.flat = microgpt.flat_buffer(self.params)
-        self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
-        self.step_no, self.times, self.losses = 0, [], []
+    def __init__(self, name, cfg, loss_fn=None, gc_paused=False, dtype="float64"):
+        super().__init__(cfg, dtype, seed=42)
+        self.name, self.loss_fn, self.gc_paused = name, loss_fn, gc_paused
+        self.times, self.losses = [], []
 
     def step(self, batch, record=True):
         t0 = time.perf_counter()
         loss = self.update(batch)
-        dt = time.perf_counter() - t0
-        self.step_no += 1
         if record:
-            self.times.append(dt)
+            self.times.append(time.perf_counter() - t0)
             self.losses.append(loss)
-        return dt
 
-    def update(self, batch):
-        """Loss and gradients of the batch, then Adam (and the retraction): the timed loss."""
-        if self.gc_paused:
-            with no_cycle_gc():
-                loss, grads = self.loss_fn(self.params, batch, self.cfg)
-        else:
+    def loss_and_grads(self, batch):
+        if self.loss_fn is None:
+            return super().loss_and_grads(batch)
+        with no_cycle_gc() if self.gc_paused else nullcontext():
             loss, grads = self.loss_fn(self.params, batch, self.cfg)
-        g = np.concatenate([grads[k].ravel() for k in self.params])
-        microgpt.adam_step(self.flat, g, self.m, self.v, self.step_no, 10_000)
-        if self.cfg.norm == "sphere":
-            microgpt.retract(self.params, self.cfg)
+        for key, grad in grads.items():
+            self.grads[key][...] = grad
         return loss
 
 
-class NumpyStep(Trainer):
-    """One NumPy-engine training step as microgpt.train() runs it: loss and gradients into a reused
-    buffer, adam_step, the retraction in sphere mode."""
-
-    def __init__(self, cfg, dtype="float64"):
-        super().__init__("numpy" + ("" if dtype == "float64" else " f32"), cfg, None, dtype=dtype)
-        self.g, self.grads = microgpt.alloc_params(cfg, dtype)
-
-    def update(self, batch):
-        cfg = self.cfg
-        loss, _ = loss_and_grads(self.params, batch, cfg, engine="numpy", out=self.grads)
-        microgpt.adam_step(self.flat, self.g, self.m, self.v, self.step_no, 10_000)
-        if cfg.norm == "sphere":
-            microgpt.retract(self.params, cfg)
-        return loss
-
-
-def naive_loss(params, batch, cfg):
-    return scalar_loss_and_grads(NaiveValue, params, batch, cfg)
-
-
-def value_loss(params, batch, cfg):
-    return scalar_loss_and_grads(Value, params, batch, cfg)
-
-
-def engine_value_loss(params, batch, cfg):
-    # microgpt's own value-engine path (it pauses the cycle collector itself, via value.no_cycle_gc)
-    return loss_and_grads(params, batch, cfg, engine="value")
-
-
-# -------------------------------------------------------------------------------------------- stats
+naive_loss = partial(scalar_loss_and_grads, NaiveValue)
+value_loss = partial(scalar_loss_and_grads, Value)
+# microgpt's own value-engine path (it pauses the cycle collector itself, via value.no_cycle_gc)
+engine_value_loss = partial(loss_and_grads, engine="value")
 
 
 def summary(times):
@@ -181,34 +133,24 @@ def fmt_ms(x):
 
 def nodes_per_step(cls, params, batches, cfg):
     """Mean number of graph nodes (leaves included) per step over the given batches."""
-    counts = []
-    for batch in batches:
-        loss, _ = scalar_loss(cls, params, batch, cfg)
-        # works for both classes: it only reads ._children
-        counts.append(len(topological_order(loss)))
+    # topological_order only reads ._children: it works for both classes
+    counts = [len(topological_order(scalar_loss(cls, params, b, cfg)[0])) for b in batches]
     return sum(counts) / len(counts)
 
 
 def value_step_memory(cfg, batch, steps=12):
-    """(peak MB of one value-engine step, growth in kB of live memory from step 2 to step `steps`).
-    """
-    params = init_params(cfg, seed=42)
+    """(peak MB of a value-engine step, growth in kB of live memory from step 3 to the last)."""
+    params, live = init_params(cfg, seed=42), []
     tracemalloc.start()
     try:
-        with no_cycle_gc():
-            loss_and_grads(params, batch, cfg, engine="value")
-        _, peak = tracemalloc.get_traced_memory()
-        live = []
-        for _ in range(steps):
+        for _ in range(1 + steps):
             with no_cycle_gc():
                 loss_and_grads(params, batch, cfg, engine="value")
             live.append(tracemalloc.get_traced_memory()[0])
+        peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return peak / 2**20, (live[-1] - live[1]) / 1024
-
-
-# ----------------------------------------------------------------------------------------- sections
+    return peak / 2**20, (live[-1] - live[2]) / 1024
 
 
 def machine_info(blas_threads):
@@ -244,7 +186,7 @@ def scalar_and_numpy_rows(cfg, batches, n_warm, quick, log):
             raise AssertionError(f"{t.name} disagrees with naive: {t.losses} vs {ref}")
     n_np = (400 if batch_size == 1 else 200) if not quick else 60
     log(f"  {norm} batch {batch_size}: numpy engine, {n_np} steps ...")
-    np_t = NumpyStep(cfg)
+    np_t = Trainer("numpy", cfg)
     for r in range(n_np + 20):
         np_t.step(batches[r % len(batches)], record=r >= 20)
     timed = batches[n_warm:][:3]
@@ -287,20 +229,18 @@ def main_table(docs_tokens, vocab_size, args, log):
                              f"value {counts['value']:,.0f} "
                              f"({1 - counts['value'] / counts['naive']:.1%} fewer)")
     log("  memory of a value-engine step (tracemalloc) ...")
-    cfg = GPTConfig(vocab_size=vocab_size)
+    cfg, steps = GPTConfig(vocab_size=vocab_size), 6 if quick else 12
     for batch_size in (1, big):
-        peak, growth = value_step_memory(cfg, docs_tokens[:batch_size], steps=6 if quick else 12)
+        peak, growth = value_step_memory(cfg, docs_tokens[:batch_size], steps)
         notes.append(f"value engine (rmsnorm, batch {batch_size}): peak traced memory of one step "
-                     f"{peak:.1f} MB; live memory growth from step 2 to step {6 if quick else 12}: "
+                     f"{peak:.1f} MB; live memory growth from step 2 to step {steps}: "
                      f"{growth:+.1f} kB (graphs are freed)")
     return rows, notes
 
 
 def scaling_docs(docs_tokens, block_size):
     """Docs of block_size + 1 tokens (names glued together): every step predicts block_size."""
-    stream = [t for doc in docs_tokens for t in doc[1:-1]]
-    bos = docs_tokens[0][0]
-    n = block_size
+    stream, bos, n = [t for doc in docs_tokens for t in doc[1:-1]], docs_tokens[0][0], block_size
     return [[bos] + stream[i * n : (i + 1) * n] for i in range(len(stream) // n)]
 
 
@@ -314,7 +254,6 @@ def flops_per_step(cfg, T):
 
 
 def scaling_table(docs_tokens, vocab_size, args, log):
-    quick = args.quick
     configs = [dict(n_embd=16), dict(n_embd=32), dict(n_embd=64), dict(n_layer=2), dict(n_layer=4),
                dict(block_size=32)]
     rows = ["| n_embd | n_layer | block_size (= T) | params | MFLOP/step | value nodes/step "
@@ -324,28 +263,24 @@ def scaling_table(docs_tokens, vocab_size, args, log):
     for over in configs:
         cfg = GPTConfig(vocab_size=vocab_size, **over)
         docs = scaling_docs(docs_tokens, cfg.block_size)
-        T = cfg.block_size
-        params = init_params(cfg, seed=42)
-        n_params = sum(a.size for a in params.values())
-        nodes = nodes_per_step(Value, params, [docs[:1]], cfg)
-        reps = 1 if quick else (3 if nodes > 400_000 else 5)
+        T, vt = cfg.block_size, Trainer("value", cfg, engine_value_loss, gc_paused=True)
+        nodes = nodes_per_step(Value, vt.params, [docs[:1]], cfg)
+        reps = 1 if args.quick else (3 if nodes > 400_000 else 5)
         log(f"  scaling {over}: value engine x{reps}, numpy ...")
-        vt = Trainer("value", cfg, engine_value_loss, gc_paused=True)
         vt.step(docs[0:1], record=False)
         for r in range(reps):
             vt.step(docs[1 + r : 2 + r])
-        nt, nt32 = NumpyStep(cfg), NumpyStep(cfg, dtype="float32")
-        n_np = 60 if quick else 300
+        nt, nt32 = Trainer("numpy", cfg), Trainer("numpy", cfg, dtype="float32")
+        n_np = 60 if args.quick else 300
         for r in range(n_np + 20):  # interleaved, the same doc back to back
             nt.step(docs[r % 50 : r % 50 + 1], record=r >= 20)
             nt32.step(docs[r % 50 : r % 50 + 1], record=r >= 20)
-        v_med = summary(vt.times)[0]
+        v_med, n32 = summary(vt.times)[0], summary(nt32.times)[0]
         n_med, q1, q3 = summary(nt.times)
-        n32 = summary(nt32.times)[0]
         mflop = flops_per_step(cfg, T) / 1e6
         fit.append((mflop, n_med, nodes, v_med))
         ratio32 = statistics.median(a / b for a, b in zip(nt.times, nt32.times))
-        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {n_params:,} | {mflop:.2f} | "
+        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {T} | {vt.flat.size:,} | {mflop:.2f} | "
                     f"{nodes:,.0f} | {fmt_ms(v_med)} | {v_med * 1e3 / nodes:.2f} | {fmt_ms(n_med)} "
                     f"({fmt_ms(q1)}-{fmt_ms(q3)}) | {mflop / n_med:.2f} | {fmt_ms(n32)} | "
                     f"{ratio32:.2f}x |")
@@ -368,98 +303,72 @@ def scaling_notes(fit):
             f"{max(f[0] / f[1] for f in fit):.1f} GFLOP/s)"]
 
 
-BIG_CONFIGS = [dict(n_embd=16, n_layer=1, block_size=16, batch=1),
-               dict(n_embd=64, n_layer=2, block_size=64, batch=16),
-               dict(n_embd=128, n_layer=4, block_size=128, batch=16),
-               dict(n_embd=256, n_layer=4, block_size=128, batch=8)]
+# (n_embd, n_layer, block_size, batch) of the bigger models
+BIG_CONFIGS = [(16, 1, 16, 1), (64, 2, 64, 16), (128, 4, 128, 16), (256, 4, 128, 8)]
 
 
-def big_batch(vocab_size, cfg, batch):
-    rng = np.random.default_rng(0)
-    return [[vocab_size - 1] + rng.integers(0, vocab_size - 1, cfg.block_size).tolist()
-            for _ in range(batch)]
+def big_models(vocab_size, quick):
+    """(cfg, batch, docs, steps to time) of each bigger model, on random docs of full length."""
+    for n_embd, n_layer, block_size, batch in BIG_CONFIGS[:2] if quick else BIG_CONFIGS:
+        cfg = GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_layer=n_layer, n_head=4,
+                        block_size=block_size)
+        rng = np.random.default_rng(0)
+        docs = [[vocab_size - 1] + rng.integers(0, vocab_size - 1, block_size).tolist()
+                for _ in range(batch)]
+        steps = max(5, min(200, int(2e9 / (flops_per_step(cfg, block_size) * batch))))
+        yield cfg, batch, docs, 3 if quick else steps
 
 
-def time_steps(step, n):
-    for _ in range(2):
-        step()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+def median_ms(step, n):
+    """The median ms of n calls of step(), after two warm-up calls."""
+    return floor.time_calls(step, n, pick=statistics.median, warmup=2) * 1e3
+
+
+def numpy_ms(cfg, dtype, docs, n):
+    return median_ms(partial(Trainer("numpy", cfg, dtype=dtype).update, docs), n)
 
 
 def bigger_models(vocab_size, args, log):
     """rmsnorm, forward + backward + Adam, full-length docs: the NumPy engine in float64 and float32
     and, where installed, PyTorch eager in both (1 thread each): same model, batch and weights."""
-    configs = BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS
     head = "| n_embd | n_layer | T | batch | numpy f64 ms | numpy f32 ms | f64/f32"
     if torch is not None:
         torch.set_num_threads(args.blas_threads)
         head += " | torch f64 ms | torch f32 ms | numpy f64 / torch f64 | numpy f32 / torch f32"
     rows = [head + " |", "|" + "---|" * (head.count("|"))]
-    for over in configs:
-        over = dict(over)
-        batch = over.pop("batch")
-        cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
-        docs = big_batch(vocab_size, cfg, batch)
-        n = (3 if args.quick
-             else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch)))))
-        log(f"  bigger models {over}, batch {batch}: {n} steps each ...")
-        out = {}
-        for dt in ("float64", "float32"):
-            t = NumpyStep(cfg, dtype=dt)
-            out[f"numpy {dt}"] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
-        cells = [out["numpy float64"], out["numpy float32"],
-                 out["numpy float64"] / out["numpy float32"]]
+    for cfg, batch, docs, n in big_models(vocab_size, args.quick):
+        log(f"  bigger models n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, T {cfg.block_size}, "
+            f"batch {batch}: {n} steps each ...")
+        np64, np32 = numpy_ms(cfg, "float64", docs, n), numpy_ms(cfg, "float32", docs, n)
+        cells = [fmt_ms(np64), fmt_ms(np32), f"{np64 / np32:.2f}x"]
         if torch is not None:
             inputs, targets, _ = numpy_engine.make_batch(docs, cfg.block_size)
             params = init_params(cfg, seed=42)
             numpy_loss = loss_and_grads(params, docs, cfg, engine="numpy")[0]
             torch_microgpt.check_same_model(params, cfg, inputs, targets, numpy_loss)
             ti, tt = torch.as_tensor(inputs), torch.as_tensor(targets)
-            for dt, tdt in (("float64", torch.float64), ("float32", torch.float32)):
-                model = torch_microgpt.TorchGPT(params, cfg, tdt)
-                step = lambda m=model, ti=ti, tt=tt: m.train_step(ti, tt)  # noqa: E731
-                out[f"torch {dt}"] = time_steps(step, n)
-            cells += [out["torch float64"], out["torch float32"],
-                      out["numpy float64"] / out["torch float64"],
-                      out["numpy float32"] / out["torch float32"]]
-        fmt = [fmt_ms(c) if i not in (2, 5, 6) else f"{c:.2f}x" for i, c in enumerate(cells)]
+            t64, t32 = (median_ms(partial(torch_microgpt.TorchGPT(params, cfg, tdt).train_step,
+                                          ti, tt), n)
+                        for tdt in (torch.float64, torch.float32))
+            cells += [fmt_ms(t64), fmt_ms(t32), f"{np64 / t64:.2f}x", f"{np32 / t32:.2f}x"]
         rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {cfg.block_size} | {batch} | "
-                    + " | ".join(fmt) + " |")
+                    + " | ".join(cells) + " |")
     return rows
 
 
 def threads_probe(vocab_size, args):
     """--threads-probe: the bigger models' NumPy step times with whatever BLAS threads this process
     has (printed as one line of JSON for the parent, which runs this with 1 and with 2 threads)."""
-    import json
-
-    res = {}
-    for over in BIG_CONFIGS[:2] if args.quick else BIG_CONFIGS:
-        over = dict(over)
-        batch = over.pop("batch")
-        cfg = GPTConfig(vocab_size=vocab_size, n_head=4, **over)
-        docs = big_batch(vocab_size, cfg, batch)
-        n = (3 if args.quick
-             else max(5, min(200, int(2e9 / (flops_per_step(cfg, cfg.block_size) * batch)))))
-        for dt in ("float64", "float32"):
-            t = NumpyStep(cfg, dtype=dt)
-            key = f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}"
-            res[key] = time_steps(lambda t=t, docs=docs: t.step(docs, record=False), n)
-    print(json.dumps(res))
+    print(json.dumps({f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}":
+                      numpy_ms(cfg, dt, docs, n)
+                      for cfg, batch, docs, n in big_models(vocab_size, args.quick)
+                      for dt in ("float64", "float32")}))
 
 
 def threads_table(args, log):
     """Does a second BLAS thread help? The same steps in child processes with 1 and with 2 BLAS
     threads, in alternating rounds (1, 2, then 2, 1, ...): this machine's speed drifts over minutes,
     so the speed-up is the median of the per-round ratios and the times are medians over rounds."""
-    import json
-    import subprocess
-
     rounds = 1 if args.quick else 3
     runs = {1: [], 2: []}
     for r in range(rounds):
@@ -484,9 +393,8 @@ def threads_table(args, log):
 def commits_section(args, log):
     log("this tree against older commits, alternating processes ...")
     head = ["## This tree against older commits, side by side", "",
-            "Each figure is one fresh process running microgpt.train() of one checkout (the old "
-            "ones from `git archive`) on the same docs; processes alternate, old and new. ms/step "
-            "is CPU time (benchmarks/vs_commits.py; `--clock wall` there for elapsed time).", ""]
+            "Each figure: one fresh process running microgpt.train() of one checkout (old ones by "
+            "`git archive`) on the same docs, old and new in turn; CPU time (vs_commits.py).", ""]
     vs_args = vs_commits._parse_args(["--corpus", args.corpus] + (["--quick"] * args.quick))
     return head + vs_commits.table(vs_args, log) + [""]
 
@@ -494,8 +402,8 @@ def commits_section(args, log):
 def floor_section(args, log):
     log("the NumPy step against its matrix products ...")
     return ["## The NumPy step against its floor (benchmarks/floor.py)", "",
-            "The same matrix products as a training step, run alone back to back, against the "
-            "whole step (loss, gradients, Adam, retraction).", ""] + floor.table(args.quick, log)
+            "A step's matrix products run alone, against the whole step (loss, gradients, Adam, "
+            "retraction).", ""] + floor.table(args.quick, log)
 
 
 def scaling_sections(docs_tokens, vocab_size, args, log):
@@ -507,24 +415,17 @@ def scaling_sections(docs_tokens, vocab_size, args, log):
     lines += ["## Bigger models: NumPy engine in float64 and float32"
               + (", beside PyTorch eager" if torch else "")
               + f" (rmsnorm, forward + backward + Adam, {args.blas_threads} BLAS thread(s))", ""]
-    if torch is None:
-        lines += ["(PyTorch is not installed here, so there are no PyTorch columns; they appear "
-                  "when it is.)", ""]
-    else:
-        lines += [f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads});"
-                  " the loss of the same weights and batch is checked equal to the NumPy engine's "
-                  "(1e-12) first.", ""]
+    lines += [f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads}); "
+              "the loss of the same weights and batch is checked equal to the NumPy engine's "
+              "(1e-12) first." if torch else "(PyTorch is not installed here: no PyTorch columns.)",
+              ""]
     lines += bigger_models(vocab_size, args, log) + [""]
     lines += ["## BLAS threads: does the second core help the NumPy engine?", ""]
     return lines + threads_table(args, log) + [""]
 
 
 def main(args):
-    t_start = time.perf_counter()
-
-    def log(msg):
-        print(msg, file=sys.stderr, flush=True)
-
+    t_start, log = time.perf_counter(), floor.log
     docs = list(microgpt.load_corpus(args.corpus))
     vocab = microgpt.build_vocab(docs)
     random.Random(0).shuffle(docs)  # a fixed, seeded sample: every engine sees the same docs

@@ -3,37 +3,32 @@
     python benchmarks/floor.py           # batch 1 (default config) and the experiments' size
     python benchmarks/floor.py --quick   # fewer rounds (rough numbers)
 
-A training step (loss_and_grads with engine="numpy", adam_step, the retraction in sphere mode) does
-two kinds of work: the matrix products, the arithmetic a step cannot do without, and everything else
-(elementwise NumPy calls, Python, the optimizer). The floor is the first alone: the same products,
-same shapes and dtype, run back to back on arrays made in advance. floor / step is how much of a
-step is arithmetic; 1 - floor / step is the most any rewrite could save. The products of one step
-(N = B * T rows), per layer:
-  forward   x W^T for wq, wk, wv, wo (C x C), fc1 (4C x C), fc2 (C x 4C); q k^T and W v per head
-  backward  dy W and dy^T x for each of them; dout v^T, W^T dout, dlogits k and dlogits^T q
-and lm_head's three (V x C) once. Each figure is the best of rounds over the same batches (other
-programs only ever add time), 1 BLAS thread.
+The floor: the same matrix products as a step (same shapes and dtype, see matmul_shapes) run back
+to back on arrays made in advance. floor / step is the share of a step that is arithmetic; the rest
+is elementwise NumPy calls, Python and the optimizer. Each figure is the best of rounds over the
+same batches (other programs only ever add time), 1 BLAS thread.
 """
 import argparse
 import os
 import random
 import sys
 import time
-from pathlib import Path
+
+from vs_commits import ROOT, SIZES, long_lines
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads: BLAS reads it once
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
-from vs_commits import SIZES, long_lines  # noqa: E402
 
 import microgpt as mg  # noqa: E402
 
 
 def matmul_shapes(cfg, B, T):
-    """(left shape, right shape) of every matrix product of one training step (see above)."""
+    """(left shape, right shape) of every matrix product of one training step; N = B * T rows.
+    Per layer, forward: x W^T for wq, wk, wv, wo (C x C), fc1 (4C x C), fc2 (C x 4C), and q k^T,
+    W v per head; backward: dy W and dy^T x for each W, and dout v^T, W^T dout, dlogits k,
+    dlogits^T q; then lm_head's three (V x C) once."""
     N, C, H, hd, V = B * T, cfg.n_embd, cfg.n_head, cfg.head_dim, cfg.vocab_size
     linears = [(C, C)] * 4 + [(4 * C, C), (C, 4 * C)]
     per_layer = []
@@ -61,34 +56,52 @@ def floor_runner(cfg, batches, dtype):
     return run
 
 
+class NumpyStep:
+    """Weights and Adam state of their own, and the NumPy engine's training step as microgpt.train()
+    runs it: loss and gradients into a reused buffer, adam_step, the retraction in sphere mode."""
+
+    def __init__(self, cfg, dtype="float64", seed=0):
+        self.cfg, self.step_no = cfg, 0
+        self.params = mg.init_params(cfg, seed=seed, dtype=dtype)
+        self.flat = mg.flat_buffer(self.params)
+        self.m, self.v = np.zeros_like(self.flat), np.zeros_like(self.flat)
+        self.flat_grad, self.grads = mg.alloc_params(cfg, dtype)  # grads: views into flat_grad
+
+    def update(self, batch):
+        loss = self.loss_and_grads(batch)
+        mg.adam_step(self.flat, self.flat_grad, self.m, self.v, self.step_no, 10_000)
+        if self.cfg.norm == "sphere":
+            mg.retract(self.params, self.cfg)
+        self.step_no += 1
+        return loss
+
+    def loss_and_grads(self, batch):  # the loss of the batch; its gradients into self.grads
+        return mg.loss_and_grads(self.params, batch, self.cfg, engine="numpy", out=self.grads)[0]
+
+
 def step_runner(cfg, batches, dtype):
     """A function that runs microgpt's training step on every batch in `batches`."""
-    params = mg.init_params(cfg, seed=0, dtype=dtype)
-    flat = mg.flat_buffer(params)
-    m, v = np.zeros_like(flat), np.zeros_like(flat)
-    g, grads = mg.alloc_params(cfg, dtype)
-
-    def run():
-        for i, batch in enumerate(batches):
-            mg.loss_and_grads(params, batch, cfg, engine="numpy", out=grads)
-            mg.adam_step(flat, g, m, v, i, 10_000, 0.01)
-            if cfg.norm == "sphere":
-                mg.retract(params, cfg)
-
-    return run
+    stepper = NumpyStep(cfg, dtype)
+    return lambda: [stepper.update(batch) for batch in batches]
 
 
-def best_time(run, rounds):
-    run()  # warm up
+def time_calls(run, rounds, pick=min, warmup=1):
+    """pick() of the seconds of `rounds` calls of run(), after `warmup` calls."""
+    for _ in range(warmup):
+        run()
     times = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         run()
         times.append(time.perf_counter() - t0)
-    return min(times)
+    return pick(times)
 
 
-def table(quick=False, log=print):
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def table(quick=False, log=log):
     """Markdown rows: per size and norm, ms per step, the floor's ms, and floor / step."""
     docs = list(mg.load_corpus("names"))
     random.Random(0).shuffle(docs)
@@ -105,8 +118,8 @@ def table(quick=False, log=print):
             cfg = mg.GPTConfig(vocab_size=len(vocab) + 1, norm=norm, **model)
             log(f"  {size} size, {norm} ...")
             rounds = 5 if quick else 41
-            step = best_time(step_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
-            floor = best_time(floor_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
+            step = time_calls(step_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
+            floor = time_calls(floor_runner(cfg, batches, dtype), rounds) / n_batches * 1e3
             rows.append(f"| {size} (batch {B}, {dtype.name}) | {norm} | {step:.3f} | {floor:.3f} | "
                         f"{floor / step:.0%} |")
     return rows
@@ -115,8 +128,7 @@ def table(quick=False, log=print):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer rounds and batches (rough numbers)")
-    args = p.parse_args(argv)
-    print("\n".join(table(args.quick, log=lambda msg: print(msg, file=sys.stderr, flush=True))))
+    print("\n".join(table(p.parse_args(argv).quick)))
 
 
 if __name__ == "__main__":

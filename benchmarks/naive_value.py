@@ -1,16 +1,9 @@
 """naive_value.py -- the reference scalar design, kept as a benchmark baseline and counter-example.
 
-This is the `Value` of Karpathy's microgpt / micrograd as most people first
-write it: plain-number constants are wrapped in nodes of their own, `a - b` is
-`a + (-b)` and `a / b` is `a * b**-1` (two or three nodes instead of one), and
-the topological sort is recursive. It computes the same numbers as value.py.
-
-benchmarks/bench.py runs the *same* chapter code (utils.linear, utils.softmax,
-utils.rmsnorm, microgpt.gpt) on both classes, so the speed ratio it prints is
-measured side by side instead of being quoted. It also serves notebook 01
-(notebooks/src/01_autograd_traced.py) as the recursive counter-example: its
-recursive topological sort hits RecursionError on a deep graph that value.py
-handles. Do not use this class for anything else: the project's engine is value.py.
+The `Value` of Karpathy's microgpt / micrograd as most people first write it: constants wrapped in
+nodes of their own, `a - b` as `a + (-b)` and `a / b` as `a * b**-1`, a recursive topological sort.
+Same numbers as value.py (bench.py runs the chapter code on both); notebook 01 shows its recursive
+sort failing (RecursionError) on a deep graph that value.py handles.
 """
 import math
 
@@ -49,6 +42,9 @@ class NaiveValue:
 
     def __neg__(self):
         return self * -1
+
+    def __abs__(self):  # as value.py: d|x|/dx = sign(x), taken as +1 at 0
+        return self if self.data >= 0 else -self
 
     def __radd__(self, other):
         return self + other

@@ -1,16 +1,14 @@
 """torch_microgpt.py -- microgpt's rmsnorm model in PyTorch eager, to time beside the NumPy engine.
 
-benchmarks/bench.py imports this when PyTorch happens to be installed (it is never a requirement of
-the project) and times one training step (forward, backward, the reference Adam) in float64 and
-float32 next to numpy_engine.py on the same model and the same batch. The math is microgpt.gpt's:
-x = rmsnorm(wte + wpe), per layer attention on rmsnorm(x) (no biases, causal) and a relu MLP on
-rmsnorm(x), both added to the residual, logits = lm_head x; `check_same_model` proves the loss
-equals the NumPy engine's to 1e-12 in float64 before anything is timed.
+benchmarks/bench.py imports this when PyTorch happens to be installed (it is never a requirement)
+and times a training step (forward, backward, the reference Adam) in float64 and float32 next to
+numpy_engine.py on the same model and batch. The math is microgpt.gpt's; `check_same_model` proves
+the loss equals the NumPy engine's to 1e-12 in float64 before anything is timed.
 """
-
 import math
 
 import torch
+from torch.nn.functional import cross_entropy, linear
 
 
 def rmsnorm(x):
@@ -37,19 +35,18 @@ class TorchGPT:
         for i in range(cfg.n_layer):
             p = f"layer{i}."
             xn = rmsnorm(x)
-            q, k, v = (F_linear(xn, w[p + n]).view(B, T, H, hd).transpose(1, 2)
+            q, k, v = (linear(xn, w[p + n]).view(B, T, H, hd).transpose(1, 2)
                        for n in ("attn_wq", "attn_wk", "attn_wv"))
             att = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
             att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
             y = (att @ v).transpose(1, 2).reshape(B, T, cfg.n_embd)
-            x = x + F_linear(y, w[p + "attn_wo"])
-            x = x + F_linear(F_linear(rmsnorm(x), w[p + "mlp_fc1"]).relu(), w[p + "mlp_fc2"])
-        logits = F_linear(x, w["lm_head"])
-        return torch.nn.functional.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+            x = x + linear(y, w[p + "attn_wo"])
+            x = x + linear(linear(rmsnorm(x), w[p + "mlp_fc1"]).relu(), w[p + "mlp_fc2"])
+        logits = linear(x, w["lm_head"])
+        return cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
 
-    def train_step(
-        self, inputs, targets, num_steps=10_000, lr=0.01, beta1=0.85, beta2=0.99, eps=1e-8
-    ):
+    def train_step(self, inputs, targets, num_steps=10_000, lr=0.01, beta1=0.85, beta2=0.99,
+                   eps=1e-8):
         for t in self.w.values():
             t.grad = None
         loss = self.loss(inputs, targets)
@@ -58,9 +55,8 @@ class TorchGPT:
         lr_t = lr * (1 - step / num_steps)
         with torch.no_grad():
             for k, p in self.w.items():
-                g = p.grad
-                self.m[k].mul_(beta1).add_(g, alpha=1 - beta1)
-                self.v[k].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                self.m[k].mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                self.v[k].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
                 m_hat = self.m[k] / (1 - beta1 ** (step + 1))
                 v_hat = self.v[k] / (1 - beta2 ** (step + 1))
                 p.sub_(lr_t * m_hat / (v_hat.sqrt() + eps))
@@ -68,14 +64,9 @@ class TorchGPT:
         return float(loss)
 
 
-def F_linear(x, w):
-    return torch.nn.functional.linear(x, w)
-
-
 def check_same_model(params, cfg, inputs, targets, numpy_loss):
     """The PyTorch loss of the same weights and batch, in float64, is the NumPy engine's (1e-12)."""
     model = TorchGPT(params, cfg, torch.float64)
     got = float(model.loss(torch.as_tensor(inputs), torch.as_tensor(targets)).detach())
     if abs(got - numpy_loss) > 1e-12 * abs(numpy_loss):
-        raise AssertionError(f"PyTorch loss {got!r} != NumPy engine loss {numpy_loss!r}: not the "
-                             "same model")
+        raise AssertionError(f"not the same model: PyTorch loss {got!r}, NumPy {numpy_loss!r}")
