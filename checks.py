@@ -1,10 +1,8 @@
-"""checks.py -- what the chapter's functions check at their door, besides the settings
-(settings.py).
+"""checks.py -- what the chapter's functions check at their door, besides each setting's rule.
 
-A learner calls loss_and_grads, sample or encode with whatever they have; a mistake there is one
-clear InputError instead of an IndexError deep in the model. These rules are part of the model's
-layer (they import nothing of harness/), so stepping through the chapter in a debugger never lands
-in the run's machinery:
+A learner calls train, loss_and_grads, sample or encode with whatever they have; a mistake there is
+one clear InputError instead of an IndexError deep in the model. These rules import nothing of
+harness/, so stepping through the chapter in a debugger never lands in the run's machinery:
 
     check_known(text, index)               every character is in the vocabulary
     check_vocab(vocab, cfg, where)         a vocabulary as build_vocab makes it

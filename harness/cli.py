@@ -42,8 +42,8 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 
 
 class RunSettings(SimpleNamespace):
-    """Every setting of one run (the names of settings.SETTINGS), and what the harness learned on
-    the way: lr_lowered_from, corpus_moved_from, run_id, fingerprint, notes."""
+    """Every setting of one run (settings.SETTINGS' names), and what the harness learned on the way:
+    lr_lowered_from, corpus_moved_from, run_id, fingerprint, notes."""
 
     def training(self):
         """train()'s settings."""
@@ -74,8 +74,7 @@ def build_parser():
 
 
 def check_args(a):
-    """Every given flag by its rule (a checkpoint's value obeys the same), and which flags go
-    together."""
+    """Every given flag by its rule (as a checkpoint's value), and which flags go together."""
     for row in SETTINGS:
         if getattr(a, row.name) is not None:
             check(row.name, getattr(a, row.name), row.flag)
@@ -130,8 +129,7 @@ def resumed_settings(a, resume, ckpt_path):
 
 
 def parse_args(argv=None):
-    """The flags, each checked by its rule, and which go together (argparse's own errors: one
-    line)."""
+    """The flags, each checked by its rule, and which go together (argparse's errors: one line)."""
     args = build_parser().parse_args(argv)
     check_args(args)
     return args
@@ -210,8 +208,7 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
 
 
 def sampling(args, seed, engine):
-    """sample()'s settings: the sampling flags (or their defaults), and the run's seed and
-    engine."""
+    """sample()'s settings: the sampling flags (or their defaults), the run's seed and engine."""
     values = {name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
               for name in ("num_samples", "temperature", "prompt")}
     return {**values, "seed": seed if args.seed is None else args.seed,

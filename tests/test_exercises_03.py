@@ -214,13 +214,6 @@ def count_params_from_the_offsets(cfg):
     return model_config.param_offsets(cfg)[1]
 
 
-# the lru_cache'd function behind param_offsets, called directly
-def count_params_from_the_cached_layout(cfg):
-    return model_config._offsets(cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size, cfg.norm)[
-        1
-    ]
-
-
 N_PARAMS_COPIES = copies(model_config.n_params)
 SHAPES_COPIES = copies(model_config.param_shapes)
 
@@ -238,9 +231,9 @@ def count_shapes_with(copy):
 @pytest.mark.parametrize(
     "copied",
     [count_params_copied, count_params_copied_shapes, count_params_copied_n_params,
-     count_params_from_the_offsets, count_params_from_the_cached_layout,
+     count_params_from_the_offsets,
      *map(count_with, N_PARAMS_COPIES), *map(count_shapes_with, SHAPES_COPIES)],
-    ids=["init_params", "param_shapes", "n_params", "param_offsets", "_offsets",
+    ids=["init_params", "param_shapes", "n_params", "param_offsets",
          "n_params-code_copy", "n_params-source_copy", "param_shapes-code_copy",
          "param_shapes-source_copy"],
 )

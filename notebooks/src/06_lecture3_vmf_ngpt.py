@@ -534,21 +534,35 @@ base = microgpt.baselines([microgpt.doc_tokens(d, vocab) for d in train_docs],
                           microgpt.GPTConfig(vocab_size=len(vocab) + 1))
 grad_probe = [microgpt.doc_tokens(d, vocab) for d in val_docs[:64]]   # a fixed batch: the gradient's size (§3.2)
 runs, grad_norms, histories = {}, {}, {}
+
+
+class Probe:
+    """An observer of train(), called twice a step: every 100 steps the norm of the whole gradient on
+    the fixed batch, and the weights' snapshots for the planetarium."""
+    def __init__(self, cfg, history):
+        self.cfg, self.history, self.record = cfg, history, []
+
+    def before_update(self, state, loss, grad):
+        if state.step == 0:
+            self.history.record(0, state.params)                  # the initial weights
+        return False                                              # (True would stop training)
+
+    def after_update(self, state, loss, drift):
+        if state.step == 1 or state.step % 100 == 0:
+            _, grads = microgpt.loss_and_grads(state.params, grad_probe, self.cfg, engine="numpy")
+            self.record.append((state.step, float(np.sqrt(sum(np.sum(g * g) for g in grads.values())))))
+        if self.history.due(state.step):
+            self.history.record(state.step, state.params, drift)
+        return False
+
+
 for norm in ("rmsnorm", "sphere"):
     cfg = microgpt.GPTConfig(vocab_size=len(vocab) + 1, norm=norm)
-    record = []
     histories[norm] = History(cfg, vocab, 1500)    # about 50 snapshots of the weights, for the planetarium (§6)
-
-    def probe(info, cfg=cfg, record=record):
-        """Every 100 steps: the norm of the whole gradient on the fixed batch (train calls this after each step)."""
-        if info["step"] == 1 or info["step"] % 100 == 0:
-            _, grads = microgpt.loss_and_grads(info["state"].params, grad_probe, cfg, engine="numpy")
-            record.append((info["step"], float(np.sqrt(sum(np.sum(g * g) for g in grads.values())))))
-
+    probe = Probe(cfg, histories[norm])
     runs[norm] = (cfg, microgpt.train(train_docs, val_docs, vocab, cfg, steps=1500, batch_size=16,
-                                      engine="numpy", eval_every=50, seed=42, progress=probe,
-                                      history=histories[norm]))
-    grad_norms[norm] = record
+                                      engine="numpy", eval_every=50, seed=42, observer=probe))
+    grad_norms[norm] = probe.record
 print(f"{len(docs)} names, vocab {len(vocab)} + BOS; baselines (val):",
       {k: round(v, 4) for k, v in base.items()})
 for norm, (_cfg, st) in runs.items():
@@ -655,8 +669,17 @@ steps_to = {norm: {name: next((step for step, loss in st.val_loss if loss <= t),
 def ms_per_training_step(cfg, steps=150):
     """Median wall time of one training step (loss, gradient, Adam, and the retraction in sphere mode), in ms."""
     stamps = []
+
+    class Clock:                                               # an observer: a time stamp after each step
+        def before_update(self, state, loss, grad):
+            return False
+
+        def after_update(self, state, loss, drift):
+            stamps.append(time.perf_counter())
+            return False
+
     microgpt.train(train_docs, val_docs, vocab, cfg, steps=steps, batch_size=16, engine="numpy", eval_every=steps,
-                   seed=42, progress=lambda info: stamps.append(time.perf_counter()))
+                   seed=42, observer=Clock())
     return 1000 * float(np.median(np.diff(stamps[:-1])))      # the last step also evaluates: left out
 
 
