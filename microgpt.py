@@ -227,11 +227,11 @@ def retract(params, cfg):
     """Sphere mode: each matrix back on the sphere along its embedding dimension, w / |w|, in place.
     Returns the norms it divided by: how far the update pushed each vector off (1: not at all)."""
     norms = []
-    for key, axis in sphere_axes(cfg).items():  # axis 1: unit rows; axis 0: unit columns
-        w = params[key]
-        norm = np.maximum(np.sqrt((w * w).sum(axis=axis, keepdims=True)), 1e-12)
-        w /= norm
-        norms.append(norm.ravel())
+    for key, axis in sphere_axes(cfg).items():
+        vectors = params[key] if axis == 1 else params[key].T  # unit rows, or unit columns
+        norm = np.maximum(np.sqrt(np.vecdot(vectors, vectors)), 1e-12)  # each row's |v|
+        vectors /= norm[:, None]
+        norms.append(norm)
     return norms
 
 
