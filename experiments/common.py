@@ -11,6 +11,7 @@ import shlex
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -27,6 +28,10 @@ SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
 # =========================================================================== the command line
 
 class Parser(argparse.ArgumentParser):
+    def __init__(self, prog, doc):  # --help shows the module docstring as written, examples too
+        super().__init__(prog=prog, description=doc,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+
     def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
         sys.exit(2)
@@ -88,14 +93,29 @@ def log(line):
     print(line, file=sys.stderr, flush=True)
 
 
+def cli(main):
+    """Decorate main(argv) -> markdown or None: print it; an InputError: one line, exit status 2."""
+    def run(argv=None):
+        try:
+            md = main(sys.argv[1:] if argv is None else list(argv))
+        except InputError as e:
+            log(f"{os.path.basename(main.__code__.co_filename)}: error: {e}")
+            return 2
+        if md:
+            print(md)
+        return 0
+    return run
+
+
 def command_line(script, argv):
     return " ".join([f"python experiments/{script}"] + [shlex.quote(a) for a in argv])
 
 
 # =========================================================================== files
 
-def output_folder(out):
-    """Create `out` if needed; InputError when it cannot be made or written."""
+def output_folder(out, study="", quick=False):
+    """Create `out` (default results/<study>[-quick]); InputError if it can't be made or written."""
+    out = out or os.path.join(HERE, "results", study + ("-quick" if quick else ""))
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as e:
@@ -120,6 +140,27 @@ def read_json(path, what):
             return json.load(f)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e}") from None
+
+
+def rerender(path, out, restore, n_png):
+    """--from-json: restore(raw, opts, PATH's folder) -> write(out), which writes the report."""
+    raw, folder = read_json(path, "read results from"), os.path.dirname(os.path.abspath(path))
+    try:
+        write = restore(raw, SimpleNamespace(**raw["options"]), folder)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
+    out = output_folder(out or folder)
+    md = write(out)
+    log(f"re-rendered results.md, results.json and {n_png} PNGs in {out} from {path}")
+    return md
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend: files only, no display needed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def save_fig(fig, path, title=None):
@@ -200,8 +241,7 @@ class Progress:
 # =========================================================================== measuring
 
 class MeasureAt:
-    """An observer of microgpt.train (silent): calls measure(step, params) after each update whose
-    step is in `steps`."""
+    """A silent observer of microgpt.train: measure(step, params) after the updates at `steps`."""
 
     def __init__(self, steps, measure):
         self.steps, self.measure = steps, measure
@@ -216,8 +256,7 @@ class MeasureAt:
 
 
 def steps_to_target(curve, target):
-    """First step at which the val curve [(step, loss), ...] reaches `target`, linearly
-    interpolated between the two eval points around the crossing; None if it never does."""
+    """First step at which [(step, loss), ...] reaches `target`, linear between points; or None."""
     for i, (step, loss) in enumerate(curve):
         if loss is not None and loss <= target:
             if i == 0:
@@ -275,8 +314,7 @@ class Sweep:
         self.anchors = {}     # (steps, seed) -> record: context_length.py's anchor runs
 
     def next_k(self, max_extend):
-        """Once every sweep run is in: the k to try beyond the edge where the best lr is (while
-        fewer than max_extend were added), or None after choosing best_k."""
+        """After the sweep: the k past the best lr's edge (max_extend times), else None: best_k."""
         ks = sorted(self.sweep)
         best = pick_best(self.sweep)
         edge = best in (ks[0], ks[-1])
@@ -290,8 +328,7 @@ class Sweep:
         return ", ".join(f"{lr_of(opts, k):.3g}" for k in sorted(self.sweep))
 
     def add(self, rec):
-        """Keep a finished run: a sweep run by its lattice k, a seed run by its seed, an anchor
-        run (context_length.py) by its length and seed."""
+        """Keep a finished run by its lattice k (sweep), seed (seeds) or (steps, seed) (anchor)."""
         if rec["phase"] == "sweep":
             self.sweep[rec["lr_k"]] = rec
         elif rec["phase"] == "seeds":
@@ -328,9 +365,8 @@ def pool(data, workers):
 
 
 class Scheduler:
-    """Every unit's lr sweep (one more lr beyond an edge while the best is there), then the runs at
-    the chosen lr; a subclass says what a job is (job, unit_of), what follows the choice, and what
-    to log (finish)."""
+    """Every unit's lr sweep, then the runs at the chosen lr; a subclass says what a job is (job,
+    unit_of), what follows the choice (chosen, anchor_steps), and what to log (finish)."""
 
     def __init__(self, units, opts, cache):
         self.units, self.opts, self.cache = units, opts, cache
@@ -342,17 +378,28 @@ class Scheduler:
             self.ready.append(self.job(unit, "sweep", k, self.opts.seed))
 
     def store(self, job, rec):
-        """Keep a finished run in its unit. Returns the unit if this run completed its sweep and
-        its lr is chosen now (else None; an lr beyond the edge may have been added)."""
+        """Keep a finished run in its unit. If it completes the sweep: one more lr beyond the
+        edge, or the chosen lr's runs (and chosen(unit)'s note to log is returned)."""
         self.records.append(rec)
         unit = self.unit_of(job)
         unit.add(rec)
-        if job["phase"] == "sweep" and all(r is not None for r in unit.sweep.values()):
-            k = unit.next_k(self.opts.max_extend)
-            if k is None:
-                return unit
+        if job["phase"] != "sweep" or any(r is None for r in unit.sweep.values()):
+            return None
+        k = unit.next_k(self.opts.max_extend)
+        if k is not None:
             self.sweep(unit, [k])
-        return None
+            return None
+        o = self.opts
+        for seed in range(o.seed + 1, o.seed + o.seeds + 1):
+            unit.seeds[seed] = None
+            self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
+            for steps in self.anchor_steps(unit):
+                unit.anchors[(steps, seed)] = None
+                self.ready.append(self.job(unit, "anchor", unit.best_k, seed, steps))
+        return self.chosen(unit)
+
+    def anchor_steps(self, unit):  # the lengths of the anchor runs per seed: context_length.py
+        return ()
 
     def run(self, run_job, data, key):
         """Train the ready jobs with run_job(job) in a pool(); finish(job, record, reused) may add

@@ -14,12 +14,11 @@ after every run: the same command continues an interrupted grid.
     python experiments/context_length.py --quick --out /tmp/q     # smoke test, seconds
     python experiments/context_length.py --from-json experiments/results/context_length/results.json
 """
-import argparse
+import functools
 import math
 import os
 import sys
 import time
-from types import SimpleNamespace
 
 import common
 import numpy as np
@@ -183,8 +182,7 @@ def run_job(job):
 
 
 def gate_job(job):
-    """The gate's question for one long run: the context gain (see context_gain) on every val
-    tile at job["checks"] evenly spaced steps, with the val loss."""
+    """One long run's val loss and context_gain on every val tile at job["checks"] even steps."""
     d = common.WORKER_DATA
     cfg = model_config(job, len(d["vocab"]) + 1)
     final_tiles = window_ids(d["final_tiles"], job["T"], d["vocab"])
@@ -206,10 +204,10 @@ def timing_job(job):
     return dict(job, ms_per_step=train_job(job, silent).ms_per_step)
 
 
-def run_gate_pilot(data, opts, log):
+def run_gate_pilot(data, opts, argv, out):
     """--gate-pilot: rmsnorm at the longest T (lr at --center, seed --seed), one run per length
     given, to choose the run length before the grid (whose gate is read from its own runs)."""
-    T = max(opts.contexts)
+    T, t0 = max(opts.contexts), time.perf_counter()
     jobs = [{"norm": "rmsnorm", "T": T, "steps": steps, "lr": lr_of(opts, opts.center),
              "seed": opts.seed, "checks": 8, **model_options(opts)} for steps in opts.gate_pilot]
     with common.pool(data, opts.workers) as executor:
@@ -219,7 +217,9 @@ def run_gate_pilot(data, opts, log):
             f"({r['cpu_seconds'] / 60:.0f} CPU min): " + "; ".join(
                 f"step {step}: val {loss:.4f}, gain {gain:+.4f}"
                 for step, loss, gain in r["checks"]))
-    return results
+    common.write_json(os.path.join(out, "gate_pilot.json"), {
+        "command": common.command_line("context_length.py", argv),
+        "wall_s": time.perf_counter() - t0, "machine": common.machine_info(), "runs": results})
 
 
 def model_options(opts):
@@ -264,21 +264,17 @@ class Grid(common.Scheduler):
     def unit_of(self, job):
         return self.units[(job["norm"], job["T"])]
 
+    def anchor_steps(self, unit):
+        return anchor_steps(self.opts) if unit.T in self.opts.anchor_contexts else ()
+
     def chosen(self, unit):
-        """The unit's lr is chosen: its seeds and anchor runs; the note to log."""
+        """The unit's lr is chosen (its seeds and anchor runs queued): the note to log."""
         o = self.opts
-        for seed in range(o.seed + 1, o.seed + o.seeds + 1):
-            unit.seeds[seed] = None
-            self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
-            for steps in anchor_steps(o) if unit.T in o.anchor_contexts else ():
-                unit.anchors[(steps, seed)] = None
-                self.ready.append(self.job(unit, "anchor", unit.best_k, seed, steps))
         return (f"  -> {unit.norm} T={unit.T}: lr {lr_of(o, unit.best_k):.3g} (tried "
                 f"{unit.tried(o)}" + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
 
     def finish(self, j, rec, reused):
-        unit = self.store(j, rec)
-        note = self.chosen(unit) if unit else None
+        note = self.store(j, rec)
         if not reused:
             self.n_trained += 1
             self.save(self.records)
@@ -294,15 +290,13 @@ class Grid(common.Scheduler):
         return (j["phase"] != "sweep", -j["steps"] * j["T"] ** 1.5,
                 abs(j["lr_k"] - self.opts.center))
 
-
-def run_grid(units, data, opts, cache, save, log):
-    """The records (taken from `cache`, run_key -> record, when there) and how many were trained
-    now; save(records) after each trained run."""
-    grid = Grid(units, opts, save, log, cache)
-    for unit in units.values():
-        grid.sweep(unit, range(opts.center - opts.sweep, opts.center + opts.sweep + 1))
-    grid.run(run_job, data, run_key)
-    return grid.records, grid.n_trained
+    def run(self, data):
+        """The records (from the cache when there), how many were trained now."""
+        for unit in self.units.values():
+            self.sweep(unit, range(self.opts.center - self.opts.sweep,
+                                   self.opts.center + self.opts.sweep + 1))
+        super().run(run_job, data, run_key)
+        return self.records, self.n_trained
 
 
 def timing_steps(T):
@@ -348,8 +342,7 @@ def mean_std(xs):
 
 
 def speedup(rms, sph):
-    """r = rmsnorm steps / sphere steps to l*, the worse of the two final losses (None if a run
-    diverged)."""
+    """r = rmsnorm / sphere steps to l*, the worse of the two final losses; None if one diverged."""
     if rms["final_val"] is None or sph["final_val"] is None:
         return None
     target = max(rms["final_val"], sph["final_val"])
@@ -374,16 +367,6 @@ def context_gain(per_position):
     T = len(per_position)
     lo, hi = near_band(T)
     return float(np.mean(per_position[lo:hi]) - np.mean(per_position[T // 2:]))
-
-
-def units_from_records(opts, records):
-    """The units (sweeps, chosen lrs, seeds, anchors) again from the run records."""
-    units = plan(opts)
-    for r in records:
-        units[(r["norm"], r["T"])].add(r)
-    for u in units.values():
-        u.restore(2 * opts.sweep + 1, f"{u.norm} at T={u.T}")
-    return units
 
 
 def summarize_row(T, units, opts, timing, seeds):
@@ -702,10 +685,7 @@ def plot_curves(ax, row, summary, seed_runs, data):
 
 
 def plots(summary, records, data, opts, out):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = common.pyplot()
     seed_runs = {(r["norm"], r["T"], r["seed"]): r for r in records if r["phase"] == "seeds"}
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
     plot_speedup(axes[0], summary)
@@ -761,7 +741,7 @@ def load_pilot(folder):
     return common.read_json(path, "read") if os.path.exists(path) else None
 
 
-def report(summary, records, data, opts, info, timing, out, pilot):
+def report(summary, records, data, opts, info, timing, pilot, out):
     md = markdown(summary, data, opts, info, pilot)
     common.write_json(os.path.join(out, "results.json"), {
         "complete": True, "options": vars(opts), "data": data, "info": info, "timing": timing,
@@ -771,18 +751,16 @@ def report(summary, records, data, opts, info, timing, out, pilot):
     return md
 
 
-def rerender(path, out):
-    """--from-json: results.md and the figures again from a results.json (no training)."""
-    raw = common.read_json(path, "read results from")
-    try:
-        opts = SimpleNamespace(**raw["options"])
-        units = units_from_records(opts, raw["runs"])
-        data, info, timing, records = raw["data"], raw["info"], raw.get("timing"), raw["runs"]
-    except (KeyError, TypeError, AttributeError) as e:
-        raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
-    out = common.output_folder(out or os.path.dirname(os.path.abspath(path)))
-    pilot = load_pilot(os.path.dirname(os.path.abspath(path)))
-    return report(summarize(units, opts, timing), records, data, opts, info, timing, out, pilot)
+def restore(raw, opts, folder):
+    """--from-json: the units from the run records (and gate_pilot.json beside): a report writer."""
+    units = plan(opts)
+    for r in raw["runs"]:
+        units[(r["norm"], r["T"])].add(r)
+    for u in units.values():
+        u.restore(2 * opts.sweep + 1, f"{u.norm} at T={u.T}")
+    summary = summarize(units, opts, raw.get("timing"))
+    return functools.partial(report, summary, raw["runs"], raw["data"], opts, raw["info"],
+                             raw.get("timing"), load_pilot(folder))
 
 
 # =========================================================================== CLI
@@ -793,8 +771,7 @@ QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend"
 
 
 def parser():
-    p = common.Parser(prog="context_length.py", description=__doc__,
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.Parser("context_length.py", __doc__)
     add, pos_int, int_list = p.add_argument, common.pos_int, common.int_list
     nonneg_int = common.nonneg_int
     add("--out", help="output directory (default experiments/results/context_length[-quick]/)")
@@ -856,10 +833,10 @@ def check_options(opts):
     opts.tile = max(opts.contexts)
 
 
-def run(opts, argv, data, dinfo, out, previous):
-    """The grid (or only the timing), continuing from `previous`; returns the markdown or None."""
-    cache, timing, invocations = previous
+def run(opts, argv, data, dinfo, out):
+    """The grid (or only the timing), continuing the results.json in `out`; markdown or None."""
     path = os.path.join(out, "results.json")
+    cache, timing, invocations = load_previous(path, opts, dinfo)
     command = common.command_line("context_length.py", argv)
     started, load_start, t0 = common.now_utc(), common.load_average(), time.perf_counter()
     log(f"shakespeare: {len(data['train_plays'])} train plays ({dinfo['n_train_chars']:,} chars), "
@@ -885,7 +862,7 @@ def run(opts, argv, data, dinfo, out, previous):
         log(f"wrote the per-step timing into {path}")
         return None
     units = plan(opts)
-    records, n_trained = run_grid(units, data, opts, cache, save, log)
+    records, n_trained = Grid(units, opts, save, log, cache).run(data)
     if (timing is None or opts.retime
             or any("ms_min" not in timing.get(str(T), {}) for T in opts.contexts)):
         timing = run_timing(data, opts, log)
@@ -894,44 +871,25 @@ def run(opts, argv, data, dinfo, out, previous):
                                 ("sweep", "seeds", "anchor").index(r["phase"]), r["steps"],
                                 r["lr_k"], r["seed"]))
     md = report(summarize(units, opts, timing), records, dinfo, opts,
-                info_now(n_trained, records), timing, out, load_pilot(out))
+                info_now(n_trained, records), timing, load_pilot(out), out)
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "
         f"results.json and 2 PNGs to {out}")
     return md
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
+@common.cli
+def main(argv):
     opts = common.parse(parser(), argv, QUICK)
     opts.anchor_fractions = [4, 2]
-    try:
-        if opts.from_json:
-            md = rerender(opts.from_json, opts.out)
-            log(f"re-rendered results.md, results.json and 2 PNGs from {opts.from_json}")
-            print(md)
-            return 0
-        check_options(opts)
-        data = load_data(opts)
-        dinfo = data_info(data, opts)
-        label = "context_length" + ("-quick" if opts.quick else "")
-        out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
-        if not opts.gate_pilot:
-            previous = load_previous(os.path.join(out, "results.json"), opts, dinfo)
-    except InputError as e:
-        log(f"context_length.py: error: {e}")
-        return 2
+    if opts.from_json:
+        return common.rerender(opts.from_json, opts.out, restore, 2)
+    check_options(opts)
+    data = load_data(opts)
+    dinfo = data_info(data, opts)
+    out = common.output_folder(opts.out, "context_length", opts.quick)
     if opts.gate_pilot:
-        t0 = time.perf_counter()
-        results = run_gate_pilot(data, opts, log)
-        common.write_json(os.path.join(out, "gate_pilot.json"), {
-            "command": common.command_line("context_length.py", argv),
-            "wall_s": time.perf_counter() - t0, "machine": common.machine_info(),
-            "runs": results})
-        return 0
-    md = run(opts, argv, data, dinfo, out, previous)
-    if md:
-        print(md)
-    return 0
+        return run_gate_pilot(data, opts, argv, out)  # writes gate_pilot.json, no report
+    return run(opts, argv, data, dinfo, out)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ matching runs from an earlier results.json, and --from-json re-renders the repor
     python experiments/scaling.py --seeds 5 --reuse experiments/results/scaling/results.json
     python experiments/scaling.py --quick --out /tmp/q         # smoke test, seconds
 """
-import argparse
+import functools
 import hashlib
 import math
 import os
@@ -80,8 +80,7 @@ class Unit(common.Sweep):
 
 
 def build_plan(opts):
-    """The units in a fixed order, each with its parent (the neighbouring cell towards the base
-    point, same model)."""
+    """The units in a fixed order; a unit's parent: the same model, one cell nearer the base."""
     base = (opts.lengths[0], opts.layers[0], opts.widths[0])
     axes = {"length": [(steps, base[1], base[2]) for steps in opts.lengths],
             "depth": [(base[0], n, base[2]) for n in opts.layers],
@@ -109,8 +108,7 @@ class Study(common.Scheduler):
         self.n_reused, self.progress = 0, common.Progress(opts.workers)
 
     def job(self, unit, phase, k, seed):
-        steps, n_layer, n_embd = unit.cell
-        o = self.opts
+        (steps, n_layer, n_embd), o = unit.cell, self.opts
         return {"unit": unit.key, "model": unit.model, "steps": steps, "n_layer": n_layer,
                 "n_embd": n_embd, "n_head": o.n_head, "block_size": o.block_size,
                 "batch_size": o.batch_size, "lr": lr_of(o, k), "lr_k": k, "seed": seed,
@@ -124,11 +122,8 @@ class Study(common.Scheduler):
         self.sweep(unit, range(center - half, center + half + 1))
 
     def chosen(self, unit):
-        """The unit's lr is chosen: its seeds, its children's sweeps; the note to log."""
+        """The unit's lr is chosen (its seeds queued): its children's sweeps; the note to log."""
         o = self.opts
-        for seed in range(o.seed + 1, o.seed + o.seeds + 1):
-            unit.seeds[seed] = None
-            self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
         for child in unit.children:
             self.start(child, unit.best_k, o.sweep)
         steps, n_layer, n_embd = unit.cell
@@ -147,8 +142,7 @@ class Study(common.Scheduler):
         return (j["phase"] != "sweep", -j["steps"] * j["n_layer"] * j["n_embd"])
 
     def finish(self, j, rec, reused):
-        unit = self.store(j, rec)
-        note = self.chosen(unit) if unit else None
+        note = self.store(j, rec)
         self.n_reused += reused
         pending = [x for x in self.ready + self.planned() if run_key(x) not in self.cache]
         pending += [x for x, _ in self.running.values()]
@@ -222,17 +216,14 @@ def summarize(axes, units, data, opts):
 
 # =========================================================================== markdown
 
-def _pm(mean, std, nd=3, sign=False):
-    if mean is None:
-        return "—"
+def _pm(mean, std, nd=3, sign=False):  # a None mean (its std None too) shows as "—"
     return fmt(mean, nd, sign) + ("" if std is None else f" ± {std:.{nd}f}")
 
 
 def _lr_cell(row):
     lrs = [lr for lr, _ in row["sweep"]]
     note = f"{row['best_lr']:.3g} (tried {min(lrs):.3g}–{max(lrs):.3g}, {len(lrs)} lrs"
-    if row["extended"]:
-        note += f", extended {row['extended']}×"
+    note += f", extended {row['extended']}×" if row["extended"] else ""
     return note + (", **best at the edge**)" if row["at_edge"] else ")")
 
 
@@ -418,11 +409,9 @@ def plot_gap(plt, summary, axis, label, bigram, opts, out):
             for x, r in zip(xs, rows):
                 points = [v for v in r[key] if v is not None]
                 ax.plot([x * off] * len(points), points, ".", color=COLORS[model], alpha=0.5)
-            mean = "final_mean" if key == "finals" else "gap_mean"
-            std = "final_std" if key == "finals" else "gap_std"
-            ax.errorbar([x * off for x in xs], [r[mean] for r in rows],
-                        [r[std] or 0 for r in rows], marker="o", capsize=3,
-                        color=COLORS[model], label=name)
+            mean, std = ("final_mean", "final_std") if key == "finals" else ("gap_mean", "gap_std")
+            ax.errorbar([x * off for x in xs], [r[mean] for r in rows], [r[std] or 0 for r in rows],
+                        marker="o", capsize=3, color=COLORS[model], label=name)
     ax2.axhline(0, color="k", lw=1)
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2 if axis != "length" else 10)
@@ -458,8 +447,6 @@ def plot_length_curves(plt, summary, data, bigram, out):
 
 def plot_lr_sweeps(plt, summary, opts, out):
     """lr_sweeps.png: one panel per axis, one line per (model, cell)."""
-    from matplotlib.ticker import NullLocator
-
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.3))
     for (axis, _field, _label), ax in zip(AXES, axes):
         cells = summary[axis]["cells"]
@@ -477,7 +464,7 @@ def plot_lr_sweeps(plt, summary, opts, out):
         ticks = sorted({lr for c in cells for row in c["rows"] for lr, _ in row["sweep"]})
         ax.set_xticks(ticks)
         ax.set_xticklabels([f"{t:.3g}" for t in ticks], fontsize=7)
-        ax.xaxis.set_minor_locator(NullLocator())
+        ax.minorticks_off()
         ax.set(xlabel="peak learning rate", ylabel=f"final val loss (seed {opts.seed})",
                title=f"lr sweeps, {axis} axis (star: chosen)")
         ax.legend(fontsize=6, ncol=2)
@@ -485,10 +472,7 @@ def plot_lr_sweeps(plt, summary, opts, out):
 
 
 def plots(summary, data, opts, out):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = common.pyplot()
     bigram = data["baselines"]["bigram"]
     for axis, _field, label in AXES:
         plot_gap(plt, summary, axis, label, bigram, opts, out)
@@ -503,8 +487,7 @@ QUICK = {"lengths": [10, 20], "layers": [1, 2], "widths": [16, 32], "seeds": 2, 
 
 
 def parser():
-    p = common.Parser(prog="scaling.py", description=__doc__,
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.Parser("scaling.py", __doc__)
     add = p.add_argument
     add("--corpus", default=DEFAULT_CORPUS,
         help="UTF-8 text file, one doc per line (default ../shared/data/names.txt)")
@@ -527,11 +510,11 @@ def parser():
         help="seeds per model and cell at its chosen lr (default 3; seeds SEED+1..SEED+N)")
     add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
     add("--lr0", type=float, default=0.01, help="the lr lattice lr0*2^(k/2) (default 0.01)")
-    add("--base-sweep", type=int, default=2,
+    add("--base-sweep", type=common.nonneg_int, default=2,
         help="the base cell sweeps k = -B..B on the lattice (default 2: 5 lrs, 0.005..0.02)")
-    add("--sweep", type=int, default=1,
+    add("--sweep", type=common.nonneg_int, default=1,
         help="other cells sweep k*-S..k*+S around the neighbour's best k* (default 1: 3 lrs)")
-    add("--max-extend", type=int, default=6,
+    add("--max-extend", type=common.nonneg_int, default=6,
         help="lrs added, one at a time, beyond the edge where the best lr is (default 6)")
     add("--batch-size", type=common.pos_int, default=16, help="docs per step (default 16)")
     add("--n-head", type=common.pos_int, default=4, help="attention heads (default 4)")
@@ -549,9 +532,6 @@ def parser():
 
 
 def check_options(opts):
-    for name in ("base_sweep", "sweep", "max_extend"):
-        if getattr(opts, name) < 0:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(opts, name)}")
     if not (math.isfinite(opts.lr0) and opts.lr0 > 0):
         raise InputError(f"--lr0 must be a positive number, got {opts.lr0}")
     for width in opts.widths:
@@ -581,8 +561,7 @@ def load_data(opts):
 
 
 def load_cache(opts, data):
-    """--reuse: the runs of an earlier results.json by run_key, if it used the same corpus, split
-    and val docs; and where they came from."""
+    """--reuse: an earlier results.json's runs by run_key (same corpus, split, val docs), origin."""
     raw = common.read_json(opts.reuse, "reuse runs from")
     try:
         old, info = raw["options"], raw["info"]
@@ -599,16 +578,6 @@ def load_cache(opts, data):
         raise InputError(f"cannot reuse runs from {opts.reuse!r}: another corpus, --split-seed or "
                          "--val-docs")
     return cache, reused_from
-
-
-def units_from_records(opts, records):
-    """The plan's units (sweeps, chosen lrs, extensions, seeds) again from the run records."""
-    base, axes, units = build_plan(opts)
-    for r in records:
-        units[(r["model"], r["steps"], r["n_layer"], r["n_embd"])].add(r)
-    for unit in units.values():
-        unit.restore(2 * (opts.base_sweep if unit.parent is None else opts.sweep) + 1, unit.key)
-    return base, axes, units
 
 
 def report(units, axes, base, data, opts, info, records, out):
@@ -631,29 +600,24 @@ def report(units, axes, base, data, opts, info, records, out):
     return md
 
 
-def rerender(path, out):
-    """--from-json: results.md and the plots again from an earlier results.json (no training)."""
-    raw = common.read_json(path, "read results from")
-    try:
-        opts = SimpleNamespace(**raw["options"])
-        base, axes, units = units_from_records(opts, raw["runs"])
-        keys = ("n_docs", "n_train", "n_val_full", "n_val_used", "baselines", "corpus_sha256")
-        data = {k: raw[k] for k in keys}
-        data.update(corpus=raw["corpus"], vocab=list(raw["vocab"]))
-        info = raw["info"]
-    except (KeyError, TypeError, AttributeError) as e:
-        raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
-    out = common.output_folder(out or os.path.dirname(os.path.abspath(path)))
-    return report(units, axes, base, data, opts, info, raw["runs"], out), out
+def restore(raw, opts, _folder):
+    """--from-json: the plan's units again from the run records; a writer of the report."""
+    base, axes, units = build_plan(opts)
+    for r in raw["runs"]:
+        units[(r["model"], r["steps"], r["n_layer"], r["n_embd"])].add(r)
+    for unit in units.values():
+        unit.restore(2 * (opts.base_sweep if unit.parent is None else opts.sweep) + 1, unit.key)
+    keys = ("n_docs", "n_train", "n_val_full", "n_val_used", "baselines", "corpus_sha256")
+    data = dict({k: raw[k] for k in keys}, corpus=raw["corpus"], vocab=list(raw["vocab"]))
+    return functools.partial(report, units, axes, base, data, opts, raw["info"], raw["runs"])
 
 
 def study(opts, argv):
-    """Train the study (InputError before anything is trained); return the markdown and --out."""
+    """Train the study (InputError before anything is trained); return the markdown."""
     check_options(opts)
     data = load_data(opts)
     cache, reused_from = load_cache(opts, data) if opts.reuse else ({}, None)
-    label = "scaling" + ("-quick" if opts.quick else "")
-    out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
+    out = common.output_folder(opts.out, "scaling", opts.quick)
     base, axes, units = build_plan(opts)
     started, load_start = common.now_utc(), common.load_average()
     log(f"corpus {opts.corpus}: {data['n_docs']} docs, {data['n_train']} train, "
@@ -672,20 +636,11 @@ def study(opts, argv):
     return md
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
+@common.cli
+def main(argv):
     opts = common.parse(parser(), argv, QUICK)
-    try:
-        if opts.from_json:
-            md, out = rerender(opts.from_json, opts.out)
-            log(f"re-rendered results.md, results.json and 5 PNGs in {out}")
-        else:
-            md = study(opts, argv)
-    except InputError as e:
-        log(f"scaling.py: error: {e}")
-        return 2
-    print(md)
-    return 0
+    return (common.rerender(opts.from_json, opts.out, restore, 5) if opts.from_json
+            else study(opts, argv))
 
 
 if __name__ == "__main__":

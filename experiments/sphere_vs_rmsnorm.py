@@ -10,7 +10,6 @@ pair. experiments/README.md gives the results.
     python experiments/sphere_vs_rmsnorm.py                       # corpus `names`
     python experiments/sphere_vs_rmsnorm.py --quick --out /tmp/q  # seconds
 """
-import argparse
 import os
 import sys
 import time
@@ -27,8 +26,7 @@ from numpy_engine import baselines, evaluate
 # =========================================================================== measuring
 
 def eval_points(steps, n_log=32, n_lin=16):
-    """Steps at which val loss is measured: log-spaced (dense early, where targets are crossed
-    first), evenly spaced, and the last step. Step 0 (the init) is measured too."""
+    """Eval steps after 0 (the init): log-spaced (dense early, where targets are crossed), even."""
     points = set(np.unique(np.geomspace(1, steps, n_log).round().astype(int)).tolist())
     points |= set(np.linspace(0, steps, n_lin + 1).round().astype(int).tolist())
     return sorted(p for p in points if 0 < p <= steps)
@@ -70,8 +68,7 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
 
 def arms_for(setting, opts, main_setting):
     """The arms (model variants) trained in one (batch_size, n_layer) setting."""
-    arms = [{"name": "rmsnorm", "norm": "rmsnorm"},
-            {"name": "sphere", "norm": "sphere"},
+    arms = [{"name": "rmsnorm", "norm": "rmsnorm"}, {"name": "sphere", "norm": "sphere"},
             {"name": "sphere+riemannian", "norm": "sphere", "riemannian": True}]
     if setting != main_setting:
         return arms
@@ -89,9 +86,8 @@ def arms_for(setting, opts, main_setting):
 
 
 def run_all(data, opts):
-    """Every arm's sweep, then its seeds at the sweep's best lr, one run after the other. Returns
-    the settings, the main one, the arms, the results {(setting, arm name): {"arm", "sweep",
-    "best_lr", "seeds"}} and the (wall, CPU) seconds."""
+    """Every arm's sweep, then its seeds at the best lr, one run after the other: the settings,
+    the main one, the arms, {(setting, arm name): {"arm", "sweep", "best_lr", "seeds"}}, runtime."""
     settings = [(b, n) for n in opts.n_layers for b in opts.batch_sizes]
     main_setting = (opts.batch_sizes[-1], opts.n_layers[0])
     arms = {setting: arms_for(setting, opts, main_setting) for setting in settings}
@@ -130,8 +126,7 @@ def mean_std(xs):
 
 
 def to_target(runs, rms_runs, target):
-    """Steps to `target` of each run and, per seed pair (same init draws, same data order),
-    rmsnorm's steps / the run's steps."""
+    """Steps to `target` per run, and rmsnorm's / the run's per seed pair (same init and data)."""
     steps = [None if target is None else steps_to_target(r["val_curve"], target) for r in runs]
     rms = [None if target is None else steps_to_target(r["val_curve"], target) for r in rms_runs]
     ratios = [a / b for a, b in zip(rms, steps) if a is not None and b is not None and b > 0]
@@ -161,8 +156,7 @@ def scales_row(runs):
 def summarize(settings, arms, results, data):
     summary = {}
     for setting in settings:
-        rms = results[(setting, "rmsnorm")]["seeds"]
-        sphere = results[(setting, "sphere")]["seeds"]
+        rms, sphere = (results[(setting, name)]["seeds"] for name in ("rmsnorm", "sphere"))
         targets = {"T1": max_final(rms), "T2": data["baselines"]["bigram"], "T3": max_final(sphere)}
         rows = []
         for arm in arms[setting]:
@@ -372,10 +366,7 @@ def plot_sensitivity(plt, summary, main_setting, arms, results, data, out):
 
 
 def plots(summary, settings, main_setting, arms, results, data, opts, out):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = common.pyplot()
     plot_curves(plt, summary, settings, arms, results, data, opts, out)
     plot_scales(plt, main_setting, results, out)
     plot_sensitivity(plt, summary, main_setting, arms, results, data, out)
@@ -388,8 +379,7 @@ QUICK = {"steps": 40, "seeds": 2, "lrs": [3e-3, 1e-2], "batch_sizes": [4], "n_la
 
 
 def parser():
-    p = common.Parser(prog="sphere_vs_rmsnorm.py", description=__doc__,
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.Parser("sphere_vs_rmsnorm.py", __doc__)
     add = p.add_argument
     add("--corpus", default="names",
         help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line")
@@ -453,15 +443,11 @@ def load_data(opts):
                 corpus_label=corpus_label(opts.corpus), eval_points=eval_points(opts.steps))
 
 
-def main(argv=None):
+@common.cli
+def main(argv):
     opts = common.parse(parser(), argv, QUICK)
-    try:
-        data = load_data(opts)
-        label = data["corpus_label"] + ("-quick" if opts.quick else "")
-        out = common.output_folder(opts.out or os.path.join(common.HERE, "results", label))
-    except InputError as e:
-        log(f"sphere_vs_rmsnorm.py: error: {e}")
-        return 2
+    data = load_data(opts)
+    out = common.output_folder(opts.out, data["corpus_label"], opts.quick)
     log(f"corpus {opts.corpus}: {data['n_docs']} docs, {len(data['train'])} train, "
         f"{len(data['val'])} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
         f"writing to {out}")
@@ -483,10 +469,9 @@ def main(argv=None):
                  for ((bs, n), name), rec in results.items()]})
     common.write_text(os.path.join(out, "results.md"), md)
     plots(summary, settings, main_setting, arms, results, data, opts, out)
-    print(md)
     log(f"done in {fmt_time(runtime[0])} wall ({fmt_time(runtime[1])} CPU); wrote results.md, "
         f"results.json and 4 PNGs to {out}")
-    return 0
+    return md
 
 
 if __name__ == "__main__":
