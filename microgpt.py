@@ -229,7 +229,7 @@ def retract(params, cfg):
     norms = []
     for key, axis in sphere_axes(cfg).items():
         vectors = params[key] if axis == 1 else params[key].T  # unit rows, or unit columns
-        norm = np.maximum(np.sqrt(np.vecdot(vectors, vectors)), 1e-12)  # each row's |v|
+        norm = np.sqrt(np.vecdot(vectors, vectors))  # each row's |v|
         vectors /= norm[:, None]
         norms.append(norm)
     return norms

@@ -12,6 +12,8 @@ moments use the same layout, so the optimizer is one update of the whole buffer.
 """
 import math
 from dataclasses import dataclass, field, replace
+from functools import cache
+from types import MappingProxyType
 
 import numpy as np
 
@@ -120,6 +122,7 @@ def scale_factors(cfg):
             "mlp_alpha": cfg.alpha_init / base, "sz": cfg.sz_init / base}
 
 
+@cache  # (a config is frozen: its layout is computed once; every training step asks for it)
 def param_shapes(cfg):
     """(key, shape) of every parameter, in the reference order (also the flat layout's)."""
     C, V = cfg.n_embd, cfg.vocab_size
@@ -130,12 +133,11 @@ def param_shapes(cfg):
         for i in range(cfg.n_layer):
             shapes += [(f"layer{i}.{name}", (n,)) for name, n in layer_scales(C)]
         shapes += [("sz", (V,))]
-    return shapes
+    return tuple(shapes)
 
 
 def n_params(cfg):
-    """The number of parameters, by formula (param_shapes would list 60 million keys for n_layer =
-    10^7)."""
+    """The number of parameters, by formula (for n_layer = 10^7 too, without listing them)."""
     C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
     per_layer = sum(math.prod(shape) for _, shape, _ in layer_shapes(C))
     if cfg.norm == "sphere":
@@ -150,13 +152,14 @@ def n_param_arrays(cfg):
     return 3 + cfg.n_layer * per_layer + (cfg.norm == "sphere")
 
 
+@cache
 def sphere_axes(cfg):
     """key -> axis along which a matrix is unit-normalized in sphere mode: its embedding dimension
-    (rows of wte, wpe and lm_head; per layer the axis of layer_shapes)."""
+    (rows of wte, wpe and lm_head; per layer the axis of layer_shapes). Read-only."""
     axes = {"wte": 1, "wpe": 1, "lm_head": 1}
     for i in range(cfg.n_layer):
         axes.update({f"layer{i}.{name}": axis for name, _, axis in layer_shapes(cfg.n_embd)})
-    return axes
+    return MappingProxyType(axes)
 
 
 def unit_vector_count(cfg):
@@ -201,8 +204,7 @@ def param_offsets(cfg):
 
 
 def alloc_params(cfg, dtype=np.float64):
-    """One contiguous buffer of zeros (float64, or float32) and a dict of views into it, one per
-    parameter."""
+    """A flat buffer of zeros (float64 or float32) and a dict of views into it, one per key."""
     flat = np.zeros(param_offsets(cfg)[1], dtype=check_dtype(dtype))
     return flat, param_views(flat, cfg)
 

@@ -63,12 +63,15 @@ class Block:
 class ResidualStep:
     """nGPT's step h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h)))."""
     h: np.ndarray             # (N, C) the stream before the step
+    h_unit: np.ndarray        # (N, C) Norm(h)
     h_norm: np.ndarray        # (N, 1) |h|
     h_block: np.ndarray       # (N, C) the block's output
+    block_unit: np.ndarray    # (N, C) Norm(h_block)
     block_norm: np.ndarray    # (N, 1) |h_block|
     alpha: np.ndarray         # (C,) the effective alpha: |stored| * its scale factor
     direction: np.ndarray     # (N, C) Norm(h_block) - Norm(h)
     r: np.ndarray             # (N, C) Norm(h) + alpha * direction
+    out: np.ndarray           # (N, C) Norm(r): the stream after the step
     r_norm: np.ndarray        # (N, 1) |r|
 
 
@@ -179,16 +182,19 @@ def residual_step_forward(h, h_block, alpha):
     direction = block_unit - h_unit
     r = h_unit + alpha * direction
     out, r_norm = l2_normalize_np(r, return_norm=True)
-    return out, ResidualStep(h, h_norm, h_block, block_norm, alpha, direction, r, r_norm)
+    return out, ResidualStep(h, h_unit, h_norm, h_block, block_unit, block_norm, alpha,
+                             direction, r, out, r_norm)
 
 
 def residual_step_backward(dout, step):
     """(dh, dh_block, dalpha) of residual_step_forward, from
         r = Norm(h) (1 - alpha) + alpha Norm(h_block):  dalpha = sum over rows of dr * direction."""
-    dr = l2_normalize_np_backward(dout, step.r, norm=step.r_norm)
+    dr = l2_normalize_np_backward(dout, step.r, norm=step.r_norm, y=step.out)
     dalpha = (dr * step.direction).sum(axis=0)
-    dh = l2_normalize_np_backward(dr * (1.0 - step.alpha), step.h, norm=step.h_norm)
-    dh_block = l2_normalize_np_backward(dr * step.alpha, step.h_block, norm=step.block_norm)
+    dh = l2_normalize_np_backward(dr * (1.0 - step.alpha), step.h, norm=step.h_norm,
+                                  y=step.h_unit)
+    dh_block = l2_normalize_np_backward(dr * step.alpha, step.h_block, norm=step.block_norm,
+                                        y=step.block_unit)
     return dh, dh_block, dalpha
 
 
@@ -271,8 +277,7 @@ def _forward_rmsnorm(params, tokens, cfg):
 
 
 def _effective(params, key, factor):
-    """A stored nGPT scale at the size the forward pass uses: stored * factor (|stored| for the
-    alphas), as gpt_sphere writes it."""
+    """A stored nGPT scale at the size gpt_sphere uses: stored * factor (|stored|: the alphas)."""
     stored = params[key]
     return (np.abs(stored) if key.endswith("alpha") else stored) * factor[key.split(".")[-1]]
 
@@ -397,12 +402,15 @@ def _backward_sphere(dlogits, acts, params, cfg, grads):
         dq, dk = dq.transpose(0, 2, 1, 3), dk.transpose(0, 2, 1, 3)  # (B, T, H, hd), as q_unit
         dsqk = (dq * layer.q_unit).sum(axis=(0, 1)) + (dk * layer.k_unit).sum(axis=(0, 1))
         _scale_backward(dsqk.reshape(-1), p + "attn_sqk", params, grads, f)
-        dq_raw = l2_normalize_np_backward(dq * layer.s_qk, layer.q_raw, norm=layer.q_norm)
-        dk_raw = l2_normalize_np_backward(dk * layer.s_qk, layer.k_raw, norm=layer.k_norm)
+        dq_raw = l2_normalize_np_backward(dq * layer.s_qk, layer.q_raw, norm=layer.q_norm,
+                                          y=layer.q_unit)
+        dk_raw = l2_normalize_np_backward(dk * layer.s_qk, layer.k_raw, norm=layer.k_norm,
+                                          y=layer.k_unit)
         dh += _linear_backward(dq_raw.reshape(B * T, -1), layer.h_in, p + "attn_wq", params, grads)
         dh += _linear_backward(dk_raw.reshape(B * T, -1), layer.h_in, p + "attn_wk", params, grads)
         dh += _linear_backward(merge_heads(dv), layer.h_in, p + "attn_wv", params, grads)
-    dx0 = l2_normalize_np_backward(dh, acts.embedding, norm=acts.embedding_norm)
+    dx0 = l2_normalize_np_backward(dh, acts.embedding, norm=acts.embedding_norm,
+                                   y=acts.hidden[0].reshape(dh.shape))
     embedding_backward(dx0, acts.tokens, grads["wte"], grads["wpe"])
 
 
@@ -438,8 +446,7 @@ def loss_and_grads_np(params, docs_tokens, cfg, out=None):
 
 
 def evaluate(params, docs_tokens, cfg):
-    """Mean NLL over all predicted positions of docs_tokens (NumPy engine, no gradients), in chunks
-    of model_config.chunk_rows(cfg) documents so that memory stays bounded."""
+    """Mean NLL over docs_tokens' predicted positions, no gradients, in chunks (chunk_rows)."""
     total, count, chunk = 0.0, 0, chunk_rows(cfg)
     for i in range(0, len(docs_tokens), chunk):
         inputs, targets, mask = make_batch(docs_tokens[i:i + chunk], cfg.block_size)

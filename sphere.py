@@ -49,17 +49,17 @@ def l2_normalize_np(x, axis=-1, eps=1e-12, return_norm=False):
     return (y, n) if return_norm else y
 
 
-def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12, norm=None):
+def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12, norm=None, y=None):
     """dx for y = x / n, n = ||x|| (where n >= eps).
 
     dy_i/dx_j = (delta_ij - y_i y_j) / n  (a projection onto the tangent space at y, times 1/n), so
         dx = (dy - y (y . dy)) / n.
     Where the norm was clamped (n < eps) the denominator is the constant eps and dx = dy / eps.
-    norm: ||x|| as the forward pass returned it (return_norm=True); by default recomputed.
+    norm, y: ||x|| and the output, as the forward pass returned them; by default recomputed.
     """
     n = np.sqrt((x * x).sum(axis=axis, keepdims=True)) if norm is None else norm
     den = np.maximum(n, eps)
-    y = x / den
+    y = x / den if y is None else y
     dx = (dy - y * (y * dy).sum(axis=axis, keepdims=True)) / den
     if n.min() < eps:  # (one reduction; the mask is only built when some norm was really clamped)
         dx = np.where(n < eps, dy / eps, dx)

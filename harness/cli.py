@@ -136,8 +136,7 @@ def parse_args(argv=None):
 
 
 def load_checkpoint_for(args):
-    """--resume or --sample-only: the checkpoint (args.checkpoint: its path, from now on), checked
-    down to a forward pass that stays within floating point."""
+    """--resume, --sample-only: the checkpoint (at args.checkpoint), its forward pass checked."""
     args.checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
     state = load_checkpoint(args.checkpoint, args.max_memory)
     check_forward(state.params, state.cfg, f"checkpoint {args.checkpoint!r}")
@@ -318,8 +317,7 @@ class RunFolder:
         return 74
 
     def write_run_files(self, state, names, base):
-        """metrics.json, loss.png, then the history and the checkpoint (last: a stop before it
-        resumes). A signal now lets them be written whole, then stops."""
+        """metrics.json, loss.png, the history, the checkpoint (last: a stop before it resumes)."""
         if not self.opts.out:
             return
         with DeferSigint() as signal:

@@ -83,15 +83,16 @@ def test_rmsnorm_backward_from_the_kept_factor_matches_finite_differences():
     assert rel_err(rmsnorm_np_backward(G, x, inv_rms), rmsnorm_np_backward(G, x)) <= 1e-14
 
 
-def test_l2_normalize_backward_from_the_kept_norm_matches_finite_differences():
+def test_l2_normalize_backward_from_the_kept_norm_and_output_matches_finite_differences():
     x = RNG.normal(size=(2, 3, 4))
     y, norm = l2_normalize_np(x, return_norm=True)
     assert norm.shape == (2, 3, 1) and np.array_equal(y, l2_normalize_np(x))
     G, (dx,) = numerical_grads(l2_normalize_np, [x])
     assert rel_err(l2_normalize_np_backward(G, x, norm=norm), dx) <= FD_TOL
+    assert rel_err(l2_normalize_np_backward(G, x, norm=norm, y=y), dx) <= FD_TOL  # the output kept
     x[0, 0] = 0.0  # a clamped row: dx = dy / eps there, with the norm kept as without it
     y, norm = l2_normalize_np(x, return_norm=True)
-    kept = l2_normalize_np_backward(G, x, norm=norm)
+    kept = l2_normalize_np_backward(G, x, norm=norm, y=y)
     assert rel_err(kept, l2_normalize_np_backward(G, x)) <= 1e-14
 
 
