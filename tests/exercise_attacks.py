@@ -100,6 +100,7 @@ def vjp(method, forward, dy, x):
 def copies(function):
     """Two copies of `function` that keep working when the function object is refused: a new function object on
     its code (taken now, before the check swaps the code), and its source executed again."""
+    function = getattr(function, "__wrapped__", function)  # (under functools.cache: the function)
     code_copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
                                    function.__defaults__, function.__closure__)
     namespace = dict(function.__globals__)
