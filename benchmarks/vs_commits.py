@@ -6,7 +6,7 @@
     python benchmarks/vs_commits.py --clock instructions --only numpy --size experiments
 
 Two comparisons, each the ratio "this tree / the old commit" of the time of one training step:
-  value  the Value engine, rmsnorm, batch 1, default config, against e631a43;
+  value  the Value engine, rmsnorm, batch 1, default config, against 9eb093c;
          per process: the mean ms/step over --value-steps steps (48 by default)
   numpy  the NumPy engine, both norms, against 9eb093c (the fused engine before it was written as
          layer pairs); per process: the median ms/step over --numpy-steps steps (2000 by default)
@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VALUE_BASE, NUMPY_BASE = "e631a43", "9eb093c"
+VALUE_BASE = NUMPY_BASE = "9eb093c"  # the tree before the plain engine and the plain chapter
 
 # The sizes a step is measured at: GPTConfig fields, and train()'s batch size and dtype.
 SIZES = {
