@@ -186,10 +186,9 @@ class Value:
 
 
 def _short(x):
-    try:
-        return f"{x:.6g}"
-    except (TypeError, ValueError):  # a Fraction (exact arithmetic) has no float format
-        return str(x)
+    """A number in a repr: a float to 6 significant digits; an int or a Fraction (exact arithmetic)
+    as itself, whatever its size (Python 3.12 gave Fraction a float format, which would round it)."""
+    return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
 def _check_real(data):
