@@ -187,7 +187,7 @@ class Value:
 
 def _short(x):
     """A number in a repr: a float to 6 significant digits; an int or a Fraction (exact arithmetic)
-    as itself, whatever its size (Python 3.12 gave Fraction a float format, which would round it)."""
+    as itself, whatever its size (Python 3.12 gave Fraction a float format, which rounds it)."""
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
