@@ -21,7 +21,7 @@ from harness.checkpoints import (
     same_corpus,
     save_run,
 )
-from harness.errors import EXIT_INTERRUPTED, InputError, as_text
+from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import RUN_FILE_NAMES, RunLock, not_a_regular_file, plot_losses, write_json
@@ -314,7 +314,7 @@ class RunFolder:
         opts = self.opts
         kept = messages.kept_checkpoint(self.last_good, opts.out, opts.eval_every, opts.steps)
         say(f"microgpt: error: {error}; training stopped; {kept}")
-        return 74
+        return EXIT_IO
 
     def write_run_files(self, state, names, base):
         """metrics.json, loss.png, the history, the checkpoint (last: a stop before it resumes)."""

@@ -11,7 +11,6 @@ import math
 import os
 import secrets
 import sys
-import time
 
 import numpy as np
 
@@ -42,7 +41,6 @@ class Run:
         self.sigint = DeferSigint().__enter__()
         self.quiet = np.errstate(all="ignore")  # overflow becomes inf or NaN, which the rules name
         self.quiet.__enter__()
-        self.t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
