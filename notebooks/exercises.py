@@ -93,6 +93,64 @@ def solution(key):
     return text[start:end if end >= 0 else len(text)].strip()
 
 
+def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-12):
+    """Compare the learner's function with the reference at each point and print a table, in the
+    manner of Karpathy's cmp(): exact (bit for bit), close (within atol + rtol |want|), and the
+    largest difference. points: a list of (label, args) where args is a tuple of arguments.
+
+    Returns True when every point is exact or close, False when one is not, and None while the
+    learner's function still raises NotImplementedError (the notebooks are executed unsolved).
+    Another exception is shown as the learner's answer at that point, never a crash. On True the
+    worked solution (Markdown) is shown folded, where a notebook can show it.
+    """
+    import numpy as np
+
+    rows, ok = [], True
+    for label, args in points:
+        want = np.asarray(reference(*args), dtype=float)
+        try:
+            got = np.asarray(learner(*args), dtype=float)
+        except NotImplementedError:
+            print(f"{name}: 未回答（解答セルを埋めてから、このセルをもう一度実行してください）")
+            return None
+        except Exception as e:  # the learner's code failed: say how, keep the notebook running
+            rows.append((label, "-", "-", f"{type(e).__name__}: {e}"))
+            ok = False
+            continue
+        if got.shape != want.shape:
+            rows.append((label, "-", "-", f"形が違う {got.shape}（正しくは {want.shape}）"))
+            ok = False
+            continue
+        exact = bool(np.array_equal(got, want))
+        with np.errstate(invalid="ignore"):
+            close = bool(np.all(np.abs(got - want) <= atol + rtol * np.abs(want)))
+            diff = float(np.max(np.abs(got - want))) if got.size else 0.0
+        rows.append((label, "はい" if exact else "いいえ", "はい" if close else "いいえ",
+                     f"{diff:.2e}"))
+        ok = ok and close
+    width = max(_columns(label) for label, *_ in rows + [("点",)])
+    print(f"{name}")
+    print(f"  {_pad('点', width)}  完全一致  近い    最大の差")
+    for label, exact, close, diff in rows:
+        print(f"  {_pad(label, width)}  {_pad(exact, 8)}  {_pad(close, 6)}  {diff}")
+    print(f"  → {'すべての点で一致しました' if ok else '一致しない点があります'}")
+    if ok and solution:
+        show_solution(solution)
+    return ok
+
+
+def _columns(text):
+    """How many terminal columns text takes: a full-width character (kana, kanji) takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text, width):
+    """text padded with spaces to `width` columns, counting full-width characters as two."""
+    return text + " " * max(0, width - _columns(text))
+
+
 def _fingerprint(code):
     """What identifies a function's code across copies: its argument counts, the names, local
     variable names and constants it uses (nested code objects fingerprinted in turn). Not the
