@@ -11,9 +11,9 @@
   const FONT = DATA.font ? `"${DATA.font}", sans-serif` : "sans-serif";
   const runs = DATA.runs.map(M.decodeRun);
   const RUN_COLORS = ["#5cc8ff", "#ffb454", "#c792ea", "#7fd962"];
-  const VOWELS = new Set(["a", "e", "i", "o", "u"]);
   const TOP = 3;  // characters labelled on the sky, with caps (sphere mode)
   const REPLAY_SECONDS = 12;  // the whole run at speed x1
+  const REDUCED_MOTION = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)");
   const SLIDER = 1000;  // the replay slider's resolution
 
   // ------------------------------------------------------------------------------------------ state and words
@@ -34,6 +34,9 @@
   const hasAll = (chars) => runs.every((r) => Array.from(chars).every((c) => r.data.vocab.includes(c)));
   const EXAMPLE = hasAll("emma") ? "emma" : hasAll("えみ") ? "えみ" :
     runs[0].data.vocab.filter((c) => c !== null).slice(0, 2).join("");
+
+  // how the page writes run r's token i: its label, the end token as "BOS (end)" (it ends a name)
+  const labelOf = (r, i) => (i === r.V - 1 ? t("bosEnd") : r.data.labels[i]);
 
   // ------------------------------------------------------------------------------------------ 3-D helpers
   function rotX(a) { const c = Math.cos(a), s = Math.sin(a); return [[1, 0, 0], [0, c, -s], [0, s, c]]; }
@@ -80,12 +83,12 @@
   function starsAt(r, k) {
     r.starCache = r.starCache || new Map();
     if (r.starCache.has(k)) return r.starCache.get(k);
-    const p = M.snapshot(r, k), V = r.V, C = r.C, s = { wte: [], lm: [], wteN: [], lmN: [], wte3: [], lm3: [], keep: [] };
+    const p = M.snapshot(r, k), V = r.V, C = r.C, s = { wte: [], lm: [], wteN: [], lmN: [], wte3: [], lm3: [], keep: [], lmKeep: [] };
     for (let i = 0; i < V; i++) {
       s.wteN.push(norm(p.wte, i * C, C)); s.lmN.push(norm(p.lm, i * C, C));
       s.wte.push(M.l2normalize(p.wte, i * C, C)); s.lm.push(M.l2normalize(p.lm, i * C, C));
-      const [d, keep] = projectKeep(r, p.wte, i * C);
-      s.wte3.push(d); s.keep.push(keep); s.lm3.push(project(r, p.lm, i * C));
+      const [d, keep] = projectKeep(r, p.wte, i * C), [d2, keep2] = projectKeep(r, p.lm, i * C);
+      s.wte3.push(d); s.keep.push(keep); s.lm3.push(d2); s.lmKeep.push(keep2);
     }
     r.starCache.set(k, s);
     return s;
@@ -93,11 +96,12 @@
   // the stars' map positions at the current time: slerp between the two snapshots in C dimensions, projected
   function starsNow(r, loc) {
     const a = starsAt(r, loc.k);
-    if (loc.f === 0) return { wte3: a.wte3, lm3: a.lm3, keep: a.keep, wteN: a.wteN };
-    const b = starsAt(r, loc.k2), out = { wte3: [], lm3: [], keep: [], wteN: [] };
+    if (loc.f === 0) return { wte3: a.wte3, lm3: a.lm3, keep: a.keep, lmKeep: a.lmKeep, wteN: a.wteN };
+    const b = starsAt(r, loc.k2), out = { wte3: [], lm3: [], keep: [], lmKeep: [], wteN: [] };
     for (let i = 0; i < r.V; i++) {
       const [d, keep] = projectKeep(r, M.slerp(a.wte[i], b.wte[i], loc.f));
-      out.wte3.push(d); out.keep.push(keep); out.lm3.push(project(r, M.slerp(a.lm[i], b.lm[i], loc.f)));
+      const [d2, keep2] = projectKeep(r, M.slerp(a.lm[i], b.lm[i], loc.f));
+      out.wte3.push(d); out.keep.push(keep); out.lm3.push(d2); out.lmKeep.push(keep2);
       out.wteN.push(a.wteN[i] + loc.f * (b.wteN[i] - a.wteN[i]));
     }
     return out;
@@ -131,6 +135,81 @@
     const ns = starsAt(r, r.K - 1).wteN.slice().sort((a, b) => a - b);
     r.normMedian = ns[ns.length >> 1] || 1;
   }
+  // the share of snapshot k's embedding variance (rows of wte, centered) that the map's 3 directions keep: each
+  // snapshot's own, not the last one's (the directions are the last snapshot's principal ones)
+  function varianceShare(r, k) {
+    const p = M.snapshot(r, k), V = r.V, C = r.C, b = r.data.basis, mean = new Float64Array(C);
+    for (let i = 0; i < V; i++) for (let j = 0; j < C; j++) mean[j] += p.wte[i * C + j] / V;
+    let all = 0, kept = 0;
+    for (let i = 0; i < V; i++) {
+      for (let j = 0; j < C; j++) all += (p.wte[i * C + j] - mean[j]) ** 2;
+      for (let a = 0; a < 3; a++) {
+        let s = 0;
+        for (let j = 0; j < C; j++) s += b[a][j] * (p.wte[i * C + j] - mean[j]);
+        kept += s * s;
+      }
+    }
+    return all > 0 ? kept / all : 0;
+  }
+  for (const r of runs) r.shares = Array.from({ length: r.K }, (_, k) => varianceShare(r, k));
+  // how far apart the same character sits in two skies (the first and each other, last snapshots): the median angle
+  // on the map, in degrees (the tour prints it rather than claiming they coincide)
+  const sameCharAngle = (() => {
+    const angles = [], r0 = runs[0], s0 = starsAt(r0, r0.K - 1);
+    for (const r of runs.slice(1)) {
+      const s = starsAt(r, r.K - 1);
+      r.data.labels.forEach((l, i) => {
+        const j = r0.data.labels.indexOf(l);
+        if (j < 0) return;
+        const c = s.wte3[i][0] * s0.wte3[j][0] + s.wte3[i][1] * s0.wte3[j][1] + s.wte3[i][2] * s0.wte3[j][2];
+        angles.push((Math.acos(Math.max(-1, Math.min(1, c))) * 180) / Math.PI);
+      });
+    }
+    angles.sort((a, b) => a - b);
+    return angles.length ? angles[angles.length >> 1] : null;
+  })();
+
+  // ------------------------------------------------------------------------------------------ the replay's clock
+  // The replay spends its time where the sky moves: between two snapshots, in proportion to how far the stars move
+  // (the mean angle of input and output stars in C dimensions, summed over the runs), with 15% of the time in
+  // proportion to training steps so that no stretch is skipped. clock.u[j] is the replay position (0..1) of step
+  // clock.s[j]; in between, steps and positions are linear.
+  const clock = (() => {
+    const s = allSteps.slice();
+    if (s[s.length - 1] < planned) s.push(planned);
+    const move = new Float64Array(s.length - 1);
+    for (const r of runs) {
+      const st = r.data.steps;
+      for (let k = 0; k + 1 < r.K; k++) {
+        const a = starsAt(r, k), b = starsAt(r, k + 1);
+        let m = 0;
+        for (let i = 0; i < r.V; i++) {
+          m += Math.acos(Math.max(-1, Math.min(1, M.dot(a.wte[i], b.wte[i], 0, 0, r.C))));
+          m += Math.acos(Math.max(-1, Math.min(1, M.dot(a.lm[i], b.lm[i], 0, 0, r.C))));
+        }
+        m /= 2 * r.V;
+        for (let j = 0; j + 1 < s.length; j++) {  // its share of each interval of the common grid it covers
+          const lo = Math.max(s[j], st[k]), hi = Math.min(s[j + 1], st[k + 1]);
+          if (hi > lo) move[j] += (m * (hi - lo)) / (st[k + 1] - st[k]);
+        }
+      }
+    }
+    const total = move.reduce((a, b) => a + b, 0), span = Math.max(1, s[s.length - 1] - s[0]), u = [0];
+    for (let j = 0; j + 1 < s.length; j++) {
+      const w = (total > 0 ? (0.85 * move[j]) / total : 0.85 * ((s[j + 1] - s[j]) / span)) + (0.15 * (s[j + 1] - s[j])) / span;
+      u.push(u[j] + w);
+    }
+    return { s, u: u.map((x) => x / u[u.length - 1]) };
+  })();
+  function interp(xs, ys, x) {  // piecewise linear, xs increasing
+    if (x <= xs[0]) return ys[0];
+    for (let j = 0; j + 1 < xs.length; j++) {
+      if (x <= xs[j + 1]) return xs[j + 1] > xs[j] ? ys[j] + ((ys[j + 1] - ys[j]) * (x - xs[j])) / (xs[j + 1] - xs[j]) : ys[j + 1];
+    }
+    return ys[ys.length - 1];
+  }
+  const stepAtPosition = (u) => interp(clock.u, clock.s, u);
+  const positionAtStep = (step) => interp(clock.s, clock.u, step);
 
   // ------------------------------------------------------------------------------------------ the prefix
   // the typed prefix as run r's tokens, as training reads a name: BOS, then the characters (upper case folded to
@@ -184,7 +263,8 @@
     for (let p = 0; p < n; p++) {
       const pts = [];
       for (let s = 0; s < S; s++) pts.push(at(s, p));
-      g.chains.push({ segs: pts.slice(1).map((q, s) => arc(r, pts[s], q, 10)), points: pts.map((q) => project(r, q)) });
+      g.chains.push({ segs: pts.slice(1).map((q, s) => arc(r, pts[s], q, 10)), points: pts.map((q) => project(r, q)),
+                      keeps: pts.map((q) => projectKeep(r, q)[1]) });
       if (p + 1 < n) g.links.push(arc(r, pts[S - 1], at(0, p + 1), 16));
     }
     if (r.sphere) {
@@ -222,13 +302,14 @@
   runs.forEach((r, ri) => {
     const div = document.createElement("div");
     div.className = "sky";
-    div.innerHTML = '<div class="skyHead"><div class="skyTitle"></div><button type="button" class="faceH"></button></div>' +
-      '<div class="dome"><canvas tabindex="0" role="img"></canvas></div>' +
-      '<div class="readout" aria-live="polite"></div><div class="skyInfo"></div>';
+    div.innerHTML = '<div class="skyHead"><h3 class="skyTitle"></h3><button type="button" class="faceH"></button></div>' +
+      '<p class="legend"></p><div class="dome"><canvas tabindex="0" role="img"></canvas></div>' +
+      '<div class="readout"></div><div class="skyInfo"></div>';
     skiesBox.appendChild(div);
     r.title = div.querySelector(".skyTitle");
     r.canvas = div.querySelector("canvas");
     r.readoutEl = div.querySelector(".readout");
+    r.legend = div.querySelector(".legend");
     r.info = div.querySelector(".skyInfo");
     r.faceButton = div.querySelector(".faceH");
     r.faceButton.addEventListener("click", () => faceH(ri));
@@ -362,6 +443,9 @@
     return items;
   }
 
+  // a star's (or a hidden state's) opacity: the share of its length the map's 3 directions keep, from 0.3 (none)
+  const fadeOf = (keep) => 0.3 + 0.7 * keep;
+
   function drawSky(r, ri) {
     const ctx = r.canvas.ctx;
     if (!ctx) return;
@@ -392,14 +476,15 @@
       ctx.stroke();
     }
     // a polyline of screen points: near-side pieces at alpha 1, far-side ones at alphaBack
-    const polyline = (s, color, width, dash, alphaBack) => {
+    const polyline = (s, color, width, dash, alphaBack, fade) => {
+      fade = fade === undefined ? 1 : fade;
       ctx.setLineDash(dash || []);
       ctx.lineWidth = width;
       ctx.strokeStyle = color;
       let i = 1;
       while (i < s.length) {
         const front = s[i - 1][2] + s[i][2] > 0;
-        ctx.globalAlpha = front ? 1 : alphaBack;
+        ctx.globalAlpha = (front ? 1 : alphaBack) * fade;
         ctx.beginPath();
         ctx.moveTo(s[i - 1][0], s[i - 1][1]);
         while (i < s.length && (s[i - 1][2] + s[i][2] > 0) === front) { ctx.lineTo(s[i][0], s[i][1]); i++; }
@@ -476,11 +561,10 @@
           }
         }
         // faded by how much of its length the projection keeps (a star mostly outside the 3 directions is faint)
-        ctx.globalAlpha = (near ? 1 : 0.35) * (0.3 + 0.7 * st.keep[i]);
+        ctx.globalAlpha = (near ? 1 : 0.35) * fadeOf(st.keep[i]);
         let rad = r.sphere ? 4 : Math.max(1.5, Math.min(11, (4 * st.wteN[i]) / r.normMedian));
         if (!near) rad *= 0.75;
-        const ch = r.data.vocab[i];
-        ctx.fillStyle = i === bos ? "#ffd166" : VOWELS.has(ch) ? "#ffe0a3" : "#f4f7ff";
+        ctx.fillStyle = i === bos ? "#ffd166" : "#f4f7ff";
         ctx.beginPath(); ctx.arc(x, y, rad, 0, 2 * Math.PI); ctx.fill();
         if (state.selected.includes(labels[i])) {
           ctx.globalAlpha = 1;
@@ -489,7 +573,7 @@
         }
       } else {
         const [x, y] = it.out[i], p = v.probs[i], h = (near ? 4 : 3) + 8 * Math.sqrt(p);
-        ctx.globalAlpha = near ? 1 : 0.4;
+        ctx.globalAlpha = (near ? 1 : 0.4) * fadeOf(st.lmKeep[i]);
         ctx.fillStyle = "#ff9a76";
         ctx.beginPath();
         ctx.moveTo(x, y - h); ctx.lineTo(x + h, y); ctx.lineTo(x, y + h); ctx.lineTo(x - h, y); ctx.closePath();
@@ -507,13 +591,15 @@
     if (geo) {
       for (const l of geo.links) polyline(l.map(scr), "#67e3c0", 1.2, [5, 4], 0.3);
       for (const pull of geo.pulls) polyline(pull.map(scr), "#67e3c0", 1, [1.5, 3], 0.3);
+      // faded, like the stars, by how much of the hidden state's length the map keeps
       geo.chains.forEach((chain) => {
-        for (const seg of chain.segs) polyline(seg.map(scr), "#67e3c0", 2.2, null, 0.35);
+        chain.segs.forEach((seg, s) => polyline(seg.map(scr), "#67e3c0", 2.2, null, 0.35,
+          fadeOf((chain.keeps[s] + chain.keeps[s + 1]) / 2)));
       });
       geo.chains.forEach((chain, p) => {
         chain.points.forEach((pt, s) => {
           const [x, y, z] = scr(pt), last = s === chain.points.length - 1;
-          ctx.globalAlpha = z > 0 ? 1 : 0.45;
+          ctx.globalAlpha = (z > 0 ? 1 : 0.45) * fadeOf(chain.keeps[s]);
           ctx.fillStyle = last ? "#67e3c0" : "#0a1226";
           ctx.strokeStyle = "#67e3c0";
           ctx.lineWidth = 1.5;
@@ -535,7 +621,7 @@
     ctx.textAlign = "left";
     if (state.show.out) {
       v.top.forEach((i, rank) => {
-        const [x, y, z] = it.out[i], text = `${labels[i]} ${pct(v.probs[i])}`;
+        const [x, y, z] = it.out[i], text = `${labelOf(r, i)} ${pct(v.probs[i])}`;
         if (z > 0) {
           cands.push({ text, x, y, pad: 9, pri: 0, font: "600 13px", color: "#ffc2ab" });
         } else {  // far side: a marker on the rim, in the star's direction as seen from the front
@@ -547,7 +633,7 @@
           ctx.beginPath();
           ctx.moveTo(mx + dx * 7, my + dy * 7); ctx.lineTo(mx - dy * 5, my + dx * 5); ctx.lineTo(mx + dy * 5, my - dx * 5);
           ctx.closePath(); ctx.fill();
-          cands.push({ text: `${text}（${t("farSide")}）`, x: mx, y: my, pad: 8, pri: 0.5 + rank * 0.01, font: "600 12px",
+          cands.push({ text: text + t("farSide"), x: mx, y: my, pad: 8, pri: 0.5 + rank * 0.01, font: "600 12px",
                        color: "#ffc2ab", rim: [dx, dy] });
         }
       });
@@ -557,7 +643,7 @@
                                       y: fr.cy + fr.rho + 2, pad: 0, pri: 1, font: "11px", color: "#ffc2ab" });
           else if (cap.anti) {
             const [x, y, z] = scr(cap.c);
-            if (z > 0) cands.push({ text: `−${labels[cap.i]}（${t("capAnti")}）`, x, y, pad: 5, pri: 1.5, font: "11px", color: "#ffc2ab" });
+            if (z > 0) cands.push({ text: `−${labels[cap.i]}${t("capAnti")}`, x, y, pad: 5, pri: 1.5, font: "11px", color: "#ffc2ab" });
           }
         }
       }
@@ -598,8 +684,17 @@
       });
       // a place that covers no label and no dot; else (the important ones) one that covers no label; else (the top
       // characters) the first place
+      // the top characters may not cover each other: further places up and down before the first one
+      const further = c.pri < 1 && !c.rim ? [1, -1, 2, -2, 3, -3, 4, -4].map((m) => {
+        const y0 = Math.max(1, Math.min(fr.S - h - 1, c.y - 2 - h / 2 + 15 * m)), x0 = Math.max(1, Math.min(fr.S - w - 1, c.x + c.pad));
+        return [x0, y0, x0 + w, y0 + h];
+      }) : [];
       const box = boxes.find((b) => !hits(b, placed) && !hits(b, obstacles)) ||
-        (c.pri < 2 ? boxes.find((b) => !hits(b, placed)) : null) || (c.pri < 1 ? boxes[0] : null);
+        (c.pri < 2 ? boxes.concat(further).find((b) => !hits(b, placed)) : null) || (c.pri < 1 ? boxes[0] : null);
+      if (box && further.includes(box)) {  // moved off its star's line: a thin leader to it
+        ctx.strokeStyle = "rgba(255,194,171,0.5)"; ctx.lineWidth = 1;
+        ctx.beginPath(); ctx.moveTo(c.x, c.y); ctx.lineTo(box[0], (box[1] + box[3]) / 2); ctx.stroke();
+      }
       if (box) {
         placed.push(box);
         ctx.fillStyle = "rgba(7,12,24,0.55)";
@@ -611,6 +706,7 @@
   }
 
   // ------------------------------------------------------------------------------------------ the loss plot
+  let lossFrame = null;  // where the last drawing put the plot's box (for the tests)
   function drawLoss() {
     const ctx = lossCanvas.ctx;
     if (!ctx) return;
@@ -621,6 +717,7 @@
     if (!Number.isFinite(lo)) { lo = 0; hi = 1; }
     if (hi - lo < 1e-6) { hi += 0.5; lo -= 0.5; }
     const X = (s) => L + ((W - L - Rp) * s) / Math.max(1, planned), Y = (v) => Tp + ((H - Tp - B) * (hi - v)) / (hi - lo);
+    lossFrame = { left: L, top: Tp, width: W - L - Rp, height: H - Tp - B, lo, hi, planned };
     ctx.strokeStyle = "#24314f";
     ctx.lineWidth = 1;
     ctx.strokeRect(L, Tp, W - L - Rp, H - Tp - B);
@@ -691,7 +788,7 @@
     return best;
   }
   const runTitle = (r) => `${t(r.data.config.norm + "Short")} ${r.data.name}`;
-  function topList(r) { return r.view.top.map((i) => `${r.data.labels[i]} ${pct(r.view.probs[i])}`).join(" · "); }
+  function topList(r) { return r.view.top.map((i) => `${labelOf(r, i)} ${pct(r.view.probs[i])}`).join(t("readoutSep")); }
   function updateStepText() {
     const r0 = runs[0], loc = r0.view.loc, steps = r0.data.steps;
     let line = t("step", { s: Math.round(state.time), n: planned }) + " · ";
@@ -700,7 +797,7 @@
     const thin = runs.filter((r) => r.K < r.data.recorded);
     if (thin.length) line += thin.map((r) => t("thinned", { m: r.K, r: r.data.recorded })).join("");
     document.getElementById("stepLabel").textContent = line;
-    slider.value = String(Math.round((SLIDER * state.time) / Math.max(1, planned)));
+    slider.value = String(Math.round(SLIDER * positionAtStep(state.time)));
   }
   function updateText() {
     document.documentElement.lang = state.lang;
@@ -729,11 +826,11 @@
       r.faceButton.setAttribute("aria-label", t("faceHLabel", { run: runTitle(r) }));
       r.canvas.setAttribute("aria-label", t("skyLabel", { run: runTitle(r), list: topList(r) }));
       r.readoutEl.innerHTML = esc(t("readout", { list: "" })) + v.top.map((i) =>
-        `<span class="top" data-token="${esc(r.data.labels[i])}" data-p="${v.probs[i]}"><b>${esc(r.data.labels[i])}</b> ${pct(v.probs[i])}</span>`)
-        .join(" · ");
+        `<span class="top" data-token="${esc(r.data.labels[i])}" data-p="${v.probs[i]}"><b>${esc(labelOf(r, i))}</b> ${pct(v.probs[i])}</span>`)
+        .join(esc(t("readoutSep")));
       const tl = lossAt(r.data.train, step), vl = lossAt(r.data.val, step), st = starsAt(r, v.loc.k);
       const lines = [t("info1", { s: step, tl: tl ? tl[1].toFixed(3) : "–", vl: vl ? vl[1].toFixed(3) : "–", vs: vl ? vl[0] : "–" }),
-        t("info2", { p: (100 * (r.data.share[0] + r.data.share[1] + r.data.share[2])).toFixed(0) })];
+        t("info2", { p: (100 * r.shares[v.loc.k]).toFixed(0) })];
       if (r.sphere) {
         const d = driftMax(r, v.loc.k);
         lines.push(t("infoUnit"));
@@ -760,7 +857,7 @@
     document.getElementById("probs").innerHTML = runs.map((r, ri) => {
       const v = r.view, head = `<div class="who" style="color:${RUN_COLORS[ri % RUN_COLORS.length]}">● ${esc(runTitle(r))}</div>`;
       return `<div class="probCol">${head}` + v.order.slice(0, 8).map((i) =>
-        `<div class="probRow" data-run="${ri}" data-i="${i}" data-token="${esc(r.data.labels[i])}"><span class="ch">${esc(r.data.labels[i])}</span>` +
+        `<div class="probRow" data-run="${ri}" data-i="${i}" data-token="${esc(r.data.labels[i])}"><span class="ch">${esc(labelOf(r, i))}</span>` +
         `<span class="barBox"><span class="bar" style="width:${(100 * v.probs[i]).toFixed(1)}%"></span></span>` +
         `<span class="p">${v.probs[i].toFixed(3)}</span></div>`).join("") + "</div>";
     }).join("");
@@ -805,15 +902,31 @@
     if (fixed !== updateText.fixed) {  // what changes only with the language, the layers or the picked stars
       updateText.fixed = fixed;
       const anyDrift = runs.some((r) => r.drift);
-      document.getElementById("notes").innerHTML = TEXT[state.lang].notes
+      document.getElementById("notesText").innerHTML = TEXT[state.lang].notes
         .filter((_, i) => i !== 2 || anyDrift)
         .map((s) => "<p>" + s.split("{C}").join(String(C)) + "</p>").join("");
       buildOptions();
       buildStarPick();
+      runs.forEach((r) => { r.legend.innerHTML = legendOf(r); });
+      const capLine = document.getElementById("capLine");
+      capLine.hidden = !runs.some((r) => r.sphere) || !state.show.out;
+      capLine.textContent = t("capLine");
     }
     if (state.tour >= 0) showTour();
   }
 
+  // each sky's own key to its marks: only what that sky draws
+  function legendOf(r) {
+    const item = (mark, color, key) => `<span><span class="mark" style="color:${color}" aria-hidden="true">${mark}</span>` +
+      `${esc(t(key))}</span>`;
+    const show = state.show, parts = [];
+    if (show.stars) parts.push(item("●", "#f4f7ff", "legendIn") + (r.sphere ? "" : `<span>${esc(t("legendSize"))}</span>`));
+    if (show.stars) parts.push(item("●", "#ffd166", "legendBos"));
+    if (show.out) parts.push(item("◆", "#ff9a76", "legendOut"));
+    if (show.out && r.sphere) parts.push(item("○", "#ff9a76", "legendCap"));
+    if (show.path) parts.push(item("◎", "#67e3c0", "legendH"));
+    return parts.join("");
+  }
   function buildOptions() {
     const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", "optOut", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
       ["path", "optPath", "◎", "#67e3c0"], ["trail", "optTrail", "∼", "#c9d2e8"]];
@@ -837,10 +950,18 @@
     }
   }
 
-  function update() {
+  // the one live region: it speaks on a pause, a new name, a new top character (never once per frame)
+  const announceBox = document.getElementById("announce");
+  function announce(text) { if (text.trim() && text !== announceBox.textContent) announceBox.textContent = text; }
+  const topsText = () => runs.map((r) => t("announceTop", { run: runTitle(r), list: topList(r) })).join(" ");
+  let lastTops = "";
+  function update(quiet) {
     computeAll();
     updateText();
     redraw();
+    const tops = runs.map((r) => r.view.top[0]).join(",");
+    if (tops !== lastTops && !state.playing && !quiet && lastTops) announce(topsText());
+    lastTops = tops;
   }
 
   // ------------------------------------------------------------------------------------------ controls
@@ -854,20 +975,25 @@
     updateStepText();
     redraw();
   }
-  slider.addEventListener("input", () => setTime((Number(slider.value) / SLIDER) * planned));
+  slider.addEventListener("input", () => setTime(stepAtPosition(Number(slider.value) / SLIDER)));
   const snapJump = (dir) => {
     const s = dir > 0 ? allSteps.find((x) => x > state.time + 1e-9) : allSteps.slice().reverse().find((x) => x < state.time - 1e-9);
     if (s !== undefined) setTime(s);
   };
   document.getElementById("prevSnap").addEventListener("click", () => { setPlaying(false); snapJump(-1); });
   document.getElementById("nextSnap").addEventListener("click", () => { setPlaying(false); snapJump(1); });
-  let last = 0;
+  // playing: the replay position advances with the clock (the whole run in REPLAY_SECONDS at x1, paced by how much
+  // the sky moves); with prefers-reduced-motion the sky steps from snapshot to snapshot, with no flight between
+  let last = 0, playPos = 0;
+  const reducedMotion = () => !!(REDUCED_MOTION && REDUCED_MOTION.matches);
   function tick(now) {
     if (!state.playing) return;
     const dt = Math.min(0.1, (now - last) / 1000);
     last = now;
-    const time = state.time + (dt * state.speed * planned) / REPLAY_SECONDS;
-    if (time >= planned) { setTime(planned); setPlaying(false); return; }
+    playPos += (dt * state.speed) / REPLAY_SECONDS;
+    if (playPos >= 1) { setTime(planned); setPlaying(false); return; }
+    let time = stepAtPosition(playPos);
+    if (reducedMotion()) time = allSteps.filter((x) => x <= time + 1e-9).pop() || 0;
     setTime(time);
     requestAnimationFrame(tick);
   }
@@ -876,8 +1002,11 @@
     state.playing = on;
     if (on) {
       if (state.time >= planned) setTime(0);
+      playPos = positionAtStep(state.time);
       last = performance.now();
       requestAnimationFrame(tick);
+    } else {
+      announce(t("announcePause", { s: Math.round(state.time) }) + " " + topsText());
     }
     document.getElementById("play").textContent = state.playing ? t("pause") : t("play");
   }
@@ -885,7 +1014,23 @@
   document.getElementById("speed").addEventListener("change", (e) => { state.speed = Number(e.target.value); });
   document.getElementById("lang").addEventListener("click", () => { state.lang = state.lang === "ja" ? "en" : "ja"; update(); });
   const prefixInput = document.getElementById("prefix");
-  prefixInput.addEventListener("input", () => { state.prefix = prefixInput.value; update(); });
+  // while an input method composes (kana to kanji), the box holds unfinished text: the page waits for it
+  let nameTimer = null;
+  const readPrefix = () => {
+    state.prefix = prefixInput.value;
+    update(true);
+    clearTimeout(nameTimer);  // a new name is announced once the typing pauses
+    nameTimer = setTimeout(() => announce(t("announceName", { p: state.prefix }) + " " + topsText()), 600);
+  };
+  prefixInput.addEventListener("input", (e) => { if (!e.isComposing) readPrefix(); });
+  prefixInput.addEventListener("compositionend", readPrefix);
+  // on a narrow screen the name box stays at the top: focusing it brings the first sky up under it, so that the name
+  // is drawn where the learner is looking
+  prefixInput.addEventListener("focus", () => {
+    if (window.innerWidth >= 900) return;
+    const bar = document.getElementById("quick").getBoundingClientRect(), sky = runs[0].box.getBoundingClientRect();
+    window.scrollBy({ top: sky.top - (bar.bottom - bar.top) - 4, behavior: "instant" });
+  });
   const tempInput = document.getElementById("temp");
   const setT = (v) => { tempInput.value = String(v); state.T = Math.pow(2, (v - 50) / 25); };  // 0.25 .. 4, 1 at the middle
   tempInput.addEventListener("input", () => { setT(Number(tempInput.value)); update(); });
@@ -919,7 +1064,7 @@
   }
   function faceH(ri, instant) {
     const r = runs[ri], target = pathGeometry(r).h, from = state.R[2];
-    const frames = instant ? 1 : 14;
+    const frames = instant || reducedMotion() ? 1 : 14;
     let j = 0;
     const step = () => {
       j += 1;
@@ -929,23 +1074,30 @@
     };
     step();
   }
+  // On a touch screen a vertical swipe scrolls the page (the canvas allows pan-y): the browser takes it and cancels
+  // the pointer; a drag that starts sideways, or two fingers, turn the sky.
   runs.forEach((r, ri) => {
-    const c = r.canvas;
+    const c = r.canvas, fingers = new Map();
     c.addEventListener("pointerdown", (e) => {
+      fingers.set(e.pointerId, [e.clientX, e.clientY]);
       state.drag = { x: e.clientX, y: e.clientY, moved: 0 };
       c.setPointerCapture(e.pointerId);
     });
     c.addEventListener("pointermove", (e) => {
-      if (!state.drag) { hoverStar(ri, e); return; }
-      const dx = e.clientX - state.drag.x, dy = e.clientY - state.drag.y;
-      state.drag.x = e.clientX;
-      state.drag.y = e.clientY;
+      if (!state.drag || !fingers.has(e.pointerId)) { if (!state.drag) hoverStar(ri, e); return; }
+      const [px, py] = fingers.get(e.pointerId), dx = (e.clientX - px) / fingers.size, dy = (e.clientY - py) / fingers.size;
+      fingers.set(e.pointerId, [e.clientX, e.clientY]);
       state.drag.moved += Math.abs(dx) + Math.abs(dy);
       turn(dx * 0.01, dy * 0.01);
       redraw();
     });
+    const lift = (e) => { fingers.delete(e.pointerId); if (!fingers.size) state.drag = null; };
+    c.addEventListener("pointercancel", lift);
+    c.addEventListener("touchmove", (e) => { if (e.touches.length > 1) e.preventDefault(); }, { passive: false });
     c.addEventListener("pointerup", (e) => {
       const d = state.drag;
+      fingers.delete(e.pointerId);
+      if (fingers.size) return;
       state.drag = null;
       if (!d || d.moved > 4) return;
       const box = c.getBoundingClientRect(), hit = pick(r, e.clientX - box.left, e.clientY - box.top);
@@ -985,34 +1137,67 @@
 
   // ------------------------------------------------------------------------------------------ the guided tour
   const tourBox = document.getElementById("tour");
-  const sphereRun = Math.max(0, runs.findIndex((r) => r.sphere));
-  const TOUR = [
-    () => { setPlaying(false); state.prefix = ""; Object.assign(state.show, { stars: true, out: true, path: true, drift: false, trail: false });
-            state.R = mul(rotX(-0.45), rotY(0.6)); setT(50); setTime(planned); },
-    () => { setTime(0); setPlaying(true); },
-    () => { setPlaying(false); setTime(planned); state.prefix = EXAMPLE; update(); faceH(runs.length - 1); },
-    () => { state.show.out = true; setT(25); update(); faceH(sphereRun); },
-    () => { setPlaying(false); state.show.drift = true; setTime(runs[sphereRun].data.steps[Math.min(2, runs[sphereRun].K - 1)]); update(); },
-  ];
+  // The tour's steps come from the runs on the page: one sky or several, either norm. A step speaks only of skies that
+  // are there, names them by their titles (never "left" or "right": a phone stacks them), and on a narrow screen
+  // scrolls the sky it speaks of into view.
+  const sphereRun = runs.findIndex((r) => r.sphere), lastRun = runs.length - 1;
+  const showSky = (ri) => {
+    if (window.innerWidth < 900 && runs[ri]) runs[ri].box.scrollIntoView({ block: "start", behavior: "instant" });
+  };
+  function tourSteps() {
+    const steps = [], listSep = state.lang === "ja" ? "、" : ", ";
+    const title = (ri) => esc(runTitle(runs[ri]));
+    const overview = () => {
+      setPlaying(false); state.prefix = EXAMPLE; setT(50); setTime(planned);
+      Object.assign(state.show, { stars: true, out: true, path: true, drift: false, trail: false });
+      state.R = mul(rotX(-0.45), rotY(0.6));
+    };
+    if (runs.length === 1) steps.push({ key: "stars1", vars: { run: title(0) }, act: overview, sky: 0 });
+    else {
+      steps.push({ key: "starsMany", act: overview, sky: 0, vars: { n: runs.length, list: runs.map((_, ri) => title(ri)).join(listSep),
+                                                                  deg: sameCharAngle === null ? "–" : sameCharAngle.toFixed(0) } });
+    }
+    steps.push({ key: "replay", act: () => { setTime(0); setPlaying(true); }, sky: 0 });
+    steps.push({ key: "path", vars: { run: title(lastRun) }, sky: lastRun,
+                 act: () => { setPlaying(false); setTime(planned); state.prefix = EXAMPLE; setT(50); update(); faceH(lastRun); } });
+    if (sphereRun >= 0) {
+      steps.push({ key: "caps", vars: { run: title(sphereRun) }, sky: sphereRun,
+                   act: () => { setPlaying(false); state.show.out = true; setT(25); update(); faceH(sphereRun); } });
+      steps.push({ key: "retraction", vars: { run: title(sphereRun) }, sky: sphereRun, act: () => {
+        setPlaying(false); state.show.drift = true; setTime(runs[sphereRun].data.steps[Math.min(2, runs[sphereRun].K - 1)]); update();
+      } });
+    } else {
+      steps.push({ key: "tempRms", sky: 0, act: () => { setPlaying(false); state.show.out = true; setT(25); update(); } });
+    }
+    return steps;
+  }
+  function tourText(i) {
+    const step = tourSteps()[i];
+    return Object.entries(Object.assign({ i: i + 1, ex: esc(EXAMPLE) }, step.vars || {}))
+      .reduce((text, [k, v]) => text.split("{" + k + "}").join(String(v)), TEXT[state.lang].tour[step.key]);
+  }
   function showTour() {
     tourBox.hidden = false;
-    const steps = TEXT[state.lang].tour;
-    document.getElementById("tourText").innerHTML = steps[state.tour].split("{ex}").join(esc(EXAMPLE));
-    document.getElementById("tourCount").textContent = t("tourCount", { i: state.tour + 1, n: steps.length });
+    const n = tourSteps().length, html = tourText(state.tour), box = document.getElementById("tourText");
+    if (box.innerHTML !== html) box.innerHTML = html;
+    document.getElementById("tourCount").textContent = t("tourCount", { i: state.tour + 1, n });
     document.getElementById("tourBack").disabled = state.tour === 0;
-    document.getElementById("tourNext").disabled = state.tour === steps.length - 1;
+    document.getElementById("tourNext").disabled = state.tour === n - 1;
   }
   function goTour(i) {
     state.tour = i;
     if (i < 0) { tourBox.hidden = true; return; }
-    TOUR[i]();
+    const step = tourSteps()[i];
+    step.act();
     prefixInput.value = state.prefix;
-    update();
+    update(true);
     showTour();
+    showSky(step.sky);
+    announce(document.getElementById("tourText").textContent);
   }
   document.getElementById("tourButton").addEventListener("click", () => goTour(0));
   document.getElementById("tourBack").addEventListener("click", () => goTour(Math.max(0, state.tour - 1)));
-  document.getElementById("tourNext").addEventListener("click", () => goTour(Math.min(TOUR.length - 1, state.tour + 1)));
+  document.getElementById("tourNext").addEventListener("click", () => goTour(Math.min(tourSteps().length - 1, state.tour + 1)));
   document.getElementById("tourClose").addEventListener("click", () => goTour(-1));
 
   // ------------------------------------------------------------------------------------------ for the tests
@@ -1034,6 +1219,13 @@
     update,
     faceH(ri) { faceH(ri, true); },
     tour: goTour,
+    tourLength: () => tourSteps().length,
+    // the replay's clock: the step at replay position u (0..1) and back
+    stepAtPosition, positionAtStep,
+    // the plot box of the loss canvas (CSS pixels), the loss range it spans, and the steps its x axis spans
+    lossFrame: () => lossFrame,
+    shares: (ri) => runs[ri].shares.slice(),
+    sameCharAngle,
     // where input star `label` of run ri is drawn, in CSS pixels from its canvas's top left corner
     starAt(ri, label) {
       const r = runs[ri], [x, y, z] = skyItems(r).stars[r.data.labels.indexOf(label)];
@@ -1071,9 +1263,13 @@
                error: v.tok.unknown, positions: v.tok.ids.length, ids: v.tok.ids, steps: runs[ri].data.steps };
     },
   };
+  // the page opens as the tour's name step leaves it: the example name typed, the last sky facing its h
   setT(50);
+  state.prefix = EXAMPLE;
+  prefixInput.value = EXAMPLE;
   fitAll();
-  update();
+  update(true);
+  faceH(lastRun, true);
   drawFrame();
   if (document.fonts && document.fonts.load) document.fonts.load(`13px ${FONT}`).then(() => drawFrame(), () => {});
 })();

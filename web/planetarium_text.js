@@ -22,7 +22,7 @@ const PlanetText = {
     lossX: "学習ステップ", lossY: "損失", lossTrain: "訓練（移動平均）", lossVal: "検証", lossNow: "いま",
     prefix: "名前の書き出し（接頭辞）：各位置の隠れ状態 h をたどる",
     placeholder: "例：{ex}（入力してください）",
-    prefixOk: "{n} 個の位置：BOS{chars}。最後の位置 ◎ が次の文字を読み出す。",
+    prefixOk: "{n} 個の位置：BOS{chars}。最後の位置 ◎ が次の文字を読み出す（BOS（終わり）なら名前はそこで終わる）。",
     prefixFolded: "大文字は語彙に合わせて小文字にしました。",
     prefixUnknown: "{run}：「{c}」は語彙にない文字です。道はその手前まで。",
     prefixCropped: "{run}：学習と同じく、最初の {T} 個の位置（BOS と {k} 文字）で切りました。",
@@ -40,6 +40,7 @@ const PlanetText = {
     attnTitle: "最後の位置のアテンション重み（層・ヘッドごと）",
     attnHead: "層{l} ヘッド{h}",
     readout: "次の文字：{list}",
+    readoutSep: "・",
     readoutNone: "次の文字：—",
     faceH: "h を正面に", faceHLabel: "{run} の隠れ状態 h を正面に向ける",
     skyLabel: "{run} の空。矢印キーで回転、Enter で h を正面に。上位の文字：{list}",
@@ -50,14 +51,23 @@ const PlanetText = {
     sphere: "球面モード（nGPT）", rmsnorm: "RMSNorm（元の microgpt）", sphereShort: "球面（nGPT）",
     rmsnormShort: "RMSNorm",
     info1: "ステップ <b>{s}</b> · 訓練損失 <b>{tl}</b>（移動平均）· 検証損失 <b>{vl}</b>（ステップ {vs}）",
-    info2: "上位3主成分が説明する分散 {p}%（射影して単位球面 S² に正規化）。薄い星ほど射影で長さを失っている",
     infoUnit: "どの星もノルム 1：意味は向きだけが担う",
     infoNorm: "星の大きさ＝ノルム |wte_i|（{lo}〜{hi}）：球面モードが捨てるもの",
     infoDrift: "Adam の一歩で星は球面から最大 {d} 外れ、リトラクションが引き戻す（図では再生の間ずっと ×{G}）",
     infoDrift0: "ステップ 0：まだ Adam の一歩はない（初期化の直後）",
     capWhole: "{c}：κ = {k}、キャップは球面全体",
-    capAnti: "反対側",
-    farSide: "裏",
+    capAnti: "（反対側）",
+    farSide: "（裏）",
+    bosEnd: "BOS（終わり）",
+    quickHeading: "名前と再生", controlsHeading: "設定と数値", skiesHeading: "空（各 run の星）", notesHeading: "この図の読み方",
+    legendIn: "入力の星", legendOut: "出力の星", legendBos: "BOS（名前の始まり・終わり）", legendH: "h（最後の位置）",
+    legendCap: "vMF キャップ", legendSize: "（大きさ＝ノルム）", legendUnit: "どれもノルム 1",
+    capLine: "○ キャップは、その文字自身の vMF 密度が 1/e に落ちる範囲です。その文字が「勝つ」範囲ではありません：" +
+      "h がキャップの中でも、ほかの文字の確率のほうが高いことがあります。",
+    announceTop: "{run}：次の文字 {list}。",
+    announcePause: "停止：ステップ {s}。",
+    announceName: "名前「{p}」。",
+    info2: "この時点の埋め込みの分散のうち {p}% を地図の 3 方向が説明（射影して単位球面 S² に正規化）。薄い星ほど射影で長さを失っている",
     notes: [
       "<b>射影。</b>{C} 次元の星は描けないので、最後のスナップショットの埋め込み wte の上位3主成分の方向に射影し、" +
         "もう一度単位球面 S² に正規化して描いています。2 つめ以降の空の基底は、共通の文字が 1 つめの空とできるだけ同じ場所に" +
@@ -79,18 +89,24 @@ const PlanetText = {
         "補間します（slerp）。確率などの数値は、いまの位置の直前のスナップショットで計算したものです。ページは重みを" +
         "スナップショット間の差分として 8 ビットで保存しているので、確率は学習した重みそのものでの値と最大 0.001 ほど違います。",
     ],
-    tour: [
-      "<b>1. 星。</b>白い点は入力の星（埋め込み wte の行）、オレンジの ◆ は出力の星（lm_head の行）。左は元の microgpt（RMSNorm）、" +
-        "右は同じシードの球面モード（nGPT）。カメラは共通で、同じ文字はどの空でもほぼ同じ場所にあります。ドラッグか矢印キーで回してみましょう。",
-      "<b>2. 再生。</b>ステップ 0（初期化の直後）から学習を再生します。星が動いて、似た役割の文字が集まっていきます。" +
-        "速さは「速さ」で変えられます。",
-      "<b>3. 名前の道。</b>「{ex}」と入力しました。緑の点が各位置の隠れ状態 h、弧が残差ステップです。カメラを最後の位置の h に向けました。" +
-        "各空の下と確率の一覧に、次の文字の上位 3 つが出ます。",
-      "<b>4. キャップと温度。</b>上位の文字の出力の星を囲む円が vMF キャップ（κ = s_z / T）。温度を下げる（T = 0.5）と κ が倍になり、" +
-        "キャップは小さく、確率は上位に集まります。",
-      "<b>5. リトラクション。</b>学習の初めに戻り、Adam の一歩で球面から押し出された位置を線と輪で示します。再生すると、" +
-        "学習率が下がるにつれて輪が縮み、星が球面の上にとどまるのが見えます。",
-    ],
+    // the tour: its steps are chosen from the runs on the page ({i} is the step's number, {run} a sky's title)
+    tour: {
+      stars1: "<b>{i}. 星。</b>白い点 ● は入力の星（埋め込み wte の行）、オレンジの ◆ は出力の星（lm_head の行）、金の点は BOS" +
+        "（名前の始まりと終わりの記号）。この空は {run} の星です。ドラッグか矢印キーで回してみましょう。",
+      starsMany: "<b>{i}. 星。</b>白い点 ● は入力の星（埋め込み wte の行）、オレンジの ◆ は出力の星（lm_head の行）、金の点は BOS" +
+        "（名前の始まりと終わりの記号）。{n} つの空：{list}。カメラは共通で、どの空も一緒に回ります。同じ文字の位置は空どうしで" +
+        "中央値 {deg}° 離れています（地図の 3 方向は run ごとに違い、回転でそろえても重なりきりません）。",
+      replay: "<b>{i}. 再生。</b>ステップ 0（初期化の直後）から学習を再生します。星が動いて、似た役割の文字が集まっていきます。" +
+        "再生の時間は、星がよく動く区間ほど長く取ります。速さは「速さ」で変えられます。",
+      path: "<b>{i}. 名前の道。</b>「{ex}」と入力しました。緑の点が各位置の隠れ状態 h、弧が残差ステップ、◎ が最後の位置です。" +
+        "カメラを {run} の h に向けました。各空の下と確率の一覧に、次の文字の上位 3 つが出ます（BOS（終わり）は名前がそこで終わること）。",
+      caps: "<b>{i}. キャップと温度。</b>{run} の空で、上位の文字の出力の星を囲む円が vMF キャップ（κ = s_z / T）：その文字自身の" +
+        "密度の広がりで、その文字が勝つ範囲ではありません。温度を下げる（T = 0.5）と κ が倍になり、キャップは小さく、確率は上位に集まります。",
+      tempRms: "<b>{i}. 温度。</b>温度を下げる（T = 0.5）と確率は上位の文字に集まり、◆ の大きさ（確率）が変わります。RMSNorm の" +
+        "ロジットはコサインではないので、vMF キャップは描きません。",
+      retraction: "<b>{i}. リトラクション。</b>{run} の空で学習の初めに戻り、Adam の一歩で球面から押し出された位置を線と輪で示します。" +
+        "再生すると、学習率が下がるにつれて輪は小さくなり、星は球面に留まります。",
+    },
   },
   en: {
     docTitle: "Planetarium — microgpt-sphere",
@@ -110,7 +126,7 @@ const PlanetText = {
     lossX: "training step", lossY: "loss", lossTrain: "train (running mean)", lossVal: "val", lossNow: "now",
     prefix: "Start of a name: the hidden state h at each position",
     placeholder: "e.g. {ex} (type here)",
-    prefixOk: "{n} positions: BOS{chars}; the last one ◎ reads out the next character.",
+    prefixOk: "{n} positions: BOS{chars}; the last one ◎ reads out the next character (BOS (end) ends the name).",
     prefixOk1: "1 position: BOS; it reads out the first character.",
     prefixFolded: "Upper case was folded to the vocabulary's lower case.",
     prefixUnknown: "{run}: “{c}” is not in the vocabulary; the path stops before it.",
@@ -129,6 +145,7 @@ const PlanetText = {
     attnTitle: "Attention weights of the last position (per layer and head)",
     attnHead: "layer {l} head {h}",
     readout: "next: {list}",
+    readoutSep: " · ",
     readoutNone: "next: –",
     faceH: "face h", faceHLabel: "Turn the camera to {run}'s hidden state h",
     skyLabel: "Sky of {run}. Arrow keys rotate, Enter faces h. Top characters: {list}",
@@ -139,14 +156,24 @@ const PlanetText = {
     sphere: "sphere mode (nGPT)", rmsnorm: "RMSNorm (the original microgpt)", sphereShort: "sphere (nGPT)",
     rmsnormShort: "RMSNorm",
     info1: "step <b>{s}</b> · train loss <b>{tl}</b> (running mean) · val loss <b>{vl}</b> (step {vs})",
-    info2: "top 3 principal directions: {p}% of the variance (projected, re-normalized onto S²); the fainter a star, the more of its length the projection lost",
+    info2: "the map's 3 directions explain {p}% of this snapshot's embedding variance (projected, re-normalized onto S²); the fainter a star, the more of its length the projection lost",
     infoUnit: "every star has norm 1: only its direction carries meaning",
     infoNorm: "star size = norm |wte_i| ({lo} to {hi}): what sphere mode throws away",
     infoDrift: "Adam's step pushed the stars up to {d} off the sphere; the retraction pulls them back (map: ×{G} for the whole replay)",
     infoDrift0: "step 0: no Adam step yet (right after initialization)",
     capWhole: "{c}: κ = {k}, the cap is the whole sphere",
-    capAnti: "opposite",
-    farSide: "far",
+    capAnti: " (opposite)",
+    farSide: " (far)",
+    bosEnd: "BOS (end)",
+    quickHeading: "Name and replay", controlsHeading: "Settings and numbers", skiesHeading: "Skies (the stars of each run)",
+    notesHeading: "How to read this map",
+    legendIn: "input star", legendOut: "output star", legendBos: "BOS (start and end of a name)", legendH: "h (last position)",
+    legendCap: "vMF cap", legendSize: "(size = norm)", legendUnit: "all of norm 1",
+    capLine: "○ A cap is where that character's own vMF density falls to 1/e: not where it wins. h can lie inside a cap " +
+      "while another character is likelier.",
+    announceTop: "{run}: next {list}.",
+    announcePause: "Paused at step {s}.",
+    announceName: "Name “{p}”.",
     notes: [
       "<b>Projection.</b> {C}-dimensional stars cannot be drawn: they are projected onto the top 3 principal " +
         "directions of the last snapshot's embeddings (wte) and re-normalized onto the unit sphere S². Every sky after " +
@@ -174,20 +201,30 @@ const PlanetText = {
         "those of the last snapshot at or before the current step. The page stores the weights as 8-bit differences " +
         "between snapshots, so its probabilities differ from those of the run's own weights by up to about 0.001.",
     ],
-    tour: [
-      "<b>1. Stars.</b> White dots are input stars (rows of the embedding wte), orange ◆ output stars (rows of " +
-        "lm_head). Left: the original microgpt (RMSNorm); right: sphere mode (nGPT) from the same seed. One camera " +
-        "turns every sky, and a letter sits in about the same place in each. Drag, or use the arrow keys.",
-      "<b>2. Replay.</b> Training replays from step 0 (right after initialization): the stars move, and characters " +
-        "with similar roles gather. Change the speed with “Speed”.",
-      "<b>3. A name's path.</b> “{ex}” is typed: green dots are the hidden state h at each position, arcs the " +
-        "residual steps. The camera now faces the last position's h. The top 3 next characters are under each sky and " +
-        "in the list of probabilities.",
-      "<b>4. Caps and temperature.</b> The circles around the top characters' output stars are vMF caps (κ = s_z / T). " +
-        "Lowering the temperature (T = 0.5) doubles κ: the caps shrink and the probability gathers on the top characters.",
-      "<b>5. Retraction.</b> Back near the start of training: lines and rings show where Adam's step pushed each star " +
-        "off the sphere. Play on: as the learning rate decays the rings shrink, and the stars stay on the sphere.",
-    ],
+    tour: {
+      stars1: "<b>{i}. Stars.</b> White dots ● are input stars (rows of the embedding wte), orange ◆ output stars (rows " +
+        "of lm_head), the gold dot is BOS (the mark that starts and ends a name). This sky holds the stars of {run}. " +
+        "Drag it, or use the arrow keys.",
+      starsMany: "<b>{i}. Stars.</b> White dots ● are input stars (rows of the embedding wte), orange ◆ output stars " +
+        "(rows of lm_head), the gold dot is BOS (the mark that starts and ends a name). {n} skies: {list}. One camera " +
+        "turns them all. The same character sits a median {deg}° apart from one sky to another (each run's map has its " +
+        "own 3 directions; turned to match, they still do not coincide).",
+      replay: "<b>{i}. Replay.</b> Training replays from step 0 (right after initialization): the stars move, and " +
+        "characters with similar roles gather. The replay spends its time where the stars move most. Change the speed " +
+        "with “Speed”.",
+      path: "<b>{i}. A name's path.</b> “{ex}” is typed: green dots are the hidden state h at each position, arcs the " +
+        "residual steps, ◎ the last position. The camera now faces {run}'s h. The top 3 next characters are under each " +
+        "sky and in the list of probabilities (BOS (end) means the name ends there).",
+      caps: "<b>{i}. Caps and temperature.</b> On the sky of {run}, the circles around the top characters' output stars " +
+        "are vMF caps (κ = s_z / T): each character's own density, not where it wins. Lowering the temperature " +
+        "(T = 0.5) doubles κ: the caps shrink and the probability gathers on the top characters.",
+      tempRms: "<b>{i}. Temperature.</b> Lowering the temperature (T = 0.5) gathers the probability on the top " +
+        "characters, and the sizes of ◆ (the probabilities) change. RMSNorm's logits are no cosines, so no vMF caps " +
+        "are drawn.",
+      retraction: "<b>{i}. Retraction.</b> On the sky of {run}, back near the start of training: lines and rings " +
+        "show where Adam's step pushed each star off the sphere. Play on: as the learning rate decays the rings " +
+        "shrink, and the stars stay on the sphere.",
+    },
   },
 };
 
