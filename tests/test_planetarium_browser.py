@@ -23,6 +23,7 @@ from test_planetarium import asks, check_page_numbers
 
 import microgpt as mg
 import planetarium
+from harness.history import HISTORY_NAME, load_history
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -52,7 +53,7 @@ pytestmark = pytest.mark.slow
 # development machine under load (headless Chromium, software rendering): a median of a few ms; 40 ms leaves room
 # for a loaded CI machine while still catching a drawing that got an order of magnitude slower.
 FRAME_MS = 40
-VIEWPORTS = [(375, 667, 2), (1024, 768, 1), (1440, 900, 1)]
+VIEWPORTS = [(375, 667, 2), (768, 1024, 2), (1024, 768, 1), (1440, 900, 1), (2560, 1440, 1)]
 
 # Wraps the canvas's fillText, so that a test can read every string the page draws (the page's own code is unchanged)
 RECORD_TEXT = """
@@ -71,6 +72,9 @@ def runs(tmp_path_factory):
     out = make_runs(base)
     out["html"] = out.pop("html").with_name("planetarium.html")
     assert planetarium.main([out["rmsnorm"]["dir"], out["sphere"]["dir"], "--html", str(out["html"])]) == 0
+    one = base / "one.html"  # (the command line's default: one run, here RMSNorm)
+    assert planetarium.main([out["rmsnorm"]["dir"], "--html", str(one)]) == 0
+    out["one"] = one
     four = base / "four.html"
     assert planetarium.main([out["rmsnorm"]["dir"], out["sphere"]["dir"]] * 2 + ["--html", str(four)]) == 0
     out["four"] = four
@@ -206,7 +210,7 @@ def test_each_layer_toggle_changes_the_pixels_where_its_items_are_drawn(page, la
 
 
 def test_the_readout_on_the_sky_is_gpt_forwards_top_3(page, runs):
-    """For a typed prefix, each sky's readout (also an aria-live region) lists the 3 most likely next characters
+    """For a typed prefix, each sky's readout lists the 3 most likely next characters
     with the probabilities numpy_engine.gpt_forward computes from the weights the page holds."""
     for prefix in ("", "emma"):
         reset(page, prefix=prefix)
@@ -219,7 +223,6 @@ def test_the_readout_on_the_sky_is_gpt_forwards_top_3(page, runs):
             probs /= probs.sum()
             top = np.argsort(-probs)[:3]
             readout = page.locator(".readout").nth(ri)
-            assert readout.get_attribute("aria-live") == "polite"
             shown = readout.locator(".top")
             assert shown.count() == 3
             for j, i in enumerate(top):
@@ -230,7 +233,7 @@ def test_the_readout_on_the_sky_is_gpt_forwards_top_3(page, runs):
             # the top 3 are labelled on the sky: near side at the star, far side at the rim
             drawn = page.evaluate("[...window.__drawnText]")
             for i in top:
-                label = (h.vocab + ["BOS"])[i]
+                label = (h.vocab + ["BOS（終わり）"])[i]  # (the end token as it reads)
                 assert any(s.startswith(label + " ") for s in drawn), (label, drawn[:20])
 
 
@@ -326,7 +329,6 @@ def test_a_negative_s_z_has_its_cap_at_the_opposite_point(browser, runs, tmp_pat
     """A character whose s_z is negative (the jp-names sphere run learns one) gets likelier the further h points from
     its star: the density exp(kappa w.h) peaks at -w, where its cap is drawn (dashed), of angle cos th = 1 - 1/|kappa|;
     |kappa| <= 1/2 covers the whole sphere."""
-    from harness.history import HISTORY_NAME, load_history
     from model_config import param_offsets
     h = load_history(os.path.join(runs["sphere"]["dir"], HISTORY_NAME))
     o = param_offsets(h.cfg)[0]["sz"][0] + h.vocab.index("e")
@@ -347,6 +349,298 @@ def test_a_negative_s_z_has_its_cap_at_the_opposite_point(browser, runs, tmp_pat
     assert cap["whole"] == (abs(cap["kappa"]) <= 0.5)
     assert "−w_k" in pg.inner_text("#notes")
     close_page(pg)
+
+
+# --------------------------------------------------------------------------- an independent projection
+# Where things should be drawn, computed here from history.npz alone (float64 weights, no code of the page or of
+# planetarium.py): the map's 3 directions are the principal directions of the last snapshot's embeddings (centered
+# rows of wte; each direction's largest entry positive), every run after the first turned within them by the
+# orthogonal Procrustes rotation that best matches its characters' directions to the first run's; a point is its
+# direction in those 3 coordinates, turned by the camera R and drawn orthographically on the dome (center S/2, radius
+# 0.43 S). The page computes all of this in JavaScript from its own 8-bit copy of the weights.
+
+def histories(runs, names=("rmsnorm", "sphere")):
+    return [load_history(os.path.join(runs[n]["dir"], HISTORY_NAME)) for n in names]
+
+
+def wte_of(h, index):
+    V, C = h.cfg.vocab_size, h.cfg.n_embd
+    return h.params[index, :V * C].reshape(V, C)
+
+
+def lm_head_of(h, index):
+    return h.params_at(index)["lm_head"]
+
+
+def map_bases(hs):
+    """Each run's 3 x C map basis, from the math above."""
+    bases, directions = [], []
+    for h in hs:
+        w = wte_of(h, len(h) - 1)
+        _, _, vt = np.linalg.svd(w - w.mean(axis=0), full_matrices=False)
+        b = vt[:3] * np.sign(vt[:3][np.arange(3), np.abs(vt[:3]).argmax(axis=1)])[:, None]
+        bases.append(b)
+        directions.append(dict(zip(h.vocab + ["BOS"], unit_rows(w @ b.T))))
+    for r in range(1, len(hs)):
+        shared = [c for c in directions[r] if c in directions[0]]
+        A = np.array([directions[r][c] for c in shared])
+        B = np.array([directions[0][c] for c in shared])
+        u, _, vt = np.linalg.svd(A.T @ B)
+        bases[r] = (u @ vt).T @ bases[r]
+    return bases
+
+
+def unit_rows(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def on_screen(points, R, size):
+    """Map points (N, 3) on the unit sphere -> (N, 2) CSS pixels on a sky of `size`, and whether on the near side."""
+    R, rho = np.array(R), 0.43 * size
+    cam = points @ R.T
+    return np.stack([size / 2 + rho * cam[:, 0], size / 2 - rho * cam[:, 1]], axis=1), cam[:, 2] > 0
+
+
+def history_index(h, step):
+    return int(np.flatnonzero(h.step == step)[0])
+
+
+def true_angle_places(lm_map, h_map, cosines):
+    """Output stars moved along the map's great circle through h to their true angle arccos(w . h) from it."""
+    d = lm_map - (lm_map @ h_map)[:, None] * h_map
+    return cosines[:, None] * h_map + np.sqrt(1 - cosines ** 2)[:, None] * unit_rows(d)
+
+
+def expected_places(h, basis, index, prefix):
+    """Input stars, output stars (at their true angle from h) and every hidden state of the prefix's path (each
+    position after the embedding and after each block), as map points, for snapshot `index` of history h."""
+    wte, lm = wte_of(h, index), lm_head_of(h, index)
+    ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
+    _, acts = mg.gpt_forward(h.params_at(index), ids, h.cfg)
+    path = np.concatenate([unit_rows(np.reshape(stage, (len(ids), -1)) @ basis.T) for stage in acts.hidden])
+    last = unit_rows(np.reshape(acts.hidden[-1], (len(ids), -1))[-1])
+    h_map = unit_rows(last @ basis.T)
+    cosines = np.clip(unit_rows(lm) @ last, -1, 1)
+    return {"stars": unit_rows(wte @ basis.T), "out": true_angle_places(unit_rows(lm @ basis.T), h_map, cosines),
+            "path": path, "keep": np.linalg.norm(wte @ basis.T, axis=1) / np.linalg.norm(wte, axis=1),
+            "norms": np.linalg.norm(wte, axis=1)}
+
+
+def only_layer(page, layer):
+    """Draw the skies with one layer on (None: none) and the true-angle option on."""
+    page.evaluate("""layer => { const P = window.__planetarium;
+        for (const k of ['stars', 'out', 'path', 'drift', 'trail']) P.state.show[k] = k === layer;
+        P.state.show.trueH = true; P.state.selected = []; P.state.hover = null; P.update(); P.drawFrame(); }""", layer)
+
+
+def sky_state(page, ri):
+    return page.evaluate(f"""(() => {{ const P = window.__planetarium, c = document.querySelectorAll('.dome canvas')[{ri}];
+        return {{R: P.state.R, size: c.getBoundingClientRect().width, steps: P.view({ri}).steps, k: P.view({ri}).k}}; }})()""")
+
+
+def drawn_share(page, ri, points, layer):
+    """The share of `points` (CSS pixels) where drawing `layer` alone changes the pixels against drawing nothing."""
+    only_layer(page, layer)
+    on = pixels_at(page, ri, points)
+    only_layer(page, None)
+    off = pixels_at(page, ri, points)
+    return changed_share(on, off)
+
+
+@pytest.mark.parametrize("when", ["start", "third", "end"])
+def test_stars_and_a_path_are_drawn_where_an_independent_projection_puts_them(page, runs, when):
+    """At three snapshots, for both skies: the input stars, the output stars (at their true angle from h) and every
+    hidden state of a typed name's path are drawn where the projection computed here from history.npz puts them (the
+    pixels there change when that layer alone is drawn), and the page's own places agree with it to a pixel."""
+    hs = histories(runs)
+    bases = map_bases(hs)
+    errors = []
+    for ri, (h, basis) in enumerate(zip(hs, bases)):
+        steps = sky_state(page, ri)["steps"]
+        step = {"start": steps[0], "third": steps[len(steps) // 3], "end": steps[-1]}[when]
+        reset(page, prefix="emma", time=step)
+        s = sky_state(page, ri)
+        want = expected_places(h, basis, history_index(h, step), "emma")
+        page_places = page.evaluate(f"window.__planetarium.places({ri})")
+        for layer in ("stars", "out", "path"):
+            xy, near = on_screen(want[layer], s["R"], s["size"])
+            got = np.array(page_places[layer])
+            errors.append(np.abs(got - xy).max())
+            points = xy[near].tolist()
+            assert len(points) >= 3, (layer, ri)
+            share = drawn_share(page, ri, points, layer)
+            assert share >= 0.9, f"{when}, sky {ri}, {layer}: drawn at only {share:.0%} of {len(points)} places"
+    print(f"\n{when}: the page's places are within {max(errors):.3f} px of the independent projection")
+    assert max(errors) < 1.0
+    reset(page)
+
+
+def isolated(xy, near, others, apart):
+    """Indices of near-side points with no other point (of xy or others) within `apart` CSS pixels."""
+    allp = np.concatenate([xy, others]) if len(others) else xy
+    out = []
+    for i in np.flatnonzero(near):
+        d = np.hypot(*(allp - xy[i]).T)
+        if np.sort(d)[1] > apart:
+            out.append(int(i))
+    return out
+
+
+def test_stars_fade_by_the_share_of_their_length_the_map_keeps(page, runs):
+    """An input star's opacity is 0.3 + 0.7 x (|its projection onto the 3 directions| / its length), the share
+    computed here from history.npz: measured on the sphere sky's pixels (star drawn against nothing drawn)."""
+    hs = histories(runs)
+    h, basis = hs[1], map_bases(hs)[1]
+    reset(page, prefix="emma")
+    s = sky_state(page, 1)
+    want = expected_places(h, basis, len(h) - 1, "emma")
+    xy, near = on_screen(want["stars"], s["R"], s["size"])
+    far_xy = xy[~near]
+    picked = isolated(xy, near, far_xy, 10)
+    assert len(picked) >= 6, len(picked)
+    points = xy[picked].tolist()
+    only_layer(page, "stars")
+    on = np.array(page.evaluate("""([points]) => { const c = document.querySelectorAll('.dome canvas')[1];
+        const ctx = c.getContext('2d'), dpr = c.width / c.getBoundingClientRect().width;
+        return points.map(([x, y]) => Array.from(ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data)); }""",
+                                [points]), dtype=float)
+    only_layer(page, None)
+    off = np.array(page.evaluate("""([points]) => { const c = document.querySelectorAll('.dome canvas')[1];
+        const ctx = c.getContext('2d'), dpr = c.width / c.getBoundingClientRect().width;
+        return points.map(([x, y]) => Array.from(ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data)); }""",
+                                 [points]), dtype=float)
+    bos = len(h.vocab)
+    color = np.array([[255.0, 209, 102] if i == bos else [244.0, 247, 255] for i in picked])
+    alpha = ((on - off)[:, :3] * (color - off[:, :3])).sum(1) / ((color - off[:, :3]) ** 2).sum(1)
+    expected = 0.3 + 0.7 * want["keep"][picked]
+    print(f"\nfade: opacity measured {np.round(alpha, 2).tolist()}, expected {np.round(expected, 2).tolist()}")
+    assert np.abs(alpha - expected).max() < 0.05, (alpha, expected)
+    reset(page)
+
+
+def half_width(row):
+    """Half the width of the run of pixels around the middle of `row` that change by more than half as much as the
+    middle one (a disc's radius, from its antialiased edge; a label beside it is not part of the run)."""
+    mid, half = len(row) // 2, row[len(row) // 2] / 2
+    left = right = mid
+    while left > 0 and row[left - 1] > half:
+        left -= 1
+    while right < len(row) - 1 and row[right + 1] > half:
+        right += 1
+    return (right - left + 1) / 2
+
+
+def test_an_rmsnorm_stars_size_is_its_norm(browser, runs):
+    """On the RMSNorm sky an input star's radius is 4 px times its norm over the median norm of the final stars (within
+    1.5 to 11 px); norms computed here from history.npz, radii measured on the pixels (device scale 2)."""
+    hs = histories(runs)
+    h, basis = hs[0], map_bases(hs)[0]
+    pg = open_page(browser, runs["html"], 1280, 800, 2)
+    reset(pg, prefix="emma")
+    s = sky_state(pg, 0)
+    want = expected_places(h, basis, len(h) - 1, "emma")
+    xy, near = on_screen(want["stars"], s["R"], s["size"])
+    picked = isolated(xy, near, xy[~near], 26)
+    assert len(picked) >= 5, len(picked)
+    final = np.sort(want["norms"])
+    radius = np.clip(4 * want["norms"] / final[len(final) // 2], 1.5, 11)[picked]
+    rows = []
+    for layer in ("stars", None):
+        only_layer(pg, layer)
+        rows.append(np.array(pg.evaluate("""([points]) => { const c = document.querySelectorAll('.dome canvas')[0];
+            const ctx = c.getContext('2d'), dpr = c.width / c.getBoundingClientRect().width;
+            return points.map(([x, y]) => Array.from(ctx.getImageData(Math.round((x - 14) * dpr), Math.round(y * dpr),
+                                                                      Math.round(28 * dpr), 1).data)); }""",
+                                         [xy[picked].tolist()]), dtype=float))
+    diff = np.abs(rows[0] - rows[1]).reshape(len(picked), -1, 4)[:, :, :3].max(axis=2)
+    measured = [half_width(d) / 2 for d in diff]  # device px -> CSS px
+    print(f"\nRMSNorm star radii: measured {np.round(measured, 2).tolist()}, expected {np.round(radius, 2).tolist()}")
+    assert np.abs(np.array(measured) - radius).max() < 0.5, (measured, radius)
+    assert radius.max() - radius.min() > 1.5  # (sizes that differ, or the test could not tell)
+    close_page(pg)
+
+
+def running_mean(values, window):
+    return np.array([values[max(0, i - window + 1):i + 1].mean() for i in range(len(values))])
+
+
+def test_the_loss_plot_draws_the_runs_losses(page, runs):
+    """The loss plot puts each run's val losses (dots) and its train loss's running mean over N/20 steps (the line),
+    read here from history.npz, at their places in the plot's box (its range: the lowest and highest of them all)."""
+    hs = histories(runs)
+    reset(page, prefix="emma")
+    curves = []
+    for h in hs:
+        train = h.train_loss
+        curves.append((train[:, 0], running_mean(train[:, 1], max(1, round(len(train) / 20))), h.val_loss))
+    lo = min(min(c[1].min(), c[2][:, 1].min()) for c in curves)
+    hi = max(max(c[1].max(), c[2][:, 1].max()) for c in curves)
+    f = page.evaluate("window.__planetarium.lossFrame()")
+    X = lambda s: f["left"] + f["width"] * s / f["planned"]  # noqa: E731
+    Y = lambda v: f["top"] + f["height"] * (hi - v) / (hi - lo)  # noqa: E731
+    assert f["lo"] == pytest.approx(lo, abs=1e-4) and f["hi"] == pytest.approx(hi, abs=1e-4)
+    colors = [(0x5c, 0xc8, 0xff), (0xff, 0xb4, 0x54)]
+    read = """([points]) => { const c = document.getElementById('loss'), ctx = c.getContext('2d');
+        const dpr = c.width / c.getBoundingClientRect().width;
+        return points.map(([x, y]) => Array.from(ctx.getImageData(Math.round(x * dpr) - 1, Math.round(y * dpr) - 1,
+                                                                  3, 3).data)); }"""
+    for (steps, mean, val), color in zip(curves, colors):
+        dots = np.array(page.evaluate(read, [[[X(s), Y(v)] for s, v in val]]), dtype=float).reshape(len(val), 9, 4)
+        close = np.abs(dots[:, :, :3] - color).max(axis=2).min(axis=1) < 60  # some pixel of the patch in its colour
+        assert close.mean() >= 0.75, f"val dots: {close.mean():.0%} in colour at their places"
+        pick = np.linspace(len(steps) // 10, len(steps) - 1, 20).astype(int)
+        line = np.array(page.evaluate(read, [[[X(steps[i]), Y(mean[i])] for i in pick]]), dtype=float).reshape(20, 9, 4)
+        lit = (line[:, :, :3].max(axis=2) - line[:, :, :3].min(axis=2)).max(axis=1) > 40  # coloured, not grey
+        assert lit.mean() >= 0.75, f"train line: {lit.mean():.0%} of its places coloured"
+    reset(page)
+
+
+def test_the_variance_share_and_the_same_characters_angle_are_measured(page, runs):
+    """The share of each snapshot's own embedding variance that the map's 3 directions keep (shown under each sky), and
+    the median angle between a character's places in the two skies (printed by the tour), computed here."""
+    hs = histories(runs)
+    bases = map_bases(hs)
+    for ri, (h, basis) in enumerate(zip(hs, bases)):
+        steps = sky_state(page, ri)["steps"]
+        shares = page.evaluate(f"window.__planetarium.shares({ri})")
+        for k in (0, len(steps) // 3, len(steps) - 1):
+            w = wte_of(h, history_index(h, steps[k]))
+            c = w - w.mean(axis=0)
+            assert shares[k] == pytest.approx(np.sum((c @ basis.T) ** 2) / np.sum(c ** 2), abs=0.01)
+            reset(page, time=steps[k])
+            assert f"{100 * shares[k]:.0f}%" in page.locator(".skyInfo").nth(ri).inner_text()
+        assert abs(shares[0] - shares[-1]) > 0.05  # (the start's share is not the end's)
+    places = [dict(zip(h.vocab + ["BOS"], unit_rows(wte_of(h, len(h) - 1) @ b.T))) for h, b in zip(hs, bases)]
+    angles = [np.degrees(np.arccos(np.clip(places[0][c] @ places[1][c], -1, 1))) for c in places[1]]
+    median = sorted(angles)[len(angles) // 2]
+    assert page.evaluate("window.__planetarium.sameCharAngle") == pytest.approx(median, abs=0.5)
+    page.evaluate("window.__planetarium.tour(0)")
+    assert f"{median:.0f}°" in page.inner_text("#tourText")
+    page.evaluate("window.__planetarium.tour(-1)")
+    reset(page)
+
+
+def test_the_replay_spends_its_time_where_the_stars_move(page, runs):
+    """Each tenth of the replay's time shows at most 13% of the stars' motion (the mean angle the input and output
+    stars move in C dimensions between snapshots, from history.npz, summed over the runs); a replay paced by training
+    steps alone shows most of it in its first tenth."""
+    hs = histories(runs)
+    steps = sky_state(page, 0)["steps"]
+    grid, moved = np.array(steps, dtype=float), np.zeros(len(steps))
+    for h in hs:
+        idx = [history_index(h, s) for s in steps]
+        for j in range(1, len(idx)):
+            for rows in (wte_of, lm_head_of):
+                a, b = unit_rows(rows(h, idx[j - 1])), unit_rows(rows(h, idx[j]))
+                moved[j] += np.arccos(np.clip((a * b).sum(1), -1, 1)).mean()
+    cumulative = np.cumsum(moved) / moved.sum()
+    at = lambda step: np.interp(step, grid, cumulative)  # noqa: E731
+    times = page.evaluate("[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1].map(u => window.__planetarium.stepAtPosition(u))")
+    shares = np.diff([0] + [at(s) for s in times])
+    print(f"\nthe stars' motion shown in each tenth of the replay: {np.round(shares, 3).tolist()}; paced by steps, the "
+          f"first tenth would show {at(grid[-1] / 10):.0%}")
+    assert shares.max() < 0.13
+    assert at(grid[-1] / 10) > 0.3  # (what pacing by steps did)
 
 
 # --------------------------------------------------------------------------- the prefix, the readout, the stars
@@ -415,6 +709,190 @@ def test_the_attention_of_the_last_position_is_listed(page, runs):
     assert table.locator("tr").first.locator("th").count() == 1 + 5
     weights = page.evaluate("window.__planetarium.forward(1, 0, window.__planetarium.view(1).ids).attention")
     assert np.allclose([sum(w) for layer in weights for w in layer], 1)
+    reset(page)
+
+
+# --------------------------------------------------------------------------- by ear, on opening, the tour
+
+def test_the_page_opens_on_a_typed_name_facing_h(browser, runs):
+    """No setup needed: the example name is typed, the last sky faces its h (at the sky's centre), each sky has its own
+    legend, the end token reads BOS (end), and one line says what a cap is."""
+    pg = open_page(browser, runs["html"], 1440, 900)
+    assert pg.input_value("#prefix") == "emma" and pg.evaluate("window.__planetarium.view(1).positions") == 5
+    path = pg.evaluate("window.__planetarium.projected(1).path")
+    size = pg.locator(".dome canvas").nth(1).bounding_box()["width"]
+    assert abs(path[-1][0] - size / 2) < 2 and abs(path[-1][1] - size / 2) < 2
+    legends = [pg.locator(".legend").nth(i).inner_text() for i in range(2)]
+    assert all("●" in t and "◆" in t and "BOS" in t for t in legends)
+    assert "○" not in legends[0] and "○" in legends[1]  # caps only where they are drawn
+    assert "BOS（終わり）" in pg.inner_text(".readout >> nth=0") + pg.inner_text("#probs")
+    assert "1/e" in pg.inner_text("#capLine") and pg.is_visible("#capLine")
+    pg.click("#lang")
+    assert "BOS (end)" in pg.inner_text("#probs") and "not where it wins" in pg.inner_text("#capLine")
+    close_page(pg)
+
+
+def test_the_parts_of_the_page_are_headings(page):
+    """The accessibility tree (Chromium's own, through the DevTools protocol) has a heading for each part."""
+    cdp = page.context.new_cdp_session(page)
+    nodes = cdp.send("Accessibility.getFullAXTree")["nodes"]
+    headings = [(n.get("name", {}).get("value", ""), next((p["value"]["value"] for p in n.get("properties", [])
+                                                           if p["name"] == "level"), None))
+                for n in nodes if n.get("role", {}).get("value") == "heading"]
+    levels = [lv for _, lv in headings]
+    names = " | ".join(n for n, _ in headings)
+    assert levels.count(1) == 1 and levels.count(2) >= 4 and levels.count(3) >= 5, headings
+    for part in ("名前と再生", "設定と数値", "空", "この図の読み方", "損失の推移", "RMSNorm", "球面モード"):
+        assert part in names, (part, names)
+
+
+LIVE_COUNTER = """() => {
+    window.__liveChanges = [];
+    for (const el of document.querySelectorAll('[aria-live], [role=status], [role=alert]')) {
+        new MutationObserver(() => window.__liveChanges.push(el.textContent))
+            .observe(el, {childList: true, subtree: true, characterData: true});
+    }
+}"""
+
+
+def test_a_replay_is_announced_once_not_per_frame(page):
+    """One live region; a whole replay at x4 (3 s, some 180 frames, 50 snapshots per run) changes it once, when it
+    stops; a new name is announced once, after the typing pauses; a frame changes no live text."""
+    reset(page, prefix="emma")
+    assert page.locator("[aria-live]").count() == 1
+    page.evaluate(LIVE_COUNTER)
+    page.select_option("#speed", "4")
+    page.click("#play")
+    wait_until(page, "!window.__planetarium.state.playing", seconds=10)
+    changes = page.evaluate("window.__liveChanges")
+    assert len(changes) == 1 and "300" in changes[0], changes
+    page.evaluate("window.__liveChanges = []")
+    page.press("#prefix", "End")
+    page.type("#prefix", "xyz", delay=50)
+    page.wait_for_timeout(900)
+    changes = page.evaluate("window.__liveChanges")
+    assert len(changes) == 1 and "emmaxyz" in changes[0], changes
+    page.select_option("#speed", "1")
+    reset(page)
+
+
+def test_reduced_motion_steps_between_snapshots(browser, runs):
+    """With prefers-reduced-motion the replay shows snapshots only, never the flight between two; faceH jumps."""
+    pg = open_page(browser, runs["html"], 1280, 800)
+    pg.emulate_media(reduced_motion="reduce")
+    pg.evaluate("""() => { const P = window.__planetarium; window.__between = [];
+        (function look() { window.__between.push(P.view(1).f); if (P.state.playing) requestAnimationFrame(look); })(); }""")
+    pg.select_option("#speed", "4")
+    pg.evaluate("window.__planetarium.setTime(0)")
+    pg.click("#play")
+    pg.evaluate("""() => { const P = window.__planetarium;
+        (function look() { window.__between.push(P.view(1).f); if (P.state.playing) requestAnimationFrame(look); })(); }""")
+    wait_until(pg, "!window.__planetarium.state.playing", seconds=10)
+    between = pg.evaluate("window.__between")
+    assert len(between) > 20 and max(between) == 0, between[:20]
+    close_page(pg)
+    pg = open_page(browser, runs["html"], 1280, 800)  # and without it: the flight between snapshots
+    pg.evaluate("window.__planetarium.setTime(0)")
+    pg.click("#play")
+    pg.evaluate("""() => { const P = window.__planetarium; window.__between = [];
+        (function look() { window.__between.push(P.view(1).f); if (P.state.playing) requestAnimationFrame(look); })(); }""")
+    pg.wait_for_timeout(1500)
+    pg.click("#play")
+    assert max(pg.evaluate("window.__between")) > 0
+    close_page(pg)
+
+
+TOUR_WORDS = {"caps": ("キャップ", "vMF"), "retraction": ("リトラクション",), "sides": ("左", "右")}
+
+
+def tour_texts(pg, lang="ja"):
+    if pg.evaluate("window.__planetarium.state.lang") != lang:
+        pg.click("#lang")
+    n = pg.evaluate("window.__planetarium.tourLength()")
+    texts = []
+    for i in range(n):
+        pg.evaluate(f"window.__planetarium.tour({i})")
+        texts.append(pg.inner_text("#tourText"))
+    pg.evaluate("window.__planetarium.tour(-1)")
+    return texts
+
+
+def test_the_tour_speaks_only_of_the_skies_on_the_page(browser, runs):
+    """One RMSNorm run (the command line's default page is one run): four steps, no caps, no retraction, no left or
+    right; two runs: five, naming both skies and printing the same character's median angle; four runs: five, naming
+    four skies; on a phone the step's sky is scrolled into view."""
+    pg = open_page(browser, runs["one"], 1280, 800)
+    texts = tour_texts(pg)
+    assert len(texts) == 4 and all(t.startswith(f"{i + 1}.") for i, t in enumerate(texts))
+    joined = "".join(texts)
+    assert not any(w in joined for w in TOUR_WORDS["caps"] + TOUR_WORDS["retraction"] + TOUR_WORDS["sides"]), joined
+    assert "RMSNorm" in texts[0] and "温度" in texts[3]
+    close_page(pg)
+    pg = open_page(browser, runs["four"], 1440, 900)
+    texts = tour_texts(pg)
+    assert len(texts) == 5 and "4 つの空" in texts[0] and "°" in texts[0]
+    assert not any(w in "".join(texts) for w in TOUR_WORDS["sides"])
+    en = tour_texts(pg, "en")
+    assert "4 skies" in en[0] and not re.search(r"[\u3000-\u30ff\uff00-\uffef]", "".join(en))
+    close_page(pg)
+    pg = open_page(browser, runs["html"], 375, 667, 2)
+    pg.evaluate("window.__planetarium.tour(3)")  # caps, on the sphere sky: the second on a phone
+    box = pg.locator(".dome canvas").nth(1).bounding_box()
+    assert -1 <= box["y"] < 667 / 2, box
+    pg.evaluate("window.__planetarium.tour(-1)")
+    close_page(pg)
+
+
+def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it(browser, runs):
+    """On a touch screen (375 x 667): a vertical swipe that starts on a sky scrolls the page and leaves the camera; a
+    sideways drag turns the sky."""
+    ctx = browser.new_context(viewport={"width": 375, "height": 667}, device_scale_factor=2, has_touch=True,
+                              is_mobile=True)
+    pg = ctx.new_page()
+    pg.goto(runs["html"].as_uri())
+    cdp = ctx.new_cdp_session(pg)
+    box = pg.locator(".dome canvas").first.bounding_box()
+    pg.evaluate(f"window.scrollTo(0, {box['y'] - 250})")
+    box = pg.locator(".dome canvas").first.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    def swipe(dx, dy):
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+        for i in range(1, 11):
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove",
+                                                  "touchPoints": [{"x": x + dx * i / 10, "y": y + dy * i / 10}]})
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        pg.wait_for_timeout(300)
+
+    R, scrolled = pg.evaluate("window.__planetarium.state.R"), pg.evaluate("window.scrollY")
+    swipe(0, -150)
+    assert pg.evaluate("window.scrollY") > scrolled + 50
+    assert pg.evaluate("window.__planetarium.state.R") == R
+    swipe(120, 0)
+    assert pg.evaluate("window.__planetarium.state.R") != R
+    ctx.close()
+
+
+def test_typography(page):
+    """Japanese body text at 15 px or more with a line height near 1.7; headings break between phrases, not inside a
+    word; no slanted kana; in English, Latin punctuation (none of the full-width forms) in the text and on the skies."""
+    reset(page, prefix="emma")
+    sizes = page.evaluate("""[...document.querySelectorAll('#notesText p, #tourText, .readout, .skyInfo, ' +
+        '#prefixStatus, #stepLabel, #capLine, #options label, .subtitle, #tempLabel')].map(e => [e.className || e.id,
+        parseFloat(getComputedStyle(e).fontSize), parseFloat(getComputedStyle(e).lineHeight)])""")
+    assert all(size >= 15 for _, size, _ in sizes), sizes
+    body = page.evaluate("[parseFloat(getComputedStyle(document.body).fontSize), "
+                         "parseFloat(getComputedStyle(document.body).lineHeight)]")
+    assert body[0] >= 15 and 1.6 <= body[1] / body[0] <= 1.8, body
+    for sel in ("h1", "h2", "h3", ".heading"):
+        assert page.evaluate(f"getComputedStyle(document.querySelector('{sel}')).wordBreak") in ("keep-all", "auto-phrase")
+    assert page.evaluate("getComputedStyle(document.getElementById('prefix'), '::placeholder').fontStyle") == "normal"
+    page.click("#lang")
+    page.evaluate("window.__drawnText.clear(); window.__planetarium.show('drift', true); window.__planetarium.drawFrame()")
+    text = page.inner_text("body") + "".join(page.evaluate("[...window.__drawnText]"))
+    wide = [text[max(0, m.start() - 30):m.end() + 5] for m in re.finditer(r"[\u3000-\u303f\uff00-\uffef]", text)]
+    assert not wide, wide
+    page.click("#lang")
     reset(page)
 
 
@@ -497,7 +975,8 @@ def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, wid
     pg = open_page(browser, runs["html"], width, height, scale)
     assert pg.evaluate("document.documentElement.scrollWidth") <= width
     skies = [pg.locator(".dome canvas").nth(i).bounding_box() for i in range(2)]
-    controls = pg.evaluate("""[...document.querySelectorAll('aside *, header *, .skyHead *, .readout, .skyInfo')]
+    pg.evaluate("window.scrollTo(0, 0)")
+    controls = pg.evaluate("""[...document.querySelectorAll('aside *, #quick *, header *, .skyHead *, .legend, .readout, .skyInfo')]
         .map(e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height,
                     tag: e.tagName + '#' + e.id}; }).filter(r => r.width > 0 && r.height > 0)""")
     for sky in skies:
@@ -505,9 +984,13 @@ def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, wid
         assert sky["x"] >= 0 and sky["x"] + sky["width"] <= width
         for c in controls:
             assert not overlaps(sky, c), (c, sky)
-        # what is on top at points of the sky is the sky's own canvas
+        # what is on top at points of the sky is the sky's own canvas (scrolled to just below the name box and the
+        # replay, which stay at the top of a narrow screen)
+        bar = pg.evaluate("(() => { const q = document.getElementById('quick'); "
+                          "return getComputedStyle(q).position === 'sticky' ? q.offsetHeight : 0; })()")
+        assert bar < 0.4 * height
         for fx, fy in ((0.5, 0.5), (0.1, 0.1), (0.9, 0.9), (0.9, 0.1), (0.1, 0.9)):
-            pg.evaluate(f"window.scrollTo(0, {max(0, sky['y'] - 10)})")
+            pg.evaluate(f"window.scrollTo(0, {max(0, sky['y'] - bar - 10)})")
             top = pg.evaluate(f"""(() => {{ const c = document.querySelectorAll('.dome canvas');
                 const y = {sky['y']} - window.scrollY; const e = document.elementFromPoint({sky['x']} + {fx} *
                 {sky['width']}, y + {fy} * {sky['height']}); return e && e.tagName === 'CANVAS' &&
@@ -522,9 +1005,11 @@ def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, wid
     for _ in range(2):
         pg.click("#lang")
         assert pg.evaluate("document.documentElement.scrollWidth") <= width
-    if width < 900:  # narrow: the controls come below the skies
+    if width < 900:  # narrow: the name box and the replay above the skies, the other controls below
         pg.evaluate("window.scrollTo(0, 0)")
         assert pg.locator("aside").bounding_box()["y"] >= max(s["y"] + s["height"] for s in skies)
+        quick = pg.locator("#quick").bounding_box()
+        assert quick["y"] + quick["height"] <= min(s["y"] for s in skies)
     # a change of the device pixel ratio (zoom, a window moved to another screen) redraws sharp (headless Chromium
     # reports an emulated ratio change to the page only together with a change of size)
     cdp = pg.context.new_cdp_session(pg)

@@ -1012,7 +1012,11 @@
   }
   document.getElementById("play").addEventListener("click", () => setPlaying(!state.playing));
   document.getElementById("speed").addEventListener("change", (e) => { state.speed = Number(e.target.value); });
-  document.getElementById("lang").addEventListener("click", () => { state.lang = state.lang === "ja" ? "en" : "ja"; update(); });
+  document.getElementById("lang").addEventListener("click", () => {
+    state.lang = state.lang === "ja" ? "en" : "ja";
+    announceBox.textContent = "";  // (what it said, in the other language)
+    update(true);
+  });
   const prefixInput = document.getElementById("prefix");
   // while an input method composes (kana to kanji), the box holds unfinished text: the page waits for it
   let nameTimer = null;
@@ -1080,11 +1084,17 @@
     const c = r.canvas, fingers = new Map();
     c.addEventListener("pointerdown", (e) => {
       fingers.set(e.pointerId, [e.clientX, e.clientY]);
-      state.drag = { x: e.clientX, y: e.clientY, moved: 0 };
-      c.setPointerCapture(e.pointerId);
+      state.drag = { x: e.clientX, y: e.clientY, x0: e.clientX, y0: e.clientY, moved: 0, axis: null };
+      if (e.pointerType !== "touch") c.setPointerCapture(e.pointerId);
     });
     c.addEventListener("pointermove", (e) => {
       if (!state.drag || !fingers.has(e.pointerId)) { if (!state.drag) hoverStar(ri, e); return; }
+      if (e.pointerType === "touch" && fingers.size === 1 && state.drag.axis !== "x") {
+        // one finger: the first 8 px decide; a vertical swipe is the page's (it scrolls), a sideways one turns
+        const d = state.drag, ax = Math.abs(e.clientX - d.x0), ay = Math.abs(e.clientY - d.y0);
+        if (d.axis === null && Math.hypot(ax, ay) >= 8) d.axis = ax > ay ? "x" : "y";
+        if (d.axis !== "x") return;
+      }
       const [px, py] = fingers.get(e.pointerId), dx = (e.clientX - px) / fingers.size, dy = (e.clientY - py) / fingers.size;
       fingers.set(e.pointerId, [e.clientX, e.clientY]);
       state.drag.moved += Math.abs(dx) + Math.abs(dy);
@@ -1246,6 +1256,13 @@
         }),
         trail: it.trail.flatMap((pts) => pts.slice(1, -2)).filter(near).map(xy),
       };
+    },
+    // every input star, output star and hidden state of the path (by stage, then position) on sky ri, near and far
+    places(ri) {
+      const r = runs[ri], it = skyItems(r), geo = pathGeometry(r), xy = (p) => [p[0], p[1]];
+      const stages = geo.chains.length ? geo.chains[0].points.length : 0, path = [];
+      for (let s = 0; s < stages; s++) for (const chain of geo.chains) path.push(xy(it.scr(chain.points[s])));
+      return { stars: it.stars.map(xy), out: it.out.map(xy), path };
     },
     // the cap of output star `label` of run ri as the sky draws it: its center and the star's direction (map)
     cap(ri, label) {

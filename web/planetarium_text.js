@@ -103,7 +103,7 @@ const PlanetText = {
       caps: "<b>{i}. キャップと温度。</b>{run} の空で、上位の文字の出力の星を囲む円が vMF キャップ（κ = s_z / T）：その文字自身の" +
         "密度の広がりで、その文字が勝つ範囲ではありません。温度を下げる（T = 0.5）と κ が倍になり、キャップは小さく、確率は上位に集まります。",
       tempRms: "<b>{i}. 温度。</b>温度を下げる（T = 0.5）と確率は上位の文字に集まり、◆ の大きさ（確率）が変わります。RMSNorm の" +
-        "ロジットはコサインではないので、vMF キャップは描きません。",
+        "ロジットはコサインではないので、確率は ◆ の大きさだけで示します。",
       retraction: "<b>{i}. リトラクション。</b>{run} の空で学習の初めに戻り、Adam の一歩で球面から押し出された位置を線と輪で示します。" +
         "再生すると、学習率が下がるにつれて輪は小さくなり、星は球面に留まります。",
     },
@@ -219,8 +219,8 @@ const PlanetText = {
         "are vMF caps (κ = s_z / T): each character's own density, not where it wins. Lowering the temperature " +
         "(T = 0.5) doubles κ: the caps shrink and the probability gathers on the top characters.",
       tempRms: "<b>{i}. Temperature.</b> Lowering the temperature (T = 0.5) gathers the probability on the top " +
-        "characters, and the sizes of ◆ (the probabilities) change. RMSNorm's logits are no cosines, so no vMF caps " +
-        "are drawn.",
+        "characters, and the sizes of ◆ (the probabilities) change. RMSNorm's logits are no cosines: the sizes of " +
+        "◆ alone show the probabilities.",
       retraction: "<b>{i}. Retraction.</b> On the sky of {run}, back near the start of training: lines and rings " +
         "show where Adam's step pushed each star off the sphere. Play on: as the learning rate decays the rings " +
         "shrink, and the stars stay on the sphere.",
