@@ -676,6 +676,7 @@ def test_hovering_a_probability_bar_marks_its_star_and_back(page):
     page.mouse.move(0, 0)
     # and back: the pointer over a star marks its row
     at = page.evaluate("window.__planetarium.starAt(1, 'a')")
+    page.evaluate("window.scrollTo(0, 0)")
     box = page.locator(".dome canvas").nth(1).bounding_box()
     page.mouse.move(box["x"] + at["x"], box["y"] + at["y"])
     hover = page.evaluate("window.__planetarium.state.hover")
