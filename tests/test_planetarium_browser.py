@@ -58,9 +58,14 @@ VIEWPORTS = [(375, 667, 2), (768, 1024, 2), (1024, 768, 1), (1440, 900, 1), (256
 # Wraps the canvas's fillText, so that a test can read every string the page draws (the page's own code is unchanged)
 RECORD_TEXT = """
 window.__drawnText = new Set();
+window.__drawnBoxes = [];
 const fillText = CanvasRenderingContext2D.prototype.fillText;
 CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
   window.__drawnText.add(String(text));
+  if (window.__drawnBoxes.length < 20000) {
+    window.__drawnBoxes.push({canvas: this.canvas, text: String(text), x: rest[0], y: rest[1],
+                              width: this.measureText(String(text)).width});
+  }
   return fillText.call(this, text, ...rest);
 };
 """
@@ -840,6 +845,8 @@ def test_the_tour_speaks_only_of_the_skies_on_the_page(browser, runs):
     pg.evaluate("window.__planetarium.tour(3)")  # caps, on the sphere sky: the second on a phone
     box = pg.locator(".dome canvas").nth(1).bounding_box()
     assert -1 <= box["y"] < 667 / 2, box
+    tour = pg.locator("#tour").bounding_box()  # the tour's text in view too, covering at most a quarter of the sky
+    assert tour["y"] + tour["height"] <= 667 and tour["y"] >= box["y"] + 0.75 * box["height"], (tour, box)
     pg.evaluate("window.__planetarium.tour(-1)")
     close_page(pg)
 
@@ -894,6 +901,41 @@ def test_typography(page):
     wide = [text[max(0, m.start() - 30):m.end() + 5] for m in re.finditer(r"[\u3000-\u303f\uff00-\uffef]", text)]
     assert not wide, wide
     page.click("#lang")
+    reset(page)
+
+
+def test_the_top_3_labels_never_cover_each_other(page):
+    """Wherever the camera looks, the labels of each sky's 3 likeliest characters (with their probabilities) are drawn
+    where they do not overlap one another (each 14 px high, as wide as its text)."""
+    reset(page, prefix="emma")
+    for turn in range(12):
+        page.evaluate(f"window.__planetarium.turn({0.5 * turn}, {0.13 * turn}); window.__drawnBoxes = [];"
+                      "window.__planetarium.drawFrame()")
+        for ri in range(2):
+            top = page.evaluate(f"window.__planetarium.view({ri}).top")
+            boxes = page.evaluate(f"""window.__drawnBoxes.filter(b => b.canvas === document.querySelectorAll('.dome canvas')[{ri}])
+                .map(b => [b.text, b.x, b.y - 7, b.x + b.width, b.y + 7])""")
+            labels = [b for b in boxes if any(b[0].startswith(label + " ") or b[0].startswith(label + "（")
+                                              for label in top)]
+            assert len(labels) == 3, (turn, ri, [b[0] for b in boxes][:12])
+            for i in range(3):
+                for j in range(i + 1, 3):
+                    a, b = labels[i], labels[j]
+                    assert not (a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]), (turn, ri, a, b)
+    reset(page)
+
+
+def test_an_input_method_composing_shows_no_warning_until_it_is_done(page):
+    """While an input method composes (romaji to kana), the box holds unfinished text: no red warning until the
+    composition ends; then the prefix is read as usual."""
+    reset(page, prefix="em")
+    page.evaluate("""() => { const box = document.getElementById('prefix');
+        box.dispatchEvent(new CompositionEvent('compositionstart'));
+        box.value = 'emえ';
+        box.dispatchEvent(new InputEvent('input', {isComposing: true, data: 'え', inputType: 'insertCompositionText'})); }""")
+    assert page.locator("#prefixStatus.warn").count() == 0 and page.evaluate("window.__planetarium.state.prefix") == "em"
+    page.evaluate("document.getElementById('prefix').dispatchEvent(new CompositionEvent('compositionend', {data: 'え'}))")
+    assert page.locator("#prefixStatus.warn").count() == 1 and "え" in page.inner_text("#prefixStatus")
     reset(page)
 
 

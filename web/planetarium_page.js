@@ -685,9 +685,9 @@
       // a place that covers no label and no dot; else (the important ones) one that covers no label; else (the top
       // characters) the first place
       // the top characters may not cover each other: further places up and down before the first one
-      const further = c.pri < 1 && !c.rim ? [1, -1, 2, -2, 3, -3, 4, -4].map((m) => {
-        const y0 = Math.max(1, Math.min(fr.S - h - 1, c.y - 2 - h / 2 + 15 * m)), x0 = Math.max(1, Math.min(fr.S - w - 1, c.x + c.pad));
-        return [x0, y0, x0 + w, y0 + h];
+      const further = c.pri < 1 ? [1, -1, 2, -2, 3, -3, 4, -4].map((m) => {
+        const y0 = Math.max(1, Math.min(fr.S - h - 1, boxes[0][1] + 15 * m));
+        return [boxes[0][0], y0, boxes[0][2], y0 + h];
       }) : [];
       const box = boxes.find((b) => !hits(b, placed) && !hits(b, obstacles)) ||
         (c.pri < 2 ? boxes.concat(further).find((b) => !hits(b, placed)) : null) || (c.pri < 1 ? boxes[0] : null);
@@ -1188,6 +1188,7 @@
   }
   function showTour() {
     tourBox.hidden = false;
+    document.body.classList.add("touring");
     const n = tourSteps().length, html = tourText(state.tour), box = document.getElementById("tourText");
     if (box.innerHTML !== html) box.innerHTML = html;
     document.getElementById("tourCount").textContent = t("tourCount", { i: state.tour + 1, n });
@@ -1196,7 +1197,7 @@
   }
   function goTour(i) {
     state.tour = i;
-    if (i < 0) { tourBox.hidden = true; return; }
+    if (i < 0) { tourBox.hidden = true; document.body.classList.remove("touring"); return; }
     const step = tourSteps()[i];
     step.act();
     prefixInput.value = state.prefix;
