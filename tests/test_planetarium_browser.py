@@ -1,9 +1,12 @@
 """The planetarium page in a real browser: Playwright drives a headless Chromium (Debian's `chromium`, which .ci/run
 installs) through the page planetarium.py writes for two runs, rmsnorm and sphere from one seed, and checks what a
-learner sees, by its pixels where it matters: every layer toggle changes the pixels where that layer's items are
-projected; the readout on the sky is numpy_engine.gpt_forward's top 3; at 375 x 667 (device scale 2), 1024 x 768 and
-1440 x 900 no control covers a sky and nothing scrolls sideways; the embedded font has every character the page
-shows; keyboard, labels, the prefix as training reads it, the tour; and the time to draw one frame.
+learner sees, by its pixels where it matters, against places computed here from history.npz alone (the map's basis,
+the Procrustes turn, the true angles from h, the camera): input stars, output stars and a typed name's path at three
+snapshots; the fade, an RMSNorm star's size and the loss plot from the pixels; the variance share, the tour's median
+angle and the replay's pacing from the history. Also: the readout is numpy_engine.gpt_forward's top 3; at 375, 768,
+1024, 1440 and 2560 px no control covers a sky and nothing scrolls sideways; headings in the accessibility tree, one
+announcement per replay, reduced motion, touch; the tour of one, two and four runs; the embedded font has every
+character the page shows; typography; keyboard, labels, the prefix as training reads it; the time to draw one frame.
 
 It also takes docs/planetarium.md's screenshots; they are written to the repository only when asked:
     PLANETARIUM_SCREENSHOTS=docs python3 dev.py test tests/test_planetarium_browser.py -k screenshots
@@ -864,11 +867,12 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
     box = pg.locator(".dome canvas").first.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
-    def swipe(dx, dy):
-        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    def swipe(dx, dy, fingers=1):
+        at = lambda f: [{"x": x + 40 * j, "y": y, "id": j} if f == 0 else  # noqa: E731
+                        {"x": x + 40 * j + dx * f, "y": y + dy * f, "id": j} for j in range(fingers)]
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": at(0)})
         for i in range(1, 11):
-            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove",
-                                                  "touchPoints": [{"x": x + dx * i / 10, "y": y + dy * i / 10}]})
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": at(i / 10)})
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
         pg.wait_for_timeout(300)
 
@@ -877,8 +881,27 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
     assert pg.evaluate("window.scrollY") > scrolled + 50
     assert pg.evaluate("window.__planetarium.state.R") == R
     swipe(120, 0)
-    assert pg.evaluate("window.__planetarium.state.R") != R
+    R2 = pg.evaluate("window.__planetarium.state.R")
+    assert R2 != R
+    scrolled = pg.evaluate("window.scrollY")
+    swipe(0, -80, fingers=2)  # two fingers turn the sky, vertically too, and leave the page where it is
+    assert pg.evaluate("window.__planetarium.state.R") != R2 and pg.evaluate("window.scrollY") == scrolled
     ctx.close()
+
+
+def test_on_a_phone_a_typed_name_is_drawn_where_the_learner_looks(browser, runs):
+    """At 375 x 667 the name box and the replay come before the skies and stay at the top; focusing the name box brings
+    the first sky up under them: at least 60% of its canvas is on the screen, uncovered."""
+    pg = open_page(browser, runs["html"], 375, 667, 2)
+    quick, sky = pg.locator("#quick").bounding_box(), pg.locator(".dome canvas").first.bounding_box()
+    assert quick["y"] + quick["height"] <= sky["y"] and quick["y"] < 667 / 2
+    pg.focus("#prefix")
+    pg.keyboard.type("a")
+    quick, sky = pg.locator("#quick").bounding_box(), pg.locator(".dome canvas").first.bounding_box()
+    assert quick["y"] == 0 and sky["y"] >= quick["height"] - 1, (quick, sky)
+    assert (min(667, sky["y"] + sky["height"]) - sky["y"]) >= 0.6 * sky["height"], sky
+    assert pg.evaluate("window.__planetarium.view(0).positions") == 6
+    close_page(pg)
 
 
 def test_typography(page):

@@ -1023,6 +1023,7 @@
   const readPrefix = () => {
     state.prefix = prefixInput.value;
     update(true);
+    skyUnderNameBox();
     clearTimeout(nameTimer);  // a new name is announced once the typing pauses
     nameTimer = setTimeout(() => announce(t("announceName", { p: state.prefix }) + " " + topsText()), 600);
   };
@@ -1030,11 +1031,13 @@
   prefixInput.addEventListener("compositionend", readPrefix);
   // on a narrow screen the name box stays at the top: focusing it brings the first sky up under it, so that the name
   // is drawn where the learner is looking
-  prefixInput.addEventListener("focus", () => {
-    if (window.innerWidth >= 900) return;
+  // (and keeps it there while the message under the box grows or shrinks)
+  function skyUnderNameBox() {
+    if (window.innerWidth >= 900 || document.activeElement !== prefixInput) return;
     const bar = document.getElementById("quick").getBoundingClientRect(), sky = runs[0].box.getBoundingClientRect();
     window.scrollBy({ top: sky.top - (bar.bottom - bar.top) - 4, behavior: "instant" });
-  });
+  }
+  prefixInput.addEventListener("focus", skyUnderNameBox);
   const tempInput = document.getElementById("temp");
   const setT = (v) => { tempInput.value = String(v); state.T = Math.pow(2, (v - 50) / 25); };  // 0.25 .. 4, 1 at the middle
   tempInput.addEventListener("input", () => { setT(Number(tempInput.value)); update(); });
