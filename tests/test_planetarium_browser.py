@@ -874,15 +874,16 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
         for i in range(1, 11):
             cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": at(i / 10)})
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-        pg.wait_for_timeout(300)
+        pg.wait_for_timeout(400)
 
-    R, scrolled = pg.evaluate("window.__planetarium.state.R"), pg.evaluate("window.scrollY")
+    R = pg.evaluate("window.__planetarium.state.R")
+    swipe(120, 0)
+    R2, scrolled = pg.evaluate("window.__planetarium.state.R"), pg.evaluate("window.scrollY")
+    assert R2 != R
     swipe(0, -150)
     assert pg.evaluate("window.scrollY") > scrolled + 50
-    assert pg.evaluate("window.__planetarium.state.R") == R
-    swipe(120, 0)
-    R2 = pg.evaluate("window.__planetarium.state.R")
-    assert R2 != R
+    assert pg.evaluate("window.__planetarium.state.R") == R2
+    pg.wait_for_timeout(700)  # (the scroll's fling settles)
     scrolled = pg.evaluate("window.scrollY")
     swipe(0, -80, fingers=2)  # two fingers turn the sky, vertically too, and leave the page where it is
     assert pg.evaluate("window.__planetarium.state.R") != R2 and pg.evaluate("window.scrollY") == scrolled
