@@ -884,6 +884,7 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
     assert pg.evaluate("window.scrollY") > scrolled + 50
     assert pg.evaluate("window.__planetarium.state.R") == R2
     pg.wait_for_timeout(700)  # (the scroll's fling settles)
+    pg.evaluate(f"window.scrollTo(0, {scrolled})")  # (the sky back under the fingers)
     scrolled = pg.evaluate("window.scrollY")
     swipe(0, -80, fingers=2)  # two fingers turn the sky, vertically too, and leave the page where it is
     assert pg.evaluate("window.__planetarium.state.R") != R2 and pg.evaluate("window.scrollY") == scrolled

@@ -1106,7 +1106,10 @@
     });
     const lift = (e) => { fingers.delete(e.pointerId); if (!fingers.size) state.drag = null; };
     c.addEventListener("pointercancel", lift);
-    c.addEventListener("touchmove", (e) => { if (e.touches.length > 1) e.preventDefault(); }, { passive: false });
+    // (two fingers: the page neither scrolls nor zooms, from their first touch on)
+    for (const type of ["touchstart", "touchmove"]) {
+      c.addEventListener(type, (e) => { if (e.touches.length > 1) e.preventDefault(); }, { passive: false });
+    }
     c.addEventListener("pointerup", (e) => {
       const d = state.drag;
       fingers.delete(e.pointerId);
