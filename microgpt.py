@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from checks import check_known, check_loss_args, check_sampling, check_training
+from checks import check_known, check_loss_args, check_params, check_sampling, check_training
 from corpora import load_corpus
 from model_config import HUGE_GRADIENT, TrainState, alloc_params, flat_buffer
 from model_config import GPTConfig, sphere_axes  # noqa: F401  (GPTConfig: the public API)
@@ -308,6 +308,7 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
     """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (samples_np).
     Both draw position p of name i with the same uniform number u[i, p]: they invent the same."""
     check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine)
+    check_params(params, cfg)  # the weights fit cfg, and the vocabulary (above) fits it too
     prefix, rng = encode(prompt, vocab), np.random.default_rng(seed)
     if engine == "numpy":
         names = samples_np(params, cfg, prefix, temperature, num_samples, rng)
