@@ -24,7 +24,14 @@ from harness.checkpoints import (
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
 from harness.memory import check_corpus_memory, check_memory
-from harness.run_files import RUN_FILE_NAMES, RunLock, not_a_regular_file, plot_losses, write_json
+from harness.run_files import (
+    RUN_FILE_NAMES,
+    RunLock,
+    check_readable_file,
+    not_a_regular_file,
+    plot_losses,
+    write_json,
+)
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
@@ -152,6 +159,9 @@ def run_settings(args, resume):
         opts.notes.append(f"note: --corpus {args.corpus} is the built-in corpus; for the file of "
                           "that "
                        f"name here give its path, ./{args.corpus}")
+    if opts.corpus not in BUILTIN and os.path.lexists(opts.corpus):  # (a FIFO would wait for a
+        # writer: refused, never read; a missing file is load_corpus's to explain)
+        check_readable_file(opts.corpus, "corpus file")
     check_corpus_memory(opts.corpus, opts.max_memory)
     return opts
 

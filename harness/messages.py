@@ -95,20 +95,31 @@ def shown_path(path, here):
     return path if relative.startswith(os.path.join(os.pardir, os.pardir)) else relative
 
 
-def resume_command(out, args):
-    """The command that continues this run, to paste where it was started: the interpreter that ran
+def flag_words(flag, value):
+    """[flag, value], or [flag=value] when the value starts with "-" (argparse would take it for a
+    flag of its own: --prompt -x fails, --prompt=-x does not)."""
+    value = str(value)
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
+def microgpt_command(words):
+    """python microgpt.py WORDS, to paste where this program was started: the interpreter that runs
     it (a bare `python` may lack this project's packages) or the launcher typed (dev.py:
-    MICROGPT_LAUNCHER), --out as given (or the folder claimed, seen from here), every word quoted,
-    and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
-    launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.getcwd()
+    MICROGPT_LAUNCHER), the script's path seen from here, every word quoted (shlex.join)."""
+    launcher = os.environ.get("MICROGPT_LAUNCHER")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = os.path.join(root, "microgpt.py")
-    words = shlex.split(launcher) if launcher else [sys.executable, shown_path(script, here)]
-    words += ["--resume", "--out", args.out or shown_path(out, here)]
+    script = shown_path(os.path.join(root, "microgpt.py"), os.getcwd())
+    return shlex.join((shlex.split(launcher) if launcher else [sys.executable, script]) + words)
+
+
+def resume_command(out, args):
+    """The command that continues this run: --out as given (or the folder claimed, seen from here),
+    and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
+    words = ["--resume"] + flag_words("--out", args.out or shown_path(out, os.getcwd()))
     for name in ("max_memory", "num_samples", "temperature", "prompt"):
         if getattr(args, name) is not None:
-            words += ["--" + name.replace("_", "-"), str(getattr(args, name))]
-    return shlex.join(words)
+            words += flag_words("--" + name.replace("_", "-"), getattr(args, name))
+    return microgpt_command(words)
 
 
 def print_final(state, base):
