@@ -361,6 +361,11 @@ def main(argv=None):
         vocab = build_vocab(docs)                                            # 2. tokenizer
         cfg = cli.model_config(opts, vocab, resume)                          # 3. parameters
         cli.check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
+        if cli.finished(resume, opts, args):  # nothing to train: its files stay as they are
+            how = cli.sampling(args, opts.seed, opts.engine)
+            if cli.sampling_asked(args):
+                messages.print_samples(iter_samples(resume.params, cfg, vocab, **how), how)
+            return shell.exit_code
         base = baselines([doc_tokens(d, vocab) for d in train_docs],
                          [doc_tokens(d, vocab) for d in val_docs], cfg)
         with cli.RunFolder(opts, resume, shell) as folder:  # holds --out until the run ends

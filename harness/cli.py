@@ -224,6 +224,23 @@ def sampling(args, seed, engine):
             "engine": engine if args.engine is None else args.engine}
 
 
+def finished(resume, opts, args):
+    """Is this a resumed run with no step left? Then it says so (its files are left as they are:
+    metrics.json keeps its timing and names); True."""
+    if resume is None or resume.step < opts.steps:
+        return False
+    asked = " Its names, with the sampling flags given:" if sampling_asked(args) else (
+        " To see its names: --sample-only --checkpoint PATH, or give a sampling flag.")
+    print(f"the run in {as_text(repr(opts.checkpoint))} is finished: step {resume.step} of "
+          f"{opts.steps}; nothing to train, and its files stay as they are (to train on, give a "
+          f"larger --steps).{asked}")
+    return True
+
+
+def sampling_asked(args):
+    return any(getattr(args, name) is not None for name in ("num_samples", "temperature", "prompt"))
+
+
 def check_out_folder(out, resume, ckpt_path):
     """InputError unless --out may take this run's files: a new run's folder holds no run's files, a
     resumed run's is its checkpoint's or holds none, and every run file there is a regular file (a

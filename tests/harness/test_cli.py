@@ -477,3 +477,15 @@ def test_a_fifo_where_a_file_is_read_is_refused_not_waited_on(tmp_path, corpus, 
         argv = ["--resume", "--out", str(tmp_path / "out"), "--steps", "2"]
     code, _, err = run(capsys, argv)
     assert code == EXIT_BAD_INPUT and "is a FIFO, not a regular file" in err and err.count("\n") == 1, err
+
+
+def test_resuming_a_finished_run_says_so_and_leaves_its_files_as_they_are(tmp_path, corpus, capsys):
+    out = str(tmp_path / "run")
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "4", "--out", out])[0] == EXIT_OK
+    before = snapshot(out)
+    code, stdout, err = run(capsys, ["--resume", "--out", out])
+    assert code == EXIT_OK and "is finished: step 4 of 4; nothing to train" in stdout, err
+    assert "--sample-only" in stdout and "sample  1" not in stdout
+    code, stdout, err = run(capsys, ["--resume", "--out", out, "--num-samples", "2", "--temperature", "0.8"])
+    assert code == EXIT_OK and "temperature 0.8" in stdout and "sample  2: " in stdout and "sample  3" not in stdout
+    assert snapshot(out) == before  # metrics.json keeps its ms/step and its names; nothing rewritten
