@@ -547,7 +547,7 @@ def parser():
     return p
 
 
-RULES = {"seed": "seed", "split_seed": "seed", "lengths": "steps", "layers": "n_layer",
+RULES = {"lr0": "lr", "seed": "seed", "split_seed": "seed", "lengths": "steps", "layers": "n_layer",
          "widths": "n_embd", "n_head": "n_head", "block_size": "block_size",
          "batch_size": "batch_size", "max_memory": "max_memory", "corpus": "corpus"}
 
