@@ -269,6 +269,9 @@ class Grid(common.Scheduler):
     def unit_of(self, job):
         return self.units[(job["norm"], job["T"])]
 
+    def describe(self, unit):
+        return f"{unit.norm} at T={unit.T}"
+
     def anchor_steps(self, unit):
         return anchor_steps(self.opts) if unit.T in self.opts.anchor_contexts else ()
 

@@ -127,6 +127,10 @@ class Study(common.Scheduler):
     def unit_of(self, job):
         return self.units[job["unit"]]
 
+    def describe(self, unit):
+        steps, n_layer, n_embd = unit.cell
+        return f"{unit.model} (steps={steps} L={n_layer} E={n_embd})"
+
     def start(self, unit, center, half):
         unit.started = True
         self.sweep(unit, range(center - half, center + half + 1))
