@@ -40,8 +40,7 @@ class Parser(argparse.ArgumentParser):
                          formatter_class=argparse.RawDescriptionHelpFormatter)
 
     def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
-        sys.exit(2)
+        raise InputError(f"{message} (see --help)")
 
 
 def parse(parser, argv, quick):
