@@ -292,6 +292,24 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
     return h
 
 
+DEFAULT_OUT = "out"  # where a run without --out saves when stopped: out/run-N
+
+
+def check_default_out(base):
+    """InputError unless a stopped run without --out could save to a new base/run-N: `base` is a
+    writable folder, or can be made here. Checked before the first step, as --out is: a file,
+    a dangling link or a read-only folder there would lose the run at Ctrl-C."""
+    if os.path.lexists(base) and not os.path.isdir(base):
+        what = "a dangling link" if os.path.islink(base) and not os.path.exists(base) else \
+            f"{not_a_regular_file(base) or 'a file'}"
+        raise InputError(f"./{base} is {what}, not a folder: a run without --out saves there when "
+                         "stopped (Ctrl-C); move it away, or give --out FOLDER")
+    folder = base if os.path.isdir(base) else "."
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{os.path.abspath(folder)!r} is not writable: a run without --out saves "
+                         f"to ./{base}/run-N when stopped (Ctrl-C); give --out FOLDER")
+
+
 class RunFolder:
     """`with RunFolder(opts, resume, shell) as folder:` holds --out while the run runs
     (harness.run_files .RunLock: a second run is refused), continues the run's history on --resume,
@@ -310,6 +328,8 @@ class RunFolder:
         if opts.out and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--out writes loss.png, which needs matplotlib: pip install "
                              "matplotlib")
+        if not opts.out:
+            check_default_out(DEFAULT_OUT)
         self.lock = RunLock(opts.out).__enter__()  # this run holds --out (or is refused: exit 2)
         try:
             if opts.out:

@@ -489,3 +489,14 @@ def test_resuming_a_finished_run_says_so_and_leaves_its_files_as_they_are(tmp_pa
     code, stdout, err = run(capsys, ["--resume", "--out", out, "--num-samples", "2", "--temperature", "0.8"])
     assert code == EXIT_OK and "temperature 0.8" in stdout and "sample  2: " in stdout and "sample  3" not in stdout
     assert snapshot(out) == before  # metrics.json keeps its ms/step and its names; nothing rewritten
+
+
+@pytest.mark.parametrize("what", ["a file", "a dangling link", "a FIFO"])
+def test_the_default_out_is_checked_before_the_first_step(tmp_path, corpus, capsys, monkeypatch, what):
+    """Without --out a stopped run saves to ./out/run-N: ./out that cannot take it is refused before training
+    (exit 2, nothing written), not found out at Ctrl-C after hours."""
+    monkeypatch.chdir(tmp_path)
+    {"a file": lambda: (tmp_path / "out").write_text("x"), "a dangling link": lambda: os.symlink("gone", "out"),
+     "a FIFO": lambda: os.mkfifo("out")}[what]()
+    code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3"])
+    assert code == EXIT_BAD_INPUT and f"./out is {what}, not a folder" in err and "step" not in stdout, err
