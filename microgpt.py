@@ -5,6 +5,7 @@ unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on valu
 "numpy" the same math on arrays (numpy_engine.py). main() is where harness/ comes in.
 """
 import math
+import sys
 import time
 
 import numpy as np
@@ -274,8 +275,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
             if not (math.isfinite(loss) and float(np.abs(grad).max()) < HUGE_GRADIENT):  # or NaN
                 raise NumericError(f"the loss ({loss}) or a gradient is not finite")
         except NumericError as e:  # log(0), overflow, NaN: the updates made the model diverge,
-            if state.step == 0:    # unless none was made yet: then the model's code failed
-                raise
+            if state.step == 0 or sys.gettrace():  # unless none was made yet (the model's code
+                raise  # failed), or a debugger traces this: it stops where the number broke
             state.error = f"step {step + 1}: {e}"
             break  # the weights stay those of the last good step
         if observer is not None and observer.before_update(state, loss, grad):

@@ -1,6 +1,7 @@
 """harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its
 ETA, the final line, the names, and one line on stderr for a diverged, interrupted or failed run
 (what was kept, what to do next)."""
+import inspect
 import os
 import shlex
 import sys
@@ -49,7 +50,7 @@ def print_header(opts, cfg, base, resume, notices):
 def report(state, run, folder, opts, args):
     """How training ended, said; the exit code: 0 finished, 1 diverged, 130 interrupted (saved)."""
     if state.error:
-        return report_divergence(state, folder, opts)
+        return report_divergence(state, folder, opts, engine_failed=not run.stopped)
     if run.interrupted and state.step < state.steps:
         return save_interrupted(state, folder, opts, args)
     print_final(state, run.base)
@@ -66,12 +67,24 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     return "no checkpoint was written (no --out)"
 
 
-def report_divergence(state, folder, opts):
-    """Nothing new is written: the weights before the bad step would only repeat it."""
+def report_divergence(state, folder, opts, engine_failed=False):
+    """Nothing new is written: the weights before the bad step would only repeat it. When the
+    engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
+    where = (f" To see where it broke: python -m pdb microgpt.py [the same flags], then "
+             f"`{breakpoint_line()}` and `c`: under a breakpoint train() lets the error through, "
+             "and pdb stops at its line." if engine_failed else "")
     say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr "
-        "(a resumed run may lower it: --resume --lr ...).")
+        f"(a resumed run may lower it: --resume --lr ...).{where}")
     return EXIT_DIVERGED
+
+
+def breakpoint_line():
+    """`b microgpt.py:LINE`, the line of train() that catches the engine's NumericError: a
+    breakpoint there (any breakpoint: pdb then traces) makes train() re-raise it."""
+    import microgpt
+    lines, first = inspect.getsourcelines(microgpt.train)
+    return f"b microgpt.py:{first + next(i for i, x in enumerate(lines) if 'except Numeric' in x)}"
 
 
 def save_interrupted(state, folder, opts, args):
