@@ -305,3 +305,19 @@ def test_ctrl_c_outside_training_exits_cleanly(corpus, capsys, monkeypatch):
     monkeypatch.setattr(mg, "load_corpus", interrupted)
     code, _, err = run(capsys, TINY + ["--corpus", corpus])
     assert code == 130 and "interrupted" in err
+
+
+@pytest.mark.parametrize("prog", ["microgpt.py", "planetarium.py"])
+def test_a_deleted_working_folder_is_said_as_such(tmp_path, prog):
+    """Started in a folder that was deleted: one line saying so (not "cannot write to standard output")."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code = ("import os, subprocess, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+            "r = subprocess.run([sys.executable, sys.argv[2], *sys.argv[3:]], capture_output=True, text=True); "
+            "print(r.returncode); print(r.stderr)")
+    args = ["--steps", "2", "--engine", "numpy"] if prog == "microgpt.py" else ["run"]
+    r = subprocess.run([sys.executable, "-c", code, str(gone), os.path.join(ROOT, prog), *args], capture_output=True,
+                       text=True, timeout=120)
+    returncode, err = r.stdout.split("\n", 1)
+    assert int(returncode) == 2 and "the current folder no longer exists" in err, r.stdout + r.stderr
+    assert "standard output" not in err and "Traceback" not in err
