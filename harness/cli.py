@@ -183,7 +183,7 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     docs = train_docs + val_docs
     check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
-                 (len(docs), sum(map(len, docs))), opts.steps)
+                 (len(docs), sum(map(len, docs))), opts.steps, max(map(len, docs)) + 1)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, "the initial weights")
     opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
