@@ -4,6 +4,10 @@ Read it top to bottom. norm="rmsnorm" is the reference microgpt; "sphere" keeps 
 unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on value.py's Values;
 "numpy" the same math on arrays (numpy_engine.py). main() is where harness/ comes in.
 """
+if __name__ == "__main__":  # run by a Python without numpy: one line saying so, not a traceback
+    from harness import name_missing_packages
+    name_missing_packages("microgpt", "run [flags] (it installs them into .venv)")
+
 import math
 import sys
 import time

@@ -321,3 +321,14 @@ def test_a_deleted_working_folder_is_said_as_such(tmp_path, prog):
     returncode, err = r.stdout.split("\n", 1)
     assert int(returncode) == 2 and "the current folder no longer exists" in err, r.stdout + r.stderr
     assert "standard output" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("script", ["microgpt.py", "planetarium.py", "experiments/scaling.py",
+                                    "experiments/context_length.py", "experiments/sphere_vs_rmsnorm.py"])
+def test_run_without_the_projects_packages_a_program_names_the_missing_one(script):
+    """python -S has no site-packages (no NumPy): one line naming the package and the command that runs the program
+    with the project's packages (dev.py), exit 2, never a ModuleNotFoundError traceback."""
+    r = subprocess.run([sys.executable, "-S", os.path.join(ROOT, script), "--help"], capture_output=True, text=True,
+                       timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "the package 'numpy' is not installed" in r.stderr and f"python3 {os.path.join(ROOT, 'dev.py')} run" in r.stderr
