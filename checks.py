@@ -114,10 +114,12 @@ def check_loss_args(params, docs_tokens, cfg, engine):
     check_params(params, cfg)
 
 
-def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine):
+def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params=None):
     """What microgpt.sample is given, by the flags' rules (--num-samples, --temperature, --seed,
-    --engine), and a prompt of known characters that leaves room to generate (shorter than
-    block_size). Returns the prompt."""
+    --engine), a vocabulary and (if given) weights that fit cfg, and a prompt of known characters
+    that leaves room to generate (shorter than block_size). Returns the prompt."""
+    if params is not None:
+        check_params(params, cfg)
     for name, value in (("num_samples", num_samples), ("temperature", temperature), ("seed", seed),
                         ("engine", engine), ("prompt", prompt)):
         check(name, value)

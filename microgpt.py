@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from checks import check_known, check_loss_args, check_params, check_sampling, check_training
+from checks import check_known, check_loss_args, check_sampling, check_training
 from corpora import load_corpus
 from model_config import HUGE_GRADIENT, TrainState, alloc_params, flat_buffer
 from model_config import GPTConfig, sphere_axes  # noqa: F401  (GPTConfig: the public API)
@@ -312,8 +312,7 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
                  engine="numpy"):
     """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (samples_np).
     Both draw position p of name i with the same uniform number u[i, p]: they invent the same."""
-    check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine)
-    check_params(params, cfg)  # the weights fit cfg, and the vocabulary (above) fits it too
+    check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params)
     prefix, rng = encode(prompt, vocab), np.random.default_rng(seed)
     if engine == "numpy":
         names = samples_np(params, cfg, prefix, temperature, num_samples, rng)
@@ -366,10 +365,7 @@ def main(argv=None):
         vocab = build_vocab(docs)                                            # 2. tokenizer
         cfg = cli.model_config(opts, vocab, resume)                          # 3. parameters
         cli.check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
-        if cli.finished(resume, opts, args):  # nothing to train: its files stay as they are
-            how = cli.sampling(args, opts.seed, opts.engine)
-            if cli.sampling_asked(args):
-                messages.print_samples(iter_samples(resume.params, cfg, vocab, **how), how)
+        if cli.finished(resume, opts, args, iter_samples):  # no step left: files stay as they were
             return shell.exit_code
         base = baselines([doc_tokens(d, vocab) for d in train_docs],
                          [doc_tokens(d, vocab) for d in val_docs], cfg)

@@ -224,9 +224,10 @@ def sampling(args, seed, engine):
             "engine": engine if args.engine is None else args.engine}
 
 
-def finished(resume, opts, args):
-    """Is this a resumed run with no step left? Then it says so (its files are left as they are:
-    metrics.json keeps its timing and names); True."""
+def finished(resume, opts, args, iter_samples):
+    """Is this a resumed run with no step left? Then it says so, and samples (iter_samples: the
+    chapter's) if a sampling flag asks; its files are left as they are (metrics.json keeps its
+    timing and names). True."""
     if resume is None or resume.step < opts.steps:
         return False
     asked = " Its names, with the sampling flags given:" if sampling_asked(args) else (
@@ -234,6 +235,9 @@ def finished(resume, opts, args):
     print(f"the run in {as_text(repr(opts.checkpoint))} is finished: step {resume.step} of "
           f"{opts.steps}; nothing to train, and its files stay as they are (to train on, give a "
           f"larger --steps).{asked}")
+    if sampling_asked(args):
+        how = sampling(args, opts.seed, opts.engine)
+        messages.print_samples(iter_samples(resume.params, resume.cfg, resume.vocab, **how), how)
     return True
 
 

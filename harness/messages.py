@@ -1,7 +1,6 @@
 """harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its
 ETA, the final line, the names, and one line on stderr for a diverged, interrupted or failed run
 (what was kept, what to do next)."""
-import inspect
 import os
 import shlex
 import sys
@@ -82,9 +81,10 @@ def report_divergence(state, folder, opts, engine_failed=False):
 def breakpoint_line():
     """`b microgpt.py:LINE`, the line of train() that catches the engine's NumericError: a
     breakpoint there (any breakpoint: pdb then traces) makes train() re-raise it."""
-    import microgpt
-    lines, first = inspect.getsourcelines(microgpt.train)
-    return f"b microgpt.py:{first + next(i for i, x in enumerate(lines) if 'except Numeric' in x)}"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "microgpt.py"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "except NumericError" in text)
+    return f"b microgpt.py:{line}"
 
 
 def save_interrupted(state, folder, opts, args):
