@@ -49,6 +49,8 @@ def parse(parser, argv, quick):
     if opts.quick:
         parser.set_defaults(**quick)
         opts = parser.parse_args(argv)
+    if opts.out is not None:  # an empty --out is refused at once, never taken for the default
+        check("out", opts.out, "--out")
     return opts
 
 

