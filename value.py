@@ -38,10 +38,11 @@ class Value:
     __slots__ = ("data", "grad", "_children", "_local_grads", "_op")
 
     def __init__(self, data, children=(), local_grads=(), op=""):
-        if not children and type(data) is not float:  # a leaf holding the caller's number
-            data = _check_real(data)  # must be real (ops always pass children: they skip this)
-        elif children and data - data:  # inf - inf and NaN - NaN are NaN (true), finite x - x 0
-            raise _not_finite(op, data, children)  # an op's result overflowed, or a NaN came in
+        if children:  # an op's result: inf - inf and NaN - NaN are NaN (true), finite x - x is 0
+            if data - data:  # it overflowed, or a NaN came in: an error, as in exp and log
+                raise _not_finite(op, data, children)
+        elif type(data) is not float:  # a leaf holding the caller's number: it must be real
+            data = _check_real(data)
         self.data = data
         self.grad = 0.0
         self._children = children
@@ -97,8 +98,7 @@ class Value:
             raise NumericError(f"Value power (**): negative base {x!r} ** non-integer {n!r} is "
                                "not a real number")
         if x == 0 and n < 1 and n != 0:  # 0 ** -1 divides by zero; n / x^(1-n) at 0 ** 0.5 too
-            raise NumericError(f"Value power (**): {x!r} ** {n!r} divides by zero (in the value "
-                               "or in its derivative n x^(n-1)); it needs a nonzero base")
+            raise NumericError(f"Value power (**): {x!r} ** {n!r} divides by zero (or n x^(n-1))")
         try:  # (d(x^0)/dx = 0 even at x = 0, where 0 * 0 ** -1 would raise)
             out, local_grad = x ** n, (n * x ** (n - 1) if n != 0 else 0.0)
         except OverflowError:
