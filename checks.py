@@ -18,6 +18,7 @@ import numpy as np
 from model_config import HUGE_GRADIENT, check_dtype, n_params, param_shapes
 from numpy_engine import gpt_forward
 from settings import (
+    DTYPES,
     MAX_STEPS,
     NON_NEGATIVE_INT,
     STORED,
@@ -25,6 +26,9 @@ from settings import (
     check,
     check_combination,
     cut,
+    is_bool,
+    is_int,
+    is_real,
     resumed,
     short,
 )
@@ -75,6 +79,9 @@ def check_params(params, cfg):
         if params[key].shape != shape:
             raise InputError(f"weight {key!r} has shape {params[key].shape}; the config needs "
                              f"{shape}")
+        if params[key].dtype.name not in DTYPES:  # complex, ints, float16: not the model's numbers
+            raise InputError(f"weight {key!r} has dtype {params[key].dtype}; the model computes in "
+                             f"{' or '.join(DTYPES)}")
 
 
 LOGIT_SPAN = 700.0  # softmax's smallest probability is exp(-span): 0 in float64 beyond ~745
@@ -107,13 +114,16 @@ def check_loss_args(params, docs_tokens, cfg, engine):
     check_params(params, cfg)
 
 
-def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine):
+def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params=None):
     """What microgpt.sample is given, by the flags' rules (--num-samples, --temperature, --seed,
-    --engine), and a prompt of known characters that leaves room to generate (shorter than
-    block_size). Returns the prompt."""
+    --engine), a vocabulary and (if given) weights that fit cfg, and a prompt of known characters
+    that leaves room to generate (shorter than block_size). Returns the prompt."""
+    if params is not None:
+        check_params(params, cfg)
     for name, value in (("num_samples", num_samples), ("temperature", temperature), ("seed", seed),
                         ("engine", engine), ("prompt", prompt)):
         check(name, value)
+    check_vocab(vocab, cfg, "")  # (one that does not fit would give wrong names, or an IndexError)
     check_known(prompt, vocab)
     if len(prompt) >= cfg.block_size:
         raise InputError(f"prompt {short(prompt)} has {len(prompt)} characters; it must be shorter "
@@ -131,9 +141,7 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
     if not isinstance(settings["dtype"], str):  # np.float32 or its dtype: "float32"
         settings["dtype"] = check_dtype(settings["dtype"]).name
     for name, value in settings.items():
-        check(name, value)
-        if type(value).__module__ == "numpy":
-            settings[name] = value.item()
+        settings[name] = plain(check(name, value))
     check_combination(settings["engine"], settings["dtype"], cfg.norm, settings["riemannian"])
     if not train_docs or not val_docs:
         raise InputError("training needs at least one train and one val document (got "
@@ -145,6 +153,16 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
                              "differ)")
         resumed(resume.settings(), settings, resume.step)
     return settings
+
+
+def plain(value):
+    """A setting as plain Python, what JSON (a checkpoint) can hold: a NumPy scalar or a Fraction
+    becomes the bool, int or float it holds."""
+    if is_bool(value):
+        return bool(value)
+    if is_int(value):
+        return int(value)
+    return float(value) if is_real(value) else value
 
 
 def check_state(state, where):

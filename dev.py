@@ -14,6 +14,7 @@ and run the commands on the right directly (README: "Setting up by hand").
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import venv
@@ -52,13 +53,24 @@ def ensure_venv():
         if os.path.exists(VENV):
             fail(f"{VENV} exists but has no Python in it (an interrupted setup?); delete that "
                  "folder and run again")
+        if not os.access(ROOT, os.W_OK):
+            fail(f"cannot create .venv in {ROOT}: this folder is read-only for you; copy the "
+                 "project to a folder you can write to, or set it up by hand (README: \"Setting "
+                 "up by hand\")")
         print(f"dev.py: creating a virtual environment in {VENV} ...", file=sys.stderr, flush=True)
         try:
             venv.EnvBuilder(with_pip=True).create(VENV)
-        except (OSError, subprocess.CalledProcessError) as e:
-            fail(f"could not create the virtual environment ({e}). On Debian/Ubuntu the venv "
-                 "module is a separate package: sudo apt install python3-venv; then delete "
+        except KeyboardInterrupt:
+            shutil.rmtree(VENV, ignore_errors=True)
+            fail("interrupted while creating .venv; the half-made folder was removed: run the "
+                 "command again to set it up", 130)
+        except subprocess.CalledProcessError as e:  # ensurepip missing: Debian's split venv
+            fail(f"could not install pip into the virtual environment ({e}). On Debian/Ubuntu the "
+                 "venv module is a separate package: sudo apt install python3-venv; then delete "
                  ".venv and run again")
+        except OSError as e:
+            shutil.rmtree(VENV, ignore_errors=True)
+            fail(f"could not create the virtual environment {VENV}: {e.strerror or e}")
     wanted = requirements_hash()
     try:
         with open(STAMP, encoding="ascii") as f:
@@ -70,7 +82,11 @@ def ensure_venv():
           "(first run: a minute or two) ...", file=sys.stderr, flush=True)
     for path, flags in ((REQUIREMENTS, []), (REQUIREMENTS_NODEPS, ["--no-deps"])):
         pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-        result = subprocess.run([*pip, *flags, "-r", path], cwd=ROOT)
+        try:
+            result = subprocess.run([*pip, *flags, "-r", path], cwd=ROOT)
+        except KeyboardInterrupt:  # (pip got the Ctrl-C too; the stamp is not written)
+            fail("interrupted while installing the requirements; the next command installs them "
+                 "again", 130)
         if result.returncode != 0:
             fail(f"pip could not install {os.path.basename(path)} (see its message above); fix "
                  "that and run again", result.returncode)

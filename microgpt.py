@@ -4,7 +4,12 @@ Read it top to bottom. norm="rmsnorm" is the reference microgpt; "sphere" keeps 
 unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on value.py's Values;
 "numpy" the same math on arrays (numpy_engine.py). main() is where harness/ comes in.
 """
+if __name__ == "__main__":  # run by a Python without numpy: one line saying so, not a traceback
+    from harness import name_missing_packages
+    name_missing_packages("microgpt", "run [flags] (it installs them into .venv)")
+
 import math
+import sys
 import time
 
 import numpy as np
@@ -274,8 +279,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
             if not (math.isfinite(loss) and float(np.abs(grad).max()) < HUGE_GRADIENT):  # or NaN
                 raise NumericError(f"the loss ({loss}) or a gradient is not finite")
         except NumericError as e:  # log(0), overflow, NaN: the updates made the model diverge,
-            if state.step == 0:    # unless none was made yet: then the model's code failed
-                raise
+            if state.step == 0 or sys.gettrace():  # unless none was made yet (the model's code
+                raise  # failed), or a debugger traces this: it stops where the number broke
             state.error = f"step {step + 1}: {e}"
             break  # the weights stay those of the last good step
         if observer is not None and observer.before_update(state, loss, grad):
@@ -307,7 +312,7 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
                  engine="numpy"):
     """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (samples_np).
     Both draw position p of name i with the same uniform number u[i, p]: they invent the same."""
-    check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine)
+    check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params)
     prefix, rng = encode(prompt, vocab), np.random.default_rng(seed)
     if engine == "numpy":
         names = samples_np(params, cfg, prefix, temperature, num_samples, rng)
@@ -360,6 +365,8 @@ def main(argv=None):
         vocab = build_vocab(docs)                                            # 2. tokenizer
         cfg = cli.model_config(opts, vocab, resume)                          # 3. parameters
         cli.check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
+        if cli.finished(resume, opts, args, iter_samples):  # no step left: files stay as they were
+            return shell.exit_code
         base = baselines([doc_tokens(d, vocab) for d in train_docs],
                          [doc_tokens(d, vocab) for d in val_docs], cfg)
         with cli.RunFolder(opts, resume, shell) as folder:  # holds --out until the run ends

@@ -31,10 +31,17 @@ import numpy as np
 from fontTools import subset
 from fontTools.ttLib import TTFont
 
+from harness import messages
 from harness.errors import InputError, as_text
 from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history
 from harness.memory import SNAPSHOT_BUDGET
-from harness.run_files import atomic_write, not_a_regular_file, npz_headers, read_meta
+from harness.run_files import (
+    atomic_write,
+    check_readable_file,
+    not_a_regular_file,
+    npz_headers,
+    read_meta,
+)
 from harness.shell import Parser, Shell, say
 from model_config import (
     SCALE_NAMES,
@@ -472,11 +479,13 @@ def load_run(folder):
         raise InputError(f"{name!r} is not a folder (give the --out folder of a training run)")
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
-        advice = (f"continue it with python microgpt.py --resume --out {name}, which starts one"
-                  if os.path.lexists(os.path.join(folder, "checkpoint.npz")) else
-                  "runs with --out record one, e.g. python microgpt.py --engine numpy --steps 500 "
-                  f"--out {name}")
+        resume = os.path.lexists(os.path.join(folder, "checkpoint.npz"))
+        words = (["--resume"] if resume else ["--engine", "numpy", "--steps", "500"])
+        command = messages.microgpt_command(words + messages.flag_words("--out", name))
+        advice = (f"continue it with {command}, which starts one" if resume else
+                  f"runs with --out record one, e.g. {command}")
         raise InputError(f"{name!r} has no {HISTORY_NAME}: {advice}")
+    check_readable_file(path, "history")  # (a FIFO would wait for a writer: refused, never read)
     check_claims(path)
     return load_history(path)
 

@@ -37,7 +37,8 @@ def is_real(value):
 
 
 def is_bool(value):
-    return isinstance(value, bool) or type(value).__name__ == "bool_"  # (NumPy's bool too)
+    return isinstance(value, bool) or (type(value).__module__ == "numpy"  # NumPy's bool too
+                                       and type(value).__name__ in ("bool", "bool_"))
 
 
 @dataclass(frozen=True)

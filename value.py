@@ -38,16 +38,18 @@ class Value:
     __slots__ = ("data", "grad", "_children", "_local_grads", "_op")
 
     def __init__(self, data, children=(), local_grads=(), op=""):
-        if not children and type(data) is not float:  # a leaf holding the caller's number
-            data = _check_real(data)  # must be real (ops always pass children: they skip this)
+        if children:  # an op's result: inf - inf and NaN - NaN are NaN (true), finite x - x is 0
+            if data - data:  # it overflowed, or a NaN came in: an error, as in exp and log
+                raise _not_finite(op, data, children)
+        elif type(data) is not float:  # a leaf holding the caller's number: it must be real
+            data = _check_real(data)
         self.data = data
         self.grad = 0.0
         self._children = children
         self._local_grads = local_grads
         self._op = op
 
-    # -- binary ops. A plain number on either side is folded into the local
-    # gradient instead of being wrapped in a Value node of its own.
+    # -- binary ops. A plain number on either side is folded into the local gradient, not a node.
 
     def __add__(self, other):
         if isinstance(other, Value):
@@ -96,8 +98,7 @@ class Value:
             raise NumericError(f"Value power (**): negative base {x!r} ** non-integer {n!r} is "
                                "not a real number")
         if x == 0 and n < 1 and n != 0:  # 0 ** -1 divides by zero; n / x^(1-n) at 0 ** 0.5 too
-            raise NumericError(f"Value power (**): {x!r} ** {n!r} divides by zero (in the value "
-                               "or in its derivative n x^(n-1)); it needs a nonzero base")
+            raise NumericError(f"Value power (**): {x!r} ** {n!r} divides by zero (or n x^(n-1))")
         try:  # (d(x^0)/dx = 0 even at x = 0, where 0 * 0 ** -1 would raise)
             out, local_grad = x ** n, (n * x ** (n - 1) if n != 0 else 0.0)
         except OverflowError:
@@ -130,9 +131,9 @@ class Value:
                                "709.78)") from None
         return Value(e, (self,), (e,), "exp")
 
-    def relu(self):
+    def relu(self):  # NaN is not <= 0: it stays NaN, and __init__ raises NumericError (never 0)
         x = self.data
-        return Value(x if x > 0 else 0.0, (self,), (1.0 if x > 0 else 0.0,), "relu")
+        return Value(0.0 if x <= 0 else x, (self,), (0.0 if x <= 0 else 1.0,), "relu")
 
     def tanh(self):
         t = math.tanh(self.data)
@@ -141,9 +142,8 @@ class Value:
     def sqrt(self):  # sqrt(0) = 0 is fine, but d sqrt(x)/dx = 1 / (2 sqrt(x)) is infinite there
         x = self.data
         if not 0 < x < math.inf:
-            raise _domain_error("sqrt", x, f"sqrt of negative value {x!r} is not a real number"
-                                if x < 0 else f"sqrt of {x!r} has an infinite derivative (needs "
-                                "a positive value)")
+            raise _domain_error("sqrt", x, f"sqrt of negative value {x!r} is not a real number" if
+                                x < 0 else f"sqrt of {x!r} has an infinite derivative (needs > 0)")
         s = math.sqrt(x)
         return Value(s, (self,), (0.5 / s,), "sqrt")
 
@@ -166,8 +166,9 @@ class Value:
             # The plain form is one loop for every node:
             #     for child, local_grad in zip(node._children, node._local_grads):
             #         child.grad += local_grad * node.grad
-            # Written out per number of children, a training step runs 17% fewer instructions
-            # and takes 16% less time (benchmarks/vs_commits.py, the one loop as the base).
+            # Written out per number of children, a step runs 17% fewer instructions and takes
+            # 16% less time (benchmarks/vs_commits.py, the one loop as the base).
+            # (one local grad per child, or the unpacking or zip(strict=True) raises ValueError)
             children = node._children
             if len(children) == 2:  # a binary op
                 child, other = children
@@ -175,9 +176,10 @@ class Value:
                 child.grad += local_grad * node.grad
                 other.grad += other_local_grad * node.grad
             elif len(children) == 1:  # a unary op
-                children[0].grad += node._local_grads[0] * node.grad
+                (local_grad,) = node._local_grads
+                children[0].grad += local_grad * node.grad
             else:  # a leaf (no children), or a Value built by hand with more
-                for child, local_grad in zip(children, node._local_grads):
+                for child, local_grad in zip(children, node._local_grads, strict=True):
                     child.grad += local_grad * node.grad
 
     def __repr__(self):
@@ -192,19 +194,24 @@ def _short(x):
 
 
 def _check_real(data):
-    """A leaf must hold a real number: int, float, bool, a Fraction, or a NumPy real scalar
-    (anything numbers.Real). A NumPy scalar becomes the Python number it holds: NumPy's int64 would
-    overflow silently (Value(np.int64(10)) ** 30), a Python int cannot."""
+    """A leaf must hold a real number (numbers.Real: int, float, bool, a Fraction, a NumPy scalar,
+    which becomes the Python number it holds: NumPy's int64 would overflow silently)."""
     if not isinstance(data, numbers.Real):
         raise TypeError("Value: data must be a real number (int, float, bool or a NumPy real "
                         f"scalar), got {type(data).__name__} {data!r}")
     return data.item() if type(data).__module__ == "numpy" else data
 
 
+def _not_finite(op, data, children):
+    """An op gave inf or NaN: it overflowed (as exp and log say too), or an input was not finite."""
+    why = "an input is not finite" if any(c.data - c.data for c in children) else "overflow"
+    inputs = ", ".join(_short(c.data) for c in children)
+    return NumericError(f"Value {op}: {op!r} of {inputs} is {data!r} ({why})")
+
+
 def _domain_error(op, x, message=""):
-    """log / exp / sqrt outside their domain: one clear error instead of a NaN that spreads through
-    the graph. A NaN or inf input gets its own message: the number went wrong before it reached this
-    op."""
+    """log / exp / sqrt / relu outside their domain: one clear error instead of a NaN that spreads
+    through the graph (a NaN or inf input: the number went wrong before it reached this op)."""
     if not math.isfinite(x):
         message = (f"{op}({x!r}) is undefined here: the input is not a finite number "
                    "(something before it overflowed or became NaN)")
@@ -213,11 +220,8 @@ def _domain_error(op, x, message=""):
 
 def _divide(a, b):
     """(a / b, d(a/b)/da, d(a/b)/db) for the two division ops, with one clear error instead of inf
-    or NaN.
-
-    d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for |b| < 1e-162 and
-    turn into Python's bare "float division by zero" although b != 0.
-    """
+    or NaN. d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for
+    |b| < 1e-162 and turn into Python's bare "float division by zero" although b != 0."""
     if b == 0:
         raise NumericError(f"Value division (/): {a!r} / {b!r} divides by zero")
     out, inv = a / b, 1.0 / b
@@ -231,12 +235,11 @@ def _divide(a, b):
 def topological_order(root):
     """All nodes reachable from root, children before parents (iterative DFS).
 
-    An explicit stack instead of recursion, so a chain of a million nodes does
-    not hit Python's recursion limit. When a node is first popped it is pushed
-    back with a None marker above it and its children above that; once the
-    marker surfaces again, everything below the node has been emitted, so the
-    node is emitted. (Cheaper than pushing (node, expanded) tuples: no tuple
-    per visit, and visited children are skipped when popped.)
+    An explicit stack instead of recursion, so a chain of a million nodes does not hit Python's
+    recursion limit. When a node is first popped it is pushed back with a None marker above it and
+    its children above that; once the marker surfaces again, everything below the node has been
+    emitted, so the node is emitted. (Cheaper than pushing (node, expanded) tuples: no tuple per
+    visit, and visited children are skipped when popped.)
     """
     order, visited = [], set()
     stack = [root]
@@ -255,9 +258,8 @@ def topological_order(root):
 def zero_grad(params):
     """Set .grad = 0 for every Value in params (call between optimizer steps).
 
-    backward() accumulates into leaves, so without this the gradients of
-    successive steps pile up. Interior nodes need no zeroing: backward()
-    resets them itself.
+    backward() accumulates into leaves, so without this the gradients of successive steps pile up.
+    Interior nodes need no zeroing: backward() resets them itself.
     """
     for p in params:
         p.grad = 0.0

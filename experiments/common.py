@@ -2,15 +2,19 @@
 argument types, the output folder and files, the steps to a target loss, the lr sweep on a
 lattice, and the process pool that trains the runs."""
 import argparse
+import gc
 import json
 import math
 import multiprocessing
 import os
 import platform
 import shlex
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,8 +23,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
-from harness.run_files import atomic_write  # noqa: E402
-from settings import InputError  # noqa: E402
+from harness import memory  # noqa: E402
+from harness.errors import EXIT_DIVERGED  # noqa: E402
+from harness.run_files import RunLock, atomic_write, check_readable_file  # noqa: E402
+from harness.shell import DeferSigint, Shell, say  # noqa: E402
+from settings import InputError, check  # noqa: E402
 
 SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
 
@@ -33,8 +40,7 @@ class Parser(argparse.ArgumentParser):
                          formatter_class=argparse.RawDescriptionHelpFormatter)
 
     def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
-        sys.exit(2)
+        raise InputError(f"{message} (see --help)")
 
 
 def parse(parser, argv, quick):
@@ -43,6 +49,8 @@ def parse(parser, argv, quick):
     if opts.quick:
         parser.set_defaults(**quick)
         opts = parser.parse_args(argv)
+    if opts.out is not None:  # an empty --out is refused at once, never taken for the default
+        check("out", opts.out, "--out")
     return opts
 
 
@@ -93,35 +101,118 @@ def log(line):
     print(line, file=sys.stderr, flush=True)
 
 
+class Diverged(Exception):
+    """Every run of a model diverged: there is nothing to compare (one line, exit 1)."""
+
+
+class ExperimentShell(Shell):
+    """harness/shell.py's shell (signals, exit codes, one-line errors) for an experiment: the --out
+    folder it holds is released however it ends, and an interrupted grid says what it kept."""
+
+    def __init__(self, prog):
+        super().__init__(prog)
+        self.locks, self.kept = [], ""
+
+    def close(self):
+        for lock in self.locks:
+            lock.__exit__()
+
+    def interrupted(self):
+        return f"interrupted; {self.kept or 'nothing was written'}"
+
+    def report(self, e):
+        if isinstance(e, Diverged):
+            say(f"{self.prog}: {e}")
+            return EXIT_DIVERGED
+        return super().report(e)
+
+
+SHELL = ExperimentShell("experiment")  # the running script's (cli() makes it)
+
+
 def cli(main):
-    """Decorate main(argv) -> markdown or None: print it; an InputError: one line, exit status 2."""
+    """Decorate main(argv) -> markdown or None: run it inside the shell, print the markdown; bad
+    input is one line and exit 2, Ctrl-C, SIGTERM or SIGHUP one line and exit 130."""
     def run(argv=None):
-        try:
+        global SHELL
+        SHELL = ExperimentShell(os.path.basename(main.__code__.co_filename))
+        with SHELL as shell:
             md = main(sys.argv[1:] if argv is None else list(argv))
-        except InputError as e:
-            log(f"{os.path.basename(main.__code__.co_filename)}: error: {e}")
-            return 2
-        if md:
-            print(md)
-        return 0
+            if md:
+                print(md)
+        gc.collect()  # an interruption's traceback held the pool's queues: their semaphores are
+        return shell.exit_code  # released now, not reported as leaked when the program ends
     return run
 
 
+def kept(text):
+    """What an interruption now leaves behind, for its one line."""
+    SHELL.kept = text
+
+
+def outside_repo(path):
+    """A path as a record may name it: relative to the repository, or (outside it) its name only."""
+    relative = os.path.relpath(os.path.abspath(path), REPO)
+    return os.path.basename(path) if relative.startswith(os.pardir) else relative
+
+
 def command_line(script, argv):
-    return " ".join([f"python experiments/{script}"] + [shlex.quote(a) for a in argv])
+    """The command, to record: a path outside the repository is named by its last part only."""
+    words = []
+    for a in argv:
+        flag, eq, value = a.rpartition("=") if a.startswith("--") else ("", "", a)
+        value = outside_repo(value) if os.sep in value and os.path.isabs(value) or \
+            value.startswith(os.pardir) else value
+        words.append(flag + eq + value)
+    return " ".join([f"python experiments/{script}"] + [shlex.quote(w) for w in words])
+
+
+def check_flags(opts, rules):
+    """Every flag by the settings table's rule of the same meaning (settings.check), at the door:
+    --seed -1 is refused here, not by train() in a worker after other runs. rules: option -> row."""
+    for name, row in rules.items():
+        values = getattr(opts, name)
+        for value in values if isinstance(values, list) else [values]:
+            check(row, value, "--" + name.replace("_", "-"))
+
+
+def check_lattice(opts, k_low, k_high):
+    """Every learning rate the sweeps may reach, lr0 * 2^(k/2) for k_low <= k <= k_high, is a
+    positive finite number (the lr rule): a --center or --lr0 far out is refused at the door."""
+    for k in (k_low, k_high):
+        try:
+            lr = lr_of(opts, k)
+        except OverflowError:
+            lr = math.inf
+        check("lr", lr, f"the lr lr0*2^(k/2) at k = {k} (--lr0 {opts.lr0:g}, the sweep's reach)")
+
+
+def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb):
+    """InputError unless `workers` runs of the largest config fit in memory (harness/memory.py's
+    estimate: a training step, the loss per step, the run's own documents), with the data
+    every worker and this process keep. docs: (n_docs, n_chars) of a run's documents."""
+    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8) + memory.history_memory(cfg, steps)
+               for cfg in configs)
+    need = workers * (runs + memory.corpus_memory(*docs)) + memory.corpus_memory(*docs)
+    most, why = memory.limit(max_gb)
+    if need > most:
+        big = max(configs, key=lambda cfg: memory.step_memory(cfg, batch_size, "numpy"))
+        raise InputError(f"this grid would need about {memory.gigabytes(need)} of memory "
+                         f"({workers} workers, each a run of n_embd {big.n_embd}, n_layer "
+                         f"{big.n_layer}, block_size {big.block_size}, batch {batch_size}); {why}")
 
 
 # =========================================================================== files
 
 def output_folder(out, study="", quick=False):
-    """Create `out` (default results/<study>[-quick]); InputError if it can't be made or written."""
+    """The --out folder (default results/<study>[-quick]), created and held until the script
+    ends, as microgpt holds its own: a second invocation on it is refused ("in use by ...")."""
+    if out is not None:
+        check("out", out, "--out")  # an empty --out is refused, never taken for the default
     out = out or os.path.join(HERE, "results", study + ("-quick" if quick else ""))
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"cannot create output directory {out!r}: {e.strerror or e}") from None
-    if not os.access(out, os.W_OK):
-        raise InputError(f"output directory {out!r} is not writable")
+    lock = RunLock(out).__enter__()  # (InputError: not a writable folder, or in use by a run)
+    SHELL.locks.append(lock)
+    lock.claim()
     return out
 
 
@@ -133,24 +224,73 @@ def write_text(path, text):
     atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
+MAX_RESULTS_BYTES = 256 * 2**20  # a results.json of a long grid is a few MB
+
+
 def read_json(path, what):
-    """An earlier results file; InputError with one line when it cannot be read."""
+    """An earlier results file, a JSON object; InputError with one line when it cannot be read
+    (a FIFO or device is refused, never waited on)."""
+    check_readable_file(path, "results file")
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
+            raw = json.loads(f.read(MAX_RESULTS_BYTES + 1) or "null")
+    except (OSError, ValueError, RecursionError) as e:
         raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("runs"), list) or \
+            not isinstance(raw.get("options"), dict):
+        raise InputError(f"cannot {what} {path!r}: not a results.json of this script (no "
+                         "'options' and 'runs')")
+    return raw
+
+
+def check_records(runs, fields, path):
+    """The run records of a results.json, each a dict with `fields` (name -> a test of its value)
+    and a val curve of [step, loss] pairs: what the report and the resume read. InputError naming
+    the first that is not."""
+    for i, r in enumerate(runs):
+        bad = [name for name, ok in fields.items()
+               if not (isinstance(r, dict) and name in r and ok(r[name]))]
+        curve = isinstance(r, dict) and r.get("val_curve")
+        if not bad and not (isinstance(curve, list) and curve and all(
+                isinstance(p, list) and len(p) == 2 and all(is_number(x) for x in p)
+                for p in curve)):
+            bad = ["val_curve"]
+        if bad:
+            raise InputError(f"{path!r}: run {i} has no valid {', '.join(bad)}: not a record this "
+                             "script wrote (start with another --out, or restore the file)")
+
+
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def loss_or_none(x):
+    return x is None or is_number(x)
 
 
 def rerender(path, out, restore, n_png):
-    """--from-json: restore(raw, opts, PATH's folder) -> write(out), which writes the report."""
+    """--from-json: restore(raw, opts, PATH's folder) -> write(out), which writes the report. An
+    interrupted grid's file is refused (the same command continues it); any part of the file the
+    report cannot use is one line naming it, never a traceback."""
     raw, folder = read_json(path, "read results from"), os.path.dirname(os.path.abspath(path))
+    if raw.get("complete") is False:
+        raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
+                         "saved): run its command again to continue it; --from-json reads a "
+                         "finished one")
     try:
         write = restore(raw, SimpleNamespace(**raw["options"]), folder)
-    except (KeyError, TypeError, AttributeError) as e:
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 (a crafted file: whatever it breaks is the file's fault)
         raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
     out = output_folder(out or folder)
-    md = write(out)
+    try:
+        md = write(out)
+    except (InputError, OSError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"cannot write a report from {path!r}: its numbers do not make one "
+                         f"({type(e).__name__}: {e})") from None
     log(f"re-rendered results.md, results.json and {n_png} PNGs in {out} from {path}")
     return md
 
@@ -352,16 +492,47 @@ WORKER_DATA = None  # the corpus data, set once in each worker process
 
 
 def _init_worker(data):
+    """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), and a watch
+    that ends this process if the parent is gone (kill -9: nothing else would)."""
     global WORKER_DATA
     WORKER_DATA = data
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
 
+def _exit_with_parent(parent):
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+@contextmanager
 def pool(data, workers):
-    """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA."""
+    """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA. However
+    the block ends (an error, Ctrl-C, SIGTERM), the queued runs are cancelled and the workers
+    ended before it is left: no worker outlives the script."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"  # inherited by the workers before they import numpy
-    return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(data,),
-                               mp_context=multiprocessing.get_context("spawn"))
+    executor = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(data,),
+                                   mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield executor
+    except BaseException:
+        with DeferSigint():  # (a second Ctrl-C now would leave workers behind)
+            stop(executor)
+        raise
+    executor.shutdown()
+
+
+def stop(executor):
+    """Cancel what is queued and end the running workers now (SIGTERM), then wait for them."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
+    executor.shutdown(wait=True)
 
 
 class Scheduler:
@@ -406,21 +577,29 @@ class Scheduler:
         jobs. A run is a pure function of its job: one whose key(job) is in the cache is reused."""
         ready, running, workers = self.ready, self.running, self.opts.workers
         with pool(data, workers) as executor:
-            try:
-                while ready or running:
-                    ready.sort(key=self.priority)  # only the timing depends on the order
-                    while ready and len(running) < workers:
-                        job = ready.pop(0)
-                        if key(job) in self.cache:
-                            self.finish(job, dict(self.cache[key(job)], phase=job["phase"]), True)
-                            continue
-                        running[executor.submit(run_job, job)] = (job, time.perf_counter())
-                    if not running:
+            while ready or running:
+                ready.sort(key=self.priority)  # only the timing depends on the order
+                while ready and len(running) < workers:
+                    job = ready.pop(0)
+                    if key(job) in self.cache:
+                        self.finish(job, dict(self.cache[key(job)], phase=job["phase"]), True)
                         continue
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in sorted(done, key=lambda f: key(running[f][0])):
-                        job, _ = running.pop(future)
-                        self.finish(job, future.result(), False)
-            except BaseException:
-                executor.shutdown(wait=False, cancel_futures=True)
-                raise
+                    running[executor.submit(run_job, job)] = (job, time.perf_counter())
+                if not running:
+                    continue
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: key(running[f][0])):
+                    job, _ = running.pop(future)
+                    self.finish(job, future.result(), False)
+        self.check_diverged()
+
+    def check_diverged(self):
+        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged."""
+        for unit in self.units.values():
+            if unit.seeds and all(r["final_val"] is None for r in unit.seeds.values()):
+                raise Diverged(f"error: every run of {self.describe(unit)} at its chosen lr "
+                               "diverged: nothing to compare; try a smaller --lr0 (the finished "
+                               "runs are saved in results.json)")
+
+    def describe(self, unit):  # a subclass names its units
+        return repr(unit)

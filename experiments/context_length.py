@@ -14,10 +14,15 @@ after every run: the same command continues an interrupted grid.
     python experiments/context_length.py --quick --out /tmp/q     # smoke test, seconds
     python experiments/context_length.py --from-json experiments/results/context_length/results.json
 """
-import functools
-import math
 import os
 import sys
+
+if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from harness import quiet_startup
+    quiet_startup("context_length.py")
+
+import functools
 import time
 
 import common
@@ -263,6 +268,9 @@ class Grid(common.Scheduler):
 
     def unit_of(self, job):
         return self.units[(job["norm"], job["T"])]
+
+    def describe(self, unit):
+        return f"{unit.norm} at T={unit.T}"
 
     def anchor_steps(self, unit):
         return anchor_steps(self.opts) if unit.T in self.opts.anchor_contexts else ()
@@ -714,6 +722,25 @@ def data_info(data, opts):
                        for T in opts.contexts}}
 
 
+RECORD = {"norm": lambda x: x in NORMS, "phase": lambda x: x in ("sweep", "seeds", "anchor"),
+          "final_val": common.loss_or_none, "seconds": common.is_number,
+          "cpu_seconds": common.is_number, "ms_per_step": common.is_number,
+          **{k: lambda x: isinstance(x, int) and not isinstance(x, bool) and x > 0
+             for k in ("T", "steps")},
+          **{k: lambda x: isinstance(x, int) and not isinstance(x, bool)
+             for k in ("lr_k", "seed")}}
+
+
+def check_memory(opts, data):
+    """The longest context's runs on --workers workers against --max-memory (before any run):
+    each holds its windows (steps x batch of T characters) and a model of block_size T."""
+    T, vocab_size = max(opts.contexts), len(data["vocab"]) + 1
+    n = opts.steps * opts.batch_size
+    common.check_grid_memory([model_config({"T": T, "norm": "sphere", **model_options(opts)},
+                                           vocab_size)], opts.batch_size, opts.steps,
+                             opts.workers, (n, n * T), opts.max_memory)
+
+
 def load_previous(path, opts, dinfo):
     """The runs (run_key -> record), timing and invocations of an earlier results.json in --out,
     if it was made with the same data and model options; InputError otherwise."""
@@ -721,6 +748,7 @@ def load_previous(path, opts, dinfo):
         return {}, None, []
     raw = common.read_json(path, "continue from")
     try:
+        common.check_records(raw["runs"], RECORD, path)
         differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
         if raw["data"]["corpus_sha256"] != dinfo["corpus_sha256"]:
             differs.append("the corpus")
@@ -807,14 +835,29 @@ def parser():
     add("--gate-pilot", type=int_list, metavar="STEPS",
         help="train nothing else: rmsnorm at the longest T for each of these run lengths, "
              "measuring the gate's context gain 8 times a run; writes gate_pilot.json")
+    add("--max-memory", type=float, default=4.0, help="refuse a grid whose memory, estimated "
+        "before anything runs, is larger (GB; default 4)")
     add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
         "again from a results.json (into --out, default the directory of PATH)")
     return p
 
 
+RULES = {"lr0": "lr", "seed": "seed", "split_seed": "seed", "steps": "steps",
+         "contexts": "block_size", "anchor_contexts": "block_size", "batch_size": "batch_size",
+         "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer", "max_memory": "max_memory"}
+
+
 def check_options(opts):
-    if not (math.isfinite(opts.lr0) and opts.lr0 > 0):
-        raise InputError(f"--lr0 must be a positive number, got {opts.lr0}")
+    """Every flag by the settings table's rules, the lrs the sweep may reach, and what the grid
+    needs of them (two lengths, eval points that fit the shortest run), before anything runs."""
+    common.check_flags(opts, RULES)
+    reach = opts.sweep + opts.max_extend
+    common.check_lattice(opts, opts.center - reach, opts.center + reach)
+    shortest = min([opts.steps // f for f in opts.anchor_fractions] + [opts.steps])
+    if opts.n_lin > shortest or opts.n_log > opts.steps:
+        raise InputError(f"--n-lin {opts.n_lin} and --n-log {opts.n_log} need at most as many "
+                         f"eval points as the shortest run has steps ({shortest}; --n-log at most "
+                         f"--steps {opts.steps})")
     if opts.n_embd % opts.n_head:
         raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
     for name in ("contexts", "anchor_contexts"):
@@ -855,6 +898,11 @@ def run(opts, argv, data, dinfo, out):
     def save(records):
         common.write_json(path, {"complete": False, "options": vars(opts), "data": dinfo,
                           "info": info_now(None, records), "timing": timing, "runs": records})
+        common.kept(f"the {len(records)} finished runs are saved in {path}: the same command "
+                    "continues the grid")
+
+    if cache:
+        common.kept(f"the {len(cache)} runs in {path} are kept as they were")
 
     if opts.timing_only:
         timing = run_timing(data, opts, log)
@@ -885,6 +933,7 @@ def main(argv):
         return common.rerender(opts.from_json, opts.out, restore, 2)
     check_options(opts)
     data = load_data(opts)
+    check_memory(opts, data)
     dinfo = data_info(data, opts)
     out = common.output_folder(opts.out, "context_length", opts.quick)
     if opts.gate_pilot:
@@ -893,4 +942,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import leave
+    leave(main())

@@ -9,15 +9,22 @@ base point), one more lr beyond an edge while the best is there; then --seeds se
 A run is a pure function of its arguments: the results do not depend on --workers, --reuse takes
 matching runs from an earlier results.json, and --from-json re-renders the report only.
 
-    python experiments/scaling.py                              # ../shared/data/names.txt
+    python experiments/scaling.py --corpus names.txt           # makemore's names, by its path
     python experiments/scaling.py --seeds 5 --reuse experiments/results/scaling/results.json
     python experiments/scaling.py --quick --out /tmp/q         # smoke test, seconds
+
+results.json in --out is written after every run: the same command continues an interrupted study.
 """
-import functools
-import hashlib
-import math
 import os
 import sys
+
+if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from harness import quiet_startup
+    quiet_startup("scaling.py")
+
+import functools
+import hashlib
 import time
 from types import SimpleNamespace
 
@@ -27,9 +34,11 @@ import sphere_vs_rmsnorm as sv
 from common import SCALE_GROUPS, InputError, fmt, fmt_time, log, lr_of
 from common import iso_length as iso_loss_steps  # rmsnorm's run length to a final loss
 
-from corpora import load_corpus
+from corpora import BUILTIN, fingerprint, load_corpus
+from harness.run_files import check_readable_file
+from model_config import GPTConfig
 
-DEFAULT_CORPUS = os.path.normpath(os.path.join(common.REPO, "..", "shared", "data", "names.txt"))
+DEFAULT_CORPUS = "names"  # built in (corpora.py); makemore's names.txt by its path, --corpus PATH
 MODELS = ("rmsnorm", "sphere", "sphere a=1/L")
 COLORS = {"rmsnorm": "tab:blue", "sphere": "tab:orange", "sphere a=1/L": "tab:red"}
 AXES = (("length", "steps", "training steps"), ("depth", "n_layer", "layers"),
@@ -39,8 +48,9 @@ RUN_KEY = ("model", "n_embd", "n_head", "n_layer", "block_size", "steps", "batch
 
 
 def shown_path(path):
-    """A path as the results record it: relative to the repository, naming no machine's folders."""
-    return os.path.relpath(os.path.abspath(path), common.REPO)
+    """A corpus as the results record it: a built-in's name, a file relative to the repository, or
+    (outside it) by its name alone: no machine's folders."""
+    return path if path in BUILTIN else common.outside_repo(path)
 
 
 # =========================================================================== one run (in a worker)
@@ -103,9 +113,9 @@ def build_plan(opts):
 class Study(common.Scheduler):
     """Every unit's sweep and seeds; a chosen lr starts the sweeps of the unit's children."""
 
-    def __init__(self, units, opts, cache):
+    def __init__(self, units, opts, cache, save):
         super().__init__(units, opts, cache)
-        self.n_reused, self.progress = 0, common.Progress(opts.workers)
+        self.n_reused, self.progress, self.save = 0, common.Progress(opts.workers), save
 
     def job(self, unit, phase, k, seed):
         (steps, n_layer, n_embd), o = unit.cell, self.opts
@@ -116,6 +126,10 @@ class Study(common.Scheduler):
 
     def unit_of(self, job):
         return self.units[job["unit"]]
+
+    def describe(self, unit):
+        steps, n_layer, n_embd = unit.cell
+        return f"{unit.model} (steps={steps} L={n_layer} E={n_embd})"
 
     def start(self, unit, center, half):
         unit.started = True
@@ -144,6 +158,8 @@ class Study(common.Scheduler):
     def finish(self, j, rec, reused):
         note = self.store(j, rec)
         self.n_reused += reused
+        if not reused:
+            self.save(self.records, self.n_reused)  # every finished run is kept as it comes
         pending = [x for x in self.ready + self.planned() if run_key(x) not in self.cache]
         pending += [x for x, _ in self.running.values()]
         total = len(self.records) + len(self.running) + len(self.ready) + len(self.planned())
@@ -490,7 +506,8 @@ def parser():
     p = common.Parser("scaling.py", __doc__)
     add = p.add_argument
     add("--corpus", default=DEFAULT_CORPUS,
-        help="UTF-8 text file, one doc per line (default ../shared/data/names.txt)")
+        help="a built-in corpus (names, jp-names) or a UTF-8 text file, one doc per line, e.g. "
+             "makemore's names.txt (default names)")
     add("--out", help="output directory (default experiments/results/scaling/, "
                       "or experiments/results/scaling-quick/ with --quick)")
     add("--quick", action="store_true",
@@ -525,15 +542,24 @@ def parser():
     add("--reuse", metavar="PATH",
         help="take every run whose arguments match from an earlier results.json instead of "
              "training it again (same corpus, split and val docs required), e.g. to add seeds")
+    add("--max-memory", type=float, default=4.0,
+        help="refuse a study whose memory, estimated before anything runs, is larger (GB; "
+             "default 4)")
     add("--from-json", metavar="PATH",
         help="train nothing: write results.md and the plots again from an earlier results.json "
              "(into --out, default the directory of PATH)")
     return p
 
 
+RULES = {"lr0": "lr", "seed": "seed", "split_seed": "seed", "lengths": "steps", "layers": "n_layer",
+         "widths": "n_embd", "n_head": "n_head", "block_size": "block_size",
+         "batch_size": "batch_size", "max_memory": "max_memory", "corpus": "corpus"}
+
+
 def check_options(opts):
-    if not (math.isfinite(opts.lr0) and opts.lr0 > 0):
-        raise InputError(f"--lr0 must be a positive number, got {opts.lr0}")
+    """Every flag by the settings table's rules, the lrs the sweeps may reach, the widths against
+    --n-head, and the axes' values each once."""
+    common.check_flags(opts, RULES)
     for width in opts.widths:
         if width % opts.n_head:
             raise InputError(f"every width must be divisible by --n-head ({opts.n_head}); "
@@ -542,41 +568,70 @@ def check_options(opts):
         xs = getattr(opts, name)
         if len(set(xs)) != len(xs):
             raise InputError(f"--{name} has repeated values: {xs}")
+    cells = max(map(len, (opts.lengths, opts.layers, opts.widths)))  # a sweep drifts cell by cell
+    reach = opts.base_sweep + cells * (opts.sweep + opts.max_extend)
+    common.check_lattice(opts, -reach, reach)
+
+
+def check_memory(opts, data):
+    """The largest cell's runs on --workers workers against --max-memory (before any run)."""
+    vocab_size = len(data["vocab"]) + 1
+    configs = [GPTConfig(vocab_size, n_embd=e, n_head=opts.n_head, n_layer=n,
+                                block_size=opts.block_size)
+               for e in opts.widths for n in opts.layers]
+    docs = data["train"] + data["val"]
+    common.check_grid_memory(configs, opts.batch_size, max(opts.lengths), opts.workers,
+                             (len(docs), sum(map(len, docs))), opts.max_memory)
 
 
 def load_data(opts):
-    """The corpus, the split, the val subset and the baselines (InputError: one line)."""
-    if not os.path.isfile(opts.corpus):
-        raise InputError(f"corpus file {opts.corpus!r} not found; pass the path of names.txt with "
-                         "--corpus PATH")
+    """The corpus (built in, or a file), the split, the val subset and the baselines (InputError:
+    one line)."""
+    if opts.corpus not in BUILTIN:
+        try:
+            check_readable_file(opts.corpus, "corpus file")
+        except InputError as e:
+            raise InputError(f"{e}; pass the path of names.txt with --corpus PATH") from None
     try:
         docs = load_corpus(opts.corpus)
     except InputError as e:
         raise InputError(f"{e} (pass another file with --corpus PATH)") from None
-    with open(opts.corpus, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
+    if opts.corpus in BUILTIN:
+        digest = fingerprint(docs)
+    else:
+        with open(opts.corpus, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
     data = sv.corpus_data(docs, opts, opts.widths[0])
     return dict(data, corpus=shown_path(opts.corpus), corpus_sha256=digest,
                 n_train=len(data["train"]), n_val_used=len(data["val"]))
 
 
-def load_cache(opts, data):
-    """--reuse: an earlier results.json's runs by run_key (same corpus, split, val docs), origin."""
-    raw = common.read_json(opts.reuse, "reuse runs from")
+RECORD = {"model": lambda x: x in MODELS, "phase": lambda x: x in ("sweep", "seeds"),
+          "final_val": common.loss_or_none, "seconds": common.is_number,
+          "ms_per_step": common.is_number, "lr": common.is_number,
+          **{k: lambda x: isinstance(x, int) and not isinstance(x, bool)
+             for k in ("n_embd", "n_head", "n_layer", "block_size", "steps", "batch_size", "lr_k",
+                       "seed")}}
+
+
+def load_cache(path, data, opts, what="reuse runs from"):
+    """An earlier results.json's runs by run_key (same corpus, split, val docs), and its origin:
+    --reuse PATH, or this study's own results.json in --out (what an interrupted study kept)."""
+    raw = common.read_json(path, what)
     try:
         old, info = raw["options"], raw["info"]
         same = (raw["corpus_sha256"] == data["corpus_sha256"]
                 and old["split_seed"] == opts.split_seed and old["val_docs"] == opts.val_docs)
+        common.check_records(raw["runs"], RECORD, path)
         cache = {run_key(r): r for r in raw["runs"]}
         keys = ("command", "started", "wall_s", "n_runs", "load_start", "load_end")
         reused_from = {k: info[k] for k in keys}
         reused_from["reused_from"] = info.get("reused_from") if info.get("n_reused") else None
     except (KeyError, TypeError, AttributeError) as e:
-        raise InputError(f"cannot reuse runs from {opts.reuse!r}: {type(e).__name__}: {e}"
-                         ) from None
+        raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e}") from None
     if not same:
-        raise InputError(f"cannot reuse runs from {opts.reuse!r}: another corpus, --split-seed or "
-                         "--val-docs")
+        raise InputError(f"cannot {what} {path!r}: another corpus, --split-seed or --val-docs"
+                         + (" (use another --out)" if what != "reuse runs from" else ""))
     return cache, reused_from
 
 
@@ -590,8 +645,8 @@ def report(units, axes, base, data, opts, info, records, out):
                        for r in records if r["phase"] == "seeds"}
     md = markdown(summary, data, opts, info)
     common.write_json(os.path.join(out, "results.json"), {
-        "corpus": shown_path(opts.corpus), "corpus_sha256": data["corpus_sha256"],
-        "options": {**vars(opts), "corpus": shown_path(opts.corpus)}, "info": info,
+        "complete": True, "corpus": data["corpus"], "corpus_sha256": data["corpus_sha256"],
+        "options": record(opts), "info": info,
         **{k: data[k] for k in ("n_docs", "n_train", "n_val_full", "n_val_used", "baselines")},
         "vocab": "".join(data["vocab"]), "base_point": list(base),
         "lr_lattice": f"{opts.lr0:g} * 2^(k/2)", "summary": summary, "runs": records})
@@ -613,27 +668,52 @@ def restore(raw, opts, _folder):
 
 
 def study(opts, argv):
-    """Train the study (InputError before anything is trained); return the markdown."""
+    """Train the study (InputError before anything is trained), continuing the results.json in
+    --out; return the markdown."""
     check_options(opts)
     data = load_data(opts)
-    cache, reused_from = load_cache(opts, data) if opts.reuse else ({}, None)
+    check_memory(opts, data)
+    cache, reused_from = load_cache(opts.reuse, data, opts) if opts.reuse else ({}, None)
     out = common.output_folder(opts.out, "scaling", opts.quick)
+    path = os.path.join(out, "results.json")
+    if os.path.lexists(path):  # an interrupted (or finished) study: its runs are taken as they are
+        own, own_from = load_cache(path, data, opts, "continue from")
+        cache, reused_from = {**cache, **own}, own_from
+        common.kept(f"the {len(own)} runs in {path} are kept as they were")
     base, axes, units = build_plan(opts)
-    started, load_start = common.now_utc(), common.load_average()
-    log(f"corpus {opts.corpus}: {data['n_docs']} docs, {data['n_train']} train, "
+    started, load_start, t0 = common.now_utc(), common.load_average(), time.perf_counter()
+    log(f"corpus {shown_path(opts.corpus)}: {data['n_docs']} docs, {data['n_train']} train, "
         f"{data['n_val_used']} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
-        f"{len(units)} model-cells, {opts.workers} workers; writing to {out}")
-    records, wall, n_reused = Study(units, opts, cache).run(data)
-    info = {"command": common.command_line("scaling.py", argv),
-            "machine": common.machine_info(), "started": started, "load_start": load_start,
-            "load_end": common.load_average(), "wall_s": wall,
-            "run_s": sum(r["seconds"] for r in records), "n_runs": len(records),
-            "n_reused": n_reused, "reused_from": reused_from if n_reused else None,
-            "base": list(base)}
+        f"{len(units)} model-cells, {opts.workers} workers; {len(cache)} runs already known; "
+        f"writing to {out}")
+
+    def info_now(records, n_reused):
+        return {"command": common.command_line("scaling.py", argv),
+                "machine": common.machine_info(), "started": started, "load_start": load_start,
+                "load_end": common.load_average(), "wall_s": time.perf_counter() - t0,
+                "run_s": sum(r["seconds"] for r in records), "n_runs": len(records),
+                "n_reused": n_reused, "reused_from": reused_from if n_reused else None,
+                "base": list(base)}
+
+    def save(records, n_reused):
+        common.write_json(path, {"complete": False, "corpus": data["corpus"],
+                                 "corpus_sha256": data["corpus_sha256"], "options": record(opts),
+                                 "info": info_now(records, n_reused), "runs": records})
+        common.kept(f"the {len(records)} finished runs are saved in {path}: the same command "
+                    "continues the study")
+
+    records, wall, n_reused = Study(units, opts, cache, save).run(data)
+    info = info_now(records, n_reused)
     md = report(units, axes, base, data, opts, info, records, out)
     log(f"done in {fmt_time(wall)} wall ({len(records)} runs, {fmt_time(info['run_s'])} of run "
         f"time); wrote results.md, results.json and 5 PNGs to {out}")
     return md
+
+
+def record(opts):
+    """The options as results.json records them: no path outside the repository."""
+    return {**vars(opts), "corpus": shown_path(opts.corpus), "out": None,
+            "reuse": opts.reuse and common.outside_repo(opts.reuse)}
 
 
 @common.cli
@@ -644,4 +724,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import leave
+    leave(main())

@@ -9,16 +9,25 @@ pair. experiments/README.md gives the results.
 
     python experiments/sphere_vs_rmsnorm.py                       # corpus `names`
     python experiments/sphere_vs_rmsnorm.py --quick --out /tmp/q  # seconds
+
+results.json in --out is written after every run: the same command continues an interrupted study.
 """
 import os
 import sys
+
+if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from harness import quiet_startup
+    quiet_startup("sphere_vs_rmsnorm.py")
+
+import json
 import time
 
 import common
 import numpy as np
 from common import SCALE_GROUPS, InputError, fmt, fmt_time, log, plural, steps_to_target
 
-from corpora import load_corpus
+from corpora import BUILTIN, load_corpus
 from microgpt import build_vocab, doc_tokens, init_params, split_docs, train
 from model_config import GPTConfig, effective_scales
 from numpy_engine import baselines, evaluate
@@ -85,9 +94,11 @@ def arms_for(setting, opts, main_setting):
     return arms
 
 
-def run_all(data, opts):
+def run_all(data, opts, cache=None, save=lambda done: None):
     """Every arm's sweep, then its seeds at the best lr, one run after the other: the settings,
-    the main one, the arms, {(setting, arm name): {"arm", "sweep", "best_lr", "seeds"}}, runtime."""
+    the main one, the arms, {(setting, arm name): {"arm", "sweep", "best_lr", "seeds"}}, runtime.
+    A run whose run_key is in `cache` is taken from it; save(records) follows every run trained."""
+    cache, done = cache or {}, list((cache or {}).values())
     settings = [(b, n) for n in opts.n_layers for b in opts.batch_sizes]
     main_setting = (opts.batch_sizes[-1], opts.n_layers[0])
     arms = {setting: arms_for(setting, opts, main_setting) for setting in settings}
@@ -96,12 +107,18 @@ def run_all(data, opts):
 
     def run(setting, arm, phase, lr, seed):
         kwargs = {k: arm[k] for k in ("norm", "riemannian", "alpha_init", "sz_init") if k in arm}
-        result = run_one(data, opts, batch_size=setting[0], n_layer=setting[1], lr=lr, seed=seed,
-                         **kwargs)
+        result = cache.get(run_key(arm["name"], setting[0], setting[1], lr, seed))
+        reused = result is not None
+        if not reused:
+            result = run_one(data, opts, batch_size=setting[0], n_layer=setting[1], lr=lr,
+                             seed=seed, **kwargs)
+            done.append(dict(result, arm=arm["name"]))
+            save(done)
         text = (f"bs={setting[0]} L={setting[1]} {arm['name']:<22} {phase:<5} lr={lr:.4g} "
                 f"seed={seed}")
         log(progress.line(text, result, opts.steps, n_runs,
-                          (n_runs - progress.done - 1) * opts.steps))
+                          (n_runs - progress.done - 1) * opts.steps, timed=not reused)
+            + (" (reused)" if reused else ""))
         return result
 
     for setting in settings:
@@ -414,6 +431,40 @@ def parser():
     return p
 
 
+def run_key(arm, batch_size, n_layer, lr, seed):
+    """What a run is a pure function of, besides the options in SAME (checked for the file)."""
+    return json.dumps([arm, batch_size, n_layer, lr, seed])
+
+
+SAME = ("corpus", "steps", "val_docs", "split_seed", "n_embd", "n_head", "block_size")
+RECORD = {"arm": lambda x: isinstance(x, str), "final_val": common.loss_or_none,
+          "lr": common.is_number, "seconds": common.is_number, "ms_per_step": common.is_number,
+          **{k: lambda x: isinstance(x, int) and not isinstance(x, bool)
+             for k in ("batch_size", "n_layer", "seed")}}
+
+
+def load_previous(path, opts):
+    """The runs of the results.json in --out (an interrupted study's, or a finished one's), by
+    run_key, if it was made with the same SAME options; InputError otherwise."""
+    if not os.path.lexists(path):
+        return {}
+    raw = common.read_json(path, "continue from")
+    try:
+        runs = [dict(r, arm=rec["arm"]) for rec in raw["runs"]
+                for r in rec["sweep"] + rec["seeds"]] if raw.get("complete") is not False \
+            else raw["runs"]
+        common.check_records(runs, RECORD, path)
+        differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
+    except (KeyError, TypeError) as e:
+        raise InputError(f"cannot continue from {path!r}: {type(e).__name__}: {e} (use another "
+                         "--out)") from None
+    if differs:
+        raise InputError(f"cannot continue from {path!r}: it was made with other "
+                         f"{', '.join(differs)} (use another --out, or the same options)")
+    common.kept(f"the {len(runs)} runs in {path} are kept as they were")
+    return {run_key(r["arm"], r["batch_size"], r["n_layer"], r["lr"], r["seed"]): r for r in runs}
+
+
 def corpus_label(corpus):
     """A folder name: 'names' stays, a path 'x/names.txt' becomes 'names_txt'."""
     if corpus in ("names", "jp-names"):
@@ -439,26 +490,40 @@ def load_data(opts):
     """The corpus, the split, the val docs and the baselines (InputError: one line)."""
     if opts.n_embd % opts.n_head:
         raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
-    return dict(corpus_data(load_corpus(opts.corpus), opts, opts.n_embd), corpus=opts.corpus,
+    shown = opts.corpus if opts.corpus in BUILTIN else common.outside_repo(opts.corpus)
+    return dict(corpus_data(load_corpus(opts.corpus), opts, opts.n_embd), corpus=shown,
                 corpus_label=corpus_label(opts.corpus), eval_points=eval_points(opts.steps))
 
 
 @common.cli
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
+    common.check_flags(opts, {"seed": "seed", "split_seed": "seed", "steps": "steps",
+                              "lrs": "lr", "batch_sizes": "batch_size", "n_layers": "n_layer",
+                              "alpha_inits": "alpha_init", "sz_inits": "sz_init",
+                              "corpus": "corpus"})
     data = load_data(opts)
     out = common.output_folder(opts.out, data["corpus_label"], opts.quick)
+    path = os.path.join(out, "results.json")
+    cache = load_previous(path, opts)
     log(f"corpus {opts.corpus}: {data['n_docs']} docs, {len(data['train'])} train, "
         f"{len(data['val'])} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
-        f"writing to {out}")
-    settings, main_setting, arms, results, runtime = run_all(data, opts)
+        f"{len(cache)} runs already in {path}; writing to {out}")
+
+    def save(done):
+        common.write_json(path, {"complete": False, "corpus": opts.corpus,
+                                 "options": vars(opts), "runs": done})
+        common.kept(f"the {len(done)} finished runs are saved in {path}: the same command "
+                    "continues the study")
+
+    settings, main_setting, arms, results, runtime = run_all(data, opts, cache, save)
     data["results"] = results
     data["arm_by_name"] = {a["name"]: a for a in arms[main_setting]}
     summary = summarize(settings, arms, results, data)
     main_key = f"bs{main_setting[0]}_L{main_setting[1]}"
     md = markdown(summary, main_key, data, opts, runtime)
     common.write_json(os.path.join(out, "results.json"), {
-        "corpus": opts.corpus, "options": vars(opts), "n_docs": data["n_docs"],
+        "complete": True, "corpus": opts.corpus, "options": vars(opts), "n_docs": data["n_docs"],
         "n_train": len(data["train"]), "n_val_used": len(data["val"]),
         "vocab": "".join(data["vocab"]), "baselines": data["baselines"],
         "eval_points": data["eval_points"], "runtime_wall_s": runtime[0],
@@ -475,4 +540,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import leave
+    leave(main())

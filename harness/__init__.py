@@ -27,9 +27,40 @@ def _quiet_exit(signum, frame):
     os._exit(130)
 
 
+# the import name of each package a program needs that pip knows by another name
+PIP_NAMES = {"fontTools": "fonttools", "matplotlib_fontja": "matplotlib-fontja"}
+
+
+def name_missing_packages(prog, how=None):
+    """Run by a Python without this project's packages, the program says in one line which one is
+    missing and how to run it with them (exit 2), instead of an ImportError's traceback. how: the
+    command that does, after dev.py's path (default: set up .venv, then run this script with its
+    Python)."""
+    previous = sys.excepthook
+
+    def hook(kind, error, tb):
+        name = (getattr(error, "name", None) or "").split(".")[0]
+        if not issubclass(kind, ModuleNotFoundError) or name in ("", *sys.builtin_module_names):
+            return previous(kind, error, tb)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        dev = os.path.join(root, "dev.py")
+        python = os.path.join(root, ".venv", "bin", "python")
+        run = f"python3 {dev} " + (how or f"run --help (it installs them into .venv), then "
+                                          f"{python} {sys.argv[0]}")
+        os.write(2, (f"{prog}: error: the package {PIP_NAMES.get(name, name)!r} is not installed "
+                     f"in this Python ({sys.executable}); run it with the project's packages: "
+                     f"{run}; or install them here: pip install -r {root}/requirements.txt\n"
+                     ).encode("utf-8", "replace"))
+        os._exit(2)
+
+    sys.excepthook = hook
+
+
 def quiet_startup(prog):
     """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal
-    set to be ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C."""
+    set to be ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C. A missing package is
+    one line too (name_missing_packages)."""
+    name_missing_packages(prog)
     _late["prog"] = prog
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(_signal, name, None)

@@ -24,7 +24,14 @@ from harness.checkpoints import (
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
 from harness.memory import check_corpus_memory, check_memory
-from harness.run_files import RUN_FILE_NAMES, RunLock, not_a_regular_file, plot_losses, write_json
+from harness.run_files import (
+    RUN_FILE_NAMES,
+    RunLock,
+    check_readable_file,
+    not_a_regular_file,
+    plot_losses,
+    write_json,
+)
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
@@ -152,6 +159,9 @@ def run_settings(args, resume):
         opts.notes.append(f"note: --corpus {args.corpus} is the built-in corpus; for the file of "
                           "that "
                        f"name here give its path, ./{args.corpus}")
+    if opts.corpus not in BUILTIN and os.path.lexists(opts.corpus):  # (a FIFO would wait for a
+        # writer: refused, never read; a missing file is load_corpus's to explain)
+        check_readable_file(opts.corpus, "corpus file")
     check_corpus_memory(opts.corpus, opts.max_memory)
     return opts
 
@@ -173,7 +183,7 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     docs = train_docs + val_docs
     check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
-                 (len(docs), sum(map(len, docs))), opts.steps)
+                 (len(docs), sum(map(len, docs))), opts.steps, max(map(len, docs)) + 1)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, "the initial weights")
     opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
@@ -212,6 +222,27 @@ def sampling(args, seed, engine):
               for name in ("num_samples", "temperature", "prompt")}
     return {**values, "seed": seed if args.seed is None else args.seed,
             "engine": engine if args.engine is None else args.engine}
+
+
+def finished(resume, opts, args, iter_samples):
+    """Is this a resumed run with no step left? Then it says so, and samples (iter_samples: the
+    chapter's) if a sampling flag asks; its files are left as they are (metrics.json keeps its
+    timing and names). True."""
+    if resume is None or resume.step < opts.steps:
+        return False
+    asked = " Its names, with the sampling flags given:" if sampling_asked(args) else (
+        " To see its names: --sample-only --checkpoint PATH, or give a sampling flag.")
+    print(f"the run in {as_text(repr(opts.checkpoint))} is finished: step {resume.step} of "
+          f"{opts.steps}; nothing to train, and its files stay as they are (to train on, give a "
+          f"larger --steps).{asked}")
+    if sampling_asked(args):
+        how = sampling(args, opts.seed, opts.engine)
+        messages.print_samples(iter_samples(resume.params, resume.cfg, resume.vocab, **how), how)
+    return True
+
+
+def sampling_asked(args):
+    return any(getattr(args, name) is not None for name in ("num_samples", "temperature", "prompt"))
 
 
 def check_out_folder(out, resume, ckpt_path):
@@ -265,6 +296,24 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
     return h
 
 
+DEFAULT_OUT = "out"  # where a run without --out saves when stopped: out/run-N
+
+
+def check_default_out(base):
+    """InputError unless a stopped run without --out could save to a new base/run-N: `base` is a
+    writable folder, or can be made here. Checked before the first step, as --out is: a file,
+    a dangling link or a read-only folder there would lose the run at Ctrl-C."""
+    if os.path.lexists(base) and not os.path.isdir(base):
+        what = "a dangling link" if os.path.islink(base) and not os.path.exists(base) else \
+            f"{not_a_regular_file(base) or 'a file'}"
+        raise InputError(f"./{base} is {what}, not a folder: a run without --out saves there when "
+                         "stopped (Ctrl-C); move it away, or give --out FOLDER")
+    folder = base if os.path.isdir(base) else "."
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{os.path.abspath(folder)!r} is not writable: a run without --out saves "
+                         f"to ./{base}/run-N when stopped (Ctrl-C); give --out FOLDER")
+
+
 class RunFolder:
     """`with RunFolder(opts, resume, shell) as folder:` holds --out while the run runs
     (harness.run_files .RunLock: a second run is refused), continues the run's history on --resume,
@@ -283,6 +332,8 @@ class RunFolder:
         if opts.out and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--out writes loss.png, which needs matplotlib: pip install "
                              "matplotlib")
+        if not opts.out:
+            check_default_out(DEFAULT_OUT)
         self.lock = RunLock(opts.out).__enter__()  # this run holds --out (or is refused: exit 2)
         try:
             if opts.out:

@@ -221,7 +221,20 @@ def _load(file, max_bytes):
     h._params, h.train_loss, h.val_loss = list(data["params"]), data["train_loss"], data["val_loss"]
     h._drift = list(data["drift"]) if cfg.norm == "sphere" else [None] * K
     _check_values(h, data)
+    h.train_loss, h.val_loss = (in_order(curve, steps) for curve in (h.train_loss, h.val_loss))
     return h
+
+
+def in_order(curve, planned):
+    """The points of a (step, loss) curve a run can have made: at steps from 0 to the planned ones,
+    each after the last one kept (a crafted file's negative, later or repeated steps are dropped,
+    not drawn)."""
+    keep, last = [], -1.0
+    for i, step in enumerate(curve[:, 0]):
+        if last < step <= planned:
+            keep.append(i)
+            last = step
+    return curve[keep].reshape(-1, 2)
 
 
 def _check_values(h, data):

@@ -6,6 +6,7 @@ snapshots, and the Python objects of every parameter array. Checkpoints and hist
 from their headers alike.
 """
 import os
+from dataclasses import replace
 
 from corpora import BUILTIN, MAX_CORPUS_BYTES
 from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
@@ -21,15 +22,18 @@ BYTES_PER_STEP = 80  # each step's loss: a float in a list (32), checkpoint (8),
 SNAPSHOT_BUDGET = 32 * 2**20  # the history's snapshots of weights (a big model keeps fewer)
 
 
-def step_memory(cfg, batch_size, engine, itemsize=8):
+def step_memory(cfg, batch_size, engine, itemsize=8, positions=None):
     """An upper estimate of a training step's peak bytes: the weights, Adam's moments, the gradients
     and the update's temporaries (8 arrays of P), the evaluation chunk; numpy: the batch's forward
     cache, twice; value: a Value node (~300 bytes) per multiply and add, 24 C^2 + 4 C T per position
-    and layer, 2 V C for lm_head."""
-    C, T, L, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.vocab_size
+    and layer, 2 V C for lm_head. positions: the most a document has (its length + 1, cropped to
+    block_size): a step computes only those, so short names under a large block_size cost little."""
+    T = cfg.block_size if positions is None else max(1, min(cfg.block_size, positions))
+    C, L, V = cfg.n_embd, cfg.n_layer, cfg.vocab_size
     P = n_params(cfg)
     if engine == "numpy":
-        activations = 2 * batch_size * forward_bytes_per_doc(cfg) * itemsize // 8
+        doc = forward_bytes_per_doc(replace(cfg, block_size=T) if T != cfg.block_size else cfg)
+        activations = 2 * batch_size * doc * itemsize // 8
     else:
         activations = 300 * (batch_size * T * (L * (24 * C*C + 4 * C*T + 8 * C) + 2 * V * C) + P)
     return 8 * itemsize * P + BYTES_PER_ARRAY * n_param_arrays(cfg) + max(activations, CHUNK_BYTES)
@@ -73,9 +77,12 @@ def limit(max_gb=None):
     return max_gb * 1e9, f"the limit is {max_gb:g} GB (raise it with --max-memory)"
 
 
-def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0):
-    """InputError with the estimate if a run needs more than allowed; corpus: (n_docs, n_chars)."""
-    need = (step_memory(cfg, batch_size, engine, check_dtype(dtype).itemsize) + baseline_memory(cfg)
+def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0,
+                 positions=None):
+    """InputError with the estimate if a run needs more than allowed; corpus: (n_docs, n_chars);
+    positions: the longest document's tokens (step_memory)."""
+    itemsize = check_dtype(dtype).itemsize
+    need = (step_memory(cfg, batch_size, engine, itemsize, positions) + baseline_memory(cfg)
             + corpus_memory(*corpus) + history_memory(cfg, steps))
     most, why = limit(max_gb)
     if need > most:

@@ -49,7 +49,7 @@ def print_header(opts, cfg, base, resume, notices):
 def report(state, run, folder, opts, args):
     """How training ended, said; the exit code: 0 finished, 1 diverged, 130 interrupted (saved)."""
     if state.error:
-        return report_divergence(state, folder, opts)
+        return report_divergence(state, folder, opts, engine_failed=not run.stopped)
     if run.interrupted and state.step < state.steps:
         return save_interrupted(state, folder, opts, args)
     print_final(state, run.base)
@@ -66,12 +66,25 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     return "no checkpoint was written (no --out)"
 
 
-def report_divergence(state, folder, opts):
-    """Nothing new is written: the weights before the bad step would only repeat it."""
+def report_divergence(state, folder, opts, engine_failed=False):
+    """Nothing new is written: the weights before the bad step would only repeat it. When the
+    engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
+    where = (f" To see where it broke: python -m pdb microgpt.py [the same flags], then "
+             f"`{breakpoint_line()}` and `c`: under a breakpoint train() lets the error through, "
+             "and pdb stops at its line." if engine_failed else "")
     say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr "
-        "(a resumed run may lower it: --resume --lr ...).")
+        f"(a resumed run may lower it: --resume --lr ...).{where}")
     return EXIT_DIVERGED
+
+
+def breakpoint_line():
+    """`b microgpt.py:LINE`, the line of train() that catches the engine's NumericError: a
+    breakpoint there (any breakpoint: pdb then traces) makes train() re-raise it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "microgpt.py"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "except NumericError" in text)
+    return f"b microgpt.py:{line}"
 
 
 def save_interrupted(state, folder, opts, args):
@@ -95,20 +108,31 @@ def shown_path(path, here):
     return path if relative.startswith(os.path.join(os.pardir, os.pardir)) else relative
 
 
-def resume_command(out, args):
-    """The command that continues this run, to paste where it was started: the interpreter that ran
+def flag_words(flag, value):
+    """[flag, value], or [flag=value] when the value starts with "-" (argparse would take it for a
+    flag of its own: --prompt -x fails, --prompt=-x does not)."""
+    value = str(value)
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
+def microgpt_command(words):
+    """python microgpt.py WORDS, to paste where this program was started: the interpreter that runs
     it (a bare `python` may lack this project's packages) or the launcher typed (dev.py:
-    MICROGPT_LAUNCHER), --out as given (or the folder claimed, seen from here), every word quoted,
-    and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
-    launcher, here = os.environ.get("MICROGPT_LAUNCHER"), os.getcwd()
+    MICROGPT_LAUNCHER), the script's path seen from here, every word quoted (shlex.join)."""
+    launcher = os.environ.get("MICROGPT_LAUNCHER")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = os.path.join(root, "microgpt.py")
-    words = shlex.split(launcher) if launcher else [sys.executable, shown_path(script, here)]
-    words += ["--resume", "--out", args.out or shown_path(out, here)]
+    script = shown_path(os.path.join(root, "microgpt.py"), os.getcwd())
+    return shlex.join((shlex.split(launcher) if launcher else [sys.executable, script]) + words)
+
+
+def resume_command(out, args):
+    """The command that continues this run: --out as given (or the folder claimed, seen from here),
+    and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
+    words = ["--resume"] + flag_words("--out", args.out or shown_path(out, os.getcwd()))
     for name in ("max_memory", "num_samples", "temperature", "prompt"):
         if getattr(args, name) is not None:
-            words += ["--" + name.replace("_", "-"), str(getattr(args, name))]
-    return shlex.join(words)
+            words += flag_words("--" + name.replace("_", "-"), getattr(args, name))
+    return microgpt_command(words)
 
 
 def print_final(state, base):

@@ -36,6 +36,7 @@ class Run:
         self.tty = sys.stdout.isatty()
         self.every_line = max(1, opts.steps // 10)  # no terminal: a line every tenth of the run
         self.start = None
+        self.stopped = False  # True when this observer stopped a diverging run (not the engine)
 
     def __enter__(self):
         self.sigint = DeferSigint().__enter__()
@@ -67,15 +68,17 @@ class Run:
     def after_update(self, state, loss, drift):
         evaluated = state.val_loss[-1][0] == state.step
         if (state.step % DIVERGED_WINDOW == 0 or evaluated) and self.exploded(state):
+            self.stopped = True
             return True  # (before a checkpoint: no exploded weights are saved)
         sphere = self.cfg.norm == "sphere"
         if evaluated and sphere and not off_sphere(state.params, self.cfg) <= 1e-6:  # (NaN too)
             state.error = (f"step {state.step}: the weights are no longer on the sphere (the "
                            "updates overflowed and the retraction could not put them back)")
-            return True
-        if evaluated and not math.isfinite(state.val_loss[-1][1]):
+        elif evaluated and not math.isfinite(state.val_loss[-1][1]):
             state.error = (f"step {state.step}: val loss is {state.val_loss[-1][1]} (the weights "
                            "are no longer finite-valued)")
+        if state.error:
+            self.stopped = True
             return True
         if self.history.due(state.step):  # a snapshot for the planetarium
             self.history.record(state.step, state.params, drift)

@@ -79,9 +79,28 @@ def atomic_write(path, write):
         raise
 
 
+def check_readable_file(path, what):
+    """InputError unless `path` (a symbolic link is followed) is a regular file: reading a FIFO, a
+    device or a socket would wait for a writer, or never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{what} {path!r} not found") from None
+    except OSError as e:
+        raise InputError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{what} {path!r} is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        kinds = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+        kind = kinds.get(stat.S_IFMT(mode), "a device")
+        raise InputError(f"{what} {path!r} is {kind}, not a regular file; give the file itself")
+
+
 def check_npz_file(path, what):
-    """InputError unless `path` is a file this process can read and a zip archive, as every .npz is
-    (np.load would take any other file for a pickle, refuse it, and say so, which misleads)."""
+    """InputError unless `path` is a regular file this process can read and a zip archive, as every
+    .npz is (np.load would take any other file for a pickle, refuse it, and say so, which
+    misleads)."""
+    check_readable_file(path, what)
     try:
         with open(path, "rb") as f:
             is_zip = zipfile.is_zipfile(f)

@@ -37,6 +37,18 @@ def say(message):
         pass
 
 
+CWD_GONE = ("the current folder no longer exists (it was deleted or moved); cd into an existing "
+            "folder and run the command again")
+
+
+def cwd_gone():
+    try:
+        os.getcwd()
+        return False
+    except FileNotFoundError:
+        return True
+
+
 def _raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -106,6 +118,9 @@ class Shell:
         for stream in (sys.stdout, sys.stderr):
             if hasattr(stream, "reconfigure"):
                 stream.reconfigure(errors="backslashreplace")  # any text, any terminal encoding
+        if cwd_gone():  # (every relative path, and os.getcwd(), would fail later, far from here)
+            say(f"{self.prog}: error: {CWD_GONE}")
+            sys.exit(EXIT_BAD_INPUT)
         _late["prog"] = self.prog
         self.handlers = take(_raise_keyboard_interrupt)  # the three signals now unwind to __exit__
         return self
@@ -157,6 +172,9 @@ class Shell:
             return EXIT_BAD_INPUT
         if isinstance(e, OSError) and e.filename:  # a file: WriteError, the lock, a temp file
             return self.write_failed(e if isinstance(e, WriteError) else WriteError(e.filename, e))
+        if isinstance(e, FileNotFoundError) and cwd_gone():  # deleted while the program ran
+            say(f"{self.prog}: error: {CWD_GONE}")
+            return EXIT_IO
         if getattr(e, "errno", None) is not None or "closed file" in str(e):  # stdout failed
             try:  # so the exit flush cannot fail
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -86,3 +86,42 @@ def test_paths_are_read_from_where_you_are_and_the_printed_command_continues_the
     finally:
         shutil.rmtree(out, ignore_errors=True)
         os.remove(corpus)
+
+
+def fresh_venv(monkeypatch, tmp_path, create):
+    """dev.py's setup pointed at an empty folder, with venv's create() replaced."""
+    monkeypatch.setattr(dev, "VENV", str(tmp_path / ".venv"))
+    monkeypatch.setattr(dev.venv.EnvBuilder, "create", create)
+
+
+def test_a_read_only_checkout_is_said_as_such_not_as_a_missing_python3_venv(monkeypatch, tmp_path, capsys):
+    fresh_venv(monkeypatch, tmp_path, lambda self, path: pytest.fail("nothing may be created"))
+    real = os.access
+    monkeypatch.setattr(dev.os, "access", lambda path, mode: False if path == dev.ROOT else real(path, mode))
+    with pytest.raises(SystemExit) as e:
+        dev.ensure_venv()
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "is read-only for you" in err and "python3-venv" not in err
+
+
+def test_a_permission_error_while_creating_names_it_and_leaves_no_half_made_venv(monkeypatch, tmp_path, capsys):
+    def create(self, path):
+        os.makedirs(path)
+        raise PermissionError(13, "Permission denied")
+    fresh_venv(monkeypatch, tmp_path, create)
+    with pytest.raises(SystemExit):
+        dev.ensure_venv()
+    err = capsys.readouterr().err
+    assert "Permission denied" in err and "python3-venv" not in err and not (tmp_path / ".venv").exists()
+
+
+def test_ctrl_c_during_the_first_setup_removes_the_half_made_venv(monkeypatch, tmp_path, capsys):
+    def create(self, path):
+        os.makedirs(os.path.join(path, "bin"))
+        raise KeyboardInterrupt
+    fresh_venv(monkeypatch, tmp_path, create)
+    with pytest.raises(SystemExit) as e:
+        dev.ensure_venv()
+    err = capsys.readouterr().err
+    assert e.value.code == 130 and "Traceback" not in err and "the half-made folder was removed" in err
+    assert not (tmp_path / ".venv").exists()

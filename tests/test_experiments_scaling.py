@@ -1,8 +1,10 @@
 """Smoke test of experiments/scaling.py (--quick): outputs, clear errors, and results independent of --workers."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -16,8 +18,8 @@ import microgpt  # noqa: E402
 
 
 def _corpus_file():
-    """A names.txt-like file (one name per line) from the packaged `names` list: the smoke test needs no data
-    outside the repository (the study itself reads ../shared/data/names.txt)."""
+    """A names.txt-like file (one name per line) from the packaged `names` list: the smoke test reads its corpus
+    from a file, as the study does given makemore's names.txt (its default is the built-in `names`)."""
     import tempfile
     folder = tempfile.mkdtemp(prefix="scaling-corpus-")
     path = os.path.join(folder, "names.txt")
@@ -154,3 +156,160 @@ def test_plan_shares_the_base_cell_and_chains_neighbours():
     assert u.parent is units[("sphere", 10000, 1, 16)] and u.parent.parent is units[("sphere", 2000, 1, 16)]
     assert units[("sphere a=1/L", 2000, 8, 16)].parent is units[("sphere a=1/L", 2000, 4, 16)]
     assert scaling.lr_of(opts, 0) == 0.01 and scaling.lr_of(opts, 2) == pytest.approx(0.02)
+
+
+# ----------------------------------------------------------------------------- inside the shell
+
+def in_process(capsys, *args):
+    """scaling.main(ARGS) in this process: (exit code, stderr); never a traceback."""
+    code = scaling.main(list(args))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+LONGER = ["--quick", "--lengths", "300,600", "--workers", "2"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGKILL"])
+def test_a_stopped_grid_leaves_no_worker_and_continues_where_it_stopped(tmp_path, how):
+    """SIGTERM or Ctrl-C (to the whole process group, as a terminal sends it): one line, exit 130, the queued runs
+    cancelled and the workers ended; kill -9: the workers see their parent gone and end within a second or two.
+    Every finished run was saved: the same command continues from them."""
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, SCRIPT, *LONGER, "--out", str(out)], stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, cwd=ROOT)
+    for line in proc.stderr:
+        if line.startswith("[2/"):
+            break
+    workers = children(proc.pid)
+    assert len(workers) >= 2
+    if how == "Ctrl-C":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(getattr(signal, how))
+    rest = proc.stderr.read()
+    code = proc.wait(timeout=60)
+    deadline = time.time() + 10
+    while any(alive(pid) for pid in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in workers if alive(pid)], "a worker outlived the grid"
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert saved["complete"] is False and len(saved["runs"]) >= 2
+    if how != "SIGKILL":
+        assert code == 130 and "Traceback" not in rest and "leaked" not in rest
+        assert rest.strip().splitlines() == [f"scaling.py: interrupted; the {len(saved['runs'])} finished runs are "
+                                             f"saved in {out / 'results.json'}: the same command continues the study"]
+    again = run(*LONGER, "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert f"{len(saved['runs'])} runs already known" in again.stderr
+    final = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert final["complete"] and final["info"]["n_reused"] == len(saved["runs"])
+
+
+def test_a_second_invocation_on_the_same_out_is_refused(tmp_path, capsys):
+    from harness.run_files import RunLock
+    with RunLock(str(tmp_path)) as lock:
+        lock.claim()
+        code, err = in_process(capsys, "--quick", "--out", str(tmp_path))
+    assert code == 2 and "is in use by another run (pid " in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_an_empty_out_is_refused_not_taken_for_the_default(capsys):
+    code, err = in_process(capsys, "--quick", "--out", "")
+    assert code == 2 and "--out must be a non-empty path" in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seed", "-1"], "--seed must be a non-negative integer"),
+    (["--split-seed", "-3"], "--split-seed must be a non-negative integer"),
+    (["--lr0", "nan"], "--lr0 must be a positive number"),
+    (["--lr0", "1e308", "--base-sweep", "4"], "lr0*2^(k/2) at k = 6"),
+    (["--max-memory", "0"], "--max-memory must be a positive number"),
+    (["--max-memory", "0.001"], "this grid would need about"),
+    (["--widths", "4096", "--n-head", "4"], "this grid would need about"),
+])
+def test_flags_are_checked_at_the_door_by_the_settings_rules(capsys, tmp_path, args, message):
+    code, err = in_process(capsys, "--quick", "--out", str(tmp_path / "o"), *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_fifo_as_corpus_is_refused_not_waited_on(capsys, tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    code, err = in_process(capsys, "--quick", "--corpus", str(tmp_path / "fifo"), "--out", str(tmp_path / "o"))
+    assert code == 2 and "is a FIFO, not a regular file" in err
+
+
+@pytest.mark.slow
+def test_a_grid_whose_runs_all_diverge_says_so_in_one_line(tmp_path):
+    r = run("--quick", "--lr0", "1e300", "--base-sweep", "0", "--max-extend", "0", "--out", str(tmp_path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("scaling.py: error: every run of rmsnorm (steps=10 L=1 E=16) "
+                                                        "at its chosen lr diverged")
+    assert "diverged" in r.stderr and json.loads((tmp_path / "results.json").read_text())["complete"] is False
+
+
+def test_from_json_on_an_interrupted_study_is_one_line(capsys, tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps({"complete": False, "options": {}, "runs": [{}]}))
+    code, err = in_process(capsys, "--from-json", str(tmp_path / "results.json"))
+    assert code == 2 and "is the record of an interrupted grid (1 runs saved)" in err
+
+
+def mutations(raw):
+    """results.json changed as a careless edit or a crafted file would change it."""
+    run0 = raw["runs"][0]
+    yield "not an object", [1, 2]
+    yield "no runs", {k: v for k, v in raw.items() if k != "runs"}
+    yield "runs a dict", dict(raw, runs={})
+    yield "a run a string", dict(raw, runs=["x"] + raw["runs"][1:])
+    yield "options a list", dict(raw, options=[])
+    yield "no options key", dict(raw, options={k: v for k, v in raw["options"].items() if k != "lengths"})
+    yield "lengths a string", dict(raw, options=dict(raw["options"], lengths="10,20"))
+    yield "seeds 0", dict(raw, options=dict(raw["options"], seeds=0))
+    yield "a run without final_val", dict(raw, runs=[{k: v for k, v in run0.items() if k != "final_val"}]
+                                          + raw["runs"][1:])
+    yield "a model unknown", dict(raw, runs=[dict(run0, model="gpt5")] + raw["runs"][1:])
+    yield "a curve of strings", dict(raw, runs=[dict(run0, val_curve=[["a", "b"]])] + raw["runs"][1:])
+    yield "a loss of NaN", dict(raw, runs=[dict(run0, final_val=float("nan"))] + raw["runs"][1:])
+    yield "half the runs", dict(raw, runs=raw["runs"][: len(raw["runs"]) // 2])
+    yield "no info", {k: v for k, v in raw.items() if k != "info"}
+    yield "baselines gone", {k: v for k, v in raw.items() if k != "baselines"}
+    yield "vocab a number", dict(raw, vocab=3)
+    yield "nested too deep", dict(raw, info=json.loads("[" * 100 + "]" * 100))
+
+
+@pytest.mark.slow
+def test_a_crafted_results_json_is_refused_in_one_line_or_read(quick_runs, tmp_path, capsys):
+    _, out = quick_runs[2]
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    for i, (name, bad) in enumerate(mutations(raw)):
+        path = tmp_path / f"m{i}" / "results.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(bad))
+        code, err = in_process(capsys, "--from-json", str(path), "--out", str(tmp_path / f"r{i}"))
+        assert code in (0, 2), name
+        assert code == 0 or len(err.strip().splitlines()) == 1 and "error" in err, (name, err)
+
+
+@pytest.mark.slow
+def test_the_report_names_no_path_outside_the_repository(quick_runs):
+    r, out = quick_runs[2]
+    md = (out / "results.md").read_text(encoding="utf-8")
+    assert str(out) not in md and os.path.dirname(CORPUS) not in md and "../" not in md and "`names.txt`" in md
+    assert scaling.DEFAULT_CORPUS == "names"

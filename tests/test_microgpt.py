@@ -528,3 +528,94 @@ def test_float32_weights_at_a_tiny_temperature_sample_greedily_not_from_nan(tmp_
     state = load_checkpoint(ckpt)
     greedy = mg.sample(state.params, state.cfg, state.vocab, num_samples=1, temperature=1e-300)[0]
     assert f"sample  1: {greedy}\n" in text
+
+
+# ----------------------------------------------------------------------------- the API never rewrites its input
+
+class Quiet:
+    def before_update(self, state, loss, grad):
+        return False
+
+    def after_update(self, state, loss, drift):
+        return False
+
+
+def tiny_state(steps=4, **settings):
+    tr, va = mg.split_docs(WORDS)
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8)
+    state = mg.train(tr, va, VOCAB, cfg, steps=steps, engine="numpy", observer=Quiet(), **settings)
+    return tr, va, cfg, state
+
+
+def test_two_branches_from_one_state_are_independent():
+    """train(resume=state) continues a copy: the state given keeps its step, lr and weights, and a second branch
+    from it trains the same steps as the first (not 0), at its own lr."""
+    tr, va, cfg, s0 = tiny_state(lr=0.005)
+    before = {k: a.copy() for k, a in s0.params.items()}
+    a = mg.train(tr, va, VOCAB, cfg, **dict(s0.settings(), steps=8), resume=s0, observer=Quiet())
+    b = mg.train(tr, va, VOCAB, cfg, **dict(s0.settings(), steps=8), resume=s0, observer=Quiet())
+    c = mg.train(tr, va, VOCAB, cfg, **dict(s0.settings(), steps=8, lr=0.001), resume=s0, observer=Quiet())
+    assert (s0.step, s0.lr, len(s0.train_loss)) == (4, 0.005, 4)
+    assert all(np.array_equal(before[k], s0.params[k]) for k in before)
+    assert (a.step, b.step, a.lr, c.lr) == (8, 8, 0.005, 0.001)
+    assert a.train_loss == b.train_loss and a.params["wte"] is not b.params["wte"]
+    assert c.train_loss[4:] != a.train_loss[4:]
+
+
+@pytest.mark.parametrize("engine", ["numpy", "value"])
+@pytest.mark.parametrize("vocab", [VOCAB[:-1], VOCAB + ["z"], list(reversed(VOCAB)), "".join(VOCAB)])
+def test_sample_refuses_a_vocabulary_that_does_not_fit_the_config(engine, vocab):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8)
+    with pytest.raises(InputError, match="vocabulary does not match vocab_size"):
+        mg.sample(init_params(cfg), cfg, vocab, num_samples=2, engine=engine)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.int64, np.float16])
+def test_weights_of_another_dtype_are_refused_at_the_door(dtype):
+    cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, block_size=8)
+    params = {k: a.astype(dtype) for k, a in init_params(cfg).items()}
+    with pytest.raises(InputError, match="has dtype"):
+        loss_and_grads(params, toks(WORDS[:2]), cfg, engine="numpy")
+    with pytest.raises(InputError, match="has dtype"):
+        mg.sample(params, cfg, VOCAB, num_samples=2)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "fraction"])
+def test_settings_of_numpy_scalars_or_fractions_become_plain_python(tmp_path, kind):
+    """A NumPy scalar or a Fraction passes the rules; train() keeps them as the plain numbers they hold, so the
+    state saves as JSON (before: "int64 is not JSON serializable")."""
+    from fractions import Fraction
+    number = np.float64 if kind == "numpy" else (lambda x: Fraction(x).limit_denominator())
+    whole = np.int64 if kind == "numpy" else int  # (Fraction(2, 1) is no integer: refused, as it should be)
+    _, _, _, state = tiny_state(steps=int(whole(3)), lr=number(0.01), batch_size=whole(2), seed=whole(1),
+                                eval_every=whole(2), riemannian=np.bool_(False))
+    assert [type(getattr(state, k)) for k in ("lr", "batch_size", "seed", "eval_every", "riemannian")] == \
+        [float, int, int, int, bool]
+    save_checkpoint(tmp_path / "ck.npz", state)
+    assert load_checkpoint(tmp_path / "ck.npz").lr == 0.01
+
+
+def test_under_a_debugger_the_engines_numeric_error_is_let_through(monkeypatch):
+    """A NumericError after the first update is divergence (state.error); while a trace function is set (pdb with
+    a breakpoint, or stepping) train() re-raises it, so the debugger stops at the line where the number broke."""
+    import sys
+
+    real = mg.loss_and_grads
+
+    def failing(params, batch, cfg, engine="value", out=None):
+        if failing.calls == 2:
+            raise mg.NumericError("Value.log: log of non-positive value 0.0 is undefined")
+        failing.calls += 1
+        return real(params, batch, cfg, engine, out)
+
+    monkeypatch.setattr(mg, "loss_and_grads", failing)
+    failing.calls = 0
+    assert "step 3: Value.log" in tiny_state(steps=5)[3].error
+    failing.calls = 0
+    old = sys.gettrace()
+    sys.settrace(lambda *args: None)
+    try:
+        with pytest.raises(mg.NumericError, match="log of non-positive"):
+            tiny_state(steps=5)
+    finally:
+        sys.settrace(old)

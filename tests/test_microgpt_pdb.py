@@ -135,3 +135,20 @@ def test_ctrl_c_under_pdb_breaks_into_the_prompt_and_c_continues_training(tmp_pa
     finally:
         console.proc.kill()
         console.proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_the_divergence_message_names_the_breakpoint_that_stops_pdb_where_the_number_broke(tmp_path):
+    """Exit 1 names `b microgpt.py:LINE`; under pdb with it, `c` stops there and the next `c` goes post-mortem at
+    the failing line (not "The program exited via sys.exit()")."""
+    corpus = write_corpus(str(tmp_path))
+    flags = [*TINY, "--corpus", corpus, "--steps", "20", "--lr", "1e300"]
+    plain = subprocess.run([sys.executable, os.path.join(ROOT, "microgpt.py"), *flags], cwd=str(tmp_path),
+                           capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 1 and "training diverged" in plain.stderr, plain.stderr
+    hint = re.search(r"`(b microgpt\.py:\d+)`", plain.stderr).group(1)
+    proc = subprocess.run([sys.executable, "-m", "pdb", os.path.join(ROOT, "microgpt.py"), *flags],
+                          input="\n".join([hint, "c", "c", "q"]) + "\n", cwd=str(tmp_path), capture_output=True,
+                          text=True, timeout=120, env=env())
+    assert "Uncaught exception. Entering post mortem debugging" in proc.stdout, proc.stdout[-2000:]
+    assert "NumericError" in proc.stdout and "exited via sys.exit()" not in proc.stdout

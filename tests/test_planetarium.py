@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -564,8 +565,32 @@ def test_a_run_with_a_checkpoint_but_no_history_gets_advice_that_works(tmp_path,
     shutil.copy(corpus, tmp_path / "run" / "checkpoint.npz")
     code = planetarium.main([str(tmp_path / "run")])
     err = capsys.readouterr().err
-    assert code == 2 and f"continue it with python microgpt.py --resume --out {tmp_path / 'run'}, which starts " \
-                         "one" in err
+    assert code == 2 and ", which starts one" in err
+    command = shlex.split(err.split("continue it with ")[1].split(", which starts one")[0])
+    assert command[0] == sys.executable and os.path.samefile(command[1], os.path.join(ROOT, "microgpt.py"))
+    assert command[2:] == ["--resume", "--out", str(tmp_path / "run")]
+
+
+@pytest.mark.parametrize("name", ["my runs/a b", "-x"])
+def test_suggested_commands_are_quoted_and_take_a_dash_value_as_flag_value(tmp_path, capsys, monkeypatch, name):
+    """A folder named with a space or starting with "-": the suggested command quotes it (shlex) and writes
+    --out=-x, so that it runs as printed, from where the planetarium was started."""
+    monkeypatch.chdir(tmp_path)
+    os.makedirs(name)
+    assert planetarium.main(["--", name] if name.startswith("-") else [name]) == 2
+    err = capsys.readouterr().err
+    command = shlex.split(err.split("e.g. ")[1])
+    assert command[0] == sys.executable and os.path.samefile(command[1], os.path.join(ROOT, "microgpt.py"))
+    out = command[command.index("--out") + 1] if "--out" in command else command[-1].removeprefix("--out=")
+    assert out == name and (name != "-x" or command[-1] == "--out=-x")
+
+
+def test_a_fifo_as_history_is_refused_not_waited_on(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / HISTORY_NAME)
+    assert planetarium.main([str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "is a FIFO, not a regular file" in err and err.count("\n") == 1
 
 
 def test_an_empty_html_path_is_refused_not_replaced_by_the_default(runs, tmp_path, capsys):

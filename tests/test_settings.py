@@ -72,3 +72,11 @@ def test_a_resume_keeps_lowers_or_changes_each_setting_as_its_row_says():
         resumed(kept, {"lr": 0.1, "batch_size": 8}, 0)
     with pytest.raises(InputError, match="at step 150, beyond the requested --steps 100"):
         resumed(kept, {}, 150, lambda name: "--" + name)
+
+
+def test_numpy_bools_are_switches_and_other_numpy_scalars_are_not():
+    import numpy as np
+
+    from settings import is_bool
+    assert is_bool(np.True_) and is_bool(np.bool_(False)) and is_bool(True)
+    assert not any(is_bool(x) for x in (np.int64(1), np.float64(0.0), 1, "true"))

@@ -343,7 +343,46 @@ ERRORS = [
     ("exp -inf", lambda: Value(float("-inf")).exp(), NumericError, ["exp", "-inf", "not a finite number"]),
     ("sqrt nan", lambda: Value(float("nan")).sqrt(), NumericError, ["sqrt", "nan", "not a finite number"]),
     ("sqrt inf", lambda: Value(float("inf")).sqrt(), NumericError, ["sqrt", "inf", "not a finite number"]),
+    # + - * that overflow, and NaN through relu, are NumericErrors too, never a silent inf, NaN or 0
+    ("add overflow", lambda: Value(1e308) + Value(1e308), NumericError, ["+", "1e+308", "inf", "overflow"]),
+    ("add number overflow", lambda: Value(1e308) + 1e308, NumericError, ["+", "inf", "overflow"]),
+    ("radd overflow", lambda: 1e308 + Value(1e308), NumericError, ["+", "inf", "overflow"]),
+    ("sub overflow", lambda: Value(-1e308) - Value(1e308), NumericError, ["-", "-inf", "overflow"]),
+    ("sub number overflow", lambda: Value(-1e308) - 1e308, NumericError, ["-", "-inf", "overflow"]),
+    ("rsub overflow", lambda: -1e308 - Value(1e308), NumericError, ["-", "-inf", "overflow"]),
+    ("mul overflow", lambda: Value(1e200) * Value(1e200), NumericError, ["*", "1e+200", "inf", "overflow"]),
+    ("mul number overflow", lambda: Value(1e200) * 1e200, NumericError, ["*", "inf", "overflow"]),
+    ("rmul overflow", lambda: 1e200 * Value(1e200), NumericError, ["*", "inf", "overflow"]),
+    ("mul inf by 0", lambda: Value(float("inf")) * 0.0, NumericError, ["*", "nan", "not finite"]),
+    ("add nan", lambda: Value(float("nan")) + Value(1.0), NumericError, ["+", "nan", "not finite"]),
+    ("relu nan", lambda: Value(float("nan")).relu(), NumericError, ["relu", "nan", "not finite"]),
+    ("relu inf", lambda: Value(float("inf")).relu(), NumericError, ["relu", "inf", "not finite"]),
+    # a node built by hand must give one local gradient per child: backward() pairs them, never dropping one
+    ("hand-built, too few grads", lambda: Value(1.0, (Value(1.0), Value(2.0)), (1.0,), "f").backward(), ValueError,
+     ["not enough values to unpack (expected 2, got 1)"]),
+    ("hand-built, too many grads", lambda: Value(1.0, (Value(1.0),), (1.0, 2.0), "f").backward(), ValueError,
+     ["too many values to unpack (expected 1)"]),
+    ("hand-built, no grads", lambda: Value(1.0, (Value(1.0),), (), "f").backward(), ValueError,
+     ["not enough values to unpack (expected 1, got 0)"]),
+    ("hand-built, 3 children 2 grads", lambda: Value(1.0, (Value(1.0), Value(2.0), Value(3.0)), (1.0, 2.0),
+                                                     "f").backward(), ValueError, ["zip() argument 2 is shorter"]),
 ]
+
+
+def test_finite_results_near_the_float_limit_still_work():
+    """The overflow check only fires on inf or NaN: the largest finite results, exact ints and Fractions pass."""
+    assert (Value(1e308) + Value(-1e308)).data == 0.0
+    assert (Value(8e307) + Value(8e307)).data == 1.6e308
+    assert (Value(10 ** 400) * 2).data == 2 * 10 ** 400  # a Python int never overflows
+    assert (Value(Fraction(1, 3)) - Fraction(1, 3)).data == 0
+    a, b, c = Value(1.0), Value(2.0), Value(3.0)
+    y = Value(6.0, (a, b, c), (6.0, 3.0, 2.0), "prod3")  # a hand-built node with three children
+    y.backward()
+    assert (a.grad, b.grad, c.grad) == (6.0, 3.0, 2.0)
+
+
+def test_repr_of_an_int_beyond_float_range():
+    assert repr(Value(10 ** 400)).startswith("Value(data=1000000000")
 
 
 @pytest.mark.parametrize("data", [True, 3, 2.5, np.float32(1.5), np.float64(-2.0), np.int64(7), Fraction(1, 4)])

@@ -218,7 +218,7 @@ def bad_input_cases(tmp_path, corpus):
     np.savez(tmp_path / "foreign.npz", weights=np.zeros(3))
     return [
         (["--corpus", str(tmp_path / "missing.txt")], "not found"),
-        (["--corpus", str(tmp_path)], "is a directory"),
+        (["--corpus", str(tmp_path)], "is a folder, not a file"),
         (["--corpus", corpus + "/sub.txt"], "cannot read"),
         (["--corpus", str(tmp_path / "latin1.txt")], "not valid UTF-8"),
         (["--corpus", str(tmp_path / "empty.txt")], "0 non-empty lines"),
@@ -460,3 +460,43 @@ def test_without_matplotlib_a_run_with_out_is_refused_before_training(tmp_path, 
     code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(tmp_path / "r")])
     assert code == EXIT_BAD_INPUT and "loss.png, which needs matplotlib: pip install matplotlib" in err
     assert "step" not in stdout and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("where", ["--corpus", "--checkpoint", "OUT/checkpoint.npz", "--sample-only"])
+def test_a_fifo_where_a_file_is_read_is_refused_not_waited_on(tmp_path, corpus, capsys, where):
+    """Reading a FIFO waits for a writer forever: the corpus, a checkpoint, OUT/checkpoint.npz are refused in one
+    line (exit 2) before anything opens them."""
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    argv = {"--corpus": TINY + ["--corpus", fifo, "--steps", "2"],
+            "--checkpoint": ["--resume", "--checkpoint", fifo, "--steps", "2"],
+            "--sample-only": ["--sample-only", "--checkpoint", fifo]}.get(where)
+    if argv is None:
+        (tmp_path / "out").mkdir()
+        os.mkfifo(tmp_path / "out" / "checkpoint.npz")
+        argv = ["--resume", "--out", str(tmp_path / "out"), "--steps", "2"]
+    code, _, err = run(capsys, argv)
+    assert code == EXIT_BAD_INPUT and "is a FIFO, not a regular file" in err and err.count("\n") == 1, err
+
+
+def test_resuming_a_finished_run_says_so_and_leaves_its_files_as_they_are(tmp_path, corpus, capsys):
+    out = str(tmp_path / "run")
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "4", "--out", out])[0] == EXIT_OK
+    before = snapshot(out)
+    code, stdout, err = run(capsys, ["--resume", "--out", out])
+    assert code == EXIT_OK and "is finished: step 4 of 4; nothing to train" in stdout, err
+    assert "--sample-only" in stdout and "sample  1" not in stdout
+    code, stdout, err = run(capsys, ["--resume", "--out", out, "--num-samples", "2", "--temperature", "0.8"])
+    assert code == EXIT_OK and "temperature 0.8" in stdout and "sample  2: " in stdout and "sample  3" not in stdout
+    assert snapshot(out) == before  # metrics.json keeps its ms/step and its names; nothing rewritten
+
+
+@pytest.mark.parametrize("what", ["a file", "a dangling link", "a FIFO"])
+def test_the_default_out_is_checked_before_the_first_step(tmp_path, corpus, capsys, monkeypatch, what):
+    """Without --out a stopped run saves to ./out/run-N: ./out that cannot take it is refused before training
+    (exit 2, nothing written), not found out at Ctrl-C after hours."""
+    monkeypatch.chdir(tmp_path)
+    {"a file": lambda: (tmp_path / "out").write_text("x"), "a dangling link": lambda: os.symlink("gone", "out"),
+     "a FIFO": lambda: os.mkfifo("out")}[what]()
+    code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3"])
+    assert code == EXIT_BAD_INPUT and f"./out is {what}, not a folder" in err and "step" not in stdout, err

@@ -184,3 +184,21 @@ def test_a_broken_history_is_one_line_in_process(runs, tmp_path, kind):
     assert "\n" not in str(e.value) and "history" in str(e.value)
     if kind == "stars off the sphere":
         assert "not on the sphere (max | |v| - 1 | = 0.5)" in str(e.value)
+
+
+def test_val_loss_points_at_steps_no_run_makes_are_dropped_when_read(runs, tmp_path):
+    """A crafted history's val-loss points at a negative step, beyond the planned steps, or at a step before the
+    last one: dropped as the file is read (the planetarium never draws them); the others stay as written."""
+    src = os.path.join(runs["rmsnorm"]["dir"], HISTORY_NAME)
+    h0 = load_history(src)
+    with np.load(src) as z:
+        arrays = {k: z[k] for k in z.files}
+    good = arrays["val_loss"]
+    planned = h0.steps
+    arrays["val_loss"] = np.concatenate([[[-5.0, 2.0]], good[:2], [[good[1, 0] - 1, 2.5]], good[2:],
+                                         [[planned + 10, 1.0]], [[good[-1, 0], 1.5]]])
+    path = tmp_path / HISTORY_NAME
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    h = load_history(str(path))
+    assert np.array_equal(h.val_loss, good) and np.array_equal(h.train_loss, h0.train_loss)

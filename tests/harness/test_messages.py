@@ -36,3 +36,15 @@ def test_the_printed_resume_command_names_the_interpreter_or_the_launcher(tmp_pa
     args = cli.build_parser().parse_args(["--out", "/tmp/dev test/o u't", "--temperature", "0.7"])
     assert shlex.split(messages.resume_command("/tmp/dev test/o u't", args)) == [
         "/usr/bin/python3", "../dev.py", "run", "--resume", "--out", "/tmp/dev test/o u't", "--temperature", "0.7"]
+
+
+def test_a_printed_command_passes_a_value_starting_with_a_dash_as_flag_value(tmp_path, monkeypatch):
+    """--prompt -x or --out -x would be read as flags of their own: the command writes --prompt=-x, and
+    argparse reads it back as the value it was."""
+    monkeypatch.chdir(tmp_path)
+    args = cli.build_parser().parse_args(["--out=-x", "--prompt=-y z", "--temperature", "0.7"])
+    words = shlex.split(messages.resume_command("-x", args))
+    assert words[2:] == ["--resume", "--out=-x", "--temperature", "0.7", "--prompt=-y z"]
+    again = cli.build_parser().parse_args(words[2:])
+    assert (again.out, again.prompt, again.resume) == ("-x", "-y z", True)
+    assert messages.flag_words("--out", "runs/a") == ["--out", "runs/a"]

@@ -305,3 +305,30 @@ def test_ctrl_c_outside_training_exits_cleanly(corpus, capsys, monkeypatch):
     monkeypatch.setattr(mg, "load_corpus", interrupted)
     code, _, err = run(capsys, TINY + ["--corpus", corpus])
     assert code == 130 and "interrupted" in err
+
+
+@pytest.mark.parametrize("prog", ["microgpt.py", "planetarium.py"])
+def test_a_deleted_working_folder_is_said_as_such(tmp_path, prog):
+    """Started in a folder that was deleted: one line saying so (not "cannot write to standard output")."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code = ("import os, subprocess, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+            "r = subprocess.run([sys.executable, sys.argv[2], *sys.argv[3:]], capture_output=True, text=True); "
+            "print(r.returncode); print(r.stderr)")
+    args = ["--steps", "2", "--engine", "numpy"] if prog == "microgpt.py" else ["run"]
+    r = subprocess.run([sys.executable, "-c", code, str(gone), os.path.join(ROOT, prog), *args], capture_output=True,
+                       text=True, timeout=120)
+    returncode, err = r.stdout.split("\n", 1)
+    assert int(returncode) == 2 and "the current folder no longer exists" in err, r.stdout + r.stderr
+    assert "standard output" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("script", ["microgpt.py", "planetarium.py", "experiments/scaling.py",
+                                    "experiments/context_length.py", "experiments/sphere_vs_rmsnorm.py"])
+def test_run_without_the_projects_packages_a_program_names_the_missing_one(script):
+    """python -S has no site-packages (no NumPy): one line naming the package and the command that runs the program
+    with the project's packages (dev.py), exit 2, never a ModuleNotFoundError traceback."""
+    r = subprocess.run([sys.executable, "-S", os.path.join(ROOT, script), "--help"], capture_output=True, text=True,
+                       timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "the package 'numpy' is not installed" in r.stderr and f"python3 {os.path.join(ROOT, 'dev.py')} run" in r.stderr
