@@ -397,7 +397,7 @@ def check_21_linear_backward(linear_backward):
     w = np.arange(12.0).reshape(3, 4) / 7 - 0.8
     points = [("章の例 dy = [1]", (np.ones(1), np.array([1.0, 2.0]), np.array([[3.0, 4.0]])))]
     points += [(label, (dy[..., :3], x[..., :4], w)) for label, (dy, x) in backward_points_21()[:2]]
-    return compare("ステップ4（linear_backward）",
+    return compare("ステップ1（linear_backward）",
                    lambda *a: np.concatenate([np.ravel(g) for g in linear_backward(*a)]),
                    lambda *a: np.concatenate([np.ravel(g) for g in utils.linear_np_backward(*a)]),
                    points, solution("21-1"))
@@ -411,14 +411,14 @@ def check_21_softmax_backward(softmax_backward):
 
     points = [(label, (np.arange(len(z)) % 2 * 1.0, utils.softmax_np(np.array(z, float))))
               for label, z in LOGITS_20]
-    return compare("ステップ5（softmax_backward）", softmax_backward, utils.softmax_np_backward,
+    return compare("ステップ2（softmax_backward）", softmax_backward, utils.softmax_np_backward,
                    points, solution("21-2"))
 
 
 def check_21_rmsnorm_backward(rmsnorm_backward):
     import utils
 
-    return compare("ステップ6（rmsnorm_backward）", rmsnorm_backward, utils.rmsnorm_np_backward,
+    return compare("ステップ3（rmsnorm_backward）", rmsnorm_backward, utils.rmsnorm_np_backward,
                    backward_points_21(), solution("21-3"), atol=1e-20)
 
 
