@@ -170,34 +170,34 @@ def _close(got, want, rtol, atol, what):
 # ======================================================= 10/11 autograd: the learner's own Value
 
 
-def _op(name, key, Value, op, reference_op, points, **tolerances):
+def _op(name, worked, Value, op, reference_op, points, **tolerances):
     """The learner's op on their own Value against value.py's: [data, local gradients]."""
     import value
 
     def node(make, V):
         return lambda *x: [(v := make(*map(V, x))).data, *v._local_grads]
-    return compare(name, node(op, Value), node(reference_op, value.Value), points, solution(key),
+    return compare(name, node(op, Value), node(reference_op, value.Value), points, worked,
                    **tolerances)
 
 
 def check_10_add(Value, add):
-    return _op("ステップ1（add）", "10-1", Value, add, lambda a, b: a + b,
+    return _op("ステップ1（add）", solution("10-1"), Value, add, lambda a, b: a + b,
                [("2 + (-3)", (2.0, -3.0)), ("0.1 + 0.2", (0.1, 0.2)), ("1e16 + 1", (1e16, 1.0))])
 
 
 def check_10_mul(Value, mul):
-    return _op("ステップ2（mul）", "10-2", Value, mul, lambda a, b: a * b,
+    return _op("ステップ2（mul）", solution("10-2"), Value, mul, lambda a, b: a * b,
                [("2 × (-3)", (2.0, -3.0)), ("1e200 × 1e-200", (1e200, 1e-200))])
 
 
 def check_10_tanh(Value, tanh):
     """At x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17: both right, within atol."""
-    return _op("ステップ3（tanh）", "10-3", Value, tanh, lambda a: a.tanh(),
+    return _op("ステップ3（tanh）", solution("10-3"), Value, tanh, lambda a: a.tanh(),
                [("x = 0.5", (0.5,)), ("x = -2", (-2.0,)), ("x = 20（飽和）", (20.0,))])
 
 
 def check_10_relu(Value, relu):
-    return _op("練習問題 1（relu）", "10-6", Value, relu, lambda a: a.relu(),
+    return _op("練習問題 1（relu）", solution("10-6"), Value, relu, lambda a: a.relu(),
                [("x = 1.5", (1.5,)), ("x = -0.5", (-0.5,)),
                 ("x = 1e-300（折れ点のすぐ上）", (1e-300,)),
                 ("x = -1e-300（折れ点のすぐ下）", (-1e-300,))])
@@ -236,7 +236,7 @@ def _graph(seed):
     return sum(nodes[4:])  # every op node reaches the root
 
 
-def _check_order(name, key, topological_order, roots):
+def _check_order(name, worked, topological_order, roots):
     """Compares [nodes listed, distinct nodes, children listed after a parent or not at all]."""
     from value import topological_order as reference
 
@@ -247,12 +247,11 @@ def _check_order(name, key, topological_order, roots):
         late = sum(pos.get(id(c), math.inf) > pos[id(v)] for v in order for c in v._children)
         return [len(order), len(pos), late]
     print("比べる数：[並べたノードの数, 異なるノードの数, 親より後に来た（または来ない）子の数]")
-    return compare(name, numbers, lambda root: [len(reference(root))] * 2 + [0], roots,
-                   solution(key))
+    return compare(name, numbers, lambda root: [len(reference(root))] * 2 + [0], roots, worked)
 
 
 def check_10_topological_order(topological_order):
-    return _check_order("ステップ4（topological_order）", "10-4", topological_order,
+    return _check_order("ステップ4（topological_order）", solution("10-4"), topological_order,
                         [(f"ランダムなグラフ {s}", (_graph(s),)) for s in (1, 2, 3)])
 
 
@@ -263,7 +262,8 @@ def check_11_topological_order(my_topological_order):
     chain = Value(1.0)
     for _ in range(n := 3 * sys.getrecursionlimit()):
         chain = chain * 0.999
-    return _check_order("練習問題 2（my_topological_order）", "11-2", my_topological_order,
+    return _check_order("練習問題 2（my_topological_order）", solution("11-2"),
+                        my_topological_order,
                         [("ランダムなグラフ", (_graph(4),)), (f"{n} 段の鎖", (chain,))])
 
 
@@ -327,9 +327,9 @@ LOGITS_20 = [("章の例 [1, 2]", [1, 2]), ("ランダムな4個", [0.3, -1.2, 2
              ("±1000", [1000, 999, 990, -1000]), ("±5000", [5000, 4999, -5000])]
 
 
-def _check_20(name, key, learner, reference, rows):
+def _check_20(name, worked, learner, reference, rows):
     return compare(name, _on_values(learner), _on_values(reference),
-                   [(label, (list(z),)) for label, z in rows], solution(key))
+                   [(label, (list(z),)) for label, z in rows], worked)
 
 
 def check_20_linear(linear):
@@ -345,13 +345,13 @@ def check_20_linear(linear):
 def check_20_softmax(softmax):
     import utils
 
-    return _check_20("ステップ2（softmax）", "20-2", softmax, utils.softmax, LOGITS_20)
+    return _check_20("ステップ2（softmax）", solution("20-2"), softmax, utils.softmax, LOGITS_20)
 
 
 def check_20_rmsnorm(rmsnorm):
     import utils
 
-    return _check_20("ステップ3（rmsnorm）", "20-3", rmsnorm, utils.rmsnorm,
+    return _check_20("ステップ3（rmsnorm）", solution("20-3"), rmsnorm, utils.rmsnorm,
                      [("章の例 [3, 4]", [3, 4]), ("ランダムな5個", [0.3, -1.2, 2.2, 0.9, -0.1]),
                       ("ゼロベクトル", [0, 0, 0]), ("小さな値 [1e-3, -2e-3]", [1e-3, -2e-3])])
 
@@ -360,7 +360,8 @@ def check_20_log_softmax(log_softmax):
     def reference(z):
         lse = sum((v - (m := max(v.data for v in z))).exp() for v in z).log()
         return [v - m - lse for v in z]
-    return _check_20("練習問題 1（log_softmax）", "20-4", log_softmax, reference, LOGITS_20)
+    return _check_20("練習問題 1（log_softmax）", solution("20-4"), log_softmax, reference,
+                     LOGITS_20)
 
 
 def layernorm_values(xs, eps=1e-5):
@@ -371,7 +372,7 @@ def layernorm_values(xs, eps=1e-5):
 
 
 def check_20_layernorm(layernorm):
-    return _check_20("練習問題 2（layernorm）", "20-5", layernorm, layernorm_values,
+    return _check_20("練習問題 2（layernorm）", solution("20-5"), layernorm, layernorm_values,
                      [("[1, 2, 3, 4]", [1, 2, 3, 4]), ("100 を足した行", [101, 102, 103, 104]),
                       ("ほぼ一定の行", [3, 3 + 1e-4, 3 - 1e-4, 3])])
 

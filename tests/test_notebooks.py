@@ -225,18 +225,6 @@ def inspect_source(function):
     return inspect.getsource(function)
 
 
-def test_the_second_self_check_answer_of_02_comes_after_its_exercise():
-    # 02's Q4 (rmsnorm's scale taken as a constant) names the term exercise 2 asks for: its answer
-    # waits until after that exercise's check cell.
-    cells = build.parse_cells(
-        (NB_DIR / "src" / "02_ch21_linear_softmax_rmsnorm.py").read_text(encoding="utf-8")
-    )
-    text = "\n".join(t for _, t in cells)
-    q4 = text[text.index("**Q4.**") : text.index("**Q5.**")]
-    assert "<details>" not in q4
-    assert text.index("Q4 の答え") > text.index("exercises.check_02_rmsnorm_backward(")
-
-
 @pytest.mark.parametrize("stem", ["04_lecture3_hypersphere", "06_lecture3_vmf_ngpt"])
 def test_lecture_3_notebooks_state_a_reading_time(stem):
     first = build.parse_cells((NB_DIR / "src" / f"{stem}.py").read_text(encoding="utf-8"))[0][1]
