@@ -1,27 +1,26 @@
 """exercises.py -- the checks of the notebooks: each build step and each 練習問題 (exercise).
 
-A check cell calls one of the `check_*` functions below with what the learner wrote. It runs the
-learner's code at telling points (a kink, saturation, logits of +-5000, entries of very different
-sizes), computes the right answer there with the project's own functions (value.py, utils.py), and
-prints a small table in the manner of Karpathy's cmp(): exact (bit for bit), close (within a
-tolerance that every correct closed form meets) and the largest difference. It returns True
-(正解), False (不正解) or None (未回答: the learner's function still raises NotImplementedError,
-as in the notebooks, which are executed unsolved).
-
-The project's own functions compute every answer, and calling them passes any check: the point of
-an exercise is to derive the answer, not to get past the check. Below every check the worked
-solution (notebooks/worked_solutions.md) is shown folded, for a learner who is stuck or wants to
-compare. tests/test_exercises_NN.py shows each check saying 正解 to a right answer, 不正解 to a
-wrong one and 未回答 to the stub.
+A check runs the learner's code at telling points (a kink, saturation, logits of +-5000, entries of
+very different sizes) and prints a table in the manner of Karpathy's cmp(): exact, close (within a
+tolerance every correct form meets) and the largest difference. It returns True (正解), False
+(不正解) or None (未回答: the code still raises NotImplementedError, as in the executed notebooks).
+The project's own functions compute every answer, so calling them passes: the point is to derive
+it. Below every check, the worked solution (worked_solutions.md) is shown folded, for a learner who
+is stuck. tests/test_exercises_NN.py shows each check telling right from wrong.
 """
 import math
 import sys
 import types  # (for the legacy refusals at the end)
+import unicodedata
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # value.py, utils.py, ... live at the repo root
+import utils  # noqa: E402
+import value  # noqa: E402
 
 UNANSWERED = "未回答（解答セルを埋めてから、このセルをもう一度実行してください）"
 
@@ -30,12 +29,8 @@ UNANSWERED = "未回答（解答セルを埋めてから、このセルをもう
 
 
 def verdict(name, judge, solution=None):
-    """Run judge() (True = correct) and print one line: 正解, 不正解 (and why) or 未回答.
-
-    judge may raise NotImplementedError (the solution cell is not filled in yet): 未回答, returns
-    None. Any other exception in the learner's code is 不正解 with the error, never a crash of the
-    notebook. The worked solution (Markdown) is shown folded below, where a notebook can show it.
-    """
+    """Run judge() (True = correct) and print one line: 正解, 不正解 (and why) or 未回答 (judge
+    raised NotImplementedError: returns None). Another exception is 不正解, never a crash."""
     try:
         ok = judge()
     except NotImplementedError:
@@ -78,18 +73,12 @@ def solution(key):
 
 
 def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-12):
-    """Compare the learner's function with the reference at each point and print a table, in the
-    manner of Karpathy's cmp(): exact (bit for bit), close (within atol + rtol |want|), and the
-    largest difference. points: a list of (label, args) where args is a tuple of arguments.
+    """Print a table of learner(*args) against reference(*args) for each (label, args) in points:
+    exact (bit for bit), close (|got - want| <= atol + rtol |want|), the largest difference.
 
-    Returns True when every point is exact or close, False when one is not, and None while the
-    learner's function still raises NotImplementedError (the notebooks are executed unsolved).
-    Another exception is shown as the learner's answer at that point, never a crash. On True the
-    worked solution (Markdown) is shown folded below,
-    where a notebook can show it.
+    True if every point is close, False if not, None while the learner's function raises
+    NotImplementedError; another exception is that point's answer, never a crash.
     """
-    import numpy as np
-
     rows, ok = [], True
     for label, args in points:
         want = np.asarray(reference(*args), dtype=float)
@@ -126,8 +115,6 @@ def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-
 
 def _columns(text):
     """How many terminal columns text takes: a full-width character (kana, kanji) takes two."""
-    import unicodedata
-
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
@@ -146,8 +133,6 @@ def answered(answer):
 def _close(got, want, rtol, atol, what):
     """True if got (array-like) has want's shape and |got - want| <= atol + rtol |want| everywhere;
     else print where it differs and return False."""
-    import numpy as np
-
     want = np.asarray(want, dtype=float)
     try:
         got = np.asarray(got, dtype=float)
@@ -166,14 +151,11 @@ def _close(got, want, rtol, atol, what):
     return True
 
 
-
 # ======================================================= 10/11 autograd: the learner's own Value
 
 
 def _op(name, worked, Value, op, reference_op, points, **tolerances):
     """The learner's op on their own Value against value.py's: [data, local gradients]."""
-    import value
-
     def node(make, V):
         return lambda *x: [(v := make(*map(V, x))).data, *v._local_grads]
     return compare(name, node(op, Value), node(reference_op, value.Value), points, worked,
@@ -190,8 +172,7 @@ def check_10_mul(Value, mul):
                [("2 × (-3)", (2.0, -3.0)), ("1e200 × 1e-200", (1e200, 1e-200))])
 
 
-def check_10_tanh(Value, tanh):
-    """At x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17: both right, within atol."""
+def check_10_tanh(Value, tanh):  # at x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17: both right
     return _op("ステップ3（tanh）", solution("10-3"), Value, tanh, lambda a: a.tanh(),
                [("x = 0.5", (0.5,)), ("x = -2", (-2.0,)), ("x = 20（飽和）", (20.0,))])
 
@@ -206,8 +187,6 @@ def check_10_relu(Value, relu):
 def check_10_sigmoid(Value, sigmoid):
     """One node, against value.py's backward() through 1/(1 + exp(-x)). atol 1e-15: at x = 30,
     s(1 - s) and e^-x/(1 + e^-x)^2 agree to 1e-16, not to a relative 1e-9."""
-    from value import Value as V
-
     def learner(x):
         s = sigmoid(v := Value(x))
         if list(s._children) != [v]:
@@ -215,56 +194,11 @@ def check_10_sigmoid(Value, sigmoid):
         return [s.data, s._local_grads[0]]
 
     def reference(x):
-        (s := 1 / (1 + (-(v := V(x))).exp())).backward()
+        (s := 1 / (1 + (-(v := value.Value(x))).exp())).backward()
         return [s.data, v.grad]
     points = [(f"x = {x:g}", (x,)) for x in (-3.0, 0.0, 2.5)] + [("x = 30（飽和）", (30.0,))]
     return compare("練習問題 2（sigmoid）", learner, reference, points, solution("10-7"),
                    atol=1e-15)
-
-
-def _graph(seed):
-    """A random graph of value.Value that reuses nodes (a*a, diamonds); returns its root."""
-    import random
-
-    from value import Value
-
-    rng = random.Random(seed)
-    nodes = [Value(rng.uniform(-1.5, 1.5)) for _ in range(4)]
-    for op in rng.choices("+*t", k=14):
-        a, b = rng.choice(nodes), rng.choice(nodes[-4:])  # recent nodes are used again and again
-        nodes.append(a + b if op == "+" else a * b if op == "*" else (a * b).tanh())
-    return sum(nodes[4:])  # every op node reaches the root
-
-
-def _check_order(name, worked, topological_order, roots):
-    """Compares [nodes listed, distinct nodes, children listed after a parent or not at all]."""
-    from value import topological_order as reference
-
-    def numbers(root):
-        order, pos = list(topological_order(root)), {}
-        for i, v in enumerate(order):
-            pos.setdefault(id(v), i)
-        late = sum(pos.get(id(c), math.inf) > pos[id(v)] for v in order for c in v._children)
-        return [len(order), len(pos), late]
-    print("比べる数：[並べたノードの数, 異なるノードの数, 親より後に来た（または来ない）子の数]")
-    return compare(name, numbers, lambda root: [len(reference(root))] * 2 + [0], roots, worked)
-
-
-def check_10_topological_order(topological_order):
-    return _check_order("ステップ4（topological_order）", solution("10-4"), topological_order,
-                        [(f"ランダムなグラフ {s}", (_graph(s),)) for s in (1, 2, 3)])
-
-
-def check_11_topological_order(my_topological_order):
-    """On a chain three times as long as the recursion limit, too."""
-    from value import Value
-
-    chain = Value(1.0)
-    for _ in range(n := 3 * sys.getrecursionlimit()):
-        chain = chain * 0.999
-    return _check_order("練習問題 2（my_topological_order）", solution("11-2"),
-                        my_topological_order,
-                        [("ランダムなグラフ", (_graph(4),)), (f"{n} 段の鎖", (chain,))])
 
 
 EXPRESSIONS_10 = [  # (label, leaf values, the expression as a function of its leaves)
@@ -285,20 +219,48 @@ def grads_10(Value, run_backward, expression, xs):
 
 
 def check_10_backward(Value, backward):
-    import value
-
     return compare("ステップ5（backward）", lambda f, xs: grads_10(Value, backward, f, xs),
                    lambda f, xs: grads_10(value.Value, value.Value.backward, f, xs),
                    [(label, (f, xs)) for label, xs, f in EXPRESSIONS_10], solution("10-5"))
 
 
+def _check_order(name, worked, topological_order, roots):
+    """Compares [nodes listed, distinct nodes, children listed after a parent or not at all]."""
+    def numbers(root):
+        order, pos = list(topological_order(root)), {}
+        for i, v in enumerate(order):
+            pos.setdefault(id(v), i)
+        late = sum(pos.get(id(c), math.inf) > pos[id(v)] for v in order for c in v._children)
+        return [len(order), len(pos), late]
+    print("比べる数：[並べたノードの数, 異なるノードの数, 親より後に来た（または来ない）子の数]")
+    return compare(name, numbers, lambda root: [len(value.topological_order(root))] * 2 + [0],
+                   roots, worked)
+
+
+def _graphs_10():
+    """EXPRESSIONS_10 built from value.Value: a node used twice, a diamond."""
+    return [(label, (f(*map(value.Value, xs)),)) for label, xs, f in EXPRESSIONS_10]
+
+
+def check_10_topological_order(topological_order):
+    return _check_order("ステップ4（topological_order）", solution("10-4"), topological_order,
+                        _graphs_10())
+
+
+def check_11_topological_order(my_topological_order):
+    """On a chain three times as long as the recursion limit, too."""
+    chain = value.Value(1.0)
+    for _ in range(n := 3 * sys.getrecursionlimit()):
+        chain = chain * 0.999
+    return _check_order("練習問題 2（my_topological_order）", solution("11-2"),
+                        my_topological_order, _graphs_10()[2:] + [(f"{n} 段の鎖", (chain,))])
+
+
 def check_11_grad_a(grad_a):
     """dL/da of L = relu(tanh(a b) a - 1/2), 1e-11 (relatively) beside the kink too."""
-    from value import Value
-
     def reference(a0, b0):
-        a = Value(a0)
-        ((a * Value(b0)).tanh() * a - 0.5).relu().backward()
+        a = value.Value(a0)
+        ((a * value.Value(b0)).tanh() * a - 0.5).relu().backward()
         return a.grad
     points = [(f"a = {a}, b = {b}", (a, b)) for a, b in ((1.2, 0.9), (-0.8, 1.7), (2.0, -1.1))]
     for b in (1.3, 0.7):  # bisect for the kink tanh(a b) a = 1/2
@@ -314,46 +276,34 @@ def check_11_grad_a(grad_a):
 # ========================================================== 20/21 chapter 21: the three functions
 
 
-def _on_values(fn):
-    """fn, which takes and returns lists of value.Values, as a function of (nested) float lists."""
-    from value import Value
-
-    def values(a):
-        return [values(t) for t in a] if isinstance(a, list) else Value(float(a))
-    return lambda *args: [v.data for v in fn(*map(values, args))]
-
-
-LOGITS_20 = [("章の例 [1, 2]", [1, 2]), ("ランダムな4個", [0.3, -1.2, 2.2, 0.9]),
-             ("±1000", [1000, 999, 990, -1000]), ("±5000", [5000, 4999, -5000])]
+def _check_20(name, worked, learner, reference, points):
+    """learner and reference take and return lists of value.Values; points hold float lists."""
+    def on_values(fn):
+        def values(a):
+            return [values(t) for t in a] if isinstance(a, list) else value.Value(float(a))
+        return lambda *args: [v.data for v in fn(*map(values, args))]
+    return compare(name, on_values(learner), on_values(reference), points, worked)
 
 
-def _check_20(name, worked, learner, reference, rows):
-    return compare(name, _on_values(learner), _on_values(reference),
-                   [(label, (list(z),)) for label, z in rows], worked)
+LOGITS_20 = [("章の例 [1, 2]", ([1, 2],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
+             ("±1000", ([1000, 999, 990, -1000],)), ("±5000", ([5000, 4999, -5000],))]
 
 
 def check_20_linear(linear):
-    import utils
-
-    points = [("章の例 w = [[3, 4]], x = [1, 2]", ([1, 2], [[3, 4]])),
-              ("入力3個・出力2個", ([0.5, -1, 2], [[1, 2, 3], [-0.5, 0.25, 4]])),
-              ("入力1個・出力3個", ([2], [[1], [-3], [0.5]]))]
-    return compare("ステップ1（linear）", _on_values(linear), _on_values(utils.linear), points,
-                   solution("20-1"))
+    return _check_20("ステップ1（linear）", solution("20-1"), linear, utils.linear,
+                     [("章の例 w = [[3, 4]], x = [1, 2]", ([1, 2], [[3, 4]])),
+                      ("入力3個・出力2個", ([0.5, -1, 2], [[1, 2, 3], [-0.5, 0.25, 4]])),
+                      ("入力1個・出力3個", ([2], [[1], [-3], [0.5]]))])
 
 
 def check_20_softmax(softmax):
-    import utils
-
     return _check_20("ステップ2（softmax）", solution("20-2"), softmax, utils.softmax, LOGITS_20)
 
 
 def check_20_rmsnorm(rmsnorm):
-    import utils
-
     return _check_20("ステップ3（rmsnorm）", solution("20-3"), rmsnorm, utils.rmsnorm,
-                     [("章の例 [3, 4]", [3, 4]), ("ランダムな5個", [0.3, -1.2, 2.2, 0.9, -0.1]),
-                      ("ゼロベクトル", [0, 0, 0]), ("小さな値 [1e-3, -2e-3]", [1e-3, -2e-3])])
+                     [("章の例 [3, 4]", ([3, 4],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
+                      ("ゼロベクトル", ([0, 0, 0],)), ("小さな値", ([1e-3, -2e-3],))])
 
 
 def check_20_log_softmax(log_softmax):
@@ -367,21 +317,18 @@ def check_20_log_softmax(log_softmax):
 def layernorm_values(xs, eps=1e-5):
     """LayerNorm (no gain, no bias) on a list of Values: (x - mean) / sqrt(var + eps)."""
     centered = [v - sum(xs) / len(xs) for v in xs]
-    inv = (sum(c * c for c in centered) / len(xs) + eps) ** -0.5
-    return [c * inv for c in centered]
+    return [c * (sum(c * c for c in centered) / len(xs) + eps) ** -0.5 for c in centered]
 
 
 def check_20_layernorm(layernorm):
     return _check_20("練習問題 2（layernorm）", solution("20-5"), layernorm, layernorm_values,
-                     [("[1, 2, 3, 4]", [1, 2, 3, 4]), ("100 を足した行", [101, 102, 103, 104]),
-                      ("ほぼ一定の行", [3, 3 + 1e-4, 3 - 1e-4, 3])])
+                     [("[1, 2, 3, 4]", ([1, 2, 3, 4],)), ("100 を足す", ([101, 102, 103, 104],)),
+                      ("ほぼ一定の行", ([3, 3 + 1e-4, 3 - 1e-4, 3],))])
 
 
 def backward_points_21():
     """(label, (dy, x)): a random row, a batch, entries 16 orders of magnitude apart, nearly
     constant rows."""
-    import numpy as np
-
     rng = np.random.default_rng(2101)
     mixed = np.array([[1e8, -3e-8, 2.0, 5e-9, -7e7], [-4e-9, 6e7, 1e-8, -2.5e8, 3.0]])
     xs = [("ランダムな行", rng.normal(size=5)), ("バッチ (2, 3, 4)", rng.normal(size=(2, 3, 4))),
@@ -391,10 +338,6 @@ def backward_points_21():
 
 def check_21_linear_backward(linear_backward):
     """(dx, dw) of y = x @ w.T; over a batch, dw sums over the leading axes."""
-    import numpy as np
-
-    import utils
-
     w = np.arange(12.0).reshape(3, 4) / 7 - 0.8
     points = [("章の例 dy = [1]", (np.ones(1), np.array([1.0, 2.0]), np.array([[3.0, 4.0]])))]
     points += [(label, (dy[..., :3], x[..., :4], w)) for label, (dy, x) in backward_points_21()[:2]]
@@ -406,52 +349,37 @@ def check_21_linear_backward(linear_backward):
 
 def check_21_softmax_backward(softmax_backward):
     """dz from dp and p = softmax(z), logits of +-5000 too (p holds exact 0s and a 1)."""
-    import numpy as np
-
-    import utils
-
     points = [(label, (np.arange(len(z)) % 2 * 1.0, utils.softmax_np(np.array(z, float))))
-              for label, z in LOGITS_20]
+              for label, (z,) in LOGITS_20]
     return compare("ステップ2（softmax_backward）", softmax_backward, utils.softmax_np_backward,
                    points, solution("21-2"))
 
 
 def check_21_rmsnorm_backward(rmsnorm_backward):
-    import utils
-
     return compare("ステップ3（rmsnorm_backward）", rmsnorm_backward, utils.rmsnorm_np_backward,
                    backward_points_21(), solution("21-3"), atol=1e-20)
 
 
 def check_21_log_softmax_jacobian(log_softmax_jacobian):
     """J[i, j] = d log p_i / d z_j, against the rows of -cross_entropy_np_backward."""
-    import numpy as np
-
-    import utils
-
     def reference(z):
         return -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0]
                           for i in range(z.size)])
     return compare("練習問題 1（log_softmax_jacobian）", log_softmax_jacobian, reference,
-                   [(label, (np.array(z, float),)) for label, z in LOGITS_20], solution("21-4"))
+                   [(label, (np.array(z, float),)) for label, (z,) in LOGITS_20], solution("21-4"))
 
 
 def check_21_layernorm_backward(layernorm_backward):
     """Against value.py's backward() of sum(dy * layernorm_values(x)), row by row."""
-    import numpy as np
-
-    from value import Value
-
     def reference(dy, x):
         dx = np.zeros(x.shape)
         for i in np.ndindex(*x.shape[:-1]):
-            xs = [Value(float(v)) for v in x[i]]
+            xs = [value.Value(float(v)) for v in x[i]]
             sum(float(g) * y for g, y in zip(dy[i], layernorm_values(xs))).backward()
             dx[i] = [v.grad for v in xs]
         return dx
     return compare("練習問題 2（layernorm_backward）", layernorm_backward, reference,
                    backward_points_21(), solution("21-5"), atol=1e-20)
-
 
 
 # ==================================================================================== 03 chapter 22
