@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 自動微分を自分で作る：小さな `Value`（足し算・掛け算・tanh・backward）
 #
-# （目安：約35分）
+# （目安：約36分）
 #
 # **対応する章:** microgpt 本の `Value`（スカラー自動微分）の部分。第21章（`linear` / `softmax` / `rmsnorm`）と
 # 第22章（`gpt`）は、すべてこの `Value` の演算の組み合わせとして書かれています。その土台を、自分の手で1つずつ作ります。
@@ -19,7 +19,7 @@
 # 行き詰まったら、チェックの下の「行き詰まったら：解答例」を開いてください（`notebooks/worked_solutions.md` の同じ番号の節と同じ内容です）。
 
 # %%
-import math  # noqa: F401  (for your answers: math.tanh, math.exp)
+import math  # (math.tanh, math.exp: for your answers too)
 import sys
 from pathlib import Path
 
@@ -312,3 +312,15 @@ def sigmoid(v):
 
 # %%
 exercises.check_10_sigmoid(Value, sigmoid)
+
+# %% [markdown]
+# 飽和した $x = 30$ で、数値微分（中心差分）は何を返すでしょうか。$s$ は 1 にごく近く、$s(x \pm h)$ の差は float64 の最後の桁より小さくなります：
+
+# %%
+def s(x):
+    return 1 / (1 + math.exp(-x))
+
+
+x = 30.0
+print(f"中心差分 (s(x+h) - s(x-h)) / 2h（h = 1e-6）= {(s(x + h) - s(x - h)) / (2 * h)!r}")
+print(f"正しい値 e^-x / (1 + e^-x)^2           = {math.exp(-x) / (1 + math.exp(-x)) ** 2!r}")
