@@ -10,7 +10,6 @@ is stuck. tests/test_exercises_NN.py shows each check telling right from wrong.
 """
 import math
 import sys
-import types  # (for the legacy refusals at the end)
 import unicodedata
 from pathlib import Path
 
@@ -963,88 +962,3 @@ def check_05_key_value_grads(key_value_grads):
         return True
 
     return verdict("練習問題 3（キーとバリューに届く勾配）", judge, solution("05-3"))
-
-
-# ============================== legacy: still called by the 03-06 sections until they are rewritten
-
-def _fingerprint(code):
-    """What identifies a function's code across copies: its argument counts, the names, local
-    variable names and constants it uses (nested code objects fingerprinted in turn). Not the
-    bytecode itself, which a recompiled copy may spell differently (LOAD_ATTR for LOAD_METHOD), nor
-    its name, file or line numbers."""
-    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType)
-                   # (a dedented copy re-indents its docstring)
-                   else " ".join(c.split()) if isinstance(c, str)
-                   else (type(c).__name__, repr(c)) for c in code.co_consts)
-    return (code.co_argcount, code.co_kwonlyargcount, code.co_names, code.co_varnames, consts)
-
-
-class refusing:
-    """While the block runs, the project's functions in `functions` are refused: calling one raises
-    RuntimeError(why), and leaving the block raises RuntimeError(why) if any of them ran.
-
-    Two layers. The function object's __code__ is swapped for one that raises (a learner who
-    imported the function by name, `from value import topological_order`, reaches the same object).
-    And a profile hook (sys.setprofile) records every frame whose code has the fingerprint of a
-    refused function, so a copy taken before the check (types.FunctionType(f.__code__,
-    f.__globals__)) or its source executed again (exec(inspect.getsource(f))) is caught as well. An
-    lru_cache'd function is refused through its __wrapped__ code, with its cache cleared so that a
-    call cannot be answered from the cache without running that code. Everything is restored on
-    exit.
-
-    This deters; it does not prevent: the learner's code can call sys.setprofile(None), edit the
-    source, or run the copy in another thread.
-    """
-
-    def __init__(self, *functions, why):
-        self.functions = [f for f in functions if f is not None]
-        self.why = why
-
-    def __enter__(self):
-        namespace = {}
-        exec(f"def refused(*args, **kwargs):\n    raise RuntimeError({self.why!r})", namespace)
-        stub = namespace["refused"].__code__
-        self.fingerprints = {_fingerprint(stub)}
-        self.saved, self.calls, self.seen = [], [], {}
-        for f in self.functions:
-            if hasattr(f, "cache_clear"):
-                f.cache_clear()
-            f = getattr(f, "__wrapped__", f)
-            self.fingerprints.add(_fingerprint(f.__code__))
-            # (a closure's code cannot be swapped; the profile hook still sees it)
-            if not f.__code__.co_freevars:
-                self.saved.append((f, f.__code__))
-                f.__code__ = stub
-        self.previous = sys.getprofile()
-        sys.setprofile(self._profile)
-        return self
-
-    def _profile(self, frame, event, arg):
-        if event != "call":
-            return
-        code = frame.f_code
-        seen = self.seen.get(id(code))
-        if seen is None:  # (the code object is kept, so its id is not reused while the block runs)
-            seen = self.seen[id(code)] = (code, _fingerprint(code) in self.fingerprints)
-        if seen[1]:
-            self.calls.append(code.co_name)
-
-    def __exit__(self, exc_type, exc, tb):
-        sys.setprofile(self.previous)
-        for f, code in self.saved:
-            f.__code__ = code
-        self.seen = {}
-        if self.calls and exc_type is None:  # the learner's code caught the refusal, or ran a copy
-            raise RuntimeError(self.why)
-        return False
-
-
-def _project(module, *names):
-    """The named functions of one of the project's modules (those that exist), for a refusal list.
-    """
-    import importlib
-
-    mod = importlib.import_module(module)
-    return [getattr(mod, name) for name in names if hasattr(mod, name)]
-
-
