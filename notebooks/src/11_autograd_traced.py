@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 自動微分を1行ずつ追う（`value.Value`）
 #
-# （目安：約37分）
+# （目安：約39分）
 #
 # **対応する章:** microgpt 本の `Value`（スカラー自動微分）の部分。ノート 10 で自分の `Value` を作りました。
 # ここでは、このプロジェクトのエンジン `value.Value` で、`backward()` が何をしているかを1行ずつ追います。
@@ -10,7 +10,7 @@
 #
 # 1. 小さな式を `Value` で組み、計算グラフを描く（`tracing.draw_graph`。150 dpi の実寸で表示）。各ノードの `grad` が $\partial L/\partial(\text{そのノード})$ であること。
 #    `backward()` が **どの順に** ノードを訪れ、各辺で `child.grad += local_grad * node.grad` をどう積み上げるかを、ノードごとの表で見る（`tracing.trace_backward`）。
-# 2. micrograd でおなじみのニューロン1個で、勾配を手計算と照合し、`value.gradient_check` で数値微分（中心差分）とも照合する。
+# 2. micrograd でおなじみのニューロン1個と README の式（公開値 `a.grad = 138.8338` など）で、勾配を手計算・公開値と照合し、`value.gradient_check` で数値微分（中心差分）とも照合する。
 # 3. 局所勾配をわざと間違えたノードを `gradient_check` が FAIL と判定する様子と、この検査の限界（特別な点では間違いを見逃し、折れ点では正しい実装も FAIL になる）。
 # 4. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch で2回目がエラーになるのはどんなグラフか）。
 # 5. 発展（読み飛ばしてよい）：20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由、勾配消失（0.1 を 324 回掛けると勾配はちょうど 0）、Graphviz の DOT テキスト。
@@ -160,6 +160,39 @@ def neuron(vals):
 
 ok = gradient_check(neuron, [u.data for u in (x1, x2, w1, w2, bias)])
 print("gradient_check の戻り値:", ok)
+
+# %% [markdown]
+# ### micrograd README の式
+#
+# micrograd の README には、PyTorch で検算済みの少し込み入った式があり、
+# `g.data = 24.7041`、`a.grad = 138.8338`、`b.grad = 645.5773` と公開されています。
+# 同じ式がこのエンジンでも同じ値になり、数値微分とも一致することを確かめます。
+
+# %%
+def micrograd_example(a, b):
+    """The expression of micrograd's README on the Values a, b; returns g."""
+    c = a + b
+    d = a * b + b**3
+    c += c + 1
+    c += 1 + c + (-a)
+    d += d * 2 + (b + a).relu()
+    d += 3 * d + (b - a).relu()
+    e = c - d
+    f = e**2
+    g = f / 2.0
+    g += 10.0 / f
+    return g
+
+
+a, b = Value(-4.0), Value(2.0)
+g = micrograd_example(a, b)
+g.backward()
+print(f"g.data = {g.data:.4f}   （公開値 24.7041）")
+print(f"a.grad = {a.grad:.4f}  （公開値 138.8338）")
+print(f"b.grad = {b.grad:.4f}  （公開値 645.5773）")
+print("グラフのノード数:", len(topological_order(g)))
+print()
+ok = gradient_check(lambda v: micrograd_example(v[0], v[1]), [-4.0, 2.0])
 
 # %% [markdown]
 # ## 3. 局所勾配の間違いを `gradient_check` で見つける
