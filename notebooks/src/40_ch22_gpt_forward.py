@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（1）：順伝播、KV キャッシュ、1つの位置を数値で追う
 #
-# （目安：約NN分）
+# （目安：約36分）
 #
 # **対応する章:** microgpt 本 第22章（`gpt` 関数）。第21章の `linear` / `softmax` / `rmsnorm` を組み合わせて、
 # 1トークンずつ進む GPT の順伝播を作る章です。実装は `microgpt.py` の `gpt(token_id, pos_id, keys, values, state_dict, cfg)`。
@@ -57,8 +57,8 @@ docs = microgpt.load_corpus("names")
 vocab = microgpt.build_vocab(docs)
 train_docs, val_docs = microgpt.split_docs(docs, seed=42)
 BOS = len(vocab)
-print(f"{len(docs)} names ({len(train_docs)} train / {len(val_docs)} val), e.g. {docs[:6]}")
-print(f"vocab: {''.join(vocab)!r} + BOS (id {BOS})")
+print(f"名前 {len(docs)} 個（訓練 {len(train_docs)} / 検証 {len(val_docs)}）、例：{docs[:6]}")
+print(f"語彙：{''.join(vocab)!r} と BOS（id {BOS}）")
 print("doc_tokens('emma') =", microgpt.doc_tokens("emma", vocab))
 
 cfg = microgpt.GPTConfig(vocab_size=len(vocab) + 1)   # n_embd 16, n_head 4, n_layer 1, block_size 16
@@ -68,15 +68,14 @@ for key, value in params.items():
     print(f"  {key:16s} {str(value.shape):9s} {value.size:5d}")
 n_params = sum(v.size for v in params.values())
 V, C, L, T_max = cfg.vocab_size, cfg.n_embd, cfg.n_layer, cfg.block_size
-print(f"parameters: {n_params} = 2*V*C + block_size*C + 12*n_layer*C^2 = "
+print(f"パラメータ数：{n_params} = 2*V*C + block_size*C + 12*n_layer*C^2 = "
       f"{2 * V * C} + {T_max * C} + {12 * L * C * C} = {2 * V * C + T_max * C + 12 * L * C * C}")
 
 longest = max(docs, key=len)
-print(f"\nblock_size = {cfg.block_size}: positions 0..{cfg.block_size - 1}; position 0 is BOS, so a name of up to "
-      f"{cfg.block_size - 1} characters fits, and its last position predicts the closing BOS")
-print(f"longest names: {len(longest)} characters ({sum(len(d) == len(longest) for d in docs)} of them, e.g. "
-      f"{longest!r}) -> {len(longest) + 1} input tokens (BOS + characters)")
-print("names longer than block_size - 1 (cropped in training):", sum(len(d) + 1 > cfg.block_size for d in docs))
+print(f"\nblock_size = {cfg.block_size}：位置は 0..{cfg.block_size - 1}。位置 0 は BOS なので名前は {cfg.block_size - 1} 文字まで入り、"
+      "最後の位置で終わりの BOS を予測する")
+print(f"最長の名前：{len(longest)} 文字（{sum(len(d) == len(longest) for d in docs)} 個、例 {longest!r}）→ 入力 {len(longest) + 1} トークン（BOS + 文字）")
+print("block_size - 1 より長い名前（学習で切り詰められる）：", sum(len(d) + 1 > cfg.block_size for d in docs))
 
 # %% [markdown]
 # パラメータは `wte`（トークン埋め込み、語彙 27 × 16）、`wpe`（位置埋め込み、`block_size` 16 × 16）、`lm_head`（27 × 16）と、
@@ -144,16 +143,15 @@ def walk(params, name):
         all_logits.append([v.data for v in logits])
         top = np.argsort(probs)[::-1][:3]
         top_s = "  ".join(f"{vocab[i] if i != BOS else '<BOS>'}:{probs[i]:.3f}" for i in top)
-        print(f"pos {pos}: input {chars[pos]:5s} | cache: {len(keys[0])} keys x {len(keys[0][0])} "
-              f"| graph nodes {len(topological_order(sum(logits))):6d} | next should be {chars[pos + 1]:5s} "
-              f"p = {probs[tokens[pos + 1]]:.3f} | top-3 {top_s}")
+        print(f"位置 {pos}：入力 {chars[pos]:5s} | キャッシュ：キー {len(keys[0])} 個 × {len(keys[0][0])} 次元 "
+              f"| グラフのノード {len(topological_order(sum(logits))):6d} | 正解の次 {chars[pos + 1]:5s} "
+              f"p = {probs[tokens[pos + 1]]:.3f} | 上位 3 {top_s}")
     return tokens, np.array(all_logits)
 
 
 tokens, logits_value = walk(params, "emma")
 p_init = softmax_np(logits_value)
-print(f"\nuntrained: every probability above lies in [{p_init.min():.3f}, {p_init.max():.3f}]; "
-      f"uniform would be 1/27 = {1 / 27:.3f}")
+print(f"\n未学習：上のすべての確率は [{p_init.min():.3f}, {p_init.max():.3f}] の中。一様なら 1/27 = {1 / 27:.3f}")
 
 # %% [markdown]
 # 未学習のモデルの確率は、一様分布（$1/27 \approx 0.037$）のまわりにばらついているだけです（最後の行の範囲）。
@@ -163,11 +161,11 @@ print(f"\nuntrained: every probability above lies in [{p_init.min():.3f}, {p_ini
 
 # %%
 logits_np, _ = microgpt.gpt_forward(params, tokens[:-1], cfg)
-print("max |logits(value) - logits(numpy)| =", np.abs(logits_value - logits_np).max())
+print("ロジットの差の最大 |スカラー − NumPy| =", np.abs(logits_value - logits_np).max())
 loss_v, grads_v = microgpt.loss_and_grads(params, [tokens], cfg, engine="value")
 loss_n, grads_n = microgpt.loss_and_grads(params, [tokens], cfg, engine="numpy")
-print(f"loss: value engine {loss_v:.15f}, numpy engine {loss_n:.15f} (log 27 = {np.log(27):.4f})")
-print("max |grad(value) - grad(numpy)| over all parameters =", max(np.abs(grads_v[k] - grads_n[k]).max() for k in params))
+print(f"損失：スカラーエンジン {loss_v:.15f}、NumPy エンジン {loss_n:.15f}（log 27 = {np.log(27):.4f}）")
+print("全パラメータの勾配の差の最大 |スカラー − NumPy| =", max(np.abs(grads_v[k] - grads_n[k]).max() for k in params))
 
 # %% [markdown]
 # 差は $10^{-16}$ 程度（float64 の丸め誤差）で、2つのエンジンは同じモデルを計算しています。
@@ -198,17 +196,17 @@ tokens = microgpt.doc_tokens(NAME, vocab)
 chars = ["BOS" if t == BOS else vocab[t] for t in tokens]
 sd = microgpt.values_from_params(params)       # the trained weights as Values, as gpt reads them
 keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
-print(f"before any call: len(keys[0]) = {len(keys[0])}")
+print(f"呼ぶ前：len(keys[0]) = {len(keys[0])}")
 for pos in range(POS):
     microgpt.gpt(tokens[pos], pos, keys, values, sd, cfg)
-    print(f"after gpt at position {pos} (input {chars[pos]!r}): len(keys[0]) = {len(keys[0])}, "
+    print(f"位置 {pos}（入力 {chars[pos]!r}）で gpt を呼んだ後：len(keys[0]) = {len(keys[0])}、"
           f"len(values[0]) = {len(values[0])}")
 
 # the reference: gpt itself at position POS, on a copy of the cache
 keys_gpt, values_gpt = [list(k) for k in keys], [list(v) for v in values]
 logits_gpt = microgpt.gpt(tokens[POS], POS, keys_gpt, values_gpt, sd, cfg)
-print(f"after gpt at position {POS} (input {chars[POS]!r}): len(keys[0]) = {len(keys_gpt[0])} "
-      f"(the copy we step through by hand still has {len(keys[0])})")
+print(f"位置 {POS}（入力 {chars[POS]!r}）で gpt を呼んだ後：len(keys[0]) = {len(keys_gpt[0])}"
+      f"（手で進める元のキャッシュはまだ {len(keys[0])}）")
 
 
 def nums(vec):
@@ -239,12 +237,12 @@ k = linear(x, sd[f"layer{li}.attn_wk"])
 v = linear(x, sd[f"layer{li}.attn_wv"])
 keys[li].append(k)
 values[li].append(v)
-print(f"after appending k and v: len(keys[0]) = {len(keys[li])}, len(values[0]) = {len(values[li])}\n")
+print(f"k と v を追加した後：len(keys[0]) = {len(keys[li])}, len(values[0]) = {len(values[li])}\n")
 for h in range(n_head):
     hs = h * head_dim
-    print(f"head {h}: q_h = {nums(q[hs:hs + head_dim])}   (q[{hs}:{hs + head_dim}])")
+    print(f"ヘッド {h}：q_h = {nums(q[hs:hs + head_dim])}   (q[{hs}:{hs + head_dim}])")
     for t, (k_t, v_t) in enumerate(zip(keys[li], values[li])):
-        print(f"        position {t} ({chars[t]:>3s}): k_h = {nums(k_t[hs:hs + head_dim])}   "
+        print(f"        位置 {t}（{chars[t]:>3s}）：k_h = {nums(k_t[hs:hs + head_dim])}   "
               f"v_h = {nums(v_t[hs:hs + head_dim])}")
 
 # %% [markdown]
@@ -257,7 +255,7 @@ for h in range(n_head):
 # %%
 x_attn = []
 logits_by_head, weights_by_head = [], []
-print(f"{'':28s}" + "".join(f"{f'key {t} ({chars[t]})':>12s}" for t in range(POS + 1)))
+print(f"{'':26s}" + "".join(f"{f'キー {t}（{chars[t]}）':>9s}" for t in range(POS + 1)))
 for h in range(n_head):
     hs = h * head_dim
     q_h = q[hs:hs + head_dim]
@@ -269,12 +267,12 @@ for h in range(n_head):
     x_attn.extend(head_out)
     logits_by_head.append(nums(attn_logits))
     weights_by_head.append(nums(attn_weights))
-    print(f"head {h}  attention logits    " + "".join(f"{a:12.4f}" for a in nums(attn_logits)))
-    print("        attention weights   " + "".join(f"{w:12.4f}" for w in nums(attn_weights))
-          + f"   (sum {sum(nums(attn_weights)):.4f})")
-    print(f"        head output = {nums(head_out)}\n")
+    print(f"ヘッド {h}  注意のロジット    " + "".join(f"{a:12.4f}" for a in nums(attn_logits)))
+    print("          注意の重み        " + "".join(f"{w:12.4f}" for w in nums(attn_weights))
+          + f"   （和 {sum(nums(attn_weights)):.4f}）")
+    print(f"          ヘッドの出力 = {nums(head_out)}\n")
 z2, w2 = logits_by_head[2], weights_by_head[2]
-print(f"head 2: w[2] / w[0] = {w2[2] / w2[0]:.4f} = exp(z[2] - z[0]) = exp({z2[2] - z2[0]:.4f}) = "
+print(f"ヘッド 2：w[2] / w[0] = {w2[2] / w2[0]:.4f} = exp(z[2] - z[0]) = exp({z2[2] - z2[0]:.4f}) = "
       f"{np.exp(z2[2] - z2[0]):.4f}")
 
 # %% [markdown]
@@ -302,13 +300,13 @@ logits = linear(x, sd["lm_head"])
 
 diff = np.abs(nums(logits) - nums(logits_gpt)).max()
 identical = all(a.data == b.data for a, b in zip(logits, logits_gpt))
-print(f"max |step-through logits - gpt logits| = {diff}   bit-identical: {identical}")
+print(f"手で追ったロジットと gpt のロジットの差の最大 = {diff}、ビット単位で一致：{identical}")
 assert identical
 probs = softmax_np(nums(logits))
 top = np.argsort(probs)[::-1][:3]
 letter = lambda i: "BOS" if i == BOS else vocab[i]  # noqa: E731
-print("next-character probabilities, top 3:", ", ".join(f"{letter(i)}: {probs[i]:.3f}" for i in top),
-      f"| correct answer {chars[POS + 1]!r}: {probs[tokens[POS + 1]]:.3f}")
+print("次の文字の確率の上位 3：", ", ".join(f"{letter(i)}: {probs[i]:.3f}" for i in top),
+      f"| 正解 {chars[POS + 1]!r}：{probs[tokens[POS + 1]]:.3f}")
 
 # %% [markdown]
 # 位置 3 の注意の重みは、後のヒートマップ（§5）の `emma` の図の「4行目」（クエリが2つ目の `m` の行）そのものです。
@@ -317,7 +315,7 @@ print("next-character probabilities, top 3:", ", ".join(f"{letter(i)}: {probs[i]
 # %%
 _, acts = microgpt.gpt_forward(params, tokens[:-1], cfg)
 att_np = acts.layers[0].attn_weights[0]             # layer 0, batch 0: (n_head, T, T)
-print("max |step-through weights - gpt_forward weights (row 3)| =",
+print("手で追った重みと gpt_forward の重み（3 行目）の差の最大 =",
       max(np.abs(weights_by_head[h] - att_np[h, POS, :POS + 1]).max() for h in range(n_head)))
 
 # %% [markdown]
@@ -354,7 +352,7 @@ def attention_heatmaps(name, highlight_row=None):
 
 
 att = attention_heatmaps("emma", highlight_row=POS)
-print("rows sum to 1:", np.allclose(att.sum(axis=-1), 1.0))
+print("各行の和が 1：", np.allclose(att.sum(axis=-1), 1.0))
 
 # %%
 att = attention_heatmaps("christopher")
@@ -374,18 +372,18 @@ att_all = acts.layers[0].attn_weights                       # (B, n_head, T, T)
 T = att_all.shape[-1]
 q_pos = np.arange(2, T)                                     # query positions t >= 2 (at t = 1 'previous' is BOS)
 valid = q_pos[None, :] < lengths[:, None]                   # real (not padded) query positions
-where = {"BOS (key 0)": att_all[:, :, q_pos, 0],
-         "previous char (key t-1)": att_all[:, :, q_pos, q_pos - 1],
-         "itself (key t)": att_all[:, :, q_pos, q_pos]}
+where = {"BOS（キー 0）      ": att_all[:, :, q_pos, 0],
+         "直前の文字（キー t-1）": att_all[:, :, q_pos, q_pos - 1],
+         "自分自身（キー t）    ": att_all[:, :, q_pos, q_pos]}
 uniform = np.broadcast_to(1.0 / (q_pos + 1), valid.shape)[valid].mean()
-print(f"{valid.sum()} query positions (t >= 2) in {len(val_inputs)} validation names")
-print(f"{'mean attention weight on':26s}" + "".join(f"  head {h}" for h in range(cfg.n_head)) + "   uniform")
+print(f"検証用の名前 {len(val_inputs)} 個のクエリの位置（t >= 2）{valid.sum()} 個で平均")
+print("注意の重みの平均      " + "".join(f" ヘッド {h}" for h in range(cfg.n_head)) + "  一様注意")
 for label, w in where.items():
     means = [w[:, h][valid].mean() for h in range(cfg.n_head)]
-    print(f"{label:26s}" + "".join(f"{m:8.3f}" for m in means) + f"{uniform:10.3f}")
-prev = [where["previous char (key t-1)"][:, h][valid].mean() for h in range(cfg.n_head)]
+    print(label + "".join(f"{m:8.3f}" for m in means) + f"{uniform:10.3f}")
+prev = [where["直前の文字（キー t-1）"][:, h][valid].mean() for h in range(cfg.n_head)]
 h_prev = int(np.argmax(prev))
-print(f"most 'previous char' head: head {h_prev}, {prev[h_prev]:.3f} = {prev[h_prev] / uniform:.1f} x uniform")
+print(f"直前の文字を最も見るヘッド：ヘッド {h_prev}、{prev[h_prev]:.3f} = 一様注意の {prev[h_prev] / uniform:.1f} 倍")
 
 # %% [markdown]
 # 一様注意より明らかに大きい値が、そのヘッドの「見ている場所」です。直前の文字に最も重みを置くのはヘッド 2（一様注意の 2.8 倍）で、

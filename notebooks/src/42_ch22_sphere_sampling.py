@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（3）：球面版 `gpt_sphere` との差分と、温度つきサンプリング
 #
-# （目安：約NN分）
+# （目安：約26分）
 #
 # **対応する章:** microgpt 本 第22章（推論）と、講義3「プラネタリウムの建設: 球面へのパラダイムシフト」への橋渡し。
 # ノート 40 の `gpt` と、同じ引数を取る超球面版（nGPT）`gpt_sphere` を行単位で比べ、学習したモデルから温度を変えて名前を生成します。
@@ -93,12 +93,12 @@ p_su["layer0.mlp_su"] *= 7.3                                  # every unit's s_u
 after_all, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
 p_su["layer0.mlp_su"][: p_su["layer0.mlp_su"].size // 2] /= 7.3  # undo it for half of the units
 after_half, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
-print(f"every s_u times 7.3: max |logit change| = {np.abs(after_all - before).max():.1e}")
-print(f"half of them only  : max |logit change| = {np.abs(after_half - before).max():.3f}")
+print(f"全ユニットの s_u を 7.3 倍：ロジットの変化の最大 = {np.abs(after_all - before).max():.1e}")
+print(f"半分のユニットだけ 7.3 倍：ロジットの変化の最大 = {np.abs(after_half - before).max():.3f}")
 u = np.linspace(-3, 3, 7)
 silu = lambda t: t / (1 + np.exp(-t))  # noqa: E731  (nGPT's SwiGLU gate)
-print("relu(7.3 u) / 7.3 - relu(u):", np.abs(np.maximum(7.3 * u, 0) / 7.3 - np.maximum(u, 0)).max(),
-      "| silu(7.3 u) / 7.3 - silu(u):", np.round(np.abs(silu(7.3 * u) / 7.3 - silu(u)).max(), 3))
+print("7.3 倍して割り戻した差の最大：relu(7.3 u) / 7.3 - relu(u) =", np.abs(np.maximum(7.3 * u, 0) / 7.3 - np.maximum(u, 0)).max(),
+      "、silu(7.3 u) / 7.3 - silu(u) =", np.round(np.abs(silu(7.3 * u) / 7.3 - silu(u)).max(), 3))
 
 # %% [markdown]
 # 全ユニットを同じ倍率で変えたときのロジットの変化は丸め誤差の大きさで、半分だけ変えると目に見えて変わります（上の出力の2行）。
@@ -128,11 +128,11 @@ keys_s, values_s = [[] for _ in range(cfg_sphere.n_layer)], [[] for _ in range(c
 tokens = microgpt.doc_tokens("emma", vocab)
 logits_sphere = np.array([nums(microgpt.gpt_sphere(tokens[pos], pos, keys_s, values_s, sd_sphere, cfg_sphere))
                           for pos in range(len(tokens) - 1)])
-print(f"sphere model at init: max |logit| over all positions = {np.abs(logits_sphere).max():.4f}")
-print(f"largest probability = {softmax_np(logits_sphere).max():.4f}; bound e^2 / (e^2 + 26) = "
+print(f"初期化直後の球面版：全位置のロジットの絶対値の最大 = {np.abs(logits_sphere).max():.4f}")
+print(f"最大の確率 = {softmax_np(logits_sphere).max():.4f}、上限 e^2 / (e^2 + 26) = "
       f"{np.exp(2) / (np.exp(2) + 26):.4f}")
 logits_sphere_np, _ = microgpt.gpt_forward(params_sphere, tokens[:-1], cfg_sphere)
-print("max |gpt_sphere - gpt_forward (sphere)| =", np.abs(logits_sphere - logits_sphere_np).max())
+print("gpt_sphere と gpt_forward（球面版）のロジットの差の最大 =", np.abs(logits_sphere - logits_sphere_np).max())
 
 # %% [markdown]
 # ロジットの絶対値は最大でも 0.6634 で 1 を超えず、最大の確率は 0.0664 と、上限 0.2213 よりさらに小さくとどまります。
@@ -163,8 +163,8 @@ plt.tight_layout()
 plt.show()
 for t in temps:
     p = softmax_np(logits0[-1] / t)
-    print(f"T = {t:4}: most likely first character {letters[int(p.argmax())]!r} with p = {p.max():.3f}; "
-          f"BOS first (an empty name) p = {p[BOS]:.4f}")
+    print(f"T = {t:4}：最も確率の高い最初の文字 {letters[int(p.argmax())]!r}（p = {p.max():.3f}）、"
+          f"最初に BOS（空の名前）p = {p[BOS]:.4f}")
 
 # %% [markdown]
 # 温度を下げると最も確率の高い最初の文字（`m`）の確率が大きくなり、温度を上げると分布が平らになっていきます。
@@ -178,9 +178,8 @@ for t in temps:
     names = microgpt.sample(params, cfg, vocab, num_samples=10, temperature=t, seed=7)
     real = [n for n in names if n]                 # an empty name: BOS was drawn first
     new = sum(n not in train_set for n in real)
-    empty = f"; {len(names) - len(real)} empty" if len(real) < len(names) else ""
-    print(f"T = {t:4}: {', '.join(map(repr, names))}   ({new} of the {len(real)} non-empty names not in the "
-          f"training set{empty})")
+    empty = f"、空の名前 {len(names) - len(real)} 個" if len(real) < len(names) else ""
+    print(f"T = {t:4}：{', '.join(map(repr, names))}（空でない {len(real)} 個のうち訓練データにないもの {new} 個{empty}）")
 
 # %% [markdown]
 # ここまでの `sample` は NumPy エンジン（既定の `engine="numpy"`）で、10 個の名前を 1 位置ずつまとめて進めました。
@@ -191,8 +190,8 @@ for t in temps:
 # %%
 by_value = microgpt.sample(params, cfg, vocab, num_samples=10, temperature=0.5, seed=7, engine="value")
 by_numpy = microgpt.sample(params, cfg, vocab, num_samples=10, temperature=0.5, seed=7, engine="numpy")
-print("engine='value':", ", ".join(by_value))
-print("same names as engine='numpy':", by_value == by_numpy)
+print("engine='value' の名前：", ", ".join(by_value))
+print("engine='numpy' と同じ名前：", by_value == by_numpy)
 
 # %% [markdown]
 # %% [markdown]
