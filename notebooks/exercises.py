@@ -719,7 +719,8 @@ def check_41_adam(adam_update):
 
     g, name = np.array([1e-3, -2.0, 0.0, 5000.0, 1e-12]), "組み立て：Adam（p, m, v を並べたもの）"
     return compare(name, _flat(lambda g, n: run(adam_update, g, n)), _flat(
-        lambda g, n: run(microgpt_update, g, n)), [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)])
+        lambda g, n: run(microgpt_update, g, n)), [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)],
+        solution("41-3"))
 
 
 def check_41_bigram_loss(bigram_loss):
@@ -1059,7 +1060,8 @@ def check_30_setattr(module_setattr, *classes):
     return compare("組み立て 1：Module.__setattr__（parameters() の値と model.w）",
                    lambda d: _30_model(classes, module_setattr, d),
                    lambda d: _30_model(classes, module_setattr_30, d),
-                   [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))])
+                   [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))],
+                   solution("30-3"))
 
 
 def no_grad_30(Tensor):
@@ -1102,7 +1104,7 @@ def check_30_no_grad(no_grad, Tensor):
     return compare("組み立て 2：no_grad（grad_enabled の移り変わり）",
                    lambda n: _30_grad_enabled(Tensor, no_grad, n),
                    lambda n: _30_grad_enabled(Tensor, no_grad_30(Tensor), n),
-                   [("1 段", (0,)), ("入れ子", (1,))])
+                   [("1 段", (0,)), ("入れ子", (1,))], solution("30-4"))
 
 
 def check_30_state_dict(state_dict, *classes):
@@ -1173,37 +1175,15 @@ def check_32_init_std(xavier_std, he_std):
 
     points = [(f"fan_in {i}、fan_out {o}", (i, o)) for i, o in ((1, 1), (16, 64), (768, 3072))]
     return compare("組み立て：Xavier と He の標準偏差", lambda i, o: [xavier_std(i, o), he_std(i)],
-                   lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points)
-
-
-def he_stack_ratio(bound_of):
-    """(activation std at layer 30) / (at layer 1) of a 30-layer ReLU stack with weights from
-    U(-l, l), l = bound_of(fan_in), widths 64, 256, 128, ...: the geometric mean of five stacks."""
-    import numpy as np
-
-    from utils import linear_np
-
-    widths, ratios = [64, 256, 128] * 10, []
-    for seed in range(20, 25):
-        r = np.random.default_rng(seed)
-        h, stds = r.normal(size=(64, widths[-1])), []
-        for fan_out, fan_in in zip(widths, [widths[-1]] + widths[:-1]):
-            bound = float(bound_of(fan_in))
-            h = np.maximum(linear_np(h, r.uniform(-bound, bound, (fan_out, fan_in))), 0.0)
-            stds.append(h.std())
-        ratios.append(stds[-1] / stds[0])
-    return float(np.exp(np.mean(np.log(ratios))))
+                   lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points,
+                   solution("32-3"))
 
 
 def check_32_he_uniform_bound(he_uniform_bound):
     import math
 
-    ok = compare("練習問題 1（he_uniform_bound）", he_uniform_bound, lambda n: math.sqrt(6 / n),
-                 [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], solution("32-1"))
-    if ok:
-        print(f"  30 段目 / 1 段目の活性の標準偏差（5 本の幾何平均）= "
-              f"{he_stack_ratio(he_uniform_bound):.3g}")
-    return ok
+    return compare("練習問題 1（he_uniform_bound）", he_uniform_bound, lambda n: math.sqrt(6 / n),
+                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], solution("32-1"))
 
 
 def check_32_key_value_grads(key_value_grads):

@@ -125,6 +125,12 @@ print(f"z = x*3：z.requires_grad = {z.requires_grad}、グラフの子 {len(z._
 # **組み立て 1：** `module_setattr(self, name, value)` を書いてください。`value` が `Parameter` なら `self._parameters[name]` に、
 # `Module` なら `self._modules[name]` に入れ、どちらの場合も（それ以外でも）ふつうの属性として `object.__setattr__(self, name, value)` で保存します。
 # 同じ名前に代入し直したら、台帳の中身も新しいものに置き換わります（辞書なので、そのまま代入すればそうなります）。
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「30-3」にあります（チェックが一致すると、その下にも折りたたんで表示されます）。
+#
+# </details>
 
 # %%
 class Parameter(Tensor):
@@ -229,6 +235,12 @@ for how in ("model(x)", "model.forward(x)"):
 #
 # **組み立て 2：** `contextlib.contextmanager` を使って `no_grad()` を書いてください。`yield` の前で元の値を取っておいてスイッチを切り、
 # `yield` の後で戻します。例外のときも戻すには `try: yield` と `finally:` を使います。
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「30-4」にあります（チェックが一致すると、その下にも折りたたんで表示されます）。
+#
+# </details>
 
 # %%
 @contextmanager

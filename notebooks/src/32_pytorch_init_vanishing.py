@@ -56,6 +56,12 @@ plt.rcParams["figure.dpi"] = 90
 # その間をとって、逆数の平均 $\mathrm{Var}(w) = 2/(\text{fan\_in} + \text{fan\_out})$ にします。He は順伝播の条件を選びました（ReLU の因子 2 つき）。
 #
 # **組み立て：** 標準偏差（分散の平方根）を返す `xavier_std(fan_in, fan_out)` と `he_std(fan_in)` を書いてください。
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「32-3」にあります（チェックが一致すると、その下にも折りたたんで表示されます）。
+#
+# </details>
 
 # %%
 def xavier_std(fan_in, fan_out):
@@ -94,7 +100,8 @@ for name, std in (("Xavier", xavier_std(fan_in, fan_out)), ("He", he_std(fan_in)
           f"          {backward:8.3f} / {fan_out * std ** 2 / 2:.3f}")
 
 # %% [markdown]
-# 実測は式どおりです。He は順伝播の倍率をちょうど 1 にし、逆伝播はこの長方形の層では 1/4 です。Xavier はその間で、どちらも 1 になりません。
+# 実測は式どおりです。He は順伝播の倍率をちょうど 1 にし、逆伝播はこの長方形の層では 1/4 です。Xavier は ReLU が半分を 0 にすることを考えない
+# （tanh のための）式なので、ReLU の層ではどちらの倍率も 1 より小さくなります。
 # 正方形の層（fan_in = fan_out）では Xavier の分散は $1/\text{fan\_in}$ になり、ReLU の網では He の半分です。
 #
 # ## 2. 30 段で測る：Xavier、He、PyTorch の既定
@@ -279,8 +286,7 @@ for i, d in enumerate(dims):
 # ### 練習問題 1：He 初期化の一様分布版
 #
 # PyTorch の `nn.init.kaiming_uniform_` のように、重みを **一様分布** $U(-\ell, \ell)$ で引いて He 初期化と同じ分散にしたいとき、範囲 $\ell$ はいくつにすればよいでしょうか。
-# fan_in を受け取って $\ell$ を返す `he_uniform_bound(fan_in)` を書いてください。チェックは fan_in を 1 から 12288 まで変えて比べ、一致したら、
-# その $\ell$ で初期化した ReLU の 30 段の網の「30 段目 ÷ 1 段目」の活性の標準偏差も表示します。
+# fan_in を受け取って $\ell$ を返す `he_uniform_bound(fan_in)` を書いてください。チェックは fan_in を 1 から 12288 まで変えて比べます。
 #
 # <details><summary>ヒント 1</summary>
 #

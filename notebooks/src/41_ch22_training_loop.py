@@ -76,6 +76,12 @@ for t in (1, 2, 5, 10, 20, 50, 100, 500):
 # **組み立て：** Adam の1ステップ `adam_update(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8)` を書いてください。`p`, `g`, `m`, `v` は同じ長さの配列、
 # `t` は 1 から数えたステップ番号です。`m` と `v` は **その場で** 書き換え（`m[:] = ...`）、新しい `p` を返します。
 # チェックは、いくつかのステップ数で `microgpt.adam_step`（学習率の減衰を切ったもの）と `p`, `m`, `v` を比べます。勾配には 0 や $10^{-12}$（$\varepsilon$ より小さい）、5000 も入れてあります。
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「41-3」にあります（チェックが一致すると、その下にも折りたたんで表示されます）。
+#
+# </details>
 
 # %%
 def adam_update(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
