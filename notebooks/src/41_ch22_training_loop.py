@@ -144,8 +144,8 @@ print("microgpt.train", " ".join(f"{x:7.4f}" for x in reference.train_loss[:3]),
 print(f"30 ステップの損失の差の最大：{np.abs(mine - reference.train_loss).max():.1e}")
 
 # %% [markdown]
-# 書き出したループは `microgpt.train` と同じ損失の列を出します（差は丸め誤差の大きさか 0）。`microgpt.train` がしているのは、このループを NumPy エンジンで速く回し、
-# 進み具合の表示や検証損失の記録を足すことだけです。1ステップの損失は名前ごとに大きく揺れます（名前1つぶんの平均なので）。
+# 書き出したループは `microgpt.train` と同じ損失の列を出します（差は丸め誤差の大きさか 0）。`microgpt.train` の中身も同じループで、
+# `engine="numpy"` ではそれを NumPy エンジンで速く回し、ほかには進み具合の表示や検証損失の記録を足しているだけです。1ステップの損失は名前ごとに大きく揺れます（名前1つぶんの平均なので）。
 #
 # ## 3. `zero_grad` を忘れると
 #
