@@ -381,172 +381,125 @@ def check_21_layernorm_backward(layernorm_backward):
                    backward_points_21(), solution("21-5"), atol=1e-20)
 
 
-# ==================================================================================== 03 chapter 22
+# =============================================================== 40-42 chapter 22 (gpt, training)
 
-def _show_mismatch_03(label, got, want):
-    """Print one line that tells the learner where their answer differs (before verdict says
-    不正解)."""
-    print(f"  {label}: 期待される値 {want}、あなたの答え {got}")
-
-
-def check_03_causal_attention(causal_attention):
-    """Exercise 03-1: causal multi-head attention for every position at once, as gpt_forward
-    computes it: causal_attention(q, k, v, n_head) with q, k, v of shape (T, C) (row t = position t)
-    returns (T, C), the heads' outputs side by side (attn_wo's input). Row t, head h: softmax over s
-    <= t of q_t,h . k_s,h / sqrt(head_dim), then the weighted sum of v_s,h.
-
-    The learner gets the q, k, v of a random model's first layer (microgpt.gpt_forward, rmsnorm
-    mode); the heads' outputs that gpt_forward computed are dropped before the call, and gpt_forward
-    is run again after it for the reference. numpy_engine.attention_forward (the engine's own
-    attention) is refused while the learner's function runs.
-    """
+def _flat(f):
+    """f's answer (a tuple of arrays or numbers) as one flat array: one row of compare's table."""
     import numpy as np
 
-    import microgpt
-    import numpy_engine
-
-    def first_layer(params, tokens, cfg):
-        _, acts = microgpt.gpt_forward(params, tokens, cfg)
-        return acts.layers[0]
-
-    def judge():
-        rng = np.random.default_rng(2203)
-        for T, n_embd, n_head in [(1, 8, 2), (4, 8, 2), (6, 16, 4), (5, 12, 3), (7, 8, 1)]:
-            cfg = microgpt.GPTConfig(vocab_size=11, n_embd=n_embd, n_head=n_head, n_layer=1,
-                                     block_size=8)
-            params = microgpt.init_params(cfg, seed=int(rng.integers(1000)))
-            for a in params.values():
-                # larger than init's N(0, 0.08^2), so the attention weights are far from uniform
-                a *= 4.0
-            tokens = rng.integers(0, cfg.vocab_size, T)
-            layer = first_layer(params, tokens, cfg)
-            q, k, v = (a[0].transpose(1, 0, 2).reshape(T, n_embd).copy()
-                       for a in (layer.q, layer.k, layer.v))
-            # (its attn_heads is the answer: not left in this frame while the learner's code runs)
-            del layer
-            with refusing(numpy_engine.attention_forward,
-                          why="numpy_engine.attention_forward を使わずに、"
-                              "注意の計算を自分で書いてください"):
-                got = causal_attention(q.copy(), k.copy(), v.copy(), n_head)
-                got = np.asarray(got, dtype=float)
-            want = first_layer(params, tokens, cfg).attn_heads
-            if got.shape != want.shape:
-                _show_mismatch_03(f"T = {T}, n_embd = {n_embd}, n_head = {n_head}: 形", got.shape,
-                                  want.shape)
-                return False
-            bad = ~np.isclose(got, want, rtol=1e-9, atol=1e-12).all(axis=1)
-            if bad.any():
-                t = int(np.argmax(bad))
-                print(f"  T = {T}, n_embd = {n_embd}, n_head = {n_head}: 位置 {t} の行が違います"
-                      + ("（位置 t はキー 0..t だけを見ます。未来のキーを見ていませんか）"
-                         if t < T - 1 else ""))
-                _show_mismatch_03(f"位置 {t}", np.round(got[t], 6), np.round(want[t], 6))
-                return False
-        return True
-
-    return verdict("練習問題 1（causal_attention）", judge, solution("03-1"))
+    return lambda *args: np.concatenate([np.ravel(np.asarray(a, dtype=float)) for a in f(*args)])
 
 
-def _03_counting_functions():
-    """The project's functions that count, list or lay out a model's parameters (refused in
-    練習問題 2)."""
-    return (_project("microgpt", "init_params", "values_from_params", "loss_and_grads",
-                     "loss_and_grads_value")
-            + _project("numpy_engine", "loss_and_grads_np")
-            + _project("model_config", "param_shapes", "alloc_params", "n_params", "param_offsets",
-                       "_offsets", "n_param_arrays", "pack_params", "sphere_matrices",
-                       "effective_scales"))
+def _40_heads(q, k, v, n_head):
+    """numpy_engine.attention_forward on (T, C) arrays: the heads' outputs side by side, (T, C)."""
+    from numpy_engine import attention_forward
+
+    T, C = q.shape
+    split = [a.reshape(1, T, n_head, C // n_head).transpose(0, 2, 1, 3) for a in (q, k, v)]
+    return attention_forward(*split, (C // n_head) ** -0.5)[0].transpose(0, 2, 1, 3).reshape(T, C)
 
 
-def check_03_count_params(count_params):
-    """Exercise 03-2: the number of parameters of a GPTConfig, rmsnorm or sphere, from its sizes.
-    Judged against the total size of microgpt.init_params(cfg) (computed after the learner's
-    function returns) for several configs of both norms. The project's functions that count or lay
-    out the parameters (init_params, param_shapes, n_params, param_offsets and its cache, ...) are
-    refused while the learner's function runs: the exercise is to find the formula, in particular
-    the sphere mode's scale vectors, from gpt_sphere's source."""
-    import microgpt
-
-    def judge():
-        for norm in ("rmsnorm", "sphere"):
-            for vocab_size, n_embd, n_head, n_layer, block_size in [
-                    (27, 16, 4, 1, 16), (50, 32, 4, 2, 8), (10, 8, 2, 3, 32), (5, 12, 3, 4, 5)]:
-                cfg = microgpt.GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_head=n_head,
-                                         n_layer=n_layer, block_size=block_size, norm=norm)
-                with refusing(*_03_counting_functions(),
-                              why="init_params / param_shapes / n_params / param_offsets "
-                                  "を使わずに、式で求めてください"):
-                    got = count_params(cfg)
-                want = sum(a.size for a in microgpt.init_params(cfg).values())
-                if got != want:
-                    _show_mismatch_03(f"GPTConfig(vocab_size={vocab_size}, n_embd={n_embd}, "
-                                      f"n_head={n_head}, n_layer={n_layer}, "
-                                      f"block_size={block_size}, norm={norm!r})", got, want)
-                    return False
-        return True
-
-    return verdict("練習問題 2（count_params）", judge, solution("03-2"))
-
-
-def check_03_temperature_probs(temperature_probs):
-    """Exercise 03-3: softmax(logits / T), stable for huge logits and small T. Judged against
-    utils.softmax_np(logits / T), computed after the learner's function returns. While it runs,
-    utils.softmax_np and the chapter's softmax are refused: calling them would copy the answer
-    instead of writing the max-subtracting softmax."""
+def check_40_causal_attention(causal_attention):
     import numpy as np
 
-    import utils
-
-    def judge():
-        rng = np.random.default_rng(2205)
-        cases = [(rng.normal(0.0, 2.0, 27), T) for T in (0.25, 0.5, 1.0, 2.0)]
-        cases += [(np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1),
-                  (np.array([3.0, 3.0, 3.0]), 0.7)]
-        for logits, T in cases:
-            with refusing(utils.softmax_np, utils.softmax,
-                          why="utils.softmax_np も章の softmax も使わずに、自分で書いてください"):
-                got = np.asarray(temperature_probs(logits.tolist(), T), dtype=float)
-            want = utils.softmax_np(logits / T)
-            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-15):
-                _show_mismatch_03(f"logits {np.round(logits[:4], 3)}..., T = {T}",
-                                  np.round(got[:4], 6), np.round(want[:4], 6))
-                return False
-        return True
-
-    return verdict("練習問題 3（temperature_probs）", judge, solution("03-3"))
+    r = np.random.default_rng(2203)
+    points = [(f"T={T} C={C} ヘッド {h}", tuple(r.normal(0, 2, (T, C)) for _ in "qkv") + (h,))
+              for T, C, h in [(1, 8, 2), (4, 8, 2), (6, 16, 4), (7, 8, 1)]]
+    return compare("練習問題 1（causal_attention）", lambda q, k, v, h: causal_attention(
+        q.copy(), k.copy(), v.copy(), h), _40_heads, points, solution("40-1"))
 
 
-def check_03_bigram_loss(bigram_loss):
-    """Exercise 03-4: the add-one-smoothed bigram baseline's val loss. Judged against
-    microgpt.baselines(train, val, cfg)["bigram"] (computed after the learner's function returns) on
-    seeded random token sequences that fit in block_size (so no position is cropped). baselines
-    (numpy_engine.baselines, the same function) is refused while the learner's function runs."""
-    import numpy as np
+def _40_size(cfg, norm=None):
+    """The number of parameters of cfg (with norm, if given), from microgpt.init_params."""
+    import dataclasses
 
     import microgpt
 
-    def judge():
-        rng = np.random.default_rng(2207)
-        for n_chars in (3, 6):
-            bos = n_chars
-            cfg = microgpt.GPTConfig(vocab_size=n_chars + 1, block_size=16)
+    cfg = dataclasses.replace(cfg, norm=norm or cfg.norm)
+    return sum(a.size for a in microgpt.init_params(cfg).values())
 
-            def docs(n, n_chars=n_chars, bos=bos):
-                return [[bos] + rng.integers(0, n_chars, rng.integers(1, 9)).tolist() + [bos]
-                        for _ in range(n)]
 
-            train, val = docs(40), docs(15)
-            with refusing(microgpt.baselines,
-                          why="microgpt.baselines を使わずに、数えて求めてください"):
-                got = bigram_loss([list(d) for d in train], [list(d) for d in val], cfg.vocab_size)
-                got = float(got)
-            want = microgpt.baselines(train, val, cfg)["bigram"]
-            if not np.isclose(got, want, rtol=1e-9, atol=1e-12):
-                _show_mismatch_03(f"vocab_size {cfg.vocab_size}", got, want)
-                return False
-        return True
+def _40_configs(norm):
+    from microgpt import GPTConfig
 
-    return verdict("練習問題 4（bigram_loss）", judge, solution("03-4"))
+    return [(f"V={V} C={C} 層 {L} 文脈 {T}", (GPTConfig(V, C, H, L, T, norm),))
+            for V, C, H, L, T in [(27, 16, 4, 1, 16), (50, 32, 4, 2, 8), (5, 12, 3, 4, 5)]]
+
+
+def check_40_count_params(count_params):
+    return compare("練習問題 2（count_params）", count_params, _40_size, _40_configs("rmsnorm"),
+                   solution("40-2"))
+
+
+def adam_update_41(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
+    """One Adam step at step t = 1, 2, ... (m and v updated in place); returns the new p."""
+    m[:] = beta1 * m + (1 - beta1) * g
+    v[:] = beta2 * v + (1 - beta2) * g ** 2
+    return p - lr * (m / (1 - beta1 ** t)) / ((v / (1 - beta2 ** t)) ** 0.5 + eps)
+
+
+def check_41_adam(adam_update):
+    """41's build against microgpt.adam_step (lr not decayed): p, m and v after n steps."""
+    import numpy as np
+
+    from microgpt import adam_step
+
+    def run(update, g, n):
+        p, m, v = np.linspace(-1, 1, g.size), np.zeros(g.size), np.zeros(g.size)
+        for t in range(1, n + 1):
+            p = update(p.copy(), g * (-1) ** t, m, v, t, 0.01)
+        return p, m, v
+
+    def microgpt_update(p, g, m, v, t, lr):
+        adam_step(p, g, m, v, t - 1, np.inf, lr)   # num_steps inf: lr is not decayed
+        return p
+
+    g, name = np.array([1e-3, -2.0, 0.0, 5000.0, 1e-12]), "組み立て：Adam（p, m, v を並べたもの）"
+    return compare(name, _flat(lambda g, n: run(adam_update, g, n)), _flat(
+        lambda g, n: run(microgpt_update, g, n)), [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)],
+        solution("41-3"))
+
+
+def check_41_bigram_loss(bigram_loss):
+    import numpy as np
+
+    from microgpt import GPTConfig, baselines
+
+    r, points = np.random.default_rng(2207), []
+    for n in (3, 6):
+        docs = [[[n] + r.integers(0, n, r.integers(1, 9)).tolist() + [n] for _ in range(k)]
+                for k in (40, 15)]
+        points.append((f"語彙 {n + 1}", (*docs, n + 1)))
+    return compare("練習問題 1（bigram_loss）", bigram_loss, lambda tr, va, V: baselines(
+        tr, va, GPTConfig(V))["bigram"], points, solution("41-1"))
+
+
+def check_41_first_step(adam_first_step):
+    import numpy as np
+
+    g, z = np.array([3.0, -1e-3, 1e-7, -1e-9, 0.0, 5000.0]), np.zeros(6)
+    return compare("練習問題 2（Adam の最初の一歩）", adam_first_step,
+                   lambda g, lr: adam_update_41(z, g, z.copy(), z.copy(), 1, lr),
+                   [("lr = 0.01", (g, 0.01)), ("lr = 0.5", (g, 0.5))], solution("41-2"))
+
+
+def check_42_sphere_extra(sphere_extra):
+    return compare("練習問題 1（球面モードで増えるパラメータ）", sphere_extra,
+                   lambda cfg: _40_size(cfg) - _40_size(cfg, "rmsnorm"), _40_configs("sphere"),
+                   solution("42-1"))
+
+
+def check_42_temperature_probs(temperature_probs):
+    import numpy as np
+
+    from utils import softmax_np
+
+    r = np.random.default_rng(2205)
+    points = [(f"T = {T}", (r.normal(0, 2, 27), T)) for T in (0.25, 1.0, 2.0)]
+    points += [("ロジット 1000、T = 0.1", (np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1)),
+               ("同じロジット", (np.array([3.0, 3.0, 3.0]), 0.7))]
+    return compare("練習問題 2（temperature_probs）", lambda z, T: temperature_probs(list(z), T),
+                   lambda z, T: softmax_np(z / T), points, solution("42-2"), atol=1e-15)
 
 
 # ================================================================== 04 lecture 3, the code examples
@@ -811,154 +764,180 @@ def check_06_vmf_posterior_grad(vmf_posterior_grad):
     return verdict("練習問題 2（vmf_posterior_grad）", judge, solution("06-2"))
 
 
-# ============================================================================== 05 PyTorch concepts
-# Exercises of notebook 05 (PyTorch concepts without PyTorch): He init drawn from a uniform
-# distribution, the backward of a linear layer with a bias and a ReLU in the [out, in] layout, and
-# the gradients that reach the attention's keys and values with and without 1/sqrt(d).
+# ======================================================= 30-32 PyTorch concepts, built and measured
+
+def module_setattr_30(self, name, value):
+    """Module.__setattr__: a Parameter or a Module set as an attribute is registered as well."""
+    for registry, cls in (("_parameters", "Parameter"), ("_modules", "Module")):
+        if any(c.__name__ == cls for c in type(value).__mro__):
+            getattr(self, registry)[name] = value
+    object.__setattr__(self, name, value)
 
 
-def he_stack_ratio(bound_of):
-    """The 30-layer ReLU stack of 練習問題 1 with weights from U(-l, l), l = bound_of(fan_in): the
-    geometric mean over five stacks of (activation std at layer 30) / (at layer 1). Widths cycle
-    through 64, 256, 128."""
-    import numpy as np
-
-    from utils import linear_np
-
-    widths = [64, 256, 128] * 10
-    ratios = []
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for seed in range(20, 25):   # five fixed stacks
-            r = np.random.default_rng(seed)
-            h = r.normal(size=(64, widths[-1]))
-            stds = []
-            for fan_out, fan_in in zip(widths, [widths[-1]] + widths[:-1]):
-                bound = float(bound_of(fan_in))
-                h = np.maximum(linear_np(h, r.uniform(-bound, bound, (fan_out, fan_in))), 0.0)
-                stds.append(h.std())
-            ratios.append(stds[-1] / stds[0])
-        return float(np.exp(np.mean(np.log(ratios))))
+def _30_build(classes, setattr_, depth):
+    """A model of `depth` nested modules built with the notebook's (Module, Parameter, Tensor)
+    and the given __setattr__: m.w = 2 and a plain tensor; each outer one w = 4, inner, b = 3."""
+    Module, Parameter, Tensor = classes
+    base = type("Base", (Module,), {"__setattr__": setattr_})
+    m = base()
+    m.w, m.scale = Parameter(2.0), Tensor(5.0)            # a plain tensor is no parameter
+    for _ in range(depth):
+        outer = base()
+        outer.w, outer.inner, outer.b = Parameter(1.0), m, Parameter(3.0)
+        outer.w, m = Parameter(4.0), outer               # set again: still one parameter
+    return m
 
 
-def check_05_he_uniform_bound(he_uniform_bound):
-    """Exercise 05-1: he_uniform_bound(fan_in) -> l such that U(-l, l) has He's variance 2 / fan_in.
-
-    Judged by that identity, Var(U(-l, l)) = l^2 / 3 = 2 / fan_in, to a relative 1e-12 for fan_in
-    from 1 to 12288: a bound found by sampling (or by searching for a value that keeps the stack
-    below alive) is not that exact. The 30-layer ReLU stack is then printed for the learner's l (its
-    ratio should stay near 1)."""
-
-    def judge():
-        for fan_in in (1, 3, 64, 100, 768, 12288):
-            bound = float(he_uniform_bound(fan_in))
-            if not (bound > 0 and abs(bound * bound / 3 - 2 / fan_in) <= 1e-12 * (2 / fan_in)):
-                print(f"  fan_in = {fan_in}: l = {bound!r} gives Var(U(-l, l)) = l^2 / 3 = "
-                      f"{bound * bound / 3!r}; "
-                      f"He's variance is 2 / fan_in = {2 / fan_in!r}")
-                return False
-        ratio = he_stack_ratio(he_uniform_bound)
-        print(f"  活性の標準偏差の比（30 段目 / 1 段目、5 本の網の幾何平均）= {ratio:.3g}")
-        return True
-
-    return verdict("練習問題 1（He 初期化の一様分布版）", judge, solution("05-1"))
+def _30_model(classes, setattr_, depth):
+    m = _30_build(classes, setattr_, depth)
+    return [p.data for p in m.parameters()] + [m.w.data]  # (a lost attribute raises)
 
 
-def _05_linear_relu_cases():
-    """(x, w, b, dy) for 練習問題 2: one and two batch axes, and a batch in which b puts two
-    pre-activations 1e-12 from the ReLU's kink (one above, one below)."""
-    import numpy as np
-
-    from utils import linear_np
-
-    r = np.random.default_rng(6)
-    cases = []
-    for batch_shape in ((5,), (2, 5)):
-        x, w, b = r.normal(size=batch_shape + (4,)), r.normal(size=(3, 4)), r.normal(size=3)
-        cases.append((x, w, b, r.normal(size=batch_shape + (3,))))
-    x, w = r.normal(size=(6, 4)), r.normal(size=(3, 4))
-    pre = linear_np(x, w)
-    b = -np.array([pre[0, 0], pre[1, 1], pre[2, 2]]) + np.array([1e-12, -1e-12, 1e-12])
-    cases.append((x, w, b, r.normal(size=(6, 3))))
-    return cases
+def check_30_setattr(module_setattr, *classes):
+    return compare("組み立て 1：Module.__setattr__（parameters() の値と model.w）",
+                   lambda d: _30_model(classes, module_setattr, d),
+                   lambda d: _30_model(classes, module_setattr_30, d),
+                   [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))],
+                   solution("30-3"))
 
 
-def check_05_linear_relu_backward(linear_relu_np_backward):
-    """Exercise 05-2: linear_relu_np_backward(dy, x, w, b) -> (dx, dw, db) for y = relu(linear_np(x,
-    w) + b).
+def no_grad_30(Tensor):
+    """A no_grad for the notebook's Tensor: off inside, the previous state back after, always."""
+    from contextlib import contextmanager
 
-    Judged against the reference computed after the learner's function returns (the ReLU's mask,
-    then utils.linear_np_backward for dx and dw and the sum over every batch axis for db), to 1e-12
-    relative, on one and two batch axes and on a batch whose pre-activations are 1e-12 from the kink
-    (a difference quotient there mixes both sides of it). Value.backward is refused while the
-    learner's function runs (the layer written with Values and backpropagated by the engine would be
-    the engine's answer)."""
+    @contextmanager
+    def no_grad():
+        before, Tensor.grad_enabled = Tensor.grad_enabled, False
+        try:
+            yield
+        finally:
+            Tensor.grad_enabled = before
+    return no_grad
+
+
+def _30_grad_enabled(Tensor, no_grad, nested):
+    """Tensor.grad_enabled before, inside (nested: inside an inner one, after it), after; then
+    after a no_grad left by an exception."""
+    Tensor.grad_enabled, seen = True, [True]
+    try:
+        with no_grad():
+            seen.append(Tensor.grad_enabled)
+            for _ in range(nested):
+                with no_grad():
+                    seen.append(Tensor.grad_enabled)
+                seen.append(Tensor.grad_enabled)
+        seen.append(Tensor.grad_enabled)
+        try:
+            with no_grad():
+                raise KeyError("例外")
+        except KeyError:
+            seen.append(Tensor.grad_enabled)
+        return seen
+    finally:
+        Tensor.grad_enabled = True
+
+
+def check_30_no_grad(no_grad, Tensor):
+    return compare("組み立て 2：no_grad（grad_enabled の移り変わり）",
+                   lambda n: _30_grad_enabled(Tensor, no_grad, n),
+                   lambda n: _30_grad_enabled(Tensor, no_grad_30(Tensor), n),
+                   [("1 段", (0,)), ("入れ子", (1,))], solution("30-4"))
+
+
+def check_30_state_dict(state_dict, *classes):
+    def answer(fn, depth):
+        d = fn(_30_build(classes, module_setattr_30, depth))
+        return [len(d)] + [d[k] for k in ["w", "inner.b", "inner.inner.w"][:depth + 1]]
+
+    def reference(m, prefix=""):
+        out = {prefix + k: p.data for k, p in m._parameters.items()}
+        for k, child in m._modules.items():
+            out.update(reference(child, prefix + k + "."))
+        return out
+
+    return compare("練習問題 1（state_dict：個数と各値）", lambda d: answer(state_dict, d),
+                   lambda d: answer(reference, d), [("入れ子なし", (0,)), ("3 段", (2,))],
+                   solution("30-1"))
+
+
+def check_30_sgd_step(sgd_step, Parameter):
+    def run(step, frozen):
+        ps = [Parameter(float(i)) for i in range(4)]
+        for i, p in enumerate(ps):
+            p.grad, p.requires_grad = (None if i == 3 else 10.0 * (i + 1)), i not in frozen
+        step(ps, 0.1)
+        return [p.data for p in ps]
+
+    def reference(ps, lr):
+        for p in ps:
+            if p.requires_grad and p.grad is not None:
+                p.data -= lr * p.grad
+
+    return compare("練習問題 2（sgd_step）", lambda f: run(sgd_step, f),
+                   lambda f: run(reference, f), [("凍結なし", ((),)), ("1 つ凍結", ((1,),)),
+                                                 ("全部凍結", ((0, 1, 2, 3),))], solution("30-2"))
+
+
+def check_31_linear_relu_backward(linear_relu_np_backward):
     import numpy as np
 
     from utils import linear_np, linear_np_backward
-    from value import Value
 
-    def judge():
-        for x, w, b, dy in _05_linear_relu_cases():
-            with refusing(Value.backward, why="backward() を使わずに、式で書いてください"):
-                got = linear_relu_np_backward(dy.copy(), x.copy(), w.copy(), b.copy())
-            if not (isinstance(got, tuple) and len(got) == 3):
-                print(f"  (dx, dw, db) の3つ組を返してください（返ってきたのは "
-                      f"{type(got).__name__}）")
-                return False
-            dpre = dy * (linear_np(x, w) + b > 0)
-            dx_ref, dw_ref = linear_np_backward(dpre, x, w)
-            db_ref = dpre.reshape(-1, dpre.shape[-1]).sum(axis=0)
-            for name, g, ref in zip(("dx", "dw", "db"), got, (dx_ref, dw_ref, db_ref)):
-                where = f"x の形 {x.shape}：{name}"
-                if not _close(g, ref, 1e-12, 1e-14 * np.abs(ref).max(), where):
-                    return False
-        return True
+    def reference(dy, x, w, b):
+        dpre = dy * (linear_np(x, w) + b > 0)
+        return (*linear_np_backward(dpre, x, w), dpre.reshape(-1, dpre.shape[-1]).sum(axis=0))
 
-    return verdict("練習問題 2（バイアスと ReLU のある線形層の逆伝播）", judge, solution("05-2"))
+    r = np.random.default_rng(6)
+    points = [(f"x の形 {s + (4,)}", (r.normal(size=s + (3,)), r.normal(size=s + (4,)),
+                                     r.normal(size=(3, 4)), r.normal(size=3)))
+              for s in ((5,), (2, 5))]
+    x, w = r.normal(size=(6, 4)), r.normal(size=(3, 4))   # pre-activations 1e-12 from the kink:
+    b = -np.diag(linear_np(x, w)[:3]) + np.array([1e-12, -1e-12, 1e-12])
+    points.append(("ReLU の折れ目のそば", (r.normal(size=(6, 3)), x, w, b)))
+    return compare("練習問題 1（dx, dw, db を並べたもの）", _flat(linear_relu_np_backward),
+                   _flat(reference), points, solution("31-1"))
 
 
-def check_05_key_value_grads(key_value_grads):
-    """Exercise 05-3: key_value_grads(q, K, V, do, scaled) -> (dK, dV) for the attention output of
-    one query, o = p @ V, p = softmax(alpha K q), alpha = 1/sqrt(d) or 1, given do = dL/do.
-
-    Judged against the NumPy engine's attention backward (numpy_engine.attention_backward, computed
-    after the learner's function returns) for d = 16 and d = 256, with and without the scaling, to
-    1e-12 relative (plus 1e-14 of the largest entry); without the scaling the softmax is nearly
-    saturated (its largest weight is 0.9989 at d = 16), so most entries of dK are far smaller than
-    the loss they change and a difference quotient of the loss misses them. It and Value.backward
-    are refused while the learner's function runs.
-    """
+def check_31_dropout_backward(dropout_backward):
     import numpy as np
 
-    import numpy_engine
+    r = np.random.default_rng(31)
+    points = [(f"p = {p}", (r.normal(size=(4, 5)), r.random((4, 5)) >= p, p)) for p in (0.1, 0.5)]
+    return compare("練習問題 2（dropout_backward）", dropout_backward,
+                   lambda dy, keep, p: dy * keep / (1 - p), points, solution("31-2"))
+
+
+def check_32_init_std(xavier_std, he_std):
+    import math
+
+    points = [(f"fan_in {i}、fan_out {o}", (i, o)) for i, o in ((1, 1), (16, 64), (768, 3072))]
+    return compare("組み立て：Xavier と He の標準偏差", lambda i, o: [xavier_std(i, o), he_std(i)],
+                   lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points,
+                   solution("32-3"))
+
+
+def check_32_he_uniform_bound(he_uniform_bound):
+    import math
+
+    return compare("練習問題 1（he_uniform_bound）", he_uniform_bound, lambda n: math.sqrt(6 / n),
+                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], solution("32-1"))
+
+
+def check_32_key_value_grads(key_value_grads):
+    import numpy as np
+
+    from numpy_engine import attention_backward
     from utils import softmax_np
-    from value import Value
 
-    def judge():
-        for d in (16, 256):
-            r = np.random.default_rng(d)
-            q, K, V, do = (r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)),
-                           r.normal(size=d))
-            for scaled in (False, True):
-                with refusing(numpy_engine.attention_backward, Value.backward,
-                              why="attention_backward も backward() も使わずに、"
-                                  "式で書いてください"):
-                    got = key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
-                alpha = 1 / np.sqrt(d) if scaled else 1.0
-                p = softmax_np(alpha * (K @ q))
-                _, dK_ref, dV_ref = numpy_engine.attention_backward(do[None], q[None], K, V,
-                                                                    p[None], alpha)
-                if not (isinstance(got, tuple) and len(got) == 2):
-                    print(f"  (dK, dV) の2つ組を返してください（返ってきたのは "
-                          f"{type(got).__name__}）")
-                    return False
-                line = f"d = {d:3d}, scaled = {scaled}"
-                if not (_close(got[0], dK_ref, 1e-12, 1e-14 * np.abs(dK_ref).max(), f"{line}: dK")
-                        and _close(got[1], dV_ref, 1e-12, 1e-14 * np.abs(dV_ref).max(),
-                                   f"{line}: dV")):
-                    return False
-                print(f"  {line}：|dL/dK| = {np.linalg.norm(dK_ref):.3e}, "
-                      f"|dL/dV| = {np.linalg.norm(dV_ref):.3e}")
-        return True
+    def reference(q, K, V, do, scaled):
+        alpha = q.size ** -0.5 if scaled else 1.0
+        p = softmax_np(alpha * (K @ q))
+        return attention_backward(do[None], q[None], K, V, p[None], alpha)[1:]
 
-    return verdict("練習問題 3（キーとバリューに届く勾配）", judge, solution("05-3"))
+    points = []
+    for d in (16, 256):
+        r = np.random.default_rng(d)
+        qkv = (r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)), r.normal(size=d))
+        points += [(f"d = {d}、{'1/√d あり' if s else 'なし'}", qkv + (s,)) for s in (False, True)]
+    return compare("練習問題 2（dK と dV を並べたもの）", _flat(lambda *a: key_value_grads(
+        *(np.copy(x) for x in a[:4]), a[4])), _flat(reference), points, solution("32-2"))
