@@ -823,14 +823,19 @@ def _5x_libs():
     return numpy, sphere
 
 
-def _5x_scaled(fn, reference):
-    """fn's results, flattened into one array and divided by the largest entry of the reference's:
-    the table's differences are then relative to the answer's size (near eps it is about 1e12)."""
+def _5x_table(name, learner, reference, points, key, scale=None):
+    """compare() on flat arrays divided by scale(*args) (default: the reference's largest entry), so
+    that the differences are relative to the answer's size (near eps a gradient is about 1e12)."""
     np, _ = _5x_libs()
 
-    def flat(parts):
+    def flat(fn, *args):
+        parts = fn(*args)
         return np.concatenate([np.ravel(q) for q in (parts if type(parts) is tuple else [parts])])
-    return lambda *args: flat(fn(*args)) / max(np.abs(flat(reference(*args))).max(), 1e-300)
+
+    def size(*args):
+        return scale(*args) if scale else max(np.abs(flat(reference, *args)).max(), 1e-300)
+    return compare(name, lambda *a: flat(learner, *a) / size(*a),
+                   lambda *a: flat(reference, *a) / size(*a), points, solution(key), 1e-10, 1e-12)
 
 
 def _5x_points(rng, d, around=0.0, spread=1.0):
@@ -849,28 +854,22 @@ def check_50_safe_normalize(safe_normalize, safe_normalize_backward):
     np, sphere = _5x_libs()
     rng = np.random.default_rng(402)
     points = [(label, (x, rng.standard_normal(5))) for label, x in _5x_points(rng, 5)]
-
-    def reference(x, dy):
-        return sphere.l2_normalize_np(x), sphere.l2_normalize_np_backward(dy, x)
-
-    def mine(x, dy):
-        return (safe_normalize(x.copy(), 1e-12),
-                safe_normalize_backward(dy.copy(), x.copy(), 1e-12))
-    return compare("練習問題（safe_normalize：y と dx を並べたもの）", _5x_scaled(mine, reference),
-                   _5x_scaled(reference, reference), points, solution("50-1"), 1e-10, 1e-12)
+    forward, backward = sphere.l2_normalize_np, sphere.l2_normalize_np_backward
+    return _5x_table("練習問題（safe_normalize：y と dx を並べたもの）",
+                     lambda x, g: (safe_normalize(x.copy()), safe_normalize_backward(g, x.copy())),
+                     lambda x, g: (forward(x), backward(g, x)), points, "50-1")
 
 
 def check_52_vmf_s2(log_c3, mean_cos_s2):
-    """log C_3(kappa) and E[mu . x] on S^2 from kappa = 1e-6 (cancellation) to 1000 (sinh overflows
+    """(log C_3(kappa), E[mu . x]) on S^2 from kappa = 1e-6 (cancellation) to 1000 (sinh overflows
     beyond 710), against sphere.vmf_log_normalizer and vmf_mean_resultant_length."""
     _, sphere = _5x_libs()
     points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)]
-    ok_c = compare("練習問題（log_c3：正規化定数の対数）", lambda k: float(log_c3(k)),
-                   lambda k: float(sphere.vmf_log_normalizer(3, k)), points, None, 1e-12, 1e-12)
-    ok_m = compare("練習問題（mean_cos_s2：平均コサイン E[μ·x]）", lambda k: float(mean_cos_s2(k)),
-                   lambda k: float(sphere.vmf_mean_resultant_length(3, k)), points,
-                   solution("52-1") if ok_c else None, 1e-12, 0.0)
-    return None if None in (ok_c, ok_m) else ok_c and ok_m
+    return compare("練習問題（log_c3 と mean_cos_s2 を並べたもの）",
+                   lambda k: [float(log_c3(k)), float(mean_cos_s2(k))],
+                   lambda k: [float(sphere.vmf_log_normalizer(3, k)),
+                              float(sphere.vmf_mean_resultant_length(3, k))],
+                   points, solution("52-1"), 1e-12, 1e-14)
 
 
 def _55_readout_reference(h, lm_head, s_z, target):
@@ -892,11 +891,9 @@ def check_55_readout_grad(readout_grad):
               for lb, h in _5x_points(rng, 16)]
     points += [(f"s_z = 1000, {lb}", (h, w, np.full(27, 1000.0), 0))
                for lb, h in _5x_points(rng, 16, w[0], 0.05)[:3]]
-    mine = _5x_scaled(lambda h, w, s, t: readout_grad(h.copy(), w.copy(), s.copy(), t),
-                      _55_readout_reference)
-    return compare("練習問題（readout_grad：dh と ds_z を並べたもの）", mine,
-                   _5x_scaled(_55_readout_reference, _55_readout_reference), points,
-                   solution("55-1"), 1e-10, 1e-12)
+    return _5x_table("練習問題（readout_grad：dh と ds_z を並べたもの）",
+                     lambda h, w, s, t: readout_grad(h.copy(), w.copy(), s.copy(), t),
+                     _55_readout_reference, points, "55-1")
 
 
 def _56_log_posterior_grad(r, mus, kappas, priors, k):
@@ -926,12 +923,9 @@ def check_56_vmf_posterior_grad(vmf_posterior_grad):
         points += [(f"d = {d}, κ ≤ {max(kappas):g}, {lb}, k = {k}",
                     (r, mus, np.array(kappas), np.array(priors), k))
                    for lb, r in _5x_points(rng, d, mus[0], spread)[:5] for k in range(len(kappas))]
-    mine = _5x_scaled(lambda r, m, ka, pr, k: vmf_posterior_grad(r.copy(), m.copy(), ka.copy(),
-                                                                  pr.copy(), k),
-                      _56_log_posterior_grad)
-    return compare("練習問題（vmf_posterior_grad）", mine,
-                   _5x_scaled(_56_log_posterior_grad, _56_log_posterior_grad), points,
-                   solution("56-1"), 1e-9, 1e-11)
+    return _5x_table("練習問題（vmf_posterior_grad）",
+                     lambda r, *rest: vmf_posterior_grad(r.copy(), *rest), _56_log_posterior_grad,
+                     points, "56-1", lambda r, m, ka, p, k: ka.max() / max(np.sqrt(r @ r), 1e-12))
 
 
 # ============================================================================== 05 PyTorch concepts
