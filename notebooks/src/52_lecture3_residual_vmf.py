@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（3）：正規化残差と、円周上の vMF 分布
 #
-# （目安：約NN分）
+# （目安：約34分）
 #
 # **対応する講義:** 幾何学講義 第3回の「実装ノート」のコード例 `03_normalized_linear.py` の `NormalizedResidual` と `03_vmf_distribution_plot.py`、
 # 本文の「vMF と正規分布の対応」の表（κ → ∞ の行を含む）。すわり 51 の続きです。
@@ -44,7 +44,7 @@ np.set_printoptions(precision=6, suppress=False)
 # ## 1. 残差接続：講義の $x + \alpha f(x)$ と nGPT の $h + \alpha(\mathrm{Norm}(f(h)) - h)$
 #
 # 講義の `NormalizedResidual`（コード例 `03_normalized_linear.py`）を、すわり 51 の `NormalizedLinear` と同じく関数で書きます：
-# $x \leftarrow \mathrm{Normalize}(x + \alpha f(x))$。最後の正規化が、球面へ戻すリトラクションです。
+# $x \leftarrow \mathrm{Normalize}(x + \alpha f(x))$。最後の正規化が、球面へ戻すリトラクションで、nGPT の「残差接続後：正規化」にあたります。
 #
 # 講義の `NormalizedResidual` は $\mathrm{Normalize}(x + \alpha f(x))$ です。nGPT の論文（Loshchilov et al., 2025）と microgpt の `gpt_sphere` の残差更新は少し違い、
 # ブロックの出力もいったん球面に載せてから、そちらへ向かって α だけ進みます：
@@ -199,7 +199,9 @@ slider_figure(draw_residual_step, {"alpha": ("log", 0.001, 10.0, 0.1)}, descript
 # %% [markdown]
 # ## 2. vMF 分布の可視化（コード例 `03_vmf_distribution_plot.py`）
 #
-# 円周 $\mathbb{S}^1$（$d = 2$）上の vMF 密度は $p(\theta) = \exp(\kappa\cos\theta) / (2\pi I_0(\kappa))$ です。
+# 講義の「vMF分布の定義」：平均方向 μ と集中度パラメータ κ の vMF の確率密度関数は $C_d(\kappa)\exp(\kappa\,\mu^\top x)$ で、正規化定数 $C_d(\kappa)$ は
+# 第一種変形ベッセル関数 $I_\nu$ で書けます。円周 $\mathbb{S}^1$（$d = 2$）上では $p(\theta) = \exp(\kappa\cos\theta) / (2\pi I_0(\kappa))$ です。
+# 講義の「集中度 κ の直感」の表（κ = 0 で一様、小さい κ で緩やかに集中、大きい κ で明確に集中、κ → ∞ で一点に集中）を、図と数で確かめます。
 # 講義は `scipy.special.iv` を使いますが、ここでは `sphere.vmf_log_density` で描きます。正規化定数 $\log C_d(\kappa)$ は、NumPy だけで安定に計算する
 # `sphere.log_bessel_iv` が受け持ちます。κ = 0 は一様分布 $1/(2\pi)$ で、特別扱いは要りません。
 
@@ -230,7 +232,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# κ = 0 は円（一様）で、κ が大きくなるほど平均方向 θ = 0 に鋭く集中します。どの κ でも、円周を1周した積分は 1 です（「円周1周の積分」の値）。
+# 右の図は極座標（原点からの距離 = 密度）で描いたものです。κ = 0 は円（一様）で、κ が大きくなるほど平均方向 θ = 0 に鋭く集中し、分布の鋭さが増します。どの κ でも、円周を1周した積分は 1 です（「円周1周の積分」の値）。
 
 # %% [markdown]
 # ### κ → ∞：一点に集中する（デルタ関数に近づく）
@@ -275,7 +277,8 @@ plt.show()
 # $$\log p(\theta) - \log p(0) = \kappa(\cos\theta - 1) \approx -\tfrac{\kappa}{2}\theta^2 \quad (\theta \text{ が小さいとき}),$$
 #
 # 平均方向の近くでは角度の2乗の指数関数 $\exp(-\kappa\theta^2/2)$、つまり θ についての **ガウス分布**（分散 $1/\kappa$）です。
-# 表の2つの行は同じ意味で「指数関数的」で、平均方向の近くでは対応はそのまま成り立ちます。表の「分散 $\sigma^2$ ↔ $1/\kappa$」の行も、この形から来ています。
+# 表の2つの行は同じ意味で「指数関数的」で、平均方向の近くでは対応はそのまま成り立ちます。表の「分散 $\sigma^2$ ↔ 集中度の逆数 $1/\kappa$」の行も、
+# 「等方的な広がり」の行（どの向きへのずれも同じ重み）も、この形から来ています。
 # ただし「角度に比例して指数的に減る」（$p \propto e^{-c\theta}$）と読むと合いません。また、2つが違うのは **平均方向から遠いところ** です。
 # 正規分布は下がり続けますが、vMF の減衰は止まり、反対側 θ = π でも $e^{-2\kappa}$ 倍までしか下がりません。κ = 10 で3つの形を並べます。
 

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（4）：球面上の vMF 分布と、球面上の勾配法
 #
-# （目安：約NN分）
+# （目安：約36分）
 #
 # **対応する講義:** 幾何学講義 第3回の「von Mises-Fisher 分布」（NOTE「ガウスから誘導される方向分布」「最大エントロピー原理」）と
 # 「球面上の学習」（リーマン勾配と、正規化による近似＝射影勾配法）。すわり 52 の続きです（50 の「接空間」を使います）。
@@ -109,11 +109,13 @@ plt.show()
 # %% [markdown]
 # ### 1.1 なぜ vMF なのか：射影正規分布と、ガウス分布から生まれる vMF
 #
+# 講義の「なぜ球面上の確率分布が必要か」：球面の上の点に、平らな空間の正規分布をそのまま使うことはできません。では球面上の「正規分布」は何か、が出発点です。
+#
 # 球面上の分布を作るいちばん素直な方法は、講義も挙げるとおり、$\mathbb{R}^d$ の正規分布に従うベクトルを原点から球面へ射影することです（**射影正規分布**、projected normal）。
 # 講義はそれを正当な選択肢と認めたうえで、「平均方向 $\boldsymbol\mu$ と集中度 $\kappa$ を直接指定でき、指数型分布族として解析しやすい」vMF を選びます。違いを数で見ます。
 #
 # - 中心が原点の正規分布 $N(\mathbf 0, \sigma^2 I)$ を射影すると、球面上の **一様分布** になります。サンプル平均の長さ $\bar R$ が 0 に近いことで確かめます。
-# - 中心 $\mathbf m \ne \mathbf 0$ の $N(\mathbf m, \sigma^2 I)$ を射影した分布の密度は、$d = 2$ でも正規分布の累積分布関数 $\Phi$ を含む式になり、$\log p(\mathbf x)$ は $\mathbf x$ の簡単な関数になりません。
+# - 中心 $\mathbf m \ne \mathbf 0$ のまわりに等方的な広がりを持つ $N(\mathbf m, \sigma^2 I)$ を射影した分布の密度は、$d = 2$ でも正規分布の累積分布関数 $\Phi$ を含む式になり、$\log p(\mathbf x)$ は $\mathbf x$ の簡単な関数になりません。
 #   vMF の $\log p(\mathbf x) = \log C_d(\kappa) + \kappa\,\boldsymbol\mu^\top\mathbf x$ は $\mathbf x$ の **1次関数** で、μ と κ がそのまま読めます。これが指数型分布族の形です。
 #
 # 講義の NOTE「ガウスから誘導される方向分布」は、$N(\mathbf m, \sigma^2 I)$ から $\kappa = \lVert\mathbf m\rVert/\sigma^2$ の vMF が生まれると述べ、括弧で
@@ -320,13 +322,14 @@ plt.show()
 # %% [markdown]
 # ## 2. リーマン勾配＋リトラクション と 射影勾配法
 #
-# 講義の「球面上の学習」：点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（すわり 50 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
+# 講義の「球面上の学習：幾何学的な意味」：勾配の方向のうち、球面に沿う成分だけが点を球面の上で動かします。点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（すわり 50 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
 # $\mathrm{grad}_S f = g - (g^\top x)\,x$ です（`sphere.tangent_project`）。
 #
-# - **リーマン勾配＋リトラクション**：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。$R$ は球面へ戻す写像、リトラクションで、
+# - **リーマン勾配＋リトラクション**（リーマン最適化）：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。$R$ は球面へ戻す写像、リトラクションで、
 #   多様体最適化（講義の文献では Absil et al., 2008）の用語です。接平面内で1歩進むので、リトラクション前の長さの2乗は $1 + \eta^2 \lVert \mathrm{grad}_S f \rVert^2$：球面からのずれは $\eta$ の **2次** です。
-# - **射影勾配法**（講義の疑似コード）：$x \leftarrow x - \eta g$、$x \leftarrow x/\lVert x\rVert$（`sphere.projected_sgd_step`）。$g$ の半径方向成分も $x$ を動かすので、ずれは $\eta$ の **1次** です。
+# - **射影勾配法**（講義の疑似コード、「正規化による近似」）：$x \leftarrow x - \eta g$、$x \leftarrow x/\lVert x\rVert$（`sphere.projected_sgd_step`）。$g$ の半径方向成分も $x$ を動かすので、ずれは $\eta$ の **1次** です。
 #
+# 講義の文献の多様体上の確率的勾配降下法（Bonnabel, 2013）も、行列の多様体（Stiefel 多様体、Grassmann 多様体）の上の最適化も、この2つの形の延長にあります。
 # 例として $f(x) = -x^\top A x$（$A$ は対称行列）を $\mathbb{S}^{9}$ 上で最小化します。最小点は $A$ の最大固有ベクトルで、最小値は $-\lambda_{\max}$ です。
 
 # %%
