@@ -815,8 +815,7 @@ def check_03_bigram_loss(bigram_loss):
 # ============================================================ 50-56 lecture 3 (sphere, vMF, nGPT)
 
 
-def _5x_libs():
-    """numpy and sphere, imported when a check runs."""
+def _5x_libs():  # numpy and sphere, imported when a check runs
     import numpy
 
     import sphere
@@ -824,8 +823,7 @@ def _5x_libs():
 
 
 def _5x_table(name, learner, reference, points, key, scale=None):
-    """compare() on flat arrays divided by scale(*args) (default: the reference's largest entry), so
-    that the differences are relative to the answer's size (near eps a gradient is about 1e12)."""
+    """compare() on flat arrays over scale(*args), by default the reference's largest entry."""
     np, _ = _5x_libs()
 
     def flat(fn, *args):
@@ -839,8 +837,7 @@ def _5x_table(name, learner, reference, points, key, scale=None):
 
 
 def _5x_points(rng, d, around=0.0, spread=1.0):
-    """Vectors of norm 1, 4, 3e-7, and just above, just below and far below eps = 1e-12: both sides
-    of the clamp's kink, where a difference quotient mixes the two sides."""
+    """Norms 1, 4, 3e-7 and both sides of the clamp's kink at eps = 1e-12 (and far below it)."""
     np, _ = _5x_libs()
     points = []
     for norm in (1.0, 4.0, 3e-7, 1e-12 * (1 + 1e-9), 1e-12 * (1 - 1e-9), 2e-13):
@@ -861,8 +858,7 @@ def check_50_safe_normalize(safe_normalize, safe_normalize_backward):
 
 
 def check_52_vmf_s2(log_c3, mean_cos_s2):
-    """(log C_3(kappa), E[mu . x]) on S^2 from kappa = 1e-6 (cancellation) to 1000 (sinh overflows
-    beyond 710), against sphere.vmf_log_normalizer and vmf_mean_resultant_length."""
+    """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
     _, sphere = _5x_libs()
     points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)]
     return compare("練習問題（log_c3 と mean_cos_s2 を並べたもの）",

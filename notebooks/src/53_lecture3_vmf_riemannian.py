@@ -275,8 +275,7 @@ def family_densities(R):
 
 family_names = ["vMF", "巻き込み正規", "射影正規", "巻き込みコーシー", "カージオイド", "円弧上の一様"]
 print("各分布のエントロピー H（nats）。R は平均合成ベクトル長")
-print(f"{'R':>5} | " + " ".join(f"{name:>10s}" for name in ["vMF", "wrap.normal", "proj.normal", "wrap.Cauchy", "cardioid",
-                                                             "arc unif."]) + " | 照合")
+print("    R |        vMF   巻込正規   射影正規 巻込コーシー カージオイド  円弧一様 | 照合")
 R_grid = np.linspace(0.05, 0.95, 19)
 H_table = {name: [] for name in family_names}
 for R in R_grid:
