@@ -195,7 +195,8 @@ plt.show()
 # %% [markdown]
 # 原点中心の正規分布を射影すると、平均の長さはほぼ 0、つまり一様分布です（出力の1行目）。半径 $r$ に条件付けた向きは厳密に κ = $\lVert\mathbf m\rVert r/\sigma^2$ の vMF で、
 # 2、3行目の標準偏差は丸め誤差の大きさです。$d = 3$ の行では、球面の近くのサンプルから推定した κ が講義の式 $\lVert\mathbf m\rVert/\sigma^2$（破線）に乗り、
-# 射影した点の κ は破線から外れて、次元つきの式（× 印）の近くに来ます。$d = 3$ では $\lVert\mathbf z\rVert$ がばらつくので、一致は大まかです。
+# 射影した点の κ は破線から外れ、$\lVert\mathbf m\rVert^2/\sigma^2$ と次元つきの式（× 印）のあいだに来ます。$d = 3$ では $\lVert\mathbf z\rVert$ が大きくばらつき、
+# 半径の小さいサンプルほど向きが広がるので、$\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}$（半径の2乗平均の平方根）を使う次元つきの式は、ここでは上からの目安にとどまります。
 # $d = 768$ の行では $\lVert\mathbf z\rVert$ がほぼ 16 にそろい、射影の推定 κ は次元つきの式の 512 にほぼ一致します。$\lVert\mathbf m\rVert^2/\sigma^2 = 256$ の2倍です。
 # この大きさでは、球面の近く（$\lVert\mathbf z\rVert \approx 1$）にサンプルはまったくありません。
 #
