@@ -74,7 +74,24 @@ def to_notebook(src_path):
     # Stable cell ids (nbformat would draw random ones): a rebuild must not change them.
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i:02d}"
+    fold_advanced_parts(nb)
     return nb
+
+
+ADVANCED = "## 発展"
+
+
+def fold_advanced_parts(nb):
+    """Fold the code of a 発展 part (a markdown cell opening with '## 発展', up to the next '## '
+    heading): Jupyter shows such a cell collapsed until the reader opens it, so a detour the sitting
+    can do without stays one click away."""
+    folding = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            folding = cell.source.startswith(ADVANCED)
+        elif cell.cell_type == "code" and folding:
+            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+            cell.metadata["tags"] = ["発展"]
 
 
 def _client(nb, timeout, cwd):

@@ -61,6 +61,16 @@ def test_the_reading_time_formula_counts_what_a_notebook_holds():
     assert build.reading_minutes(new(cells=base.cells + [printed])) == 4
 
 
+def test_a_detour_is_folded():
+    # A 発展 part's code cells are folded (Jupyter's source_hidden); the sitting's own cells are not.
+    src = next(s for s in SOURCES if s.stem.startswith("51_"))
+    nb = build.to_notebook(src)
+    folded = [c for c in nb.cells if c.get("metadata", {}).get("jupyter", {}).get("source_hidden")]
+    assert folded and all("発展" in c.metadata["tags"] for c in folded)
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert first_code not in folded and len(folded) < len([c for c in nb.cells if c.cell_type == "code"])
+
+
 @pytest.mark.parametrize("src", SOURCES, ids=IDS)
 def test_committed_notebook_matches_source(src):
     ipynb = NB_DIR / (src.stem + ".ipynb")
