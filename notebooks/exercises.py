@@ -502,266 +502,116 @@ def check_42_temperature_probs(temperature_probs):
                    lambda z, T: softmax_np(z / T), points, solution("42-2"), atol=1e-15)
 
 
-# ================================================================== 04 lecture 3, the code examples
+# ============================================================ 50-56 lecture 3 (sphere, vMF, nGPT)
 
 
-def _04_norm_points(rng, d=5, eps=1e-12):
-    """Points x whose norm is 1, 3e-7, just above eps, just below eps (1e-9 relatively) and far
-    below eps."""
-    import numpy as np
+def _5x_libs():  # numpy and sphere, imported when a check runs
+    import numpy
 
+    import sphere
+    return numpy, sphere
+
+
+def _5x_table(name, learner, reference, points, key, scale=None):
+    """compare() on flat arrays over scale(*args), by default the reference's largest entry."""
+    np, _ = _5x_libs()
+
+    def flat(fn, *args):
+        parts = fn(*args)
+        return np.concatenate([np.ravel(q) for q in (parts if type(parts) is tuple else [parts])])
+
+    def size(*args):
+        return scale(*args) if scale else max(np.abs(flat(reference, *args)).max(), 1e-300)
+    return compare(name, lambda *a: flat(learner, *a) / size(*a),
+                   lambda *a: flat(reference, *a) / size(*a), points, solution(key), 1e-10, 1e-12)
+
+
+def _5x_points(rng, d, around=0.0, spread=1.0):
+    """Norms 1, 4, 3e-7 and both sides of the clamp's kink at eps = 1e-12 (and far below it)."""
+    np, _ = _5x_libs()
     points = []
-    for norm in (1.0, 3e-7, eps * (1 + 1e-9), eps * (1 - 1e-9), 2e-13):
-        u = rng.standard_normal(d)
-        points.append(norm * u / np.sqrt((u * u).sum()))
+    for norm in (1.0, 4.0, 3e-7, 1e-12 * (1 + 1e-9), 1e-12 * (1 - 1e-9), 2e-13):
+        u = around + spread * rng.standard_normal(d)
+        points.append((f"||x|| = {norm:.9e}", norm * u / np.sqrt((u * u).sum())))
     return points
 
 
-def check_04_safe_normalize(safe_normalize, safe_normalize_backward):
-    """練習問題 1: safe_normalize(x, eps) = x / max(||x||, eps) (as sphere.l2_normalize_np) and
-    safe_normalize_backward(dy, x, eps) = its dx (as sphere.l2_normalize_np_backward), to 1e-12
-    relative, at ||x|| = 1, 3e-7 (where the lecture's added eps is visibly wrong), 1e-9 above and
-    below eps (the clamp's kink: no difference quotient with a step above 1e-21 stays on one side of
-    it) and far below eps.
-
-    The references are computed after the learner's functions return; while they run, the project's
-    normalizations and their backward passes (sphere.l2_normalize_np, l2_normalize_np_backward, the
-    scalar l2_normalize, numpy_engine's fused twins) and Value.backward are refused."""
-    import numpy as np
-
-    import sphere
-    from value import Value
-
-    refused = (sphere.l2_normalize_np, sphere.l2_normalize_np_backward, sphere.l2_normalize,
-               Value.backward)
-    why = ("sphere の正規化とその逆伝播（l2_normalize_np, l2_normalize_np_backward など）を"
-           "使わずに書いてください")
-
-    def judge():
-        rng = np.random.default_rng(402)
-        eps = 1e-12
-        for x in _04_norm_points(rng):
-            dy = rng.standard_normal(x.shape)
-            at = f"at ||x|| = {np.sqrt((x * x).sum()):.10e}"
-            with refusing(*refused, why=why):
-                y_got = safe_normalize(x.copy(), eps)
-            if not _close(y_got, sphere.l2_normalize_np(x, eps=eps), 1e-12, 0.0, f"y {at}"):
-                return False
-            with refusing(*refused, why=why):
-                got = safe_normalize_backward(dy.copy(), x.copy(), eps)
-            want = sphere.l2_normalize_np_backward(dy, x, eps=eps)
-            if not _close(got, want, 1e-12, 1e-14 * np.abs(want).max(), f"dx {at}"):
-                return False
-        return True
-
-    return verdict("練習問題 1（safe_normalize）", judge, solution("04-1"))
+def check_50_safe_normalize(safe_normalize, safe_normalize_backward):
+    """y = x / max(||x||, eps) and its dx, against sphere.l2_normalize_np(_backward)."""
+    np, sphere = _5x_libs()
+    rng = np.random.default_rng(402)
+    points = [(label, (x, rng.standard_normal(5))) for label, x in _5x_points(rng, 5)]
+    forward, backward = sphere.l2_normalize_np, sphere.l2_normalize_np_backward
+    return _5x_table("練習問題（safe_normalize：y と dx を並べたもの）",
+                     lambda x, g: (safe_normalize(x.copy()), safe_normalize_backward(g, x.copy())),
+                     lambda x, g: (forward(x), backward(g, x)), points, "50-1")
 
 
-_04_KAPPAS = (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)
+def check_52_vmf_s2(log_c3, mean_cos_s2):
+    """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
+    _, sphere = _5x_libs()
+    points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)]
+    return compare("練習問題（log_c3 と mean_cos_s2 を並べたもの）",
+                   lambda k: [float(log_c3(k)), float(mean_cos_s2(k))],
+                   lambda k: [float(sphere.vmf_log_normalizer(3, k)),
+                              float(sphere.vmf_mean_resultant_length(3, k))],
+                   points, solution("52-1"), 1e-12, 1e-14)
 
 
-def check_04_vmf_s2(log_c3, mean_cos_s2):
-    """練習問題 2: on S^2 (d = 3), log_c3(kappa) = log C_3(kappa), the log of the vMF normalizing
-    constant, and mean_cos_s2(kappa) = E[mu . x] under vMF(mu, kappa), both in closed form, for
-    kappa from 1e-6 to 1000.
-
-    Judged against sphere.vmf_log_normalizer(3, kappa) (absolute 1e-12 for |log C| <= 1, else
-    relative) and sphere.vmf_mean_resultant_length(3, kappa) (relative 1e-12), computed after the
-    learner's functions return. At kappa = 1e-6, E[mu . x] = 3.3e-7 is a difference of two numbers
-    near 1e6 in the obvious formula, and a difference quotient of log C_3 (about -2.53, changing by
-    3e-13 over the step) keeps no digit; at kappa = 1000, sinh overflows beyond 710. sphere's vMF
-    functions and log_bessel_iv are refused while the learner's code runs.
-    """
-
-    import sphere
-
-    refused = (sphere.vmf_log_normalizer, sphere.vmf_mean_resultant_length, sphere.log_bessel_iv,
-               sphere.vmf_log_density, sphere.vmf_estimate_kappa, sphere.vmf_sample)
-    why = ("sphere の vMF の関数（vmf_log_normalizer, vmf_mean_resultant_length など）を使わずに、"
-           "閉じた式で書いてください")
-
-    def judge():
-        for kappa in _04_KAPPAS:
-            with refusing(*refused, why=why):
-                got_c = float(log_c3(kappa))
-                got_m = float(mean_cos_s2(kappa))
-            want_c = float(sphere.vmf_log_normalizer(3, kappa))
-            want_m = float(sphere.vmf_mean_resultant_length(3, kappa))
-            if not abs(got_c - want_c) <= 1e-12 * max(1.0, abs(want_c)):
-                print(f"  kappa = {kappa}: your log C_3 = {got_c!r}, expected {want_c!r}")
-                return False
-            if not abs(got_m - want_m) <= 1e-12 * want_m:
-                print(f"  kappa = {kappa}: your E[mu . x] = {got_m!r}, expected {want_m!r}")
-                return False
-        return True
-
-    return verdict("練習問題 2（S² の vMF：正規化定数と平均コサイン）", judge, solution("04-2"))
-
-
-# ======================================================================= 06 lecture 3, vMF and nGPT
-
-
-def _06_raw_norms():
-    """The norms of the raw vectors the exercises normalize: 1, 4, 3e-7, 1e-9 above and below eps
-    (the clamp's kink: no difference quotient with a step above 1e-21 stays on one side of it)."""
-    return (1.0, 4.0, 3e-7, 1e-12 * (1 + 1e-9), 1e-12 * (1 - 1e-9))
-
-
-def _06_readout_cases():
-    """(h, lm_head, s_z, target) cases for 練習問題 1: hidden states of every norm in _06_raw_norms,
-    with s_z drawn from 1 to 9 (as microgpt learns them), and twice with s_z = 1000 near an output
-    star (logits up to about 1000, beyond exp's range)."""
-    import numpy as np
-
-    import sphere
-
-    rng = np.random.default_rng(601)
-    cases = []
-    for norm, sz in [(n, None) for n in _06_raw_norms()] + [(1.0, 1000.0), (3e-7, 1000.0)]:
-        d, V = 16, 27
-        lm_head = sphere.l2_normalize_np(rng.standard_normal((V, d)))
-        s_z = rng.uniform(1.0, 9.0, V) if sz is None else np.full(V, sz)
-        u = rng.standard_normal(d)
-        if sz is not None:
-            u = lm_head[0] + 0.05 * u
-        cases.append((norm * u / np.sqrt((u * u).sum()), lm_head, s_z, int(rng.integers(V))))
-    return cases
-
-
-def _06_readout_reference(h, lm_head, s_z, target, eps=1e-12):
-    """(d loss / d h, d loss / d s_z) for loss = -log softmax(s_z * (lm_head @ Norm(h)))[target],
-    from the project's NumPy backward functions: the cross-entropy's p - e_target, then s_z, lm_head
-    and the normalization."""
-    import numpy as np
-
-    import sphere
+def _55_readout_reference(h, lm_head, s_z, target):
+    """(dh, ds_z) of -log softmax(s_z * (lm_head @ Norm(h)))[target], by the project's backward."""
+    np, sphere = _5x_libs()
     import utils
 
-    cos = lm_head @ sphere.l2_normalize_np(h, eps=eps)
+    cos = lm_head @ sphere.l2_normalize_np(h)
     dlogits = utils.cross_entropy_np_backward((s_z * cos)[None, :], np.array([target]))[0]
-    return sphere.l2_normalize_np_backward((s_z * dlogits) @ lm_head, h, eps=eps), dlogits * cos
+    return sphere.l2_normalize_np_backward((s_z * dlogits) @ lm_head, h), dlogits * cos
 
 
-def check_06_readout_grad(readout_grad):
-    """練習問題 1: readout_grad(h, lm_head, s_z, target) -> (dh, ds_z), the gradients of the sphere
-    mode's read-out loss = -log softmax(s_z * (lm_head @ Norm(h)))[target] (Norm(h) = h / max(||h||,
-    1e-12), lm_head's rows unit) with respect to the last hidden state h before its normalization
-    and to the concentrations s_z.
+def check_55_readout_grad(readout_grad):
+    """(dh, ds_z) of the sphere mode's read-out, s_z from 1 to 9 and 1000 (logits near 1000)."""
+    np, sphere = _5x_libs()
+    rng = np.random.default_rng(601)
+    w = sphere.l2_normalize_np(rng.standard_normal((27, 16)))
+    points = [(lb, (h, w, rng.uniform(1.0, 9.0, 27), int(rng.integers(27))))
+              for lb, h in _5x_points(rng, 16)]
+    points += [(f"s_z = 1000, {lb}", (h, w, np.full(27, 1000.0), 0))
+               for lb, h in _5x_points(rng, 16, w[0], 0.05)[:3]]
+    return _5x_table("練習問題（readout_grad：dh と ds_z を並べたもの）",
+                     lambda h, w, s, t: readout_grad(h.copy(), w.copy(), s.copy(), t),
+                     _55_readout_reference, points, "55-1")
 
-    Judged against the project's backward functions (cross_entropy_np_backward, then
-    l2_normalize_np_backward), computed after the learner's function returns, to 1e-12 relative
-    (plus 1e-14 of the largest entry): at hidden states of norm 1, 4 and 3e-7, 1e-9 above and below
-    eps (the clamp's kink), and with s_z = 1000 (logits near 1000). While the learner's function
-    runs, those backward functions and Value.backward are refused."""
-    import numpy as np
 
-    import sphere
-    import utils
+def _56_log_posterior_grad(r, mus, kappas, priors, k):
+    """d/dr of log p(k | Norm(r)) in the vMF mixture, by the scalar engine's backward()."""
+    np, sphere = _5x_libs()
     from value import Value
 
-    refused = (utils.cross_entropy_np_backward, utils.softmax_np_backward,
-               sphere.l2_normalize_np_backward, sphere.l2_normalize, Value.backward)
-    why = ("プロジェクトの逆伝播（cross_entropy_np_backward, l2_normalize_np_backward, "
-           "backward()）を使わずに書いてください")
-
-    def judge():
-        for h, lm_head, s_z, target in _06_readout_cases():
-            with refusing(*refused, why=why):
-                got = readout_grad(h.copy(), lm_head.copy(), s_z.copy(), target)
-            if not (isinstance(got, tuple) and len(got) == 2):
-                print(f"  (dh, ds_z) の2つ組を返してください（返ってきたのは "
-                      f"{type(got).__name__}）")
-                return False
-            what = f"||h|| = {np.sqrt((h * h).sum()):.10e}, s_z up to {s_z.max():.4g}"
-            reference = _06_readout_reference(h, lm_head, s_z, target)
-            for name, g, want in zip(("dh", "ds_z"), got, reference):
-                if not _close(g, want, 1e-12, 1e-14 * np.abs(want).max(), f"{what}: {name}"):
-                    return False
-        return True
-
-    return verdict("練習問題 1（readout_grad）", judge, solution("06-1"))
-
-
-def _06_log_posterior_grad(r, mus, kappas, priors, k):
-    """The reference of 練習問題 2: d/dr of log p(k | x), x = Norm(r), in the vMF mixture, by the
-    scalar engine: log p(k | x) = z_k - logsumexp(z),
-    z_j = log pi_j + log C_d(kappa_j) + kappa_j mu_j.x, with x = sphere.l2_normalize(Values of r)
-    (the max subtracted as a constant, as the chapter's softmax does), backward()."""
-    import numpy as np
-
-    import sphere
-    from value import Value
-
-    d = r.shape[0]
-    log_const = np.log(priors) + sphere.vmf_log_normalizer(d, kappas)
+    log_const = np.log(priors) + sphere.vmf_log_normalizer(len(r), kappas)
     rs = [Value(float(v)) for v in r]
     xs = sphere.l2_normalize(rs)
-    z = [float(c) + float(kap) * sum(float(m_i) * x_i for m_i, x_i in zip(mu, xs))
+    z = [float(c) + float(kap) * sum(float(m) * x for m, x in zip(mu, xs))
          for c, kap, mu in zip(log_const, kappas, mus)]
     top = max(zj.data for zj in z)
-    log_p = z[k] - (sum((zj - top).exp() for zj in z).log() + top)
-    log_p.backward()
+    (z[k] - (sum((zj - top).exp() for zj in z).log() + top)).backward()
     return np.array([v.grad for v in rs])
 
 
-def _06_posterior_cases():
-    """(mus, kappas, priors, raw vectors) for 練習問題 2: the lecture's setting (one kappa, equal
-    priors), one kappa per class, and kappas up to 1000 (exp(kappa) overflows beyond 709), each at
-    raw vectors of every norm in _06_raw_norms pointing near the first class's mean."""
-    import numpy as np
-
-    import sphere
-
+def check_56_vmf_posterior_grad(vmf_posterior_grad):
+    """d/dr log p(k | Norm(r)) in a vMF mixture, one shared kappa to kappas up to 1000."""
+    np, sphere = _5x_libs()
     rng = np.random.default_rng(404)
-    cases = []
-    for d, K, kappas, priors, spread in ((3, 4, [5.0] * 4, [0.25] * 4, 0.3),
-                                         (3, 4, [1.0, 4.0, 10.0, 30.0], [0.1, 0.2, 0.3, 0.4], 0.3),
-                                         (16, 5, [4.0, 5.0, 6.0, 7.0, 8.6], [0.2] * 5, 0.3),
-                                         (16, 3, [1000.0, 600.0, 200.0], [0.2, 0.3, 0.5], 0.02)):
-        mus = sphere.l2_normalize_np(rng.standard_normal((K, d)))
-        points = []
-        for norm in _06_raw_norms():
-            u = mus[0] + spread * rng.standard_normal(d)
-            points.append(norm * u / np.sqrt((u * u).sum()))
-        cases.append((mus, np.array(kappas), np.array(priors), points))
-    return cases
-
-
-def check_06_vmf_posterior_grad(vmf_posterior_grad):
-    """練習問題 2: vmf_posterior_grad(r, mus, kappas, priors, k) -> d/dr of log p(k | x),
-    x = Norm(r): the gradient of the log posterior of class k in a mixture of vMF(mu_k, kappa_k)
-    with priors pi_k, with respect to the raw vector r that is normalized onto the sphere (at
-    ||r|| = 1 it is the Riemannian gradient).
-
-    Judged against the scalar engine's backward() (_06_log_posterior_grad, computed after the
-    learner's function returns) at every class, from one shared kappa to kappas up to 1000
-    (exp(kappa) alone overflows: the posterior must be computed in log space), at raw vectors of
-    norm 1, 4, 3e-7 and 1e-9 above and below eps (the normalization's kink), to 1e-12 relative plus
-    1e-14 kappa_max / ||r|| (the scale of the gradient, whose entries for the dominant class are a
-    difference of two terms of that size). Value.backward is refused while the learner's function
-    runs."""
-    import numpy as np
-
-    from value import Value
-
-    def judge():
-        for mus, kappas, priors, points in _06_posterior_cases():
-            for r in points:
-                for k in range(len(kappas)):
-                    with refusing(Value.backward,
-                                  why="backward() を使わずに、勾配の式を書いてください"):
-                        got = vmf_posterior_grad(r.copy(), mus.copy(), kappas.copy(),
-                                                 priors.copy(), k)
-                    want = _06_log_posterior_grad(r, mus, kappas, priors, k)
-                    norm = np.sqrt((r * r).sum())
-                    what = f"d = {len(r)}, kappas = {kappas.tolist()}, ||r|| = {norm:.10e}, k = {k}"
-                    # the scale of this gradient is kappa / ||r||: the formula's own rounding is
-                    # about 1e-16 of it
-                    if not _close(got, want, 1e-12, 1e-14 * kappas.max() / max(norm, 1e-12), what):
-                        return False
-        return True
-
-    return verdict("練習問題 2（vmf_posterior_grad）", judge, solution("06-2"))
+    points = []
+    for d, kappas, priors, spread in ((3, [5.0] * 4, [0.25] * 4, 0.3),
+                                      (3, [1.0, 4.0, 10.0, 30.0], [0.1, 0.2, 0.3, 0.4], 0.3),
+                                      (16, [1000.0, 600.0, 200.0], [0.2, 0.3, 0.5], 0.02)):
+        mus = sphere.l2_normalize_np(rng.standard_normal((len(kappas), d)))
+        points += [(f"d = {d}, κ ≤ {max(kappas):g}, {lb}, k = {k}",
+                    (r, mus, np.array(kappas), np.array(priors), k))
+                   for lb, r in _5x_points(rng, d, mus[0], spread)[:5] for k in range(len(kappas))]
+    return _5x_table("練習問題（vmf_posterior_grad）",
+                     lambda r, *rest: vmf_posterior_grad(r.copy(), *rest), _56_log_posterior_grad,
+                     points, "56-1", lambda r, m, ka, p, k: ka.max() / max(np.sqrt(r @ r), 1e-12))
 
 
 # ======================================================= 30-32 PyTorch concepts, built and measured

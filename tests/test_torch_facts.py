@@ -7,7 +7,7 @@ missing (as in CI). To run them, install a CPU build of torch next to the test r
     /tmp/torchvenv/bin/python -m pytest tests/test_torch_facts.py
 
 Each test names the notebook section whose prose it backs. Where a notebook reproduces what the lecture's own code
-prints (notebook 04 §2), the test runs that code under torch and compares with the committed notebook's output.
+prints (notebook 51 §1), the test runs that code under torch and compares with the committed notebook's output.
 """
 import math
 from pathlib import Path
@@ -82,10 +82,10 @@ def lecture_fp16_lines():
             f"ゼロをepsなしで割る: {zero_fp16 / zero_fp16.norm()}"], small_fp16
 
 
-def test_the_fp16_script_prints_what_notebook_04_reproduces():
+def test_the_fp16_script_prints_what_notebook_51_reproduces():
     lines, _ = lecture_fp16_lines()
-    printed = stream_text("04_lecture3_hypersphere.ipynb", "what the lecture's script prints")
-    block = printed.split("---\n", 1)[1].split("\n--- then", 1)[0].splitlines()
+    printed = stream_text("51_lecture3_fp16_retraction.ipynb", "講義のスクリプトが PyTorch 2.x で表示するもの")
+    block = printed.split("---\n", 1)[1].split("\n--- このあと", 1)[0].splitlines()
     assert block == lines
 
 
