@@ -63,7 +63,7 @@ SOLUTIONS_FILE = Path(__file__).resolve().parent / "worked_solutions.md"
 
 
 def solution(key):
-    """The worked solution of exercise `key` ("10-1", ...) from worked_solutions.md (its "## key"
+    """The worked solution of exercise `key` ("01-1", ...) from worked_solutions.md (its "## key"
     section)."""
     text = SOLUTIONS_FILE.read_text(encoding="utf-8")
     start = text.index(f"\n## {key}\n") + len(key) + 5
@@ -161,29 +161,29 @@ def _op(name, worked, Value, op, reference_op, points, **tolerances):
                    **tolerances)
 
 
-def check_10_add(Value, add):
-    return _op("ステップ1（add）", solution("10-1"), Value, add, lambda a, b: a + b,
+def check_01_add(Value, add):
+    return _op("ステップ1（add）", solution("01-1"), Value, add, lambda a, b: a + b,
                [("2 + (-3)", (2.0, -3.0)), ("0.1 + 0.2", (0.1, 0.2)), ("1e16 + 1", (1e16, 1.0))])
 
 
-def check_10_mul(Value, mul):
-    return _op("ステップ2（mul）", solution("10-2"), Value, mul, lambda a, b: a * b,
+def check_01_mul(Value, mul):
+    return _op("ステップ2（mul）", solution("01-2"), Value, mul, lambda a, b: a * b,
                [("2 × (-3)", (2.0, -3.0)), ("1e200 × 1e-200", (1e200, 1e-200))])
 
 
-def check_10_tanh(Value, tanh):  # at x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17: both right
-    return _op("ステップ3（tanh）", solution("10-3"), Value, tanh, lambda a: a.tanh(),
+def check_01_tanh(Value, tanh):  # at x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17: both right
+    return _op("ステップ3（tanh）", solution("01-3"), Value, tanh, lambda a: a.tanh(),
                [("x = 0.5", (0.5,)), ("x = -2", (-2.0,)), ("x = 20（飽和）", (20.0,))])
 
 
-def check_10_relu(Value, relu):
-    return _op("練習問題 1（relu）", solution("10-6"), Value, relu, lambda a: a.relu(),
+def check_01_relu(Value, relu):
+    return _op("練習問題 1（relu）", solution("01-6"), Value, relu, lambda a: a.relu(),
                [("x = 1.5", (1.5,)), ("x = -0.5", (-0.5,)),
                 ("x = 1e-300（折れ点のすぐ上）", (1e-300,)),
                 ("x = -1e-300（折れ点のすぐ下）", (-1e-300,))])
 
 
-def check_10_sigmoid(Value, sigmoid):
+def check_01_sigmoid(Value, sigmoid):
     """One node, against value.py's backward() through 1/(1 + exp(-x)). atol 1e-15: at x = 30,
     s(1 - s) and e^-x/(1 + e^-x)^2 agree to 1e-16, not to a relative 1e-9."""
     def learner(x):
@@ -196,11 +196,11 @@ def check_10_sigmoid(Value, sigmoid):
         (s := 1 / (1 + (-(v := value.Value(x))).exp())).backward()
         return [s.data, v.grad]
     points = [(f"x = {x:g}", (x,)) for x in (-3.0, 0.0, 2.5)] + [("x = 30（飽和）", (30.0,))]
-    return compare("練習問題 2（sigmoid）", learner, reference, points, solution("10-7"),
+    return compare("練習問題 2（sigmoid）", learner, reference, points, solution("01-7"),
                    atol=1e-15)
 
 
-EXPRESSIONS_10 = [  # (label, leaf values, the expression as a function of its leaves)
+EXPRESSIONS_01 = [  # (label, leaf values, the expression as a function of its leaves)
     ("(a·b + c)·f", (2.0, -3.0, 10.0, -2.0), lambda a, b, c, f: (a * b + c) * f),
     ("a·a + 2·a", (3.0,), lambda a: a * a + 2 * a),
     ("tanh(x1·w1 + x2·w2 + b)", (2.0, 0.0, -3.0, 1.0, 6.8813735870195432),
@@ -209,7 +209,7 @@ EXPRESSIONS_10 = [  # (label, leaf values, the expression as a function of its l
      lambda a, b, c: (lambda d: d.tanh() * d + d * c)(a * b))]
 
 
-def grads_10(Value, run_backward, expression, xs):
+def grads_01(Value, run_backward, expression, xs):
     """[the root's data, then the leaves' grads] of expression(*leaves) after run_backward(root).
     """
     leaves = [Value(x) for x in xs]
@@ -217,10 +217,10 @@ def grads_10(Value, run_backward, expression, xs):
     return [root.data] + [v.grad for v in leaves]
 
 
-def check_10_backward(Value, backward):
-    return compare("ステップ5（backward）", lambda f, xs: grads_10(Value, backward, f, xs),
-                   lambda f, xs: grads_10(value.Value, value.Value.backward, f, xs),
-                   [(label, (f, xs)) for label, xs, f in EXPRESSIONS_10], solution("10-5"))
+def check_01_backward(Value, backward):
+    return compare("ステップ5（backward）", lambda f, xs: grads_01(Value, backward, f, xs),
+                   lambda f, xs: grads_01(value.Value, value.Value.backward, f, xs),
+                   [(label, (f, xs)) for label, xs, f in EXPRESSIONS_01], solution("01-5"))
 
 
 def _check_order(name, worked, topological_order, roots):
@@ -237,25 +237,25 @@ def _check_order(name, worked, topological_order, roots):
 
 
 def _graphs_10():
-    """EXPRESSIONS_10 built from value.Value: a node used twice, a diamond."""
-    return [(label, (f(*map(value.Value, xs)),)) for label, xs, f in EXPRESSIONS_10]
+    """EXPRESSIONS_01 built from value.Value: a node used twice, a diamond."""
+    return [(label, (f(*map(value.Value, xs)),)) for label, xs, f in EXPRESSIONS_01]
 
 
-def check_10_topological_order(topological_order):
-    return _check_order("ステップ4（topological_order）", solution("10-4"), topological_order,
+def check_01_topological_order(topological_order):
+    return _check_order("ステップ4（topological_order）", solution("01-4"), topological_order,
                         _graphs_10())
 
 
-def check_11_topological_order(my_topological_order):
+def check_02_topological_order(my_topological_order):
     """On a chain three times as long as the recursion limit, too."""
     chain = value.Value(1.0)
     for _ in range(n := 3 * sys.getrecursionlimit()):
         chain = chain * 0.999
-    return _check_order("練習問題 2（my_topological_order）", solution("11-2"),
+    return _check_order("練習問題 2（my_topological_order）", solution("02-2"),
                         my_topological_order, _graphs_10()[2:] + [(f"{n} 段の鎖", (chain,))])
 
 
-def check_11_grad_a(grad_a):
+def check_02_grad_a(grad_a):
     """dL/da of L = relu(tanh(a b) a - 1/2), 1e-11 (relatively) beside the kink too."""
     def reference(a0, b0):
         a = value.Value(a0)
@@ -269,7 +269,7 @@ def check_11_grad_a(grad_a):
             lo, hi = (mid, hi) if math.tanh(mid * b) * mid < 0.5 else (lo, mid)
         points += [(f"折れ点のすぐ上（b = {b}）", (hi * (1 + 1e-11), b)),
                    (f"折れ点のすぐ下（b = {b}）", (hi * (1 - 1e-11), b))]
-    return compare("練習問題 1（grad_a）", grad_a, reference, points, solution("11-1"))
+    return compare("練習問題 1（grad_a）", grad_a, reference, points, solution("02-1"))
 
 
 # ========================================================== 20/21 chapter 21: the three functions
@@ -284,33 +284,33 @@ def _check_20(name, worked, learner, reference, points):
     return compare(name, on_values(learner), on_values(reference), points, worked)
 
 
-LOGITS_20 = [("章の例 [1, 2]", ([1, 2],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
+LOGITS_03 = [("章の例 [1, 2]", ([1, 2],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
              ("±1000", ([1000, 999, 990, -1000],)), ("±5000", ([5000, 4999, -5000],))]
 
 
-def check_20_linear(linear):
-    return _check_20("ステップ1（linear）", solution("20-1"), linear, utils.linear,
+def check_03_linear(linear):
+    return _check_20("ステップ1（linear）", solution("03-1"), linear, utils.linear,
                      [("章の例 w = [[3, 4]], x = [1, 2]", ([1, 2], [[3, 4]])),
                       ("入力3個・出力2個", ([0.5, -1, 2], [[1, 2, 3], [-0.5, 0.25, 4]])),
                       ("入力1個・出力3個", ([2], [[1], [-3], [0.5]]))])
 
 
-def check_20_softmax(softmax):
-    return _check_20("ステップ2（softmax）", solution("20-2"), softmax, utils.softmax, LOGITS_20)
+def check_03_softmax(softmax):
+    return _check_20("ステップ2（softmax）", solution("03-2"), softmax, utils.softmax, LOGITS_03)
 
 
-def check_20_rmsnorm(rmsnorm):
-    return _check_20("ステップ3（rmsnorm）", solution("20-3"), rmsnorm, utils.rmsnorm,
+def check_03_rmsnorm(rmsnorm):
+    return _check_20("ステップ3（rmsnorm）", solution("03-3"), rmsnorm, utils.rmsnorm,
                      [("章の例 [3, 4]", ([3, 4],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
                       ("ゼロベクトル", ([0, 0, 0],)), ("小さな値", ([1e-3, -2e-3],))])
 
 
-def check_20_log_softmax(log_softmax):
+def check_03_log_softmax(log_softmax):
     def reference(z):
         lse = sum((v - (m := max(v.data for v in z))).exp() for v in z).log()
         return [v - m - lse for v in z]
-    return _check_20("練習問題 1（log_softmax）", solution("20-4"), log_softmax, reference,
-                     LOGITS_20)
+    return _check_20("練習問題 1（log_softmax）", solution("03-4"), log_softmax, reference,
+                     LOGITS_03)
 
 
 def layernorm_values(xs, eps=1e-5):
@@ -319,13 +319,13 @@ def layernorm_values(xs, eps=1e-5):
     return [c * (sum(c * c for c in centered) / len(xs) + eps) ** -0.5 for c in centered]
 
 
-def check_20_layernorm(layernorm):
-    return _check_20("練習問題 2（layernorm）", solution("20-5"), layernorm, layernorm_values,
+def check_03_layernorm(layernorm):
+    return _check_20("練習問題 2（layernorm）", solution("03-5"), layernorm, layernorm_values,
                      [("[1, 2, 3, 4]", ([1, 2, 3, 4],)), ("100 を足す", ([101, 102, 103, 104],)),
                       ("ほぼ一定の行", ([3, 3 + 1e-4, 3 - 1e-4, 3],))])
 
 
-def backward_points_21():
+def backward_points_04():
     """(label, (dy, x)): a random row, a batch, entries 16 orders of magnitude apart, nearly
     constant rows."""
     rng = np.random.default_rng(2101)
@@ -335,40 +335,40 @@ def backward_points_21():
     return [(label, (rng.normal(size=x.shape), x)) for label, x in xs]
 
 
-def check_21_linear_backward(linear_backward):
+def check_04_linear_backward(linear_backward):
     """(dx, dw) of y = x @ w.T; over a batch, dw sums over the leading axes."""
     w = np.arange(12.0).reshape(3, 4) / 7 - 0.8
     points = [("章の例 dy = [1]", (np.ones(1), np.array([1.0, 2.0]), np.array([[3.0, 4.0]])))]
-    points += [(label, (dy[..., :3], x[..., :4], w)) for label, (dy, x) in backward_points_21()[:2]]
+    points += [(label, (dy[..., :3], x[..., :4], w)) for label, (dy, x) in backward_points_04()[:2]]
     return compare("ステップ1（linear_backward）",
                    lambda *a: np.concatenate([np.ravel(g) for g in linear_backward(*a)]),
                    lambda *a: np.concatenate([np.ravel(g) for g in utils.linear_np_backward(*a)]),
-                   points, solution("21-1"))
+                   points, solution("04-1"))
 
 
-def check_21_softmax_backward(softmax_backward):
+def check_04_softmax_backward(softmax_backward):
     """dz from dp and p = softmax(z), logits of +-5000 too (p holds exact 0s and a 1)."""
     points = [(label, (np.arange(len(z)) % 2 * 1.0, utils.softmax_np(np.array(z, float))))
-              for label, (z,) in LOGITS_20]
+              for label, (z,) in LOGITS_03]
     return compare("ステップ2（softmax_backward）", softmax_backward, utils.softmax_np_backward,
-                   points, solution("21-2"))
+                   points, solution("04-2"))
 
 
-def check_21_rmsnorm_backward(rmsnorm_backward):
+def check_04_rmsnorm_backward(rmsnorm_backward):
     return compare("ステップ3（rmsnorm_backward）", rmsnorm_backward, utils.rmsnorm_np_backward,
-                   backward_points_21(), solution("21-3"), atol=1e-20)
+                   backward_points_04(), solution("04-3"), atol=1e-20)
 
 
-def check_21_log_softmax_jacobian(log_softmax_jacobian):
+def check_04_log_softmax_jacobian(log_softmax_jacobian):
     """J[i, j] = d log p_i / d z_j, against the rows of -cross_entropy_np_backward."""
     def reference(z):
         return -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0]
                           for i in range(z.size)])
     return compare("練習問題 1（log_softmax_jacobian）", log_softmax_jacobian, reference,
-                   [(label, (np.array(z, float),)) for label, (z,) in LOGITS_20], solution("21-4"))
+                   [(label, (np.array(z, float),)) for label, (z,) in LOGITS_03], solution("04-4"))
 
 
-def check_21_layernorm_backward(layernorm_backward):
+def check_04_layernorm_backward(layernorm_backward):
     """Against value.py's backward() of sum(dy * layernorm_values(x)), row by row."""
     def reference(dy, x):
         dx = np.zeros(x.shape)
@@ -378,10 +378,10 @@ def check_21_layernorm_backward(layernorm_backward):
             dx[i] = [v.grad for v in xs]
         return dx
     return compare("練習問題 2（layernorm_backward）", layernorm_backward, reference,
-                   backward_points_21(), solution("21-5"), atol=1e-20)
+                   backward_points_04(), solution("04-5"), atol=1e-20)
 
 
-# =============================================================== 40-42 chapter 22 (gpt, training)
+# =============================================================== 08-42 chapter 22 (gpt, training)
 
 def _flat(f):
     """f's answer (a tuple of arrays or numbers) as one flat array: one row of compare's table."""
@@ -390,7 +390,7 @@ def _flat(f):
     return lambda *args: np.concatenate([np.ravel(np.asarray(a, dtype=float)) for a in f(*args)])
 
 
-def _40_heads(q, k, v, n_head):
+def _08_heads(q, k, v, n_head):
     """numpy_engine.attention_forward on (T, C) arrays: the heads' outputs side by side, (T, C)."""
     from numpy_engine import attention_forward
 
@@ -399,17 +399,17 @@ def _40_heads(q, k, v, n_head):
     return attention_forward(*split, (C // n_head) ** -0.5)[0].transpose(0, 2, 1, 3).reshape(T, C)
 
 
-def check_40_causal_attention(causal_attention):
+def check_08_causal_attention(causal_attention):
     import numpy as np
 
     r = np.random.default_rng(2203)
     points = [(f"T={T} C={C} ヘッド {h}", tuple(r.normal(0, 2, (T, C)) for _ in "qkv") + (h,))
               for T, C, h in [(1, 8, 2), (4, 8, 2), (6, 16, 4), (7, 8, 1)]]
     return compare("練習問題 1（causal_attention）", lambda q, k, v, h: causal_attention(
-        q.copy(), k.copy(), v.copy(), h), _40_heads, points, solution("40-1"))
+        q.copy(), k.copy(), v.copy(), h), _08_heads, points, solution("08-1"))
 
 
-def _40_size(cfg, norm=None):
+def _08_size(cfg, norm=None):
     """The number of parameters of cfg (with norm, if given), from microgpt.init_params."""
     import dataclasses
 
@@ -419,26 +419,26 @@ def _40_size(cfg, norm=None):
     return sum(a.size for a in microgpt.init_params(cfg).values())
 
 
-def _40_configs(norm):
+def _08_configs(norm):
     from microgpt import GPTConfig
 
     return [(f"V={V} C={C} 層 {L} 文脈 {T}", (GPTConfig(V, C, H, L, T, norm),))
             for V, C, H, L, T in [(27, 16, 4, 1, 16), (50, 32, 4, 2, 8), (5, 12, 3, 4, 5)]]
 
 
-def check_40_count_params(count_params):
-    return compare("練習問題 2（count_params）", count_params, _40_size, _40_configs("rmsnorm"),
-                   solution("40-2"))
+def check_08_count_params(count_params):
+    return compare("練習問題 2（count_params）", count_params, _08_size, _08_configs("rmsnorm"),
+                   solution("08-2"))
 
 
-def adam_update_41(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
+def adam_update_09(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
     """One Adam step at step t = 1, 2, ... (m and v updated in place); returns the new p."""
     m[:] = beta1 * m + (1 - beta1) * g
     v[:] = beta2 * v + (1 - beta2) * g ** 2
     return p - lr * (m / (1 - beta1 ** t)) / ((v / (1 - beta2 ** t)) ** 0.5 + eps)
 
 
-def check_41_adam(adam_update):
+def check_09_adam(adam_update):
     """41's build against microgpt.adam_step (lr not decayed): p, m and v after n steps."""
     import numpy as np
 
@@ -457,10 +457,10 @@ def check_41_adam(adam_update):
     g, name = np.array([1e-3, -2.0, 0.0, 5000.0, 1e-12]), "組み立て：Adam（p, m, v を並べたもの）"
     return compare(name, _flat(lambda g, n: run(adam_update, g, n)), _flat(
         lambda g, n: run(microgpt_update, g, n)), [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)],
-        solution("41-3"))
+        solution("09-3"))
 
 
-def check_41_bigram_loss(bigram_loss):
+def check_09_bigram_loss(bigram_loss):
     import numpy as np
 
     from microgpt import GPTConfig, baselines
@@ -471,25 +471,25 @@ def check_41_bigram_loss(bigram_loss):
                 for k in (40, 15)]
         points.append((f"語彙 {n + 1}", (*docs, n + 1)))
     return compare("練習問題 1（bigram_loss）", bigram_loss, lambda tr, va, V: baselines(
-        tr, va, GPTConfig(V))["bigram"], points, solution("41-1"))
+        tr, va, GPTConfig(V))["bigram"], points, solution("09-1"))
 
 
-def check_41_first_step(adam_first_step):
+def check_09_first_step(adam_first_step):
     import numpy as np
 
     g, z = np.array([3.0, -1e-3, 1e-7, -1e-9, 0.0, 5000.0]), np.zeros(6)
     return compare("練習問題 2（Adam の最初の一歩）", adam_first_step,
-                   lambda g, lr: adam_update_41(z, g, z.copy(), z.copy(), 1, lr),
-                   [("lr = 0.01", (g, 0.01)), ("lr = 0.5", (g, 0.5))], solution("41-2"))
+                   lambda g, lr: adam_update_09(z, g, z.copy(), z.copy(), 1, lr),
+                   [("lr = 0.01", (g, 0.01)), ("lr = 0.5", (g, 0.5))], solution("09-2"))
 
 
-def check_42_sphere_extra(sphere_extra):
+def check_10_sphere_extra(sphere_extra):
     return compare("練習問題 1（球面モードで増えるパラメータ）", sphere_extra,
-                   lambda cfg: _40_size(cfg) - _40_size(cfg, "rmsnorm"), _40_configs("sphere"),
-                   solution("42-1"))
+                   lambda cfg: _08_size(cfg) - _08_size(cfg, "rmsnorm"), _08_configs("sphere"),
+                   solution("10-1"))
 
 
-def check_42_temperature_probs(temperature_probs):
+def check_10_temperature_probs(temperature_probs):
     import numpy as np
 
     from utils import softmax_np
@@ -499,10 +499,10 @@ def check_42_temperature_probs(temperature_probs):
     points += [("ロジット 1000、T = 0.1", (np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1)),
                ("同じロジット", (np.array([3.0, 3.0, 3.0]), 0.7))]
     return compare("練習問題 2（temperature_probs）", lambda z, T: temperature_probs(list(z), T),
-                   lambda z, T: softmax_np(z / T), points, solution("42-2"), atol=1e-15)
+                   lambda z, T: softmax_np(z / T), points, solution("10-2"), atol=1e-15)
 
 
-# ============================================================ 50-56 lecture 3 (sphere, vMF, nGPT)
+# ============================================================ 11-56 lecture 3 (sphere, vMF, nGPT)
 
 
 def _5x_libs():  # numpy and sphere, imported when a check runs
@@ -536,7 +536,7 @@ def _5x_points(rng, d, around=0.0, spread=1.0):
     return points
 
 
-def check_50_safe_normalize(safe_normalize, safe_normalize_backward):
+def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
     """y = x / max(||x||, eps) and its dx, against sphere.l2_normalize_np(_backward)."""
     np, sphere = _5x_libs()
     rng = np.random.default_rng(402)
@@ -544,10 +544,10 @@ def check_50_safe_normalize(safe_normalize, safe_normalize_backward):
     forward, backward = sphere.l2_normalize_np, sphere.l2_normalize_np_backward
     return _5x_table("練習問題（safe_normalize：y と dx を並べたもの）",
                      lambda x, g: (safe_normalize(x.copy()), safe_normalize_backward(g, x.copy())),
-                     lambda x, g: (forward(x), backward(g, x)), points, "50-1")
+                     lambda x, g: (forward(x), backward(g, x)), points, "11-1")
 
 
-def check_52_vmf_s2(log_c3, mean_cos_s2):
+def check_13_vmf_s2(log_c3, mean_cos_s2):
     """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
     _, sphere = _5x_libs()
     points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)]
@@ -555,10 +555,10 @@ def check_52_vmf_s2(log_c3, mean_cos_s2):
                    lambda k: [float(log_c3(k)), float(mean_cos_s2(k))],
                    lambda k: [float(sphere.vmf_log_normalizer(3, k)),
                               float(sphere.vmf_mean_resultant_length(3, k))],
-                   points, solution("52-1"), 1e-12, 1e-14)
+                   points, solution("13-1"), 1e-12, 1e-14)
 
 
-def _55_readout_reference(h, lm_head, s_z, target):
+def _16_readout_reference(h, lm_head, s_z, target):
     """(dh, ds_z) of -log softmax(s_z * (lm_head @ Norm(h)))[target], by the project's backward."""
     np, sphere = _5x_libs()
     import utils
@@ -568,7 +568,7 @@ def _55_readout_reference(h, lm_head, s_z, target):
     return sphere.l2_normalize_np_backward((s_z * dlogits) @ lm_head, h), dlogits * cos
 
 
-def check_55_readout_grad(readout_grad):
+def check_16_readout_grad(readout_grad):
     """(dh, ds_z) of the sphere mode's read-out, s_z from 1 to 9 and 1000 (logits near 1000)."""
     np, sphere = _5x_libs()
     rng = np.random.default_rng(601)
@@ -579,10 +579,10 @@ def check_55_readout_grad(readout_grad):
                for lb, h in _5x_points(rng, 16, w[0], 0.05)[:3]]
     return _5x_table("練習問題（readout_grad：dh と ds_z を並べたもの）",
                      lambda h, w, s, t: readout_grad(h.copy(), w.copy(), s.copy(), t),
-                     _55_readout_reference, points, "55-1")
+                     _16_readout_reference, points, "16-1")
 
 
-def _56_log_posterior_grad(r, mus, kappas, priors, k):
+def _17_log_posterior_grad(r, mus, kappas, priors, k):
     """d/dr of log p(k | Norm(r)) in the vMF mixture, by the scalar engine's backward()."""
     np, sphere = _5x_libs()
     from value import Value
@@ -597,7 +597,7 @@ def _56_log_posterior_grad(r, mus, kappas, priors, k):
     return np.array([v.grad for v in rs])
 
 
-def check_56_vmf_posterior_grad(vmf_posterior_grad):
+def check_17_vmf_posterior_grad(vmf_posterior_grad):
     """d/dr log p(k | Norm(r)) in a vMF mixture, one shared kappa to kappas up to 1000."""
     np, sphere = _5x_libs()
     rng = np.random.default_rng(404)
@@ -610,13 +610,13 @@ def check_56_vmf_posterior_grad(vmf_posterior_grad):
                     (r, mus, np.array(kappas), np.array(priors), k))
                    for lb, r in _5x_points(rng, d, mus[0], spread)[:5] for k in range(len(kappas))]
     return _5x_table("練習問題（vmf_posterior_grad）",
-                     lambda r, *rest: vmf_posterior_grad(r.copy(), *rest), _56_log_posterior_grad,
-                     points, "56-1", lambda r, m, ka, p, k: ka.max() / max(np.sqrt(r @ r), 1e-12))
+                     lambda r, *rest: vmf_posterior_grad(r.copy(), *rest), _17_log_posterior_grad,
+                     points, "17-1", lambda r, m, ka, p, k: ka.max() / max(np.sqrt(r @ r), 1e-12))
 
 
-# ======================================================= 30-32 PyTorch concepts, built and measured
+# ======================================================= 05-32 PyTorch concepts, built and measured
 
-def module_setattr_30(self, name, value):
+def module_setattr_05(self, name, value):
     """Module.__setattr__: a Parameter or a Module set as an attribute is registered as well."""
     for registry, cls in (("_parameters", "Parameter"), ("_modules", "Module")):
         if any(c.__name__ == cls for c in type(value).__mro__):
@@ -624,7 +624,7 @@ def module_setattr_30(self, name, value):
     object.__setattr__(self, name, value)
 
 
-def _30_build(classes, setattr_, depth):
+def _05_build(classes, setattr_, depth):
     """A model of `depth` nested modules built with the notebook's (Module, Parameter, Tensor)
     and the given __setattr__: m.w = 2 and a plain tensor; each outer one w = 4, inner, b = 3."""
     Module, Parameter, Tensor = classes
@@ -638,20 +638,20 @@ def _30_build(classes, setattr_, depth):
     return m
 
 
-def _30_model(classes, setattr_, depth):
-    m = _30_build(classes, setattr_, depth)
+def _05_model(classes, setattr_, depth):
+    m = _05_build(classes, setattr_, depth)
     return [p.data for p in m.parameters()] + [m.w.data]  # (a lost attribute raises)
 
 
-def check_30_setattr(module_setattr, *classes):
+def check_05_setattr(module_setattr, *classes):
     return compare("組み立て 1：Module.__setattr__（parameters() の値と model.w）",
-                   lambda d: _30_model(classes, module_setattr, d),
-                   lambda d: _30_model(classes, module_setattr_30, d),
+                   lambda d: _05_model(classes, module_setattr, d),
+                   lambda d: _05_model(classes, module_setattr_05, d),
                    [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))],
-                   solution("30-3"))
+                   solution("05-3"))
 
 
-def no_grad_30(Tensor):
+def no_grad_05(Tensor):
     """A no_grad for the notebook's Tensor: off inside, the previous state back after, always."""
     from contextlib import contextmanager
 
@@ -665,7 +665,7 @@ def no_grad_30(Tensor):
     return no_grad
 
 
-def _30_grad_enabled(Tensor, no_grad, nested):
+def _05_grad_enabled(Tensor, no_grad, nested):
     """Tensor.grad_enabled before, inside (nested: inside an inner one, after it), after; then
     after a no_grad left by an exception."""
     Tensor.grad_enabled, seen = True, [True]
@@ -687,16 +687,16 @@ def _30_grad_enabled(Tensor, no_grad, nested):
         Tensor.grad_enabled = True
 
 
-def check_30_no_grad(no_grad, Tensor):
+def check_05_no_grad(no_grad, Tensor):
     return compare("組み立て 2：no_grad（grad_enabled の移り変わり）",
-                   lambda n: _30_grad_enabled(Tensor, no_grad, n),
-                   lambda n: _30_grad_enabled(Tensor, no_grad_30(Tensor), n),
-                   [("1 段", (0,)), ("入れ子", (1,))], solution("30-4"))
+                   lambda n: _05_grad_enabled(Tensor, no_grad, n),
+                   lambda n: _05_grad_enabled(Tensor, no_grad_05(Tensor), n),
+                   [("1 段", (0,)), ("入れ子", (1,))], solution("05-4"))
 
 
-def check_30_state_dict(state_dict, *classes):
+def check_05_state_dict(state_dict, *classes):
     def answer(fn, depth):
-        d = fn(_30_build(classes, module_setattr_30, depth))
+        d = fn(_05_build(classes, module_setattr_05, depth))
         return [len(d)] + [d[k] for k in ["w", "inner.b", "inner.inner.w"][:depth + 1]]
 
     def reference(m, prefix=""):
@@ -707,10 +707,10 @@ def check_30_state_dict(state_dict, *classes):
 
     return compare("練習問題 1（state_dict：個数と各値）", lambda d: answer(state_dict, d),
                    lambda d: answer(reference, d), [("入れ子なし", (0,)), ("3 段", (2,))],
-                   solution("30-1"))
+                   solution("05-1"))
 
 
-def check_30_sgd_step(sgd_step, Parameter):
+def check_05_sgd_step(sgd_step, Parameter):
     def run(step, frozen):
         ps = [Parameter(float(i)) for i in range(4)]
         for i, p in enumerate(ps):
@@ -725,10 +725,10 @@ def check_30_sgd_step(sgd_step, Parameter):
 
     return compare("練習問題 2（sgd_step）", lambda f: run(sgd_step, f),
                    lambda f: run(reference, f), [("凍結なし", ((),)), ("1 つ凍結", ((1,),)),
-                                                 ("全部凍結", ((0, 1, 2, 3),))], solution("30-2"))
+                                                 ("全部凍結", ((0, 1, 2, 3),))], solution("05-2"))
 
 
-def check_31_linear_relu_backward(linear_relu_np_backward):
+def check_06_linear_relu_backward(linear_relu_np_backward):
     import numpy as np
 
     from utils import linear_np, linear_np_backward
@@ -745,35 +745,35 @@ def check_31_linear_relu_backward(linear_relu_np_backward):
     b = -np.diag(linear_np(x, w)[:3]) + np.array([1e-12, -1e-12, 1e-12])
     points.append(("ReLU の折れ目のそば", (r.normal(size=(6, 3)), x, w, b)))
     return compare("練習問題 1（dx, dw, db を並べたもの）", _flat(linear_relu_np_backward),
-                   _flat(reference), points, solution("31-1"))
+                   _flat(reference), points, solution("06-1"))
 
 
-def check_31_dropout_backward(dropout_backward):
+def check_06_dropout_backward(dropout_backward):
     import numpy as np
 
     r = np.random.default_rng(31)
     points = [(f"p = {p}", (r.normal(size=(4, 5)), r.random((4, 5)) >= p, p)) for p in (0.1, 0.5)]
     return compare("練習問題 2（dropout_backward）", dropout_backward,
-                   lambda dy, keep, p: dy * keep / (1 - p), points, solution("31-2"))
+                   lambda dy, keep, p: dy * keep / (1 - p), points, solution("06-2"))
 
 
-def check_32_init_std(xavier_std, he_std):
+def check_07_init_std(xavier_std, he_std):
     import math
 
     points = [(f"fan_in {i}、fan_out {o}", (i, o)) for i, o in ((1, 1), (16, 64), (768, 3072))]
     return compare("組み立て：Xavier と He の標準偏差", lambda i, o: [xavier_std(i, o), he_std(i)],
                    lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points,
-                   solution("32-3"))
+                   solution("07-3"))
 
 
-def check_32_he_uniform_bound(he_uniform_bound):
+def check_07_he_uniform_bound(he_uniform_bound):
     import math
 
     return compare("練習問題 1（he_uniform_bound）", he_uniform_bound, lambda n: math.sqrt(6 / n),
-                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], solution("32-1"))
+                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], solution("07-1"))
 
 
-def check_32_key_value_grads(key_value_grads):
+def check_07_key_value_grads(key_value_grads):
     import numpy as np
 
     from numpy_engine import attention_backward
@@ -790,4 +790,4 @@ def check_32_key_value_grads(key_value_grads):
         qkv = (r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)), r.normal(size=d))
         points += [(f"d = {d}、{'1/√d あり' if s else 'なし'}", qkv + (s,)) for s in (False, True)]
     return compare("練習問題 2（dK と dV を並べたもの）", _flat(lambda *a: key_value_grads(
-        *(np.copy(x) for x in a[:4]), a[4])), _flat(reference), points, solution("32-2"))
+        *(np.copy(x) for x in a[:4]), a[4])), _flat(reference), points, solution("07-2"))

@@ -33,7 +33,7 @@ def test_the_notebooks_are_numbered_in_reading_order():
 # executed notebook (prose, code, printed output, figures and the pieces the learner writes).
 
 
-# The notebooks as they were before the split into sittings; their successors (10-49) are on their
+# The notebooks as they were before the split into sittings; their successors (01-49) are on their
 # way. This set names files, not numbers, so it skips nothing once they are gone.
 BEFORE_THE_SPLIT = {"01_autograd_traced", "02_ch21_linear_softmax_rmsnorm", "03_ch22_gpt",
                     "05_pytorch_concepts_without_pytorch"}
@@ -496,16 +496,16 @@ def stream_text(stem):
 def test_lecture_3s_own_printed_lines_are_printed():
     # The lecture's scripts print these lines (under PyTorch 2.x, float32 and float16 as the lecture
     # runs them); the sittings reproduce them and explain them.
-    first = stream_text("50_lecture3_intro_sphere")
+    first = stream_text("11_lecture3_intro_sphere")
     assert "ノルムの平均: 1.000000" in first and "ノルムの標準偏差: 0.000000" in first
-    second = stream_text("51_lecture3_fp16_retraction")
+    second = stream_text("12_lecture3_fp16_retraction")
     for line in ("入力 (float16): tensor([5.9605e-08, 5.9605e-08, 5.9605e-08], dtype=torch.float16)",
                  "ノルム: 1.1920928955078125e-07",
                  "Unsafe (epsなし): tensor([0.5000, 0.5000, 0.5000], dtype=torch.float16)",
                  "ゼロをepsなしで割る: tensor([nan, nan, nan], dtype=torch.float16)"):
         assert line in second, line
     # the Gaussian-induced vMF at d = 768, |m| = 8, sigma = 0.5: the fitted kappa is about 512
-    fits = re.findall(r"^ *768 +8\.00 +0\.50 \|.*\| +([\d.]+) ", stream_text("53_lecture3_vmf_riemannian"),
+    fits = re.findall(r"^ *768 +8\.00 +0\.50 \|.*\| +([\d.]+) ", stream_text("14_lecture3_vmf_riemannian"),
                       flags=re.M)
     assert fits and abs(float(fits[0]) - 512) < 10, fits
 
