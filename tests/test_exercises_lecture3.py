@@ -1,4 +1,4 @@
-"""Lecture 3's exercises (sittings 50, 52, 55 and 56): each check says 正解 (True) to a right answer,
+"""Lecture 3's exercises (sittings 11, 13, 16 and 17): each check says 正解 (True) to a right answer,
 不正解 (False) to plausible wrong ones, and 未回答 (None) to the unsolved stub (the notebooks are
 executed unsolved). The checks compare by the table of exact / close / largest difference."""
 

@@ -7,7 +7,7 @@ missing (as in CI). To run them, install a CPU build of torch next to the test r
     /tmp/torchvenv/bin/python -m pytest tests/test_torch_facts.py
 
 Each test names the notebook section whose prose it backs. Where a notebook reproduces what the lecture's own code
-prints (notebook 51 §1), the test runs that code under torch and compares with the committed notebook's output.
+prints (notebook 12 §1), the test runs that code under torch and compares with the committed notebook's output.
 """
 import math
 from pathlib import Path

@@ -57,7 +57,7 @@ class Module:
         object.__setattr__(self, "_modules", {})
         self.training = True
 
-    def __setattr__(self, name, value):       # notebook 30's build
+    def __setattr__(self, name, value):       # notebook 05's build
         if isinstance(value, Value):
             self._parameters[name] = value
         elif isinstance(value, Module):
@@ -139,7 +139,7 @@ print(f"pack_params(..., float32)：新しい辞書の型 {sorted({str(a.dtype) 
 #
 # 資料の「④ 個別インスタンス vs 使い回し」は、パラメータを持つモジュールを2か所で共有すると
 # 「お互いのパラメータ学習を破壊し合ってモデルが壊れてしまう」と書いています。これは言い過ぎです。1つのパラメータを2か所で使うと、
-# 逆伝播で2本の道の勾配が **足し合わされる** だけで（自動微分のノートの「2回使われる値」）、学習はふつうに進みます。共有は「2か所の値を同じにする」という制約で、
+# 逆伝播で2本の道の勾配が **足し合わされる** だけで（ノート 02 §4 の「勾配は足し合わされる」）、学習はふつうに進みます。共有は「2か所の値を同じにする」という制約で、
 # GPT-2 は入力の埋め込み `wte` と出力層 `lm_head` を同じ行列で共有しています（weight tying）。
 # 資料の言い分のうち正しいのは、norm1 と norm2 の最適な倍率が違うなら、共有するとその違いを表せなくなる（表現力を削る）、というところまでです。
 #

@@ -45,7 +45,7 @@ vocab = microgpt.build_vocab(docs)
 train_docs, val_docs = microgpt.split_docs(docs, seed=42)
 BOS = len(vocab)
 cfg = microgpt.GPTConfig(vocab_size=len(vocab) + 1)
-with contextlib.redirect_stdout(io.StringIO()):   # the model of notebooks 40 and 41: 2000 steps, a few seconds
+with contextlib.redirect_stdout(io.StringIO()):   # the model of notebooks 08 and 09: 2000 steps, a few seconds
     params = microgpt.train(train_docs, val_docs, vocab, cfg, steps=2000, batch_size=16, engine="numpy",
                             eval_every=2000, seed=42).params
 
@@ -75,7 +75,7 @@ print("\n".join(difflib.unified_diff(src_gpt, src_sphere, "gpt", "gpt_sphere", n
 # | $q, k$ はそのまま、ロジットは $q_h \cdot k_h / \sqrt{d}$ | ヘッドごとに $q_h, k_h$ を `l2_normalize` して学習可能な $s_{qk}$ を掛け、ロジットは $q_h \cdot k_h \cdot \sqrt{d}$ | 単位ベクトル同士の内積はコサインで $[-1, 1]$ に収まります。$\sqrt{d}$ で割るとロジットがさらに小さくなり注意がほぼ一様になるので、逆に $\sqrt{d}$ を掛け、残りの倍率は $s_{qk}$（初期値 1）に学ばせます。`gpt` の $1/\sqrt{d}$ は、ノルムが制御されていない内積の分散を抑えるためのものです。 |
 # | 残差 `x = x + f(x)`（注意と MLP の2か所） | $h \leftarrow \mathrm{Norm}(h + \alpha\,(\mathrm{Norm}(f(h)) - h))$ | ブロックの出力を足し込むのではなく、球面上の $h$ から正規化した出力 $\mathrm{Norm}(f(h))$ の方向へ、次元ごとの学習可能な歩幅 $\alpha$（初期値 `alpha_init` = 0.05）だけ進み、`l2_normalize` で球面に戻します。コードは $h$ を `l2_normalize(h)` と書きますが、$h$ はすでに単位ベクトルなので同じものです。 |
 # | `mlp_fc1` の出力をそのまま ReLU へ | `mlp_fc1` の出力に $s_u$ を掛けてから ReLU | 入力が単位ベクトルなので `mlp_fc1` の出力（コサイン）は小さくなります。学習可能な $s_u$（初期値 $\sqrt{C} = 4$、隠れ層のユニットごとに1つ）を掛けます。ただし ReLU の後には正規化 $\mathrm{Norm}(h_M)$ が来るので、**全ユニットの $s_u$ を同じ倍率で変えても何も変わりません**。効くのはユニットどうしの比だけです（表のすぐ後のセル）。 |
-# | `logits = linear(x, lm_head)` | `linear(h, lm_head)` に $s_z$ を掛ける | `lm_head` の行も $h$ も単位ベクトルなので、ロジットはコサイン（$[-1, 1]$）。そのままでは softmax がほとんど平らにしかならないので、トークンごとの学習可能な $s_z$ がロジットの幅を決めます。講義3 の von Mises–Fisher 分布の集中度 κ にあたるのがこの $s_z$ です（講義3 のノート）。 |
+# | `logits = linear(x, lm_head)` | `linear(h, lm_head)` に $s_z$ を掛ける | `lm_head` の行も $h$ も単位ベクトルなので、ロジットはコサイン（$[-1, 1]$）。そのままでは softmax がほとんど平らにしかならないので、トークンごとの学習可能な $s_z$ がロジットの幅を決めます。講義3 の von Mises–Fisher 分布の集中度 κ にあたるのがこの $s_z$ です（講義3 のすわり 16 §1）。 |
 # | — | `base = n_embd ** -0.5`、`_abs(a)` | 倍率 $s_{qk}, \alpha, s_z$ は小さな値（`base` = $1/\sqrt{C}$）で保存し、順伝播で掛け戻します（Adam の一歩がちょうどよい大きさになる、nGPT の工夫）。$\alpha$ は絶対値を取って正に保ちます。 |
 # | ヘッドのループ変数 `h` | `hd` | 球面版では `h` が隠れ状態の名前なので、ループ変数の名前を変えただけです。 |
 #
@@ -106,7 +106,7 @@ print("7.3 倍して割り戻した差の最大：relu(7.3 u) / 7.3 - relu(u) ="
 # nGPT の論文とコードでは、MLP は ReLU ではなく SwiGLU（$\mathrm{SiLU}(s_v \odot v) \odot (s_u \odot u)$）で、$\sqrt{d_{\text{model}}}$ の因子は
 # $s_u$ ではなく SiLU のゲートに入る $s_v$ の側にあります。SiLU は正の同次性を持たない（最後の行：7.3 倍して割り戻すと値が変わる）ので、
 # そちらの倍率には意味があるからです。このプロジェクトが論文から変えている点（ReLU と $s_u$ だけ、学習する位置埋め込み `wpe`）は、
-# 講義3 の vMF と nGPT のノートにまとめています。
+# 講義3 のすわり 15 §3 にまとめています。
 #
 # 表の $s_z$ の行の意味を数値で見ておきます。球面版を初期化して（学習なし）`emma` を通すと、$s_z$ の初期値は 1 なのでロジットはコサインそのもので、
 # 絶対値は 1 を超えません。
@@ -136,7 +136,7 @@ print("gpt_sphere と gpt_forward（球面版）のロジットの差の最大 =
 
 # %% [markdown]
 # ロジットの絶対値は最大でも 0.6634 で 1 を超えず、最大の確率は 0.0664 と、上限 0.2213 よりさらに小さくとどまります。
-# 学習で $s_z$ が大きくなって初めて、球面版のモデルは鋭い予測を出せます（この $s_z$ の学習は講義3 のノートで見ます）。
+# 学習で $s_z$ が大きくなって初めて、球面版のモデルは鋭い予測を出せます（この $s_z$ の学習は講義3 のすわり 15、16 で見ます）。
 
 # %% [markdown]
 # ## 2. 温度を変えてサンプリング

@@ -4,7 +4,7 @@
 # （目安：約34分）
 #
 # **対応する講義:** 幾何学講義 第3回の「実装ノート」のコード例 `03_normalized_linear.py` の `NormalizedResidual` と `03_vmf_distribution_plot.py`、
-# 本文の「vMF と正規分布の対応」の表（κ → ∞ の行を含む）。すわり 51 の続きです。
+# 本文の「vMF と正規分布の対応」の表（κ → ∞ の行を含む）。すわり 12 の続きです。
 #
 # このすわりで見るもの：
 #
@@ -43,7 +43,7 @@ np.set_printoptions(precision=6, suppress=False)
 # %% [markdown]
 # ## 1. 残差接続：講義の $x + \alpha f(x)$ と nGPT の $h + \alpha(\mathrm{Norm}(f(h)) - h)$
 #
-# 講義の `NormalizedResidual`（コード例 `03_normalized_linear.py`）を、すわり 51 の `NormalizedLinear` と同じく関数で書きます：
+# 講義の `NormalizedResidual`（コード例 `03_normalized_linear.py`）を、すわり 12 の `NormalizedLinear` と同じく関数で書きます：
 # $x \leftarrow \mathrm{Normalize}(x + \alpha f(x))$。最後の正規化が、球面へ戻すリトラクションで、nGPT の「残差接続後：正規化」にあたります。
 #
 # 講義の `NormalizedResidual` は $\mathrm{Normalize}(x + \alpha f(x))$ です。nGPT の論文（Loshchilov et al., 2025）と microgpt の `gpt_sphere` の残差更新は少し違い、
@@ -332,7 +332,7 @@ slider_figure(draw_vmf, {"kappa": ("log", 0.1, 200.0, 10.0)}, description=["κ"]
 # | κ → ∞ | 幅が $1/\sqrt\kappa$ で縮み、ピークが伸び、積分は 1 のまま：デルタ関数に近づく | §2 |
 # | 「指数関数的な減衰」 | 平均方向の近くでは、正規分布も vMF もずれの2乗の指数関数（vMF は θ についてのガウス分布）。違いは裾で、vMF は $e^{-2\kappa}$ で止まる | §2 |
 #
-# 次のすわり（53）では、$\mathbb{S}^2$ の上の vMF からサンプルを引き、ガウス分布から vMF が生まれる仕組みと、球面上の勾配法を見ます。
+# 次のすわり（14）では、$\mathbb{S}^2$ の上の vMF からサンプルを引き、ガウス分布から vMF が生まれる仕組みと、球面上の勾配法を見ます。
 
 # %% [markdown]
 # ## 理解度チェック
