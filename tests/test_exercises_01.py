@@ -1,4 +1,4 @@
-"""Notebook 10's build steps and exercises: each check says 正解 (True) to a right answer, 不正解
+"""Notebook 01's build steps and exercises: each check says 正解 (True) to a right answer, 不正解
 (False) to a wrong one, and 未回答 (None) to the unsolved stub, so the notebook runs clean unsolved.
 The learner's Value is the notebook's skeleton class; its ops call the functions being checked."""
 

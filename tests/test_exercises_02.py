@@ -1,4 +1,4 @@
-"""Notebook 11's exercises: 正解 (True) to a right answer, 不正解 (False) to a wrong one (the central
+"""Notebook 02's exercises: 正解 (True) to a right answer, 不正解 (False) to a wrong one (the central
 difference beside the kink among them), 未回答 (None) to the unsolved stub."""
 
 import math

@@ -1,4 +1,4 @@
-"""Notebook 20's build steps and exercises (chapter 21's functions on lists of Values): 正解 (True)
+"""Notebook 03's build steps and exercises (chapter 21's functions on lists of Values): 正解 (True)
 to a right answer, 不正解 (False) to a wrong one, 未回答 (None) to the unsolved stub."""
 
 import sys

@@ -1,4 +1,4 @@
-"""Notebook 21's build steps and exercises (chapter 21's backward in NumPy): 正解 (True) to a right
+"""Notebook 04's build steps and exercises (chapter 21's backward in NumPy): 正解 (True) to a right
 answer in any correct form, 不正解 (False) to a wrong one or to central differences where they lose
 their digits, 未回答 (None) to the unsolved stub."""
 

@@ -1,4 +1,4 @@
-"""Notebook 30's build checks (Module.__setattr__, no_grad) and exercise checks (state_dict,
+"""Notebook 05's build checks (Module.__setattr__, no_grad) and exercise checks (state_dict,
 sgd_step): each says True on a right answer, False on a wrong one and None while unanswered.
 
 The checks take the notebook's own classes (Tensor, Parameter, Module): they are taken from the
@@ -15,7 +15,7 @@ from build import parse_cells  # noqa: E402
 
 
 def notebook_classes():
-    """Tensor, Parameter and Module as notebook 30 defines them (the cells that define them run)."""
+    """Tensor, Parameter and Module as notebook 05 defines them (the cells that define them run)."""
     namespace = {"contextmanager": contextmanager}
     for kind, code in parse_cells((NB / "src" / "05_pytorch_parameter_module.py").read_text()):
         if kind == "code" and code.startswith(("class Tensor", "class Parameter")):

@@ -1,4 +1,4 @@
-"""Notebook 31's exercise checks (the backward of relu(linear + b), dropout's backward): True on a
+"""Notebook 06's exercise checks (the backward of relu(linear + b), dropout's backward): True on a
 right answer, False on a wrong one, None while unanswered."""
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Notebook 32's build check (Xavier's and He's std) and exercise checks (He's uniform bound, the
+"""Notebook 07's build check (Xavier's and He's std) and exercise checks (He's uniform bound, the
 gradients reaching the keys and values): True on a right answer, False on a wrong one, None while
 unanswered."""
 import math

@@ -1,4 +1,4 @@
-"""Notebook 40's exercise checks (causal attention of every position, the number of parameters):
+"""Notebook 08's exercise checks (causal attention of every position, the number of parameters):
 True on a right answer, False on a wrong one, None while unanswered."""
 import math
 import sys

@@ -1,4 +1,4 @@
-"""Notebook 41's build check (an Adam step) and exercise checks (the bigram baseline, Adam's first
+"""Notebook 09's build check (an Adam step) and exercise checks (the bigram baseline, Adam's first
 step): True on a right answer, False on a wrong one, None while unanswered."""
 import math
 import sys

@@ -1,4 +1,4 @@
-"""Notebook 42's exercise checks (the sphere mode's extra parameters, softmax with a temperature):
+"""Notebook 10's exercise checks (the sphere mode's extra parameters, softmax with a temperature):
 True on a right answer, False on a wrong one, None while unanswered."""
 import sys
 from pathlib import Path

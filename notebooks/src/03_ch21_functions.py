@@ -51,7 +51,7 @@ np.set_printoptions(precision=6, suppress=True)
 # %% [markdown]
 # ## 0. 章の行番号と、コードのあるファイル
 #
-# 章は `linear` を「L129–L131」、`softmax` を「L133–L138」、`rmsnorm` を「L140–L144」と、**microgpt.py** の行番号で示します。
+# 章は `linear` を「L129–L131」、`softmax` を「L133–L138」、`rmsnorm` を「L140–L144」と、**microgpt.py** の行番号で示します（3つで L129–L144）。
 # これは参照実装（Karpathy の microgpt、1ファイル）の、章が使った版の行番号です（章のコードには日本語の docstring が付いていて、どのリビジョンかは章に書かれていません。§4 の「microgpt.py のコメント」を参照）。このプロジェクトでは3つの関数は **`utils.py`** にあり、
 # `microgpt.py` はそれを import して使います。行番号も違うので、実行時のソースから確かめます（ファイル名と行番号は `inspect` が返すもの）。
 
@@ -75,7 +75,7 @@ print("microgpt.py の import 文:", [line for line in inspect.getsource(microgp
 #     return [sum(wi * xi for wi, xi in zip(wo, x)) for wo in w]
 # ```
 #
-# `w` は「行が出力次元、列が入力次元」のリストのリストで、出力の各成分は `w` の1行と `x` の内積です。
+# 重み行列 `w` は「行が出力次元、列が入力次元」のリストのリストで、出力の各成分は `w` の1行と入力ベクトル `x` の内積です。
 # 章の最小例は入力2次元・出力1ニューロン：$x = [1, 2]$、$w = [[3, 4]]$ で $y_0 = 3 \times 1 + 4 \times 2 = 11$。
 
 #
@@ -169,6 +169,7 @@ try:
 except NumericError as e:
     print("最大値を引かないと:", e)
 
+# %% [markdown]
 # ## 3. `rmsnorm`：RMS（二乗平均の平方根）でスケール
 #
 # ```python
@@ -208,6 +209,7 @@ print("出力の二乗平均         =", sum(v.data**2 for v in y) / 2)
 # ## 4. LayerNorm と RMSNorm を並べる
 #
 # 章の注記のとおり、LayerNorm は「中心化（平均を引く）→ スケーリング（標準偏差で割る）」、RMSNorm は中心化を省いて RMS で割るだけです。
+# どちらも目的は同じで、層を重ねても中間の値が極端に大きくも小さくもならないようにし、勾配が安定して流れるようにすることです。
 # このプロジェクトには LayerNorm はないので、比較用にここで NumPy の2行で書きます（まずは学習可能な倍率・バイアスなし、$\epsilon = 10^{-5}$。倍率とバイアスはこの節の後半で）。
 # RMSNorm はプロジェクトの `utils.rmsnorm_np`（`rmsnorm` の NumPy 版）を使います。
 #

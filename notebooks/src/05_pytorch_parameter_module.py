@@ -115,12 +115,12 @@ print(f"z = x*3：z.requires_grad = {z.requires_grad}、グラフの子 {len(z._
 # ## 2. `Parameter` と `Module` を組み立てる
 #
 # 資料の言うとおり、`nn.Parameter` で包んだテンソルをモデルの属性にすると、それだけで `model.parameters()` に登録されます。
-# `self.w = nn.Parameter(...)` と **代入しただけ** で登録されるのは、`nn.Module` が属性の代入 `__setattr__` を横取りしているからです。
+# `self.w = nn.Parameter(...)` と **代入しただけ** で登録されるのは、`nn.Module` が属性の代入 `__setattr__` を横取りしているからです（資料の言う「重みの自動管理」）。
 #
 # - `Parameter` は `requires_grad=True` が既定の `Tensor` です（下のセルの3行）。
 # - `Module` は、パラメータの台帳 `_parameters` と子モジュールの台帳 `_modules`（どちらも名前 → 中身の辞書）を持ちます。
 #   `parameters()` は自分のパラメータを代入した順に出し、続けて子モジュールの中へ入ります。`model(x)` は `__call__` を通り、
-#   `forward` を呼んでから、登録されたフックを実行します（資料の「裏側の下準備」のうち、本当に `__call__` がすること）。
+#   `forward` 関数を呼んでから、登録されたフックを実行します（資料の「裏側の下準備」のうち、本当に `__call__` がすること）。
 #
 # **組み立て 1：** `module_setattr(self, name, value)` を書いてください。`value` が `Parameter` なら `self._parameters[name]` に、
 # `Module` なら `self._modules[name]` に入れ、どちらの場合も（それ以外でも）ふつうの属性として `object.__setattr__(self, name, value)` で保存します。

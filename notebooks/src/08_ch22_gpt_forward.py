@@ -46,6 +46,7 @@ from value import topological_order
 plt.rcParams["figure.dpi"] = 100
 np.set_printoptions(precision=4, suppress=True)
 
+# %% [markdown]
 # ## 1. データ、トークナイザ、パラメータ
 #
 # コーパスは英語圏のファーストネームです（PyPI パッケージ `names` に同梱の、米国 1990 年国勢調査の男性・女性のファーストネーム一覧。

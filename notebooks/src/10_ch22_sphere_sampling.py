@@ -54,6 +54,7 @@ def nums(vec):
     """The numbers inside a list of Values, as an array (for printing)."""
     return np.array([v.data for v in vec])
 
+# %% [markdown]
 # ## 1. `gpt` と `gpt_sphere` の差分
 #
 # `microgpt.py` には、講義3「プラネタリウムの建設: 球面へのパラダイムシフト」の nGPT（すべてのベクトルを単位超球面の上に置く GPT）版
