@@ -21,28 +21,30 @@ SOURCES = build.sources()
 IDS = [p.stem for p in SOURCES]
 
 
-def test_the_notebooks_are_numbered_in_reading_order():
-    # two digits, each number once: the file names sort in the order a learner reads them
-    numbers = [p.stem[:2] for p in SOURCES]
-    assert all(n.isdigit() for n in numbers) and len(set(numbers)) == len(numbers), numbers
-    lecture_3 = ["lecture3" in p.stem for p in SOURCES]
-    assert any(lecture_3) and lecture_3 == sorted(lecture_3), "lecture 3's sittings come last"
+READING_ORDER = [
+    "01_autograd_build", "02_autograd_traced",                                      # autograd
+    "03_ch21_functions", "04_ch21_backward",                                        # chapter 21
+    "05_pytorch_parameter_module", "06_pytorch_modules_linear", "07_pytorch_init_vanishing",
+    "08_ch22_gpt_forward", "09_ch22_training_loop", "10_ch22_sphere_sampling",      # chapter 22
+    "11_lecture3_intro_sphere", "12_lecture3_fp16_retraction", "13_lecture3_residual_vmf",
+    "14_lecture3_vmf_riemannian", "15_lecture3_ngpt_training", "16_lecture3_vmf_softmax",
+    "17_lecture3_planetarium_curvature",
+]
+
+
+def test_the_17_sittings_are_numbered_in_reading_order():
+    # autograd, chapter 21, the PyTorch concepts, chapter 22, lecture 3: the file names sort in the
+    # order a learner reads them, numbered 01-17 without a gap
+    assert IDS == READING_ORDER
+    assert [int(stem[:2]) for stem in IDS] == list(range(1, len(IDS) + 1))
 
 
 # A sitting states its reading time under its title, as build.reading_minutes gives it for the
 # executed notebook (prose, code, printed output, figures and the pieces the learner writes).
 
 
-# The notebooks as they were before the split into sittings; their successors (01-49) are on their
-# way. This set names files, not numbers, so it skips nothing once they are gone.
-BEFORE_THE_SPLIT = {"01_autograd_traced", "02_ch21_linear_softmax_rmsnorm", "03_ch22_gpt",
-                    "05_pytorch_concepts_without_pytorch"}
-
-
 @pytest.mark.parametrize("src", SOURCES, ids=IDS)
 def test_the_stated_reading_time_is_the_formulas_and_at_most_40_minutes(src):
-    if src.stem in BEFORE_THE_SPLIT:
-        pytest.skip("a notebook from before the split into sittings of at most 40 minutes")
     nb = nbformat.read(NB_DIR / (src.stem + ".ipynb"), as_version=4)
     stated, measured = build.stated_minutes(nb), build.reading_minutes(nb)
     assert stated is not None, f"no （目安：約NN分） under the title of {src.name}"
@@ -196,8 +198,6 @@ def test_missing_glyph_detector_sees_a_box(tmp_path):
 
 @pytest.mark.parametrize("src", SOURCES, ids=IDS)
 def test_notebook_ends_with_a_summary_a_self_check_and_exercises(src):
-    if src.stem in BEFORE_THE_SPLIT:
-        pytest.skip("a notebook from before the split: its exercises still say they deter")
     cells = build.parse_cells(src.read_text(encoding="utf-8"))
     headings = [(i, line) for i, (kind, text) in enumerate(cells) if kind == "markdown"
                 for line in text.splitlines() if line.startswith("## ")]
@@ -215,9 +215,17 @@ def test_notebook_ends_with_a_summary_a_self_check_and_exercises(src):
     assert len(stubs) >= len(checks), "every checked exercise leaves a stub for the learner"
     if checks:   # an exercise the learner writes: graded hints, and a folded way to the worked solution
         assert "ヒント 1" in prose and "ヒント 2" in prose, "hints 1 and 2, each in <details>"
+        # each check shows its worked solution folded under its table (「行き詰まったら：解答例」);
+        # the prose says so once, or names each exercise's section of worked_solutions.md
+        sys.path.insert(0, str(NB_DIR))
+        import exercises
+
         everywhere = "\n".join(text for kind, text in cells if kind == "markdown")
-        assert "worked_solutions" in everywhere or "解答例" in everywhere, (
-            "a stuck learner finds the worked solution")
+        keys = [re.findall(r'"(\d\d-\d)"', inspect_source(getattr(exercises, name)))[0]
+                for name in re.findall(r"exercises\.(check_\w+)\(", "\n".join(code_after))]
+        unnamed = [key for key in keys if f"「{key}」" not in everywhere]
+        assert not unnamed or "行き詰まったら：解答例" in everywhere, (
+            f"a stuck learner finds the worked solutions of {unnamed}")
     else:        # exercises done on paper or by editing a cell: their answers folded
         assert prose.count("<details>") >= 1, "the answers of written exercises go in <details>"
 

@@ -519,6 +519,12 @@ import exercises
 # `relu` が子に渡す局所勾配は、入力が正かどうかだけで決まる数です。`tanh` の局所勾配は、その出力の値で書けます。
 #
 # </details>
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「02-1」にあります。
+#
+# </details>
 
 # %%
 def grad_a(a, b):
@@ -546,6 +552,12 @@ exercises.check_02_grad_a(grad_a)
 # <details><summary>ヒント 2</summary>
 #
 # スタックに積むものを、ノードだけでなく「ノードと、その子をすでに積んだかどうかの印」の組にしてみてください。
+#
+# </details>
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「02-2」にあります。
 #
 # </details>
 
