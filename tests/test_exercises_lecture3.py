@@ -68,7 +68,7 @@ def test_safe_normalize(capsys):
 
 
 def test_safe_normalize_points_sit_on_both_sides_of_the_kink():
-    norms = [np.sqrt((x * x).sum()) for _, x in exercises._5x_points(np.random.default_rng(0), 5)]
+    norms = [np.sqrt((x * x).sum()) for _, x in exercises.sphere_points(np.random.default_rng(0), 5)]
     assert any(1e-12 < n < 1e-12 * (1 + 2e-9) for n in norms)
     assert any(1e-12 * (1 - 2e-9) < n < 1e-12 for n in norms)
 
