@@ -84,7 +84,7 @@ def lecture_fp16_lines():
 
 def test_the_fp16_script_prints_what_notebook_12_reproduces():
     lines, _ = lecture_fp16_lines()
-    printed = stream_text("51_lecture3_fp16_retraction.ipynb", "講義のスクリプトが PyTorch 2.x で表示するもの")
+    printed = stream_text("12_lecture3_fp16_retraction.ipynb", "講義のスクリプトが PyTorch 2.x で表示するもの")
     block = printed.split("---\n", 1)[1].split("\n--- このあと", 1)[0].splitlines()
     assert block == lines
 
