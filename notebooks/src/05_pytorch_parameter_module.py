@@ -1,7 +1,7 @@
 # %% [markdown]
 # # PyTorch の概念を組み立てる（1）：`requires_grad`、`Parameter`、`Module`、`no_grad`
 #
-# （目安：約36分）
+# （目安：約37分）
 #
 # **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」の 1（Parameter と requires_grad）と
 # 3（nn.Module と forward 関数の作法）。
