@@ -2,8 +2,8 @@
 
 The `Value` of Karpathy's microgpt / micrograd as most people first write it: constants wrapped in
 nodes of their own, `a - b` as `a + (-b)` and `a / b` as `a * b**-1`, a recursive topological sort.
-Same numbers as value.py (bench.py runs the chapter code on both); notebook 01 shows its recursive
-sort failing (RecursionError) on a deep graph that value.py handles.
+Same numbers as value.py (bench.py runs the chapter code on both); notebook 02's 発展 part shows
+its recursive sort failing (RecursionError) on a deep graph that value.py handles.
 """
 import math
 

@@ -19,6 +19,7 @@ tests execute them from both folders: `execute_all`). Volatile metadata
 (execution timing, kernel version details) is not recorded, so rebuilding an
 unchanged source gives an unchanged (or near-unchanged) .ipynb.
 """
+import re
 import sys
 import time
 from pathlib import Path
@@ -73,7 +74,24 @@ def to_notebook(src_path):
     # Stable cell ids (nbformat would draw random ones): a rebuild must not change them.
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i:02d}"
+    fold_advanced_parts(nb)
     return nb
+
+
+ADVANCED = "## 発展"
+
+
+def fold_advanced_parts(nb):
+    """Fold the code of a 発展 part (a markdown cell opening with '## 発展', up to the next '## '
+    heading): Jupyter shows such a cell collapsed until the reader opens it, so a detour the sitting
+    can do without stays one click away."""
+    folding = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            folding = cell.source.startswith(ADVANCED)
+        elif cell.cell_type == "code" and folding:
+            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+            cell.metadata["tags"] = ["発展"]
 
 
 def _client(nb, timeout, cwd):
@@ -155,6 +173,15 @@ def reading_minutes(nb):
     return round(minutes)
 
 
+STATED_TIME = re.compile(r"（目安：約(\d+)分）")
+
+
+def stated_minutes(nb):
+    """The reading time a notebook states under its title, `（目安：約NN分）`, or None."""
+    found = STATED_TIME.findall(nb.cells[0].source) if nb.cells else []
+    return int(found[0]) if found else None
+
+
 def build(src_path, run=True):
     nb = to_notebook(src_path)
     if run:
@@ -174,9 +201,16 @@ def main(argv):
     for p in picked:
         t = time.perf_counter()
         out = build(p, run=run)
-        minutes = reading_minutes(nbformat.read(out, as_version=4))
+        nb = nbformat.read(out, as_version=4)
+        minutes, stated = reading_minutes(nb), stated_minutes(nb)
+        if stated == minutes:
+            note = ""
+        elif stated is None:
+            note = "  (state it under the title: （目安：約NN分）)"
+        else:
+            note = f"  (the title states {stated}: write {minutes})"
         print(f"{out.relative_to(NB_DIR.parent)}  {time.perf_counter() - t:5.1f} s"
-              f"  reading time about {minutes} min")
+              f"  reading time about {minutes} min{note}")
     print(f"total {time.perf_counter() - total:.1f} s")
 
 

@@ -1,4 +1,4 @@
-"""figures.py -- how the notebooks show computation graphs (shared by notebooks 01 and 02).
+"""figures.py -- how the notebooks show computation graphs (shared by notebooks 02 and 04).
 
 tracing.draw_graph sizes its figure for 7-point text. Shown inline, a notebook scales a wide graph
 down to the page width and that text becomes unreadable; so the figure is rendered at 150 dpi and

@@ -7,7 +7,7 @@ missing (as in CI). To run them, install a CPU build of torch next to the test r
     /tmp/torchvenv/bin/python -m pytest tests/test_torch_facts.py
 
 Each test names the notebook section whose prose it backs. Where a notebook reproduces what the lecture's own code
-prints (notebook 04 §2), the test runs that code under torch and compares with the committed notebook's output.
+prints (notebook 12 §1), the test runs that code under torch and compares with the committed notebook's output.
 """
 import math
 from pathlib import Path
@@ -33,7 +33,7 @@ def stream_text(notebook, marker):
     raise AssertionError(f"no output with {marker!r} in {notebook}")
 
 
-# ---------------------------------------------------------------- 01 §5: a second backward()
+# ---------------------------------------------------------------- 02 §4: a second backward()
 
 @pytest.mark.parametrize("expr, fails", [
     ("2*b", True), ("b/2", True), ("b+2*b", True), ("b*b", True), ("b.tanh()", True),  # nodes that save tensors
@@ -57,10 +57,10 @@ def test_retain_graph_makes_the_second_backward_accumulate():
     y = a * a + 2 * a
     y.backward(retain_graph=True)
     y.backward()
-    assert a.grad.item() == 16.0  # notebook 01 §5: 8, then 16
+    assert a.grad.item() == 16.0  # notebook 02 §4: 8, then 16
 
 
-# ---------------------------------------------------------------- 04 §1-§2: the lecture's code, as it really prints
+# ------------------------------------ 11 §1-§2, 12 §1: the lecture's code, as it really prints
 
 def test_the_l2_normalize_script_prints_mean_1_and_std_0():
     torch.manual_seed(0)
@@ -82,10 +82,10 @@ def lecture_fp16_lines():
             f"ゼロをepsなしで割る: {zero_fp16 / zero_fp16.norm()}"], small_fp16
 
 
-def test_the_fp16_script_prints_what_notebook_04_reproduces():
+def test_the_fp16_script_prints_what_notebook_12_reproduces():
     lines, _ = lecture_fp16_lines()
-    printed = stream_text("04_lecture3_hypersphere.ipynb", "what the lecture's script prints")
-    block = printed.split("---\n", 1)[1].split("\n--- then", 1)[0].splitlines()
+    printed = stream_text("12_lecture3_fp16_retraction.ipynb", "講義のスクリプトが PyTorch 2.x で表示するもの")
+    block = printed.split("---\n", 1)[1].split("\n--- このあと", 1)[0].splitlines()
     assert block == lines
 
 
@@ -113,7 +113,7 @@ def test_added_eps_gradient_is_32_5_and_the_clamp_gives_0():
     assert torch.all(x2.grad.abs() < 1e-3 * 32.5)  # F.normalize clamps: (close to) no gradient, not 32.5
 
 
-# ---------------------------------------------------------------- 02 §5: LayerNorm's gain and bias, RMSNorm's gain
+# ---------------------------------------------------------------- 03 §4: LayerNorm's gain and bias, RMSNorm's gain
 
 def test_layernorm_has_a_gain_of_ones_and_a_bias_of_zeros_and_divides_by_the_std():
     ln = nn.LayerNorm(4)
@@ -122,7 +122,7 @@ def test_layernorm_has_a_gain_of_ones_and_a_bias_of_zeros_and_divides_by_the_std
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [101.0, 102.0, 103.0, 104.0]], dtype=torch.float64)
     want = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
     assert torch.allclose(ln.double()(x), want)
-    assert torch.allclose(ln.double()(x)[0], ln.double()(x)[1])  # shift invariant (02 §5's prediction)
+    assert torch.allclose(ln.double()(x)[0], ln.double()(x)[1])  # shift invariant (03 §4's prediction)
 
 
 def test_rmsnorm_has_a_gain_and_no_bias():
@@ -130,7 +130,7 @@ def test_rmsnorm_has_a_gain_and_no_bias():
     assert [name for name, _ in norm.named_parameters()] == ["weight"]
 
 
-# ---------------------------------------------------------------- 05: Parameter, Module, Linear, init
+# ---------------------------------------------------------------- 05-07: Parameter, Module, Linear, init
 
 def test_requires_grad_defaults():
     assert torch.rand(3).requires_grad is False

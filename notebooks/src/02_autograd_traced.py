@@ -1,23 +1,24 @@
 # %% [markdown]
 # # 自動微分を1行ずつ追う（`value.Value`）
 #
-# **対応する章:** microgpt 本の `Value`（スカラー自動微分）の部分。第21章（`linear` / `softmax` / `rmsnorm`）と
-# 第22章（`gpt`）は、すべてこの `Value` の演算の組み合わせとして書かれています。その土台の実習です。
+# （目安：約40分）
+#
+# **対応する章:** microgpt 本の `Value`（スカラー自動微分）の部分。ノート 01 で自分の `Value` を作りました。
+# ここでは、このプロジェクトのエンジン `value.Value` で、`backward()` が何をしているかを1行ずつ追います。
 #
 # このノートで見られるもの：
 #
 # 1. 小さな式を `Value` で組み、計算グラフを描く（`tracing.draw_graph`。150 dpi の実寸で表示）。各ノードの `grad` が $\partial L/\partial(\text{そのノード})$ であること。
-# 2. `backward()` が **どの順に** ノードを訪れ、各辺で `child.grad += local_grad * node.grad` を
-#    どう積み上げるかを、ノードごとの表で見る（`tracing.trace_backward`）。
-# 3. micrograd でおなじみの式で、勾配を手計算・公開値と照合し、`value.gradient_check` で数値微分（中心差分）とも照合する。
-# 4. 局所勾配をわざと間違えたノードを `gradient_check` が FAIL と判定する様子と、この検査の限界（特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる）。
-# 5. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch で2回目がエラーになるのはどんなグラフか、その規則も）。
-# 6. 20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由（再帰版は `RecursionError` で止まる。再帰上限はこの環境で実際に表示する）。
-#    1 未満の因子を掛ける段を重ねると勾配が消えていくこと（0.1 を 324 回掛けると、勾配はちょうど 0）。
-# 7. Graphviz の DOT テキスト（`tracing.to_dot`）。
-# 8. まとめ、理解度チェック（答えは折りたたみ）と、コードで解く練習問題4題（チェックセルが 正解 / 不正解 / 未回答 を表示。正解すると解答例を開ける）。
+#    `backward()` が **どの順に** ノードを訪れ、各辺で `child.grad += local_grad * node.grad` をどう積み上げるかを、ノードごとの表で見る（`tracing.trace_backward`）。
+# 2. micrograd でおなじみのニューロン1個と README の式（公開値 `a.grad = 138.8338` など）で、勾配を手計算・公開値と照合し、`value.gradient_check` で数値微分（中心差分）とも照合する。
+# 3. 局所勾配をわざと間違えたノードを `gradient_check` が FAIL と判定する様子と、この検査の限界（特別な点では間違いを見逃し、折れ点では正しい実装も FAIL になる）。
+# 4. 同じノードを2回使うと勾配が足し合わされること、`backward()` を2回呼ぶと葉の勾配が累積すること（PyTorch で2回目がエラーになるのはどんなグラフか）。
+# 5. 発展（読み飛ばしてよい）：20 万段の鎖でも動くように、トポロジカルソートを **再帰ではなく反復** で書く理由、勾配消失（0.1 を 324 回掛けると勾配はちょうど 0）、Graphviz の DOT テキスト。
+# 6. まとめ、理解度チェック（答えは折りたたみ）と、コードで解く練習問題2題。
 #
-# 途中の2か所（§5 と §6）には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
+# §4 と発展には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
+#
+# `trace_backward` と `gradient_check` が印字する表の見出しは英語です（プロジェクトの関数の出力）。列の意味は、それぞれの表の前に日本語で書きます。
 
 # %%
 import sys
@@ -42,6 +43,7 @@ from value import Value, gradient_check, topological_order, zero_grad
 
 plt.rcParams["figure.dpi"] = 110
 
+
 # %% [markdown]
 # ## 1. 最初の式：$L = (a \cdot b + c) \cdot f$
 #
@@ -57,6 +59,7 @@ plt.rcParams["figure.dpi"] = 110
 # 箱は値（上段が名前、`data`、`grad`。葉は橙、演算の結果は青）、丸は演算（名前が長いものは横長の角丸）、辺の小さな数字は局所勾配 $\partial(\text{親})/\partial(\text{子})$ です。
 # 図は 150 dpi で描き、縮小せずに実寸で表示します（ページより広い図は横にスクロールして見てください）。
 
+
 # %%
 a, b, c, f = Value(2.0), Value(-3.0), Value(10.0), Value(-2.0)
 e = a * b
@@ -68,6 +71,8 @@ show_graph(L, names, r"$L = (a \cdot b + c) \cdot f$：backward() の前（grad 
 
 # %% [markdown]
 # `trace_backward` は `backward()` とまったく同じ計算をしながら、訪れた順に1行ずつ記録します。
+# 表の列は、`node` がノードの名前、`op` が演算、`data` が値、`grad` が $\partial L/\partial(\text{ノード})$、
+# 縦線の右が子への辺ごとの `child`（子の名前）、`d node/d child`（局所勾配）、`pushed`（押し出した量）、`child.grad`（押し出した後の子の grad）です。
 # 根 $L$ から始まり、各ノードの `grad` が **完成してから** 子へ押し出されることに注目してください
 # （逆トポロジカル順だから）。右側の列は、子への辺ごとの「局所勾配」「押し出した量 = 局所勾配 × grad」「押し出した後の子の grad」です。
 
@@ -92,17 +97,18 @@ show_graph(L, names, r"backward() の後：grad = $\partial L / \partial$(その
 # 「$d$ だけを $\delta$ 動かすと $L$ はおよそ $-2\delta$ 変わる」ことも、$d$ を実際に動かして確かめます
 # （$d$ を作った $e$ と $c$ はそのまま、$d$ を使う $L = d f$ だけを計算し直す）。
 
+
 # %%
 hand = {"f": 4.0, "d": -2.0, "c": -2.0, "e": -2.0, "a": 6.0, "b": -4.0}
 for v, name in names.items():
     if name in hand:
         assert v.grad == hand[name], (name, v.grad)
-print("grad of every node (the root L has dL/dL = 1):", {name: v.grad for v, name in names.items()})
-print("the six non-root gradients match the hand calculation")
+print("各ノードの grad（根 L は dL/dL = 1）:", {name: v.grad for v, name in names.items()})
+print("根以外の6つの勾配は手計算と一致")
 
 delta = 1e-3
 L_moved = (d.data + delta) * f.data  # move only d; e and c stay, L = d * f is recomputed
-print(f"move d by {delta}: L changes by {L_moved - L.data:.6f}, d.grad * delta = {d.grad * delta:.6f}")
+print(f"d を {delta} 動かすと L の変化は {L_moved - L.data:.6f}、d.grad × {delta} = {d.grad * delta:.6f}")
 
 # %% [markdown]
 # ## 2. ニューロン1個：$o = \tanh(x_1 w_1 + x_2 w_2 + b)$
@@ -135,13 +141,15 @@ show_graph(o, names, r"$o = \tanh(x_1 w_1 + x_2 w_2 + b)$：backward() の後")
 # 新しい葉で組み立てて `backward()` した勾配と、入力を1つずつ $\pm\varepsilon$ だけ動かした **中心差分**
 # $\frac{f(x + \varepsilon e_i) - f(x - \varepsilon e_i)}{2\varepsilon}$ とを入力ごとに比べて表を表示し、すべて一致すれば `True` を返します
 # （一致の基準は $|\text{誤差}| \le \text{atol} + \text{rtol} \cdot |\text{数値微分}|$。既定は $\varepsilon = 10^{-6}$、rtol $= 10^{-5}$、atol $= 10^{-8}$）。
-# 表の `i` は入力の番号で、ここでは 0 から順に $x_1, x_2, w_1, w_2, b$ です。
+# 表の `i` は入力の番号（ここでは 0 から順に $x_1, x_2, w_1, w_2, b$）、`input` が入力の値、`backprop` が `backward()` の勾配、`numeric` が中心差分、
+# `abs error` と `rel error` が絶対誤差と相対誤差、最後の列が合否（`ok` / `FAIL`）です。
+
 
 # %%
 hand = {x1: -1.5, w1: 1.0, x2: 0.5, w2: 0.0, bias: 0.5}
 for v, g in hand.items():
     assert abs(v.grad - g) < 1e-12, (names[v], v.grad, g)
-print("backward() matches the hand calculation:", {names[v]: round(v.grad, 12) for v in hand})
+print("backward() の勾配は手計算と一致:", {names[v]: round(v.grad, 12) for v in hand})
 
 
 def neuron(vals):
@@ -151,10 +159,10 @@ def neuron(vals):
 
 
 ok = gradient_check(neuron, [u.data for u in (x1, x2, w1, w2, bias)])
-print("gradient_check returned", ok)
+print("gradient_check の戻り値:", ok)
 
 # %% [markdown]
-# ## 3. micrograd README の式
+# ### micrograd README の式
 #
 # micrograd の README には、PyTorch で検算済みの少し込み入った式があり、
 # `g.data = 24.7041`、`a.grad = 138.8338`、`b.grad = 645.5773` と公開されています。
@@ -179,20 +187,21 @@ def micrograd_example(a, b):
 a, b = Value(-4.0), Value(2.0)
 g = micrograd_example(a, b)
 g.backward()
-print(f"g.data = {g.data:.4f}   (published 24.7041)")
-print(f"a.grad = {a.grad:.4f}  (published 138.8338)")
-print(f"b.grad = {b.grad:.4f}  (published 645.5773)")
-print("nodes in the graph:", len(topological_order(g)))
+print(f"g.data = {g.data:.4f}   （公開値 24.7041）")
+print(f"a.grad = {a.grad:.4f}  （公開値 138.8338）")
+print(f"b.grad = {b.grad:.4f}  （公開値 645.5773）")
+print("グラフのノード数:", len(topological_order(g)))
 print()
 ok = gradient_check(lambda v: micrograd_example(v[0], v[1]), [-4.0, 2.0])
 
 # %% [markdown]
-# ## 4. 局所勾配の間違いを `gradient_check` で見つける
+# ## 3. 局所勾配の間違いを `gradient_check` で見つける
 #
 # `backward()` の連鎖律そのものは数行で、間違えにくい部分です。間違いが入りやすいのは、新しい演算を足すときに書く **局所勾配** のほうです。
 # 試しに $x^2$ を1つのノードにする演算 `sq` を手で作り、局所勾配を正しい $2x$ ではなく $x$ と書き間違えてみます
 # （`Value(data, 子のタプル, 局所勾配のタプル, 演算名)` で、`Value` の演算と同じ形のノードが作れます）。
 # 他の演算と組み合わせた式 $\mathrm{sq}(x_0) \cdot x_1$ で検査します。
+
 
 # %%
 def sq_wrong(x):
@@ -203,12 +212,10 @@ def sq_right(x):
     return Value(x.data**2, (x,), (2 * x.data,), "sq")
 
 
-print("wrong local gradient:")
-ok_wrong = gradient_check(lambda v: sq_wrong(v[0]) * v[1], [3.0, -0.5])
-print("returned", ok_wrong)
-print("\nright local gradient:")
-ok_right = gradient_check(lambda v: sq_right(v[0]) * v[1], [3.0, -0.5])
-print("returned", ok_right)
+print("間違った局所勾配:")
+print("戻り値:", gradient_check(lambda v: sq_wrong(v[0]) * v[1], [3.0, -0.5]))
+print("\n正しい局所勾配:")
+print("戻り値:", gradient_check(lambda v: sq_right(v[0]) * v[1], [3.0, -0.5]))
 
 # %% [markdown]
 # 間違えた入力 $x_0$ の行だけが FAIL になり、逆伝播の値 $x_0 x_1 = -1.5$ が数値微分 $2 x_0 x_1 = -3$ の半分になっています。
@@ -217,16 +224,17 @@ print("returned", ok_right)
 # ただし `gradient_check` は **1点での** 検査です。次の2つに注意します。
 #
 # - 特別な点では間違いを見逃します。$x = 0$ では正しい $2x$ も間違った $x$ も 0 なので、`sq_wrong` も合格してしまいます。検査する点は 0 や 1 のような特別な値を避け、ばらばらな値にします。
-# - 微分できない点では、正しい実装でも FAIL になります。`relu` の $x = 0$ では、逆伝播は局所勾配として 0 を使いますが（この実装の取り決め）、中心差分は $(\varepsilon - 0)/(2\varepsilon) = 0.5$ です。
+# - 微分できない点（折れ点）では、正しい実装でも FAIL になります。`relu` の $x = 0$ では、逆伝播は局所勾配として 0 を使いますが（この実装の取り決め）、中心差分は $(\varepsilon - 0)/(2\varepsilon) = 0.5$ です。
+
 
 # %%
-print("sq_wrong at x = 0 (a special point):")
+print("sq_wrong を x = 0（特別な点）で:")
 gradient_check(lambda v: sq_wrong(v[0]), [0.0])
-print("\nrelu at its kink x = 0 (not differentiable there):")
+print("\nrelu を折れ点 x = 0（微分できない点）で:")
 gradient_check(lambda v: v[0].relu(), [0.0])
 
 # %% [markdown]
-# ## 5. 勾配は「足し合わされる」
+# ## 4. 勾配は「足し合わされる」
 #
 # (1) **同じノードを何度も使う**と、それぞれの辺から勾配が届き、`+=` で足し合わされます。
 # $y = a \cdot a + 2a$ では $a$ から3本の辺が出ていて（`a*a` に2本、`2*a` に1本）、
@@ -241,7 +249,7 @@ a2 = 2 * a
 y = aa + a2
 names = {a: "a", aa: "a*a", a2: "2*a", y: "y"}
 rows = trace_backward(y, labels=names)
-print("\na.grad =", a.grad, " (hand: 2a + 2 =", 2 * 3.0 + 2, ")")
+print("\na.grad =", a.grad, "（手計算 2a + 2 =", 2 * 3.0 + 2, "）")
 
 # %%
 show_graph(y, names, r"$y = a \cdot a + 2a$：$a$ から出る3本の辺の勾配が足し合わされる", fontsize=10)
@@ -262,10 +270,10 @@ show_graph(y, names, r"$y = a \cdot a + 2a$：$a$ から出る3本の辺の勾�
 
 # %%
 y.backward()
-print("after a 2nd backward():", a.grad, "(= 2 x 8)")
+print("2回目の backward() の後:", a.grad, "（= 2 × 8）")
 zero_grad([a])
 y.backward()
-print("zero_grad, then backward():", a.grad)
+print("zero_grad の後に backward():", a.grad)
 
 # %% [markdown]
 # **PyTorch との違い：** PyTorch で同じ式を書いて `y.backward()` を2回呼ぶと、2回目は
@@ -285,7 +293,9 @@ print("zero_grad, then backward():", a.grad)
 # この `Value` は局所勾配を順伝播のときに数値として各ノードに持たせ、捨てないので、何度でも `backward()` できます。
 
 # %% [markdown]
-# ## 6. 深い鎖と反復トポロジカルソート
+# ## 発展：深い鎖と反復トポロジカルソート（読み飛ばしてよい）
+#
+# ノート 01 のステップ4では、トポロジカルソートを再帰で書きました。ここでは、それが長い鎖で止まる理由と、`value.py` が反復で書く理由を見ます。
 #
 # `backward()` はまず `topological_order(root)` で「子が親より先に来る」並びを作り、その逆順に勾配を流します。
 # 上の最初の式なら次の順です。
@@ -297,8 +307,8 @@ d = e + c
 L = d * f
 L.backward()
 names = {a: "a", b: "b", c: "c", e: "e", d: "d", f: "f", L: "L"}
-print("topological order:", [names[v] for v in topological_order(L)])
-print("backward visits  :", [names[v] for v in reversed(topological_order(L))])
+print("トポロジカル順      :", [names[v] for v in topological_order(L)])
+print("backward が訪れる順:", [names[v] for v in reversed(topological_order(L))])
 
 # %% [markdown]
 # micrograd の元の実装はこの並びを **再帰関数**（`build_topo(child)` を子に対して呼ぶ）で作ります。
@@ -309,10 +319,10 @@ print("backward visits  :", [names[v] for v in reversed(topological_order(L))])
 # %%
 import subprocess
 
-print("recursion limit in this kernel :", sys.getrecursionlimit())
+print("このカーネルの再帰上限     :", sys.getrecursionlimit())
 plain = subprocess.run([sys.executable, "-c", "import sys; print(sys.getrecursionlimit())"],
                        capture_output=True, text=True, check=True)
-print("recursion limit in plain python:", plain.stdout.strip())
+print("素の python の再帰上限     :", plain.stdout.strip())
 
 # %% [markdown]
 # 比較のため、ベンチマーク用に置いてある「元の設計」の `benchmarks/naive_value.NaiveValue`（再帰版のトポロジカルソート）で、
@@ -350,12 +360,12 @@ assert naive_chain_ok(lo) and not naive_chain_ok(hi)
 while hi - lo > 1:
     mid = (lo + hi) // 2
     lo, hi = (mid, hi) if naive_chain_ok(mid) else (lo, mid)
-print("recursion limit of this kernel       :", sys.getrecursionlimit())
-print("longest chain NaiveValue can backprop:", lo, "links")
-print("difference                           :", sys.getrecursionlimit() - lo)
+print("このカーネルの再帰上限            :", sys.getrecursionlimit())
+print("NaiveValue が逆伝播できる最長の鎖:", lo, "段")
+print("差                                :", sys.getrecursionlimit() - lo)
 
 # %% [markdown]
-# 再帰版が通る最長の鎖は、再帰上限よりわずかに短いだけです（上の出力の difference）。
+# 再帰版が通る最長の鎖は、再帰上限よりわずかに短いだけです（上の出力の「差」）。
 # 長い系列を1ステップずつ積み上げる RNN 風の計算や、何千層もの演算を1つのグラフにすると簡単に超える深さです。
 #
 # `value.topological_order` は明示的なスタックを使う反復版の深さ優先探索なので、
@@ -369,7 +379,7 @@ y = x
 for _ in range(n_links):
     y = y * 0.999999
 y.backward()
-print(f"value.Value, {n_links:,} links: x.grad = {x.grad:.12f}, hand 0.999999**n = {0.999999 ** n_links:.12f}")
+print(f"value.Value、{n_links:,} 段: x.grad = {x.grad:.12f}、手計算 0.999999**n = {0.999999 ** n_links:.12f}")
 
 xn = NaiveValue(1.0)
 yn = xn
@@ -377,9 +387,9 @@ for _ in range(n_links):
     yn = yn * 0.999999
 try:
     yn.backward()
-    print(f"NaiveValue, {n_links:,} links: backward() finished")
+    print(f"NaiveValue、{n_links:,} 段: backward() が終わった")
 except RecursionError as err:
-    print(f"NaiveValue, {n_links:,} links (recursive topological sort): RecursionError: {err}")
+    print(f"NaiveValue、{n_links:,} 段（再帰のトポロジカルソート）: RecursionError: {err}")
 
 # %% [markdown]
 # この鎖の勾配は $0.999999^{200000} \approx 0.82$ です（上の出力の1行目）。1段あたりの因子が 1 にごく近いので、20 万段を通っても 0.82 倍にしかなりません。
@@ -395,16 +405,16 @@ for n in (10, 100, 300, 320, 323, 324):
     for _ in range(n):
         y = y * 0.1
     y.backward()
-    print(f"{n:3d} links of * 0.1: x.grad = {x.grad!r}")
-print(f"the smallest positive float64: {math.ulp(0.0):.3e}")
+    print(f"0.1 を掛ける段が {n:3d} 段: x.grad = {x.grad!r}")
+print(f"float64 の最小の正の数: {math.ulp(0.0):.3e}")
 
 # %% [markdown]
 # 勾配は $10^{-n}$ と指数的に小さくなり、float64 で表せる最小の正の数（約 $4.9\times10^{-324}$）を下回る 324 段で **ちょうど 0.0** になります。
 # ここから先の `x` には、学習の信号がまったく届きません。実際のネットワークでは因子は定数ではなく「重み × 活性化関数の局所勾配」で、
-# 層を重ねたときに勾配が消える（あるいは爆発する）様子は、ノート 05 §4（30 段の全結合層）と §5（スケーリングしないアテンションの softmax）で見ます。
+# 層を重ねたときに勾配が消える（あるいは爆発する）様子は、PyTorch の概念のノート 07（30 段の全結合層と、スケーリングしないアテンションの softmax）で見ます。
 
 # %% [markdown]
-# ## 7. Graphviz の DOT テキスト
+# ### 発展：Graphviz の DOT テキスト
 #
 # `to_dot(root)` は Graphviz の DOT 形式の文字列を返します（Graphviz 本体は不要）。
 # `dot -Tsvg graph.dot -o graph.svg` やオンラインのビューアに貼れば図になります。各辺のラベルは局所勾配です。
@@ -418,11 +428,11 @@ print(to_dot(L, labels=names))
 # | 見たこと | 要点 | 節 |
 # |---|---|---|
 # | `grad` の意味 | ノードの `grad` は $\partial L/\partial(\text{そのノード})$：その値だけを少し動かしたときの $L$ の変化率 | §1 |
-# | `backward()` の1行 | 各辺で `child.grad += local_grad * node.grad`。局所勾配は、ノードを作るときに覚えておく | §2, §3 |
-# | 検査 | `gradient_check` は中心差分との照合。特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる | §4 |
-# | 足し合わせ | 同じノードを2回使うと、2本の道の勾配が足される（だから `+=`）。`backward()` を2回呼ぶと葉の勾配が累積する | §5 |
-# | 順番 | 逆トポロジカル順に訪れる。深い鎖では再帰でなく反復で並べる | §6 |
-# | 勾配消失 | 1 未満の因子を掛ける段を重ねると、勾配は指数的に小さくなり、やがてちょうど 0 になる | §6 |
+# | `backward()` の1行 | 各辺で `child.grad += local_grad * node.grad`。局所勾配は、ノードを作るときに覚えておく | §1, §2 |
+# | 検査 | `gradient_check` は中心差分との照合。特別な点では間違いを見逃し、微分できない点では正しい実装も FAIL になる | §3 |
+# | 足し合わせ | 同じノードを2回使うと、2本の道の勾配が足される（だから `+=`）。`backward()` を2回呼ぶと葉の勾配が累積する | §4 |
+# | 順番 | 逆トポロジカル順に訪れる。深い鎖では再帰でなく反復で並べる | 発展 |
+# | 勾配消失 | 1 未満の因子を掛ける段を重ねると、勾配は指数的に小さくなり、やがてちょうど 0 になる | 発展 |
 #
 # ## 理解度チェック
 #
@@ -444,7 +454,7 @@ print(to_dot(L, labels=names))
 #
 # </details>
 #
-# **問3.** `child.grad += local_grad * node.grad` の `+=` を `=` に書き換えると、§5 の $y = a \cdot a + 2a$（$a = 3$）で `a.grad` はいくつになりますか。§5 の表を見て答えてください。
+# **問3.** `child.grad += local_grad * node.grad` の `+=` を `=` に書き換えると、§4 の $y = a \cdot a + 2a$（$a = 3$）で `a.grad` はいくつになりますか。§4 の表を見て答えてください。
 #
 # <details><summary>答え</summary>
 #
@@ -456,7 +466,7 @@ print(to_dot(L, labels=names))
 #
 # <details><summary>答え</summary>
 #
-# この `Value` では、葉の `grad` に2回分が累積します（§5 で `a.grad` が 8 から 16 に）。途中のノードは毎回 0 に戻されます。
+# この `Value` では、葉の `grad` に2回分が累積します（§4 で `a.grad` が 8 から 16 に）。途中のノードは毎回 0 に戻されます。
 # PyTorch では、1回目の `backward()` が逆伝播用に保存したテンソル（ここでは `a*a` の因子 $a$、`2*a` の定数 2）を解放するので、2回目は `RuntimeError` になります。
 # 保存するノードが1つもないグラフ（`a + a` や `a + 1` のような足し算・引き算だけ）なら2回目も通りますが、掛け算や割り算が1つでもあれば、相手が定数でもエラーです。
 # 1回目に `retain_graph=True` を渡していれば、どのグラフでもここと同じく葉の `.grad` に累積します。
@@ -468,7 +478,7 @@ print(to_dot(L, labels=names))
 #
 # <details><summary>答え</summary>
 #
-# 言えません。調べたのはその1点だけです。§4 の `sq_wrong` は $x = 0$ では正しい実装と同じ 0 を返すので合格しました。0 や 1 のような特別な点を避け、ばらばらな値の点をいくつか調べます。
+# 言えません。調べたのはその1点だけです。§3 の `sq_wrong` は $x = 0$ では正しい実装と同じ 0 を返すので合格しました。0 や 1 のような特別な点を避け、ばらばらな値の点をいくつか調べます。
 # 逆に、微分できない点（`relu` の 0）では、正しい実装でも中心差分と合わずに FAIL になります。
 #
 # </details>
@@ -476,22 +486,10 @@ print(to_dot(L, labels=names))
 # %% [markdown]
 # ## 練習問題
 #
-# 各問の解答セルの関数を書き、すぐ下のチェックセルを実行してください。チェックは、あなたの関数を呼び終えてから、
-# このエンジンの `backward()` や `value.topological_order` で期待する答えを計算して比べ、
-# **正解** / **不正解** / **未回答**（まだ `NotImplementedError` のまま）を表示します。正解すると、その下に解答例（折りたたみ）が出ます。
-#
-# チェックについて、先に3つ断っておきます。
-#
-# - 答えを写すことになるプロジェクトの関数（`backward()` など）は、あなたの関数が動いている間は使えません。呼ぶと 不正解 です。
-#   あらかじめ取っておいたコピーや、ソースを `exec` し直したものも見分けます。
-# - 数値微分（中心差分やリチャードソン補外）で答えを作っても、正解にはなりません。チェックは、差分商が外れる点
-#   （`relu` の折れ目のすぐそば）と、相対誤差 $10^{-12}$ の厳しさで比べます。
-# - これらは「うっかり」や「手抜き」を思いとどまらせるための仕組みで、防ぎきるものではありません（`exercises.py` を読めば抜け道はあります）。
-#   式を自分で導くことが、この練習の中身です。
+# 各問の解答セルの関数を書き、すぐ下のチェックセルを実行してください。チェックは、あなたの関数とこのエンジン（`backward()` や `value.topological_order`）を
+# 同じ点で動かし、完全一致・近い・最大の差の表を出します（書く前は 未回答）。答えはプロジェクト自身の関数が計算しています。大事なのは、それを自分で導くことです。
 
 # %%
-import math  # noqa: F401  (for your answers: math.tanh, math.exp)
-
 import exercises
 
 # %% [markdown]
@@ -506,103 +504,48 @@ import exercises
 # ```
 #
 # $\partial L/\partial a$ を手で導き、関数 `grad_a(a, b)` に書いてください。
-# 引数 `a`, `b` は普通の float、戻り値も float です（`math.tanh` を使ってよい。`Value` は使わずに）。
-# チェックは、いくつかの点で `a.grad` と比べます。`relu` の折れ目（$\tanh(ab)\,a = 1/2$）のすぐそばの点も含みます。
+# 引数 `a`, `b` は普通の float、戻り値も float です（`math.tanh` を使ってよい）。
+# チェックは、いくつかの点で `a.grad` と比べます。`relu` の折れ点（$\tanh(ab)\,a = 1/2$）のすぐそば（相対 $10^{-11}$）の点も含みます。
+# そこでは、§3 で見たとおり中心差分が折れ点の両側を平均してしまい、正しい値のどちらにもなりません。
 #
 # <details><summary>ヒント 1</summary>
 #
-# $a$ はこの式の中で何か所に現れますか。§5 のとおり、同じノードから出る道の勾配は足し合わされます。
+# $a$ はこの式の中で何か所に現れますか。§4 のとおり、同じノードから出る道の勾配は足し合わされます。
 #
 # </details>
 #
 # <details><summary>ヒント 2</summary>
 #
-# `value.py` の `relu` が子に渡す局所勾配は、入力が正かどうかだけで決まる数です。`tanh` の局所勾配は、その出力の値で書けます。
+# `relu` が子に渡す局所勾配は、入力が正かどうかだけで決まる数です。`tanh` の局所勾配は、その出力の値で書けます。
+#
+# </details>
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「02-1」にあります。
 #
 # </details>
 
 # %%
 def grad_a(a, b):
-    # ここに解答を書く (write your answer here): return dL/da for L = relu(tanh(a*b)*a - 0.5)
+    # ここに解答を書く: return dL/da for L = relu(tanh(a*b)*a - 0.5)
     raise NotImplementedError
 
 
 # %%
-exercises.check_01_grad_a(grad_a)
+exercises.check_02_grad_a(grad_a)
 
 # %% [markdown]
-# ### 練習問題 2：新しい演算 `sigmoid` の局所勾配
-#
-# シグモイド $\sigma(x) = 1/(1 + e^{-x})$ を、`tanh` と同じく **1つのノード** として作る関数 `sigmoid(v)` を書いてください。
-# `v` は `Value`、戻り値は子が `(v,)` だけの新しい `Value` で、`data` は $s = \sigma(x)$（$x$ は `v.data`）です
-# （§4 の `sq_right` と同じ形：`Value(data, (v,), (局所勾配,), "sigmoid")`）。
-# 局所勾配 $d\sigma/dx$ は、`value.py` の `tanh` が出力 $t$ から局所勾配を計算するのと同じく、このノードの値 $s$ から計算してください。
-# チェックは、$x = -3$ から $30$ までのいくつかの点で、値と局所勾配を比べます（相対誤差 $10^{-12}$ まで）。
-#
-# <details><summary>ヒント 1</summary>
-#
-# $\sigma(x) = (1 + e^{-x})^{-1}$ を連鎖律で微分してみてください。
-#
-# </details>
-#
-# <details><summary>ヒント 2</summary>
-#
-# 微分に出てくる $e^{-x}$ は、$s = 1/(1 + e^{-x})$ を $e^{-x}$ について解けば $s$ で書けます。
-#
-# </details>
-
-# %%
-def sigmoid(v):
-    # ここに解答を書く (write your answer here): one node, Value(s, (v,), (local_grad,), "sigmoid")
-    raise NotImplementedError
-
-
-# %%
-exercises.check_01_sigmoid(sigmoid)
-
-# %% [markdown]
-# ### 練習問題 3：`backward()` を自分で書く
-#
-# 関数 `my_backward(root)` を書いてください。`root` は `backward()` をまだ一度も呼んでいないグラフの根です（どのノードの `grad` も 0）。
-# `value.topological_order(root)`（子が親より先に来る並び）と、各ノードの子 `node._children`、局所勾配 `node._local_grads` を使って、
-# すべてのノードの `grad` を $\partial(\text{root})/\partial(\text{そのノード})$ にします。戻り値は不要です。
-# `root.backward()` や `tracing.trace_backward` はエンジンの答えそのものなので使えません（呼ぶと 不正解）。
-# チェックは、同じ形のグラフ（同じノードを何度も使うランダムなグラフと、`relu` の折れ目のすぐそばを通るグラフ）を作り直して `backward()` し、
-# 全ノードの `grad` を比べます。
-#
-# <details><summary>ヒント 1</summary>
-#
-# 根の勾配 $\partial(\text{root})/\partial(\text{root})$ はいくつですか。ノードの勾配を子へ押し出してよいのは、そのノードを使う親をすべて処理し終えてからです（理解度チェックの問2）。
-#
-# </details>
-#
-# <details><summary>ヒント 2</summary>
-#
-# §2 の `trace_backward` の表の1行が、1本の辺で起きることです。2回以上使われるノードの勾配が上書きされていないか、§5 の $y = a \cdot a + 2a$ で確かめてください。
-#
-# </details>
-
-# %%
-def my_backward(root):
-    # ここに解答を書く (write your answer here): fill in every node's .grad, using topological_order(root)
-    raise NotImplementedError
-
-
-# %%
-exercises.check_01_backward(my_backward)
-
-# %% [markdown]
-# ### 練習問題 4：反復版のトポロジカルソート
+# ### 練習問題 2：反復版のトポロジカルソート
 #
 # 関数 `my_topological_order(root)` を、**再帰を使わずに**（自分で管理するリストをスタックにして）書いてください。
 # 戻り値は、`root` から子をたどって届くすべてのノードを、どのノードもその子より後に来るように、ちょうど1回ずつ並べたリストです。
-# `value.topological_order` は使えません（チェックの間に呼ばれると 不正解）。並びが `value.topological_order` と同じである必要はありません。
-# チェックは、ランダムなグラフで正しい並びになっているかを確かめ、さらに再帰上限の3倍の長さの鎖でも動くかを確かめます
-# （再帰で書くとそこで `RecursionError` になり、不正解と表示されます）。
+# 並びが `value.topological_order` と同じである必要はありません。
+# チェックは、ランダムなグラフと、再帰上限の3倍の長さの鎖で比べます（ノート 01 の再帰版では、鎖の行が `RecursionError` になります）。
 #
 # <details><summary>ヒント 1</summary>
 #
-# 再帰版（§6 の `build_topo`）が呼び出しスタックに覚えていることは何でしょうか。「このノードの子を、もう全部出し終えたか」です。
+# 再帰版（ノート 01 のステップ4）が呼び出しスタックに覚えていることは何でしょうか。「このノードの子を、もう全部出し終えたか」です。
 #
 # </details>
 #
@@ -611,12 +554,18 @@ exercises.check_01_backward(my_backward)
 # スタックに積むものを、ノードだけでなく「ノードと、その子をすでに積んだかどうかの印」の組にしてみてください。
 #
 # </details>
+#
+# <details><summary>行き詰まったら</summary>
+#
+# 解答例は `notebooks/worked_solutions.md` の「02-2」にあります。
+#
+# </details>
 
 # %%
 def my_topological_order(root):
-    # ここに解答を書く (write your answer here): children before parents, every node once, no recursion
+    # ここに解答を書く: children before parents, every node once, no recursion
     raise NotImplementedError
 
 
 # %%
-exercises.check_01_topological_order(my_topological_order)
+exercises.check_02_topological_order(my_topological_order)
