@@ -10,6 +10,8 @@ import sys
 import pytest
 from cli_helpers import ROOT
 
+import dev
+
 MARKDOWN = sorted(p for p in glob.glob(os.path.join(ROOT, "**", "*.md"), recursive=True)
                   if not any(part in p for part in (os.sep + ".venv" + os.sep, os.sep + "out" + os.sep,
                                                     os.sep + ".pytest_cache" + os.sep)))
@@ -102,20 +104,27 @@ def test_the_python_api_example_runs_as_written(tmp_path, monkeypatch):
         mg.sample(more.params, more.cfg, more.vocab, num_samples=3, seed=0, engine="value")
 
 
-def pdb_lines(text, heading):
-    """(command, comment) of every (Pdb) line of the first block under `heading`, and the command that starts
-    pdb, if the block has one."""
-    lines = block(text, heading, "").splitlines()
-    start = [line.split() for line in lines if line.startswith("python -m pdb")]
-    typed = [line[len("(Pdb) "):].split("  #", 1) for line in lines if line.startswith("(Pdb) ")]
-    return start, [(parts[0].strip(), parts[1] if len(parts) > 1 else "") for parts in typed]
+def pdb_sessions(text):
+    """Each pdb session of a page: (the flags after `python3 dev.py pdb microgpt.py`, [(command, comment)]) for
+    each block that starts pdb, with the (Pdb) lines of the blocks after it that do not start it again."""
+    sessions = []
+    for lines in (b.splitlines() for b in re.findall(r"^```\n(.*?)^```", text, flags=re.S | re.M)):
+        start = [line.split() for line in lines if line.startswith("python3 dev.py pdb microgpt.py")]
+        typed = [line[len("(Pdb) "):].split("  #", 1) for line in lines if line.startswith("(Pdb) ")]
+        if start:
+            sessions.append((start[0][4:], []))
+        if typed:
+            sessions[-1][1].extend((parts[0].strip(), parts[1] if len(parts) > 1 else "") for parts in typed)
+    return sessions
 
 
 class Pdb:
-    """pdb on microgpt.py, driven like a learner at the keyboard: type a line, read up to the next prompt."""
+    """pdb on microgpt.py as `python3 dev.py pdb` starts it (with this Python), driven like a learner at the
+    keyboard: type a line, read up to the next prompt."""
 
     def __init__(self, args, cwd):
-        self.proc = subprocess.Popen([sys.executable, "-m", "pdb", os.path.join(ROOT, "microgpt.py"), *args],
+        self.proc = subprocess.Popen(dev.command_for("pdb", sys.executable, [os.path.join(ROOT, "microgpt.py"),
+                                                                              *args]),
                                      cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         self.out = ""
@@ -142,24 +151,36 @@ class Pdb:
         self.proc.communicate(timeout=60)
 
 
-@pytest.mark.slow
-def test_the_pdb_walkthrough_works_as_written(tmp_path):
-    """docs/debugging.md's training step and inference loop, typed into pdb as written, LINE read from what
-    `ll` showed, as the page says; what the comments promise is what pdb shows."""
-    text = read("docs/debugging.md")
-    start, training = pdb_lines(text, "## One training step")
-    _, inference = pdb_lines(text, "## The inference loop")
-    assert start[0][4:] == ["--n-embd", "4", "--n-head", "1", "--steps", "1", "--num-samples", "1"]
-    pdb, line = Pdb(start[0][4:], tmp_path), None
+def walk(args, commands, cwd):
+    """Type a session's commands as the page says: LINE is what `ll` showed beside the binary op's child.grad
+    line, and a `unt` whose comment says "until" is pressed until the arrow is at init_params."""
+    pdb, line = Pdb(args, cwd), None
     try:
-        for command, _ in training + inference:
+        for command, comment in commands:
             shown = pdb.type(command.replace("LINE", str(line)))
             if command == "ll":  # the binary op's line: the first child.grad line after `len(children) == 2`
                 binary = shown.split("len(children) == 2", 1)[1]
                 line = re.search(r"^\s*(\d+)\s+child\.grad \+= local_grad \* node\.grad", binary, flags=re.M).group(1)
+            for _ in range(20 if command == "unt" and "init_params" in comment else 0):
+                if "-> params = init_params(" in shown:
+                    break
+                shown = pdb.type("unt")
     finally:
         pdb.close()
-    out = pdb.out
+    return pdb.out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["docs/debugging.md", "docs/debugging.ja.md"])
+def test_the_pdb_walkthrough_works_as_written(tmp_path, page):
+    """The page's pdb sessions (into train(); a training step and the inference loop), typed into pdb as written,
+    on the Python that runs the tests; what the comments promise is what pdb shows."""
+    sessions = pdb_sessions(read(page))
+    tiny = ["--n-embd", "4", "--n-head", "1", "--steps", "1", "--num-samples", "1"]
+    assert [args for args, _ in sessions] == [tiny, tiny]
+    out = walk(*sessions[0], tmp_path)
+    assert re.search(r"\(Pdb\) \(4647, \[26, (\d+, )+26\]\)", out), out[-2000:]  # the documents, BOS both ends
+    out = walk(*sessions[1], tmp_path)
     assert "(Pdb) (26, 0)" in out  # token_id, pos_id: BOS (id 26 of 27) at position 0
     assert re.search(r"\(Pdb\) \(\d+, Value\(data=[\d.]+, grad=0, op='\*'\)\)", out)  # len(losses), the mean
     assert re.search(r"\(Pdb\) \('\*', -?[\d.e-]+, -?[\d.e-]+\)", out)  # the chain rule into W, from a multiply
@@ -168,3 +189,4 @@ def test_the_pdb_walkthrough_works_as_written(tmp_path):
     assert "((472,), array(" in out  # every parameter in one array
     assert re.search(r"\(Pdb\) \(0, 1, \[(0\.\d+, ){26}0\.\d+\]\)", out)  # position 0, one cached k, 27 probs
     assert "(Pdb) (1, 2)" in out  # position 1, two cached keys
+    assert "***" not in out, out  # pdb's mark of a command that failed
