@@ -1,11 +1,16 @@
-"""dev.py: the two-command setup, and `dev.py run` reading paths from the folder the user is in."""
+"""dev.py: the two-command setup, `dev.py run` reading paths from the folder the user is in, `dev.py pdb` on every
+Python, and `dev.py lab` installing JupyterLab on first use."""
+import json
 import os
 import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 from cli_helpers import ROOT
@@ -86,3 +91,53 @@ def test_paths_are_read_from_where_you_are_and_the_printed_command_continues_the
     finally:
         shutil.rmtree(out, ignore_errors=True)
         os.remove(corpus)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_dev_py_lab_installs_jupyterlab_on_first_use_and_serves_the_notebooks(tmp_path):
+    """`python3 dev.py lab` in a fresh clone: JupyterLab is installed into .venv from requirements-lab.txt, the
+    server starts on notebooks/, and a notebook comes back over HTTP. (The clone's .venv sees this Python's
+    packages through a .pth file and holds dev.py's stamp, so requirements-lab.txt is the only install.)"""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(clone / ".venv")], check=True)
+    python = str(clone / ".venv" / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(purelib, "project-packages.pth"), "w", encoding="utf-8") as f:
+        f.write("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    with open(clone / ".venv" / ".requirements-sha256", "w", encoding="ascii") as f:
+        f.write(dev.requirements_hash([str(clone / "requirements.txt"), str(clone / "requirements-nodeps.txt")]))
+    port, token = free_port(), f"t{os.getpid()}"
+    log = open(tmp_path / "lab.log", "w+", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(clone / "dev.py"), "lab", "--no-browser", "--ip=127.0.0.1",
+                             f"--port={port}", f"--IdentityProvider.token={token}"], cwd=str(tmp_path),
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1",
+                                                                       "HOME": str(tmp_path)})
+    try:
+        url = f"http://127.0.0.1:{port}/api/contents/01_autograd_traced.ipynb?token={token}"
+        deadline, notebook = time.monotonic() + 300, None
+        while notebook is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as response:
+                    notebook = json.load(response)
+            except OSError:
+                time.sleep(1)
+        log.seek(0)
+        output = log.read()
+        if notebook is None and "pip could not install requirements-lab.txt" in output:
+            pytest.skip(f"JupyterLab could not be installed (offline?): {output[-500:]}")
+        assert notebook is not None, output[-3000:]
+        assert "dev.py: installing requirements-lab.txt into .venv (first time" in output
+        assert notebook["type"] == "notebook" and notebook["content"]["cells"]
+        assert os.path.exists(clone / ".venv" / ".requirements-lab-sha256")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        log.close()
