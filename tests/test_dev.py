@@ -117,7 +117,8 @@ def test_dev_py_lab_installs_jupyterlab_on_first_use_and_serves_the_notebooks(tm
     port, token = free_port(), f"t{os.getpid()}"
     log = open(tmp_path / "lab.log", "w+", encoding="utf-8")
     proc = subprocess.Popen([sys.executable, str(clone / "dev.py"), "lab", "--no-browser", "--ip=127.0.0.1",
-                             f"--port={port}", f"--IdentityProvider.token={token}"], cwd=str(tmp_path),
+                             f"--port={port}", f"--IdentityProvider.token={token}",
+                             *(["--allow-root"] if os.geteuid() == 0 else [])], cwd=str(tmp_path),
                             stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1",
                                                                        "HOME": str(tmp_path)})
     try:
