@@ -126,14 +126,15 @@ def final_train_loss(state):
 KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
 
 
-def print_samples(samples, how):
-    """Print each name as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
-    how: sample()'s settings (harness.cli.sampling)."""
+def print_samples(samples, how, corpus):
+    """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
+    how: sample()'s settings (harness.cli.sampling); corpus: a name corpus's samples are names."""
     temperature, prompt = how["temperature"], how["prompt"]
     if temperature < GREEDY_BELOW:
         print(f"note: temperature {temperature:g} is below {GREEDY_BELOW:g}: taking the most "
               "likely character each time (greedy)")
-    print(f"--- inference (new, hallucinated names; temperature {temperature}"
+    what = "names" if corpus in ("names", "jp-names") else "samples"
+    print(f"--- inference (new, hallucinated {what}; temperature {temperature}"
           + (f", prompt {as_text(repr(prompt))}" if prompt else "") + ") ---")
     kept = []
     for i, name in enumerate(samples, 1):
