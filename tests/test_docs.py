@@ -4,6 +4,7 @@ issues instead of the design."""
 import glob
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -192,3 +193,58 @@ def test_the_pdb_walkthrough_works_as_written(tmp_path, page):
     assert re.search(r"\(Pdb\) \(0, 1, \[(0\.\d+, ){26}0\.\d+\]\)", out)  # position 0, one cached k, 27 probs
     assert "(Pdb) (1, 2)" in out  # position 1, two cached keys
     assert "***" not in out, out  # pdb's mark of a command that failed
+
+
+DOCUMENTED = ["README.md", "README.ja.md", "docs/*.md", "experiments/README.md", "benchmarks/README.md",
+              "notebooks/README.md"]
+# Documented commands that take over a minute, or that another test runs: what a fresh clone leaves out, and why
+LONG = {r"^python3 dev\.py test\b": "the tests themselves (CI runs them all)",
+        r"^python3 dev\.py notebooks\b": "executes every notebook (tests/test_notebooks.py builds them)",
+        r"^python3 dev\.py lab\b": "a server (tests/test_dev.py starts it)",
+        r"^python3 dev\.py run$": "the first Quickstart command, run first as written",
+        r"^python3 dev\.py python experiments/\S+ *$|--gate-pilot|--corpus names\.txt": "a whole study: minutes",
+        r"^\.venv/bin/python benchmarks/": "the benchmarks: minutes each",
+        r"tests/test_planetarium_browser\.py": "the browser tests' own checks (tests/test_planetarium_browser.py)"}
+
+
+def documented_commands():
+    """Every command line at the start of a ```bash block's line, in the docs that a learner reads after the
+    Quickstart, that runs with the project's Python (`python3 dev.py ...`, `.venv/bin/python ...`), once."""
+    found = []
+    for pattern in DOCUMENTED:
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
+            for body in re.findall(r"```bash\n(.*?)```", open(path, encoding="utf-8").read(), flags=re.S):
+                found += [c for c in commands(body) if c.startswith(("python3 dev.py ", ".venv/bin/python "))]
+            found += re.findall(r"^python3 dev\.py pdb .*$", open(path, encoding="utf-8").read(), flags=re.M)
+    return list(dict.fromkeys(found))
+
+
+@pytest.mark.slow
+def test_the_documented_commands_run_in_a_fresh_clone_after_the_quickstart(tmp_path):
+    """A fresh clone; the Quickstart's two commands as written (the second narrowed to one test file: the whole
+    suite is what CI runs); then every documented command that takes under a minute, in the docs' order, from the
+    clone's folder, each within a minute and with exit code 0. `python3` is the Python that runs this test; pdb is
+    given `c` and `q`, and /tmp/ is a temporary folder."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True)
+    python3 = [sys.executable]
+
+    def run(command, timeout):
+        words = [w.replace("/tmp/", str(tmp_path) + "/") for w in shlex.split(command)]
+        words = python3 + words[1:] if words[0] == "python3" else words
+        proc = subprocess.run(words, cwd=str(clone), capture_output=True, text=True, timeout=timeout,
+                              input="c\nq\n" if words[1:3] == ["dev.py", "pdb"] else None)
+        assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        return proc
+
+    first = run("python3 dev.py run", 600)
+    assert "dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first time" in first.stderr
+    assert "sample 20: " in first.stdout
+    again = run("python3 dev.py test tests/test_value.py", 300)
+    assert "installing" not in again.stderr and " passed" in again.stdout
+    ran = []
+    for command in documented_commands():
+        if not any(re.search(pattern, command) for pattern in LONG):
+            run(command, 120)  # (a minute on a quiet machine; twice that under load)
+            ran.append(command)
+    assert len(ran) >= 10, ran
