@@ -351,8 +351,7 @@ def main(argv=None):
         if args.sample_only:  # a saved model: inference alone
             ckpt = cli.load_checkpoint_for(args)
             how = cli.sampling(args, ckpt.seed, ckpt.engine)
-            messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how), how,
-                                   ckpt.corpus)
+            messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how), how)
             return shell.exit_code
         resume = cli.load_checkpoint_for(args) if args.resume else None
         opts = cli.run_settings(args, resume)  # the flags over the defaults or the checkpoint's
@@ -371,8 +370,7 @@ def main(argv=None):
             shell.exit_code = messages.report(state, run, folder, opts, args)
             if shell.exit_code == 0:                                         # 8. inference
                 how = cli.sampling(args, opts.seed, opts.engine)
-                names = messages.print_samples(iter_samples(state.params, cfg, vocab, **how), how,
-                                               opts.corpus)
+                names = messages.print_samples(iter_samples(state.params, cfg, vocab, **how), how)
                 folder.write_run_files(state, names, base)
     return shell.exit_code
 

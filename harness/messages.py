@@ -24,10 +24,13 @@ def fmt_time(seconds):
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{seconds:02d}s"
 
 
+HEADER = {"corpus": "names"}  # the corpus the header named (print_samples' word for a sample)
+
+
 def print_header(opts, cfg, base, resume, notices):
     """The corpus, the model, the baselines, notes; opts.docs: the counts {"train", "val",
     "cropped"}."""
-    docs = opts.docs
+    docs, HEADER["corpus"] = opts.docs, opts.corpus
     print(_("corpus {corpus}: {docs} docs ({train} train / {val} val), vocab size {vocab} "
             "({chars} characters + BOS)").format(
         corpus=as_text(repr(opts.corpus)), docs=docs["train"] + docs["val"], train=docs["train"],
@@ -134,9 +137,11 @@ def final_train_loss(state):
 KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
 
 
-def print_samples(samples, how, corpus):
+def print_samples(samples, how):
     """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
-    how: sample()'s settings (harness.cli.sampling); corpus: a name corpus's samples are names."""
+    how: sample()'s settings (harness.cli.sampling). A name corpus's samples are called names (the
+    corpus is the header's; --sample-only prints no header, and says names)."""
+    corpus = HEADER["corpus"]
     temperature, prompt = how["temperature"], how["prompt"]
     if temperature < GREEDY_BELOW:
         print(f"note: temperature {temperature:g} is below {GREEDY_BELOW:g}: taking the most "
