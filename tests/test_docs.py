@@ -173,6 +173,12 @@ def walk(args, commands, cwd):
     return pdb.out
 
 
+def test_the_japanese_walkthrough_types_the_english_ones_commands():
+    english, japanese = pdb_sessions(read("docs/debugging.md")), pdb_sessions(read("docs/debugging.ja.md"))
+    assert [(args, [c for c, _ in typed]) for args, typed in japanese] == \
+        [(args, [c for c, _ in typed]) for args, typed in english] and len(english) == 2
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", ["docs/debugging.md", "docs/debugging.ja.md"])
 def test_the_pdb_walkthrough_works_as_written(tmp_path, page):
