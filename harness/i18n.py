@@ -29,7 +29,7 @@ def read_po(path):
             if line.startswith(("msgid ", "msgstr ")):
                 key, _space, rest = line.partition(" ")
                 parts[key] = [ast.literal_eval(rest)]
-                if key == "msgstr" and parts["msgid"][0] + "".join(parts["msgid"][1:]):
+                if key == "msgstr" and "".join(parts["msgid"]):
                     entries["".join(parts["msgid"])] = parts["msgstr"]
             elif line.startswith('"') and key:
                 parts[key].append(ast.literal_eval(line))
