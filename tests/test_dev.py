@@ -47,6 +47,44 @@ def test_dev_py_test_fast_leaves_out_the_slow_tests(monkeypatch):
     assert seen["command"][1:] == ["-m", "pytest", "-x", "-m", "not slow"] and seen["cwd"] == ROOT
 
 
+@pytest.mark.parametrize("name, expected", [("python", ["x.py", "--a"]), ("pdb", ["-c", dev.PDB_MAIN, "--", "x.py", "--a"])])
+def test_dev_py_python_and_pdb_run_in_the_users_folder(monkeypatch, tmp_path, name, expected):
+    seen = {}
+    monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        dev.main([name, "x.py", "--a"])
+    assert seen["command"] == [sys.executable, *expected] and seen["cwd"] == str(tmp_path)
+
+
+def test_dev_py_lab_installs_its_own_file_and_opens_the_notebooks_folder(monkeypatch, tmp_path):
+    seen, installed = {}, []
+    monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev, "install", lambda python, files, stamp: installed.append((files, stamp)))
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        dev.main(["lab", "--no-browser"])
+    assert installed == [(((dev.REQUIREMENTS_LAB, []),), dev.STAMP_LAB)]
+    assert seen["command"] == [sys.executable, "-m", "jupyterlab", "--no-browser"]
+    assert seen["cwd"] == os.path.join(ROOT, "notebooks")
+
+
+def test_dev_py_says_first_time_only_on_a_first_install(monkeypatch, tmp_path, capsys):
+    """"(first time: a minute or two)" without a stamp; with a stamp of other files, that they changed."""
+    monkeypatch.setattr(dev.subprocess, "run", lambda *args, **kwargs: subprocess.CompletedProcess(args, 0))
+    requirements, stamp = tmp_path / "r.txt", str(tmp_path / "stamp")
+    requirements.write_text("numpy\n")
+    dev.install(sys.executable, ((str(requirements), []),), stamp)
+    assert "installing r.txt into .venv (first time: a minute or two)" in capsys.readouterr().err
+    dev.install(sys.executable, ((str(requirements), []),), stamp)
+    assert capsys.readouterr().err == ""  # installed already: nothing to do
+    requirements.write_text("numpy>=2\n")
+    dev.install(sys.executable, ((str(requirements), []),), stamp)
+    assert "installing r.txt into .venv (they changed since the last install)" in capsys.readouterr().err
+
+
 def venv_ready():
     """dev.py's own environment exists and is up to date (so `dev.py run` starts at once, installing nothing)."""
     stamp = os.path.join(dev.VENV, ".requirements-sha256")
