@@ -238,19 +238,20 @@ def test_the_documented_commands_run_in_a_fresh_clone_after_the_quickstart(tmp_p
     def run(command, timeout):
         words = [w.replace("/tmp/", str(tmp_path) + "/") for w in shlex.split(command)]
         words = python3 + words[1:] if words[0] == "python3" else words
-        proc = subprocess.run(words, cwd=str(clone), capture_output=True, text=True, timeout=timeout,
+        return subprocess.run(words, cwd=str(clone), capture_output=True, text=True, timeout=timeout,
                               input="c\nq\n" if words[1:3] == ["dev.py", "pdb"] else None)
-        assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-        return proc
 
     first = run("python3 dev.py run", 1800)  # (35 s on a quiet machine, plus the setup; far more under load)
     assert "dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first time" in first.stderr
-    assert "sample 20: " in first.stdout
+    assert first.returncode == 0 and "sample 20: " in first.stdout, first.stderr
     again = run("python3 dev.py test tests/test_value.py", 900)
-    assert "installing" not in again.stderr and " passed" in again.stdout
-    ran = []
+    assert again.returncode == 0 and "installing" not in again.stderr and " passed" in again.stdout, again.stderr
+    ran, failed = [], []
     for command in documented_commands():
         if not any(re.search(pattern, command) for pattern in LONG):
-            run(command, 600)  # (each under a minute on a quiet machine; far more under load)
+            proc = run(command, 600)  # (each under a minute on a quiet machine; far more under load)
             ran.append(command)
+            if proc.returncode != 0:
+                failed.append(f"{command}\n{proc.stdout[-1000:]}\n{proc.stderr[-1000:]}")
+    assert not failed, "\n\n".join(failed)
     assert len(ran) >= 10, ran
