@@ -229,24 +229,26 @@ def documented_commands():
 def test_the_documented_commands_run_in_a_fresh_clone_after_the_quickstart(tmp_path):
     """A fresh clone; the Quickstart's two commands as written (the second narrowed to one test file: the whole
     suite is what CI runs); then every documented command that takes under a minute, in the docs' order, from the
-    clone's folder, each within a minute and with exit code 0. `python3` is the Python that runs this test; pdb is
-    given `c` and `q`, and /tmp/ is a temporary folder."""
+    clone's folder, each with exit code 0 (each takes under a minute on a quiet machine). `python3` is the Python that runs this test; pdb is
+    given `c` and `q`, and /tmp/ is a new temporary folder."""
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True)
     python3 = [sys.executable]
 
-    def run(command, timeout):
-        words = [w.replace("/tmp/", str(tmp_path) + "/") for w in shlex.split(command)]
+    def run(command, timeout):  # (a /tmp/ of its own for each command: two docs may name the same /tmp/q)
+        tmp = tmp_path / f"tmp{len(ran)}"
+        tmp.mkdir(exist_ok=True)
+        words = [w.replace("/tmp/", f"{tmp}/") for w in shlex.split(command)]
         words = python3 + words[1:] if words[0] == "python3" else words
         return subprocess.run(words, cwd=str(clone), capture_output=True, text=True, timeout=timeout,
                               input="c\nq\n" if words[1:3] == ["dev.py", "pdb"] else None)
 
+    ran, failed = [], []
     first = run("python3 dev.py run", 1800)  # (35 s on a quiet machine, plus the setup; far more under load)
     assert "dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first time" in first.stderr
     assert first.returncode == 0 and "sample 20: " in first.stdout, first.stderr
     again = run("python3 dev.py test tests/test_value.py", 900)
     assert again.returncode == 0 and "installing" not in again.stderr and " passed" in again.stdout, again.stderr
-    ran, failed = [], []
     for command in documented_commands():
         if not any(re.search(pattern, command) for pattern in LONG):
             proc = run(command, 600)  # (each under a minute on a quiet machine; far more under load)
