@@ -1,15 +1,20 @@
 """dev.py -- set up and run the project with one command; needs only Python >= 3.10 and venv.
 
-    python3 dev.py run [flags]     train and sample: python microgpt.py [flags] (see --help)
-    python3 dev.py test [args]     the tests: python -m pytest [args]; --fast leaves out slow ones
-    python3 dev.py lint            ruff check .
-    python3 dev.py notebooks [NN]  rebuild and execute the notebooks (all, or those named *NN*)
+    python3 dev.py run [flags]       train and sample: python microgpt.py [flags] (see --help)
+    python3 dev.py python FILE ...   any script with the project's Python: python FILE ...
+    python3 dev.py pdb FILE [flags]  a script in the debugger: python -m pdb -- FILE [flags]
+    python3 dev.py test [args]       the tests: python -m pytest [args]; --fast leaves out slow ones
+    python3 dev.py lint              ruff check .
+    python3 dev.py notebooks [NN]    rebuild and execute the notebooks (all, or those named *NN*)
+    python3 dev.py lab [args]        JupyterLab on notebooks/ (installed into .venv on first use)
 
 The first call creates .venv and installs requirements.txt into it, then requirements-nodeps.txt
 with --no-deps (packages used only for their data files); later calls reinstall only when either
-file changes (their hash is kept in .venv). Commands run with that Python, in this folder (`run`:
-in yours), so nothing is installed elsewhere. To manage your own environment, install both files
-and run the commands on the right directly (README: "Setting up by hand").
+file changes (their hash is kept in .venv). `lab` installs requirements-lab.txt the same way, on
+its first use only, so the runtime stays light. Commands run with that Python, in this folder
+(`run`, `python`, `pdb`: in yours, which their paths are read from), so nothing is installed
+elsewhere. To manage your own environment, install the files and run the commands on the right
+directly (README: "Setting up by hand").
 """
 import hashlib
 import os
@@ -23,9 +28,35 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(ROOT, ".venv")
 REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
 REQUIREMENTS_NODEPS = os.path.join(ROOT, "requirements-nodeps.txt")  # installed with --no-deps
+REQUIREMENTS_LAB = os.path.join(ROOT, "requirements-lab.txt")  # `lab` only
 STAMP = os.path.join(VENV, ".requirements-sha256")
-COMMANDS = {"run": ["microgpt.py"], "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
-            "notebooks": ["notebooks/build.py"]}
+STAMP_LAB = os.path.join(VENV, ".requirements-lab-sha256")
+# `--` ends pdb's own options: Python 3.13.0's pdb refuses `pdb script --flag` without it
+COMMANDS = {"run": ["microgpt.py"], "python": [], "pdb": ["-m", "pdb", "--"],  # (PDB_MAIN)
+            "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
+            "notebooks": ["notebooks/build.py"], "lab": ["-m", "jupyterlab"]}
+IN_USERS_FOLDER = ("run", "python", "pdb")  # their paths are read from where the user is
+# pdb as `python -m pdb` starts it. Python 3.13.0's pdb cannot set `b module.function` on a
+# function with default arguments (it takes the first constant of the compiled `def` for the
+# function's code; fixed in 3.13.1): there, its lookup is given the function's code first.
+PDB_MAIN = """import pdb, sys, types
+def fix_find_function(pdb, find, code_type):
+    def compile_code_first(*args, **kwargs):  # (pdb runs the script in this module's globals:
+        code = compile(*args, **kwargs)       # everything here is bound in a closure)
+        functions = tuple(c for c in code.co_consts if isinstance(c, code_type))
+        return code.replace(co_consts=functions + code.co_consts)
+    def find_function(funcname, filename):
+        pdb.compile = compile_code_first
+        try:
+            return find(funcname, filename)
+        finally:
+            del pdb.compile
+    return find_function
+if sys.version_info[:3] == (3, 13, 0):
+    pdb.find_function = fix_find_function(pdb, pdb.find_function, types.CodeType)
+sys.argv[0] = pdb.__file__
+pdb.main()
+"""
 
 
 def fail(message, code=2):
@@ -38,9 +69,9 @@ def venv_python():
     return os.path.join(VENV, *(("Scripts", "python.exe") if windows else ("bin", "python")))
 
 
-def requirements_hash():
+def requirements_hash(paths=(REQUIREMENTS, REQUIREMENTS_NODEPS)):
     h = hashlib.sha256()
-    for path in (REQUIREMENTS, REQUIREMENTS_NODEPS):
+    for path in paths:
         with open(path, "rb") as f:
             h.update(hashlib.sha256(f.read()).digest())
     return h.hexdigest()
@@ -71,16 +102,25 @@ def ensure_venv():
         except OSError as e:
             shutil.rmtree(VENV, ignore_errors=True)
             fail(f"could not create the virtual environment {VENV}: {e.strerror or e}")
-    wanted = requirements_hash()
+    install(python, ((REQUIREMENTS, []), (REQUIREMENTS_NODEPS, ["--no-deps"])), STAMP)
+    return python
+
+
+def install(python, files, stamp):
+    """pip install each (path, flags) into .venv, unless the stamp holds these files' hash."""
+    wanted = requirements_hash([path for path, _ in files])
     try:
-        with open(STAMP, encoding="ascii") as f:
+        with open(stamp, encoding="ascii") as f:
             if f.read().strip() == wanted:
-                return python
+                return
     except OSError:
-        pass  # no stamp yet: install
-    print("dev.py: installing requirements.txt and requirements-nodeps.txt into .venv "
-          "(first run: a minute or two) ...", file=sys.stderr, flush=True)
-    for path, flags in ((REQUIREMENTS, []), (REQUIREMENTS_NODEPS, ["--no-deps"])):
+        first = True  # no stamp yet: a first install
+    else:
+        first = False  # installed before, from files that have changed since
+    names = " and ".join(os.path.basename(path) for path, _ in files)
+    why = "first time: a minute or two" if first else "they changed since the last install"
+    print(f"dev.py: installing {names} into .venv ({why}) ...", file=sys.stderr, flush=True)
+    for path, flags in files:
         pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
         try:
             result = subprocess.run([*pip, *flags, "-r", path], cwd=ROOT)
@@ -90,9 +130,17 @@ def ensure_venv():
         if result.returncode != 0:
             fail(f"pip could not install {os.path.basename(path)} (see its message above); fix "
                  "that and run again", result.returncode)
-    with open(STAMP, "w", encoding="ascii") as f:
+    with open(stamp, "w", encoding="ascii") as f:
         f.write(wanted + "\n")
-    return python
+
+
+def command_for(name, python, args):
+    """The command line `dev.py NAME ARGS` runs, with this Python."""
+    if name == "pdb":
+        return [python, "-c", PDB_MAIN, "--", *args]
+    if name == "run":
+        return [python, os.path.join(ROOT, "microgpt.py"), *args]
+    return [python, *COMMANDS[name], *args]
 
 
 def main(argv):
@@ -105,13 +153,13 @@ def main(argv):
     args = argv[1:]
     if argv[0] == "test" and "--fast" in args:  # the quick subset: the tests not marked slow
         args = [a for a in args if a != "--fast"] + ["-m", "not slow"]
-    command = [python, *COMMANDS[argv[0]], *args]
-    if argv[0] == "run":  # in the user's folder, which --corpus and --out are relative to; the
-        # resume command a stopped run prints names this launcher
-        command[1] = os.path.join(ROOT, command[1])
+    if argv[0] == "lab":
+        install(python, ((REQUIREMENTS_LAB, []),), STAMP_LAB)
+    command = command_for(argv[0], python, args)
+    if argv[0] == "run":  # the resume command a stopped run prints names this launcher
         os.environ["MICROGPT_LAUNCHER"] = shlex.join([sys.executable, sys.argv[0], "run"])
-    else:
-        os.chdir(ROOT)  # pytest, ruff and the notebooks' build read the project's own configuration
+    if argv[0] not in IN_USERS_FOLDER:  # pytest, ruff, the notebooks' build and JupyterLab read
+        os.chdir(os.path.join(ROOT, "notebooks") if argv[0] == "lab" else ROOT)  # the project's
     if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are its own
         os.execv(python, command)
     try:

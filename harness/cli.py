@@ -8,6 +8,7 @@ check comes before a step is taken or a file written: a refused run changes noth
 import argparse
 import importlib.util
 import os
+import sys
 from dataclasses import asdict
 from types import SimpleNamespace
 
@@ -23,6 +24,7 @@ from harness.checkpoints import (
 )
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
+from harness.i18n import LANGUAGES, language_from, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -65,6 +67,8 @@ def build_parser():
                            "to the nGPT hypersphere model; --engine numpy runs the same math on "
                            "arrays.",
                epilog=EPILOG.format(corpora=", ".join(BUILTIN), mib=MAX_CORPUS_BYTES // 2**20))
+    p.add_argument("--lang", choices=LANGUAGES, help="the console's language (default: ja in a "
+                   "Japanese locale, such as LANG=ja_JP.UTF-8; else en)")
     names = dict.fromkeys(row.group for row in SETTINGS)  # model, training, files, sampling
     groups = {name: p.add_argument_group(name) for name in names}
     for row in SETTINGS:
@@ -136,7 +140,9 @@ def resumed_settings(a, resume, ckpt_path):
 
 
 def parse_args(argv=None):
-    """The flags, each checked by its rule, and which go together (argparse's errors: one line)."""
+    """The flags, each checked by its rule, and which go together (argparse's errors: one line);
+    the console speaks --lang (or the locale's language) from here on."""
+    use(language_from(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     check_args(args)
     return args

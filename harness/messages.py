@@ -7,6 +7,7 @@ import sys
 
 from harness.checkpoints import save_run
 from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError, as_text
+from harness.i18n import _
 from harness.run_files import claim_run_folder
 from harness.shell import say
 from model_config import n_params
@@ -23,27 +24,33 @@ def fmt_time(seconds):
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{seconds:02d}s"
 
 
+HEADER = {"corpus": "names"}  # the corpus the header named (print_samples' word for a sample)
+
+
 def print_header(opts, cfg, base, resume, notices):
     """The corpus, the model, the baselines, notes; opts.docs: the counts {"train", "val",
     "cropped"}."""
-    docs = opts.docs
-    print(f"corpus {as_text(repr(opts.corpus))}: {docs['train'] + docs['val']} docs "
-          f"({docs['train']} train / {docs['val']} val), vocab size {cfg.vocab_size} "
-          f"({cfg.vocab_size - 1} characters + BOS)")
+    docs, HEADER["corpus"] = opts.docs, opts.corpus
+    print(_("corpus {corpus}: {docs} docs ({train} train / {val} val), vocab size {vocab} "
+            "({chars} characters + BOS)").format(
+        corpus=as_text(repr(opts.corpus)), docs=docs["train"] + docs["val"], train=docs["train"],
+        val=docs["val"], vocab=cfg.vocab_size, chars=cfg.vocab_size - 1))
     if docs["cropped"]:
         print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size}: cropped "
               "to it")
-    print(f"model: norm={cfg.norm}, n_layer={cfg.n_layer}, n_embd={cfg.n_embd}, "
-          f"n_head={cfg.n_head}, "
-          f"block_size={cfg.block_size}, {n_params(cfg)} parameters; engine={opts.engine}"
+    print(_("model: norm={norm}, n_layer={n_layer}, n_embd={n_embd}, n_head={n_head}, "
+            "block_size={block_size}, {params} parameters; engine={engine}").format(
+        norm=cfg.norm, n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head,
+        block_size=cfg.block_size, params=n_params(cfg), engine=opts.engine)
           + (", riemannian" if opts.riemannian else ""))
-    print("baselines (val loss): " + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
+    print(_("baselines (val loss): ") + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
     for notice in filter(None, notices):
         print(as_text(notice))
     if resume is not None:
         lowered = (f" (lr lowered from {opts.lr_lowered_from:g} to {opts.lr:g})"
                    if opts.lr_lowered_from else "")
-        print(f"resuming from step {resume.step} of {opts.steps}{lowered}")
+        print(_("resuming from step {step} of {steps}").format(step=resume.step, steps=opts.steps)
+              + lowered)
 
 
 def report(state, run, folder, opts, args):
@@ -70,11 +77,12 @@ def report_divergence(state, folder, opts, engine_failed=False):
     """Nothing new is written: the weights before the bad step would only repeat it. When the
     engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
-    where = (f" To see where it broke: python -m pdb microgpt.py [the same flags], then "
-             f"`{breakpoint_line()}` and `c`: under a breakpoint train() lets the error through, "
-             "and pdb stops at its line." if engine_failed else "")
-    say(f"microgpt: error: training diverged: {state.error}. Stopped; {kept}. Try a smaller --lr "
-        f"(a resumed run may lower it: --resume --lr ...).{where}")
+    say(_("microgpt: error: training diverged: {error}. Stopped; {kept}. Try a smaller --lr (a "
+          "resumed run may lower it: --resume --lr ...).").format(error=state.error, kept=kept))
+    if engine_failed:
+        say(_("To see where it broke: python3 dev.py pdb microgpt.py [the same flags], then `{line}` "
+              "and `c`: under a breakpoint train() lets the error through, and pdb stops at its "
+              "line.").format(line=breakpoint_line()))
     return EXIT_DIVERGED
 
 
@@ -96,8 +104,10 @@ def save_interrupted(state, folder, opts, args):
         say(f"microgpt: error: interrupted at step {state.step}/{opts.steps}, but {e}; "
             f"{kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps)}")
         return EXIT_IO
-    say(f"interrupted at step {state.step}/{opts.steps}; checkpoint saved to "
-        f"{os.path.join(out, 'checkpoint.npz')}\ncontinue with: {resume_command(out, args)}")
+    say(_("interrupted at step {step}/{steps}; checkpoint saved to {path}\ncontinue with: "
+          "{command}").format(step=state.step, steps=opts.steps,
+                              path=os.path.join(out, "checkpoint.npz"),
+                              command=resume_command(out, args)))
     return EXIT_INTERRUPTED
 
 
@@ -137,10 +147,12 @@ def resume_command(out, args):
 
 def print_final(state, base):
     val, last = state.val_loss[-1][1], min(50, len(state.train_loss))
-    below = "below" if val < base["bigram"] else "not yet below"
-    print(f"final: train loss {fmt_loss(final_train_loss(state))} (mean of last {last} steps), val "
-          f"loss {fmt_loss(val)} -- {below} the bigram baseline {base['bigram']:.4f}; "
-          f"{state.ms_per_step:.2f} ms/step")
+    below = (_("below the bigram baseline {bigram}") if val < base["bigram"]
+             else _("not yet below the bigram baseline {bigram}"))
+    print(_("final: train loss {train} (mean of last {last} steps), val loss {val} -- {below}; "
+            "{ms} ms/step").format(train=fmt_loss(final_train_loss(state)), last=last,
+                                   val=fmt_loss(val), ms=f"{state.ms_per_step:.2f}",
+                                   below=below.format(bigram=f"{base['bigram']:.4f}")))
 
 
 def final_train_loss(state):
@@ -151,17 +163,22 @@ KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
 
 
 def print_samples(samples, how):
-    """Print each name as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
-    how: sample()'s settings (harness.cli.sampling)."""
+    """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
+    how: sample()'s settings (harness.cli.sampling). A name corpus's samples are called names (the
+    corpus is the header's; --sample-only prints no header, and says names)."""
+    corpus = HEADER["corpus"]
     temperature, prompt = how["temperature"], how["prompt"]
     if temperature < GREEDY_BELOW:
         print(f"note: temperature {temperature:g} is below {GREEDY_BELOW:g}: taking the most "
               "likely character each time (greedy)")
-    print(f"--- inference (new, hallucinated names; temperature {temperature}"
-          + (f", prompt {as_text(repr(prompt))}" if prompt else "") + ") ---")
+    what = (_("--- inference (new, hallucinated names; temperature {t}{prompt}) ---")
+            if corpus in ("names", "jp-names")
+            else _("--- inference (new, hallucinated samples; temperature {t}{prompt}) ---"))
+    print(what.format(t=temperature, prompt=_(", prompt {prompt}").format(
+        prompt=as_text(repr(prompt))) if prompt else ""))
     kept = []
     for i, name in enumerate(samples, 1):
-        print(f"sample {i:2d}: {as_text(name)}")
+        print(_("sample {i:2d}: {name}").format(i=i, name=as_text(name)))
         if i <= KEEP_SAMPLES:
             kept.append(name)
     return kept

@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.checkpoints import save_run
 from harness.history import History
+from harness.i18n import _
 from harness.messages import fmt_loss, fmt_time
 from harness.shell import DeferSigint
 from model_config import off_sphere
@@ -89,14 +90,14 @@ class Run:
         """A live line on a terminal (else a line every tenth of the run), a line that stays at
         every val loss, and with --out a checkpoint then."""
         eta = (state.steps - state.step) * state.ms_per_step / 1000
-        line = (f"step {state.step:4d}/{state.steps} | loss {fmt_loss(loss)} | "
-                f"{state.ms_per_step:.2f} ms/step | ETA {fmt_time(eta)}")
+        line = _("step {step:4d}/{steps} | loss {loss} | {ms} ms/step | ETA {eta}").format(
+            step=state.step, steps=state.steps, loss=fmt_loss(loss),
+            ms=f"{state.ms_per_step:.2f}", eta=fmt_time(eta))
         if evaluated:  # val loss beside the baselines it should beat
             base = ", ".join(f"{name} {self.base[name]:.4f}"
                              for name in ("bigram", "unigram", "uniform"))
-            print(("\r" if self.tty else "") + line + f" | val loss "
-                                                      f"{fmt_loss(state.val_loss[-1][1])} "
-                  f"({base})", flush=True)
+            print(("\r" if self.tty else "") + line + _(" | val loss {val} ({base})").format(
+                val=fmt_loss(state.val_loss[-1][1]), base=base), flush=True)
             if self.opts.out:
                 save_run(self.opts.out, state, self.history)
                 self.folder.last_good = (os.path.join(self.opts.out, "checkpoint.npz"), state.step)

@@ -23,6 +23,7 @@ import threading
 
 from harness import _late, _quiet_exit
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError
+from harness.i18n import _
 from settings import InputError
 
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
@@ -100,8 +101,8 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line (like every other bad input) and exit 2."""
 
     def error(self, message):
-        say(f"{self.prog.removesuffix('.py')}: error: {message} "
-            f"(python {self.prog} --help lists the flags)")
+        say(_("{prog}: error: {message} (python {script} --help lists the flags)").format(
+            prog=self.prog.removesuffix(".py"), message=message, script=self.prog))
         sys.exit(EXIT_BAD_INPUT)
 
 
@@ -161,7 +162,7 @@ class Shell:
     def report(self, e):
         """The one line for an exception that ends the program, and its exit code (None: others)."""
         if isinstance(e, InputError):
-            say(f"{self.prog}: error: {e}")
+            say(_("{prog}: error: {message}").format(prog=self.prog, message=e))
             return EXIT_BAD_INPUT
         if isinstance(e, KeyboardInterrupt):
             say(f"\n{self.prog}: {self.interrupted()}")

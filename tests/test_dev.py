@@ -1,11 +1,16 @@
-"""dev.py: the two-command setup, and `dev.py run` reading paths from the folder the user is in."""
+"""dev.py: the two-command setup, `dev.py run` reading paths from the folder the user is in, `dev.py pdb` on every
+Python, and `dev.py lab` installing JupyterLab on first use."""
+import json
 import os
 import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 from cli_helpers import ROOT
@@ -40,6 +45,44 @@ def test_dev_py_test_fast_leaves_out_the_slow_tests(monkeypatch):
     with pytest.raises(SystemExit):
         dev.main(["test", "--fast", "-x"])
     assert seen["command"][1:] == ["-m", "pytest", "-x", "-m", "not slow"] and seen["cwd"] == ROOT
+
+
+@pytest.mark.parametrize("name, expected", [("python", ["x.py", "--a"]), ("pdb", ["-c", dev.PDB_MAIN, "--", "x.py", "--a"])])
+def test_dev_py_python_and_pdb_run_in_the_users_folder(monkeypatch, tmp_path, name, expected):
+    seen = {}
+    monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        dev.main([name, "x.py", "--a"])
+    assert seen["command"] == [sys.executable, *expected] and seen["cwd"] == str(tmp_path)
+
+
+def test_dev_py_lab_installs_its_own_file_and_opens_the_notebooks_folder(monkeypatch, tmp_path):
+    seen, installed = {}, []
+    monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev, "install", lambda python, files, stamp: installed.append((files, stamp)))
+    monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        dev.main(["lab", "--no-browser"])
+    assert installed == [(((dev.REQUIREMENTS_LAB, []),), dev.STAMP_LAB)]
+    assert seen["command"] == [sys.executable, "-m", "jupyterlab", "--no-browser"]
+    assert seen["cwd"] == os.path.join(ROOT, "notebooks")
+
+
+def test_dev_py_says_first_time_only_on_a_first_install(monkeypatch, tmp_path, capsys):
+    """"(first time: a minute or two)" without a stamp; with a stamp of other files, that they changed."""
+    monkeypatch.setattr(dev.subprocess, "run", lambda *args, **kwargs: subprocess.CompletedProcess(args, 0))
+    requirements, stamp = tmp_path / "r.txt", str(tmp_path / "stamp")
+    requirements.write_text("numpy\n")
+    dev.install(sys.executable, ((str(requirements), []),), stamp)
+    assert "installing r.txt into .venv (first time: a minute or two)" in capsys.readouterr().err
+    dev.install(sys.executable, ((str(requirements), []),), stamp)
+    assert capsys.readouterr().err == ""  # installed already: nothing to do
+    requirements.write_text("numpy>=2\n")
+    dev.install(sys.executable, ((str(requirements), []),), stamp)
+    assert "installing r.txt into .venv (they changed since the last install)" in capsys.readouterr().err
 
 
 def venv_ready():
@@ -125,3 +168,54 @@ def test_ctrl_c_during_the_first_setup_removes_the_half_made_venv(monkeypatch, t
     err = capsys.readouterr().err
     assert e.value.code == 130 and "Traceback" not in err and "the half-made folder was removed" in err
     assert not (tmp_path / ".venv").exists()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_dev_py_lab_installs_jupyterlab_on_first_use_and_serves_the_notebooks(tmp_path):
+    """`python3 dev.py lab` in a fresh clone: JupyterLab is installed into .venv from requirements-lab.txt, the
+    server starts on notebooks/, and a notebook comes back over HTTP. (The clone's .venv sees this Python's
+    packages through a .pth file and holds dev.py's stamp, so requirements-lab.txt is the only install.)"""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(clone / ".venv")], check=True)
+    python = str(clone / ".venv" / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(purelib, "project-packages.pth"), "w", encoding="utf-8") as f:
+        f.write("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    with open(clone / ".venv" / ".requirements-sha256", "w", encoding="ascii") as f:
+        f.write(dev.requirements_hash([str(clone / "requirements.txt"), str(clone / "requirements-nodeps.txt")]))
+    port, token = free_port(), f"t{os.getpid()}"
+    log = open(tmp_path / "lab.log", "w+", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(clone / "dev.py"), "lab", "--no-browser", "--ip=127.0.0.1",
+                             f"--port={port}", f"--IdentityProvider.token={token}",
+                             *(["--allow-root"] if os.geteuid() == 0 else [])], cwd=str(tmp_path),
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1",
+                                                                       "HOME": str(tmp_path)})
+    try:
+        url = f"http://127.0.0.1:{port}/api/contents/01_autograd_build.ipynb?token={token}"
+        deadline, notebook = time.monotonic() + 300, None
+        while notebook is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as response:
+                    notebook = json.load(response)
+            except OSError:
+                time.sleep(1)
+        log.seek(0)
+        output = log.read()
+        if notebook is None and "pip could not install requirements-lab.txt" in output:
+            pytest.skip(f"JupyterLab could not be installed (offline?): {output[-500:]}")
+        assert notebook is not None, output[-3000:]
+        assert "dev.py: installing requirements-lab.txt into .venv (first time" in output
+        assert notebook["type"] == "notebook" and notebook["content"]["cells"]
+        assert os.path.exists(clone / ".venv" / ".requirements-lab-sha256")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        log.close()

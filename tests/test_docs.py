@@ -4,11 +4,14 @@ issues instead of the design."""
 import glob
 import os
 import re
+import shlex
 import subprocess
 import sys
 
 import pytest
 from cli_helpers import ROOT
+
+import dev
 
 MARKDOWN = sorted(p for p in glob.glob(os.path.join(ROOT, "**", "*.md"), recursive=True)
                   if not any(part in p for part in (os.sep + ".venv" + os.sep, os.sep + "out" + os.sep,
@@ -54,7 +57,9 @@ def test_the_two_readmes_say_the_same_commands_and_chapter_map():
 def test_quickstart_is_two_commands_and_ci_runs_the_test_command():
     assert commands(block(read("README.md"), "## Quickstart")) == ["python3 dev.py run", "python3 dev.py test"]
     ci = [line.strip() for line in read(".ci/run").splitlines()]
-    assert "python3 dev.py test" in ci and not [line for line in ci if "pytest" in line]
+    assert "python3 dev.py test" in ci  # the whole suite; pytest itself only for the other Pythons' fast subset
+    assert [line for line in ci if "pytest" in line and not line.startswith("#")] == [
+        '"$venv/bin/python" -m pytest -q -m "not slow"']
     assert commands(block(read("README.md"), "## Tests"))[0] == "python3 dev.py test"
 
 
@@ -102,20 +107,27 @@ def test_the_python_api_example_runs_as_written(tmp_path, monkeypatch):
         mg.sample(more.params, more.cfg, more.vocab, num_samples=3, seed=0, engine="value")
 
 
-def pdb_lines(text, heading):
-    """(command, comment) of every (Pdb) line of the first block under `heading`, and the command that starts
-    pdb, if the block has one."""
-    lines = block(text, heading, "").splitlines()
-    start = [line.split() for line in lines if line.startswith("python -m pdb")]
-    typed = [line[len("(Pdb) "):].split("  #", 1) for line in lines if line.startswith("(Pdb) ")]
-    return start, [(parts[0].strip(), parts[1] if len(parts) > 1 else "") for parts in typed]
+def pdb_sessions(text):
+    """Each pdb session of a page: (the flags after `python3 dev.py pdb microgpt.py`, [(command, comment)]) for
+    each block that starts pdb, with the (Pdb) lines of the blocks after it that do not start it again."""
+    sessions = []
+    for lines in (b.splitlines() for b in re.findall(r"^```\n(.*?)^```", text, flags=re.S | re.M)):
+        start = [line.split() for line in lines if line.startswith("python3 dev.py pdb microgpt.py")]
+        typed = [line[len("(Pdb) "):].split("  #", 1) for line in lines if line.startswith("(Pdb) ")]
+        if start:
+            sessions.append((start[0][4:], []))
+        if typed:
+            sessions[-1][1].extend((parts[0].strip(), parts[1] if len(parts) > 1 else "") for parts in typed)
+    return sessions
 
 
 class Pdb:
-    """pdb on microgpt.py, driven like a learner at the keyboard: type a line, read up to the next prompt."""
+    """pdb on microgpt.py as `python3 dev.py pdb` starts it (with this Python), driven like a learner at the
+    keyboard: type a line, read up to the next prompt."""
 
     def __init__(self, args, cwd):
-        self.proc = subprocess.Popen([sys.executable, "-m", "pdb", os.path.join(ROOT, "microgpt.py"), *args],
+        self.proc = subprocess.Popen(dev.command_for("pdb", sys.executable, [os.path.join(ROOT, "microgpt.py"),
+                                                                              *args]),
                                      cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         self.out = ""
@@ -142,24 +154,42 @@ class Pdb:
         self.proc.communicate(timeout=60)
 
 
-@pytest.mark.slow
-def test_the_pdb_walkthrough_works_as_written(tmp_path):
-    """docs/debugging.md's training step and inference loop, typed into pdb as written, LINE read from what
-    `ll` showed, as the page says; what the comments promise is what pdb shows."""
-    text = read("docs/debugging.md")
-    start, training = pdb_lines(text, "## One training step")
-    _, inference = pdb_lines(text, "## The inference loop")
-    assert start[0][4:] == ["--n-embd", "4", "--n-head", "1", "--steps", "1", "--num-samples", "1"]
-    pdb, line = Pdb(start[0][4:], tmp_path), None
+def walk(args, commands, cwd):
+    """Type a session's commands as the page says: LINE is what `ll` showed beside the binary op's child.grad
+    line, and a `unt` whose comment says "until" is pressed until the arrow is at init_params."""
+    pdb, line = Pdb(args, cwd), None
     try:
-        for command, _ in training + inference:
+        for command, comment in commands:
             shown = pdb.type(command.replace("LINE", str(line)))
             if command == "ll":  # the binary op's line: the first child.grad line after `len(children) == 2`
                 binary = shown.split("len(children) == 2", 1)[1]
                 line = re.search(r"^\s*(\d+)\s+child\.grad \+= local_grad \* node\.grad", binary, flags=re.M).group(1)
+            for _ in range(20 if command == "unt" and "init_params" in comment else 0):
+                if "-> params = init_params(" in shown:
+                    break
+                shown = pdb.type("unt")
     finally:
         pdb.close()
-    out = pdb.out
+    return pdb.out
+
+
+def test_the_japanese_walkthrough_types_the_english_ones_commands():
+    english, japanese = pdb_sessions(read("docs/debugging.md")), pdb_sessions(read("docs/debugging.ja.md"))
+    assert [(args, [c for c, _ in typed]) for args, typed in japanese] == \
+        [(args, [c for c, _ in typed]) for args, typed in english] and len(english) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["docs/debugging.md", "docs/debugging.ja.md"])
+def test_the_pdb_walkthrough_works_as_written(tmp_path, page):
+    """The page's pdb sessions (into train(); a training step and the inference loop), typed into pdb as written,
+    on the Python that runs the tests; what the comments promise is what pdb shows."""
+    sessions = pdb_sessions(read(page))
+    tiny = ["--n-embd", "4", "--n-head", "1", "--steps", "1", "--num-samples", "1"]
+    assert [args for args, _ in sessions] == [tiny, tiny]
+    out = walk(*sessions[0], tmp_path)
+    assert re.search(r"\(Pdb\) \(4647, \[26, (\d+, )+26\]\)", out), out[-2000:]  # the documents, BOS both ends
+    out = walk(*sessions[1], tmp_path)
     assert "(Pdb) (26, 0)" in out  # token_id, pos_id: BOS (id 26 of 27) at position 0
     assert re.search(r"\(Pdb\) \(\d+, Value\(data=[\d.]+, grad=0, op='\*'\)\)", out)  # len(losses), the mean
     assert re.search(r"\(Pdb\) \('\*', -?[\d.e-]+, -?[\d.e-]+\)", out)  # the chain rule into W, from a multiply
@@ -168,3 +198,62 @@ def test_the_pdb_walkthrough_works_as_written(tmp_path):
     assert "((472,), array(" in out  # every parameter in one array
     assert re.search(r"\(Pdb\) \(0, 1, \[(0\.\d+, ){26}0\.\d+\]\)", out)  # position 0, one cached k, 27 probs
     assert "(Pdb) (1, 2)" in out  # position 1, two cached keys
+    assert "***" not in out, out  # pdb's mark of a command that failed
+
+
+DOCUMENTED = ["README.md", "README.ja.md", "docs/*.md", "experiments/README.md", "benchmarks/README.md",
+              "notebooks/README.md"]
+# Documented commands that take over a minute, or that another test runs: what a fresh clone leaves out, and why
+LONG = {r"^python3 dev\.py test\b": "the tests themselves (CI runs them all)",
+        r"^python3 dev\.py notebooks\b": "executes every notebook (tests/test_notebooks.py builds them)",
+        r"^python3 dev\.py lab\b": "a server (tests/test_dev.py starts it)",
+        r"^python3 dev\.py run$": "the first Quickstart command, run first as written",
+        r"^python3 dev\.py python experiments/\S+ *$|--gate-pilot|--corpus names\.txt": "a whole study: minutes",
+        r"^\.venv/bin/python benchmarks/": "the benchmarks: minutes each",
+        r"tests/test_planetarium_browser\.py": "the browser tests' own checks (tests/test_planetarium_browser.py)"}
+
+
+def documented_commands():
+    """Every command line at the start of a ```bash block's line, in the docs that a learner reads after the
+    Quickstart, that runs with the project's Python (`python3 dev.py ...`, `.venv/bin/python ...`), once."""
+    found = []
+    for pattern in DOCUMENTED:
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
+            for body in re.findall(r"```bash\n(.*?)```", open(path, encoding="utf-8").read(), flags=re.S):
+                found += [c for c in commands(body) if c.startswith(("python3 dev.py ", ".venv/bin/python "))]
+            found += re.findall(r"^python3 dev\.py pdb .*$", open(path, encoding="utf-8").read(), flags=re.M)
+    return list(dict.fromkeys(found))
+
+
+@pytest.mark.slow
+def test_the_documented_commands_run_in_a_fresh_clone_after_the_quickstart(tmp_path):
+    """A fresh clone; the Quickstart's two commands as written (the second narrowed to one test file: the whole
+    suite is what CI runs); then every documented command that takes under a minute, in the docs' order, from the
+    clone's folder, each with exit code 0 (each takes under a minute on a quiet machine). `python3` is the Python that runs this test; pdb is
+    given `c` and `q`, and /tmp/ is a new temporary folder."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True)
+    python3 = [sys.executable]
+
+    def run(command, timeout):  # (a /tmp/ of its own for each command: two docs may name the same /tmp/q)
+        tmp = tmp_path / f"tmp{len(ran)}"
+        tmp.mkdir(exist_ok=True)
+        words = [w.replace("/tmp/", f"{tmp}/") for w in shlex.split(command)]
+        words = python3 + words[1:] if words[0] == "python3" else words
+        return subprocess.run(words, cwd=str(clone), capture_output=True, text=True, timeout=timeout,
+                              input="c\nq\n" if words[1:3] == ["dev.py", "pdb"] else None)
+
+    ran, failed = [], []
+    first = run("python3 dev.py run", 1800)  # (35 s on a quiet machine, plus the setup; far more under load)
+    assert "dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first time" in first.stderr
+    assert first.returncode == 0 and "sample 20: " in first.stdout, first.stderr
+    again = run("python3 dev.py test tests/test_value.py", 900)
+    assert again.returncode == 0 and "installing" not in again.stderr and " passed" in again.stdout, again.stderr
+    for command in documented_commands():
+        if not any(re.search(pattern, command) for pattern in LONG):
+            proc = run(command, 600)  # (each under a minute on a quiet machine; far more under load)
+            ran.append(command)
+            if proc.returncode != 0:
+                failed.append(f"{command}\n{proc.stdout[-1000:]}\n{proc.stderr[-1000:]}")
+    assert not failed, "\n\n".join(failed)
+    assert len(ran) >= 10, ran

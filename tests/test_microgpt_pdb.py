@@ -18,6 +18,8 @@ import time
 import pytest
 from cli_helpers import ROOT, TINY, write_corpus
 
+import dev
+
 BROKEN_LINE = "        x = linear(x, state_dict[f'layer{li}.mlp_fc1'])"
 
 
@@ -33,6 +35,12 @@ def broken_copy(folder):
     return path
 
 
+def pdb(*args):
+    """`python3 dev.py pdb ARGS` with this Python: `python -m pdb -- ARGS` (Python 3.13.0's pdb refuses
+    a script's flags without the `--`, and needs dev.py's fix to break on a function by its name)."""
+    return dev.command_for("pdb", sys.executable, list(args))
+
+
 def env():
     """The copy imports the project's modules from the repository, and prints without buffering."""
     return {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
@@ -45,9 +53,10 @@ def test_stepping_into_train_shows_the_chapter_making_its_tokens_weights_and_mom
     corpus = write_corpus(str(tmp_path))
     text = open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8").read().splitlines()
     call = next(i for i, line in enumerate(text, 1) if "= train(train_docs, val_docs, vocab, cfg" in line)  # in main
-    commands = [f"b {os.path.join(ROOT, 'microgpt.py')}:{call}", "c", "s"] + ["n"] * 12 + ["q"]
-    proc = subprocess.run([sys.executable, "-m", "pdb", os.path.join(ROOT, "microgpt.py"), *TINY, "--corpus",
-                           corpus, "--steps", "1"], input="\n".join(commands) + "\n", cwd=str(tmp_path),
+    # `unt` (until) is `n` that runs a loop, or a list comprehension, to its end: from Python 3.12 on a
+    # comprehension runs in train()'s own frame (PEP 709), and `n` would stop at each of its elements
+    commands = [f"b {os.path.join(ROOT, 'microgpt.py')}:{call}", "c", "s"] + ["unt"] * 12 + ["q"]
+    proc = subprocess.run(pdb(os.path.join(ROOT, "microgpt.py"), *TINY, "--corpus", corpus, "--steps", "1"), input="\n".join(commands) + "\n", cwd=str(tmp_path),
                           capture_output=True, text=True, timeout=120)
     after = proc.stdout.split("--Call--", 1)[1]
     frames = re.findall(r"^(?:\(Pdb\) )?> (.*?)\((\d+)\)(\w+)\(\)\n-> (.*)$", after, flags=re.M)
@@ -75,7 +84,7 @@ def test_a_learners_mistake_in_gpt_is_a_traceback_into_gpt_not_divergence(tmp_pa
 def test_pdb_stops_post_mortem_at_the_learners_line(tmp_path):
     script = broken_copy(str(tmp_path))
     corpus = write_corpus(str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "pdb", script, "--steps", "2", "--corpus", corpus],
+    proc = subprocess.run(pdb(script, "--steps", "2", "--corpus", corpus),
                           input="c\nup\np li, len(x)\nq\n", cwd=str(tmp_path), capture_output=True, text=True,
                           timeout=120, env=env())
     assert "Entering post mortem debugging" in proc.stdout, proc.stdout + proc.stderr
@@ -116,8 +125,8 @@ class Console:
 def test_ctrl_c_under_pdb_breaks_into_the_prompt_and_c_continues_training(tmp_path):
     corpus = write_corpus(str(tmp_path))
     shutil.copy(os.path.join(ROOT, "microgpt.py"), tmp_path)  # (run from a copy: pdb may restart it at the end)
-    console = Console([sys.executable, "-m", "pdb", "microgpt.py", *TINY, "--corpus", corpus, "--steps", "10000000",
-                       "--eval-every", "200", "--out", str(tmp_path / "run")], cwd=str(tmp_path), env=env())
+    console = Console(pdb("microgpt.py", *TINY, "--corpus", corpus, "--steps", "10000000", "--eval-every", "200",
+                          "--out", str(tmp_path / "run")), cwd=str(tmp_path), env=env())
     try:
         at = console.wait_for(r"\(Pdb\) ")  # pdb stops before the first line
         console.type("c")

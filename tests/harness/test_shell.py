@@ -224,7 +224,10 @@ def test_a_signal_while_starting_leaves_nothing(tmp_path, corpus, sig, delay):
     time.sleep(delay)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode in (EXIT_INTERRUPTED, -sig), (delay, err)
+    # (Python 3.10's C-level imports turn a KeyboardInterrupt inside NumPy's extension modules into an
+    # ImportError, which NumPy reports as such: still Python's own answer, exit 1 with its traceback)
+    py310 = sys.version_info < (3, 11) and sig == signal.SIGINT and "\nImportError: " in err
+    assert proc.returncode in (EXIT_INTERRUPTED, -sig) or (py310 and proc.returncode == 1), (delay, err)
     if proc.returncode == EXIT_INTERRUPTED and "Traceback" not in err:
         assert "interrupted" in err and err.count("\n") <= 2, err
     assert not (out / LOCK_NAME).exists()

@@ -1,0 +1,79 @@
+"""harness/i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese locale in the
+environment (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, gettext's order); English otherwise. The standard
+library's gettext, with one catalogue, harness/locale/ja.po, read as text and compiled in memory
+(so no binary .mo file is kept). A message is English in the code, `_("... {name} ...")`, and its
+placeholders are filled after translation with .format(), as the translation may reorder them."""
+import ast
+import gettext
+import io
+import os
+import struct
+
+CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale", "ja.po")
+LANGUAGES = ("en", "ja")
+_translation = gettext.NullTranslations()
+
+
+def _(message):
+    """message in the console's language (as written when there is no translation)."""
+    return _translation.gettext(message)
+
+
+def read_po(path):
+    """{msgid: msgstr} of a .po file: each entry a msgid and a msgstr, each one or more "..."
+    lines (Python string syntax); comments and the empty header entry are left out."""
+    entries, key, parts = {}, None, {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith(("msgid ", "msgstr ")):
+                key, _space, rest = line.partition(" ")
+                parts[key] = [ast.literal_eval(rest)]
+                if key == "msgstr" and "".join(parts["msgid"]):
+                    entries["".join(parts["msgid"])] = parts["msgstr"]
+            elif line.startswith('"') and key:
+                parts[key].append(ast.literal_eval(line))
+    return {msgid: "".join(msgstr) for msgid, msgstr in entries.items()}
+
+
+def mo_bytes(messages):
+    """The GNU .mo file gettext reads, for {msgid: msgstr} (with an empty-id header for UTF-8)."""
+    messages = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages}
+    ids = sorted(messages)
+    keys = [k.encode("utf-8") for k in ids]
+    values = [messages[k].encode("utf-8") for k in ids]
+    start = 7 * 4 + 16 * len(ids)  # the header, then the two tables of (length, offset)
+    key_offsets, offset = [], start
+    for k in keys:
+        key_offsets.append((len(k), offset))
+        offset += len(k) + 1
+    value_offsets = []
+    for v in values:
+        value_offsets.append((len(v), offset))
+        offset += len(v) + 1
+    out = struct.pack("<7I", 0x950412DE, 0, len(ids), 7 * 4, 7 * 4 + 8 * len(ids), 0, 0)
+    out += b"".join(struct.pack("<2I", *pair) for pair in key_offsets + value_offsets)
+    return out + b"".join(s + b"\0" for s in keys + values)
+
+
+def language_from(argv, environ=os.environ):
+    """'ja' or 'en': --lang X (or --lang=X) in argv, else the environment's first locale setting."""
+    for i, word in enumerate(argv):
+        if word == "--lang" and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith("--lang="):
+            return word.split("=", 1)[1]
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        if environ.get(name):
+            return "ja" if environ[name].startswith("ja") else "en"
+    return "en"
+
+
+def use(language):
+    """Print in `language` ('en', 'ja'; anything else stays English) from now on."""
+    global _translation
+    if language == "ja":
+        mo = mo_bytes(read_po(CATALOGUE))
+        _translation = gettext.GNUTranslations(io.BytesIO(mo))
+    else:
+        _translation = gettext.NullTranslations()
