@@ -77,12 +77,12 @@ def report_divergence(state, folder, opts, engine_failed=False):
     """Nothing new is written: the weights before the bad step would only repeat it. When the
     engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
+    where = (" " + _("To see where it broke: python3 dev.py pdb microgpt.py [the same flags], then "
+                     "`{line}` and `c`: under a breakpoint train() lets the error through, and pdb "
+                     "stops at its line.").format(line=breakpoint_line()) if engine_failed else "")
     say(_("microgpt: error: training diverged: {error}. Stopped; {kept}. Try a smaller --lr (a "
-          "resumed run may lower it: --resume --lr ...).").format(error=state.error, kept=kept))
-    if engine_failed:
-        say(_("To see where it broke: python3 dev.py pdb microgpt.py [the same flags], then `{line}` "
-              "and `c`: under a breakpoint train() lets the error through, and pdb stops at its "
-              "line.").format(line=breakpoint_line()))
+          "resumed run may lower it: --resume --lr ...).").format(error=state.error, kept=kept)
+        + where)
     return EXIT_DIVERGED
 
 
