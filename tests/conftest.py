@@ -4,7 +4,11 @@
 A suite started in the background by a shell without job control (`cmd &` in a script) inherits SIGINT ignored,
 and under nohup SIGHUP ignored, and so would every program it starts: microgpt.py rightly leaves an ignored signal
 ignored, and the signal tests would see runs that cannot be stopped. The suite takes both back, for itself and
-the programs it starts."""
+the programs it starts.
+
+The suite checks the console's English lines (and its Japanese ones with --lang ja), so a learner's
+LANG=ja_JP.UTF-8 must not switch the programs it starts: the message locale is pinned to English."""
+import os
 import signal
 
 import pytest
@@ -14,6 +18,10 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+    os.environ.pop(name, None)
+os.environ["LANG"] = "C.UTF-8"
 
 
 @pytest.fixture
