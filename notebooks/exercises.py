@@ -51,9 +51,11 @@ def solution(key):
     return section.split("\n## ")[0].strip()
 
 
-def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-12):
+def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
     """Table learner(*args) against reference(*args) at each (label, args) of points: exact, close
-    (|got - want| <= atol + rtol |want|), largest difference. True if all close, None if a stub."""
+    (|got - want| <= atol + rtol |want|), largest difference. True if all close, None if a stub.
+    Under the table, exercise `key`'s worked solution, folded."""
+    markdown = solution(key) if key else None
     rows = []  # (label, exact, close, largest difference, close as a bool)
     for label, args in points:
         want = np.asarray(reference(*args), dtype=float)
@@ -61,7 +63,7 @@ def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-
             got = np.asarray(learner(*args), dtype=float)
         except NotImplementedError:
             print(f"{name}: {UNANSWERED}")
-            show_solution(solution, False)
+            show_solution(markdown, False)
             return None
         except Exception as e:  # the learner's code failed: say how, keep the notebook running
             rows.append((label, "-", "-", f"{type(e).__name__}: {e}", False))
@@ -80,7 +82,7 @@ def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-
     for label, exact, close, diff, _ in rows:
         print(f"  {_pad(label, width)}  {_pad(exact, 8)}  {_pad(close, 6)}  {diff}")
     print(f"  → {'すべての点で一致しました' if ok else '一致しない点があります'}")
-    show_solution(solution, ok)
+    show_solution(markdown, ok)
     return ok
 
 
@@ -107,7 +109,7 @@ def _scaled(name, learner, reference, points, key, scale=None):
     def size(*args):
         return scale(*args) if scale else max(np.abs(_flat(reference)(*args)).max(), 1e-300)
     return compare(name, lambda *a: _flat(learner)(*a) / size(*a),
-                   lambda *a: _flat(reference)(*a) / size(*a), points, solution(key), 1e-10, 1e-12)
+                   lambda *a: _flat(reference)(*a) / size(*a), points, key, 1e-10, 1e-12)
 
 
 # ========================================================== 01-02 autograd: the learner's own Value
@@ -118,8 +120,7 @@ def _op(name, key, Value, op, reference_op, points, **tolerances):
         v = make(*map(V, xs))
         return [v.data, *v._local_grads]
     return compare(name, lambda *xs: node(op, Value, *xs),
-                   lambda *xs: node(reference_op, value.Value, *xs), points, solution(key),
-                   **tolerances)
+                   lambda *xs: node(reference_op, value.Value, *xs), points, key, **tolerances)
 
 
 def check_01_add(Value, add):
@@ -159,7 +160,7 @@ def check_01_sigmoid(Value, sigmoid):
         s.backward()
         return [s.data, v.grad]
     points = [(f"x = {x:g}", (x,)) for x in (-3.0, 0.0, 2.5)] + [("x = 30（飽和）", (30.0,))]
-    return compare("練習問題 2（sigmoid）", learner, reference, points, solution("01-7"),
+    return compare("練習問題 2（sigmoid）", learner, reference, points, "01-7",
                    atol=1e-15)  # at x = 30, s(1 - s) and e^-x / (1 + e^-x)^2 agree only to 1e-16
 
 
@@ -183,7 +184,7 @@ def grads_01(Value, run_backward, expression, xs):
 def check_01_backward(Value, backward):
     return compare("ステップ5（backward）", lambda f, xs: grads_01(Value, backward, f, xs),
                    lambda f, xs: grads_01(value.Value, value.Value.backward, f, xs),
-                   [(label, (f, xs)) for label, xs, f in EXPRESSIONS_01], solution("01-5"))
+                   [(label, (f, xs)) for label, xs, f in EXPRESSIONS_01], "01-5")
 
 
 def _check_order(name, key, topological_order, roots):
@@ -196,7 +197,7 @@ def _check_order(name, key, topological_order, roots):
         return [len(order), len(pos), late]
     print("比べる数：[並べたノードの数, 異なるノードの数, 親より後に来た（または来ない）子の数]")
     return compare(name, numbers, lambda root: [len(value.topological_order(root))] * 2 + [0],
-                   roots, solution(key))
+                   roots, key)
 
 
 def _graphs_01():  # EXPRESSIONS_01 built from value.Value, afresh: a node used twice, a diamond
@@ -229,7 +230,7 @@ def check_02_grad_a(grad_a):
             lo, hi = (mid, hi) if math.tanh(mid * b) * mid < 0.5 else (lo, mid)
         points += [(f"折れ点のすぐ上（b = {b}）", (hi * (1 + 1e-11), b)),
                    (f"折れ点のすぐ下（b = {b}）", (hi * (1 - 1e-11), b))]
-    return compare("練習問題 1（grad_a）", grad_a, reference, points, solution("02-1"))
+    return compare("練習問題 1（grad_a）", grad_a, reference, points, "02-1")
 
 
 # ============================================================ 03-04 chapter 21: the three functions
@@ -240,7 +241,7 @@ def _on_values(name, key, learner, reference, points):
         def values(a):
             return [values(t) for t in a] if isinstance(a, list) else value.Value(float(a))
         return lambda *args: [v.data for v in fn(*map(values, args))]
-    return compare(name, on_values(learner), on_values(reference), points, solution(key))
+    return compare(name, on_values(learner), on_values(reference), points, key)
 
 
 LOGITS_03 = [("章の例 [1, 2]", ([1, 2],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
@@ -299,7 +300,7 @@ def check_04_linear_backward(linear_backward):
     points = [("章の例 dy = [1]", (np.ones(1), np.array([1.0, 2.0]), np.array([[3.0, 4.0]])))]
     points += [(label, (dy[..., :3], x[..., :4], w)) for label, (dy, x) in backward_points_04()[:2]]
     return compare("ステップ1（linear_backward）", _flat(linear_backward),
-                   _flat(utils.linear_np_backward), points, solution("04-1"))
+                   _flat(utils.linear_np_backward), points, "04-1")
 
 
 def check_04_softmax_backward(softmax_backward):
@@ -307,12 +308,12 @@ def check_04_softmax_backward(softmax_backward):
     points = [(label, (np.arange(len(z)) % 2 * 1.0, utils.softmax_np(np.array(z, float))))
               for label, (z,) in LOGITS_03]
     return compare("ステップ2（softmax_backward）", softmax_backward, utils.softmax_np_backward,
-                   points, solution("04-2"))
+                   points, "04-2")
 
 
 def check_04_rmsnorm_backward(rmsnorm_backward):
     return compare("ステップ3（rmsnorm_backward）", rmsnorm_backward, utils.rmsnorm_np_backward,
-                   backward_points_04(), solution("04-3"), atol=1e-20)
+                   backward_points_04(), "04-3", atol=1e-20)
 
 
 def check_04_log_softmax_jacobian(log_softmax_jacobian):
@@ -321,7 +322,7 @@ def check_04_log_softmax_jacobian(log_softmax_jacobian):
         return -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0]
                           for i in range(z.size)])
     return compare("練習問題 1（log_softmax_jacobian）", log_softmax_jacobian, reference,
-                   [(label, (np.array(z, float),)) for label, (z,) in LOGITS_03], solution("04-4"))
+                   [(label, (np.array(z, float),)) for label, (z,) in LOGITS_03], "04-4")
 
 
 def check_04_layernorm_backward(layernorm_backward):
@@ -334,7 +335,7 @@ def check_04_layernorm_backward(layernorm_backward):
             dx[i] = [v.grad for v in xs]
         return dx
     return compare("練習問題 2（layernorm_backward）", layernorm_backward, reference,
-                   backward_points_04(), solution("04-5"), atol=1e-20)
+                   backward_points_04(), "04-5", atol=1e-20)
 
 
 # ======================================================= 05-07 PyTorch concepts, built and measured
@@ -366,8 +367,7 @@ def check_05_setattr(module_setattr, *classes):
         return [p.data for p in m.parameters()] + [m.w.data]
     return compare("組み立て 1：Module.__setattr__（parameters() の値と model.w）",
                    lambda d: model(module_setattr, d), lambda d: model(module_setattr_05, d),
-                   [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))],
-                   solution("05-3"))
+                   [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))], "05-3")
 
 
 def no_grad_05(Tensor):
@@ -403,7 +403,7 @@ def check_05_no_grad(no_grad, Tensor):
             Tensor.grad_enabled = True
     return compare("組み立て 2：no_grad（grad_enabled の移り変わり）", lambda n: states(no_grad, n),
                    lambda n: states(no_grad_05(Tensor), n), [("1 段", (0,)), ("入れ子", (1,))],
-                   solution("05-4"))
+                   "05-4")
 
 
 def check_05_state_dict(state_dict, *classes):
@@ -417,8 +417,7 @@ def check_05_state_dict(state_dict, *classes):
             out.update(reference(child, prefix + k + "."))
         return out
     return compare("練習問題 1（state_dict：個数と各値）", lambda d: answer(state_dict, d),
-                   lambda d: answer(reference, d), [("入れ子なし", (0,)), ("3 段", (2,))],
-                   solution("05-1"))
+                   lambda d: answer(reference, d), [("入れ子なし", (0,)), ("3 段", (2,))], "05-1")
 
 
 def check_05_sgd_step(sgd_step, Parameter):
@@ -435,7 +434,7 @@ def check_05_sgd_step(sgd_step, Parameter):
                 p.data -= lr * p.grad
     return compare("練習問題 2（sgd_step）", lambda f: run(sgd_step, f),
                    lambda f: run(reference, f), [("凍結なし", ((),)), ("1 つ凍結", ((1,),)),
-                                                 ("全部凍結", ((0, 1, 2, 3),))], solution("05-2"))
+                                                 ("全部凍結", ((0, 1, 2, 3),))], "05-2")
 
 
 def check_06_linear_relu_backward(linear_relu_np_backward):
@@ -451,26 +450,25 @@ def check_06_linear_relu_backward(linear_relu_np_backward):
     b = -np.diag(utils.linear_np(x, w)[:3]) + np.array([1e-12, -1e-12, 1e-12])
     points.append(("ReLU の折れ目のそば", (r.normal(size=(6, 3)), x, w, b)))
     return compare("練習問題 1（dx, dw, db を並べたもの）", _flat(linear_relu_np_backward),
-                   _flat(reference), points, solution("06-1"))
+                   _flat(reference), points, "06-1")
 
 
 def check_06_dropout_backward(dropout_backward):
     r = np.random.default_rng(31)
     points = [(f"p = {p}", (r.normal(size=(4, 5)), r.random((4, 5)) >= p, p)) for p in (0.1, 0.5)]
     return compare("練習問題 2（dropout_backward）", dropout_backward,
-                   lambda dy, keep, p: dy * keep / (1 - p), points, solution("06-2"))
+                   lambda dy, keep, p: dy * keep / (1 - p), points, "06-2")
 
 
 def check_07_init_std(xavier_std, he_std):
     points = [(f"fan_in {i}、fan_out {o}", (i, o)) for i, o in ((1, 1), (16, 64), (768, 3072))]
     return compare("組み立て：Xavier と He の標準偏差", lambda i, o: [xavier_std(i, o), he_std(i)],
-                   lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points,
-                   solution("07-3"))
+                   lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points, "07-3")
 
 
 def check_07_he_uniform_bound(he_uniform_bound):
     return compare("練習問題 1（he_uniform_bound）", he_uniform_bound, lambda n: math.sqrt(6 / n),
-                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], solution("07-1"))
+                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], "07-1")
 
 
 def check_07_key_value_grads(key_value_grads):
@@ -487,7 +485,7 @@ def check_07_key_value_grads(key_value_grads):
     def learner(q, K, V, do, scaled):
         return key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
     return compare("練習問題 2（dK と dV を並べたもの）", _flat(learner), _flat(reference), points,
-                   solution("07-2"))
+                   "07-2")
 
 
 # ===================================================== 08-10 chapter 22 (gpt, training, sampling)
@@ -504,7 +502,7 @@ def check_08_causal_attention(causal_attention):
               for T, C, h in [(1, 8, 2), (4, 8, 2), (6, 16, 4), (7, 8, 1)]]
     return compare("練習問題 1（causal_attention）",
                    lambda q, k, v, h: causal_attention(q.copy(), k.copy(), v.copy(), h),
-                   reference, points, solution("08-1"))
+                   reference, points, "08-1")
 
 
 def _08_size(cfg, norm=None):
@@ -520,7 +518,7 @@ def _08_configs(norm):
 
 def check_08_count_params(count_params):
     return compare("練習問題 2（count_params）", count_params, _08_size, _08_configs("rmsnorm"),
-                   solution("08-2"))
+                   "08-2")
 
 
 def adam_update_09(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
@@ -545,7 +543,7 @@ def check_09_adam(adam_update):
     return compare("組み立て：Adam（p, m, v を並べたもの）",
                    _flat(lambda g, n: run(adam_update, g, n)),
                    _flat(lambda g, n: run(microgpt_update, g, n)),
-                   [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)], solution("09-3"))
+                   [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)], "09-3")
 
 
 def check_09_bigram_loss(bigram_loss):
@@ -555,20 +553,20 @@ def check_09_bigram_loss(bigram_loss):
                 for k in (40, 15)]
         points.append((f"語彙 {n + 1}", (*docs, n + 1)))
     return compare("練習問題 1（bigram_loss）", bigram_loss, lambda tr, va, V: microgpt.baselines(
-        tr, va, microgpt.GPTConfig(V))["bigram"], points, solution("09-1"))
+        tr, va, microgpt.GPTConfig(V))["bigram"], points, "09-1")
 
 
 def check_09_first_step(adam_first_step):
     g, z = np.array([3.0, -1e-3, 1e-7, -1e-9, 0.0, 5000.0]), np.zeros(6)
     return compare("練習問題 2（Adam の最初の一歩）", adam_first_step,
                    lambda g, lr: adam_update_09(z, g, z.copy(), z.copy(), 1, lr),
-                   [("lr = 0.01", (g, 0.01)), ("lr = 0.5", (g, 0.5))], solution("09-2"))
+                   [("lr = 0.01", (g, 0.01)), ("lr = 0.5", (g, 0.5))], "09-2")
 
 
 def check_10_sphere_extra(sphere_extra):
     return compare("練習問題 1（球面モードで増えるパラメータ）", sphere_extra,
                    lambda cfg: _08_size(cfg) - _08_size(cfg, "rmsnorm"), _08_configs("sphere"),
-                   solution("10-1"))
+                   "10-1")
 
 
 def check_10_temperature_probs(temperature_probs):
@@ -577,7 +575,7 @@ def check_10_temperature_probs(temperature_probs):
     points += [("ロジット 1000、T = 0.1", (np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1)),
                ("同じロジット", (np.array([3.0, 3.0, 3.0]), 0.7))]
     return compare("練習問題 2（temperature_probs）", lambda z, T: temperature_probs(list(z), T),
-                   lambda z, T: utils.softmax_np(z / T), points, solution("10-2"), atol=1e-15)
+                   lambda z, T: utils.softmax_np(z / T), points, "10-2", atol=1e-15)
 
 
 # ======================================================== 11-17 lecture 3 (sphere, vMF, nGPT)
@@ -608,7 +606,7 @@ def check_13_vmf_s2(log_c3, mean_cos_s2):
                    lambda k: [float(log_c3(k)), float(mean_cos_s2(k))],
                    lambda k: [float(sphere.vmf_log_normalizer(3, k)),
                               float(sphere.vmf_mean_resultant_length(3, k))],
-                   points, solution("13-1"), 1e-12, 1e-14)
+                   points, "13-1", 1e-12, 1e-14)
 
 
 def check_16_readout_grad(readout_grad):
