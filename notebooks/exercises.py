@@ -424,7 +424,8 @@ def check_05_sgd_step(sgd_step, Parameter):
     def run(step, frozen):
         ps = [Parameter(float(i)) for i in range(4)]
         for i, p in enumerate(ps):
-            p.grad, p.requires_grad = (None if i == 3 else 10.0 * (i + 1)), i not in frozen
+            p.grad = None if i == 3 else 10.0 * (i + 1)
+            p.requires_grad = i not in frozen
         step(ps, 0.1)
         return [p.data for p in ps]
 
@@ -432,9 +433,9 @@ def check_05_sgd_step(sgd_step, Parameter):
         for p in ps:
             if p.requires_grad and p.grad is not None:
                 p.data -= lr * p.grad
+    points = [("凍結なし", ((),)), ("1 つ凍結", ((1,),)), ("全部凍結", ((0, 1, 2, 3),))]
     return compare("練習問題 2（sgd_step）", lambda f: run(sgd_step, f),
-                   lambda f: run(reference, f), [("凍結なし", ((),)), ("1 つ凍結", ((1,),)),
-                                                 ("全部凍結", ((0, 1, 2, 3),))], "05-2")
+                   lambda f: run(reference, f), points, "05-2")
 
 
 def check_06_linear_relu_backward(linear_relu_np_backward):
