@@ -43,17 +43,19 @@ def show_solution(markdown, ok=True):
     summary = "解答例（自分の答えと比べてください）" if ok else "行き詰まったら：解答例"
     display(Markdown(f"<details><summary>{summary}</summary>\n\n{markdown.strip()}\n\n</details>"))
 
+
 def solution(key):
     """The worked solution of exercise `key` ("01-1", ...): its section of worked_solutions.md."""
     text = SOLUTIONS_FILE.read_text(encoding="utf-8")
-    start = text.index(f"\n## {key}\n") + len(key) + 5
-    end = text.find("\n## ", start)
-    return text[start:end if end >= 0 else len(text)].strip()
+    section = text.split(f"\n## {key}\n")[1]
+    return section.split("\n## ")[0].strip()
 
-def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-12):
-    """Print a table of learner(*args) against reference(*args) for each (label, args) in points:
-    exact (bit for bit), close (|got - want| <= atol + rtol |want|), the largest difference. True if
-    every point is close, None while the learner's code raises NotImplementedError, else False."""
+
+def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
+    """Table learner(*args) against reference(*args) at each (label, args) of points: exact, close
+    (|got - want| <= atol + rtol |want|), largest difference. True if all close, None if a stub.
+    Under the table, exercise `key`'s worked solution, folded."""
+    markdown = solution(key) if key else None
     rows = []  # (label, exact, close, largest difference, close as a bool)
     for label, args in points:
         want = np.asarray(reference(*args), dtype=float)
@@ -61,7 +63,7 @@ def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-
             got = np.asarray(learner(*args), dtype=float)
         except NotImplementedError:
             print(f"{name}: {UNANSWERED}")
-            show_solution(solution, False)
+            show_solution(markdown, False)
             return None
         except Exception as e:  # the learner's code failed: say how, keep the notebook running
             rows.append((label, "-", "-", f"{type(e).__name__}: {e}", False))
@@ -80,15 +82,18 @@ def compare(name, learner, reference, points, solution=None, rtol=1e-9, atol=1e-
     for label, exact, close, diff, _ in rows:
         print(f"  {_pad(label, width)}  {_pad(exact, 8)}  {_pad(close, 6)}  {diff}")
     print(f"  → {'すべての点で一致しました' if ok else '一致しない点があります'}")
-    show_solution(solution, ok)
+    show_solution(markdown, ok)
     return ok
+
 
 def _columns(text):
     """How many terminal columns text takes: a full-width character (kana, kanji) takes two."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
+
 def _pad(text, width):
     return text + " " * max(0, width - _columns(text))
+
 
 def _flat(f):
     """f's answer (an array, or a tuple of arrays and numbers) as one flat array: a table row."""
@@ -98,34 +103,40 @@ def _flat(f):
         return np.concatenate([np.ravel(np.asarray(p, dtype=float)) for p in parts])
     return flat
 
+
 def _scaled(name, learner, reference, points, key, scale=None):
     """compare() on flat answers over scale(*args), by default the reference's largest entry."""
     def size(*args):
         return scale(*args) if scale else max(np.abs(_flat(reference)(*args)).max(), 1e-300)
     return compare(name, lambda *a: _flat(learner)(*a) / size(*a),
-                   lambda *a: _flat(reference)(*a) / size(*a), points, solution(key), 1e-10, 1e-12)
+                   lambda *a: _flat(reference)(*a) / size(*a), points, key, 1e-10, 1e-12)
 
 
 # ========================================================== 01-02 autograd: the learner's own Value
 
 def _op(name, key, Value, op, reference_op, points, **tolerances):
     """The learner's op on their own Value against value.py's: [data, local gradients]."""
-    def node(make, V):
-        return lambda *x: [(v := make(*map(V, x))).data, *v._local_grads]
-    return compare(name, node(op, Value), node(reference_op, value.Value), points, solution(key),
-                   **tolerances)
+    def node(make, V, *xs):
+        v = make(*map(V, xs))
+        return [v.data, *v._local_grads]
+    return compare(name, lambda *xs: node(op, Value, *xs),
+                   lambda *xs: node(reference_op, value.Value, *xs), points, key, **tolerances)
+
 
 def check_01_add(Value, add):
     return _op("ステップ1（add）", "01-1", Value, add, lambda a, b: a + b,
                [("2 + (-3)", (2.0, -3.0)), ("0.1 + 0.2", (0.1, 0.2)), ("1e16 + 1", (1e16, 1.0))])
 
+
 def check_01_mul(Value, mul):
     return _op("ステップ2（mul）", "01-2", Value, mul, lambda a, b: a * b,
                [("2 × (-3)", (2.0, -3.0)), ("1e200 × 1e-200", (1e200, 1e-200))])
 
+
 def check_01_tanh(Value, tanh):  # at x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17: both right
     return _op("ステップ3（tanh）", "01-3", Value, tanh, lambda a: a.tanh(),
                [("x = 0.5", (0.5,)), ("x = -2", (-2.0,)), ("x = 20（飽和）", (20.0,))])
+
 
 def check_01_relu(Value, relu):
     return _op("練習問題 1（relu）", "01-6", Value, relu, lambda a: a.relu(),
@@ -133,21 +144,25 @@ def check_01_relu(Value, relu):
                 ("x = 1e-300（折れ点のすぐ上）", (1e-300,)),
                 ("x = -1e-300（折れ点のすぐ下）", (-1e-300,))])
 
+
 def check_01_sigmoid(Value, sigmoid):
-    """One node, against backward() through 1/(1 + exp(-x)). atol 1e-15: at x = 30, s(1 - s) and
-    e^-x/(1 + e^-x)^2 agree to 1e-16, not to a relative 1e-9."""
+    """One node, against backward() through 1/(1 + exp(-x))."""
     def learner(x):
-        s = sigmoid(v := Value(x))
+        v = Value(x)
+        s = sigmoid(v)
         if list(s._children) != [v]:
             raise ValueError("1つのノード（子は v だけ）にしてください")
         return [s.data, s._local_grads[0]]
 
     def reference(x):
-        (s := 1 / (1 + (-(v := value.Value(x))).exp())).backward()
+        v = value.Value(x)
+        s = 1 / (1 + (-v).exp())
+        s.backward()
         return [s.data, v.grad]
     points = [(f"x = {x:g}", (x,)) for x in (-3.0, 0.0, 2.5)] + [("x = 30（飽和）", (30.0,))]
-    return compare("練習問題 2（sigmoid）", learner, reference, points, solution("01-7"),
-                   atol=1e-15)
+    return compare("練習問題 2（sigmoid）", learner, reference, points, "01-7",
+                   atol=1e-15)  # at x = 30, s(1 - s) and e^-x / (1 + e^-x)^2 agree only to 1e-16
+
 
 EXPRESSIONS_01 = [  # (label, leaf values, the expression as a function of its leaves)
     ("(a·b + c)·f", (2.0, -3.0, 10.0, -2.0), lambda a, b, c, f: (a * b + c) * f),
@@ -157,16 +172,20 @@ EXPRESSIONS_01 = [  # (label, leaf values, the expression as a function of its l
     ("d = a·b; tanh(d)·d + d·c", (0.7, -1.3, 0.4),
      lambda a, b, c: (lambda d: d.tanh() * d + d * c)(a * b))]
 
+
 def grads_01(Value, run_backward, expression, xs):
     """[the root's data, then the leaves' grads] of expression(*leaves) after run_backward(root)."""
     leaves = [Value(x) for x in xs]
-    run_backward(root := expression(*leaves))
+    root = expression(*leaves)
+    run_backward(root)
     return [root.data] + [v.grad for v in leaves]
+
 
 def check_01_backward(Value, backward):
     return compare("ステップ5（backward）", lambda f, xs: grads_01(Value, backward, f, xs),
                    lambda f, xs: grads_01(value.Value, value.Value.backward, f, xs),
-                   [(label, (f, xs)) for label, xs, f in EXPRESSIONS_01], solution("01-5"))
+                   [(label, (f, xs)) for label, xs, f in EXPRESSIONS_01], "01-5")
+
 
 def _check_order(name, key, topological_order, roots):
     """Compares [nodes listed, distinct nodes, children listed after a parent or not at all]."""
@@ -178,21 +197,24 @@ def _check_order(name, key, topological_order, roots):
         return [len(order), len(pos), late]
     print("比べる数：[並べたノードの数, 異なるノードの数, 親より後に来た（または来ない）子の数]")
     return compare(name, numbers, lambda root: [len(value.topological_order(root))] * 2 + [0],
-                   roots, solution(key))
+                   roots, key)
+
 
 def _graphs_01():  # EXPRESSIONS_01 built from value.Value, afresh: a node used twice, a diamond
     return [(label, (f(*map(value.Value, xs)),)) for label, xs, f in EXPRESSIONS_01]
 
+
 def check_01_topological_order(topological_order):
     return _check_order("ステップ4（topological_order）", "01-4", topological_order, _graphs_01())
 
+
 def check_02_topological_order(my_topological_order):
-    """On a chain three times as long as the recursion limit, too."""
-    chain = value.Value(1.0)
-    for _ in range(n := 3 * sys.getrecursionlimit()):
+    n, chain = 3 * sys.getrecursionlimit(), value.Value(1.0)
+    for _ in range(n):
         chain = chain * 0.999
     return _check_order("練習問題 2（my_topological_order）", "02-2", my_topological_order,
                         _graphs_01()[2:] + [(f"{n} 段の鎖", (chain,))])
+
 
 def check_02_grad_a(grad_a):
     """dL/da of L = relu(tanh(a b) a - 1/2), 1e-11 (relatively) beside the kink too."""
@@ -208,7 +230,7 @@ def check_02_grad_a(grad_a):
             lo, hi = (mid, hi) if math.tanh(mid * b) * mid < 0.5 else (lo, mid)
         points += [(f"折れ点のすぐ上（b = {b}）", (hi * (1 + 1e-11), b)),
                    (f"折れ点のすぐ下（b = {b}）", (hi * (1 - 1e-11), b))]
-    return compare("練習問題 1（grad_a）", grad_a, reference, points, solution("02-1"))
+    return compare("練習問題 1（grad_a）", grad_a, reference, points, "02-1")
 
 
 # ============================================================ 03-04 chapter 21: the three functions
@@ -219,10 +241,12 @@ def _on_values(name, key, learner, reference, points):
         def values(a):
             return [values(t) for t in a] if isinstance(a, list) else value.Value(float(a))
         return lambda *args: [v.data for v in fn(*map(values, args))]
-    return compare(name, on_values(learner), on_values(reference), points, solution(key))
+    return compare(name, on_values(learner), on_values(reference), points, key)
+
 
 LOGITS_03 = [("章の例 [1, 2]", ([1, 2],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
              ("±1000", ([1000, 999, 990, -1000],)), ("±5000", ([5000, 4999, -5000],))]
+
 
 def check_03_linear(linear):
     return _on_values("ステップ1（linear）", "03-1", linear, utils.linear,
@@ -230,29 +254,36 @@ def check_03_linear(linear):
                        ("入力3個・出力2個", ([0.5, -1, 2], [[1, 2, 3], [-0.5, 0.25, 4]])),
                        ("入力1個・出力3個", ([2], [[1], [-3], [0.5]]))])
 
+
 def check_03_softmax(softmax):
     return _on_values("ステップ2（softmax）", "03-2", softmax, utils.softmax, LOGITS_03)
+
 
 def check_03_rmsnorm(rmsnorm):
     return _on_values("ステップ3（rmsnorm）", "03-3", rmsnorm, utils.rmsnorm,
                       [("章の例 [3, 4]", ([3, 4],)), ("ランダムな4個", ([0.3, -1.2, 2.2, 0.9],)),
                        ("ゼロベクトル", ([0, 0, 0],)), ("小さな値", ([1e-3, -2e-3],))])
 
+
 def check_03_log_softmax(log_softmax):
     def reference(z):
-        lse = sum((v - (m := max(v.data for v in z))).exp() for v in z).log()
+        m = max(v.data for v in z)
+        lse = sum((v - m).exp() for v in z).log()
         return [v - m - lse for v in z]
     return _on_values("練習問題 1（log_softmax）", "03-4", log_softmax, reference, LOGITS_03)
+
 
 def layernorm_values(xs, eps=1e-5):
     """LayerNorm (no gain, no bias) on a list of Values: (x - mean) / sqrt(var + eps)."""
     centered = [v - sum(xs) / len(xs) for v in xs]
     return [c * (sum(c * c for c in centered) / len(xs) + eps) ** -0.5 for c in centered]
 
+
 def check_03_layernorm(layernorm):
     return _on_values("練習問題 2（layernorm）", "03-5", layernorm, layernorm_values,
                       [("[1, 2, 3, 4]", ([1, 2, 3, 4],)), ("100 を足す", ([101, 102, 103, 104],)),
                        ("ほぼ一定の行", ([3, 3 + 1e-4, 3 - 1e-4, 3],))])
+
 
 def backward_points_04():
     """(label, (dy, x)): a random row, a batch, entries 16 orders apart, nearly constant rows."""
@@ -262,24 +293,28 @@ def backward_points_04():
           ("16桁違う成分の並ぶ行", mixed), ("ほぼ一定の行", 3.0 + 1e-4 * rng.normal(size=(2, 5)))]
     return [(label, (rng.normal(size=x.shape), x)) for label, x in xs]
 
+
 def check_04_linear_backward(linear_backward):
     """(dx, dw) of y = x @ w.T; over a batch, dw sums over the leading axes."""
     w = np.arange(12.0).reshape(3, 4) / 7 - 0.8
     points = [("章の例 dy = [1]", (np.ones(1), np.array([1.0, 2.0]), np.array([[3.0, 4.0]])))]
     points += [(label, (dy[..., :3], x[..., :4], w)) for label, (dy, x) in backward_points_04()[:2]]
     return compare("ステップ1（linear_backward）", _flat(linear_backward),
-                   _flat(utils.linear_np_backward), points, solution("04-1"))
+                   _flat(utils.linear_np_backward), points, "04-1")
+
 
 def check_04_softmax_backward(softmax_backward):
     """dz from dp and p = softmax(z), logits of +-5000 too (p holds exact 0s and a 1)."""
     points = [(label, (np.arange(len(z)) % 2 * 1.0, utils.softmax_np(np.array(z, float))))
               for label, (z,) in LOGITS_03]
     return compare("ステップ2（softmax_backward）", softmax_backward, utils.softmax_np_backward,
-                   points, solution("04-2"))
+                   points, "04-2")
+
 
 def check_04_rmsnorm_backward(rmsnorm_backward):
     return compare("ステップ3（rmsnorm_backward）", rmsnorm_backward, utils.rmsnorm_np_backward,
-                   backward_points_04(), solution("04-3"), atol=1e-20)
+                   backward_points_04(), "04-3", atol=1e-20)
+
 
 def check_04_log_softmax_jacobian(log_softmax_jacobian):
     """J[i, j] = d log p_i / d z_j, against the rows of -cross_entropy_np_backward."""
@@ -287,7 +322,8 @@ def check_04_log_softmax_jacobian(log_softmax_jacobian):
         return -np.stack([utils.cross_entropy_np_backward(z[None, :], np.array([i]))[0]
                           for i in range(z.size)])
     return compare("練習問題 1（log_softmax_jacobian）", log_softmax_jacobian, reference,
-                   [(label, (np.array(z, float),)) for label, (z,) in LOGITS_03], solution("04-4"))
+                   [(label, (np.array(z, float),)) for label, (z,) in LOGITS_03], "04-4")
+
 
 def check_04_layernorm_backward(layernorm_backward):
     """Against value.py's backward() of sum(dy * layernorm_values(x)), row by row."""
@@ -299,7 +335,7 @@ def check_04_layernorm_backward(layernorm_backward):
             dx[i] = [v.grad for v in xs]
         return dx
     return compare("練習問題 2（layernorm_backward）", layernorm_backward, reference,
-                   backward_points_04(), solution("04-5"), atol=1e-20)
+                   backward_points_04(), "04-5", atol=1e-20)
 
 
 # ======================================================= 05-07 PyTorch concepts, built and measured
@@ -310,6 +346,7 @@ def module_setattr_05(self, name, value):
         if any(c.__name__ == cls for c in type(value).__mro__):
             getattr(self, registry)[name] = value
     object.__setattr__(self, name, value)
+
 
 def _05_build(classes, setattr_, depth):
     """`depth` nested modules (m.w = 2, a plain tensor; outer ones w = 4, inner, b = 3)."""
@@ -323,14 +360,15 @@ def _05_build(classes, setattr_, depth):
         outer.w, m = Parameter(4.0), outer               # set again: still one parameter
     return m
 
+
 def check_05_setattr(module_setattr, *classes):
     def model(setattr_, depth):  # the parameters' values, then m.w (a lost attribute raises)
         m = _05_build(classes, setattr_, depth)
         return [p.data for p in m.parameters()] + [m.w.data]
     return compare("組み立て 1：Module.__setattr__（parameters() の値と model.w）",
                    lambda d: model(module_setattr, d), lambda d: model(module_setattr_05, d),
-                   [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))],
-                   solution("05-3"))
+                   [("入れ子なし", (0,)), ("入れ子と上書き", (1,)), ("3 段", (2,))], "05-3")
+
 
 def no_grad_05(Tensor):
     """A no_grad for the notebook's Tensor: off inside, the previous state back after, always."""
@@ -343,31 +381,30 @@ def no_grad_05(Tensor):
             Tensor.grad_enabled = before
     return no_grad
 
-def _05_grad_enabled(Tensor, no_grad, nested):
-    """grad_enabled before, inside (and inside, after an inner one), after, after an exception."""
-    Tensor.grad_enabled, seen = True, [True]
-    try:
-        with no_grad():
-            seen.append(Tensor.grad_enabled)
-            for _ in range(nested):
-                with no_grad():
-                    seen.append(Tensor.grad_enabled)
-                seen.append(Tensor.grad_enabled)
-        seen.append(Tensor.grad_enabled)
-        try:
-            with no_grad():
-                raise KeyError("例外")
-        except KeyError:
-            seen.append(Tensor.grad_enabled)
-        return seen
-    finally:
-        Tensor.grad_enabled = True
 
 def check_05_no_grad(no_grad, Tensor):
-    return compare("組み立て 2：no_grad（grad_enabled の移り変わり）",
-                   lambda n: _05_grad_enabled(Tensor, no_grad, n),
-                   lambda n: _05_grad_enabled(Tensor, no_grad_05(Tensor), n),
-                   [("1 段", (0,)), ("入れ子", (1,))], solution("05-4"))
+    def states(no_grad, nested):  # before, inside (an inner one too), after, after an exception
+        Tensor.grad_enabled, seen = True, [True]
+        try:
+            with no_grad():
+                seen.append(Tensor.grad_enabled)
+                if nested:
+                    with no_grad():
+                        seen.append(Tensor.grad_enabled)
+                    seen.append(Tensor.grad_enabled)
+            seen.append(Tensor.grad_enabled)
+            try:
+                with no_grad():
+                    raise KeyError("例外")
+            except KeyError:
+                seen.append(Tensor.grad_enabled)
+            return seen
+        finally:
+            Tensor.grad_enabled = True
+    return compare("組み立て 2：no_grad（grad_enabled の移り変わり）", lambda n: states(no_grad, n),
+                   lambda n: states(no_grad_05(Tensor), n), [("1 段", (0,)), ("入れ子", (1,))],
+                   "05-4")
+
 
 def check_05_state_dict(state_dict, *classes):
     def answer(fn, depth):
@@ -380,14 +417,15 @@ def check_05_state_dict(state_dict, *classes):
             out.update(reference(child, prefix + k + "."))
         return out
     return compare("練習問題 1（state_dict：個数と各値）", lambda d: answer(state_dict, d),
-                   lambda d: answer(reference, d), [("入れ子なし", (0,)), ("3 段", (2,))],
-                   solution("05-1"))
+                   lambda d: answer(reference, d), [("入れ子なし", (0,)), ("3 段", (2,))], "05-1")
+
 
 def check_05_sgd_step(sgd_step, Parameter):
     def run(step, frozen):
         ps = [Parameter(float(i)) for i in range(4)]
         for i, p in enumerate(ps):
-            p.grad, p.requires_grad = (None if i == 3 else 10.0 * (i + 1)), i not in frozen
+            p.grad = None if i == 3 else 10.0 * (i + 1)
+            p.requires_grad = i not in frozen
         step(ps, 0.1)
         return [p.data for p in ps]
 
@@ -395,9 +433,10 @@ def check_05_sgd_step(sgd_step, Parameter):
         for p in ps:
             if p.requires_grad and p.grad is not None:
                 p.data -= lr * p.grad
+    points = [("凍結なし", ((),)), ("1 つ凍結", ((1,),)), ("全部凍結", ((0, 1, 2, 3),))]
     return compare("練習問題 2（sgd_step）", lambda f: run(sgd_step, f),
-                   lambda f: run(reference, f), [("凍結なし", ((),)), ("1 つ凍結", ((1,),)),
-                                                 ("全部凍結", ((0, 1, 2, 3),))], solution("05-2"))
+                   lambda f: run(reference, f), points, "05-2")
+
 
 def check_06_linear_relu_backward(linear_relu_np_backward):
     def reference(dy, x, w, b):
@@ -412,23 +451,26 @@ def check_06_linear_relu_backward(linear_relu_np_backward):
     b = -np.diag(utils.linear_np(x, w)[:3]) + np.array([1e-12, -1e-12, 1e-12])
     points.append(("ReLU の折れ目のそば", (r.normal(size=(6, 3)), x, w, b)))
     return compare("練習問題 1（dx, dw, db を並べたもの）", _flat(linear_relu_np_backward),
-                   _flat(reference), points, solution("06-1"))
+                   _flat(reference), points, "06-1")
+
 
 def check_06_dropout_backward(dropout_backward):
     r = np.random.default_rng(31)
     points = [(f"p = {p}", (r.normal(size=(4, 5)), r.random((4, 5)) >= p, p)) for p in (0.1, 0.5)]
     return compare("練習問題 2（dropout_backward）", dropout_backward,
-                   lambda dy, keep, p: dy * keep / (1 - p), points, solution("06-2"))
+                   lambda dy, keep, p: dy * keep / (1 - p), points, "06-2")
+
 
 def check_07_init_std(xavier_std, he_std):
     points = [(f"fan_in {i}、fan_out {o}", (i, o)) for i, o in ((1, 1), (16, 64), (768, 3072))]
     return compare("組み立て：Xavier と He の標準偏差", lambda i, o: [xavier_std(i, o), he_std(i)],
-                   lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points,
-                   solution("07-3"))
+                   lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points, "07-3")
+
 
 def check_07_he_uniform_bound(he_uniform_bound):
     return compare("練習問題 1（he_uniform_bound）", he_uniform_bound, lambda n: math.sqrt(6 / n),
-                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], solution("07-1"))
+                   [(f"fan_in {n}", (n,)) for n in (1, 3, 64, 768, 12288)], "07-1")
+
 
 def check_07_key_value_grads(key_value_grads):
     def reference(q, K, V, do, scaled):
@@ -441,38 +483,44 @@ def check_07_key_value_grads(key_value_grads):
         r = np.random.default_rng(d)
         qkv = (r.normal(size=d), r.normal(size=(8, d)), r.normal(size=(8, d)), r.normal(size=d))
         points += [(f"d = {d}、{'1/√d あり' if s else 'なし'}", qkv + (s,)) for s in (False, True)]
-    return compare("練習問題 2（dK と dV を並べたもの）", _flat(lambda *a: key_value_grads(
-        *(np.copy(x) for x in a[:4]), a[4])), _flat(reference), points, solution("07-2"))
+    def learner(q, K, V, do, scaled):
+        return key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
+    return compare("練習問題 2（dK と dV を並べたもの）", _flat(learner), _flat(reference), points,
+                   "07-2")
 
 
 # ===================================================== 08-10 chapter 22 (gpt, training, sampling)
 
-def _08_heads(q, k, v, n_head):
-    """numpy_engine.attention_forward on (T, C) arrays: the heads' outputs side by side, (T, C)."""
-    T, C = q.shape
-    split = [a.reshape(1, T, n_head, C // n_head).transpose(0, 2, 1, 3) for a in (q, k, v)]
-    return numpy_engine.attention_forward(*split, (C // n_head) ** -0.5)[0].transpose(
-        0, 2, 1, 3).reshape(T, C)
-
 def check_08_causal_attention(causal_attention):
+    def reference(q, k, v, n_head):  # numpy_engine's attention on (T, C): heads side by side
+        T, C = q.shape
+        split = [a.reshape(1, T, n_head, C // n_head).transpose(0, 2, 1, 3) for a in (q, k, v)]
+        y = numpy_engine.attention_forward(*split, (C // n_head) ** -0.5)[0]
+        return y.transpose(0, 2, 1, 3).reshape(T, C)
+
     r = np.random.default_rng(2203)
     points = [(f"T={T} C={C} ヘッド {h}", tuple(r.normal(0, 2, (T, C)) for _ in "qkv") + (h,))
               for T, C, h in [(1, 8, 2), (4, 8, 2), (6, 16, 4), (7, 8, 1)]]
-    return compare("練習問題 1（causal_attention）", lambda q, k, v, h: causal_attention(
-        q.copy(), k.copy(), v.copy(), h), _08_heads, points, solution("08-1"))
+    return compare("練習問題 1（causal_attention）",
+                   lambda q, k, v, h: causal_attention(q.copy(), k.copy(), v.copy(), h),
+                   reference, points, "08-1")
+
 
 def _08_size(cfg, norm=None):
     """The number of parameters of cfg (with norm, if given), from microgpt.init_params."""
     cfg = dataclasses.replace(cfg, norm=norm or cfg.norm)
     return sum(a.size for a in microgpt.init_params(cfg).values())
 
+
 def _08_configs(norm):
     return [(f"V={V} C={C} 層 {L} 文脈 {T}", (microgpt.GPTConfig(V, C, H, L, T, norm),))
             for V, C, H, L, T in [(27, 16, 4, 1, 16), (50, 32, 4, 2, 8), (5, 12, 3, 4, 5)]]
 
+
 def check_08_count_params(count_params):
     return compare("練習問題 2（count_params）", count_params, _08_size, _08_configs("rmsnorm"),
-                   solution("08-2"))
+                   "08-2")
+
 
 def adam_update_09(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
     """One Adam step at step t = 1, 2, ... (m and v updated in place); returns the new p."""
@@ -480,8 +528,8 @@ def adam_update_09(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
     v[:] = beta2 * v + (1 - beta2) * g ** 2
     return p - lr * (m / (1 - beta1 ** t)) / ((v / (1 - beta2 ** t)) ** 0.5 + eps)
 
+
 def check_09_adam(adam_update):
-    """The build against microgpt.adam_step (lr not decayed): p, m and v after n steps."""
     def run(update, g, n):
         p, m, v = np.linspace(-1, 1, g.size), np.zeros(g.size), np.zeros(g.size)
         for t in range(1, n + 1):
@@ -492,10 +540,12 @@ def check_09_adam(adam_update):
         microgpt.adam_step(p, g, m, v, t - 1, np.inf, lr)   # num_steps inf: lr is not decayed
         return p
 
-    g, name = np.array([1e-3, -2.0, 0.0, 5000.0, 1e-12]), "組み立て：Adam（p, m, v を並べたもの）"
-    return compare(name, _flat(lambda g, n: run(adam_update, g, n)), _flat(
-        lambda g, n: run(microgpt_update, g, n)), [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)],
-        solution("09-3"))
+    g = np.array([1e-3, -2.0, 0.0, 5000.0, 1e-12])
+    return compare("組み立て：Adam（p, m, v を並べたもの）",
+                   _flat(lambda g, n: run(adam_update, g, n)),
+                   _flat(lambda g, n: run(microgpt_update, g, n)),
+                   [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)], "09-3")
+
 
 def check_09_bigram_loss(bigram_loss):
     r, points = np.random.default_rng(2207), []
@@ -504,18 +554,21 @@ def check_09_bigram_loss(bigram_loss):
                 for k in (40, 15)]
         points.append((f"語彙 {n + 1}", (*docs, n + 1)))
     return compare("練習問題 1（bigram_loss）", bigram_loss, lambda tr, va, V: microgpt.baselines(
-        tr, va, microgpt.GPTConfig(V))["bigram"], points, solution("09-1"))
+        tr, va, microgpt.GPTConfig(V))["bigram"], points, "09-1")
+
 
 def check_09_first_step(adam_first_step):
     g, z = np.array([3.0, -1e-3, 1e-7, -1e-9, 0.0, 5000.0]), np.zeros(6)
     return compare("練習問題 2（Adam の最初の一歩）", adam_first_step,
                    lambda g, lr: adam_update_09(z, g, z.copy(), z.copy(), 1, lr),
-                   [("lr = 0.01", (g, 0.01)), ("lr = 0.5", (g, 0.5))], solution("09-2"))
+                   [("lr = 0.01", (g, 0.01)), ("lr = 0.5", (g, 0.5))], "09-2")
+
 
 def check_10_sphere_extra(sphere_extra):
     return compare("練習問題 1（球面モードで増えるパラメータ）", sphere_extra,
                    lambda cfg: _08_size(cfg) - _08_size(cfg, "rmsnorm"), _08_configs("sphere"),
-                   solution("10-1"))
+                   "10-1")
+
 
 def check_10_temperature_probs(temperature_probs):
     r = np.random.default_rng(2205)
@@ -523,7 +576,7 @@ def check_10_temperature_probs(temperature_probs):
     points += [("ロジット 1000、T = 0.1", (np.array([1000.0, 999.0, 990.0, -1000.0]), 0.1)),
                ("同じロジット", (np.array([3.0, 3.0, 3.0]), 0.7))]
     return compare("練習問題 2（temperature_probs）", lambda z, T: temperature_probs(list(z), T),
-                   lambda z, T: utils.softmax_np(z / T), points, solution("10-2"), atol=1e-15)
+                   lambda z, T: utils.softmax_np(z / T), points, "10-2", atol=1e-15)
 
 
 # ======================================================== 11-17 lecture 3 (sphere, vMF, nGPT)
@@ -536,6 +589,7 @@ def sphere_points(rng, d, around=0.0, spread=1.0):
         points.append((f"||x|| = {norm:.9e}", norm * u / np.sqrt((u * u).sum())))
     return points
 
+
 def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
     """y = x / max(||x||, eps) and its dx, against sphere.l2_normalize_np(_backward)."""
     rng = np.random.default_rng(402)
@@ -545,6 +599,7 @@ def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
                    lambda x, g: (safe_normalize(x.copy()), safe_normalize_backward(g, x.copy())),
                    lambda x, g: (forward(x), backward(g, x)), points, "11-1")
 
+
 def check_13_vmf_s2(log_c3, mean_cos_s2):
     """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
     points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)]
@@ -552,16 +607,16 @@ def check_13_vmf_s2(log_c3, mean_cos_s2):
                    lambda k: [float(log_c3(k)), float(mean_cos_s2(k))],
                    lambda k: [float(sphere.vmf_log_normalizer(3, k)),
                               float(sphere.vmf_mean_resultant_length(3, k))],
-                   points, solution("13-1"), 1e-12, 1e-14)
+                   points, "13-1", 1e-12, 1e-14)
 
-def _16_readout_reference(h, lm_head, s_z, target):
-    """(dh, ds_z) of -log softmax(s_z * (lm_head @ Norm(h)))[target], by the project's backward."""
-    cos = lm_head @ sphere.l2_normalize_np(h)
-    dlogits = utils.cross_entropy_np_backward((s_z * cos)[None, :], np.array([target]))[0]
-    return sphere.l2_normalize_np_backward((s_z * dlogits) @ lm_head, h), dlogits * cos
 
 def check_16_readout_grad(readout_grad):
-    """(dh, ds_z) of the sphere mode's read-out, s_z from 1 to 9 and 1000 (logits near 1000)."""
+    """(dh, ds_z) of -log softmax(s_z * (lm_head @ Norm(h)))[target], s_z from 1 to 9 and 1000."""
+    def reference(h, lm_head, s_z, target):
+        cos = lm_head @ sphere.l2_normalize_np(h)
+        dlogits = utils.cross_entropy_np_backward((s_z * cos)[None, :], np.array([target]))[0]
+        return sphere.l2_normalize_np_backward((s_z * dlogits) @ lm_head, h), dlogits * cos
+
     rng = np.random.default_rng(601)
     w = sphere.l2_normalize_np(rng.standard_normal((27, 16)))
     points = [(lb, (h, w, rng.uniform(1.0, 9.0, 27), int(rng.integers(27))))
@@ -570,21 +625,22 @@ def check_16_readout_grad(readout_grad):
                for lb, h in sphere_points(rng, 16, w[0], 0.05)[:3]]
     return _scaled("練習問題（readout_grad：dh と ds_z を並べたもの）",
                    lambda h, w, s, t: readout_grad(h.copy(), w.copy(), s.copy(), t),
-                   _16_readout_reference, points, "16-1")
+                   reference, points, "16-1")
 
-def _17_log_posterior_grad(r, mus, kappas, priors, k):
-    """d/dr of log p(k | Norm(r)) in the vMF mixture, by the scalar engine's backward()."""
-    log_const = np.log(priors) + sphere.vmf_log_normalizer(len(r), kappas)
-    rs = [value.Value(float(v)) for v in r]
-    xs = sphere.l2_normalize(rs)
-    z = [float(c) + float(kap) * sum(float(m) * x for m, x in zip(mu, xs))
-         for c, kap, mu in zip(log_const, kappas, mus)]
-    top = max(zj.data for zj in z)
-    (z[k] - (sum((zj - top).exp() for zj in z).log() + top)).backward()
-    return np.array([v.grad for v in rs])
 
 def check_17_vmf_posterior_grad(vmf_posterior_grad):
     """d/dr log p(k | Norm(r)) in a vMF mixture, one shared kappa to kappas up to 1000."""
+    def reference(r, mus, kappas, priors, k):  # by the scalar engine's backward()
+        log_const = np.log(priors) + sphere.vmf_log_normalizer(len(r), kappas)
+        rs = [value.Value(float(v)) for v in r]
+        xs = sphere.l2_normalize(rs)
+        z = [float(c) + float(kap) * sum(float(m) * x for m, x in zip(mu, xs))
+             for c, kap, mu in zip(log_const, kappas, mus)]
+        top = max(zj.data for zj in z)
+        log_p = z[k] - (sum((zj - top).exp() for zj in z).log() + top)
+        log_p.backward()
+        return np.array([v.grad for v in rs])
+
     rng = np.random.default_rng(404)
     points = []
     for d, kappas, priors, spread in ((3, [5.0] * 4, [0.25] * 4, 0.3),
@@ -596,5 +652,5 @@ def check_17_vmf_posterior_grad(vmf_posterior_grad):
                    for lb, r in sphere_points(rng, d, mus[0], spread)[:5]
                    for k in range(len(kappas))]
     return _scaled("練習問題（vmf_posterior_grad）",
-                   lambda r, *rest: vmf_posterior_grad(r.copy(), *rest), _17_log_posterior_grad,
+                   lambda r, *rest: vmf_posterior_grad(r.copy(), *rest), reference,
                    points, "17-1", lambda r, m, ka, p, k: ka.max() / max(np.sqrt(r @ r), 1e-12))
