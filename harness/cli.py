@@ -24,7 +24,6 @@ from harness.checkpoints import (
 )
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
-from harness.i18n import LANGUAGES, language_from, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -35,6 +34,7 @@ from harness.run_files import (
     write_json,
 )
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
+from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
 
@@ -90,22 +90,22 @@ def check_args(a):
         if getattr(a, row.name) is not None:
             check(row.name, getattr(a, row.name), row.flag)
     if a.sample_only and not a.checkpoint:
-        raise InputError("--sample-only needs --checkpoint PATH")
+        raise InputError(_("--sample-only needs --checkpoint PATH"))
     if a.sample_only and a.resume:
-        raise InputError("--sample-only and --resume exclude each other (sample, or train on)")
+        raise InputError(_("--sample-only and --resume exclude each other (sample, or train on)"))
     if a.checkpoint and not (a.resume or a.sample_only):
-        raise InputError("--checkpoint is only read with --resume or --sample-only")
+        raise InputError(_("--checkpoint is only read with --resume or --sample-only"))
     if a.resume and not (a.checkpoint or a.out):
-        raise InputError("--resume needs --checkpoint PATH or --out FOLDER (containing "
-                         "checkpoint.npz)")
+        raise InputError(_("--resume needs --checkpoint PATH or --out FOLDER (containing "
+                           "checkpoint.npz)"))
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
-        raise InputError(f"--out {a.out!r} exists and is not a folder")
+        raise InputError(_("--out {out!r} exists and is not a folder").format(out=a.out))
     ignored = [row.flag for row in SETTINGS
                if not row.sampling and getattr(a, row.name) is not None]
     if a.sample_only and ignored:
-        raise InputError(f"{', '.join(ignored)}: no effect with --sample-only (it samples from the "
-                         "checkpoint as it is; only --engine, --seed and the sampling flags "
-                         "apply)")
+        raise InputError(_("{flags}: no effect with --sample-only (it samples from the checkpoint "
+                           "as it is; only --engine, --seed and the sampling flags apply)").format(
+                               flags=", ".join(ignored)))
 
 
 def new_settings(a):
@@ -128,12 +128,12 @@ def resumed_settings(a, resume, ckpt_path):
     if given["corpus"] and given["corpus"] != kept["corpus"]:  # the run's folder moved, say
         moved_from, kept["corpus"] = kept["corpus"], given["corpus"]
     elif kept["corpus"] not in BUILTIN and not os.path.exists(kept["corpus"]):
-        raise InputError(f"the checkpoint's corpus {kept['corpus']!r} is not there any more; if it "
-                         "moved, give its new path with --corpus (its documents are checked "
-                         "against the run's)")
+        raise InputError(_("the checkpoint's corpus {corpus!r} is not there any more; if it "
+                           "moved, give its new path with --corpus (its documents are checked "
+                           "against the run's)").format(corpus=kept["corpus"]))
     merged, lowered = resumed(kept, given, resume.step, lambda name: "--" + name.replace("_", "-"))
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
-                      f"checkpoint {ckpt_path!r}: ")
+                      _("checkpoint {path!r}: ").format(path=ckpt_path))
     out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
     return RunSettings(**{**DEFAULTS, **merged, "out": out}, lr_lowered_from=lowered.get("lr"),
                        corpus_moved_from=moved_from, run_id=resume.run_id, notes=[])
@@ -152,7 +152,7 @@ def load_checkpoint_for(args):
     """--resume, --sample-only: the checkpoint (at args.checkpoint), its forward pass checked."""
     args.checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
     state = load_checkpoint(args.checkpoint, args.max_memory)
-    check_forward(state.params, state.cfg, f"checkpoint {args.checkpoint!r}")
+    check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=args.checkpoint))
     return state
 
 
@@ -167,7 +167,7 @@ def run_settings(args, resume):
                        f"name here give its path, ./{args.corpus}")
     if opts.corpus not in BUILTIN and os.path.lexists(opts.corpus):  # (a FIFO would wait for a
         # writer: refused, never read; a missing file is load_corpus's to explain)
-        check_readable_file(opts.corpus, "corpus file")
+        check_readable_file(opts.corpus, N_("corpus file"))
     check_corpus_memory(opts.corpus, opts.max_memory)
     return opts
 
@@ -191,7 +191,7 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
                  (len(docs), sum(map(len, docs))), opts.steps, max(map(len, docs)) + 1)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
-        check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, "the initial weights")
+        check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
     opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
     opts.docs = {"train": len(train_docs), "val": len(val_docs),
               "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
@@ -201,12 +201,12 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
     """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
     moved = opts.corpus_moved_from
     if moved and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
-        raise InputError(f"--corpus {opts.corpus!r} differs from the checkpoint's corpus "
-                         f"{opts.corpus_moved_from!r}: its documents are not the ones the run was "
-                         "trained on")
+        raise InputError(_("--corpus {corpus!r} differs from the checkpoint's corpus {moved!r}: "
+                           "its documents are not the ones the run was trained on").format(
+                               corpus=opts.corpus, moved=opts.corpus_moved_from))
     if vocab != resume.vocab:
-        raise InputError(f"corpus {opts.corpus!r} does not have the checkpoint's vocabulary; "
-                         "cannot resume")
+        raise InputError(_("corpus {corpus!r} does not have the checkpoint's vocabulary; cannot "
+                           "resume").format(corpus=opts.corpus))
     check_same_corpus(resume, train_docs, val_docs, opts.corpus)
     if opts.corpus_moved_from:
         how = ("its documents are the checkpoint's (their fingerprint "
@@ -260,17 +260,20 @@ def check_out_folder(out, resume, ckpt_path):
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
     if present and not own:
         if resume is not None:
-            raise InputError(f"--out {out!r} holds another run's files ({', '.join(present)}); a "
-                             "resumed run writes only into its checkpoint's folder or a folder "
-                             "without run files")
-        what = "continue it with --resume, or " if "checkpoint.npz" in present else ""
-        raise InputError(f"--out {out!r} holds an earlier run's {', '.join(present)}; {what}choose "
-                         "another --out (or delete them to start over)")
+            raise InputError(_("--out {out!r} holds another run's files ({files}); a resumed run "
+                               "writes only into its checkpoint's folder or a folder without run "
+                               "files").format(out=out, files=", ".join(present)))
+        what = (_("--out {out!r} holds an earlier run's {files}; continue it with --resume, or "
+                  "choose another --out (or delete them to start over)")
+                if "checkpoint.npz" in present else
+                _("--out {out!r} holds an earlier run's {files}; choose another --out (or delete "
+                  "them to start over)"))
+        raise InputError(what.format(out=out, files=", ".join(present)))
     for path in (os.path.join(out, name) for name in present):
         if not_a_regular_file(path):
-            raise InputError(f"{path!r} is {not_a_regular_file(path)}; a run writes its files only "
-                             "as regular files (put the file itself there, or choose another "
-                             "--out)")
+            raise InputError(_("{path!r} is {kind}; a run writes its files only as regular files "
+                               "(put the file itself there, or choose another --out)").format(
+                                   path=path, kind=_(not_a_regular_file(path))))
 
 
 def previous_history(path, resume, cfg, vocab, own_folder, notes):
@@ -288,8 +291,9 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
     another = resume.run_id and h.run_id and h.run_id != resume.run_id
     if another or (h.cfg, h.vocab) != (cfg, vocab):
         if own_folder:
-            raise InputError(f"{path!r} is the history of another run; a run writes only its own "
-                             "files: move it away, or resume into another --out")
+            raise InputError(_("{path!r} is the history of another run; a run writes only its "
+                               "own files: move it away, or resume into another --out").format(
+                                   path=path))
         return None
     if h.saved_step is not None and h.saved_step > resume.step:
         notes.append(f"note: {path} is ahead of the checkpoint (step {h.saved_step} > "
@@ -310,14 +314,16 @@ def check_default_out(base):
     writable folder, or can be made here. Checked before the first step, as --out is: a file,
     a dangling link or a read-only folder there would lose the run at Ctrl-C."""
     if os.path.lexists(base) and not os.path.isdir(base):
-        what = "a dangling link" if os.path.islink(base) and not os.path.exists(base) else \
-            f"{not_a_regular_file(base) or 'a file'}"
-        raise InputError(f"./{base} is {what}, not a folder: a run without --out saves there when "
-                         "stopped (Ctrl-C); move it away, or give --out FOLDER")
+        what = N_("a dangling link") if os.path.islink(base) and not os.path.exists(base) else \
+            not_a_regular_file(base) or N_("a file")
+        raise InputError(_("./{base} is {what}, not a folder: a run without --out saves there "
+                           "when stopped (Ctrl-C); move it away, or give --out FOLDER").format(
+                               base=base, what=_(what)))
     folder = base if os.path.isdir(base) else "."
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"{os.path.abspath(folder)!r} is not writable: a run without --out saves "
-                         f"to ./{base}/run-N when stopped (Ctrl-C); give --out FOLDER")
+        raise InputError(_("{folder!r} is not writable: a run without --out saves to "
+                           "./{base}/run-N when stopped (Ctrl-C); give --out FOLDER").format(
+                               folder=os.path.abspath(folder), base=base))
 
 
 class RunFolder:
@@ -336,8 +342,8 @@ class RunFolder:
     def __enter__(self):
         opts = self.opts
         if opts.out and importlib.util.find_spec("matplotlib") is None:
-            raise InputError("--out writes loss.png, which needs matplotlib: pip install "
-                             "matplotlib")
+            raise InputError(_("--out writes loss.png, which needs matplotlib: pip install "
+                               "matplotlib"))
         if not opts.out:
             check_default_out(DEFAULT_OUT)
         self.lock = RunLock(opts.out).__enter__()  # this run holds --out (or is refused: exit 2)

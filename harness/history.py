@@ -15,6 +15,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.memory import BYTES_PER_ARRAY, SNAPSHOT_BUDGET
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
+from i18n import N_
 from model_config import (
     SCALE_NAMES,
     effective_scales,
@@ -179,7 +180,7 @@ def curve_shape(got):
 
 def load_history(path, max_bytes=MAX_FILE_BYTES):
     """A History from History.save's file; InputError (one line) for what no run writes."""
-    return read_npz(path, "history", lambda file, where: _load(file, max_bytes))
+    return read_npz(path, N_("history"), lambda file, where: _load(file, max_bytes))
 
 
 def _load(file, max_bytes):

@@ -23,9 +23,12 @@ import threading
 
 from harness import _late, _quiet_exit
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError
-from harness.i18n import _
+from i18n import _
 from settings import InputError
 
+# argparse words its own messages with gettext's _ (a name in its module): the console's instead,
+# so that "unrecognized arguments", "invalid choice" and "usage:" speak its language (i18n.ARGPARSE)
+argparse._ = _
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -101,6 +104,10 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line (like every other bad input) and exit 2."""
 
     def error(self, message):
+        if message.startswith("argument ") and ": " in message:  # (Python < 3.13 leaves it English)
+            name, rest = message[len("argument "):].split(": ", 1)
+            message = _("argument %(argument_name)s: %(message)s") % {"argument_name": name,
+                                                                      "message": rest}
         say(_("{prog}: error: {message} (python {script} --help lists the flags)").format(
             prog=self.prog.removesuffix(".py"), message=message, script=self.prog))
         sys.exit(EXIT_BAD_INPUT)
