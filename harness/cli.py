@@ -162,9 +162,8 @@ def run_settings(args, resume):
     opts = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
     opts.checkpoint = args.checkpoint
     if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
-        opts.notes.append(f"note: --corpus {args.corpus} is the built-in corpus; for the file of "
-                          "that "
-                       f"name here give its path, ./{args.corpus}")
+        opts.notes.append(_("note: --corpus {corpus} is the built-in corpus; for the file of that "
+                            "name here give its path, ./{corpus}").format(corpus=args.corpus))
     if opts.corpus not in BUILTIN and os.path.lexists(opts.corpus):  # (a FIFO would wait for a
         # writer: refused, never read; a missing file is load_corpus's to explain)
         check_readable_file(opts.corpus, N_("corpus file"))
@@ -209,17 +208,18 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
                            "resume").format(corpus=opts.corpus))
     check_same_corpus(resume, train_docs, val_docs, opts.corpus)
     if opts.corpus_moved_from:
-        how = ("its documents are the checkpoint's (their fingerprint "
-               "matches)" if resume.corpus_sha256
-               else "the checkpoint has no fingerprint of its documents, so only its vocabulary "
-                    "could be compared (it matches); from now on the checkpoint has one")
-        opts.notes.append(f"note: the corpus is now {opts.corpus!r} (the checkpoint read it from "
-                       f"{opts.corpus_moved_from!r}); {how}")
+        how = (_("its documents are the checkpoint's (their fingerprint matches)")
+               if resume.corpus_sha256 else
+               _("the checkpoint has no fingerprint of its documents, so only its vocabulary "
+                 "could be compared (it matches); from now on the checkpoint has one"))
+        opts.notes.append(_("note: the corpus is now {corpus!r} (the checkpoint read it from "
+                            "{moved!r}); {how}").format(
+                                corpus=opts.corpus, moved=opts.corpus_moved_from, how=how))
     if opts.engine != resume.engine:
-        opts.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on "
-                          "with "
-                       f"the {opts.engine} engine: the two agree to about 1e-15, so the result is "
-                       "not bit for bit the one either engine alone would give")
+        opts.notes.append(_("note: this run was trained on the {old} engine and goes on with the "
+                            "{new} engine: the two agree to about 1e-15, so the result is not bit "
+                            "for bit the one either engine alone would give").format(
+                                old=resume.engine, new=opts.engine))
 
 
 def sampling(args, seed, engine):
@@ -236,11 +236,11 @@ def finished(resume, opts, args, iter_samples):
     timing and names). True."""
     if resume is None or resume.step < opts.steps:
         return False
-    asked = " Its names, with the sampling flags given:" if sampling_asked(args) else (
+    asked = _(" Its names, with the sampling flags given:") if sampling_asked(args) else _(
         " To see its names: --sample-only --checkpoint PATH, or give a sampling flag.")
-    print(f"the run in {as_text(repr(opts.checkpoint))} is finished: step {resume.step} of "
-          f"{opts.steps}; nothing to train, and its files stay as they are (to train on, give a "
-          f"larger --steps).{asked}")
+    print(_("the run in {path} is finished: step {step} of {steps}; nothing to train, and its "
+            "files stay as they are (to train on, give a larger --steps).").format(
+                path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + asked)
     if sampling_asked(args):
         how = sampling(args, opts.seed, opts.engine)
         messages.print_samples(iter_samples(resume.params, resume.cfg, resume.vocab, **how), how)
@@ -286,7 +286,8 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
     try:
         h = load_history(path)
     except InputError as e:
-        notes.append(f"note: the planetarium history is not continued ({e}); it starts again")
+        notes.append(_("note: the planetarium history is not continued ({error}); it starts "
+                       "again").format(error=e))
         return None
     another = resume.run_id and h.run_id and h.run_id != resume.run_id
     if another or (h.cfg, h.vocab) != (cfg, vocab):
@@ -296,13 +297,14 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
                                    path=path))
         return None
     if h.saved_step is not None and h.saved_step > resume.step:
-        notes.append(f"note: {path} is ahead of the checkpoint (step {h.saved_step} > "
-                     f"{resume.step}: the run stopped between its writes); its snapshots from step "
-                     f"{resume.step} on are recorded again")
+        notes.append(_("note: {path} is ahead of the checkpoint (step {saved} > {step}: the run "
+                       "stopped between its writes); its snapshots from step {step} on are "
+                       "recorded again").format(path=path, saved=h.saved_step, step=resume.step))
         h.rewind(resume.step)
     elif h.saved_step is not None and h.saved_step < resume.step:
-        notes.append(f"note: {path} is behind the checkpoint (step {h.saved_step} < "
-                     f"{resume.step}); it continues without the snapshots in between")
+        notes.append(_("note: {path} is behind the checkpoint (step {saved} < {step}); it "
+                       "continues without the snapshots in between").format(
+                           path=path, saved=h.saved_step, step=resume.step))
     return h
 
 
@@ -368,15 +370,19 @@ class RunFolder:
         return False
 
     def interrupted(self):
-        done = (f"{', '.join(self.written)} {'was' if len(self.written) == 1 else 'were'} written"
-                if self.written else f"the last checkpoint is {self.last_good[0]!r} (step "
-                f"{self.last_good[1]})" if self.last_good else "nothing was saved")
-        return f"interrupted; {done} (files already written are complete: writes are atomic)"
+        files = ", ".join(self.written)
+        done = (_("{files} was written").format(files=files) if len(self.written) == 1 else
+                _("{files} were written").format(files=files) if self.written else
+                _("the last checkpoint is {path!r} (step {step})").format(
+                    path=self.last_good[0], step=self.last_good[1]) if self.last_good else
+                _("nothing was saved"))
+        return _("interrupted; {done} (files already written are complete: writes are atomic)"
+                 ).format(done=done)
 
     def write_failed(self, error):
         opts = self.opts
         kept = messages.kept_checkpoint(self.last_good, opts.out, opts.eval_every, opts.steps)
-        say(f"microgpt: error: {error}; training stopped; {kept}")
+        say(_("microgpt: error: {error}; training stopped; {kept}").format(error=error, kept=kept))
         return EXIT_IO
 
     def write_run_files(self, state, names, base):
@@ -385,9 +391,9 @@ class RunFolder:
             return
         with DeferSigint() as signal:
             paths = self.write_files(state, names, base)
-        print(as_text("wrote " + ", ".join(paths[i] for i in (3, 2, 0, 1))))
+        print(as_text(_("wrote {paths}").format(paths=", ".join(paths[i] for i in (3, 2, 0, 1)))))
         if signal.hit:
-            say("microgpt: interrupted while writing the run's files; all of them were written")
+            say(_("microgpt: interrupted while writing the run's files; all of them were written"))
             self.shell.exit_code = EXIT_INTERRUPTED
 
     def write_files(self, state, names, base):

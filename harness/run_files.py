@@ -345,8 +345,8 @@ class RunLock:
             return
         previous = self._holder()
         if previous:  # a run that ended without releasing (killed): the kernel dropped its lock
-            self.notice = (f"note: took over {self.path} from an earlier run that is no longer "
-                           f"running ({previous})")
+            self.notice = _("note: took over {path} from an earlier run that is no longer "
+                            "running ({previous})").format(path=self.path, previous=previous)
             for name in os.listdir(self.folder):
                 if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
                     os.unlink(os.path.join(self.folder, name))
