@@ -152,7 +152,8 @@ class Shell:
                 return False  # not bad input, a write error or a signal: a bug, with its traceback
             self.exit_code = code
         if late.hit and self.exit_code == EXIT_OK:
-            say(f"{self.prog}: interrupted while finishing; everything was written")
+            say(_("{prog}: interrupted while finishing; everything was written").format(
+                prog=self.prog))
             self.exit_code = EXIT_INTERRUPTED
         return True
 

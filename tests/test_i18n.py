@@ -125,3 +125,13 @@ def test_the_usage_line_and_a_locale_error_speak_japanese(tmp_path):
     proc = run(tmp_path, "--bogus", lang="ja_JP.UTF-8")
     assert re.fullmatch(r"microgpt: エラー: 知らない引数です: --bogus（フラグの一覧は python microgpt\.py "
                         r"--help）\n", proc.stderr), proc.stderr
+
+
+def test_the_planetarium_speaks_japanese_when_asked(tmp_path):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG"))}
+    for lang, line in (("ja", "planetarium: エラー: 実行のフォルダ 'nowhere' が見つかりません\n"),
+                       ("en", "planetarium: error: run folder 'nowhere' not found\n")):
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "planetarium.py"), "--lang", lang, "nowhere"],
+                              cwd=str(tmp_path), capture_output=True, text=True, timeout=120,
+                              env={**environ, "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"})
+        assert proc.returncode == 2 and proc.stderr == line, proc.stderr
