@@ -533,8 +533,9 @@ could not be written, 130 interrupted (nothing is left behind)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help=f"the --out folder of a training run (it holds {HISTORY_NAME}); one to "
                         f"{MAX_RUNS}, shown side by side under one camera")
-    p.add_argument("--lang", choices=LANGUAGES, help="the console's language (default: ja in a "
-                   "Japanese locale, such as LANG=ja_JP.UTF-8; else en)")
+    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
+                                                       "Japanese locale, such as "
+                                                       "LANG=ja_JP.UTF-8; else en)"))
     p.add_argument("--html", metavar="PATH",
                    help="where to write the page (default: RUN_DIR/planetarium.html for one run, "
                         "./planetarium.html for several); it must end in .html or .htm, so that a "

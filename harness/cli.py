@@ -38,7 +38,7 @@ from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
 
-EPILOG = """examples:
+EPILOG = N_("""examples:
   python microgpt.py
   python microgpt.py --engine numpy --steps 3000 --out runs/np
   python microgpt.py --norm sphere --engine numpy --out runs/sphere
@@ -47,7 +47,7 @@ EPILOG = """examples:
 
 built-in corpora: {corpora}; or a UTF-8 text file, one document per line, at most {mib} MiB
 exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could not be written,
-130 interrupted (docs/running.md says what each promises)"""
+130 interrupted (docs/running.md says what each promises)""")
 
 
 class RunSettings(SimpleNamespace):
@@ -61,26 +61,30 @@ class RunSettings(SimpleNamespace):
 
 def build_parser():
     """A flag per row of the table, in its groups; every default None, so that a resumed run can
-    tell a flag given from one that was not (the table's default comes later)."""
+    tell a flag given from one that was not (the table's default comes later). The table's help
+    texts and group names are in the catalogue too (tests/test_i18n.py adds them)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-               description="Train a tiny GPT on names and sample new ones. --norm sphere switches "
-                           "to the nGPT hypersphere model; --engine numpy runs the same math on "
-                           "arrays.",
-               epilog=EPILOG.format(corpora=", ".join(BUILTIN), mib=MAX_CORPUS_BYTES // 2**20))
-    p.add_argument("--lang", choices=LANGUAGES, help="the console's language (default: ja in a "
-                   "Japanese locale, such as LANG=ja_JP.UTF-8; else en)")
+               description=_("Train a tiny GPT on names and sample new ones. --norm sphere "
+                             "switches to the nGPT hypersphere model; --engine numpy runs the "
+                             "same math on arrays."),
+               epilog=_(EPILOG).format(corpora=", ".join(BUILTIN),
+                                       mib=MAX_CORPUS_BYTES // 2**20))
+    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
+                                                       "Japanese locale, such as "
+                                                       "LANG=ja_JP.UTF-8; else en)"))
     names = dict.fromkeys(row.group for row in SETTINGS)  # model, training, files, sampling
-    groups = {name: p.add_argument_group(name) for name in names}
+    groups = {name: p.add_argument_group(_(name)) for name in names}
     for row in SETTINGS:
         if row.rule.parse is bool:
             groups[row.group].add_argument(row.flag, action="store_true", default=None,
-                                           help=row.help)
+                                           help=_(row.help))
         else:
-            default = "" if row.default in (None, "") else f" (default {row.default})"
+            default = "" if row.default in (None, "") else _(" (default {default})").format(
+                default=row.default)
             groups[row.group].add_argument(row.flag, type=row.rule.parse,
                                            choices=row.rule.choices or None,
                                            metavar=None if row.rule.choices else row.rule.shown,
-                                           help=row.help + default)
+                                           help=_(row.help) + default)
     return p
 
 

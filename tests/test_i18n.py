@@ -13,12 +13,13 @@ import pytest
 from cli_helpers import ROOT, TINY, write_corpus
 
 import i18n
+from settings import SETTINGS
 
 
 def wrapped_messages():
     """Every string literal the project passes to _() or N_() (adjacent literals joined, as Python does),
-    and the argparse messages i18n.ARGPARSE names."""
-    found = set(i18n.ARGPARSE)
+    the argparse messages i18n.ARGPARSE names, and the settings table's help texts and group names (--help)."""
+    found = set(i18n.ARGPARSE) | {row.help for row in SETTINGS} | {row.group for row in SETTINGS}
     for path in [p for folder in ("", "harness", "experiments") for p in glob.glob(os.path.join(ROOT, folder, "*.py"))]:
         tree = ast.parse(open(path, encoding="utf-8").read())
         for node in ast.walk(tree):
@@ -119,9 +120,10 @@ def test_bad_input_is_one_line_in_japanese_and_the_same_english_line_without(tmp
             proc.stderr
 
 
-def test_the_usage_line_and_a_locale_error_speak_japanese(tmp_path):
+def test_help_and_a_locale_error_speak_japanese(tmp_path):
     proc = run(tmp_path, "--lang", "ja", "--help")
     assert proc.returncode == 0 and proc.stdout.startswith("使い方: microgpt.py [-h]"), proc.stdout[:200]
+    assert "\nモデル:\n  --n-embd N            埋め込み次元 C（既定値 16）\n" in proc.stdout, proc.stdout
     proc = run(tmp_path, "--bogus", lang="ja_JP.UTF-8")
     assert re.fullmatch(r"microgpt: エラー: 知らない引数です: --bogus（フラグの一覧は python microgpt\.py "
                         r"--help）\n", proc.stderr), proc.stderr
