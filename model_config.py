@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from i18n import _
 from settings import DTYPES, POSITIVE_INT, SETTINGS, InputError, check
 
 
@@ -35,12 +36,13 @@ class GPTConfig:
 
     def __post_init__(self):
         if not POSITIVE_INT.ok(self.vocab_size) or self.vocab_size < 2:
-            raise InputError("vocab_size must be an integer of at least 2 (one character + BOS), "
-                             f"got {self.vocab_size!r}")
+            raise InputError(_("vocab_size must be an integer of at least 2 (one character + "
+                               "BOS), got {got!r}").format(got=self.vocab_size))
         for name in MODEL_FIELDS:
             check(name, getattr(self, name))
         if self.n_embd % self.n_head:
-            raise InputError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+            raise InputError(_("n_embd ({n_embd}) must be divisible by n_head ({n_head})").format(
+                n_embd=self.n_embd, n_head=self.n_head))
 
     @property
     def head_dim(self):
@@ -190,7 +192,8 @@ def check_dtype(dtype):
     """The numpy dtype for "float64" / "float32" (or those dtypes); InputError for anything else."""
     name = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
     if name not in DTYPES:
-        raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        raise InputError(_("dtype must be one of {dtypes}, got {dtype!r}").format(
+            dtypes=", ".join(DTYPES), dtype=dtype))
     return np.dtype(name)
 
 

@@ -23,6 +23,7 @@ import io
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
@@ -43,6 +44,7 @@ from harness.run_files import (
     read_meta,
 )
 from harness.shell import Parser, Shell, say
+from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import (
     SCALE_NAMES,
     n_params,
@@ -111,7 +113,7 @@ def encode_weights(W, cfg):
     for k in range(K):
         most = 32767 if k == 0 else 127
         row = 0
-        for _, o, rows, cols in mats:
+        for _name, o, rows, cols in mats:
             cut = slice(o, o + rows * cols)
             diff = (W[k, cut] - state[cut]).reshape(rows, cols)
             step = (np.abs(diff).max(axis=1) / most).astype(np.float32)
@@ -181,16 +183,18 @@ def check_claims(path):
             K = int(npz_headers(f, max_members=16)["params"][0][0])
     except Exception:  # noqa: BLE001 (not a history this can measure: load_history says why)
         return
-    P, history = n_params(cfg), f"history {path!r}"
+    P, history = n_params(cfg), _("history {path!r}").format(path=path)
     need = page_chars(cfg, min(K, 2))
     if need > PAGE_LIMIT:
-        raise InputError(f"{history} holds snapshots of {P:,} weights; even its first and last "
-                         f"snapshot would make a page of {need / 1e6:,.0f} MB, above the "
-                         f"planetarium's limit of {PAGE_LIMIT / 1e6:.0f} MB")
+        raise InputError(_("{history} holds snapshots of {p:,} weights; even its first and last "
+                           "snapshot would make a page of {mb:,.0f} MB, above the planetarium's "
+                           "limit of {most:.0f} MB").format(
+                               history=history, p=P, mb=need / 1e6, most=PAGE_LIMIT / 1e6))
     if 8 * K * P > max(SNAPSHOT_BUDGET, 2 * 8 * P):
-        raise InputError(f"{history} claims {K} snapshots of {P:,} weights "
-                         f"({8 * K * P / 2**20:,.0f} MiB); a run keeps at most "
-                         f"{SNAPSHOT_BUDGET / 2**20:.0f} MiB of them")
+        raise InputError(_("{history} claims {k} snapshots of {p:,} weights ({mib:,.0f} MiB); a "
+                           "run keeps at most {most:.0f} MiB of them").format(
+                               history=history, k=K, p=P, mib=8 * K * P / 2**20,
+                               most=SNAPSHOT_BUDGET / 2**20))
 
 
 def check_values(history, source):
@@ -199,9 +203,10 @@ def check_values(history, source):
                          ("val_loss", history.val_loss[:, 1:])):
         top = float(np.abs(values).max()) if values.size else 0.0
         if not top <= VALUE_LIMIT:
-            raise InputError(f"{source}: its {what} reach {top:.3g}; the planetarium draws runs "
-                             f"whose weights and losses stay within {VALUE_LIMIT:.0e} (a real "
-                             "run's are far smaller)")
+            raise InputError(_("{source}: its {what} reach {top:.3g}; the planetarium draws "
+                               "runs whose weights and losses stay within {most:.0e} (a real "
+                               "run's are far smaller)").format(
+                                   source=source, what=what, top=top, most=VALUE_LIMIT))
 
 
 @dataclass
@@ -238,9 +243,9 @@ def prepare_runs(runs, room=None):
     counts = snapshot_counts(cfgs, [len(h) for h, _ in runs], room)
     need = sum(page_chars(c, min(n, 2)) for c, n in zip(cfgs, counts))
     if need > PAGE_LIMIT:
-        raise InputError(f"these runs' first and last snapshots alone would make a page of "
-                         f"{need / 1e6:,.0f} MB, above the planetarium's limit of "
-                         f"{PAGE_LIMIT / 1e6:.0f} MB; give fewer or smaller runs")
+        raise InputError(_("these runs' first and last snapshots alone would make a page of "
+                           "{mb:,.0f} MB, above the planetarium's limit of {most:.0f} MB; give "
+                           "fewer or smaller runs").format(mb=need / 1e6, most=PAGE_LIMIT / 1e6))
     return [prepare_run(h, name, n) for (h, name), n in zip(runs, counts)]
 
 
@@ -454,13 +459,15 @@ def make_page(runs):
                     "runs": [export_run(pr, basis, share, cmap)
                              for pr, (basis, share) in zip(page_runs, bases)]}
         except FloatingPointError as e:
-            raise InputError(f"these runs' numbers overflow when the page is made ({e})") from None
+            raise InputError(_("these runs' numbers overflow when the page is made ({error})")
+                             .format(error=e)) from None
     try:
         payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         # in a <script> block "</" would end it: JSON may spell "<" as \u003c (only in strings)
         payload = payload.replace("<", "\\u003c")
     except ValueError as e:
-        raise InputError(f"these runs hold numbers a page cannot store ({e})") from None
+        raise InputError(_("these runs hold numbers a page cannot store ({error})").format(
+            error=e)) from None
     parts = {key: read_web(name) for key, name in WEB_PARTS.items()}
     parts["CSS"] = font_face(runs) + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY)
     parts["DATA"] = payload
@@ -474,18 +481,20 @@ def load_run(folder):
     """The History of a run folder; InputError with one line saying what is wrong and what to do."""
     name = clean_name(folder)
     if not os.path.exists(folder):
-        raise InputError(f"run folder {name!r} not found")
+        raise InputError(_("run folder {name!r} not found").format(name=name))
     if not os.path.isdir(folder):
-        raise InputError(f"{name!r} is not a folder (give the --out folder of a training run)")
+        raise InputError(_("{name!r} is not a folder (give the --out folder of a training run)")
+                         .format(name=name))
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
         resume = os.path.lexists(os.path.join(folder, "checkpoint.npz"))
         words = (["--resume"] if resume else ["--engine", "numpy", "--steps", "500"])
         command = messages.microgpt_command(words + messages.flag_words("--out", name))
-        advice = (f"continue it with {command}, which starts one" if resume else
-                  f"runs with --out record one, e.g. {command}")
-        raise InputError(f"{name!r} has no {HISTORY_NAME}: {advice}")
-    check_readable_file(path, "history")  # (a FIFO would wait for a writer: refused, never read)
+        advice = (_("continue it with {command}, which starts one") if resume else
+                  _("runs with --out record one, e.g. {command}")).format(command=command)
+        raise InputError(_("{name!r} has no {file}: {advice}").format(
+            name=name, file=HISTORY_NAME, advice=advice))
+    check_readable_file(path, N_("history"))  # (a FIFO would wait for a writer: refused, not read)
     check_claims(path)
     return load_history(path)
 
@@ -524,6 +533,9 @@ could not be written, 130 interrupted (nothing is left behind)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help=f"the --out folder of a training run (it holds {HISTORY_NAME}); one to "
                         f"{MAX_RUNS}, shown side by side under one camera")
+    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
+                                                       "Japanese locale, such as "
+                                                       "LANG=ja_JP.UTF-8; else en)"))
     p.add_argument("--html", metavar="PATH",
                    help="where to write the page (default: RUN_DIR/planetarium.html for one run, "
                         "./planetarium.html for several); it must end in .html or .htm, so that a "
@@ -534,17 +546,19 @@ could not be written, 130 interrupted (nothing is left behind)
 
 def main(argv=None):
     with Shell("planetarium") as shell:  # bad input, write errors, signals: one line, an exit code
+        use(language_from(sys.argv[1:] if argv is None else argv))
         args = build_parser().parse_args(argv)
         if len(args.runs) > MAX_RUNS:
-            raise InputError(f"{len(args.runs)} runs given; one page shows at most {MAX_RUNS}")
+            raise InputError(_("{n} runs given; one page shows at most {most}").format(
+                n=len(args.runs), most=MAX_RUNS))
         runs = [(load_run(folder), run_name(folder)) for folder in args.runs]
         path = page_path(args)
         html, page_runs = make_page(runs)
         atomic_write(path, lambda f: f.write(html.encode("utf-8")))
         left_out = sum(len(h) - len(pr.kept) for (h, _), pr in zip(runs, page_runs))
         if left_out:
-            say(f"planetarium: note: {left_out} snapshots where the weights move least are left "
-                f"out, to keep the page near {PAGE_BUDGET / 1e6:.0f} MB")
+            say(_("planetarium: note: {n} snapshots where the weights move least are left out, "
+                  "to keep the page near {mb:.0f} MB").format(n=left_out, mb=PAGE_BUDGET / 1e6))
         print(as_text(path))
     return shell.exit_code
 
@@ -557,19 +571,23 @@ def page_path(args):
         one_run = len(args.runs) == 1
         path = os.path.join(args.runs[0], "planetarium.html") if one_run else "planetarium.html"
     if not path.strip():
-        raise InputError("--html needs the path of the page to write (it is empty)")
+        raise InputError(_("--html needs the path of the page to write (it is empty)"))
     if os.path.isdir(path):
-        raise InputError(f"--html {path!r} is a folder; give the path of the page to write")
+        raise InputError(_("--html {path!r} is a folder; give the path of the page to write")
+                         .format(path=path))
     if not path.lower().endswith((".html", ".htm")):
-        raise InputError(f"--html {path!r} does not end in .html or .htm; the page is written "
-                         "only to such a path, so that no run file or corpus is overwritten")
+        raise InputError(_("--html {path!r} does not end in .html or .htm; the page is written "
+                           "only to such a path, so that no run file or corpus is overwritten")
+                         .format(path=path))
     kind = not_a_regular_file(path)
     if kind:
-        raise InputError(f"--html {path!r} is {kind}, not a regular file; it is left as it is "
-                         "(give the path of a new or existing page)")
+        raise InputError(_("--html {path!r} is {kind}, not a regular file; it is left as it is "
+                           "(give the path of a new or existing page)").format(
+                               path=path, kind=_(kind)))
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise InputError(f"--html {path!r}: folder {folder!r} does not exist")
+        raise InputError(_("--html {path!r}: folder {folder!r} does not exist").format(
+            path=path, folder=folder))
     return path
 
 

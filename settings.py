@@ -5,12 +5,15 @@ its help and choices), and check(name, value, label) applies a row's rule alike 
 checkpoint's field and a Python argument. model_config.GPTConfig (the "model" rows), TrainState and
 microgpt.train (the stored rows) are written out as plain code; tests/test_settings.py checks that
 their fields and defaults are the table's. resumed() says what a resume may change ("change"), only
-lower ("lower"), or must keep ("keep"). This module imports nothing of the project; InputError
-lives here so that the model's modules can raise it without importing the run's machinery.
+lower ("lower"), or must keep ("keep"). This module imports only i18n.py (its messages are worded
+in the console's language); InputError lives here so that the model's modules can raise it without
+importing the run's machinery.
 """
 import math
 import numbers
 from dataclasses import dataclass
+
+from i18n import N_, _
 
 NORMS = ("rmsnorm", "sphere")  # the reference microgpt, and nGPT on the unit sphere (lecture 3)
 ENGINES = ("value", "numpy")   # the scalar Value graph of the chapter, and the same math on arrays
@@ -43,7 +46,8 @@ def is_bool(value):
 
 @dataclass(frozen=True)
 class Rule:
-    """What a setting's value must be: `says` completes "{label} must be ...", `ok` tests a value,
+    """What a setting's value must be: `says` completes "{label} must be ..." (its {most} and
+    {choices} filled in by check(), after translation), `ok` tests a value,
     `parse` turns a flag's text into a value (argparse's type), `choices` lists the values of a
     choice, and `shown` names a value in --help (--steps N)."""
     says: str
@@ -54,23 +58,24 @@ class Rule:
 
 
 def positive_int(most=None):
-    bound = f" (at most 2**53 = {most:,})" if most == MAX_STEPS else ""
-    return Rule("a positive integer" + bound, lambda v: is_int(v) and 0 < v <= (most or v), int,
-                shown="N")
+    says = (N_("a positive integer (at most 2**53 = {most:,})") if most == MAX_STEPS
+            else N_("a positive integer"))
+    return Rule(says, lambda v: is_int(v) and 0 < v <= (most or v), int, shown="N")
 
 
 def choice(*values):
-    return Rule("one of " + ", ".join(map(repr, values)),
+    return Rule(N_("one of {choices}"),
                 lambda v: isinstance(v, str) and v in values, str, values)
 
 
 POSITIVE_INT = positive_int()
-NON_NEGATIVE_INT = Rule("a non-negative integer", lambda v: is_int(v) and v >= 0, int, shown="N")
-POSITIVE_NUMBER = Rule("a positive number", lambda v: is_real(v) and math.isfinite(v) and v > 0,
-                       float)
-SWITCH = Rule("true or false", is_bool, bool)
-TEXT = Rule("a string", lambda v: isinstance(v, str), shown="TEXT")
-PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
+NON_NEGATIVE_INT = Rule(N_("a non-negative integer"), lambda v: is_int(v) and v >= 0, int,
+                        shown="N")
+POSITIVE_NUMBER = Rule(N_("a positive number"),
+                       lambda v: is_real(v) and math.isfinite(v) and v > 0, float)
+SWITCH = Rule(N_("true or false"), is_bool, bool)
+TEXT = Rule(N_("a string"), lambda v: isinstance(v, str), shown="TEXT")
+PATH = Rule(N_("a non-empty path"), lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
 
 
 # --------------------------------------------------------------------------- the table
@@ -176,7 +181,9 @@ def check(name, value, label=None):
     ...". label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument)."""
     rule = BY_NAME[name].rule
     if not rule.ok(value):
-        raise InputError(f"{label or name} must be {rule.says}, got {short(value)}")
+        says = _(rule.says).format(most=MAX_STEPS, choices=", ".join(map(repr, rule.choices)))
+        raise InputError(_("{label} must be {says}, got {value}").format(
+            label=label or name, says=says, value=short(value)))
     return value
 
 
@@ -184,11 +191,12 @@ def check_combination(engine, dtype, norm, riemannian, where=""):
     """The rules that tie settings together: the Value engine computes in float64 only, and
     Riemannian gradients need the sphere (there is nothing to be tangent to otherwise)."""
     if engine == "value" and dtype != "float64":
-        raise InputError(f"{where}the weights are {dtype}, but the value engine computes in "
-                         "float64 only (--dtype float32 needs --engine numpy)")
+        raise InputError(where + _("the weights are {dtype}, but the value engine computes in "
+                                   "float64 only (--dtype float32 needs --engine numpy)").format(
+                                       dtype=dtype))
     if riemannian and norm != "sphere":
-        raise InputError(f"{where}riemannian gradients need norm 'sphere' (--riemannian needs "
-                         "--norm sphere: there is no sphere to be tangent to)")
+        raise InputError(where + _("riemannian gradients need norm 'sphere' (--riemannian needs "
+                                   "--norm sphere: there is no sphere to be tangent to)"))
 
 
 def resumed(kept, given, step, label=lambda name: name):
@@ -208,12 +216,14 @@ def resumed(kept, given, step, label=lambda name: name):
         elif how:
             conflicts.append(label(name))
     if conflicts:
-        verb = "differs" if len(conflicts) == 1 else "differ"
         changeable = ", ".join(row.flag for row in SETTINGS if row.resume == "change")
-        raise InputError(f"{', '.join(conflicts)} {verb} from the checkpoint; a resumed run keeps "
-                         f"its model, data and optimizer settings (only {changeable} may change, "
-                         "and a lower --lr)")
+        says = (_("{flags} differs from the checkpoint; a resumed run keeps its model, data and "
+                  "optimizer settings (only {changeable} may change, and a lower --lr)")
+                if len(conflicts) == 1 else
+                _("{flags} differ from the checkpoint; a resumed run keeps its model, data and "
+                  "optimizer settings (only {changeable} may change, and a lower --lr)"))
+        raise InputError(says.format(flags=", ".join(conflicts), changeable=changeable))
     if merged["steps"] < step:
-        raise InputError(f"the checkpoint is at step {step}, beyond the requested {label('steps')} "
-                         f"{merged['steps']}")
+        raise InputError(_("the checkpoint is at step {step}, beyond the requested {flag} "
+                           "{steps}").format(step=step, flag=label("steps"), steps=merged["steps"]))
     return merged, lowered

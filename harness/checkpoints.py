@@ -15,6 +15,7 @@ from harness.errors import InputError
 from harness.history import HISTORY_NAME
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
+from i18n import N_, _
 from model_config import (
     TrainState,
     n_param_arrays,
@@ -42,11 +43,12 @@ def check_same_corpus(state, train_docs, val_docs, corpus):
     would differ, and the resumed run would not be the run it continues."""
     sha, count = corpus_fingerprint(train_docs, val_docs)
     if state.corpus_sha256 and sha != state.corpus_sha256:
-        change = (f"{state.corpus_docs} documents then, {count} now" if count != state.corpus_docs
-                  else f"the same number of documents ({count}), but their text differs")
-        raise InputError(f"corpus {corpus!r} has changed since the checkpoint was written "
-                         f"({change}): the run cannot continue exactly; restore the corpus, or "
-                         "start a new run")
+        change = (_("{then} documents then, {now} now") if count != state.corpus_docs
+                  else _("the same number of documents ({now}), but their text differs")).format(
+                      then=state.corpus_docs, now=count)
+        raise InputError(_("corpus {corpus!r} has changed since the checkpoint was written "
+                           "({change}): the run cannot continue exactly; restore the corpus, or "
+                           "start a new run").format(corpus=corpus, change=change))
 
 
 CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1
@@ -56,7 +58,7 @@ def save_checkpoint(path, state):
     """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss"
     (K, 2), and "meta", JSON: format, version, config, vocab, step, every stored setting, run_id,
     corpus_sha256 and corpus_docs."""
-    check_state(state, "cannot save checkpoint")
+    check_state(state, _("cannot save checkpoint"))
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step,
             **{row.name: getattr(state, row.name) for row in STORED}, "run_id": state.run_id,
@@ -74,7 +76,7 @@ def load_checkpoint(path, max_gb=None):
     incompatible. Before anything big is read: its meta (each setting by its rule), the memory the
     model and history it describes would take (against max_gb, like --max-memory), and every array's
     header."""
-    state = read_npz(path, "checkpoint", lambda file, where: _load(file, where, max_gb))
+    state = read_npz(path, N_("checkpoint"), lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
     check_state(state, where)
     state.val_loss = [(int(s), x) for s, x in state.val_loss]  # (whole: check_state made sure)
@@ -88,21 +90,22 @@ def _load(file, where, max_gb):
     settings = {}
     for row in STORED:  # each by its rule; a setting the file predates takes its `before`
         if row.name not in meta and row.before is REQUIRED:
-            raise InputError(f"its meta has no {row.name!r}")
+            raise InputError(_("its meta has no {name!r}").format(name=row.name))
         settings[row.name] = check(row.name, meta.get(row.name, row.before))
     # weights, Adam's moments, a train loss per step (a file of zeros compresses well: a small file
     # can claim a lot) and the objects of every parameter array
     need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step + BYTES_PER_ARRAY * n_param_arrays(cfg)
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(f"it describes a model of {n_params(cfg):,} parameters trained {step:,} "
-                         f"steps, about {gigabytes(need)} with its optimizer state and history; "
-                         f"{why}")
+        raise InputError(_("it describes a model of {params:,} parameters trained {step:,} "
+                           "steps, about {size} with its optimizer state and history; {why}")
+                         .format(params=n_params(cfg), step=step, size=gigabytes(need), why=why))
     count = n_param_arrays(cfg) + 5  # + adam_m, adam_v, train_loss, val_loss, meta
     headers = npz_headers(file, max_members=count + 16)
     if len(headers) < count:
-        raise InputError(f"it holds {len(headers)} arrays; a checkpoint of its config (n_layer "
-                         f"{cfg.n_layer}, norm {cfg.norm}) holds {count}")
+        raise InputError(_("it holds {n} arrays; a checkpoint of its config (n_layer {n_layer}, "
+                           "norm {norm}) holds {count}").format(
+                               n=len(headers), n_layer=cfg.n_layer, norm=cfg.norm, count=count))
     P, dtype = n_params(cfg), settings["dtype"]
     expected = {f"param:{key}": (shape, dtype) for key, shape in param_shapes(cfg)}
     def val_shape(got):  # at most one val loss per step, and step 0's and the last's

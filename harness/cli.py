@@ -24,7 +24,6 @@ from harness.checkpoints import (
 )
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
-from harness.i18n import LANGUAGES, language_from, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -35,10 +34,11 @@ from harness.run_files import (
     write_json,
 )
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
+from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
 
-EPILOG = """examples:
+EPILOG = N_("""examples:
   python microgpt.py
   python microgpt.py --engine numpy --steps 3000 --out runs/np
   python microgpt.py --norm sphere --engine numpy --out runs/sphere
@@ -47,7 +47,7 @@ EPILOG = """examples:
 
 built-in corpora: {corpora}; or a UTF-8 text file, one document per line, at most {mib} MiB
 exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could not be written,
-130 interrupted (docs/running.md says what each promises)"""
+130 interrupted (docs/running.md says what each promises)""")
 
 
 class RunSettings(SimpleNamespace):
@@ -61,26 +61,30 @@ class RunSettings(SimpleNamespace):
 
 def build_parser():
     """A flag per row of the table, in its groups; every default None, so that a resumed run can
-    tell a flag given from one that was not (the table's default comes later)."""
+    tell a flag given from one that was not (the table's default comes later). The table's help
+    texts and group names are in the catalogue too (tests/test_i18n.py adds them)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-               description="Train a tiny GPT on names and sample new ones. --norm sphere switches "
-                           "to the nGPT hypersphere model; --engine numpy runs the same math on "
-                           "arrays.",
-               epilog=EPILOG.format(corpora=", ".join(BUILTIN), mib=MAX_CORPUS_BYTES // 2**20))
-    p.add_argument("--lang", choices=LANGUAGES, help="the console's language (default: ja in a "
-                   "Japanese locale, such as LANG=ja_JP.UTF-8; else en)")
+               description=_("Train a tiny GPT on names and sample new ones. --norm sphere "
+                             "switches to the nGPT hypersphere model; --engine numpy runs the "
+                             "same math on arrays."),
+               epilog=_(EPILOG).format(corpora=", ".join(BUILTIN),
+                                       mib=MAX_CORPUS_BYTES // 2**20))
+    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
+                                                       "Japanese locale, such as "
+                                                       "LANG=ja_JP.UTF-8; else en)"))
     names = dict.fromkeys(row.group for row in SETTINGS)  # model, training, files, sampling
-    groups = {name: p.add_argument_group(name) for name in names}
+    groups = {name: p.add_argument_group(_(name)) for name in names}
     for row in SETTINGS:
         if row.rule.parse is bool:
             groups[row.group].add_argument(row.flag, action="store_true", default=None,
-                                           help=row.help)
+                                           help=_(row.help))
         else:
-            default = "" if row.default in (None, "") else f" (default {row.default})"
+            default = "" if row.default in (None, "") else _(" (default {default})").format(
+                default=row.default)
             groups[row.group].add_argument(row.flag, type=row.rule.parse,
                                            choices=row.rule.choices or None,
                                            metavar=None if row.rule.choices else row.rule.shown,
-                                           help=row.help + default)
+                                           help=_(row.help) + default)
     return p
 
 
@@ -90,22 +94,22 @@ def check_args(a):
         if getattr(a, row.name) is not None:
             check(row.name, getattr(a, row.name), row.flag)
     if a.sample_only and not a.checkpoint:
-        raise InputError("--sample-only needs --checkpoint PATH")
+        raise InputError(_("--sample-only needs --checkpoint PATH"))
     if a.sample_only and a.resume:
-        raise InputError("--sample-only and --resume exclude each other (sample, or train on)")
+        raise InputError(_("--sample-only and --resume exclude each other (sample, or train on)"))
     if a.checkpoint and not (a.resume or a.sample_only):
-        raise InputError("--checkpoint is only read with --resume or --sample-only")
+        raise InputError(_("--checkpoint is only read with --resume or --sample-only"))
     if a.resume and not (a.checkpoint or a.out):
-        raise InputError("--resume needs --checkpoint PATH or --out FOLDER (containing "
-                         "checkpoint.npz)")
+        raise InputError(_("--resume needs --checkpoint PATH or --out FOLDER (containing "
+                           "checkpoint.npz)"))
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
-        raise InputError(f"--out {a.out!r} exists and is not a folder")
+        raise InputError(_("--out {out!r} exists and is not a folder").format(out=a.out))
     ignored = [row.flag for row in SETTINGS
                if not row.sampling and getattr(a, row.name) is not None]
     if a.sample_only and ignored:
-        raise InputError(f"{', '.join(ignored)}: no effect with --sample-only (it samples from the "
-                         "checkpoint as it is; only --engine, --seed and the sampling flags "
-                         "apply)")
+        raise InputError(_("{flags}: no effect with --sample-only (it samples from the checkpoint "
+                           "as it is; only --engine, --seed and the sampling flags apply)").format(
+                               flags=", ".join(ignored)))
 
 
 def new_settings(a):
@@ -128,12 +132,12 @@ def resumed_settings(a, resume, ckpt_path):
     if given["corpus"] and given["corpus"] != kept["corpus"]:  # the run's folder moved, say
         moved_from, kept["corpus"] = kept["corpus"], given["corpus"]
     elif kept["corpus"] not in BUILTIN and not os.path.exists(kept["corpus"]):
-        raise InputError(f"the checkpoint's corpus {kept['corpus']!r} is not there any more; if it "
-                         "moved, give its new path with --corpus (its documents are checked "
-                         "against the run's)")
+        raise InputError(_("the checkpoint's corpus {corpus!r} is not there any more; if it "
+                           "moved, give its new path with --corpus (its documents are checked "
+                           "against the run's)").format(corpus=kept["corpus"]))
     merged, lowered = resumed(kept, given, resume.step, lambda name: "--" + name.replace("_", "-"))
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
-                      f"checkpoint {ckpt_path!r}: ")
+                      _("checkpoint {path!r}: ").format(path=ckpt_path))
     out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
     return RunSettings(**{**DEFAULTS, **merged, "out": out}, lr_lowered_from=lowered.get("lr"),
                        corpus_moved_from=moved_from, run_id=resume.run_id, notes=[])
@@ -152,7 +156,7 @@ def load_checkpoint_for(args):
     """--resume, --sample-only: the checkpoint (at args.checkpoint), its forward pass checked."""
     args.checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
     state = load_checkpoint(args.checkpoint, args.max_memory)
-    check_forward(state.params, state.cfg, f"checkpoint {args.checkpoint!r}")
+    check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=args.checkpoint))
     return state
 
 
@@ -162,12 +166,11 @@ def run_settings(args, resume):
     opts = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
     opts.checkpoint = args.checkpoint
     if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
-        opts.notes.append(f"note: --corpus {args.corpus} is the built-in corpus; for the file of "
-                          "that "
-                       f"name here give its path, ./{args.corpus}")
+        opts.notes.append(_("note: --corpus {corpus} is the built-in corpus; for the file of that "
+                            "name here give its path, ./{corpus}").format(corpus=args.corpus))
     if opts.corpus not in BUILTIN and os.path.lexists(opts.corpus):  # (a FIFO would wait for a
         # writer: refused, never read; a missing file is load_corpus's to explain)
-        check_readable_file(opts.corpus, "corpus file")
+        check_readable_file(opts.corpus, N_("corpus file"))
     check_corpus_memory(opts.corpus, opts.max_memory)
     return opts
 
@@ -191,7 +194,7 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
                  (len(docs), sum(map(len, docs))), opts.steps, max(map(len, docs)) + 1)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
-        check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, "the initial weights")
+        check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
     opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
     opts.docs = {"train": len(train_docs), "val": len(val_docs),
               "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
@@ -201,25 +204,26 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
     """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
     moved = opts.corpus_moved_from
     if moved and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
-        raise InputError(f"--corpus {opts.corpus!r} differs from the checkpoint's corpus "
-                         f"{opts.corpus_moved_from!r}: its documents are not the ones the run was "
-                         "trained on")
+        raise InputError(_("--corpus {corpus!r} differs from the checkpoint's corpus {moved!r}: "
+                           "its documents are not the ones the run was trained on").format(
+                               corpus=opts.corpus, moved=opts.corpus_moved_from))
     if vocab != resume.vocab:
-        raise InputError(f"corpus {opts.corpus!r} does not have the checkpoint's vocabulary; "
-                         "cannot resume")
+        raise InputError(_("corpus {corpus!r} does not have the checkpoint's vocabulary; cannot "
+                           "resume").format(corpus=opts.corpus))
     check_same_corpus(resume, train_docs, val_docs, opts.corpus)
     if opts.corpus_moved_from:
-        how = ("its documents are the checkpoint's (their fingerprint "
-               "matches)" if resume.corpus_sha256
-               else "the checkpoint has no fingerprint of its documents, so only its vocabulary "
-                    "could be compared (it matches); from now on the checkpoint has one")
-        opts.notes.append(f"note: the corpus is now {opts.corpus!r} (the checkpoint read it from "
-                       f"{opts.corpus_moved_from!r}); {how}")
+        how = (_("its documents are the checkpoint's (their fingerprint matches)")
+               if resume.corpus_sha256 else
+               _("the checkpoint has no fingerprint of its documents, so only its vocabulary "
+                 "could be compared (it matches); from now on the checkpoint has one"))
+        opts.notes.append(_("note: the corpus is now {corpus!r} (the checkpoint read it from "
+                            "{moved!r}); {how}").format(
+                                corpus=opts.corpus, moved=opts.corpus_moved_from, how=how))
     if opts.engine != resume.engine:
-        opts.notes.append(f"note: this run was trained on the {resume.engine} engine and goes on "
-                          "with "
-                       f"the {opts.engine} engine: the two agree to about 1e-15, so the result is "
-                       "not bit for bit the one either engine alone would give")
+        opts.notes.append(_("note: this run was trained on the {old} engine and goes on with the "
+                            "{new} engine: the two agree to about 1e-15, so the result is not bit "
+                            "for bit the one either engine alone would give").format(
+                                old=resume.engine, new=opts.engine))
 
 
 def sampling(args, seed, engine):
@@ -236,11 +240,11 @@ def finished(resume, opts, args, iter_samples):
     timing and names). True."""
     if resume is None or resume.step < opts.steps:
         return False
-    asked = " Its names, with the sampling flags given:" if sampling_asked(args) else (
+    asked = _(" Its names, with the sampling flags given:") if sampling_asked(args) else _(
         " To see its names: --sample-only --checkpoint PATH, or give a sampling flag.")
-    print(f"the run in {as_text(repr(opts.checkpoint))} is finished: step {resume.step} of "
-          f"{opts.steps}; nothing to train, and its files stay as they are (to train on, give a "
-          f"larger --steps).{asked}")
+    print(_("the run in {path} is finished: step {step} of {steps}; nothing to train, and its "
+            "files stay as they are (to train on, give a larger --steps).").format(
+                path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + asked)
     if sampling_asked(args):
         how = sampling(args, opts.seed, opts.engine)
         messages.print_samples(iter_samples(resume.params, resume.cfg, resume.vocab, **how), how)
@@ -260,17 +264,20 @@ def check_out_folder(out, resume, ckpt_path):
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
     if present and not own:
         if resume is not None:
-            raise InputError(f"--out {out!r} holds another run's files ({', '.join(present)}); a "
-                             "resumed run writes only into its checkpoint's folder or a folder "
-                             "without run files")
-        what = "continue it with --resume, or " if "checkpoint.npz" in present else ""
-        raise InputError(f"--out {out!r} holds an earlier run's {', '.join(present)}; {what}choose "
-                         "another --out (or delete them to start over)")
+            raise InputError(_("--out {out!r} holds another run's files ({files}); a resumed run "
+                               "writes only into its checkpoint's folder or a folder without run "
+                               "files").format(out=out, files=", ".join(present)))
+        what = (_("--out {out!r} holds an earlier run's {files}; continue it with --resume, or "
+                  "choose another --out (or delete them to start over)")
+                if "checkpoint.npz" in present else
+                _("--out {out!r} holds an earlier run's {files}; choose another --out (or delete "
+                  "them to start over)"))
+        raise InputError(what.format(out=out, files=", ".join(present)))
     for path in (os.path.join(out, name) for name in present):
         if not_a_regular_file(path):
-            raise InputError(f"{path!r} is {not_a_regular_file(path)}; a run writes its files only "
-                             "as regular files (put the file itself there, or choose another "
-                             "--out)")
+            raise InputError(_("{path!r} is {kind}; a run writes its files only as regular files "
+                               "(put the file itself there, or choose another --out)").format(
+                                   path=path, kind=_(not_a_regular_file(path))))
 
 
 def previous_history(path, resume, cfg, vocab, own_folder, notes):
@@ -283,22 +290,25 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
     try:
         h = load_history(path)
     except InputError as e:
-        notes.append(f"note: the planetarium history is not continued ({e}); it starts again")
+        notes.append(_("note: the planetarium history is not continued ({error}); it starts "
+                       "again").format(error=e))
         return None
     another = resume.run_id and h.run_id and h.run_id != resume.run_id
     if another or (h.cfg, h.vocab) != (cfg, vocab):
         if own_folder:
-            raise InputError(f"{path!r} is the history of another run; a run writes only its own "
-                             "files: move it away, or resume into another --out")
+            raise InputError(_("{path!r} is the history of another run; a run writes only its "
+                               "own files: move it away, or resume into another --out").format(
+                                   path=path))
         return None
     if h.saved_step is not None and h.saved_step > resume.step:
-        notes.append(f"note: {path} is ahead of the checkpoint (step {h.saved_step} > "
-                     f"{resume.step}: the run stopped between its writes); its snapshots from step "
-                     f"{resume.step} on are recorded again")
+        notes.append(_("note: {path} is ahead of the checkpoint (step {saved} > {step}: the run "
+                       "stopped between its writes); its snapshots from step {step} on are "
+                       "recorded again").format(path=path, saved=h.saved_step, step=resume.step))
         h.rewind(resume.step)
     elif h.saved_step is not None and h.saved_step < resume.step:
-        notes.append(f"note: {path} is behind the checkpoint (step {h.saved_step} < "
-                     f"{resume.step}); it continues without the snapshots in between")
+        notes.append(_("note: {path} is behind the checkpoint (step {saved} < {step}); it "
+                       "continues without the snapshots in between").format(
+                           path=path, saved=h.saved_step, step=resume.step))
     return h
 
 
@@ -310,14 +320,16 @@ def check_default_out(base):
     writable folder, or can be made here. Checked before the first step, as --out is: a file,
     a dangling link or a read-only folder there would lose the run at Ctrl-C."""
     if os.path.lexists(base) and not os.path.isdir(base):
-        what = "a dangling link" if os.path.islink(base) and not os.path.exists(base) else \
-            f"{not_a_regular_file(base) or 'a file'}"
-        raise InputError(f"./{base} is {what}, not a folder: a run without --out saves there when "
-                         "stopped (Ctrl-C); move it away, or give --out FOLDER")
+        what = N_("a dangling link") if os.path.islink(base) and not os.path.exists(base) else \
+            not_a_regular_file(base) or N_("a file")
+        raise InputError(_("./{base} is {what}, not a folder: a run without --out saves there "
+                           "when stopped (Ctrl-C); move it away, or give --out FOLDER").format(
+                               base=base, what=_(what)))
     folder = base if os.path.isdir(base) else "."
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"{os.path.abspath(folder)!r} is not writable: a run without --out saves "
-                         f"to ./{base}/run-N when stopped (Ctrl-C); give --out FOLDER")
+        raise InputError(_("{folder!r} is not writable: a run without --out saves to "
+                           "./{base}/run-N when stopped (Ctrl-C); give --out FOLDER").format(
+                               folder=os.path.abspath(folder), base=base))
 
 
 class RunFolder:
@@ -336,8 +348,8 @@ class RunFolder:
     def __enter__(self):
         opts = self.opts
         if opts.out and importlib.util.find_spec("matplotlib") is None:
-            raise InputError("--out writes loss.png, which needs matplotlib: pip install "
-                             "matplotlib")
+            raise InputError(_("--out writes loss.png, which needs matplotlib: pip install "
+                               "matplotlib"))
         if not opts.out:
             check_default_out(DEFAULT_OUT)
         self.lock = RunLock(opts.out).__enter__()  # this run holds --out (or is refused: exit 2)
@@ -362,15 +374,19 @@ class RunFolder:
         return False
 
     def interrupted(self):
-        done = (f"{', '.join(self.written)} {'was' if len(self.written) == 1 else 'were'} written"
-                if self.written else f"the last checkpoint is {self.last_good[0]!r} (step "
-                f"{self.last_good[1]})" if self.last_good else "nothing was saved")
-        return f"interrupted; {done} (files already written are complete: writes are atomic)"
+        files = ", ".join(self.written)
+        done = (_("{files} was written").format(files=files) if len(self.written) == 1 else
+                _("{files} were written").format(files=files) if self.written else
+                _("the last checkpoint is {path!r} (step {step})").format(
+                    path=self.last_good[0], step=self.last_good[1]) if self.last_good else
+                _("nothing was saved"))
+        return _("interrupted; {done} (files already written are complete: writes are atomic)"
+                 ).format(done=done)
 
     def write_failed(self, error):
         opts = self.opts
         kept = messages.kept_checkpoint(self.last_good, opts.out, opts.eval_every, opts.steps)
-        say(f"microgpt: error: {error}; training stopped; {kept}")
+        say(_("microgpt: error: {error}; training stopped; {kept}").format(error=error, kept=kept))
         return EXIT_IO
 
     def write_run_files(self, state, names, base):
@@ -379,9 +395,9 @@ class RunFolder:
             return
         with DeferSigint() as signal:
             paths = self.write_files(state, names, base)
-        print(as_text("wrote " + ", ".join(paths[i] for i in (3, 2, 0, 1))))
+        print(as_text(_("wrote {paths}").format(paths=", ".join(paths[i] for i in (3, 2, 0, 1)))))
         if signal.hit:
-            say("microgpt: interrupted while writing the run's files; all of them were written")
+            say(_("microgpt: interrupted while writing the run's files; all of them were written"))
             self.shell.exit_code = EXIT_INTERRUPTED
 
     def write_files(self, state, names, base):

@@ -9,6 +9,7 @@ import os
 from dataclasses import replace
 
 from corpora import BUILTIN, MAX_CORPUS_BYTES
+from i18n import _
 from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
 from settings import DEFAULTS, InputError
 
@@ -73,8 +74,8 @@ def limit(max_gb=None):
     max_gb = DEFAULTS["max_memory"] if max_gb is None else max_gb
     ram = machine_memory()
     if 0 < ram < max_gb * 1e9:
-        return ram, f"this machine has {gigabytes(ram)}"
-    return max_gb * 1e9, f"the limit is {max_gb:g} GB (raise it with --max-memory)"
+        return ram, _("this machine has {size}").format(size=gigabytes(ram))
+    return max_gb * 1e9, _("the limit is {gb:g} GB (raise it with --max-memory)").format(gb=max_gb)
 
 
 def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0,
@@ -86,10 +87,13 @@ def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(
             + corpus_memory(*corpus) + history_memory(cfg, steps))
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(f"this run would need about {gigabytes(need)} of memory ({n_params(cfg):,}"
-                         f" parameters, vocab_size {cfg.vocab_size:,}, n_embd {cfg.n_embd}, n_layer"
-                         f" {cfg.n_layer}, block_size {cfg.block_size}, batch {batch_size},"
-                         f" engine {engine}, {corpus[0]:,} documents, {steps:,} steps); {why}")
+        raise InputError(_("this run would need about {size} of memory ({params:,} parameters, "
+                           "vocab_size {vocab:,}, n_embd {n_embd}, n_layer {n_layer}, block_size "
+                           "{block_size}, batch {batch}, engine {engine}, {docs:,} documents, "
+                           "{steps:,} steps); {why}").format(
+            size=gigabytes(need), params=n_params(cfg), vocab=cfg.vocab_size, n_embd=cfg.n_embd,
+            n_layer=cfg.n_layer, block_size=cfg.block_size, batch=batch_size, engine=engine,
+            docs=corpus[0], steps=steps, why=why))
 
 
 def check_corpus_memory(name_or_path, max_gb):
@@ -105,5 +109,6 @@ def check_corpus_memory(name_or_path, max_gb):
     lines = raw.count(b"\n") + 1
     need, (most, why) = corpus_memory(lines, len(raw)), limit(max_gb)
     if need > most:
-        raise InputError(f"corpus file {name_or_path!r} has {lines:,} lines; keeping them as "
-                         f"documents would need about {gigabytes(need)} of memory; {why}")
+        raise InputError(_("corpus file {path!r} has {lines:,} lines; keeping them as documents "
+                           "would need about {size} of memory; {why}").format(
+                               path=name_or_path, lines=lines, size=gigabytes(need), why=why))

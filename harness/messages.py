@@ -7,9 +7,9 @@ import sys
 
 from harness.checkpoints import save_run
 from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError, as_text
-from harness.i18n import _
 from harness.run_files import claim_run_folder
 from harness.shell import say
+from i18n import _
 from model_config import n_params
 from numpy_engine import GREEDY_BELOW
 
@@ -36,8 +36,8 @@ def print_header(opts, cfg, base, resume, notices):
         corpus=as_text(repr(opts.corpus)), docs=docs["train"] + docs["val"], train=docs["train"],
         val=docs["val"], vocab=cfg.vocab_size, chars=cfg.vocab_size - 1))
     if docs["cropped"]:
-        print(f"note: {docs['cropped']} docs are longer than block_size {cfg.block_size}: cropped "
-              "to it")
+        print(_("note: {n} docs are longer than block_size {block_size}: cropped to it").format(
+            n=docs["cropped"], block_size=cfg.block_size))
     print(_("model: norm={norm}, n_layer={n_layer}, n_embd={n_embd}, n_head={n_head}, "
             "block_size={block_size}, {params} parameters; engine={engine}").format(
         norm=cfg.norm, n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head,
@@ -47,8 +47,8 @@ def print_header(opts, cfg, base, resume, notices):
     for notice in filter(None, notices):
         print(as_text(notice))
     if resume is not None:
-        lowered = (f" (lr lowered from {opts.lr_lowered_from:g} to {opts.lr:g})"
-                   if opts.lr_lowered_from else "")
+        lowered = (_(" (lr lowered from {old:g} to {new:g})").format(
+            old=opts.lr_lowered_from, new=opts.lr) if opts.lr_lowered_from else "")
         print(_("resuming from step {step} of {steps}").format(step=resume.step, steps=opts.steps)
               + lowered)
 
@@ -66,11 +66,14 @@ def report(state, run, folder, opts, args):
 def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     """What a failed run leaves to fall back on, in words."""
     if last_good is not None:
-        return f"the last good checkpoint is {last_good[0]!r} (step {last_good[1]})"
+        return _("the last good checkpoint is {path!r} (step {step})").format(
+            path=last_good[0], step=last_good[1])
     if out:
-        due = min(eval_every, steps)
-        return f"no checkpoint was written (it {what} before the first one, due at step {due})"
-    return "no checkpoint was written (no --out)"
+        return (_("no checkpoint was written (it stopped before the first one, due at step {due})")
+                if what == "stopped" else
+                _("no checkpoint was written (it diverged before the first one, due at step "
+                  "{due})")).format(due=min(eval_every, steps))
+    return _("no checkpoint was written (no --out)")
 
 
 def report_divergence(state, folder, opts, engine_failed=False):
@@ -101,8 +104,9 @@ def save_interrupted(state, folder, opts, args):
         out = opts.out or claim_run_folder("out")
         save_run(out, state, folder.history)
     except WriteError as e:
-        say(f"microgpt: error: interrupted at step {state.step}/{opts.steps}, but {e}; "
-            f"{kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps)}")
+        say(_("microgpt: error: interrupted at step {step}/{steps}, but {error}; {kept}").format(
+            step=state.step, steps=opts.steps, error=e,
+            kept=kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps)))
         return EXIT_IO
     say(_("interrupted at step {step}/{steps}; checkpoint saved to {path}\ncontinue with: "
           "{command}").format(step=state.step, steps=opts.steps,
@@ -169,8 +173,8 @@ def print_samples(samples, how):
     corpus = HEADER["corpus"]
     temperature, prompt = how["temperature"], how["prompt"]
     if temperature < GREEDY_BELOW:
-        print(f"note: temperature {temperature:g} is below {GREEDY_BELOW:g}: taking the most "
-              "likely character each time (greedy)")
+        print(_("note: temperature {t:g} is below {least:g}: taking the most likely character "
+                "each time (greedy)").format(t=temperature, least=GREEDY_BELOW))
     what = (_("--- inference (new, hallucinated names; temperature {t}{prompt}) ---")
             if corpus in ("names", "jp-names")
             else _("--- inference (new, hallucinated samples; temperature {t}{prompt}) ---"))

@@ -23,6 +23,7 @@ import numpy as np
 
 from checks import check_vocab
 from harness.errors import InputError, WriteError, as_text
+from i18n import N_, _
 from model_config import GPTConfig, cut_list
 from settings import short
 
@@ -37,16 +38,18 @@ TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # short: a temp file fits where
 
 
 def not_a_regular_file(path):
-    """What `path` is if there and not a regular file ("a symbolic link", "a FIFO"), or None."""
+    """What `path` is if there and not a regular file ("a symbolic link", "a FIFO"), or None (in
+    English: _(kind) translates it)."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # not there (or not reachable: the write itself will say why)
         return None
     if stat.S_ISREG(mode):
         return None
-    kinds = {stat.S_IFLNK: "a symbolic link", stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO",
-             stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
-    return kinds.get(stat.S_IFMT(mode), "not a regular file")
+    kinds = {stat.S_IFLNK: N_("a symbolic link"), stat.S_IFDIR: N_("a folder"),
+             stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket"),
+             stat.S_IFCHR: N_("a device"), stat.S_IFBLK: N_("a device")}
+    return kinds.get(stat.S_IFMT(mode), N_("not a regular file"))
 
 
 def atomic_write(path, write):
@@ -81,19 +84,22 @@ def atomic_write(path, write):
 
 def check_readable_file(path, what):
     """InputError unless `path` (a symbolic link is followed) is a regular file: reading a FIFO, a
-    device or a socket would wait for a writer, or never end."""
+    device or a socket would wait for a writer, or never end. what: N_("corpus file"), say."""
+    what = _(what)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise InputError(f"{what} {path!r} not found") from None
+        raise InputError(_("{what} {path!r} not found").format(what=what, path=path)) from None
     except OSError as e:
-        raise InputError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
+        raise InputError(_("cannot read {what} {path!r}: {error}").format(
+            what=what, path=path, error=e.strerror or e)) from None
     if stat.S_ISDIR(mode):
-        raise InputError(f"{what} {path!r} is a folder, not a file")
+        raise InputError(_("{what} {path!r} is a folder, not a file").format(what=what, path=path))
     if not stat.S_ISREG(mode):
-        kinds = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
-        kind = kinds.get(stat.S_IFMT(mode), "a device")
-        raise InputError(f"{what} {path!r} is {kind}, not a regular file; give the file itself")
+        kinds = {stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket")}
+        kind = _(kinds.get(stat.S_IFMT(mode), N_("a device")))
+        raise InputError(_("{what} {path!r} is {kind}, not a regular file; give the file itself")
+                         .format(what=what, path=path, kind=kind))
 
 
 def check_npz_file(path, what):
@@ -101,18 +107,20 @@ def check_npz_file(path, what):
     .npz is (np.load would take any other file for a pickle, refuse it, and say so, which
     misleads)."""
     check_readable_file(path, what)
+    what = _(what)
     try:
         with open(path, "rb") as f:
             is_zip = zipfile.is_zipfile(f)
     except FileNotFoundError:
-        raise InputError(f"{what} {path!r} not found") from None
+        raise InputError(_("{what} {path!r} not found").format(what=what, path=path)) from None
     except IsADirectoryError:
-        raise InputError(f"{what} {path!r} is not a file") from None
+        raise InputError(_("{what} {path!r} is not a file").format(what=what, path=path)) from None
     except OSError as e:
-        raise InputError(f"cannot read {what} {path!r}: {e.strerror or e}") from None
+        raise InputError(_("cannot read {what} {path!r}: {error}").format(
+            what=what, path=path, error=e.strerror or e)) from None
     if not is_zip:
-        raise InputError(f"{what} {path!r} is corrupt, truncated or not a microgpt {what} "
-                         "(not a .npz archive)")
+        raise InputError(_("{what} {path!r} is corrupt, truncated or not a microgpt {what} (not "
+                           "a .npz archive)").format(what=what, path=path))
 
 
 def read_npz(path, what, load):
@@ -121,17 +129,20 @@ def read_npz(path, what, load):
     naming the file: unreadable, refused by load (InputError), or corrupt (zip, header, JSON)."""
     path = os.fsdecode(path)
     check_npz_file(path, what)
+    what = _(what)
     where = f"{what} {path!r}"
     try:
         with open(path, "rb") as file:
             return load(file, where)
     except OSError as e:
-        raise InputError(f"cannot read {where}: {e.strerror or e}") from None
+        raise InputError(_("cannot read {where}: {error}").format(
+            where=where, error=e.strerror or e)) from None
     except InputError as e:
-        raise InputError(f"{where} is incompatible or incomplete: {e}") from None
+        raise InputError(_("{where} is incompatible or incomplete: {error}").format(
+            where=where, error=e)) from None
     except Exception as e:
-        raise InputError(f"{where} is corrupt or not a microgpt {what} "
-                         f"({type(e).__name__}: {e})") from None
+        raise InputError(_("{where} is corrupt or not a microgpt {what} ({kind}: {error})").format(
+            where=where, what=what, kind=type(e).__name__, error=e)) from None
 
 
 def npz_headers(file, max_members=64, only=None):
@@ -153,7 +164,7 @@ def npz_headers(file, max_members=64, only=None):
                 version = np.lib.format.read_magic(f)
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
                     np.lib.format.read_array_header_2_0
-                shape, _, dtype = read(f)
+                shape, _fortran_order, dtype = read(f)
             headers[info.filename[:-len(".npy")]] = (shape, dtype, info.file_size)
     file.seek(0)
     return headers
@@ -163,26 +174,30 @@ def read_meta(file, fmt, version, max_chars=2**20):
     """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong
     with its format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose
     header says it holds at most max_chars characters."""
-    shape, dtype, _ = npz_headers(file, max_members=None, only=("meta",)).get("meta", (None,) * 3)
+    shape, dtype, _size = npz_headers(file, max_members=None, only=("meta",)).get("meta",
+                                                                                 (None,) * 3)
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
-        raise InputError("no JSON 'meta' entry of the expected form")
+        raise InputError(_("no JSON 'meta' entry of the expected form"))
     with np.load(file, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
     file.seek(0)
     if not isinstance(meta, dict):
-        raise InputError("'meta' is not a JSON object")
+        raise InputError(_("'meta' is not a JSON object"))
     if (meta.get("format"), type(meta.get("version"))) != (fmt, int) or meta["version"] != version:
-        raise InputError(f"it has format {meta.get('format')!r} version {meta.get('version')!r}; "
-                         f"this microgpt reads {fmt!r} version {version}")
+        raise InputError(_("it has format {got!r} version {got_version!r}; this microgpt reads "
+                           "{fmt!r} version {version}").format(
+                               got=meta.get("format"), got_version=meta.get("version"), fmt=fmt,
+                               version=version))
     config = meta.get("config")
     known = {f.name for f in fields(GPTConfig)}
     unknown = sorted(set(config) - known) if isinstance(config, dict) else config
     if unknown:
-        raise InputError(f"its config has settings this microgpt does not know: {short(unknown)}")
+        raise InputError(_("its config has settings this microgpt does not know: {unknown}")
+                         .format(unknown=short(unknown)))
     try:
         cfg = GPTConfig(**config)
     except InputError as e:
-        raise InputError(f"its config: {e}") from None
+        raise InputError(_("its config: {error}").format(error=e)) from None
     check_vocab(meta.get("vocab"), cfg, "")
     return meta, cfg, meta["vocab"]
 
@@ -192,18 +207,20 @@ def check_arrays(headers, expected):
     whole. A shape may be a function (header's shape -> expected one); dtype None: not checked."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
-        raise InputError(f"its arrays do not match its config: missing {cut_list(missing)}, "
-                         f"unexpected {cut_list(unknown)}")
+        raise InputError(_("its arrays do not match its config: missing {missing}, unexpected "
+                           "{unknown}").format(missing=cut_list(missing),
+                                               unknown=cut_list(unknown)))
     for name, (shape, dtype) in expected.items():
         got, got_dtype, stored = headers[name]
         if dtype is None:
             continue
         shape = shape(got) if callable(shape) else shape
         if got != shape or got_dtype != np.dtype(dtype):
-            raise InputError(f"array {name!r} has shape {got} and dtype {got_dtype}; "
-                             f"expected {shape}, {np.dtype(dtype)}")
+            raise InputError(_("array {name!r} has shape {got} and dtype {got_dtype}; expected "
+                               "{shape}, {dtype}").format(name=name, got=got, got_dtype=got_dtype,
+                                                          shape=shape, dtype=np.dtype(dtype)))
         if stored < np.dtype(dtype).itemsize * math.prod(shape):
-            raise InputError(f"array {name!r} is truncated")
+            raise InputError(_("array {name!r} is truncated").format(name=name))
 
 
 def write_json(path, obj):
@@ -265,9 +282,11 @@ def make_folder(out):
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
-        raise InputError(f"--out {out!r} is not a writable folder ({e.strerror or e})") from None
+        raise InputError(_("--out {out!r} is not a writable folder ({error})").format(
+            out=out, error=e.strerror or e)) from None
     except RecursionError:  # os.makedirs recurses per missing folder level: thousands overflow it
-        raise InputError(f"--out {out[:60]!r}... has too many folder levels to create") from None
+        raise InputError(_("--out {out!r}... has too many folder levels to create").format(
+            out=out[:60])) from None
 
 
 def remove_empty(folders):
@@ -301,11 +320,13 @@ class RunLock:
                 self.fd = os.open(self.folder, os.O_RDONLY) if fcntl else \
                     os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as e:
-                raise InputError(f"cannot lock --out {self.folder!r} ({e.strerror or e})") from None
+                raise InputError(_("cannot lock --out {out!r} ({error})").format(
+                    out=self.folder, error=e.strerror or e)) from None
             if not _try_lock(self.fd):
-                holder = self._holder() or "its lock file was deleted"
-                raise InputError(f"--out {self.folder!r} is in use by another run ({holder}); "
-                                 "wait for it to end, or choose another --out")
+                holder = self._holder() or _("its lock file was deleted")
+                raise InputError(_("--out {out!r} is in use by another run ({holder}); wait for it "
+                                   "to end, or choose another --out").format(
+                                       out=self.folder, holder=holder))
         except BaseException:
             self.__exit__()
             raise
@@ -324,8 +345,8 @@ class RunLock:
             return
         previous = self._holder()
         if previous:  # a run that ended without releasing (killed): the kernel dropped its lock
-            self.notice = (f"note: took over {self.path} from an earlier run that is no longer "
-                           f"running ({previous})")
+            self.notice = _("note: took over {path} from an earlier run that is no longer "
+                            "running ({previous})").format(path=self.path, previous=previous)
             for name in os.listdir(self.folder):
                 if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
                     os.unlink(os.path.join(self.folder, name))
@@ -334,8 +355,9 @@ class RunLock:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
                          | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as e:
-            raise InputError(f"cannot use {self.path!r} as the lock of --out {self.folder!r} "
-                             f"({e.strerror}); is it a symbolic link or a folder?") from None
+            raise InputError(_("cannot use {path!r} as the lock of --out {out!r} ({error}); is it "
+                               "a symbolic link or a folder?").format(
+                                   path=self.path, out=self.folder, error=e.strerror)) from None
         self.claimed = True
         try:
             os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, {started}".encode())

@@ -23,9 +23,12 @@ import threading
 
 from harness import _late, _quiet_exit
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError
-from harness.i18n import _
+from i18n import N_, _
 from settings import InputError
 
+# argparse words its own messages with gettext's _ (a name in its module): the console's instead,
+# so that "unrecognized arguments", "invalid choice" and "usage:" speak its language (i18n.ARGPARSE)
+argparse._ = _
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -38,8 +41,8 @@ def say(message):
         pass
 
 
-CWD_GONE = ("the current folder no longer exists (it was deleted or moved); cd into an existing "
-            "folder and run the command again")
+CWD_GONE = N_("the current folder no longer exists (it was deleted or moved); cd into an "
+              "existing folder and run the command again")
 
 
 def cwd_gone():
@@ -101,6 +104,10 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line (like every other bad input) and exit 2."""
 
     def error(self, message):
+        if message.startswith("argument ") and ": " in message:  # (Python < 3.13 leaves it English)
+            name, rest = message[len("argument "):].split(": ", 1)
+            message = _("argument %(argument_name)s: %(message)s") % {"argument_name": name,
+                                                                      "message": rest}
         say(_("{prog}: error: {message} (python {script} --help lists the flags)").format(
             prog=self.prog.removesuffix(".py"), message=message, script=self.prog))
         sys.exit(EXIT_BAD_INPUT)
@@ -145,7 +152,8 @@ class Shell:
                 return False  # not bad input, a write error or a signal: a bug, with its traceback
             self.exit_code = code
         if late.hit and self.exit_code == EXIT_OK:
-            say(f"{self.prog}: interrupted while finishing; everything was written")
+            say(_("{prog}: interrupted while finishing; everything was written").format(
+                prog=self.prog))
             self.exit_code = EXIT_INTERRUPTED
         return True
 
@@ -153,10 +161,10 @@ class Shell:
         """What the program releases however it ends (a subclass's --out folder); nothing here."""
 
     def interrupted(self):
-        return "interrupted; nothing was written"
+        return _("interrupted; nothing was written")
 
     def write_failed(self, error):
-        say(f"{self.prog}: error: {error}")
+        say(_("{prog}: error: {message}").format(prog=self.prog, message=error))
         return EXIT_IO
 
     def report(self, e):
@@ -168,13 +176,13 @@ class Shell:
             say(f"\n{self.prog}: {self.interrupted()}")
             return EXIT_INTERRUPTED
         if isinstance(e, MemoryError):  # the estimates allowed it but the machine could not give it
-            say(f"{self.prog}: error: not enough memory (an allocation failed); try a smaller "
-                "model, batch or number of samples")
+            say(_("{prog}: error: not enough memory (an allocation failed); try a smaller model, "
+                  "batch or number of samples").format(prog=self.prog))
             return EXIT_BAD_INPUT
         if isinstance(e, OSError) and e.filename:  # a file: WriteError, the lock, a temp file
             return self.write_failed(e if isinstance(e, WriteError) else WriteError(e.filename, e))
         if isinstance(e, FileNotFoundError) and cwd_gone():  # deleted while the program ran
-            say(f"{self.prog}: error: {CWD_GONE}")
+            say(_("{prog}: error: {message}").format(prog=self.prog, message=_(CWD_GONE)))
             return EXIT_IO
         if getattr(e, "errno", None) is not None or "closed file" in str(e):  # stdout failed
             try:  # so the exit flush cannot fail
@@ -182,7 +190,7 @@ class Shell:
             except (OSError, ValueError):
                 pass
             if not isinstance(e, BrokenPipeError):  # a pipe's reader left on purpose: stop quietly
-                say(f"{self.prog}: error: cannot write to standard output: "
-                    f"{getattr(e, 'strerror', '') or e}")
+                say(_("{prog}: error: cannot write to standard output: {error}").format(
+                    prog=self.prog, error=getattr(e, "strerror", "") or e))
             return EXIT_IO
         return None

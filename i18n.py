@@ -1,22 +1,39 @@
-"""harness/i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese locale in the
+"""i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese locale in the
 environment (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, gettext's order); English otherwise. The standard
-library's gettext, with one catalogue, harness/locale/ja.po, read as text and compiled in memory
-(so no binary .mo file is kept). A message is English in the code, `_("... {name} ...")`, and its
-placeholders are filled after translation with .format(), as the translation may reorder them."""
+library's gettext, with one catalogue, po/ja.po, read as text and compiled in memory (so no binary
+.mo file is kept). A message is English in the code, `_("... {name} ...")`, and its placeholders
+are filled after translation with .format(), as the translation may reorder them. A message made
+before the language is known (a rule's text in settings.py) is marked N_("...") and translated
+where it is used, _(rule.says). It sits at the root, imports only the standard library, and stays
+English until use("ja"): the model's modules word their errors with it, and the harness prints
+them. argparse's own messages (usage:, unrecognized arguments, invalid choice) are in the
+catalogue too, as ARGPARSE lists them; harness/shell.py passes them through _()."""
 import ast
 import gettext
 import io
 import os
 import struct
 
-CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale", "ja.po")
+CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "po", "ja.po")
 LANGUAGES = ("en", "ja")
+# argparse's own messages that a learner meets (it words them with gettext's _; harness/shell.py
+# hands it ours): the catalogue translates these too
+ARGPARSE = ("usage: ", "options", "show this help message and exit", "unrecognized arguments: %s",
+            "argument %(argument_name)s: %(message)s", "expected one argument",
+            "invalid %(type)s value: %(value)r",
+            "invalid choice: %(value)r (choose from %(choices)s)",
+            "ambiguous option: %(option)s could match %(matches)s", "ignored explicit argument %r")
 _translation = gettext.NullTranslations()
 
 
 def _(message):
     """message in the console's language (as written when there is no translation)."""
     return _translation.gettext(message)
+
+
+def N_(message):
+    """message as it is: marks it for the catalogue, to be translated where it is used."""
+    return message
 
 
 def read_po(path):
