@@ -227,9 +227,10 @@ def write_text(path, text):
 MAX_RESULTS_BYTES = 256 * 2**20  # a results.json of a long grid is a few MB
 
 
-def read_json(path, what):
-    """An earlier results file, a JSON object; InputError with one line when it cannot be read
-    (a FIFO or device is refused, never waited on)."""
+def read_json(path, what, keys=("options", "runs")):
+    """An earlier results file, a JSON object with `keys` (runs: a list, the others: any value);
+    InputError with one line when it cannot be read (a FIFO or device is refused, never waited
+    on)."""
     check_readable_file(path, "results file")
     try:
         with open(path, encoding="utf-8") as f:
@@ -237,9 +238,10 @@ def read_json(path, what):
     except (OSError, ValueError, RecursionError) as e:
         raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("runs"), list) or \
-            not isinstance(raw.get("options"), dict):
-        raise InputError(f"cannot {what} {path!r}: not a results.json of this script (no "
-                         "'options' and 'runs')")
+            any(key not in raw for key in keys) or \
+            ("options" in keys and not isinstance(raw.get("options"), dict)):
+        raise InputError(f"cannot {what} {path!r}: not a file of this script (no "
+                         f"{' and '.join(repr(k) for k in keys)})")
     return raw
 
 

@@ -766,7 +766,9 @@ def load_previous(path, opts, dinfo):
 def load_pilot(folder):
     """gate_pilot.json of --gate-pilot in `folder`, or None."""
     path = os.path.join(folder, "gate_pilot.json")
-    return common.read_json(path, "read") if os.path.exists(path) else None
+    if not os.path.exists(path):
+        return None
+    return common.read_json(path, "read", keys=("command", "runs"))
 
 
 def report(summary, records, data, opts, info, timing, pilot, out):

@@ -308,3 +308,9 @@ def test_from_json_on_an_interrupted_grid_is_one_line(capsys, tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"complete": False, "options": {}, "runs": [{}, {}]}))
     code, err = in_process(capsys, "--from-json", str(tmp_path / "results.json"))
     assert code == 2 and "is the record of an interrupted grid (2 runs saved): run its command again" in err
+
+
+def test_the_gate_pilot_beside_the_results_is_read_with_its_own_keys():
+    """gate_pilot.json has no 'options' (it is not a grid's results.json): --from-json reads it."""
+    pilot = cl.load_pilot(os.path.join(ROOT, "experiments", "results", "context_length"))
+    assert pilot["runs"] and pilot["command"].startswith("context_length.py")
