@@ -313,4 +313,4 @@ def test_from_json_on_an_interrupted_grid_is_one_line(capsys, tmp_path):
 def test_the_gate_pilot_beside_the_results_is_read_with_its_own_keys():
     """gate_pilot.json has no 'options' (it is not a grid's results.json): --from-json reads it."""
     pilot = cl.load_pilot(os.path.join(ROOT, "experiments", "results", "context_length"))
-    assert pilot["runs"] and pilot["command"].startswith("context_length.py")
+    assert pilot["runs"] and "context_length.py --gate-pilot" in pilot["command"]
