@@ -394,12 +394,12 @@ def gate(runs_at, seeds, steps):
 
 def verdict_at(ratios):
     """The pre-registered reading of one T's paired r at 1.0 nat: 'sphere faster' if every seed's
-    r is > 1 (a censored '>' counts), 'sphere slower' if every seed's r is < 1 (a censored '<'
-    counts), 'mixed' otherwise; 'undecided' if a pair has no r (neither reached 1.0)."""
+    r is > 1 (a censored '> x' with x >= 1 counts), 'sphere slower' if every seed's r is < 1 (a
+    censored '< x' with x <= 1 counts), 'mixed' otherwise; 'undecided' if a pair has no r."""
     if not ratios or any(r is None for r in ratios):
         return "undecided"
-    above = [kind in ("=", ">") and x > 1 for kind, x in ratios]
-    below = [kind in ("=", "<") and x < 1 for kind, x in ratios]
+    above = [x > 1 if kind == "=" else kind == ">" and x >= 1 for kind, x in ratios]
+    below = [x < 1 if kind == "=" else kind == "<" and x <= 1 for kind, x in ratios]
     return "sphere faster" if all(above) else "sphere slower" if all(below) else "mixed"
 
 
