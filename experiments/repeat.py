@@ -512,8 +512,24 @@ def _header(opts, info, records):
         f"{len(info['invocations'])} invocation(s):", *lines, ""]
 
 
-def _status(summary, opts):
-    L = ["## Which runs exist", "", "| T | unit | lr sweep (seed 0): lr → final copy-2 / steps "
+def _status(summary, opts, records, complete):
+    full = parser().parse_args([])  # the planned grid: the defaults
+    units = len(units_of(full)) // len(full.contexts)
+    runs_per_T = units * (2 * full.sweep + 1 + full.seeds)
+    done = {row["T"]: sum(len(u["sweep"]) + len(u["seeds_done"]) for u in row["units"].values())
+            for row in summary["rows"]}
+    anchors = {row["T"]: sum(r["phase"] == "anchor" for r in records if r["T"] == row["T"])
+               for row in summary["rows"]}
+    planned = "; ".join(f"T = {T}: {done.get(T, 0)} of about {runs_per_T} runs" + (
+        f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in ANCHOR_CONTEXTS
+        else "") for T in full.contexts)
+    L = ["## Which runs exist", "",
+         ("**Partial results.** " if not complete or opts.contexts != full.contexts
+          or opts.seeds < full.seeds else "") + f"The planned grid ({units} units per T, each "
+         f"{2 * full.sweep + 1} lrs on seed {full.seed} (more if the best is at an edge), then "
+         f"{full.seeds} seeds; the anchors' runs at T = {', '.join(map(str, ANCHOR_CONTEXTS))}): "
+         f"{planned}.", "",
+         "| T | unit | lr sweep (seed 0): lr → final copy-2 / steps "
          "to 1.0 | chosen lr | seeds done |", "|---|---|---|---|---|"]
     for row in summary["rows"]:
         for name, u in row["units"].items():
@@ -600,8 +616,8 @@ def _anchors_md(summary):
     return L
 
 
-def markdown(summary, opts, info, records):
-    return "\n".join(_header(opts, info, records) + _status(summary, opts)
+def markdown(summary, opts, info, records, complete=True):
+    return "\n".join(_header(opts, info, records) + _status(summary, opts, records, complete)
                       + _gate_and_r(summary) + _anchors_md(summary) + _arms(records, summary))
 
 
@@ -634,7 +650,8 @@ def plots(records, opts, out):
         sx.set(xscale="log", xlabel="optimizer step", ylabel="effective s_qk (mean)",
                title=f"T = {T}: the sphere's s_qk")
         for a in (ax, mx, sx):
-            a.legend(fontsize=7)
+            if a.get_legend_handles_labels()[0]:
+                a.legend(fontsize=7)
     common.save_fig(fig, os.path.join(out, "curves.png"))
 
 
@@ -655,7 +672,7 @@ def best_runs(records, T):
 
 def write_all(records, opts, info, out, complete):
     summary = summarize(records, opts)
-    md = markdown(summary, opts, info, records)
+    md = markdown(summary, opts, info, records, complete)
     common.write_json(os.path.join(out, "results.json"), {
         "complete": complete, "options": vars(opts), "info": info, "summary": summary,
         "runs": records})
