@@ -425,10 +425,15 @@ def unit_summary(unit_runs, opts):
     """One unit's sweep (lr -> goodness numbers), its chosen lr (None: sweep not finished)."""
     sweep = sorted((r for r in unit_runs if r["phase"] == "sweep"), key=lambda r: r["lr_k"])
     seeds = [r for r in unit_runs if r["phase"] == "seeds"]
+    chosen = seeds[0]["lr"] if seeds else None
+    if chosen is None and len(sweep) >= 2 * opts.sweep + 1:  # the sweep's pick, as Unit.next_k
+        best = min(range(len(sweep)), key=lambda i: goodness(sweep[i]))
+        extended = len(sweep) - (2 * opts.sweep + 1)
+        if best not in (0, len(sweep) - 1) or extended >= opts.max_extend:
+            chosen = sweep[best]["lr"]
     return {"sweep": [{"lr": r["lr"], "copy2": r["copy2"], "steps_to": r["steps_to"],
                        "copy1": r["copy1"], "copy2_ablated": r["copy2_ablated"]} for r in sweep],
-            "lr": seeds[0]["lr"] if seeds else None,
-            "seeds_done": sorted(r["seed"] for r in seeds)}
+            "lr": chosen, "seeds_done": sorted(r["seed"] for r in seeds)}
 
 
 def summarize_T(T, records, opts, seeds):
@@ -448,12 +453,28 @@ def summarize_T(T, records, opts, seeds):
             arms.setdefault(v, {})[s] = paired_ratio(runs_at.get(("rmsnorm", "default", s)),
                                                      rec, GATE_COPY2, opts.steps)
     row["arms_r"] = arms  # each arm in the sphere's place, against rmsnorm/default
+    row["tuning"] = tuning_ratios(at, units, opts)
     ones = row["r"][str(GATE_COPY2)]
     row["verdict_at"] = verdict_at(ones)
     exact = [x for kind, x in filter(None, ones)]
     row["r_median"] = float(np.median(exact)) if exact and None not in ones else None
     row["anchors"] = anchors_at(T, at, opts, seeds) if T in ANCHOR_CONTEXTS else None
     return row
+
+
+def tuning_ratios(at, units, opts):
+    """Seed 0, where every unit ran its sweep: each unit's run at its chosen lr against
+    rmsnorm/default's at its own, r at 2.0 and 1.0 (censored): a first look, one seed, and the
+    seed the lrs were chosen on (so each side's best case)."""
+    def chosen(name):
+        u = units.get(name)
+        return None if u is None or u["lr"] is None else next(
+            r for r in at if f"{r['norm']}/{r['variant']}" == name and r["phase"] == "sweep"
+            and r["lr"] == u["lr"])
+
+    base = chosen("rmsnorm/default")
+    return {name: {str(t): paired_ratio(base, chosen(name), t, opts.steps) for t in R_TARGETS}
+            for name in units if name != "rmsnorm/default" and chosen(name) is not None}
 
 
 def anchors_at(T, at, opts, seeds):
@@ -585,6 +606,12 @@ def _arms(records, summary):
                  + f" | {r['lr']:.3g} | {r['seed']} | {to} | {fmt(r['copy2'])} | "
                  f"{fmt(r['copy2_ablated'])} | {fmt(r['copy1'])} | {mass[head]:.2f} | "
                  f"{ent[head]:.2f} | {fmt(np.mean([m for m, _ in sqk]) if sqk else None, 2)} |")
+    L += ["", "Seed 0, the tuning runs (one seed, the one each lr was chosen on): each unit at its "
+          "chosen lr against rmsnorm/default at its own, r at 2.0 / 1.0 nats (censored as above):",
+          ""]
+    for row in summary["rows"]:
+        L += [f"- T = {row['T']}, {name}: {_ratio(r['2.0'])} / {_ratio(r['1.0'])}"
+              for name, r in sorted(row["tuning"].items())]
     L += ["", "Each diagnosis arm against rmsnorm/default at the same seed (r at 1.0 nat, "
           "censored as above; the arm in the sphere's place):", ""]
     for row in summary["rows"]:

@@ -225,6 +225,19 @@ def test_the_gate_the_ratios_and_the_verdict_recomputed(grid):
                     assert r == [">", pytest.approx(o["steps"] / b["steps_to"][target])]
                 else:
                     assert r == ["=", pytest.approx(a["steps_to"][target] / b["steps_to"][target])]
+        sweeps = {}  # seed 0: each unit's chosen run against rmsnorm/default's
+        for r in grid["runs"]:
+            if r["T"] == T and r["phase"] == "sweep":
+                sweeps.setdefault(f"{r['norm']}/{r['variant']}", []).append(r)
+        best = {name: min(runs, key=lambda r: (r["steps_to"]["1.0"] or math.inf, r["copy2"]))
+                for name, runs in sweeps.items()}
+        for name, ratios in row["tuning"].items():
+            a, b = best["rmsnorm/default"]["steps_to"], best[name]["steps_to"]
+            for t in ("2.0", "1.0"):
+                if a[t] is not None and b[t] is not None:
+                    assert ratios[t] == ["=", pytest.approx(a[t] / b[t])]
+                elif a[t] is not None:
+                    assert ratios[t] == ["<", pytest.approx(a[t] / o["steps"])]
     if not any(row["gate"]["passed"] for row in S["rows"]):
         assert S["verdict"].startswith("no verdict")
 
@@ -245,3 +258,28 @@ def test_the_report_says_what_is_stored(grid):
     assert "experiments/repeat.py" in readme and grid["summary"]["verdict"] in readme
     for name, value in (("GATE_COPY2", rp.GATE_COPY2), ("GATE_LEAK", rp.GATE_LEAK)):
         assert f"{value}" in readme, name  # the pre-registration in the README is the code's
+
+
+def test_the_readme_table_is_the_stored_tuning_runs(grid):
+    with open(README, encoding="utf-8") as f:
+        md = f.read()
+    start = md.index("| unit | lr | steps to copy-2")
+    table = [line.strip("|").split("|") for line in md[start:].split("\n")[2:] if line.startswith("|")]
+    row = grid["summary"]["rows"][0]
+    assert len(table) == len(row["units"])
+    for cells in table:
+        cells = [c.strip() for c in cells]
+        name, u = cells[0], row["units"][cells[0]]
+        rec = next(r for r in grid["runs"] if f"{r['norm']}/{r['variant']}" == name
+                   and r["phase"] == "sweep" and r["lr"] == u["lr"] and r["T"] == row["T"])
+        to = " / ".join("—" if rec["steps_to"][t] is None else f"{rec['steps_to'][t]:,.0f}"
+                        for t in ("3.0", "2.0", "1.0"))
+        mass = max(rec["diag"]["copy_mass"][-1][-1])
+        sqk = rec["diag"]["s_qk"][-1]
+        assert cells[1:8] == [f"{rec['lr']:.3g}", to, f"{rec['copy2']:.3f}", f"{rec['copy2_ablated']:.3f}",
+                              f"{rec['copy1']:.3f}", f"{mass:.2f}",
+                              "—" if not sqk else f"{np.mean([m for m, _ in sqk]):.2f}"]
+        ratios = row["tuning"].get(name)
+        cell = lambda r: r and (f"{r[1]:.2f}" if r[0] == "=" else f"{r[0]} {r[1]:.2f}")  # noqa: E731
+        assert cells[8] == ("1 (the reference)" if ratios is None
+                            else f"{cell(ratios['2.0'])} / {cell(ratios['1.0'])}")
