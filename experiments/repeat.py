@@ -650,7 +650,7 @@ def markdown(summary, opts, info, records, complete=True):
 
 def plots(records, opts, out):
     """curves.png, per T (columns): the copy-2 loss (solid) and its ablated twin (dashed) of each
-    unit's run at its chosen lr (else its sweep's best); the last layer's largest weight on the
+    unit's best sweep run (seed 0); the last layer's largest weight on the
     source key at the copy-2 positions; the effective s_qk (sphere arms, mean over layers)."""
     plt = common.pyplot()
     Ts = [T for T in opts.contexts if any(r["T"] == T for r in records)]
@@ -683,14 +683,12 @@ def plots(records, opts, out):
 
 
 def best_runs(records, T):
-    """Per unit at T: its lowest seed's run at the chosen lr, else its sweep's best run."""
+    """Per unit at T: its best sweep run (seed 0 for every unit, so the curves share a seed)."""
     out = {}
-    for r in sorted(records, key=lambda r: (r["phase"] != "seeds", r["seed"])):
-        if r["T"] != T or r["phase"] == "anchor":
-            continue
+    for r in records:
         key = (r["norm"], r["variant"])
-        if key not in out or (out[key]["phase"] == "sweep" == r["phase"]
-                              and goodness(r) < goodness(out[key])):
+        if r["T"] == T and r["phase"] == "sweep" and (key not in out
+                                                      or goodness(r) < goodness(out[key])):
             out[key] = r
     return list(out.values())
 
