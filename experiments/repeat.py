@@ -333,13 +333,18 @@ class Grid(common.Scheduler):
                 f"{fmt_time(time.perf_counter() - self.t0)}, {len(self.ready)} ready")
         if note:
             log(note)
-        if self.opts.deadline and time.time() >= self.opts.deadline:  # keep only cached runs
+        self.past_deadline()
+
+    def past_deadline(self):
+        """After --deadline: no new run starts (those in results.json are still taken)."""
+        if self.opts.deadline and time.time() >= self.opts.deadline:
             self.ready[:] = [job for job in self.ready if run_key(job) in self.cache]
 
     def run(self, data):
         o = self.opts
         for unit in self.units.values():
             self.sweep(unit, range(-o.sweep, o.sweep + 1))
+        self.past_deadline()
         super().run(run_job, data, run_key)
         return self.records, self.n_trained
 
@@ -732,7 +737,8 @@ QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend"
 
 
 def deadline(text):
-    """"05:10" -> the next such UTC time as a Unix time."""
+    """"05:10" -> that UTC time as a Unix time: today's, or tomorrow's if today's was more than
+    12 hours ago (a time a few hours past is a deadline already passed: no run starts)."""
     try:
         hh, mm = (int(x) for x in text.split(":"))
         assert 0 <= hh < 24 and 0 <= mm < 60
@@ -740,7 +746,7 @@ def deadline(text):
         raise common.argparse.ArgumentTypeError(f"expected HH:MM (UTC), got {text!r}") from None
     now = time.time()
     t = now - now % 86400 + hh * 3600 + mm * 60
-    return t if t > now else t + 86400
+    return t + 86400 if now - t > 12 * 3600 else t
 
 
 def variant_list(text):
