@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -134,6 +135,12 @@ def test_the_reading_and_the_verdict():
                       ).startswith("supports")
     assert rp.verdict([row(64, True, "sphere faster", 2), row(128, True, "sphere faster", 1.5)]
                       ).startswith("neither")
+
+
+def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not():
+    hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(time.time() + dt))  # noqa: E731
+    assert rp.deadline(hhmm(-2 * 3600)) < time.time() < rp.deadline(hhmm(2 * 3600))
+    assert rp.deadline(hhmm(2 * 3600)) - time.time() < 3 * 3600
 
 
 # ----------------------------------------------------------------------------- the script
