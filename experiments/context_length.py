@@ -362,8 +362,8 @@ def mean_ci(xs):
 def band_mean(per_position, band=SAME_CONTEXT):
     """Mean loss over the positions band[0]..band[1]-1 of a run's per-position loss (None if
     the run has none); band=None: over all positions."""
-    if not per_position:
-        return None
+    if not per_position or (band is not None and len(per_position) < band[1]):
+        return None  # no run, or a T too short for the band
     return float(np.mean(per_position if band is None else per_position[band[0]:band[1]]))
 
 
@@ -503,7 +503,7 @@ def same_context_shift(first, last):
     longest at positions 16-31, where every T gives the same context, and over all positions."""
     def gap(row, key):
         pairs = [(a, b) for a, b in zip(row[key]["rmsnorm"], row[key]["sphere"])
-                 if None not in (a, b)]
+                 if a is not None and b is not None]
         return float(np.mean([b - a for a, b in pairs])) if pairs else None
 
     shift = {key: [gap(first, key), gap(last, key)] for key in ("same_context", "all_positions")}
