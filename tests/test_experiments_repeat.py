@@ -270,8 +270,9 @@ def test_the_report_says_what_is_stored(grid):
 def test_the_readme_table_is_the_stored_tuning_runs(grid):
     with open(README, encoding="utf-8") as f:
         md = f.read()
-    start = md.index("| unit | lr | steps to copy-2")
-    table = [line.strip("|").split("|") for line in md[start:].split("\n")[2:] if line.startswith("|")]
+    lines = md[md.index("| unit | lr | steps to copy-2"):].split("\n")[2:]
+    table = [line.strip("|").split("|")
+             for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]]
     row = grid["summary"]["rows"][0]
     assert len(table) == len(row["units"])
     for cells in table:
@@ -290,3 +291,18 @@ def test_the_readme_table_is_the_stored_tuning_runs(grid):
         cell = lambda r: r and (f"{r[1]:.2f}" if r[0] == "=" else f"{r[0]} {r[1]:.2f}")  # noqa: E731
         assert cells[8] == ("1 (the reference)" if ratios is None
                             else f"{cell(ratios['2.0'])} / {cell(ratios['1.0'])}")
+
+
+def test_the_readme_seed_table_is_the_stored_seed_runs(grid):
+    with open(README, encoding="utf-8") as f:
+        md = f.read()
+    lines = md[md.index("| unit | seed 1 |"):].split("\n")[2:]
+    table = [[c.strip() for c in line.strip("|").split("|")]
+             for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]]
+    by = {(f"{r['norm']}/{r['variant']}", r["seed"]): r for r in grid["runs"] if r["phase"] == "seeds"}
+    for cells in table:
+        for seed, cell in enumerate(cells[1:], start=1):
+            r = by[(cells[0], seed)]
+            t = r["steps_to"]["1.0"]
+            assert cell == f"{r['copy2']:.2f}" + (f" ({t:,.0f})" if t is not None else " (—)")
+    assert grid["summary"]["verdict"] in md.replace("\n", " ")
