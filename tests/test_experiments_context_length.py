@@ -156,7 +156,31 @@ def test_the_grid_is_complete_and_matches_the_issue(grid):
             assert len(row["sweep"][n]) >= 3 and not row["at_edge"][n]
 
 
+CONTROL = os.path.join(ROOT, "experiments", "results", "context_length_batch64", "results.json")
+
+
+@pytest.fixture(scope="module")
+def control():
+    """The tokens-per-step control (T = 64 at batch 64), if it has run to the end."""
+    if not os.path.exists(CONTROL):
+        pytest.skip("the tokens-per-step control has not run")
+    with open(CONTROL, encoding="utf-8") as f:
+        raw = json.load(f)
+    if not raw["complete"]:
+        pytest.skip("the tokens-per-step control has not finished")
+    return raw
+
+
 def test_every_number_of_the_report_recomputed_from_the_stored_curves(grid):
+    _recompute(grid)
+
+
+def test_every_number_of_the_control_recomputed_from_its_curves(control):
+    assert control["options"]["batch_size"] == 64 and 64 in control["options"]["contexts"]
+    _recompute(control)
+
+
+def _recompute(grid):
     o, S = grid["options"], grid["summary"]
     runs = {(r["norm"], r["T"], r["phase"], r["steps"], r["seed"]): r for r in grid["runs"] if r["phase"] != "sweep"}
     sweeps = {}
@@ -186,6 +210,21 @@ def test_every_number_of_the_report_recomputed_from_the_stored_curves(grid):
         assert row["r_mean"] == pytest.approx(np.mean(rs)) and row["r_std"] == pytest.approx(np.std(rs, ddof=1))
         assert (row["r_min"], row["r_max"]) == pytest.approx((min(rs), max(rs)))
         assert row["gap_mean"] == pytest.approx(np.mean(gaps)) and row["gap_std"] == pytest.approx(np.std(gaps, ddof=1))
+        for key, xs in (("r_ci", rs), ("gap_ci", gaps)):  # 95% t-intervals, 3 seeds: t = 4.303 (df 2)
+            t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}[len(xs)]
+            half = t * np.std(xs, ddof=1) / math.sqrt(len(xs))
+            assert row[key] == pytest.approx([np.mean(xs) - half, np.mean(xs) + half])
+        for s in seeds:  # the loss at positions 16-31 and over all positions, per run
+            for n in cl.NORMS:
+                pp = runs[(n, T, "seeds", o["steps"], s)]["per_position"]
+                same = np.mean(pp[16:32]) if T >= 32 else None  # (a T below 32 has no positions 16-31)
+                assert row["same_context"][n][seeds.index(s)] == (None if same is None else pytest.approx(same))
+                assert row["all_positions"][n][seeds.index(s)] == pytest.approx(np.mean(pp))
+        full = [max(_interp(runs[("rmsnorm", T, "seeds", o["steps"], s)]["val_curve"], tg),
+                    _interp(runs[("sphere", T, "seeds", o["steps"], s)]["val_curve"], tg)) >= o["steps"] - 1e-9
+                for s, tg in zip(seeds, [max(runs[(n, T, "seeds", o["steps"], s)]["final_val"] for n in cl.NORMS)
+                                         for s in seeds])]
+        assert row["worse_took_S"] == sum(full)
         t = grid["timing"][str(T)]
         assert row["time_ratio"] == pytest.approx(min(t["ms"]["sphere"]) / min(t["ms"]["rmsnorm"]))
         assert row["wall_speedup"] == pytest.approx(np.mean(rs) / row["time_ratio"])
@@ -195,11 +234,28 @@ def test_every_number_of_the_report_recomputed_from_the_stored_curves(grid):
     ratio = S["rows"][-1]["r_mean"] / S["rows"][0]["r_mean"]
     assert S["ratio_last_first"] == pytest.approx(ratio)
     if min(slopes) < 0 < max(slopes) or max(slopes) <= 0:
-        assert S["verdict"].startswith("contradicts")
+        assert S["trend"].startswith("contradicts")
     else:
-        assert S["verdict"].startswith("supports" if ratio >= 1.25 else "neither")
+        assert S["trend"].startswith("supports" if ratio >= 1.25 else "neither")
     gate = S["gate"]
     assert gate["passed"] == all(g >= 0.03 for g in S["rows"][-1]["context_gain"]["rmsnorm"])
+    # the verdict is the criteria's reading only where the gate passed
+    assert S["verdict"] == S["trend"] if gate["passed"] else S["verdict"].startswith("no verdict: the gate failed")
+    sc = S["same_context"]  # the gap's move from the shortest T to the longest, at 16-31 and overall
+    for key in ("same_context", "all_positions"):
+        gaps_at = [None if None in row[key]["sphere"] else
+                   np.mean(np.array(row[key]["sphere"]) - np.array(row[key]["rmsnorm"]))
+                   for row in (S["rows"][0], S["rows"][-1])]
+        assert sc[key] == [None if g is None else pytest.approx(g) for g in gaps_at]
+    if None not in sc["same_context"]:
+        assert sc["share"] == pytest.approx((sc["same_context"][1] - sc["same_context"][0])
+                                            / (sc["all_positions"][1] - sc["all_positions"][0]))
+    for t in S["tuning_seed"]:  # the winner's curse: the tuning seed at the chosen lr vs the later seeds
+        row = next(row for row in S["rows"] if row["T"] == t["T"])
+        best = min(sweeps[(t["norm"], t["T"])], key=lambda r: (r["final_val"], r["lr"]))
+        later = np.mean([runs[(t["norm"], t["T"], "seeds", o["steps"], s)]["final_val"] for s in seeds])
+        assert (t["tuning"], t["seeds_mean"]) == pytest.approx((best["final_val"], later))
+        assert t["difference"] == pytest.approx(later - best["final_val"])
     for a in S["anchors"]:  # the anchors' protocol: mean finals per run length, and the iso-loss lengths
         T, lengths = a["T"], a["lengths"]
         means = {n: [np.mean([runs[(n, T, "seeds" if L == o["steps"] else "anchor", L, s)]["final_val"]
@@ -227,23 +283,45 @@ def _table(md, header):
     return rows
 
 
-def test_the_readme_quotes_the_stored_results(grid):
-    with open(README, encoding="utf-8") as f:
-        md = f.read()
-    S = grid["summary"]
-    table = _table(md, "| T | lr rmsnorm |")
+def _iso_cell(iso):
+    return "—" if iso is None else (f"{iso[1]:.2f}" if iso[0] == "=" else f"{iso[0]} {iso[1]:.2f}")
+
+
+def _check_tables(md, S):
+    """The speed-up table, the slopes and the positions-16-31 table of results.md or the README."""
+    table = _table(md, "| T | separate runs: S / sphere length |")
     assert [int(r[0]) for r in table] == [row["T"] for row in S["rows"]]
+    anchors = {a["T"]: a for a in S["anchors"]}
     for cells, row in zip(table, S["rows"]):
-        assert cells[5] == f"{row['gap_mean']:+.3f} ± {row['gap_std']:.3f}"
-        assert cells[6] == f"{row['r_mean']:.2f} ± {row['r_std']:.2f}"
-        assert cells[7] == f"{row['r_min']:.2f}–{row['r_max']:.2f}"
-        assert cells[8] == ", ".join(f"{x:.2f}" for x in row["r"])
-        assert cells[9] == f"{row['time_ratio']:.3f}" and cells[10] == f"{row['wall_speedup']:.2f}"
+        a = anchors.get(row["T"], {})
+        assert cells[1:3] == [_iso_cell(a.get("sphere_ratio")), _iso_cell(a.get("rms_ratio"))]
+        assert cells[3] == f"{row['r_mean']:.2f} ± {row['r_std']:.2f}"
+        assert cells[4] == f"[{row['r_ci'][0]:.2f}, {row['r_ci'][1]:.2f}]"
+        assert cells[5] == ", ".join(f"{x:.2f}" for x in row["r"])
+        assert cells[6] == f"{row['gap_mean']:+.3f} ± {row['gap_std']:.3f}"
+        assert cells[7] == f"[{row['gap_ci'][0]:.3f}, {row['gap_ci'][1]:.3f}]"
+        assert cells[-2] == f"{row['time_ratio']:.3f}" and cells[-1] == f"{row['wall_speedup']:.2f}"
     slopes = _table(md, "| seed | slope of log r against log T |")
     assert [c[1] for c in slopes] == [f"{p['slope']:+.3f}" for p in S["per_seed"]]
+    same = _table(md, "| T | rmsnorm, 16–31 |")
+    for cells, row in zip(same, S["rows"]):
+        for i, key in ((1, "same_context"), (4, "all_positions")):
+            rms, sph = np.mean(row[key]["rmsnorm"]), np.mean(row[key]["sphere"])
+            assert cells[i:i + 3] == [f"{rms:.3f}", f"{sph:.3f}", f"{sph - rms:+.3f}"]
+    assert f"**{S['same_context']['share']:.0%}**" in md
     assert S["verdict"] in md and f"**{S['ratio_last_first']:.2f}**" in md
+
+
+def test_the_report_and_the_readme_quote_the_stored_results(grid):
+    S = grid["summary"]
+    with open(os.path.join(os.path.dirname(RESULTS), "results.md"), encoding="utf-8") as f:
+        _check_tables(f.read(), S)
+    with open(README, encoding="utf-8") as f:
+        md = f.read()
+    _check_tables(md, S)
     assert ("Gate at T = 512: **passed**" if S["gate"]["passed"] else "Gate at T = 512: **NOT passed**") in md
     assert grid["info"]["command"] in md
+    assert "supports" not in S["verdict"] or S["gate"]["passed"]  # no verdict without the gate
 
 
 # ----------------------------------------------------------------------------- inside the shell
@@ -314,3 +392,20 @@ def test_the_gate_pilot_beside_the_results_is_read_with_its_own_keys():
     """gate_pilot.json has no 'options' (it is not a grid's results.json): --from-json reads it."""
     pilot = cl.load_pilot(os.path.join(ROOT, "experiments", "results", "context_length"))
     assert pilot["runs"] and "context_length.py --gate-pilot" in pilot["command"]
+
+
+def test_the_readme_quotes_the_control(grid, control):
+    with open(README, encoding="utf-8") as f:
+        md = f.read()
+    rows = {"64, batch 8": next(r for r in grid["summary"]["rows"] if r["T"] == 64),
+            "64, batch 64": next(r for r in control["summary"]["rows"] if r["T"] == 64),
+            "512, batch 8": next(r for r in grid["summary"]["rows"] if r["T"] == 512)}
+    table = _table(md, "| T, batch | characters per step |")
+    assert [c[0] for c in table] == list(rows)
+    for cells, (label, row) in zip(table, rows.items()):
+        batch = control["options"]["batch_size"] if label.endswith("64") else grid["options"]["batch_size"]
+        assert cells[1:] == [f"{row['T'] * batch:,}", f"{row['lr']['rmsnorm']:.3g}", f"{row['lr']['sphere']:.3g}",
+                             f"{row['gap_mean']:+.3f}", f"[{row['gap_ci'][0]:.3f}, {row['gap_ci'][1]:.3f}]",
+                             f"{row['r_mean']:.2f}", f"[{row['r_ci'][0]:.2f}, {row['r_ci'][1]:.2f}]"]
+    gaps = [row["gap_mean"] for row in rows.values()]
+    assert f"more than half\nof the way ({(gaps[1] - gaps[0]) / (gaps[2] - gaps[0]):.0%})" in md

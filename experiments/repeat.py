@@ -1,0 +1,843 @@
+"""Where context provably matters: a random string written twice. Is the sphere (nGPT) faster?
+
+Each document is a random string of L letters (L uniform in [T/4, T/2)) written twice. The first
+copy cannot be predicted (ln 26 nats a letter at best); the second can only be read from the
+first, so its loss measures the use of context and nothing else. The chapter's model, unchanged
+(learned wpe, ReLU, batch 8, lr decaying linearly), trains with each norm at its own lr; the
+runs record the copy-2 loss, the steps to reach 3.0 / 2.0 / 1.0 nats, the same loss when the
+first copy is replaced by other letters, and the attention at the copy positions. Diagnosis arms
+(`variant`) ask why the sphere is slow here. experiments/README.md gives the protocol and the
+verdict fixed before the runs. results.json is rewritten after every run: the same command
+continues an interrupted grid.
+
+    python experiments/repeat.py                          # the full grid, CPU-hours
+    python experiments/repeat.py --contexts 64 --seeds 2 --deadline 05:10   # a first part
+    python experiments/repeat.py --quick --out /tmp/q     # smoke test, seconds
+    python experiments/repeat.py --from-json experiments/results/repeat/results.json
+"""
+import functools
+import math
+import os
+import sys
+import time
+
+import common
+import numpy as np
+from common import InputError, fmt, fmt_time, log, steps_to_target
+
+import numpy_engine
+from microgpt import init_params, train
+from model_config import GPTConfig, TrainState, flat_buffer, scale_factors
+from sphere import l2_normalize_np, l2_normalize_np_backward
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+VOCAB = list(LETTERS)  # BOS is id 26
+LN26 = math.log(26)
+TARGETS = (3.0, 2.0, 1.0)  # copy-2 loss (nats): the steps to reach each are recorded
+EVAL_POSITIONS = 4096      # positions per forward call when evaluating
+# The diagnosis arms: variant -> (norm, what it changes). "default" runs for both norms.
+VARIANTS = {
+    "sqk64": ("sphere", "s_qk initialized at (64/head_dim)^(1/4): the initial attention logit "
+              "range s_qk^2 sqrt(head_dim) is sqrt(64) = 8, the paper's head_dim 64, not sqrt(8)"),
+    "qknorm": ("rmsnorm", "rmsnorm with QK-norm: each head's q and k as unit vectors, logits = "
+               "cos * sqrt(head_dim) (the sphere's attention at init, its s_qk fixed at 1)"),
+    "qknorm64": ("rmsnorm", "as qknorm with logits = cos * sqrt(64) = 8 (the paper's range)"),
+}
+# ---- the pre-registration (fixed before the grid ran; experiments/README.md says the same) ----
+GATE_COPY2 = 1.0      # G1: every rmsnorm seed at T reaches copy-2 <= 1.0 within the run
+GATE_LEAK = 0.02      # G3: copy-1 >= ln 26 - 0.02 (no leak of the string into copy 1)
+R_TARGETS = (2.0, 1.0)  # r = rmsnorm steps / sphere steps to these copy-2 losses, per paired seed
+ANCHOR_CONTEXTS = (64,)  # the anchors' separate-run protocol (S/4, S/2, S) at these T
+# what a run depends on besides its job: a results.json made with others cannot be continued
+SAME = ("batch_size", "n_embd", "n_head", "n_layer", "lr0", "val_docs", "split_seed",
+        "n_log", "n_lin")
+
+
+# =========================================================================== data
+
+def random_strings(T, n, rng):
+    """n (letters, L): L uniform in [T/4, T/2), letters ids in 0..25 (a (n, T//2) array)."""
+    lengths = rng.integers(T // 4, T // 2, size=n)
+    return rng.integers(0, 26, size=(n, T // 2)), lengths
+
+
+def train_docs(T, n, seed):
+    """n training documents (strings): each a random string written twice; the draws depend on
+    (seed, T) only, so both norms of a seed pair see the same documents in the same order."""
+    letters, lengths = random_strings(T, n, np.random.default_rng([seed, T, 1]))
+    chars = np.array(VOCAB)[letters]
+    return ["".join(row[:L]) * 2 for row, L in zip(chars, lengths.tolist())]
+
+
+def held_out(T, n, seed):
+    """n fixed held-out documents and their ablated twins, as (inputs, targets, L) arrays: inputs
+    [BOS] s s (padded with BOS), targets s s [BOS] (padded); in the twin, the first copy's letters
+    are replaced, each by another letter (never the same one), and the second copy is kept."""
+    rng = np.random.default_rng([seed, T, 2])
+    letters, lengths = random_strings(T, n, rng)
+    other = (letters + rng.integers(1, 26, size=letters.shape)) % 26
+    bos, docs = len(VOCAB), {}
+    for name, first in (("plain", letters), ("ablated", other)):
+        tokens = np.full((n, T + 1), bos, dtype=np.int64)
+        for i, L in enumerate(lengths.tolist()):
+            tokens[i, 1:L + 1], tokens[i, L + 1:2 * L + 1] = first[i, :L], letters[i, :L]
+        docs[name] = (tokens[:, :-1], tokens[:, 1:])
+    return {"docs": docs, "L": lengths}
+
+
+def masks(L, T):
+    """(n, T) masks of the target positions: copy 1 (j < L), copy 2 (L <= j < 2L), all (<= 2L)."""
+    j = np.arange(T)[None, :]
+    L = np.asarray(L)[:, None]
+    return {"copy1": j < L, "copy2": (j >= L) & (j < 2 * L), "all": j <= 2 * L}
+
+
+# =========================================================================== the model's variants
+
+def qknorm_forward(q, k, v, scale, logit_scale):
+    """QK-norm attention: q and k of each head as unit vectors, logits = cos * logit_scale."""
+    return ATTENTION[0](l2_normalize_np(q), l2_normalize_np(k), v, logit_scale)
+
+
+def qknorm_backward(dout, q, k, v, weights, scale, logit_scale):
+    """(dq, dk, dv) of qknorm_forward: the plain attention's, then back through Norm."""
+    qn, kn = l2_normalize_np(q), l2_normalize_np(k)
+    dqn, dkn, dv = ATTENTION[1](dout, qn, kn, v, weights, logit_scale)
+    return l2_normalize_np_backward(dqn, q), l2_normalize_np_backward(dkn, k), dv
+
+
+ATTENTION = (numpy_engine.attention_forward, numpy_engine.attention_backward)
+
+
+class attention_of:
+    """`with attention_of(variant, head_dim):` the NumPy engine's attention is the variant's
+    (QK-norm for the qknorm arms; the engine's own otherwise), restored at the end. The engine's
+    rmsnorm forward and backward look their attention up at each call, so nothing else changes."""
+
+    def __init__(self, variant, head_dim):
+        scale = {"qknorm": head_dim ** 0.5, "qknorm64": 8.0}.get(variant)
+        self.pair = ATTENTION if scale is None else (
+            functools.partial(qknorm_forward, logit_scale=scale),
+            functools.partial(qknorm_backward, logit_scale=scale))
+
+    def __enter__(self):
+        numpy_engine.attention_forward, numpy_engine.attention_backward = self.pair
+
+    def __exit__(self, *exc):
+        numpy_engine.attention_forward, numpy_engine.attention_backward = ATTENTION
+
+
+def initial_params(job, cfg):
+    """The init train() would build from the seed; sqk64: s_qk raised so s_qk^2 sqrt(hd) = 8."""
+    params = init_params(cfg, job["seed"], np.float32)
+    if job["variant"] == "sqk64":
+        for i in range(cfg.n_layer):
+            params[f"layer{i}.attn_sqk"] *= np.float32((64 / cfg.head_dim) ** 0.25)
+    return params
+
+
+# =========================================================================== one run (in a worker)
+
+def eval_points(steps, n_log, n_lin):
+    """n_lin evenly spaced steps up to the last, and up to n_log log-spaced ones before them."""
+    lin = np.linspace(0, steps, n_lin + 1)[1:].round().astype(int)
+    early = np.geomspace(1, lin[0], n_log + 1)[:-1].round().astype(int)
+    return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
+
+
+def measure(params, cfg, held):
+    """The mean losses on the held-out documents (copy1, copy2, all) and their ablated twins'
+    copy 2; and, per layer and head at the copy-2 positions, the attention's entropy (nats) and
+    its weight on the key that holds the letter to copy (an induction head puts ~1 there)."""
+    T, L = cfg.block_size, held["L"]
+    m, out = masks(L, T), {}
+    chunk = max(1, EVAL_POSITIONS // T)
+    for name, (inputs, targets) in held["docs"].items():
+        nll, ent, mass = np.zeros(inputs.shape), [], []
+        for i in range(0, len(inputs), chunk):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                logits, acts = numpy_engine.gpt_forward(params, inputs[i:i + chunk], cfg)
+                logits = logits.astype(np.float64)
+                top = logits.max(axis=-1, keepdims=True)
+                lse = np.log(np.exp(logits - top).sum(axis=-1)) + top[..., 0]
+                picked = np.take_along_axis(logits, targets[i:i + chunk, :, None], -1)[..., 0]
+            nll[i:i + chunk] = lse - picked
+            if name == "plain":
+                e, w = attention_at_copy(acts, L[i:i + chunk], m["copy2"][i:i + chunk])
+                ent.append(e)
+                mass.append(w)
+        if name == "plain":
+            out.update(copy1=nll[m["copy1"]].mean(), copy2=nll[m["copy2"]].mean(),
+                       val=nll[m["all"]].mean(), entropy=np.concatenate(ent, 1).mean(1),
+                       copy_mass=np.concatenate(mass, 1).mean(1))
+        else:
+            out["copy2_ablated"] = nll[m["copy2"]].mean()
+    return out
+
+
+def attention_at_copy(acts, L, copy2):
+    """(entropy, weight on the source) of every layer and head at each copy-2 query: arrays
+    (layers, queries, heads). The query at j (L <= j < 2L) predicts letter j - L, held by key
+    j - L + 1 (the position after the matching letter of copy 1: what an induction head reads)."""
+    b, j = np.nonzero(copy2)
+    source = j - L[b] + 1
+    ent, mass = [], []
+    for layer in acts.layers:
+        w = layer.attn_weights[b, :, j, :].astype(np.float64)  # (queries, heads, keys)
+        ent.append(-(w * np.log(np.where(w > 0, w, 1.0))).sum(-1))
+        mass.append(w[np.arange(len(b)), :, source])
+    return np.array(ent), np.array(mass)
+
+
+def model_config(job):
+    return GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=job["n_embd"], n_head=job["n_head"],
+                     n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"])
+
+
+def effective_sqk(params, cfg):
+    """Sphere: each layer's effective s_qk, mean and max over its C entries."""
+    f = scale_factors(cfg)["attn_sqk"]
+    return [[float(params[f"layer{i}.attn_sqk"].mean() * f),
+             float(params[f"layer{i}.attn_sqk"].max() * f)] for i in range(cfg.n_layer)]
+
+
+def run_job(job):
+    """Train one model (a pure function of `job` and the held-out data); return its record."""
+    T, cfg = job["T"], model_config(job)
+    held = common.WORKER_DATA[T]
+    curves = {k: [] for k in ("step", "copy1", "copy2", "copy2_ablated", "val")}
+    diag = {"entropy": [], "copy_mass": [], "s_qk": []}
+
+    def record(step, params):
+        x = measure(params, cfg, held)
+        curves["step"].append(step)
+        for k in ("copy1", "copy2", "copy2_ablated", "val"):
+            curves[k].append(round(float(x[k]), 5))
+        diag["entropy"].append(np.round(x["entropy"], 4).tolist())
+        diag["copy_mass"].append(np.round(x["copy_mass"], 4).tolist())
+        diag["s_qk"].append(effective_sqk(params, cfg) if cfg.norm == "sphere" else None)
+
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    params = initial_params(job, cfg)
+    record(0, params)
+    flat = flat_buffer(params)
+    start = TrainState(cfg, list(VOCAB), params, np.zeros_like(flat), np.zeros_like(flat),
+                       steps=job["steps"], lr=job["lr"], batch_size=job["batch_size"],
+                       seed=job["seed"], engine="numpy", dtype="float32", eval_every=job["steps"])
+    docs = train_docs(T, job["steps"] * job["batch_size"], job["seed"])
+    observer = common.MeasureAt(set(eval_points(job["steps"], job["n_log"], job["n_lin"])), record)
+    with attention_of(job["variant"], cfg.head_dim):
+        state = train(docs, docs[:1], VOCAB, cfg, steps=job["steps"], lr=job["lr"],
+                      batch_size=job["batch_size"], seed=job["seed"], engine="numpy",
+                      dtype="float32", eval_every=job["steps"], resume=start, observer=observer)
+    finished = not state.error and curves["step"][-1] == job["steps"]
+    copy2_curve = list(zip(curves["step"], curves["copy2"]))
+    rec = dict(job, error=state.error, curves=curves, diag=diag, ms_per_step=state.ms_per_step,
+               steps_to={str(t): steps_to_target(copy2_curve, t) for t in TARGETS})
+    for k in ("copy1", "copy2", "copy2_ablated", "val"):
+        rec[k] = curves[k][-1] if finished and math.isfinite(curves[k][-1]) else None
+    rec["final_val"] = rec["val"]
+    rec.update(seconds=time.perf_counter() - wall0, cpu_seconds=time.process_time() - cpu0)
+    return rec
+
+
+# =========================================================================== the grid
+
+def lr_of(opts, k):
+    """The lattice of learning rates: lr0 * 10^(k/2) (k = -1, 0, 1: 0.00316, 0.01, 0.0316)."""
+    return opts.lr0 * 10.0 ** (k / 2)
+
+
+def run_key(r):
+    return (r["norm"], r["variant"], r["T"], r["steps"], r["lr_k"], r["seed"])
+
+
+def goodness(rec):
+    """How the sweep ranks a run (lower is better): the steps to copy-2 <= 1.0 nat, then (for runs
+    that never get there) the final copy-2 loss; a diverged run is last."""
+    reached = rec["steps_to"][str(GATE_COPY2)]
+    final = math.inf if rec["copy2"] is None else rec["copy2"]
+    return (math.inf if reached is None else reached, final)
+
+
+class Unit(common.Sweep):
+    """One norm and variant at one T: its lr sweep (ranked by goodness), chosen lr and seeds."""
+
+    def __init__(self, norm, variant, T):
+        super().__init__()
+        self.norm, self.variant, self.T = norm, variant, T
+
+    def next_k(self, max_extend):
+        ks = sorted(self.sweep)
+        best = min(ks, key=lambda k: goodness(self.sweep[k]))
+        edge = best in (ks[0], ks[-1])
+        if edge and self.extended < max_extend:
+            self.extended += 1
+            return ks[0] - 1 if best == ks[0] else ks[-1] + 1
+        self.best_k, self.at_edge = best, edge
+        return None
+
+
+def units_of(opts):
+    """(norm, variant, T) -> Unit, in the order the grid runs them."""
+    pairs = [(n, "default") for n in ("rmsnorm", "sphere")]
+    pairs += [(VARIANTS[v][0], v) for v in opts.variants]
+    return {(n, v, T): Unit(n, v, T) for T in opts.contexts for n, v in pairs}
+
+
+class Grid(common.Scheduler):
+    """Every unit's lr sweep on seed --seed, then --seeds paired seeds at its lr (and at
+    ANCHOR_CONTEXTS the default norms' runs of S/4 and S/2 steps); stops starting runs at
+    --deadline (the runs under way finish; the same command continues later)."""
+
+    def __init__(self, units, opts, save, cache):
+        super().__init__(units, opts, cache)
+        self.save, self.n_trained, self.t0, self.order = save, 0, time.perf_counter(), list(units)
+
+    def job(self, unit, phase, k, seed, steps=None):
+        o = self.opts
+        return {"norm": unit.norm, "variant": unit.variant, "T": unit.T,
+                "steps": steps or o.steps, "lr": lr_of(o, k), "lr_k": k, "seed": seed,
+                "phase": phase, "n_log": o.n_log, "n_lin": o.n_lin, "batch_size": o.batch_size,
+                "n_embd": o.n_embd, "n_head": o.n_head, "n_layer": o.n_layer}
+
+    def unit_of(self, job):
+        return self.units[(job["norm"], job["variant"], job["T"])]
+
+    def anchor_steps(self, unit):
+        if unit.variant != "default" or unit.T not in ANCHOR_CONTEXTS:
+            return ()
+        return [self.opts.steps // 4, self.opts.steps // 2]
+
+    def chosen(self, unit):
+        o = self.opts
+        tried = ", ".join(f"{lr_of(o, k):.3g}" for k in sorted(unit.sweep))
+        return (f"  -> {unit.norm}/{unit.variant} T={unit.T}: lr {lr_of(o, unit.best_k):.3g} "
+                f"(tried {tried}" + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
+
+    def priority(self, j):  # the shortest T first, sweeps before seeds, the default arms first
+        unit = self.order.index((j["norm"], j["variant"], j["T"]))
+        return (j["T"], j["phase"] != "sweep", j["phase"] == "anchor", j["seed"], unit,
+                abs(j["lr_k"]))
+
+    def finish(self, j, rec, reused):
+        note = self.store(j, rec)
+        if not reused:
+            self.n_trained += 1
+            self.save(self.records)
+            log(f"[{len(self.records)}] T={j['T']} {j['norm']}/{j['variant']} {j['phase']} "
+                f"steps={j['steps']} lr={j['lr']:.3g} seed={j['seed']}: copy2 "
+                f"{fmt(rec['copy2'])}, ablated {fmt(rec['copy2_ablated'])}, copy1 "
+                f"{fmt(rec['copy1'])}, steps to 1.0: {fmt(rec['steps_to']['1.0'], 0)} "
+                f"({fmt_time(rec['seconds'])}) | elapsed "
+                f"{fmt_time(time.perf_counter() - self.t0)}, {len(self.ready)} ready")
+        if note:
+            log(note)
+        self.past_deadline()
+
+    def past_deadline(self):
+        """After --deadline: no new run starts (those in results.json are still taken)."""
+        if self.opts.deadline and time.time() >= self.opts.deadline:
+            self.ready[:] = [job for job in self.ready if run_key(job) in self.cache]
+
+    def run(self, data):
+        o = self.opts
+        for unit in self.units.values():
+            self.sweep(unit, range(-o.sweep, o.sweep + 1))
+        self.past_deadline()
+        super().run(run_job, data, run_key)
+        return self.records, self.n_trained
+
+
+# =========================================================================== the measurements
+
+def paired_ratio(rms, sph, target, steps):
+    """r = rmsnorm steps / sphere steps to copy-2 <= target, censored, never imputed: ["=", r]
+    if both get there; ["<", rms / S] if only rmsnorm does (the sphere would need more than S);
+    [">", S / sph] if only the sphere does; None if neither (or a run is missing)."""
+    if rms is None or sph is None:
+        return None
+    a, b = rms["steps_to"][str(target)], sph["steps_to"][str(target)]
+    if a is not None and b is not None:
+        return ["=", a / b]
+    if a is not None:
+        return ["<", a / steps]
+    return None if b is None else [">", steps / b]
+
+
+def mean_ci(xs):
+    """Mean and a 95% t-interval of the mean (None with fewer than 2 values)."""
+    xs = [x for x in xs if x is not None]
+    if len(xs) < 2:
+        return (float(xs[0]) if xs else None), None
+    t = T95[min(len(xs) - 1, len(T95)) - 1]
+    half = t * float(np.std(xs, ddof=1)) / math.sqrt(len(xs))
+    return float(np.mean(xs)), [float(np.mean(xs)) - half, float(np.mean(xs)) + half]
+
+
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)  # t_0.975, df 1..10
+
+
+def gate(runs_at, seeds, steps):
+    """G1-G4 at one T from the seed runs {(norm, variant, seed): record}: passed only when every
+    planned rmsnorm seed has run; each entry says what it saw."""
+    rms = [runs_at.get(("rmsnorm", "default", s)) for s in seeds]
+    done = [r for r in rms if r is not None]
+    sph = [r for (n, v, s), r in runs_at.items() if n == "sphere" and v == "default"
+           and r["steps_to"][str(GATE_COPY2)] is not None]
+    g = {"seeds_run": len(done), "seeds_planned": len(seeds),
+         "G1": bool(done) and all(r["steps_to"][str(GATE_COPY2)] is not None for r in done),
+         "G2": bool(done) and all(r["copy2_ablated"] is not None and r["copy2_ablated"] >= LN26
+                                  for r in done),
+         "G3": bool(done) and all(r["copy1"] is not None and r["copy1"] >= LN26 - GATE_LEAK
+                                  for r in done),
+         "G4": all(r["copy2_ablated"] >= LN26 and r["copy1"] >= LN26 - GATE_LEAK for r in sph),
+         "sphere_counted": len(sph)}
+    g["passed"] = len(done) == len(seeds) and all(g[k] for k in ("G1", "G2", "G3", "G4"))
+    return g
+
+
+def verdict_at(ratios):
+    """The pre-registered reading of one T's paired r at 1.0 nat: 'sphere faster' if every seed's
+    r is > 1 (a censored '> x' with x >= 1 counts), 'sphere slower' if every seed's r is < 1 (a
+    censored '< x' with x <= 1 counts), 'mixed' otherwise; 'undecided' if a pair has no r."""
+    if not ratios or any(r is None for r in ratios):
+        return "undecided"
+    above = [x > 1 if kind == "=" else kind == ">" and x >= 1 for kind, x in ratios]
+    below = [x < 1 if kind == "=" else kind == "<" and x <= 1 for kind, x in ratios]
+    return "sphere faster" if all(above) else "sphere slower" if all(below) else "mixed"
+
+
+def verdict(rows):
+    """Against the anchors' direction, over the T whose gate passed: 'supports' if the sphere is
+    faster at every such T and the median r rises with T; 'contradicts' if it is slower at every
+    such T; 'neither' otherwise; no verdict where no gate passed."""
+    gated = [row for row in rows if row["gate"]["passed"]]
+    if not gated:
+        return "no verdict: the gate has not passed at any T (see the gate table)"
+    calls = [row["verdict_at"] for row in gated]
+    Ts = ", ".join(str(row["T"]) for row in gated)
+    if all(c == "sphere slower" for c in calls):
+        return f"contradicts: the sphere is slower at every gated T ({Ts})"
+    medians = [row["r_median"] for row in gated]
+    rising = None not in medians and all(b > a for a, b in zip(medians, medians[1:]))
+    if all(c == "sphere faster" for c in calls) and rising:
+        return f"supports: the sphere is faster at every gated T ({Ts}) and r rises with T"
+    return f"neither: at T = {Ts} the readings are {', '.join(calls)}"
+
+
+def unit_summary(unit_runs, opts):
+    """One unit's sweep (lr -> goodness numbers), its chosen lr (None: sweep not finished)."""
+    sweep = sorted((r for r in unit_runs if r["phase"] == "sweep"), key=lambda r: r["lr_k"])
+    seeds = [r for r in unit_runs if r["phase"] == "seeds"]
+    chosen = seeds[0]["lr"] if seeds else None
+    if chosen is None and len(sweep) >= 2 * opts.sweep + 1:  # the sweep's pick, as Unit.next_k
+        best = min(range(len(sweep)), key=lambda i: goodness(sweep[i]))
+        extended = len(sweep) - (2 * opts.sweep + 1)
+        if best not in (0, len(sweep) - 1) or extended >= opts.max_extend:
+            chosen = sweep[best]["lr"]
+    return {"sweep": [{"lr": r["lr"], "copy2": r["copy2"], "steps_to": r["steps_to"],
+                       "copy1": r["copy1"], "copy2_ablated": r["copy2_ablated"]} for r in sweep],
+            "lr": chosen, "seeds_done": sorted(r["seed"] for r in seeds)}
+
+
+def summarize_T(T, records, opts, seeds):
+    """The numbers of one context length from the records there are (a partial grid included)."""
+    at = [r for r in records if r["T"] == T]
+    runs_at = {(r["norm"], r["variant"], r["seed"]): r for r in at if r["phase"] == "seeds"}
+    units = {f"{n}/{v}": unit_summary([r for r in at if (r["norm"], r["variant"]) == (n, v)], opts)
+             for n, v in sorted({(r["norm"], r["variant"]) for r in at})}
+    row = {"T": T, "gate": gate(runs_at, seeds, opts.steps), "units": units, "r": {}}
+    for target in R_TARGETS:
+        row["r"][str(target)] = [paired_ratio(runs_at.get(("rmsnorm", "default", s)),
+                                              runs_at.get(("sphere", "default", s)), target,
+                                              opts.steps) for s in seeds]
+    arms = {}
+    for (_, v, s), rec in runs_at.items():
+        if v != "default":
+            arms.setdefault(v, {})[s] = paired_ratio(runs_at.get(("rmsnorm", "default", s)),
+                                                     rec, GATE_COPY2, opts.steps)
+    row["arms_r"] = arms  # each arm in the sphere's place, against rmsnorm/default
+    row["tuning"] = tuning_ratios(at, units, opts)
+    ones = row["r"][str(GATE_COPY2)]
+    row["verdict_at"] = verdict_at(ones)
+    exact = [x for kind, x in filter(None, ones)]
+    row["r_median"] = float(np.median(exact)) if exact and None not in ones else None
+    row["anchors"] = anchors_at(T, at, opts, seeds) if T in ANCHOR_CONTEXTS else None
+    return row
+
+
+def tuning_ratios(at, units, opts):
+    """Seed 0, where every unit ran its sweep: each unit's run at its chosen lr against
+    rmsnorm/default's at its own, r at 2.0 and 1.0 (censored): a first look, one seed, and the
+    seed the lrs were chosen on (so each side's best case)."""
+    def chosen(name):
+        u = units.get(name)
+        return None if u is None or u["lr"] is None else next(
+            r for r in at if f"{r['norm']}/{r['variant']}" == name and r["phase"] == "sweep"
+            and r["lr"] == u["lr"])
+
+    base = chosen("rmsnorm/default")
+    return {name: {str(t): paired_ratio(base, chosen(name), t, opts.steps) for t in R_TARGETS}
+            for name in units if name != "rmsnorm/default" and chosen(name) is not None}
+
+
+def anchors_at(T, at, opts, seeds):
+    """The anchors' protocol: final copy-2 loss of separate runs of S/4, S/2 and S steps, mean
+    over the seeds that ran all three, and the iso-loss lengths (common.iso_length)."""
+    lengths = [opts.steps // 4, opts.steps // 2, opts.steps]
+    by = {(r["norm"], r["steps"], r["seed"]): r["copy2"] for r in at
+          if r["variant"] == "default" and r["phase"] in ("seeds", "anchor")}
+    full = [s for s in seeds if all((n, L, s) in by for n in ("rmsnorm", "sphere")
+                                    for L in lengths)]
+    if not full:
+        return {"lengths": lengths, "seeds": []}
+    means = {n: [float(np.mean([by[(n, L, s)] for s in full])) for L in lengths]
+             for n in ("rmsnorm", "sphere")}
+    return {"lengths": lengths, "seeds": full, "means": means,
+            "rms_length_for_sphere_final": common.iso_length(lengths, means["rmsnorm"],
+                                                             means["sphere"][-1]),
+            "sphere_length_for_rms_final": common.iso_length(lengths, means["sphere"],
+                                                             means["rmsnorm"][-1])}
+
+
+def summarize(records, opts):
+    seeds = list(range(opts.seed + 1, opts.seed + opts.seeds + 1))
+    rows = [summarize_T(T, records, opts, seeds) for T in opts.contexts]
+    return {"rows": rows, "seeds": seeds, "verdict": verdict(rows)}
+
+
+# =========================================================================== report
+
+def _ratio(r, nd=2):
+    if r is None:
+        return "—"
+    return f"{r[1]:.{nd}f}" if r[0] == "=" else f"{r[0]} {r[1]:.{nd}f}"
+
+
+def _header(opts, info, records):
+    m = info["machine"]
+    lines = [f"- `{v['command']}` started {v['started']}, "
+             + ("stopped by --deadline or interrupted, " if not v.get("finished") else "")
+             + f"{v['n_trained']} runs trained, wall {fmt_time(v['wall_s'])}, load average "
+             f"{v['load_start']} → {v['load_end']}" for v in info["invocations"]]
+    return [
+        "# Where context provably matters: a random string written twice", "",
+        f"Each document is a random string of L letters (L uniform in [T/4, T/2)) written twice; "
+        f"copy 1 cannot be predicted (ln 26 = {LN26:.3f} nats a letter), copy 2 only from copy 1. "
+        f"Model: n_embd {opts.n_embd}, n_head {opts.n_head}, n_layer {opts.n_layer}, learned wpe, "
+        f"ReLU, block_size = T; batch {opts.batch_size} documents a step; NumPy engine, float32; "
+        f"Adam with the lr decaying linearly to 0 over {opts.steps:,} steps. Held out: "
+        f"{opts.val_docs} fixed documents per T and their ablated twins (copy 1 replaced, each "
+        "letter by another). lr per unit on the lattice "
+        f"{opts.lr0:g}·10^(k/2), k = −{opts.sweep}..{opts.sweep}, seed {opts.seed}; ranked by "
+        f"the steps to copy-2 ≤ {GATE_COPY2}, then the final copy-2 loss.", "",
+        f"Machine: {m['cpu']}, {m['cpu_count']} logical CPUs, Python {m['python']}, NumPy "
+        f"{m['numpy']}; shared with other work. Compute: {len(records)} runs, "
+        f"**{info['cpu_s'] / 3600:.2f} CPU hours**, {fmt_time(info['wall_s'])} wall over "
+        f"{len(info['invocations'])} invocation(s):", *lines, ""]
+
+
+def _status(summary, opts, records, complete):
+    full = parser().parse_args([])  # the planned grid: the defaults
+    units = len(units_of(full)) // len(full.contexts)
+    runs_per_T = units * (2 * full.sweep + 1 + full.seeds)
+    done = {row["T"]: sum(len(u["sweep"]) + len(u["seeds_done"]) for u in row["units"].values())
+            for row in summary["rows"]}
+    anchors = {row["T"]: sum(r["phase"] == "anchor" for r in records if r["T"] == row["T"])
+               for row in summary["rows"]}
+    planned = "; ".join(f"T = {T}: {done.get(T, 0)} of about {runs_per_T} runs" + (
+        f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in ANCHOR_CONTEXTS
+        else "") for T in full.contexts)
+    L = ["## Which runs exist", "",
+         ("**Partial results.** " if not complete or opts.contexts != full.contexts
+          or opts.seeds < full.seeds else "") + f"The planned grid ({units} units per T, each "
+         f"{2 * full.sweep + 1} lrs on seed {full.seed} (more if the best is at an edge), then "
+         f"{full.seeds} seeds; the anchors' runs at T = {', '.join(map(str, ANCHOR_CONTEXTS))}): "
+         f"{planned}.", "",
+         "| T | unit | lr sweep (seed 0): lr → final copy-2 / steps "
+         "to 1.0 | chosen lr | seeds done |", "|---|---|---|---|---|"]
+    for row in summary["rows"]:
+        for name, u in row["units"].items():
+            cells = " · ".join(f"{s['lr']:.3g} → {fmt(s['copy2'])} / "
+                               f"{fmt(s['steps_to'][str(GATE_COPY2)], 0)}" for s in u["sweep"])
+            L.append(f"| {row['T']} | {name} | {cells or 'pending'} | "
+                     f"{'pending' if u['lr'] is None else format(u['lr'], '.3g')} | "
+                     f"{', '.join(map(str, u['seeds_done'])) or 'none'} of {opts.seeds} |")
+    return L + [""]
+
+
+def _gate_and_r(summary):
+    L = ["## The gate and the paired ratio", "",
+         f"G1: every rmsnorm seed reaches copy-2 ≤ {GATE_COPY2}; G2: its ablated copy-2 ≥ ln 26; "
+         f"G3: its copy-1 ≥ ln 26 − {GATE_LEAK}; G4: G2 and G3 for the sphere runs counted (those "
+         f"that reach {GATE_COPY2}). r = rmsnorm steps / sphere steps to the target, per paired "
+         "seed; '<': the sphere never got there (rmsnorm steps / S); '>': rmsnorm never did.", "",
+         "| T | seeds run | G1 | G2 | G3 | G4 | gate | r at 2.0 | r at 1.0 | reading at 1.0 |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in summary["rows"]:
+        g = row["gate"]
+        yes = {True: "yes", False: "no"}
+        L.append(f"| {row['T']} | {g['seeds_run']} of {g['seeds_planned']} | "
+                 + " | ".join(yes[g[k]] for k in ("G1", "G2", "G3", "G4"))
+                 + f" | **{'passed' if g['passed'] else 'not passed'}** | "
+                 + ", ".join(_ratio(r) for r in row["r"]["2.0"]) + " | "
+                 + ", ".join(_ratio(r) for r in row["r"]["1.0"]) + f" | {row['verdict_at']} |")
+    return L + ["", f"Verdict (pre-registered, experiments/README.md): **{summary['verdict']}**",
+                ""]
+
+
+def _arms(records, summary):
+    """Every unit's runs side by side: when copy 2 reached each target, where it ended, and what
+    the attention did at the copy-2 positions by the end (last layer: the head with the most
+    weight on the source key, and its entropy; the sphere's effective s_qk, mean over layers)."""
+    L = ["## The arms side by side", "",
+         "Per run: the steps at which copy-2 loss first reached 3.0 / 2.0 / 1.0 nats (linear "
+         "between eval points; — never), the final copy-2, its ablated twin and copy-1 losses; at "
+         "the end, in the last layer at the copy-2 positions, the largest weight a head puts on "
+         "the source key (an induction head: ~1) and that head's entropy (nats; uniform "
+         "weights over k keys: ln k); the sphere's effective s_qk (mean over layers; the "
+         "attention logit is s_qk² √head_dim cos).", "",
+         "| T | unit | phase | lr | seed | steps to 3.0 / 2.0 / 1.0 | copy-2 | ablated | copy-1 | "
+         "source weight | entropy | s_qk |", "|---" * 12 + "|"]
+    for r in sorted(records, key=lambda r: (r["T"], r["phase"] == "anchor", r["seed"],
+                                            r["norm"], r["variant"], r["lr_k"], r["steps"])):
+        to = " / ".join(fmt(r["steps_to"][str(t)], 0) for t in TARGETS)
+        mass, ent = r["diag"]["copy_mass"][-1][-1], r["diag"]["entropy"][-1][-1]
+        head = int(np.argmax(mass))
+        sqk = r["diag"]["s_qk"][-1]
+        L.append(f"| {r['T']} | {r['norm']}/{r['variant']} | {r['phase']}"
+                 + (f" ({r['steps']:,} steps)" if r["phase"] == "anchor" else "")
+                 + f" | {r['lr']:.3g} | {r['seed']} | {to} | {fmt(r['copy2'])} | "
+                 f"{fmt(r['copy2_ablated'])} | {fmt(r['copy1'])} | {mass[head]:.2f} | "
+                 f"{ent[head]:.2f} | {fmt(np.mean([m for m, _ in sqk]) if sqk else None, 2)} |")
+    L += ["", "Seed 0, the tuning runs (one seed, the one each lr was chosen on): each unit at its "
+          "chosen lr against rmsnorm/default at its own, r at 2.0 / 1.0 nats (censored as above):",
+          ""]
+    for row in summary["rows"]:
+        L += [f"- T = {row['T']}, {name}: {_ratio(r['2.0'])} / {_ratio(r['1.0'])}"
+              for name, r in sorted(row["tuning"].items())]
+    L += ["", "Each diagnosis arm against rmsnorm/default at the same seed (r at 1.0 nat, "
+          "censored as above; the arm in the sphere's place):", ""]
+    for row in summary["rows"]:
+        for arm, by_seed in sorted(row["arms_r"].items()):
+            L.append(f"- T = {row['T']}, {arm}: " + ", ".join(
+                f"seed {seed}: {_ratio(r)}" for seed, r in sorted(by_seed.items())))
+    return L + [""]
+
+
+def _anchors_md(summary):
+    L = []
+    for row in summary["rows"]:
+        a = row["anchors"]
+        if not a:
+            continue
+        L += [f"## The anchors' protocol at T = {row['T']}: separate runs of S/4, S/2 and S", ""]
+        if not a["seeds"]:
+            L += ["Pending: no seed has all three run lengths of both norms yet.", ""]
+            continue
+        L += [f"Final copy-2 loss, mean over seeds {', '.join(map(str, a['seeds']))}:", "",
+              "| norm | " + " | ".join(f"{n:,} steps" for n in a["lengths"]) + " |",
+              "|---|" + "---|" * len(a["lengths"])]
+        L += [f"| {n} | " + " | ".join(fmt(x) for x in a["means"][n]) + " |"
+              for n in ("rmsnorm", "sphere")]
+        L += ["", "rmsnorm run length matching the sphere's final copy-2 at S: "
+              f"{_ratio(a['rms_length_for_sphere_final'], 0)}; sphere run length matching "
+              f"rmsnorm's: {_ratio(a['sphere_length_for_rms_final'], 0)} ('<' / '>': outside "
+              "the measured lengths).", ""]
+    return L
+
+
+def markdown(summary, opts, info, records, complete=True):
+    return "\n".join(_header(opts, info, records) + _status(summary, opts, records, complete)
+                      + _gate_and_r(summary) + _anchors_md(summary) + _arms(records, summary))
+
+
+def plots(records, opts, out):
+    """curves.png, per T (columns): the copy-2 loss (solid) and its ablated twin (dashed) of each
+    unit's best sweep run (seed 0); the last layer's largest weight on the
+    source key at the copy-2 positions; the effective s_qk (sphere arms, mean over layers)."""
+    plt = common.pyplot()
+    Ts = [T for T in opts.contexts if any(r["T"] == T for r in records)]
+    if not Ts:
+        return
+    fig, axes = plt.subplots(3, len(Ts), figsize=(5.5 * len(Ts), 11), squeeze=False)
+    for col, T in enumerate(Ts):
+        ax, mx, sx = (axes[i][col] for i in range(3))
+        for i, rec in enumerate(best_runs(records, T)):
+            c = f"C{i}"
+            label = f"{rec['norm']}/{rec['variant']} lr {rec['lr']:.3g} seed {rec['seed']}"
+            steps = np.maximum(rec["curves"]["step"], 1)
+            ax.plot(steps, rec["curves"]["copy2"], color=c, label=label)
+            ax.plot(steps, rec["curves"]["copy2_ablated"], color=c, ls="--", lw=0.8)
+            mx.plot(steps, [max(d[-1]) for d in rec["diag"]["copy_mass"]], color=c, label=label)
+            if rec["norm"] == "sphere":
+                sx.plot(steps, [np.mean([m for m, _ in d]) for d in rec["diag"]["s_qk"]],
+                        color=c, label=label)
+        ax.axhline(LN26, color="gray", ls=":", lw=1, label="ln 26")
+        ax.set(xscale="log", xlabel="optimizer step", ylabel="copy-2 loss (nats/letter)",
+               title=f"T = {T}: copy 2 (dashed: copy 1 replaced)")
+        mx.set(xscale="log", xlabel="optimizer step", ylim=(0, 1),
+               ylabel="largest weight on the source key", title=f"T = {T}: last layer at copy 2")
+        sx.set(xscale="log", xlabel="optimizer step", ylabel="effective s_qk (mean)",
+               title=f"T = {T}: the sphere's s_qk")
+        for a in (ax, mx, sx):
+            if a.get_legend_handles_labels()[0]:
+                a.legend(fontsize=7)
+    common.save_fig(fig, os.path.join(out, "curves.png"))
+
+
+def best_runs(records, T):
+    """Per unit at T: its best sweep run (seed 0 for every unit, so the curves share a seed)."""
+    out = {}
+    for r in records:
+        key = (r["norm"], r["variant"])
+        if r["T"] == T and r["phase"] == "sweep" and (key not in out
+                                                      or goodness(r) < goodness(out[key])):
+            out[key] = r
+    return list(out.values())
+
+
+# =========================================================================== files and CLI
+
+def write_all(records, opts, info, out, complete):
+    summary = summarize(records, opts)
+    md = markdown(summary, opts, info, records, complete)
+    common.write_json(os.path.join(out, "results.json"), {
+        "complete": complete, "options": vars(opts), "info": info, "summary": summary,
+        "runs": records})
+    common.write_text(os.path.join(out, "results.md"), md)
+    plots(records, opts, out)
+    return md
+
+
+def load_previous(path, opts):
+    if not os.path.exists(path):
+        return {}, []
+    raw = common.read_json(path, "continue from")
+    try:
+        differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
+        cache = {run_key(r): r for r in raw["runs"]}
+        invocations = raw["info"]["invocations"]
+    except (KeyError, TypeError) as e:
+        raise InputError(f"cannot continue from {path!r}: {type(e).__name__}: {e} (use another "
+                         "--out)") from None
+    if differs:
+        raise InputError(f"cannot continue from {path!r}: it was made with other "
+                         f"{', '.join(differs)} (use another --out, or the same options)")
+    return cache, invocations
+
+
+def restore(raw, opts, folder):
+    return functools.partial(write_all, raw["runs"], opts, raw["info"], complete=raw["complete"])
+
+
+QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend": 0,
+         "val_docs": 16, "n_log": 3, "n_lin": 4, "variants": ["sqk64", "qknorm"]}
+
+
+def deadline(text):
+    """"05:10" -> that UTC time as a Unix time: today's, or tomorrow's if today's was more than
+    12 hours ago (a time a few hours past is a deadline already passed: no run starts)."""
+    try:
+        hh, mm = (int(x) for x in text.split(":"))
+        assert 0 <= hh < 24 and 0 <= mm < 60
+    except (ValueError, AssertionError):
+        raise common.argparse.ArgumentTypeError(f"expected HH:MM (UTC), got {text!r}") from None
+    now = time.time()
+    t = now - now % 86400 + hh * 3600 + mm * 60
+    return t + 86400 if now - t > 12 * 3600 else t
+
+
+def variant_list(text):
+    xs = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in xs if x not in VARIANTS]
+    if bad:
+        raise common.argparse.ArgumentTypeError(
+            f"unknown variant(s) {', '.join(bad)}; known: {', '.join(VARIANTS)}")
+    return xs
+
+
+def parser():
+    p = common.Parser("repeat.py", __doc__)
+    add, pos_int, nonneg_int = p.add_argument, common.pos_int, common.nonneg_int
+    add("--out", help="output directory (default experiments/results/repeat[-quick]/)")
+    add("--quick", action="store_true", help="smoke test in seconds: T 16 and 32, 24 steps, "
+        "2 seeds, one lr per unit, 16 held-out documents")
+    add("--workers", type=pos_int, default=1, help="worker processes (default 1)")
+    add("--contexts", type=common.int_list, default=[64, 128, 256],
+        help="context lengths T (default 64,128,256)")
+    add("--steps", type=pos_int, default=10000, help="optimizer steps per run, S (default 10000)")
+    add("--seeds", type=pos_int, default=5, help="paired seeds at the chosen lr (default 5)")
+    add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
+    add("--lr0", type=float, default=0.01, help="lr lattice lr0*10^(k/2) (default 0.01)")
+    add("--sweep", type=nonneg_int, default=1, help="k = -N..N (default 1: 3 lrs)")
+    add("--max-extend", type=nonneg_int, default=2,
+        help="lrs added, one at a time, beyond an edge where the best lr is (default 2)")
+    add("--variants", type=variant_list, default=["sqk64", "qknorm"],
+        help=f"diagnosis arms besides the two defaults (default sqk64,qknorm; known: "
+             f"{', '.join(VARIANTS)})")
+    add("--batch-size", type=pos_int, default=8, help="documents per step (default 8)")
+    add("--n-embd", type=pos_int, default=32, help="embedding width (default 32)")
+    add("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
+    add("--n-layer", type=pos_int, default=2, help="layers (default 2)")
+    add("--val-docs", type=pos_int, default=256, help="held-out documents per T (default 256)")
+    add("--split-seed", type=int, default=42, help="seed of the held-out documents (default 42)")
+    add("--n-lin", type=pos_int, default=40, help="evenly spaced eval points per run (default 40)")
+    add("--n-log", type=pos_int, default=8, help="log-spaced eval points before those (default 8)")
+    add("--deadline", type=deadline, metavar="HH:MM", help="start no run after this UTC time; "
+        "the runs under way finish, the report is written (the same command continues later)")
+    add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
+        "again from a results.json (into --out, default the directory of PATH)")
+    return p
+
+
+def check_options(opts):
+    if not (math.isfinite(opts.lr0) and opts.lr0 > 0):
+        raise InputError(f"--lr0 must be a positive number, got {opts.lr0}")
+    if opts.n_embd % opts.n_head:
+        raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
+    if min(opts.contexts) < 8 or len(set(opts.contexts)) != len(opts.contexts):
+        raise InputError(f"--contexts must be distinct and at least 8, got {opts.contexts}")
+    if opts.steps < 4:
+        raise InputError(f"--steps must be at least 4 (runs of S/4 steps), got {opts.steps}")
+    opts.contexts = sorted(opts.contexts)
+
+
+@common.cli
+def main(argv):
+    opts = common.parse(parser(), argv, QUICK)
+    if opts.from_json:
+        return common.rerender(opts.from_json, opts.out, restore, 1)
+    check_options(opts)
+    out = common.output_folder(opts.out, "repeat", opts.quick)
+    path = os.path.join(out, "results.json")
+    cache, invocations = load_previous(path, opts)
+    data = {T: held_out(T, opts.val_docs, opts.split_seed) for T in opts.contexts}
+    now = {"command": common.command_line("repeat.py", argv), "started": common.now_utc(),
+           "load_start": common.load_average(), "n_trained": 0, "finished": False}
+    t0 = time.perf_counter()
+    log(f"repeat: T {opts.contexts}, {len(cache)} runs already in {path}; {opts.workers} workers")
+
+    def info(records):
+        now.update(wall_s=time.perf_counter() - t0, load_end=common.load_average())
+        return {"machine": common.machine_info(), "invocations": invocations + [now],
+                "cpu_s": sum(r["cpu_seconds"] for r in records),
+                "wall_s": sum(v["wall_s"] for v in invocations + [now])}
+
+    def save(records):
+        now["n_trained"] += 1
+        write_all(list(records), opts, info(records), out, False)
+
+    grid = Grid(units_of(opts), opts, save, cache)
+    records, n_trained = grid.run(data)
+    now["finished"] = not any(j for j in grid.ready)
+    records.sort(key=run_key)
+    md = write_all(records, opts, info(records), out, True)
+    log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "
+        f"results.json and curves.png to {out}")
+    return md
+
+
+if __name__ == "__main__":
+    sys.exit(main())

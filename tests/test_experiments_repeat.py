@@ -1,0 +1,308 @@
+"""experiments/repeat.py: the documents (a string written twice) and their ablated twins, the QK-norm
+arm's gradient, the s_qk arm's init, the attention measured at the copy positions, the censored ratio,
+the gate and the verdict; its --quick mode; and every number of the report recomputed from results.json."""
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "experiments", "repeat.py")
+RESULTS = os.path.join(ROOT, "experiments", "results", "repeat", "results.json")
+README = os.path.join(ROOT, "experiments", "README.md")
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
+
+import repeat as rp  # noqa: E402
+
+import microgpt as mg  # noqa: E402
+import numpy_engine  # noqa: E402
+
+# ----------------------------------------------------------------------------- the documents
+
+def test_a_training_document_is_a_random_string_written_twice():
+    docs = rp.train_docs(64, 500, seed=3)
+    assert docs == rp.train_docs(64, 500, seed=3) != rp.train_docs(64, 500, seed=4)
+    halves = [len(d) // 2 for d in docs]
+    assert all(d[:n] == d[n:] and set(d) <= set(rp.LETTERS) for d, n in zip(docs, halves))
+    assert min(halves) == 16 and max(halves) == 31  # L uniform in [T/4, T/2)
+    assert len(set(docs)) == 500 and len(set("".join(docs))) == 26
+
+
+def test_held_out_documents_and_their_ablated_twins():
+    held = rp.held_out(32, 50, seed=1)
+    (inputs, targets), (_, ab_targets) = held["docs"]["plain"], held["docs"]["ablated"]
+    bos = len(rp.VOCAB)
+    for i, L in enumerate(held["L"].tolist()):
+        assert 8 <= L < 16 and inputs[i, 0] == bos and targets[i, 2 * L] == bos
+        assert (targets[i, :L] == targets[i, L:2 * L]).all()  # written twice
+        assert (inputs[i, 1:] == targets[i, :-1]).all()  # inputs are the targets shifted by one
+        assert (ab_targets[i, L:] == targets[i, L:]).all()  # copy 2 (and what follows) kept
+        assert (ab_targets[i, :L] != targets[i, :L]).all()  # every letter of copy 1 replaced
+    m = rp.masks(held["L"], 32)
+    assert (m["copy1"].sum(1) == held["L"]).all() and (m["copy2"].sum(1) == held["L"]).all()
+    assert (m["all"].sum(1) == 2 * held["L"] + 1).all() and not (m["copy1"] & m["copy2"]).any()
+
+
+# ----------------------------------------------------------------------------- the arms
+
+def _loss_and_grads(params, docs, cfg, variant):
+    with rp.attention_of(variant, cfg.head_dim):
+        return mg.loss_and_grads(params, docs, cfg, "numpy")
+
+
+def test_the_qknorm_arm_has_the_gradient_of_its_loss_and_leaves_the_engine_as_it_was():
+    cfg = mg.GPTConfig(vocab_size=27, n_embd=8, n_head=2, n_layer=1, block_size=8)
+    params = mg.init_params(cfg, seed=3)
+    docs = [[26, 1, 2, 3, 1, 2, 3, 26], [26, 4, 5, 4, 5, 26]]
+    loss, grads = _loss_and_grads(params, docs, cfg, "qknorm")
+    assert loss != pytest.approx(mg.loss_and_grads(params, docs, cfg, "numpy")[0], abs=1e-6)
+    assert numpy_engine.attention_forward is rp.ATTENTION[0]  # restored
+    for key, index in (("layer0.attn_wq", (1, 2)), ("layer0.attn_wk", (3, 0)), ("wpe", (2, 5))):
+        eps = 1e-6
+        params[key][index] += eps
+        up = _loss_and_grads(params, docs, cfg, "qknorm")[0]
+        params[key][index] -= 2 * eps
+        down = _loss_and_grads(params, docs, cfg, "qknorm")[0]
+        params[key][index] += eps
+        assert grads[key][index] == pytest.approx((up - down) / (2 * eps), rel=1e-5, abs=1e-9)
+
+
+def test_qknorm_bounds_the_attention_logits():
+    q, k, v = (np.random.default_rng(i).normal(size=(1, 1, 6, 8)) * 50 for i in range(3))
+    for variant, bound in (("qknorm", 8 ** 0.5), ("qknorm64", 8.0)):
+        _, weights = rp.attention_of(variant, 8).pair[0](q, k, v, 8 ** -0.5)
+        last = np.log(weights[0, 0, -1])  # logits up to a constant: their range is at most 2 * bound
+        assert last.max() - last.min() <= 2 * bound + 1e-9
+
+
+def test_the_sqk64_arm_starts_with_the_papers_logit_range():
+    job = {"seed": 1, "variant": "sqk64", "T": 16, "norm": "sphere", "n_embd": 32, "n_head": 4,
+           "n_layer": 2}
+    cfg = rp.model_config(job)
+    default = rp.effective_sqk(rp.initial_params(dict(job, variant="default"), cfg), cfg)
+    raised = rp.effective_sqk(rp.initial_params(job, cfg), cfg)
+    for (s0, _), (s1, _) in zip(default, raised):
+        assert s0 ** 2 * cfg.head_dim ** 0.5 == pytest.approx(8 ** 0.5, rel=1e-6)  # the default: sqrt(8)
+        assert s1 ** 2 * cfg.head_dim ** 0.5 == pytest.approx(8.0, rel=1e-6)  # the paper's: sqrt(64)
+
+
+def test_the_attention_at_the_copy_positions():
+    L, T = np.array([3]), 8
+    copy2 = rp.masks(L, T)["copy2"]
+    weights = np.zeros((1, 2, T, T))
+    for j in range(T):
+        weights[0, 0, j, :j + 1] = 1.0 / (j + 1)  # head 0: uniform
+        weights[0, 1, j, max(0, j - L[0] + 1)] = 1.0  # head 1: the key after the matching letter
+    acts = SimpleNamespace(layers=[SimpleNamespace(attn_weights=weights)])
+    ent, mass = rp.attention_at_copy(acts, L, copy2)
+    queries = [3, 4, 5]
+    assert mass[0, :, 1] == pytest.approx([1, 1, 1]) and ent[0, :, 1] == pytest.approx([0, 0, 0])
+    assert mass[0, :, 0] == pytest.approx([1 / (j + 1) for j in queries])
+    assert ent[0, :, 0] == pytest.approx([math.log(j + 1) for j in queries])
+
+
+# ----------------------------------------------------------------------------- the measurements
+
+def _rec(**steps_to):
+    return {"steps_to": {"3.0": None, "2.0": steps_to.get("two"), "1.0": steps_to.get("one")}}
+
+
+def test_the_ratio_is_censored_never_imputed():
+    assert rp.paired_ratio(_rec(one=1000), _rec(one=500), 1.0, 10000) == ["=", 2.0]
+    assert rp.paired_ratio(_rec(one=1000), _rec(), 1.0, 10000) == ["<", 0.1]
+    assert rp.paired_ratio(_rec(), _rec(one=5000), 1.0, 10000) == [">", 2.0]
+    assert rp.paired_ratio(_rec(), _rec(), 1.0, 10000) is None
+    assert rp.paired_ratio(None, _rec(one=5), 1.0, 10000) is None
+
+
+def test_the_reading_and_the_verdict():
+    assert rp.verdict_at([["=", 2.0], [">", 1.5]]) == "sphere faster"
+    assert rp.verdict_at([["<", 0.1], ["=", 0.5]]) == "sphere slower"
+    assert rp.verdict_at([["<", 1.5], ["=", 0.5]]) == "mixed"  # "< 1.5" does not say r < 1
+    assert rp.verdict_at([["=", 2.0], None]) == "undecided"
+    row = lambda T, passed, call, median: {"T": T, "gate": {"passed": passed},  # noqa: E731
+                                            "verdict_at": call, "r_median": median}
+    assert rp.verdict([row(64, False, "sphere faster", 2)]).startswith("no verdict")
+    assert rp.verdict([row(64, True, "sphere slower", 0.1), row(128, True, "sphere slower", 0.2)]
+                      ).startswith("contradicts")
+    assert rp.verdict([row(64, True, "sphere faster", 1.5), row(128, True, "sphere faster", 2)]
+                      ).startswith("supports")
+    assert rp.verdict([row(64, True, "sphere faster", 2), row(128, True, "sphere faster", 1.5)]
+                      ).startswith("neither")
+
+
+def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not():
+    hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(time.time() + dt))  # noqa: E731
+    assert rp.deadline(hhmm(-2 * 3600)) < time.time() < rp.deadline(hhmm(2 * 3600))
+    assert rp.deadline(hhmm(2 * 3600)) - time.time() < 3 * 3600
+
+
+# ----------------------------------------------------------------------------- the script
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_quick_writes_results_continues_and_rerenders(tmp_path):
+    out = tmp_path / "q"
+    r = run("--quick", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert raw["complete"] and len(raw["runs"]) == 2 * 4 * 3  # 2 T x 4 units x (1 lr + 2 seeds)
+    for rec in raw["runs"]:
+        assert {"norm", "T", "seed", "lr", "steps", "variant", "copy1", "copy2", "copy2_ablated",
+                "curves", "steps_to"} <= set(rec) and set(rec["steps_to"]) == {"3.0", "2.0", "1.0"}
+        assert rec["curves"]["step"][0] == 0 and rec["curves"]["step"][-1] == rec["steps"]
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = run("--quick", "--out", str(out))
+    assert again.returncode == 0 and "0 runs trained now" in again.stderr, again.stderr
+    bad = run("--quick", "--out", str(out), "--n-embd", "16")
+    assert bad.returncode == 2 and "n_embd" in bad.stderr and "Traceback" not in bad.stderr
+    rerendered = run("--from-json", str(out / "results.json"), "--out", str(tmp_path / "r"))
+    assert rerendered.returncode == 0, rerendered.stderr
+    assert (tmp_path / "r" / "results.md").read_text("utf-8") == (out / "results.md").read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_bad_options_are_one_line():
+    for args, message in ((["--variants", "nope"], "unknown variant"), (["--deadline", "25:00"], "HH:MM"),
+                          (["--contexts", "4,64"], "at least 8"), (["--n-embd", "30"], "divisible")):
+        r = run(*args, "--out", os.devnull)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+# ----------------------------------------------------------------------------- the report, recomputed
+
+@pytest.fixture(scope="module")
+def grid():
+    with open(RESULTS, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _first_at_or_below(steps, losses, target):
+    """An independent steps-to-target: the first eval point at or below it, linear from the one before."""
+    for i, loss in enumerate(losses):
+        if loss <= target:
+            return float(steps[0]) if i == 0 else float(np.interp(target, [loss, losses[i - 1]],
+                                                                  [steps[i], steps[i - 1]]))
+    return None
+
+
+def test_every_run_record_is_what_its_curves_say(grid):
+    for rec in grid["runs"]:
+        c = rec["curves"]
+        assert rec["error"] == "" and c["step"][-1] == rec["steps"]
+        for key in ("copy1", "copy2", "copy2_ablated"):
+            assert rec[key] == c[key][-1]
+        for t in rp.TARGETS:
+            expected = _first_at_or_below(c["step"], c["copy2"], t)
+            assert rec["steps_to"][str(t)] == (None if expected is None else pytest.approx(expected))
+        assert rec["lr"] == pytest.approx(grid["options"]["lr0"] * 10 ** (rec["lr_k"] / 2))
+
+
+def test_the_gate_the_ratios_and_the_verdict_recomputed(grid):
+    o, S = grid["options"], grid["summary"]
+    seeds = list(range(o["seed"] + 1, o["seed"] + o["seeds"] + 1))
+    for row in S["rows"]:
+        T = row["T"]
+        seed_runs = {(r["norm"], r["variant"], r["seed"]): r for r in grid["runs"]
+                     if r["T"] == T and r["phase"] == "seeds"}
+        rms = [seed_runs[("rmsnorm", "default", s)] for s in seeds if ("rmsnorm", "default", s) in seed_runs]
+        g = row["gate"]
+        assert g["seeds_run"] == len(rms)
+        assert g["G1"] == (bool(rms) and all(r["steps_to"]["1.0"] is not None for r in rms))
+        assert g["G2"] == (bool(rms) and all(r["copy2_ablated"] >= math.log(26) for r in rms))
+        assert g["G3"] == (bool(rms) and all(r["copy1"] >= math.log(26) - 0.02 for r in rms))
+        assert g["passed"] == (len(rms) == len(seeds) and g["G1"] and g["G2"] and g["G3"] and g["G4"])
+        for target in ("2.0", "1.0"):
+            for s, r in zip(seeds, row["r"][target]):
+                a, b = seed_runs.get(("rmsnorm", "default", s)), seed_runs.get(("sphere", "default", s))
+                if a is None or b is None or (a["steps_to"][target] is None and b["steps_to"][target] is None):
+                    assert r is None
+                elif b["steps_to"][target] is None:
+                    assert r == ["<", pytest.approx(a["steps_to"][target] / o["steps"])]
+                elif a["steps_to"][target] is None:
+                    assert r == [">", pytest.approx(o["steps"] / b["steps_to"][target])]
+                else:
+                    assert r == ["=", pytest.approx(a["steps_to"][target] / b["steps_to"][target])]
+        sweeps = {}  # seed 0: each unit's chosen run against rmsnorm/default's
+        for r in grid["runs"]:
+            if r["T"] == T and r["phase"] == "sweep":
+                sweeps.setdefault(f"{r['norm']}/{r['variant']}", []).append(r)
+        best = {name: min(runs, key=lambda r: (r["steps_to"]["1.0"] or math.inf, r["copy2"]))
+                for name, runs in sweeps.items()}
+        for name, ratios in row["tuning"].items():
+            a, b = best["rmsnorm/default"]["steps_to"], best[name]["steps_to"]
+            for t in ("2.0", "1.0"):
+                if a[t] is not None and b[t] is not None:
+                    assert ratios[t] == ["=", pytest.approx(a[t] / b[t])]
+                elif a[t] is not None:
+                    assert ratios[t] == ["<", pytest.approx(a[t] / o["steps"])]
+    if not any(row["gate"]["passed"] for row in S["rows"]):
+        assert S["verdict"].startswith("no verdict")
+
+
+def test_the_report_says_what_is_stored(grid):
+    with open(os.path.join(os.path.dirname(RESULTS), "results.md"), encoding="utf-8") as f:
+        md = f.read()
+    assert f"**{grid['summary']['verdict']}**" in md
+    start = md.index("| T | unit | phase |")
+    table = [line for line in md[start:].split("\n")[2:] if line.startswith("|")]
+    assert len(table) == len(grid["runs"])  # one row per run, none left out
+    for rec in grid["runs"]:
+        to = " / ".join("—" if rec["steps_to"][str(t)] is None else f"{rec['steps_to'][str(t)]:.0f}"
+                        for t in rp.TARGETS)
+        assert f"| {rec['lr']:.3g} | {rec['seed']} | {to} | {rec['copy2']:.3f} | " in md
+    with open(README, encoding="utf-8") as f:
+        readme = f.read()
+    assert "experiments/repeat.py" in readme and grid["summary"]["verdict"] in readme
+    for name, value in (("GATE_COPY2", rp.GATE_COPY2), ("GATE_LEAK", rp.GATE_LEAK)):
+        assert f"{value}" in readme, name  # the pre-registration in the README is the code's
+
+
+def test_the_readme_table_is_the_stored_tuning_runs(grid):
+    with open(README, encoding="utf-8") as f:
+        md = f.read()
+    lines = md[md.index("| unit | lr | steps to copy-2"):].split("\n")[2:]
+    table = [line.strip("|").split("|")
+             for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]]
+    row = grid["summary"]["rows"][0]
+    assert len(table) == len(row["units"])
+    for cells in table:
+        cells = [c.strip() for c in cells]
+        name, u = cells[0], row["units"][cells[0]]
+        rec = next(r for r in grid["runs"] if f"{r['norm']}/{r['variant']}" == name
+                   and r["phase"] == "sweep" and r["lr"] == u["lr"] and r["T"] == row["T"])
+        to = " / ".join("—" if rec["steps_to"][t] is None else f"{rec['steps_to'][t]:,.0f}"
+                        for t in ("3.0", "2.0", "1.0"))
+        mass = max(rec["diag"]["copy_mass"][-1][-1])
+        sqk = rec["diag"]["s_qk"][-1]
+        assert cells[1:8] == [f"{rec['lr']:.3g}", to, f"{rec['copy2']:.3f}", f"{rec['copy2_ablated']:.3f}",
+                              f"{rec['copy1']:.3f}", f"{mass:.2f}",
+                              "—" if not sqk else f"{np.mean([m for m, _ in sqk]):.2f}"]
+        ratios = row["tuning"].get(name)
+        cell = lambda r: r and (f"{r[1]:.2f}" if r[0] == "=" else f"{r[0]} {r[1]:.2f}")  # noqa: E731
+        assert cells[8] == ("1 (the reference)" if ratios is None
+                            else f"{cell(ratios['2.0'])} / {cell(ratios['1.0'])}")
+
+
+def test_the_readme_seed_table_is_the_stored_seed_runs(grid):
+    with open(README, encoding="utf-8") as f:
+        md = f.read()
+    lines = md[md.index("| unit | seed 1 |"):].split("\n")[2:]
+    table = [[c.strip() for c in line.strip("|").split("|")]
+             for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]]
+    by = {(f"{r['norm']}/{r['variant']}", r["seed"]): r for r in grid["runs"] if r["phase"] == "seeds"}
+    for cells in table:
+        for seed, cell in enumerate(cells[1:], start=1):
+            r = by[(cells[0], seed)]
+            t = r["steps_to"]["1.0"]
+            assert cell == f"{r['copy2']:.2f}" + (f" ({t:,.0f})" if t is not None else " (—)")
+    assert grid["summary"]["verdict"] in md.replace("\n", " ")
