@@ -25,6 +25,7 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
     quiet_startup("context_length.py")
 
 import functools
+import math
 import time
 
 import common
