@@ -15,10 +15,16 @@ continues an interrupted grid.
     python experiments/repeat.py --quick --out /tmp/q     # smoke test, seconds
     python experiments/repeat.py --from-json experiments/results/repeat/results.json
 """
-import functools
-import math
 import os
 import sys
+
+if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from harness import quiet_startup
+    quiet_startup("repeat.py")
+
+import functools
+import math
 import time
 
 import common
@@ -769,7 +775,7 @@ def parser():
         help="context lengths T (default 64,128,256)")
     add("--steps", type=pos_int, default=10000, help="optimizer steps per run, S (default 10000)")
     add("--seeds", type=pos_int, default=5, help="paired seeds at the chosen lr (default 5)")
-    add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
+    add("--seed", type=nonneg_int, default=0, help="seed of the lr sweep runs (default 0)")
     add("--lr0", type=float, default=0.01, help="lr lattice lr0*10^(k/2) (default 0.01)")
     add("--sweep", type=nonneg_int, default=1, help="k = -N..N (default 1: 3 lrs)")
     add("--max-extend", type=nonneg_int, default=2,
@@ -782,14 +788,29 @@ def parser():
     add("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
     add("--n-layer", type=pos_int, default=2, help="layers (default 2)")
     add("--val-docs", type=pos_int, default=256, help="held-out documents per T (default 256)")
-    add("--split-seed", type=int, default=42, help="seed of the held-out documents (default 42)")
+    add("--split-seed", type=nonneg_int, default=42,
+        help="seed of the held-out documents (default 42)")
     add("--n-lin", type=pos_int, default=40, help="evenly spaced eval points per run (default 40)")
     add("--n-log", type=pos_int, default=8, help="log-spaced eval points before those (default 8)")
     add("--deadline", type=deadline, metavar="HH:MM", help="start no run after this UTC time; "
         "the runs under way finish, the report is written (the same command continues later)")
+    add("--max-memory", type=float, default=4.0, help="refuse a grid whose memory, estimated "
+        "before anything runs, is larger (GB; default 4)")
     add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
         "again from a results.json (into --out, default the directory of PATH)")
     return p
+
+
+def check_memory(opts):
+    """The longest T's runs on --workers workers against --max-memory, before any run: each
+    holds its documents (steps x batch, each at most T characters) and a model of block_size T."""
+    if not (math.isfinite(opts.max_memory) and opts.max_memory > 0):
+        raise InputError(f"--max-memory must be a positive number, got {opts.max_memory}")
+    job = {"T": max(opts.contexts), "norm": "sphere", "n_embd": opts.n_embd,
+           "n_head": opts.n_head, "n_layer": opts.n_layer}
+    n = opts.steps * opts.batch_size
+    common.check_grid_memory([model_config(job)], opts.batch_size, opts.steps, opts.workers,
+                             (n, n * job["T"]), opts.max_memory)
 
 
 def check_options(opts):
@@ -810,6 +831,7 @@ def main(argv):
     if opts.from_json:
         return common.rerender(opts.from_json, opts.out, restore, 1)
     check_options(opts)
+    check_memory(opts)
     out = common.output_folder(opts.out, "repeat", opts.quick)
     path = os.path.join(out, "results.json")
     cache, invocations = load_previous(path, opts)
@@ -840,4 +862,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness import leave
+    leave(main())

@@ -306,3 +306,29 @@ def test_the_readme_seed_table_is_the_stored_seed_runs(grid):
             t = r["steps_to"]["1.0"]
             assert cell == f"{r['copy2']:.2f}" + (f" ({t:,.0f})" if t is not None else " (—)")
     assert grid["summary"]["verdict"] in md.replace("\n", " ")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seed", "-1"], "argument --seed: expected an integer >= 0"),
+    (["--split-seed", "-1"], "argument --split-seed: expected an integer >= 0"),
+    (["--max-memory", "-1"], "--max-memory must be a positive number"),
+    (["--n-embd", "65536"], "this grid would need about"),
+    (["--out", ""], "--out"),
+])
+def test_flags_are_refused_at_the_door_in_one_line_before_any_run(tmp_path, args, message):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "repeat.py"), "--quick",
+                           "--out", str(tmp_path / "o"), *args], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_a_second_invocation_on_the_same_out_is_refused(tmp_path):
+    from harness.run_files import RunLock
+    with RunLock(str(tmp_path)) as lock:
+        lock.claim()
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "repeat.py"),
+                               "--quick", "--out", str(tmp_path)], capture_output=True, text=True,
+                              timeout=120)
+    assert proc.returncode == 2 and f"pid {os.getpid()}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "results.json").exists()
