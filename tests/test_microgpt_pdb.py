@@ -156,7 +156,7 @@ def test_the_divergence_message_names_the_breakpoint_that_stops_pdb_where_the_nu
                            capture_output=True, text=True, timeout=120)
     assert plain.returncode == 1 and "training diverged" in plain.stderr, plain.stderr
     hint = re.search(r"`(b microgpt\.py:\d+)`", plain.stderr).group(1)
-    proc = subprocess.run([sys.executable, "-m", "pdb", os.path.join(ROOT, "microgpt.py"), *flags],
+    proc = subprocess.run(pdb(os.path.join(ROOT, "microgpt.py"), *flags),
                           input="\n".join([hint, "c", "c", "q"]) + "\n", cwd=str(tmp_path), capture_output=True,
                           text=True, timeout=120, env=env())
     assert "Uncaught exception. Entering post mortem debugging" in proc.stdout, proc.stdout[-2000:]
