@@ -527,13 +527,20 @@ def pool(data, workers):
 
 
 def stop(executor):
-    """Cancel what is queued and end the running workers now (SIGTERM), then wait for them."""
+    """Cancel what is queued and end the running workers now (SIGTERM), then wait for them and
+    for the pool's manager thread. That thread holds the pool's queues; their semaphores are
+    released when the queues are collected, and leave() ends the program with os._exit, where
+    nothing else would release them (the resource tracker then warns of leaked semaphores).
+    shutdown(wait=False) lets go of the thread without waiting for it: it is joined here."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
     for process in processes:
         process.join()
+    if manager is not None:
+        manager.join()
     executor.shutdown(wait=True)
 
 

@@ -184,14 +184,8 @@ def alive(pid):
 LONGER = ["--quick", "--lengths", "300,600", "--workers", "2"]
 
 
-LEAKED_SEMAPHORES = pytest.mark.xfail(strict=False, reason=(
-    "known defect, still open: workers ended by SIGTERM or Ctrl-C can leave the resource tracker "
-    "warning of leaked semaphores, with a traceback (about one run in two)"))
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("how", [pytest.param("SIGTERM", marks=LEAKED_SEMAPHORES),
-                                 pytest.param("Ctrl-C", marks=LEAKED_SEMAPHORES), "SIGKILL"])
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGKILL"])
 def test_a_stopped_grid_leaves_no_worker_and_continues_where_it_stopped(tmp_path, how):
     """SIGTERM or Ctrl-C (to the whole process group, as a terminal sends it): one line, exit 130, the queued runs
     cancelled and the workers ended; kill -9: the workers see their parent gone and end within a second or two.
