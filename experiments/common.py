@@ -150,6 +150,17 @@ def kept(text):
     SHELL.kept = text
 
 
+def save_runs(write, path, n, what):
+    """write() the record of an unfinished grid (n finished runs, in `path`) and name it in the
+    line an interruption prints; a signal meanwhile waits until both are done, so the line says
+    what the file holds."""
+    with DeferSigint() as deferred:
+        write()
+        kept(f"the {n} finished runs are saved in {path}: the same command continues the {what}")
+    if deferred.hit:
+        raise KeyboardInterrupt
+
+
 def outside_repo(path):
     """A path as a record may name it: relative to the repository, or (outside it) its name only."""
     relative = os.path.relpath(os.path.abspath(path), REPO)

@@ -1017,10 +1017,9 @@ def run(opts, argv, data, dinfo, out):
                 "command": command}
 
     def save(records):
-        common.write_json(path, {"complete": False, "options": vars(opts), "data": dinfo,
-                          "info": info_now(None, records), "timing": timing, "runs": records})
-        common.kept(f"the {len(records)} finished runs are saved in {path}: the same command "
-                    "continues the grid")
+        raw = {"complete": False, "options": vars(opts), "data": dinfo,
+               "info": info_now(None, records), "timing": timing, "runs": records}
+        common.save_runs(lambda: common.write_json(path, raw), path, len(records), "grid")
 
     if cache:
         common.kept(f"the {len(cache)} runs in {path} are kept as they were")

@@ -42,12 +42,15 @@ LN26 = math.log(26)
 TARGETS = (3.0, 2.0, 1.0)  # copy-2 loss (nats): the steps to reach each are recorded
 EVAL_POSITIONS = 4096      # positions per forward call when evaluating
 # The diagnosis arms: variant -> (norm, what it changes). "default" runs for both norms.
+ALPHA_ARM = 0.25  # alpha25: alpha_init (attention and MLP steps), 5 times the default 0.05
 VARIANTS = {
     "sqk64": ("sphere", "s_qk initialized at (64/head_dim)^(1/4): the initial attention logit "
               "range s_qk^2 sqrt(head_dim) is sqrt(64) = 8, the paper's head_dim 64, not sqrt(8)"),
     "qknorm": ("rmsnorm", "rmsnorm with QK-norm: each head's q and k as unit vectors, logits = "
                "cos * sqrt(head_dim) (the sphere's attention at init, its s_qk fixed at 1)"),
     "qknorm64": ("rmsnorm", "as qknorm with logits = cos * sqrt(64) = 8 (the paper's range)"),
+    "alpha25": ("sphere", f"the residual steps' alpha initialized at {ALPHA_ARM} instead of "
+                f"{GPTConfig.alpha_init}: each block moves h a quarter of the way to its output"),
 }
 # ---- the pre-registration (fixed before the grid ran; experiments/README.md says the same) ----
 GATE_COPY2 = 1.0      # G1: every rmsnorm seed at T reaches copy-2 <= 1.0 within the run
@@ -196,8 +199,10 @@ def attention_at_copy(acts, L, copy2):
 
 
 def model_config(job):
+    alpha = ALPHA_ARM if job.get("variant") == "alpha25" else GPTConfig.alpha_init
     return GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=job["n_embd"], n_head=job["n_head"],
-                     n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"])
+                     n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"],
+                     alpha_init=alpha)
 
 
 def effective_sqk(params, cfg):
@@ -207,12 +212,19 @@ def effective_sqk(params, cfg):
              float(params[f"layer{i}.attn_sqk"].max() * f)] for i in range(cfg.n_layer)]
 
 
+def effective_alpha(params, cfg):
+    """Sphere: each layer's effective alpha_A and alpha_M (|alpha| as used), mean over C."""
+    f = scale_factors(cfg)
+    return [[float(np.abs(params[f"layer{i}.{name}"]).mean() * f[name])
+             for name in ("attn_alpha", "mlp_alpha")] for i in range(cfg.n_layer)]
+
+
 def run_job(job):
     """Train one model (a pure function of `job` and the held-out data); return its record."""
     T, cfg = job["T"], model_config(job)
     held = common.WORKER_DATA[T]
     curves = {k: [] for k in ("step", "copy1", "copy2", "copy2_ablated", "val")}
-    diag = {"entropy": [], "copy_mass": [], "s_qk": []}
+    diag = {"entropy": [], "copy_mass": [], "s_qk": [], "alpha": []}
 
     def record(step, params):
         x = measure(params, cfg, held)
@@ -222,6 +234,7 @@ def run_job(job):
         diag["entropy"].append(np.round(x["entropy"], 4).tolist())
         diag["copy_mass"].append(np.round(x["copy_mass"], 4).tolist())
         diag["s_qk"].append(effective_sqk(params, cfg) if cfg.norm == "sphere" else None)
+        diag["alpha"].append(effective_alpha(params, cfg) if cfg.norm == "sphere" else None)
 
     wall0, cpu0 = time.perf_counter(), time.process_time()
     params = initial_params(job, cfg)
@@ -603,20 +616,23 @@ def _arms(records, summary):
          "the end, in the last layer at the copy-2 positions, the largest weight a head puts on "
          "the source key (an induction head: ~1) and that head's entropy (nats; uniform "
          "weights over k keys: ln k); the sphere's effective s_qk (mean over layers; the "
-         "attention logit is s_qk² √head_dim cos).", "",
+         "attention logit is s_qk² √head_dim cos) and α_A / α_M (mean over layers; at init "
+         f"{GPTConfig.alpha_init}, {ALPHA_ARM} in alpha25; — where a run did not record it).", "",
          "| T | unit | phase | lr | seed | steps to 3.0 / 2.0 / 1.0 | copy-2 | ablated | copy-1 | "
-         "source weight | entropy | s_qk |", "|---" * 12 + "|"]
+         "source weight | entropy | s_qk | α_A / α_M |", "|---" * 13 + "|"]
     for r in sorted(records, key=lambda r: (r["T"], r["phase"] == "anchor", r["seed"],
                                             r["norm"], r["variant"], r["lr_k"], r["steps"])):
         to = " / ".join(fmt(r["steps_to"][str(t)], 0) for t in TARGETS)
         mass, ent = r["diag"]["copy_mass"][-1][-1], r["diag"]["entropy"][-1][-1]
         head = int(np.argmax(mass))
-        sqk = r["diag"]["s_qk"][-1]
+        sqk, alpha = r["diag"]["s_qk"][-1], (r["diag"].get("alpha") or [None])[-1]
+        alpha = " / ".join(f"{a:.3f}" for a in np.mean(alpha, axis=0)) if alpha else "—"
         L.append(f"| {r['T']} | {r['norm']}/{r['variant']} | {r['phase']}"
                  + (f" ({r['steps']:,} steps)" if r["phase"] == "anchor" else "")
                  + f" | {r['lr']:.3g} | {r['seed']} | {to} | {fmt(r['copy2'])} | "
                  f"{fmt(r['copy2_ablated'])} | {fmt(r['copy1'])} | {mass[head]:.2f} | "
-                 f"{ent[head]:.2f} | {fmt(np.mean([m for m, _ in sqk]) if sqk else None, 2)} |")
+                 f"{ent[head]:.2f} | {fmt(np.mean([m for m, _ in sqk]) if sqk else None, 2)} | "
+                 f"{alpha} |")
     L += ["", "Seed 0, the tuning runs (one seed, the one each lr was chosen on): each unit at its "
           "chosen lr against rmsnorm/default at its own, r at 2.0 / 1.0 nats (censored as above):",
           ""]
@@ -849,7 +865,11 @@ def main(argv):
 
     def save(records):
         now["n_trained"] += 1
-        write_all(list(records), opts, info(records), out, False)
+        common.save_runs(lambda: write_all(list(records), opts, info(records), out, False),
+                         path, len(records), "grid")
+
+    if cache:
+        common.kept(f"the {len(cache)} runs in {path} are kept as they were")
 
     grid = Grid(units_of(opts), opts, save, cache)
     records, n_trained = grid.run(data)

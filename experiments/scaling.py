@@ -696,11 +696,9 @@ def study(opts, argv):
                 "base": list(base)}
 
     def save(records, n_reused):
-        common.write_json(path, {"complete": False, "corpus": data["corpus"],
-                                 "corpus_sha256": data["corpus_sha256"], "options": record(opts),
-                                 "info": info_now(records, n_reused), "runs": records})
-        common.kept(f"the {len(records)} finished runs are saved in {path}: the same command "
-                    "continues the study")
+        raw = {"complete": False, "corpus": data["corpus"], "corpus_sha256": data["corpus_sha256"],
+               "options": record(opts), "info": info_now(records, n_reused), "runs": records}
+        common.save_runs(lambda: common.write_json(path, raw), path, len(records), "study")
 
     records, wall, n_reused = Study(units, opts, cache, save).run(data)
     info = info_now(records, n_reused)

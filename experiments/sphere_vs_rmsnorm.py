@@ -511,10 +511,8 @@ def main(argv):
         f"{len(cache)} runs already in {path}; writing to {out}")
 
     def save(done):
-        common.write_json(path, {"complete": False, "corpus": opts.corpus,
-                                 "options": vars(opts), "runs": done})
-        common.kept(f"the {len(done)} finished runs are saved in {path}: the same command "
-                    "continues the study")
+        raw = {"complete": False, "corpus": opts.corpus, "options": vars(opts), "runs": done}
+        common.save_runs(lambda: common.write_json(path, raw), path, len(done), "study")
 
     settings, main_setting, arms, results, runtime = run_all(data, opts, cache, save)
     data["results"] = results

@@ -92,6 +92,15 @@ def test_the_sqk64_arm_starts_with_the_papers_logit_range():
         assert s1 ** 2 * cfg.head_dim ** 0.5 == pytest.approx(8.0, rel=1e-6)  # the paper's: sqrt(64)
 
 
+def test_the_alpha25_arm_starts_each_residual_step_a_quarter_of_the_way():
+    job = {"seed": 1, "variant": "alpha25", "T": 16, "norm": "sphere", "n_embd": 32, "n_head": 4,
+           "n_layer": 2}
+    for variant, alpha in (("default", 0.05), ("alpha25", 0.25)):
+        cfg = rp.model_config(dict(job, variant=variant))
+        for a_attn, a_mlp in rp.effective_alpha(rp.initial_params(job, cfg), cfg):
+            assert a_attn == pytest.approx(alpha, rel=1e-6) and a_mlp == pytest.approx(alpha, rel=1e-6)
+
+
 def test_the_attention_at_the_copy_positions():
     L, T = np.array([3]), 8
     copy2 = rp.masks(L, T)["copy2"]
@@ -168,6 +177,40 @@ def test_quick_writes_results_continues_and_rerenders(tmp_path):
     rerendered = run("--from-json", str(out / "results.json"), "--out", str(tmp_path / "r"))
     assert rerendered.returncode == 0, rerendered.stderr
     assert (tmp_path / "r" / "results.md").read_text("utf-8") == (out / "results.md").read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_a_stopped_grid_says_what_it_kept_and_leaves_no_worker(tmp_path):
+    """SIGTERM after two runs: one line naming the runs saved, exit 130, no worker left."""
+    out = tmp_path / "q"
+    proc = subprocess.Popen([sys.executable, SCRIPT, "--quick", "--workers", "2", "--out", str(out)],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT)
+    for line in proc.stderr:
+        if line.startswith("[2]"):
+            break
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                             text=True).stdout.split()
+    proc.terminate()
+    rest, code = proc.stderr.read(), proc.wait(timeout=60)
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert code == 130 and not saved["complete"] and len(saved["runs"]) >= 2
+    assert rest.strip().splitlines()[-1] == (
+        f"repeat.py: interrupted; the {len(saved['runs'])} finished runs are saved in "
+        f"{out / 'results.json'}: the same command continues the grid"), rest
+    assert "Traceback" not in rest and "leaked" not in rest
+    deadline = time.time() + 10
+    while [pid for pid in workers if alive(pid)] and time.time() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in workers if alive(pid)], "a worker outlived the grid"
+
+
+def alive(pid):
+    """Is process `pid` running (not a zombie)?"""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
