@@ -520,9 +520,14 @@ def anchors_at(T, at, opts, seeds):
                                                              means["rmsnorm"][-1])}
 
 
+def contexts_of(records, opts):
+    """The T of this invocation and of every run in results.json, shortest first."""
+    return sorted(set(opts.contexts) | {r["T"] for r in records})
+
+
 def summarize(records, opts):
     seeds = list(range(opts.seed + 1, opts.seed + opts.seeds + 1))
-    rows = [summarize_T(T, records, opts, seeds) for T in opts.contexts]
+    rows = [summarize_T(T, records, opts, seeds) for T in contexts_of(records, opts)]
     return {"rows": rows, "seeds": seeds, "verdict": verdict(rows)}
 
 
@@ -568,12 +573,16 @@ def _status(summary, opts, records, complete):
     planned = "; ".join(f"T = {T}: {done.get(T, 0)} of about {runs_per_T} runs" + (
         f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in ANCHOR_CONTEXTS
         else "") for T in full.contexts)
+    rows = {row["T"]: row for row in summary["rows"]}
+    partial = not complete or any(
+        T not in rows or len(rows[T]["units"]) < units
+        or any(len(u["seeds_done"]) < full.seeds for u in rows[T]["units"].values())
+        for T in full.contexts)
     L = ["## Which runs exist", "",
-         ("**Partial results.** " if not complete or opts.contexts != full.contexts
-          or opts.seeds < full.seeds else "") + f"The planned grid ({units} units per T, each "
-         f"{2 * full.sweep + 1} lrs on seed {full.seed} (more if the best is at an edge), then "
-         f"{full.seeds} seeds; the anchors' runs at T = {', '.join(map(str, ANCHOR_CONTEXTS))}): "
-         f"{planned}.", "",
+         ("**Partial results.** " if partial else "") + f"The planned grid ({units} units per T, "
+         f"each {2 * full.sweep + 1} lrs on seed {full.seed} (more if the best is at an edge), "
+         f"then {full.seeds} seeds; the anchors' runs at T = "
+         f"{', '.join(map(str, ANCHOR_CONTEXTS))}): {planned}.", "",
          "| T | unit | lr sweep (seed 0): lr → final copy-2 / steps "
          "to 1.0 | chosen lr | seeds done |", "|---|---|---|---|---|"]
     for row in summary["rows"]:
@@ -680,7 +689,7 @@ def plots(records, opts, out):
     unit's best sweep run (seed 0); the last layer's largest weight on the
     source key at the copy-2 positions; the effective s_qk (sphere arms, mean over layers)."""
     plt = common.pyplot()
-    Ts = [T for T in opts.contexts if any(r["T"] == T for r in records)]
+    Ts = [T for T in contexts_of(records, opts) if any(r["T"] == T for r in records)]
     if not Ts:
         return
     fig, axes = plt.subplots(3, len(Ts), figsize=(5.5 * len(Ts), 11), squeeze=False)
@@ -796,8 +805,8 @@ def parser():
     add("--sweep", type=nonneg_int, default=1, help="k = -N..N (default 1: 3 lrs)")
     add("--max-extend", type=nonneg_int, default=2,
         help="lrs added, one at a time, beyond an edge where the best lr is (default 2)")
-    add("--variants", type=variant_list, default=["sqk64", "qknorm"],
-        help=f"diagnosis arms besides the two defaults (default sqk64,qknorm; known: "
+    add("--variants", type=variant_list, default=["sqk64", "qknorm", "alpha25"],
+        help=f"diagnosis arms besides the two defaults (default sqk64,qknorm,alpha25; known: "
              f"{', '.join(VARIANTS)})")
     add("--batch-size", type=pos_int, default=8, help="documents per step (default 8)")
     add("--n-embd", type=pos_int, default=32, help="embedding width (default 32)")
@@ -863,9 +872,14 @@ def main(argv):
                 "cpu_s": sum(r["cpu_seconds"] for r in records),
                 "wall_s": sum(v["wall_s"] for v in invocations + [now])}
 
+    def with_the_rest(records):  # and the runs in results.json this invocation does not plan
+        mine = {run_key(r) for r in records}
+        return list(records) + [r for key, r in cache.items() if key not in mine]
+
     def save(records):
         now["n_trained"] += 1
-        common.save_runs(lambda: write_all(list(records), opts, info(records), out, False),
+        records = with_the_rest(records)
+        common.save_runs(lambda: write_all(records, opts, info(records), out, False),
                          path, len(records), "grid")
 
     if cache:
@@ -874,7 +888,7 @@ def main(argv):
     grid = Grid(units_of(opts), opts, save, cache)
     records, n_trained = grid.run(data)
     now["finished"] = not any(j for j in grid.ready)
-    records.sort(key=run_key)
+    records = sorted(with_the_rest(records), key=run_key)
     md = write_all(records, opts, info(records), out, True)
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "
         f"results.json and curves.png to {out}")

@@ -214,6 +214,19 @@ def alive(pid):
 
 
 @pytest.mark.slow
+def test_a_narrower_invocation_keeps_the_runs_it_does_not_plan(tmp_path):
+    """--contexts 16 then --contexts 32 into one --out: results.json and the report hold both."""
+    out = tmp_path / "q"
+    for T in ("16", "32"):
+        r = run("--quick", "--contexts", T, "--variants", "qknorm", "--out", str(out))
+        assert r.returncode == 0, r.stderr
+    raw = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert sorted({rec["T"] for rec in raw["runs"]}) == [16, 32] and len(raw["runs"]) == 2 * 3 * 3
+    assert [row["T"] for row in raw["summary"]["rows"]] == [16, 32]
+    assert "**Partial results.**" in (out / "results.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
 def test_bad_options_are_one_line():
     for args, message in ((["--variants", "nope"], "unknown variant"), (["--deadline", "25:00"], "HH:MM"),
                           (["--contexts", "4,64"], "at least 8"), (["--n-embd", "30"], "divisible")):
