@@ -150,6 +150,14 @@ def kept(text):
     SHELL.kept = text
 
 
+def other_runs(previous, records, key):
+    """The runs of an earlier results.json (previous: key -> record) that this invocation does
+    not plan (other T, seeds or arms): written beside its own as "other_runs" and read back by
+    the next invocation, so that a narrower invocation never drops what an earlier one trained."""
+    mine = {key(r) for r in records}
+    return [r for k, r in previous.items() if k not in mine]
+
+
 def save_runs(write, path, n, what):
     """write() the record of an unfinished grid (n finished runs, in `path`) and name it in the
     line an interruption prints; a signal meanwhile waits until both are done, so the line says

@@ -867,11 +867,12 @@ def load_previous(path, opts, dinfo):
         return {}, None, []
     raw = common.read_json(path, "continue from")
     try:
-        common.check_records(raw["runs"], RECORD, path)
+        runs = raw["runs"] + raw.get("other_runs", [])
+        common.check_records(runs, RECORD, path)
         differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
         if raw["data"]["corpus_sha256"] != dinfo["corpus_sha256"]:
             differs.append("the corpus")
-        cache = {run_key(r): r for r in raw["runs"]}
+        cache = {run_key(r): r for r in runs}
         previous = cache, raw.get("timing"), raw["info"]["invocations"]
     except (KeyError, TypeError) as e:
         raise InputError(f"cannot continue from {path!r}: {type(e).__name__}: {e} (use another "
@@ -890,11 +891,11 @@ def load_pilot(folder):
     return common.read_json(path, "read", keys=("command", "runs"))
 
 
-def report(summary, records, data, opts, info, timing, pilot, out):
+def report(summary, records, data, opts, info, timing, pilot, out, other=()):
     md = markdown(summary, data, opts, info, pilot)
     common.write_json(os.path.join(out, "results.json"), {
         "complete": True, "options": vars(opts), "data": data, "info": info, "timing": timing,
-        "summary": summary, "runs": records})
+        "summary": summary, "runs": records, "other_runs": list(other)})
     common.write_text(os.path.join(out, "results.md"), md)
     plots(summary, records, data, opts, out)
     return md
@@ -909,7 +910,8 @@ def restore(raw, opts, folder):
         u.restore(2 * opts.sweep + 1, f"{u.norm} at T={u.T}")
     summary = summarize(units, opts, raw.get("timing"))
     return functools.partial(report, summary, raw["runs"], raw["data"], opts, raw["info"],
-                             raw.get("timing"), load_pilot(folder))
+                             raw.get("timing"), load_pilot(folder),
+                             other=raw.get("other_runs", []))
 
 
 # =========================================================================== CLI
@@ -1018,7 +1020,8 @@ def run(opts, argv, data, dinfo, out):
 
     def save(records):
         raw = {"complete": False, "options": vars(opts), "data": dinfo,
-               "info": info_now(None, records), "timing": timing, "runs": records}
+               "info": info_now(None, records), "timing": timing, "runs": records,
+               "other_runs": common.other_runs(cache, records, run_key)}
         common.save_runs(lambda: common.write_json(path, raw), path, len(records), "grid")
 
     if cache:
@@ -1039,7 +1042,8 @@ def run(opts, argv, data, dinfo, out):
                                 ("sweep", "seeds", "anchor").index(r["phase"]), r["steps"],
                                 r["lr_k"], r["seed"]))
     md = report(summarize(units, opts, timing), records, dinfo, opts,
-                info_now(n_trained, records), timing, load_pilot(out), out)
+                info_now(n_trained, records), timing, load_pilot(out), out,
+                other=common.other_runs(cache, records, run_key))
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "
         f"results.json and 2 PNGs to {out}")
     return md

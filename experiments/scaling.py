@@ -622,8 +622,9 @@ def load_cache(path, data, opts, what="reuse runs from"):
         old, info = raw["options"], raw["info"]
         same = (raw["corpus_sha256"] == data["corpus_sha256"]
                 and old["split_seed"] == opts.split_seed and old["val_docs"] == opts.val_docs)
-        common.check_records(raw["runs"], RECORD, path)
-        cache = {run_key(r): r for r in raw["runs"]}
+        runs = raw["runs"] + raw.get("other_runs", [])
+        common.check_records(runs, RECORD, path)
+        cache = {run_key(r): r for r in runs}
         keys = ("command", "started", "wall_s", "n_runs", "load_start", "load_end")
         reused_from = {k: info[k] for k in keys}
         reused_from["reused_from"] = info.get("reused_from") if info.get("n_reused") else None
@@ -635,7 +636,7 @@ def load_cache(path, data, opts, what="reuse runs from"):
     return cache, reused_from
 
 
-def report(units, axes, base, data, opts, info, records, out):
+def report(units, axes, base, data, opts, info, records, out, other=()):
     """Write results.json, results.md and the plots; return the markdown."""
     summary = summarize(axes, units, data, opts)
     order = {key: i for i, key in enumerate(units)}
@@ -649,7 +650,8 @@ def report(units, axes, base, data, opts, info, records, out):
         "options": record(opts), "info": info,
         **{k: data[k] for k in ("n_docs", "n_train", "n_val_full", "n_val_used", "baselines")},
         "vocab": "".join(data["vocab"]), "base_point": list(base),
-        "lr_lattice": f"{opts.lr0:g} * 2^(k/2)", "summary": summary, "runs": records})
+        "lr_lattice": f"{opts.lr0:g} * 2^(k/2)", "summary": summary, "runs": records,
+        "other_runs": list(other)})
     common.write_text(os.path.join(out, "results.md"), md)
     plots(summary, data, opts, out)
     return md
@@ -664,7 +666,8 @@ def restore(raw, opts, _folder):
         unit.restore(2 * (opts.base_sweep if unit.parent is None else opts.sweep) + 1, unit.key)
     keys = ("n_docs", "n_train", "n_val_full", "n_val_used", "baselines", "corpus_sha256")
     data = dict({k: raw[k] for k in keys}, corpus=raw["corpus"], vocab=list(raw["vocab"]))
-    return functools.partial(report, units, axes, base, data, opts, raw["info"], raw["runs"])
+    return functools.partial(report, units, axes, base, data, opts, raw["info"], raw["runs"],
+                             other=raw.get("other_runs", []))
 
 
 def study(opts, argv):
@@ -674,6 +677,7 @@ def study(opts, argv):
     data = load_data(opts)
     check_memory(opts, data)
     cache, reused_from = load_cache(opts.reuse, data, opts) if opts.reuse else ({}, None)
+    own = {}
     out = common.output_folder(opts.out, "scaling", opts.quick)
     path = os.path.join(out, "results.json")
     if os.path.lexists(path):  # an interrupted (or finished) study: its runs are taken as they are
@@ -697,12 +701,14 @@ def study(opts, argv):
 
     def save(records, n_reused):
         raw = {"complete": False, "corpus": data["corpus"], "corpus_sha256": data["corpus_sha256"],
-               "options": record(opts), "info": info_now(records, n_reused), "runs": records}
+               "options": record(opts), "info": info_now(records, n_reused), "runs": records,
+               "other_runs": common.other_runs(own, records, run_key)}
         common.save_runs(lambda: common.write_json(path, raw), path, len(records), "study")
 
     records, wall, n_reused = Study(units, opts, cache, save).run(data)
     info = info_now(records, n_reused)
-    md = report(units, axes, base, data, opts, info, records, out)
+    md = report(units, axes, base, data, opts, info, records, out,
+                other=common.other_runs(own, records, run_key))
     log(f"done in {fmt_time(wall)} wall ({len(records)} runs, {fmt_time(info['run_s'])} of run "
         f"time); wrote results.md, results.json and 5 PNGs to {out}")
     return md

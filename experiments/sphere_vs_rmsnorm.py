@@ -453,6 +453,7 @@ def load_previous(path, opts):
         runs = [dict(r, arm=rec["arm"]) for rec in raw["runs"]
                 for r in rec["sweep"] + rec["seeds"]] if raw.get("complete") is not False \
             else raw["runs"]
+        runs += raw.get("other_runs", [])
         common.check_records(runs, RECORD, path)
         differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
     except (KeyError, TypeError) as e:
@@ -462,7 +463,17 @@ def load_previous(path, opts):
         raise InputError(f"cannot continue from {path!r}: it was made with other "
                          f"{', '.join(differs)} (use another --out, or the same options)")
     common.kept(f"the {len(runs)} runs in {path} are kept as they were")
-    return {run_key(r["arm"], r["batch_size"], r["n_layer"], r["lr"], r["seed"]): r for r in runs}
+    return {record_key(r): r for r in runs}
+
+
+def record_key(r):
+    return run_key(r["arm"], r["batch_size"], r["n_layer"], r["lr"], r["seed"])
+
+
+def planned_runs(results):
+    """Every run record of this invocation's arms, each with its arm's name."""
+    return [dict(r, arm=name) for (_, name), rec in results.items()
+            for r in rec["sweep"] + rec["seeds"]]
 
 
 def corpus_label(corpus):
@@ -529,7 +540,8 @@ def main(argv):
         "scale_groups": list(SCALE_GROUPS), "summary": summary,
         "runs": [{"setting": f"bs{bs}_L{n}", "arm": name, "best_lr": rec["best_lr"],
                   "sweep": rec["sweep"], "seeds": rec["seeds"]}
-                 for ((bs, n), name), rec in results.items()]})
+                 for ((bs, n), name), rec in results.items()],
+        "other_runs": common.other_runs(cache, planned_runs(results), record_key)})
     common.write_text(os.path.join(out, "results.md"), md)
     plots(summary, settings, main_setting, arms, results, data, opts, out)
     log(f"done in {fmt_time(runtime[0])} wall ({fmt_time(runtime[1])} CPU); wrote results.md, "

@@ -36,6 +36,20 @@ def test_quick_writes_table_json_and_plots(tmp_path):
     assert "ETA" in r.stderr
 
 
+@pytest.mark.slow
+def test_a_narrower_invocation_keeps_the_runs_it_does_not_plan(tmp_path):
+    """--seeds 1 after a finished quick study in one --out: seed 2's runs stay in results.json
+    (other_runs), and the full command afterwards trains nothing again."""
+    out = tmp_path / "q"
+    assert run("--quick", "--out", str(out)).returncode == 0
+    assert run("--quick", "--seeds", "1", "--out", str(out)).returncode == 0
+    narrow = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert narrow["other_runs"] and {r["seed"] for r in narrow["other_runs"]} == {2}
+    again = run("--quick", "--out", str(out))
+    assert again.returncode == 0 and again.stderr.count("(reused)") == 24, again.stderr
+    assert not json.loads((out / "results.json").read_text(encoding="utf-8"))["other_runs"]
+
+
 def test_missing_corpus_is_a_clear_error(tmp_path):
     r = run("--quick", "--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o"))
     assert r.returncode == 2

@@ -109,6 +109,12 @@ def test_quick_writes_results_and_continues_where_it_stopped(tmp_path):
     assert f"{len(runs)} runs already in" in again.stderr and "trained now" in again.stderr
     assert "0 runs trained now" in again.stderr and "timing T=" not in again.stderr
     assert json.loads((out / "results.json").read_text(encoding="utf-8"))["summary"] == raw["summary"]
+    # a narrower invocation (--seeds 1) keeps seed 2's runs (other_runs); the full one then trains nothing
+    assert run("--quick", "--seeds", "1", "--out", str(out)).returncode == 0
+    narrow = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {x["seed"] for x in narrow["other_runs"]} == {2}
+    full = run("--quick", "--out", str(out))
+    assert full.returncode == 0 and "0 runs trained now" in full.stderr, full.stderr
     # other model options cannot continue from it: one line, exit 2
     bad = run("--quick", "--out", str(out), "--n-embd", "16")
     assert bad.returncode == 2 and "n_embd" in bad.stderr and "Traceback" not in bad.stderr

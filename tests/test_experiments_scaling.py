@@ -1,6 +1,7 @@
 """Smoke test of experiments/scaling.py (--quick): outputs, clear errors, and results independent of --workers."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,6 +114,24 @@ def test_reuse_trains_only_the_new_runs(quick_runs, tmp_path):
     assert len(new["runs"]) == len(old["runs"]) + sum(1 for rec in old["runs"] if rec["seed"] == 2)
     assert [rec for rec in new["runs"] if rec["seed"] != 3] == old["runs"]
     assert "were not trained again but reused" in (tmp_path / "results.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_narrower_invocation_keeps_the_runs_it_does_not_plan(quick_runs, tmp_path):
+    """--seeds 1 into a finished quick study's --out: seed 2's runs stay in results.json (other_runs),
+    and the full command afterwards trains nothing."""
+    _, done = quick_runs[1]
+    out = tmp_path / "o"
+    shutil.copytree(done, out)
+    old = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert run("--quick", "--corpus", CORPUS, "--out", str(out), "--seeds", "1").returncode == 0
+    narrow = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {r["seed"] for r in narrow["other_runs"]} == {2}
+    assert len(narrow["runs"]) + len(narrow["other_runs"]) == len(old["runs"])
+    again = run("--quick", "--corpus", CORPUS, "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    final = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert final["info"]["n_reused"] == len(old["runs"]) and not final["other_runs"]
 
 
 def test_missing_corpus_is_one_clear_line(tmp_path):
