@@ -212,3 +212,18 @@ def broken(kind, folder, good):
             arrays["extra"] = np.zeros(3)
         arrays["meta"] = np.array(json.dumps(meta))
         write_npz(path, **arrays)
+
+
+def children(pid):
+    """The pids of the processes whose parent is `pid`."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def alive(pid):
+    """Is process `pid` running (not a zombie)?"""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -19,6 +19,7 @@ README = os.path.join(ROOT, "experiments", "README.md")
 sys.path.insert(0, os.path.join(ROOT, "experiments"))
 
 import repeat as rp  # noqa: E402
+from cli_helpers import alive, children  # noqa: E402
 
 import microgpt as mg  # noqa: E402
 import numpy_engine  # noqa: E402
@@ -188,8 +189,7 @@ def test_a_stopped_grid_says_what_it_kept_and_leaves_no_worker(tmp_path):
     for line in proc.stderr:
         if line.startswith("[2]"):
             break
-    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
-                             text=True).stdout.split()
+    workers = children(proc.pid)
     proc.terminate()
     rest, code = proc.stderr.read(), proc.wait(timeout=60)
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -203,14 +203,6 @@ def test_a_stopped_grid_says_what_it_kept_and_leaves_no_worker(tmp_path):
         time.sleep(0.2)
     assert not [pid for pid in workers if alive(pid)], "a worker outlived the grid"
 
-
-def alive(pid):
-    """Is process `pid` running (not a zombie)?"""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ SCRIPT = os.path.join(ROOT, "experiments", "scaling.py")
 sys.path.insert(0, os.path.join(ROOT, "experiments"))
 
 import scaling  # noqa: E402
+from cli_helpers import alive, children  # noqa: E402
 
 import microgpt  # noqa: E402
 
@@ -185,19 +186,6 @@ def in_process(capsys, *args):
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return code, err
-
-
-def children(pid):
-    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
-    return [int(x) for x in out.split()]
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 LONGER = ["--quick", "--lengths", "300,600", "--workers", "2"]
