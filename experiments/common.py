@@ -206,19 +206,21 @@ def check_lattice(opts, k_low, k_high):
         check("lr", lr, f"the lr lr0*2^(k/2) at k = {k} (--lr0 {opts.lr0:g}, the sweep's reach)")
 
 
-def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb):
+def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb, positions=None):
     """InputError unless `workers` runs of the largest config fit in memory (harness/memory.py's
     estimate: a training step, the loss per step, the run's own documents), with the data
-    every worker and this process keep. docs: (n_docs, n_chars) of a run's documents."""
-    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8) + memory.history_memory(cfg, steps)
-               for cfg in configs)
+    every worker and this process keep. docs: (n_docs, n_chars) of a run's documents;
+    positions: the most a document has (its length + 1), where it is less than block_size."""
+    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8, positions)
+               + memory.history_memory(cfg, steps) for cfg in configs)
     need = workers * (runs + memory.corpus_memory(*docs)) + memory.corpus_memory(*docs)
     most, why = memory.limit(max_gb)
     if need > most:
         big = max(configs, key=lambda cfg: memory.step_memory(cfg, batch_size, "numpy"))
         raise InputError(f"this grid would need about {memory.gigabytes(need)} of memory "
-                         f"({workers} workers, each a run of n_embd {big.n_embd}, n_layer "
-                         f"{big.n_layer}, block_size {big.block_size}, batch {batch_size}); {why}")
+                         f"({plural(workers, 'worker')}, each a run of n_embd {big.n_embd}, "
+                         f"n_layer {big.n_layer}, block_size {big.block_size}, batch "
+                         f"{batch_size}); {why}")
 
 
 # =========================================================================== files
@@ -513,10 +515,13 @@ WORKER_DATA = None  # the corpus data, set once in each worker process
 
 
 def _init_worker(data):
-    """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), and a watch
-    that ends this process if the parent is gone (kill -9: nothing else would)."""
+    """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), a watch
+    that ends this process if the parent is gone (kill -9: nothing else would), and NumPy quiet
+    about overflow: a run that diverges (a sweep's largest lr often does) is recorded as diverged,
+    without a burst of RuntimeWarnings on the way."""
     global WORKER_DATA
     WORKER_DATA = data
+    np.seterr(over="ignore", invalid="ignore", divide="ignore")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 

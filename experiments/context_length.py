@@ -873,7 +873,7 @@ def load_previous(path, opts, dinfo):
         if raw["data"]["corpus_sha256"] != dinfo["corpus_sha256"]:
             differs.append("the corpus")
         cache = {run_key(r): r for r in runs}
-        previous = cache, raw.get("timing"), raw["info"]["invocations"]
+        previous = cache, whole_timing(raw.get("timing")), raw["info"]["invocations"]
     except (KeyError, TypeError) as e:
         raise InputError(f"cannot continue from {path!r}: {type(e).__name__}: {e} (use another "
                          "--out)") from None
@@ -881,6 +881,17 @@ def load_previous(path, opts, dinfo):
         raise InputError(f"cannot continue from {path!r}: it was made with other "
                          f"{', '.join(differs)} (use another --out, or the same options)")
     return previous
+
+
+def whole_timing(timing):
+    """The entries of a results.json's timing that are whole (per T: each norm's fastest ms per
+    step and their ratio); None if none is. What is missing is measured again."""
+    if not isinstance(timing, dict):
+        return None
+    whole = {T: t for T, t in timing.items() if isinstance(t, dict)
+             and common.is_number(t.get("ratio")) and isinstance(t.get("ms_min"), dict)
+             and all(common.is_number(t["ms_min"].get(n)) for n in NORMS)}
+    return whole or None
 
 
 def load_pilot(folder):
@@ -908,9 +919,9 @@ def restore(raw, opts, folder):
         units[(r["norm"], r["T"])].add(r)
     for u in units.values():
         u.restore(2 * opts.sweep + 1, f"{u.norm} at T={u.T}")
-    summary = summarize(units, opts, raw.get("timing"))
+    summary = summarize(units, opts, whole_timing(raw.get("timing")))
     return functools.partial(report, summary, raw["runs"], raw["data"], opts, raw["info"],
-                             raw.get("timing"), load_pilot(folder),
+                             whole_timing(raw.get("timing")), load_pilot(folder),
                              other=raw.get("other_runs", []))
 
 

@@ -581,7 +581,8 @@ def check_memory(opts, data):
                for e in opts.widths for n in opts.layers]
     docs = data["train"] + data["val"]
     common.check_grid_memory(configs, opts.batch_size, max(opts.lengths), opts.workers,
-                             (len(docs), sum(map(len, docs))), opts.max_memory)
+                             (len(docs), sum(map(len, docs))), opts.max_memory,
+                             positions=max(map(len, docs)) + 1)
 
 
 def load_data(opts):

@@ -21,6 +21,7 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
     quiet_startup("sphere_vs_rmsnorm.py")
 
 import json
+import math
 import time
 
 import common
@@ -52,8 +53,10 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
     docs = [train_docs[i] for i in order]
     curve, scales = [], []
 
-    def record(step, params):
-        curve.append((step, round(evaluate(params, val_tokens, cfg), 6)))  # rounded once
+    def record(step, params):  # (a diverged run's curve ends at its last finite loss)
+        loss = evaluate(params, val_tokens, cfg)
+        if math.isfinite(loss):
+            curve.append((step, round(loss, 6)))  # rounded once
         if norm == "sphere":
             eff = effective_scales(params, cfg)
             scales.append([step] + [[round(float(eff[g].mean()), 6), round(float(eff[g].std()), 6)]
@@ -62,10 +65,13 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
     t0 = time.perf_counter()
     # The observer measures val at our own points, so train() evaluates only at its first and last
     # step (eval_every=steps), on one doc. Step 0 is the init train() builds from the same seed.
+    # A run that diverges is recorded as diverged, without NumPy's overflow warnings on the way.
     record(0, init_params(cfg, seed))
-    state = train(docs, data["val"][:1], vocab, cfg, steps=opts.steps, batch_size=batch_size, lr=lr,
-                  seed=seed, engine="numpy", riemannian=riemannian, eval_every=opts.steps,
-                  observer=common.MeasureAt(set(data["eval_points"]), record))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        state = train(docs, data["val"][:1], vocab, cfg, steps=opts.steps, batch_size=batch_size,
+                      lr=lr, seed=seed, engine="numpy", riemannian=riemannian,
+                      eval_every=opts.steps, observer=common.MeasureAt(set(data["eval_points"]),
+                                                                       record))
     return {"norm": norm, "riemannian": riemannian, "batch_size": batch_size, "n_layer": n_layer,
             "lr": lr, "seed": seed, "alpha_init": alpha_init, "sz_init": sz_init,
             "final_val": common.final_loss(curve, opts.steps, state.error), "error": state.error,
@@ -428,7 +434,19 @@ def parser():
     add("--n-embd", type=common.pos_int, default=16, help="embedding width (default 16)")
     add("--n-head", type=common.pos_int, default=4, help="attention heads (default 4)")
     add("--block-size", type=common.pos_int, default=16, help="max positions per doc (default 16)")
+    add("--max-memory", type=float, default=4.0, help="refuse a study whose memory, estimated "
+        "before anything runs, is larger (GB; default 4)")
     return p
+
+
+def check_memory(opts, data):
+    """The largest setting's run against --max-memory, before any run (one run at a time)."""
+    configs = [GPTConfig(len(data["vocab"]) + 1, n_embd=opts.n_embd, n_head=opts.n_head,
+                         n_layer=n, block_size=opts.block_size) for n in opts.n_layers]
+    docs = data["train"] + data["val"]
+    common.check_grid_memory(configs, max(opts.batch_sizes), opts.steps, 1,
+                             (len(docs), sum(map(len, docs))), opts.max_memory,
+                             positions=max(map(len, docs)) + 1)
 
 
 def run_key(arm, batch_size, n_layer, lr, seed):
@@ -512,8 +530,10 @@ def main(argv):
     common.check_flags(opts, {"seed": "seed", "split_seed": "seed", "steps": "steps",
                               "lrs": "lr", "batch_sizes": "batch_size", "n_layers": "n_layer",
                               "alpha_inits": "alpha_init", "sz_inits": "sz_init",
-                              "corpus": "corpus"})
+                              "corpus": "corpus", "n_embd": "n_embd", "n_head": "n_head",
+                              "block_size": "block_size", "max_memory": "max_memory"})
     data = load_data(opts)
+    check_memory(opts, data)
     out = common.output_folder(opts.out, data["corpus_label"], opts.quick)
     path = os.path.join(out, "results.json")
     cache = load_previous(path, opts)
@@ -526,6 +546,12 @@ def main(argv):
         common.save_runs(lambda: common.write_json(path, raw), path, len(done), "study")
 
     settings, main_setting, arms, results, runtime = run_all(data, opts, cache, save)
+    for ((bs, n_layer), name), rec in results.items():
+        if all(r["final_val"] is None for r in rec["seeds"]):
+            raise common.Diverged(f"error: every run of {name} (batch {bs}, "
+                                  f"{plural(n_layer, 'layer')}) at its chosen lr diverged: nothing "
+                                  "to compare; try smaller --lrs (the finished runs are saved in "
+                                  f"{path})")
     data["results"] = results
     data["arm_by_name"] = {a["name"]: a for a in arms[main_setting]}
     summary = summarize(settings, arms, results, data)

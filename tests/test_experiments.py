@@ -87,11 +87,28 @@ def in_process(capsys, *args):
 
 @pytest.mark.parametrize(("args", "message"), [(["--seed", "-1"], "--seed must be a non-negative integer"),
                                                (["--out", ""], "--out must be a non-empty path"),
-                                               (["--alpha-inits", "inf"], "expected positive numbers")])
+                                               (["--alpha-inits", "inf"], "expected positive numbers"),
+                                               (["--n-embd", "30"], "must be divisible by --n-head"),
+                                               (["--max-memory", "0"], "--max-memory must be a positive"),
+                                               (["--n-embd", "4096"], "this grid would need about 13.0 GB")])
 def test_flags_are_checked_at_the_door(capsys, tmp_path, args, message):
     code, err = in_process(capsys, "--quick", "--out", str(tmp_path / "o"), *args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_study_whose_runs_all_diverge_says_so_in_one_line_and_again_when_continued(capsys, tmp_path,
+                                                                                       recwarn):
+    """Every lr diverges: exit 1 and one line, no NumPy warnings; the saved runs are a record the same
+    command reads back."""
+    for _ in range(2):
+        code, err = in_process(capsys, "--quick", "--out", str(tmp_path), "--lrs", "1e308")
+        last = err.strip().splitlines()[-1]
+        assert code == 1 and "every run of rmsnorm (batch 4, 1 layer) at its chosen lr diverged" in last, err
+        assert "not a record" not in err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    runs = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["runs"]
+    assert runs and all(r["final_val"] is None and r["val_curve"][0][0] == 0 for r in runs)
 
 
 def test_a_second_invocation_on_the_same_out_is_refused(capsys, tmp_path):

@@ -388,6 +388,15 @@ def test_a_crafted_results_json_in_out_is_refused_in_one_line(capsys, tmp_path, 
     assert (tmp_path / "results.json").read_bytes() == before
 
 
+def test_a_crafted_timing_is_read_as_far_as_it_is_whole():
+    """What is missing or malformed is measured again, never a traceback."""
+    good = {"ratio": 1.5, "ms_min": {"rmsnorm": 1.0, "sphere": 1.5}}
+    assert cl.whole_timing({"16": good, "32": 7}) == {"16": good}
+    for bad in (None, 7, "x", [], {"16": 7}, {"16": {"ms_min": "x"}}, {"16": {"ms_min": {"16": 7}}},
+                {"16": dict(good, ratio="x")}, {"16": dict(good, ms_min={"rmsnorm": 1.0})}):
+        assert cl.whole_timing(bad) is None
+
+
 def test_from_json_on_an_interrupted_grid_is_one_line(capsys, tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"complete": False, "options": {}, "runs": [{}, {}]}))
     code, err = in_process(capsys, "--from-json", str(tmp_path / "results.json"))
