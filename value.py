@@ -189,7 +189,10 @@ class Value:
 
 def _short(x):
     """A number in a repr: a float to 6 significant digits; an int or a Fraction (exact arithmetic)
-    as itself, whatever its size (Python 3.12 gave Fraction a float format, which rounds it)."""
+    as itself, whatever its size (Python 3.12 gave Fraction a float format, which rounds it),
+    except an int beyond str()'s limit of 4300 digits."""
+    if isinstance(x, int) and x.bit_length() > 14000:
+        return f"<an int of {x.bit_length()} bits>"
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 

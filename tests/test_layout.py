@@ -149,7 +149,7 @@ def python_files():
 # Lines of non-test Python each part of the project may hold. The chapter's modules at the root stay
 # readable in a few sittings; the run's machinery, the experiments and the benchmarks each get a budget
 # of their own, so that a new study does not crowd the code a learner reads.
-BUDGETS = {"root": 4100, "harness": 2000, "experiments": 3900, "benchmarks": 1100}
+BUDGETS = {"root": 4100, "harness": 2000, "experiments": 4000, "benchmarks": 1100}
 
 
 def test_the_code_is_plain_short_lines_short_functions_and_few_of_them():

@@ -383,6 +383,7 @@ def test_finite_results_near_the_float_limit_still_work():
 
 def test_repr_of_an_int_beyond_float_range():
     assert repr(Value(10 ** 400)).startswith("Value(data=1000000000")
+    assert repr(Value(-10 ** 5000)) == "Value(data=<an int of 16610 bits>, grad=0)"  # str() stops at 4300 digits
 
 
 @pytest.mark.parametrize("data", [True, 3, 2.5, np.float32(1.5), np.float64(-2.0), np.int64(7), Fraction(1, 4)])
