@@ -146,9 +146,11 @@ def resumed_settings(a, resume, ckpt_path):
 def parse_args(argv=None):
     """The flags, each checked by its rule, and which go together (argparse's errors: one line);
     the console speaks --lang (or the locale's language) from here on."""
-    use(language_from(sys.argv[1:] if argv is None else argv))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    use(language_from(argv))
     args = build_parser().parse_args(argv)
     check_args(args)
+    args.argv = argv  # the flags as typed, for a command that repeats them (the debugger's)
     return args
 
 

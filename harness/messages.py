@@ -56,7 +56,7 @@ def print_header(opts, cfg, base, resume, notices):
 def report(state, run, folder, opts, args):
     """How training ended, said; the exit code: 0 finished, 1 diverged, 130 interrupted (saved)."""
     if state.error:
-        return report_divergence(state, folder, opts, engine_failed=not run.stopped)
+        return report_divergence(state, folder, opts, args, engine_failed=not run.stopped)
     if run.interrupted and state.step < state.steps:
         return save_interrupted(state, folder, opts, args)
     print_final(state, run.base)
@@ -76,17 +76,25 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
     return _("no checkpoint was written (no --out)")
 
 
-def report_divergence(state, folder, opts, engine_failed=False):
+def report_divergence(state, folder, opts, args, engine_failed=False):
     """Nothing new is written: the weights before the bad step would only repeat it. When the
     engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
-    where = (" " + _("To see where it broke: python3 dev.py pdb microgpt.py [the same flags], then "
-                     "`{line}` and `c`: under a breakpoint train() lets the error through, and pdb "
-                     "stops at its line.").format(line=breakpoint_line()) if engine_failed else "")
+    where = (" " + _("To see where it broke: {command}, then `{line}` and `c`: under a breakpoint "
+                     "train() lets the error through, and pdb stops at its line.").format(
+        command=debugger_command(args.argv), line=breakpoint_line()) if engine_failed else "")
     say(_("microgpt: error: training diverged: {error}. Stopped; {kept}. Try a smaller --lr (a "
           "resumed run may lower it: --resume --lr ...).").format(error=state.error, kept=kept)
         + where)
     return EXIT_DIVERGED
+
+
+def debugger_command(argv):
+    """python3 dev.py pdb microgpt.py ARGV: both paths seen from here, every word quoted."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.getcwd()
+    return shlex.join(["python3", shown_path(os.path.join(root, "dev.py"), here), "pdb",
+                       shown_path(os.path.join(root, "microgpt.py"), here), *argv])
 
 
 def breakpoint_line():

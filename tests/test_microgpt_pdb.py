@@ -8,6 +8,7 @@ during training breaks into the (Pdb) prompt with the program still running, and
 import os
 import queue
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -156,7 +157,12 @@ def test_the_divergence_message_names_the_breakpoint_that_stops_pdb_where_the_nu
                            capture_output=True, text=True, timeout=120)
     assert plain.returncode == 1 and "training diverged" in plain.stderr, plain.stderr
     hint = re.search(r"`(b microgpt\.py:\d+)`", plain.stderr).group(1)
-    proc = subprocess.run(pdb(os.path.join(ROOT, "microgpt.py"), *flags),
+    # the command it prints repeats the flags and runs from where it was printed: dev.py pdb on microgpt.py
+    words = shlex.split(re.search(r"To see where it broke: (.+), then `b microgpt", plain.stderr).group(1))
+    assert words[0] == "python3" and words[2] == "pdb" and words[4:] == flags, words
+    assert os.path.samefile(tmp_path / words[1], os.path.join(ROOT, "dev.py"))
+    assert os.path.samefile(tmp_path / words[3], os.path.join(ROOT, "microgpt.py"))
+    proc = subprocess.run(pdb(words[3], *words[4:]),
                           input="\n".join([hint, "c", "c", "q"]) + "\n", cwd=str(tmp_path), capture_output=True,
                           text=True, timeout=120, env=env())
     assert "Uncaught exception. Entering post mortem debugging" in proc.stdout, proc.stdout[-2000:]
