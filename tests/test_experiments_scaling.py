@@ -192,9 +192,9 @@ LONGER = ["--quick", "--lengths", "300,600", "--workers", "2"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGKILL"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "Ctrl-C", "SIGKILL"])
 def test_a_stopped_grid_leaves_no_worker_and_continues_where_it_stopped(tmp_path, how):
-    """SIGTERM or Ctrl-C (to the whole process group, as a terminal sends it): one line, exit 130, the queued runs
+    """SIGTERM, SIGHUP or Ctrl-C (to the whole process group, as a terminal sends it): one line, exit 130, the queued runs
     cancelled and the workers ended; kill -9: the workers see their parent gone and end within a second or two.
     Every finished run was saved: the same command continues from them."""
     out = tmp_path / "o"
