@@ -604,11 +604,14 @@ def _gate_and_r(summary):
          "| T | seeds run | G1 | G2 | G3 | G4 | gate | r at 2.0 | r at 1.0 | reading at 1.0 |",
          "|---|---|---|---|---|---|---|---|---|---|"]
     for row in summary["rows"]:
-        g = row["gate"]
+        g, checks = row["gate"], ("G1", "G2", "G3", "G4")
         yes = {True: "yes", False: "no"}
+        holding = not g["seeds_run"] or all(g[k] for k in checks)  # so far
+        status = ("passed" if g["passed"] else "pending" if holding and g["seeds_run"]
+                  < g["seeds_planned"] else "not passed")
         L.append(f"| {row['T']} | {g['seeds_run']} of {g['seeds_planned']} | "
-                 + " | ".join(yes[g[k]] for k in ("G1", "G2", "G3", "G4"))
-                 + f" | **{'passed' if g['passed'] else 'not passed'}** | "
+                 + " | ".join(yes[g[k]] if g["seeds_run"] else "—" for k in checks)
+                 + f" | **{status}** | "
                  + ", ".join(_ratio(r) for r in row["r"]["2.0"]) + " | "
                  + ", ".join(_ratio(r) for r in row["r"]["1.0"]) + f" | {row['verdict_at']} |")
     return L + ["", f"Verdict (pre-registered, experiments/README.md): **{summary['verdict']}**",
