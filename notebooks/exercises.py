@@ -26,6 +26,7 @@ import utils  # noqa: E402
 import value  # noqa: E402
 
 UNANSWERED = "未回答（解答セルを埋めてから、このセルをもう一度実行してください）"
+FORGOT_RETURN = "None が返りました（return を忘れていませんか）"
 SOLUTIONS_FILE = Path(__file__).resolve().parent / "worked_solutions.md"
 
 
@@ -60,7 +61,11 @@ def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
     for label, args in points:
         want = np.asarray(reference(*args), dtype=float)
         try:
-            got = np.asarray(learner(*args), dtype=float)
+            got = learner(*args)
+            if got is None:
+                rows.append((label, "-", "-", FORGOT_RETURN, False))
+                continue
+            got = np.asarray(got, dtype=float)
         except NotImplementedError:
             print(f"{name}: {UNANSWERED}")
             show_solution(markdown, False)
@@ -96,20 +101,38 @@ def _pad(text, width):
 
 
 def _flat(f):
-    """f's answer (an array, or a tuple of arrays and numbers) as one flat array: a table row."""
+    """f's answer (an array, or a tuple of arrays and numbers) as one flat array: a table row
+    (None, a forgotten return, stays None: compare() says so)."""
     def flat(*args):
         parts = f(*args)
+        if parts is None:
+            return None
         parts = parts if isinstance(parts, (tuple, list)) else [parts]
         return np.concatenate([np.ravel(np.asarray(p, dtype=float)) for p in parts])
     return flat
 
 
+def _copies(args):
+    """The arrays among args copied: an answer that changes its input cannot change the check."""
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
 def _scaled(name, learner, reference, points, key, scale=None):
-    """compare() on flat answers over scale(*args), by default the reference's largest entry."""
+    """compare() on flat answers over their size: scale(*args), or by default each part's (y, dx,
+    ...) largest reference entry, so a tiny y beside a huge dx is still compared at its own size."""
     def size(*args):
-        return scale(*args) if scale else max(np.abs(_flat(reference)(*args)).max(), 1e-300)
-    return compare(name, lambda *a: _flat(learner)(*a) / size(*a),
-                   lambda *a: _flat(reference)(*a) / size(*a), points, key, 1e-10, 1e-12)
+        if scale:
+            return scale(*args)
+        parts = reference(*_copies(args))
+        parts = parts if isinstance(parts, (tuple, list)) else [parts]
+        return np.concatenate([np.full(np.size(p), max(np.abs(p).max(), 1e-300)) for p in parts])
+
+    def over_size(f):
+        def scaled(*args):  # (None, or another shape: left for compare() to say in words)
+            got, s = _flat(f)(*_copies(args)), size(*args)
+            return got if got is None or np.shape(got) != np.shape(s) else got / s
+        return scaled
+    return compare(name, over_size(learner), over_size(reference), points, key, 1e-10, 1e-12)
 
 
 # ========================================================== 01-02 autograd: the learner's own Value
@@ -275,8 +298,10 @@ def check_03_log_softmax(log_softmax):
 
 def layernorm_values(xs, eps=1e-5):
     """LayerNorm (no gain, no bias) on a list of Values: (x - mean) / sqrt(var + eps)."""
-    centered = [v - sum(xs) / len(xs) for v in xs]
-    return [c * (sum(c * c for c in centered) / len(xs) + eps) ** -0.5 for c in centered]
+    mean = sum(xs) / len(xs)
+    centered = [v - mean for v in xs]
+    inv_std = (sum(c * c for c in centered) / len(xs) + eps) ** -0.5
+    return [c * inv_std for c in centered]
 
 
 def check_03_layernorm(layernorm):
@@ -304,7 +329,7 @@ def check_04_linear_backward(linear_backward):
 
 
 def check_04_softmax_backward(softmax_backward):
-    """dz from dp and p = softmax(z), logits of +-5000 too (p holds exact 0s and a 1)."""
+    """dz from dp and p = softmax(z), logits of +-5000 too (p holds exact 0s)."""
     points = [(label, (np.arange(len(z)) % 2 * 1.0, utils.softmax_np(np.array(z, float))))
               for label, (z,) in LOGITS_03]
     return compare("ステップ2（softmax_backward）", softmax_backward, utils.softmax_np_backward,
@@ -340,16 +365,17 @@ def check_04_layernorm_backward(layernorm_backward):
 
 # ======================================================= 05-07 PyTorch concepts, built and measured
 
-def module_setattr_05(self, name, value):
+def module_setattr_05(self, name, attr):
     """Module.__setattr__: a Parameter or a Module set as an attribute is registered as well."""
     for registry, cls in (("_parameters", "Parameter"), ("_modules", "Module")):
-        if any(c.__name__ == cls for c in type(value).__mro__):
-            getattr(self, registry)[name] = value
-    object.__setattr__(self, name, value)
+        if any(c.__name__ == cls for c in type(attr).__mro__):
+            getattr(self, registry)[name] = attr
+    object.__setattr__(self, name, attr)
 
 
 def _05_build(classes, setattr_, depth):
-    """`depth` nested modules (m.w = 2, a plain tensor; outer ones w = 4, inner, b = 3)."""
+    """`depth` nested modules (m.w = 2, a Parameter; m.scale = 5, a plain tensor; outer ones w = 4,
+    inner, b = 3)."""
     Module, Parameter, Tensor = classes
     base = type("Base", (Module,), {"__setattr__": setattr_})
     m = base()
@@ -624,8 +650,7 @@ def check_16_readout_grad(readout_grad):
     points += [(f"s_z = 1000, {lb}", (h, w, np.full(27, 1000.0), 0))
                for lb, h in sphere_points(rng, 16, w[0], 0.05)[:3]]
     return _scaled("練習問題（readout_grad：dh と ds_z を並べたもの）",
-                   lambda h, w, s, t: readout_grad(h.copy(), w.copy(), s.copy(), t),
-                   reference, points, "16-1")
+                   readout_grad, reference, points, "16-1")
 
 
 def check_17_vmf_posterior_grad(vmf_posterior_grad):
@@ -652,5 +677,5 @@ def check_17_vmf_posterior_grad(vmf_posterior_grad):
                    for lb, r in sphere_points(rng, d, mus[0], spread)[:5]
                    for k in range(len(kappas))]
     return _scaled("練習問題（vmf_posterior_grad）",
-                   lambda r, *rest: vmf_posterior_grad(r.copy(), *rest), reference,
+                   vmf_posterior_grad, reference,
                    points, "17-1", lambda r, m, ka, p, k: ka.max() / max(np.sqrt(r @ r), 1e-12))

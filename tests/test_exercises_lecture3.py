@@ -61,6 +61,11 @@ def test_safe_normalize(capsys):
     assert exercises.check_11_safe_normalize(added_eps_normalize, added_eps_backward) is False
     assert exercises.check_11_safe_normalize(safe_normalize, backward_without_clamp) is False
     assert exercises.check_11_safe_normalize(safe_normalize, backward_without_projection) is False
+    # a wrong forward beside a right dx: each part is compared at its own size (y ~ 1, dx ~ 1e12)
+    unclamped = lambda x: x / np.linalg.norm(x)  # noqa: E731
+    assert exercises.check_11_safe_normalize(unclamped, safe_normalize_backward) is False
+    plus_eps = lambda x: x / (np.linalg.norm(x) + 1e-12)  # noqa: E731
+    assert exercises.check_11_safe_normalize(plus_eps, safe_normalize_backward) is False
     assert "一致しない点があります" in capsys.readouterr().out
     assert exercises.check_11_safe_normalize(stub, stub) is None
     assert exercises.check_11_safe_normalize(safe_normalize, stub) is None
@@ -282,3 +287,8 @@ def test_vmf_posterior_grad(capsys):
         assert exercises.check_17_vmf_posterior_grad(wrong) is False, wrong.__name__
     assert exercises.check_17_vmf_posterior_grad(stub) is None
     assert "未回答" in capsys.readouterr().out
+
+
+def test_a_forgotten_return_is_said_in_words(capsys):
+    assert exercises.check_16_readout_grad(lambda h, lm_head, s_z, target: None) is False
+    assert exercises.FORGOT_RETURN in capsys.readouterr().out
