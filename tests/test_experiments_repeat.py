@@ -315,45 +315,51 @@ def test_the_report_says_what_is_stored(grid):
         assert f"{value}" in readme, name  # the pre-registration in the README is the code's
 
 
-def test_the_readme_table_is_the_stored_tuning_runs(grid):
+def readme_table(header):
+    """The rows of the README's table that starts with `header`, as lists of stripped cells."""
     with open(README, encoding="utf-8") as f:
         md = f.read()
-    lines = md[md.index("| unit | lr | steps to copy-2"):].split("\n")[2:]
-    table = [line.strip("|").split("|")
-             for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]]
-    row = grid["summary"]["rows"][0]
-    assert len(table) == len(row["units"])
+    lines = md[md.index(header):].split("\n")[2:]
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]]
+
+
+def test_the_readme_table_is_the_stored_tuning_runs(grid):
+    """Each unit at its chosen lr, seed 0, at every T: the README's row is the stored run's."""
+    table = readme_table("| T | unit | lr | steps to copy-2")
+    rows = {row["T"]: row for row in grid["summary"]["rows"]}
+    assert len(table) == sum(u["lr"] is not None for row in rows.values() for u in row["units"].values())
     for cells in table:
-        cells = [c.strip() for c in cells]
-        name, u = cells[0], row["units"][cells[0]]
+        row = rows[int(cells[0])]
+        name, u = cells[1], row["units"][cells[1]]
         rec = next(r for r in grid["runs"] if f"{r['norm']}/{r['variant']}" == name
                    and r["phase"] == "sweep" and r["lr"] == u["lr"] and r["T"] == row["T"])
         to = " / ".join("—" if rec["steps_to"][t] is None else f"{rec['steps_to'][t]:,.0f}"
                         for t in ("3.0", "2.0", "1.0"))
         mass = max(rec["diag"]["copy_mass"][-1][-1])
-        sqk = rec["diag"]["s_qk"][-1]
-        assert cells[1:8] == [f"{rec['lr']:.3g}", to, f"{rec['copy2']:.3f}", f"{rec['copy2_ablated']:.3f}",
-                              f"{rec['copy1']:.3f}", f"{mass:.2f}",
-                              "—" if not sqk else f"{np.mean([m for m, _ in sqk]):.2f}"]
+        sqk, alpha = rec["diag"]["s_qk"][-1], (rec["diag"].get("alpha") or [None])[-1]
+        assert cells[2:10] == [f"{rec['lr']:.3g}", to, f"{rec['copy2']:.3f}", f"{rec['copy2_ablated']:.3f}",
+                               f"{rec['copy1']:.3f}", f"{mass:.2f}",
+                               "—" if not sqk else f"{np.mean([m for m, _ in sqk]):.2f}",
+                               "—" if not alpha else " / ".join(f"{a:.3f}" for a in np.mean(alpha, axis=0))]
         ratios = row["tuning"].get(name)
         cell = lambda r: r and (f"{r[1]:.2f}" if r[0] == "=" else f"{r[0]} {r[1]:.2f}")  # noqa: E731
-        assert cells[8] == ("1 (the reference)" if ratios is None
-                            else f"{cell(ratios['2.0'])} / {cell(ratios['1.0'])}")
+        assert cells[10] == ("1 (the reference)" if ratios is None
+                             else f"{cell(ratios['2.0'])} / {cell(ratios['1.0'])}")
 
 
 def test_the_readme_seed_table_is_the_stored_seed_runs(grid):
-    with open(README, encoding="utf-8") as f:
-        md = f.read()
-    lines = md[md.index("| unit | seed 1 |"):].split("\n")[2:]
-    table = [[c.strip() for c in line.strip("|").split("|")]
-             for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]]
-    by = {(f"{r['norm']}/{r['variant']}", r["seed"]): r for r in grid["runs"] if r["phase"] == "seeds"}
+    table = readme_table("| T | unit | seed 1 |")
+    by = {(r["T"], f"{r['norm']}/{r['variant']}", r["seed"]): r for r in grid["runs"] if r["phase"] == "seeds"}
+    assert len(table) == len({key[:2] for key in by})
     for cells in table:
-        for seed, cell in enumerate(cells[1:], start=1):
-            r = by[(cells[0], seed)]
-            t = r["steps_to"]["1.0"]
-            assert cell == f"{r['copy2']:.2f}" + (f" ({t:,.0f})" if t is not None else " (—)")
-    assert grid["summary"]["verdict"] in md.replace("\n", " ")
+        for seed, cell in enumerate(cells[2:], start=1):
+            r = by.get((int(cells[0]), cells[1], seed))
+            t = r and r["steps_to"]["1.0"]
+            assert cell == ("pending" if r is None else f"{r['copy2']:.2f}"
+                            + (f" ({t:,.0f})" if t is not None else " (—)"))
+    with open(README, encoding="utf-8") as f:
+        assert grid["summary"]["verdict"] in f.read().replace("\n", " ")
 
 
 @pytest.mark.parametrize(("args", "message"), [
