@@ -627,9 +627,11 @@ class Scheduler:
         self.check_diverged()
 
     def check_diverged(self):
-        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged."""
+        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged (of those
+        that ran: a --deadline leaves the rest of a unit's seeds unrun, as None)."""
         for unit in self.units.values():
-            if unit.seeds and all(r["final_val"] is None for r in unit.seeds.values()):
+            ran = [r for r in unit.seeds.values() if r is not None]
+            if ran and all(r["final_val"] is None for r in ran):
                 raise Diverged(f"error: every run of {self.describe(unit)} at its chosen lr "
                                "diverged: nothing to compare; try a smaller --lr0 (the finished "
                                "runs are saved in results.json)")

@@ -147,6 +147,17 @@ def test_the_reading_and_the_verdict():
                       ).startswith("neither")
 
 
+def test_seeds_a_deadline_left_unrun_are_not_taken_for_diverged_runs():
+    import common
+    grid = common.Scheduler({}, None, {})
+    grid.units = {"a": SimpleNamespace(seeds={1: {"final_val": 0.5}, 2: None}),
+                  "b": SimpleNamespace(seeds={1: None, 2: None})}
+    grid.check_diverged()  # no error: unit a has a finite run, unit b has none yet
+    grid.units["c"] = SimpleNamespace(seeds={1: {"final_val": None}, 2: None})
+    with pytest.raises(common.Diverged):
+        grid.check_diverged()
+
+
 def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not():
     hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(time.time() + dt))  # noqa: E731
     assert rp.deadline(hhmm(-2 * 3600)) < time.time() < rp.deadline(hhmm(2 * 3600))
@@ -310,7 +321,7 @@ def test_the_report_says_what_is_stored(grid):
         assert f"| {rec['lr']:.3g} | {rec['seed']} | {to} | {rec['copy2']:.3f} | " in md
     with open(README, encoding="utf-8") as f:
         readme = f.read()
-    assert "experiments/repeat.py" in readme and grid["summary"]["verdict"] in readme
+    assert "experiments/repeat.py" in readme and grid["summary"]["verdict"] in readme.replace("\n", " ")
     for name, value in (("GATE_COPY2", rp.GATE_COPY2), ("GATE_LEAK", rp.GATE_LEAK)):
         assert f"{value}" in readme, name  # the pre-registration in the README is the code's
 
