@@ -919,9 +919,10 @@ def restore(raw, opts, folder):
         units[(r["norm"], r["T"])].add(r)
     for u in units.values():
         u.restore(2 * opts.sweep + 1, f"{u.norm} at T={u.T}")
-    summary = summarize(units, opts, whole_timing(raw.get("timing")))
+    timing = whole_timing(raw.get("timing"))
+    summary = summarize(units, opts, timing)
     return functools.partial(report, summary, raw["runs"], raw["data"], opts, raw["info"],
-                             whole_timing(raw.get("timing")), load_pilot(folder),
+                             timing, load_pilot(folder),
                              other=raw.get("other_runs", []))
 
 

@@ -876,8 +876,7 @@ def main(argv):
                 "wall_s": sum(v["wall_s"] for v in invocations + [now])}
 
     def with_the_rest(records):  # and the runs in results.json this invocation does not plan
-        mine = {run_key(r) for r in records}
-        return list(records) + [r for key, r in cache.items() if key not in mine]
+        return list(records) + common.other_runs(cache, records, run_key)
 
     def save(records):
         now["n_trained"] += 1
