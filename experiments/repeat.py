@@ -323,6 +323,9 @@ class Grid(common.Scheduler):
     def unit_of(self, job):
         return self.units[(job["norm"], job["variant"], job["T"])]
 
+    def describe(self, unit):
+        return f"{unit.norm}/{unit.variant} at T={unit.T}"
+
     def anchor_steps(self, unit):
         if unit.variant != "default" or unit.T not in ANCHOR_CONTEXTS:
             return ()
@@ -832,8 +835,7 @@ def parser():
 def check_memory(opts):
     """The longest T's runs on --workers workers against --max-memory, before any run: each
     holds its documents (steps x batch, each at most T characters) and a model of block_size T."""
-    if not (math.isfinite(opts.max_memory) and opts.max_memory > 0):
-        raise InputError(f"--max-memory must be a positive number, got {opts.max_memory}")
+    common.check_flags(opts, {"max_memory": "max_memory"})
     job = {"T": max(opts.contexts), "norm": "sphere", "n_embd": opts.n_embd,
            "n_head": opts.n_head, "n_layer": opts.n_layer}
     n = opts.steps * opts.batch_size
@@ -842,8 +844,7 @@ def check_memory(opts):
 
 
 def check_options(opts):
-    if not (math.isfinite(opts.lr0) and opts.lr0 > 0):
-        raise InputError(f"--lr0 must be a positive number, got {opts.lr0}")
+    common.check_flags(opts, {"lr0": "lr"})
     if opts.n_embd % opts.n_head:
         raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
     if min(opts.contexts) < 8 or len(set(opts.contexts)) != len(opts.contexts):

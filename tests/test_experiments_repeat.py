@@ -230,6 +230,14 @@ def test_a_narrower_invocation_keeps_the_runs_it_does_not_plan(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_grid_whose_runs_all_diverge_names_the_unit_in_one_line(tmp_path):
+    r = run("--quick", "--contexts", "16", "--variants", "", "--lr0", "1e300", "--out", str(tmp_path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        "repeat.py: error: every run of rmsnorm/default at T=16 at its chosen lr diverged"), r.stderr
+
+
+@pytest.mark.slow
 def test_bad_options_are_one_line():
     for args, message in ((["--variants", "nope"], "unknown variant"), (["--deadline", "25:00"], "HH:MM"),
                           (["--contexts", "4,64"], "at least 8"), (["--n-embd", "30"], "divisible")):
