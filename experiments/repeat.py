@@ -312,6 +312,7 @@ class Grid(common.Scheduler):
     def __init__(self, units, opts, save, cache):
         super().__init__(units, opts, cache)
         self.save, self.n_trained, self.t0, self.order = save, 0, time.perf_counter(), list(units)
+        self.left_unrun = 0  # runs the deadline kept from starting
 
     def job(self, unit, phase, k, seed, steps=None):
         o = self.opts
@@ -360,7 +361,9 @@ class Grid(common.Scheduler):
     def past_deadline(self):
         """After --deadline: no new run starts (those in results.json are still taken)."""
         if self.opts.deadline and time.time() >= self.opts.deadline:
-            self.ready[:] = [job for job in self.ready if run_key(job) in self.cache]
+            kept = [job for job in self.ready if run_key(job) in self.cache]
+            self.left_unrun += len(self.ready) - len(kept)
+            self.ready[:] = kept
 
     def run(self, data):
         o = self.opts
@@ -547,7 +550,9 @@ def _header(opts, info, records):
     lines = [f"- `{v['command']}` started {v['started']}, "
              + ("stopped by --deadline or interrupted, " if not v.get("finished") else "")
              + f"{v['n_trained']} runs trained, wall {fmt_time(v['wall_s'])}, load average "
-             f"{v['load_start']} → {v['load_end']}" for v in info["invocations"]]
+             f"{v['load_start']} → {v['load_end']}"
+             + (f", on {v['machine']['cpu']}" if "machine" in v else "")
+             for v in info["invocations"]]
     return [
         "# Where context provably matters: a random string written twice", "",
         f"Each document is a random string of L letters (L uniform in [T/4, T/2)) written twice; "
@@ -559,7 +564,8 @@ def _header(opts, info, records):
         "letter by another). lr per unit on the lattice "
         f"{opts.lr0:g}·10^(k/2), k = −{opts.sweep}..{opts.sweep}, seed {opts.seed}; ranked by "
         f"the steps to copy-2 ≤ {GATE_COPY2}, then the final copy-2 loss.", "",
-        f"Machine: {m['cpu']}, {m['cpu_count']} logical CPUs, Python {m['python']}, NumPy "
+        f"Machine (of the last invocation): {m['cpu']}, {m['cpu_count']} logical CPUs, "
+        f"Python {m['python']}, NumPy "
         f"{m['numpy']}; shared with other work. Compute: {len(records)} runs, "
         f"**{info['cpu_s'] / 3600:.2f} CPU hours**, {fmt_time(info['wall_s'])} wall over "
         f"{len(info['invocations'])} invocation(s):", *lines, ""]
@@ -699,10 +705,12 @@ def plots(records, opts, out):
     if not Ts:
         return
     fig, axes = plt.subplots(3, len(Ts), figsize=(5.5 * len(Ts), 11), squeeze=False)
+    units = sorted({f"{r['norm']}/{r['variant']}" for r in records})
+    color = {unit: f"C{i}" for i, unit in enumerate(units)}  # a unit's color is the same at every T
     for col, T in enumerate(Ts):
         ax, mx, sx = (axes[i][col] for i in range(3))
-        for i, rec in enumerate(best_runs(records, T)):
-            c = f"C{i}"
+        for rec in best_runs(records, T):
+            c = color[f"{rec['norm']}/{rec['variant']}"]
             label = f"{rec['norm']}/{rec['variant']} lr {rec['lr']:.3g} seed {rec['seed']}"
             steps = np.maximum(rec["curves"]["step"], 1)
             ax.plot(steps, rec["curves"]["copy2"], color=c, label=label)
@@ -866,7 +874,8 @@ def main(argv):
     cache, invocations = load_previous(path, opts)
     data = {T: held_out(T, opts.val_docs, opts.split_seed) for T in opts.contexts}
     now = {"command": common.command_line("repeat.py", argv), "started": common.now_utc(),
-           "load_start": common.load_average(), "n_trained": 0, "finished": False}
+           "load_start": common.load_average(), "n_trained": 0, "finished": False,
+           "machine": common.machine_info()}
     t0 = time.perf_counter()
     log(f"repeat: T {opts.contexts}, {len(cache)} runs already in {path}; {opts.workers} workers")
 
@@ -890,7 +899,7 @@ def main(argv):
 
     grid = Grid(units_of(opts), opts, save, cache)
     records, n_trained = grid.run(data)
-    now["finished"] = not any(j for j in grid.ready)
+    now["finished"] = not grid.ready and not grid.left_unrun
     records = sorted(with_the_rest(records), key=run_key)
     md = write_all(records, opts, info(records), out, True)
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "

@@ -158,6 +158,20 @@ def test_seeds_a_deadline_left_unrun_are_not_taken_for_diverged_runs():
         grid.check_diverged()
 
 
+def test_runs_a_deadline_keeps_from_starting_are_counted():
+    """They make the invocation 'stopped by --deadline', not finished; a run in results.json still starts."""
+    job = lambda seed: {"norm": "sphere", "variant": "default", "T": 64, "steps": 10,  # noqa: E731
+                        "lr_k": 0, "seed": seed}
+    grid = rp.Grid({}, SimpleNamespace(deadline=time.time() - 1), None, {rp.run_key(job(1)): {}})
+    grid.ready[:] = [job(1), job(2), job(3)]
+    grid.past_deadline()
+    assert grid.ready == [job(1)] and grid.left_unrun == 2
+    grid.opts.deadline = None
+    grid.ready.append(job(4))
+    grid.past_deadline()
+    assert len(grid.ready) == 2 and grid.left_unrun == 2
+
+
 def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not():
     hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(time.time() + dt))  # noqa: E731
     assert rp.deadline(hhmm(-2 * 3600)) < time.time() < rp.deadline(hhmm(2 * 3600))
