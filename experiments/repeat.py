@@ -881,7 +881,7 @@ def main(argv):
 
     def info(records):
         now.update(wall_s=time.perf_counter() - t0, load_end=common.load_average())
-        return {"machine": common.machine_info(), "invocations": invocations + [now],
+        return {"machine": now["machine"], "invocations": invocations + [now],
                 "cpu_s": sum(r["cpu_seconds"] for r in records),
                 "wall_s": sum(v["wall_s"] for v in invocations + [now])}
 
