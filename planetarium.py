@@ -563,13 +563,14 @@ def main(argv=None):
     return shell.exit_code
 
 
-def page_path(args):
-    """Where the page goes: --html, or beside the run. Only a page's name is taken (a typo such as
-    --html RUN/checkpoint.npz would replace a run's file), and only a regular file is replaced."""
+def page_path(args, default="planetarium.html"):
+    """Where the page goes: --html, or beside the run (named `default`). Only a page's name is
+    taken (a typo such as --html RUN/checkpoint.npz would replace a run's file), and only a
+    regular file is replaced."""
     path = args.html
     if path is None:
         one_run = len(args.runs) == 1
-        path = os.path.join(args.runs[0], "planetarium.html") if one_run else "planetarium.html"
+        path = os.path.join(args.runs[0], default) if one_run else default
     if not path.strip():
         raise InputError(_("--html needs the path of the page to write (it is empty)"))
     if os.path.isdir(path):

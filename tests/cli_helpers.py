@@ -3,6 +3,7 @@ planetarium history, crafted files, and how to measure a child's memory and wait
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -227,3 +228,19 @@ def alive(pid):
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+NUMBER = r"-?\d+\.\d+(?:e[-+]?\d+)?"
+
+
+def page_differences(got, want, rel=1e-6):
+    """Where two pages differ, but for the embedded font's bytes (fontTools' versions subset a font into
+    different bytes) and, in decimal numbers, the last digits a machine's floating point may change."""
+    got, want = (re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,FONT", page) for page in (got, want))
+    skeletons = [re.sub(NUMBER, "#", page) for page in (got, want)]
+    if skeletons[0] != skeletons[1]:
+        a, b = (s.splitlines() for s in skeletons)
+        diff = [f"{x[:120]!r} != {y[:120]!r}" for x, y in zip(a, b) if x != y][:3]
+        return diff or [f"{len(a)} lines != {len(b)} lines"]
+    numbers = zip(re.findall(NUMBER, got), re.findall(NUMBER, want))
+    return [f"{x} != {y}" for x, y in numbers if abs(float(x) - float(y)) > rel * max(1e-3, abs(float(y)))][:3]

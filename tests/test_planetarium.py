@@ -15,7 +15,17 @@ import zipfile
 
 import numpy as np
 import pytest
-from cli_helpers import MB, ROOT, TINY, broken, make_runs, one_clean_line, peak_rss_mb, write_npz
+from cli_helpers import (
+    MB,
+    ROOT,
+    TINY,
+    broken,
+    make_runs,
+    one_clean_line,
+    page_differences,
+    peak_rss_mb,
+    write_npz,
+)
 from cli_helpers import run as run_cli
 
 import microgpt as mg
@@ -597,3 +607,16 @@ def test_an_empty_html_path_is_refused_not_replaced_by_the_default(runs, tmp_pat
     assert planetarium.main([runs["rmsnorm"]["dir"], "--html", ""]) == 2
     assert "--html needs the path of the page to write (it is empty)" in capsys.readouterr().err
     assert not os.path.exists(os.path.join(runs["rmsnorm"]["dir"], "planetarium.html"))
+
+
+def test_the_example_page_in_docs_is_current(tmp_path):
+    """docs/planetarium.html is what `python planetarium.py docs/examples/names-rmsnorm docs/examples/names-sphere
+    --html docs/planetarium.html` writes today, and stays within the page's budget."""
+    runs = [os.path.join(ROOT, "docs", "examples", name) for name in ("names-rmsnorm", "names-sphere")]
+    page = tmp_path / "planetarium.html"
+    assert planetarium.main([*runs, "--html", str(page)]) == 0
+    want = open(os.path.join(ROOT, "docs", "planetarium.html"), encoding="utf-8").read()
+    differences = page_differences(page.read_text(encoding="utf-8"), want)
+    assert not differences, ("docs/planetarium.html is stale: rebuild it with the command in "
+                             "docs/examples/README.md", differences)
+    assert len(want.encode("utf-8")) < planetarium.PAGE_BUDGET
