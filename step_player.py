@@ -129,28 +129,30 @@ class Code:
                    [line.rstrip("\n") for line in lines])
         tree = ast.parse("".join(lines))
         code.index(tree.body[0].body, first - 1)
-        bound = {n.id for stmt in ast.walk(tree) if isinstance(stmt, (ast.Assign, ast.For))
-                 for target in ([stmt.target] if isinstance(stmt, ast.For) else stmt.targets)
-                 for n in ast.walk(target) if isinstance(n, ast.Name)}
-        code.hidden = {n.id for comp in ast.walk(tree) if isinstance(comp, ast.comprehension)
-                       for n in ast.walk(comp.target) if isinstance(n, ast.Name)} - bound
+        in_comprehensions = {id(n) for comp in ast.walk(tree) if isinstance(comp, ast.comprehension)
+                             for n in ast.walk(comp.target)}
+        names = [n for n in ast.walk(tree)
+                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        bound = {n.id for n in names if id(n) not in in_comprehensions}
+        bound |= {a.arg for a in ast.walk(tree.body[0].args) if isinstance(a, ast.arg)}
+        code.hidden = {n.id for n in names if id(n) in in_comprehensions} - bound
         return code
 
     def index(self, body, offset):
         """Map each line to its statement: a simple statement's lines to its first line; a
-        compound one's header lines to the header, its body's lines as the body's statements.
-        The same on every Python, however a comprehension reports its lines (PEP 709)."""
+        compound one's header lines to the header, its blocks' lines as their statements. The same
+        on every Python, however a comprehension reports its lines (PEP 709)."""
         for stmt in body:
             start = stmt.lineno + offset
-            inner = getattr(stmt, "body", None)
-            header_end = inner[0].lineno - 1 + offset if inner else stmt.end_lineno + offset
-            for line in range(start, max(start, header_end) + 1):
+            blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+            blocks = [b for b in blocks if b] + [h.body for h in getattr(stmt, "handlers", [])]
+            end = (min(b[0].lineno for b in blocks) - 1 if blocks else stmt.end_lineno) + offset
+            for line in range(start, max(start, end) + 1):
                 self.statement[line] = start
-            if inner:
-                if isinstance(stmt, ast.For):
-                    self.loops.append([start, stmt.end_lineno + offset])
-                self.index(inner, offset)
-                self.index(getattr(stmt, "orelse", []), offset)
+            if isinstance(stmt, (ast.For, ast.While)):
+                self.loops.append([start, stmt.end_lineno + offset])
+            for block in blocks:
+                self.index(block, offset)
 
 
 # --------------------------------------------------------------------------- the recorder
