@@ -45,12 +45,14 @@ from harness.errors import InputError, as_text
 from harness.run_files import atomic_write
 from harness.shell import Parser, Shell
 from i18n import LANGUAGES, _, language_from, use
+from model_config import n_params
 from value import Value
 
 INSIDE = {"linear": utils.linear, "softmax": utils.softmax, "rmsnorm": utils.rmsnorm,
           "l2_normalize": sphere.l2_normalize}  # what --into records, one level down
 DIGITS = 6  # significant digits of a number on the page (it shows 4; the tests read 6)
-PAGE_LIMIT = 2 * 10**6  # bytes: the default model and a 16-character name take about 1 MB
+PAGE_BUDGET = 2 * 10**6  # bytes: the default model and a 16-character name take about 1 MB
+PAGE_MOST = 64 * 10**6  # a page estimated larger is refused before anything is recorded
 FONT_FAMILY = "StepPlayerGothic"
 WEB_PARTS = {"CSS": "step_player.css", "TEXT": "step_player_text.js",
              "PAGE": "step_player_page.js"}
@@ -437,6 +439,25 @@ def check_name(name, cfg, vocab, run):
                                                          most=cfg.block_size))
 
 
+def page_bytes(cfg, positions, into):
+    """About what a recording's page takes, from its sizes (measured: each number ~9 bytes, with
+    its gradient; per position and layer ~90 vectors' entries of width n_embd and the cached keys
+    and values of each head; --into about 5 times as many steps)."""
+    per_layer = 90 * cfg.n_embd + 2 * positions * cfg.n_embd
+    steps = positions * (cfg.n_layer * per_layer + 2 * cfg.vocab_size) * 18
+    return steps * (5 if into else 1) + 12 * n_params(cfg)
+
+
+def check_size(models, name, into):
+    """InputError before anything is recorded when the page would be larger than PAGE_MOST."""
+    size = sum(page_bytes(cfg, min(len(name) + 1, cfg.block_size), into)
+               for _params, cfg, *_ in models)
+    if size > PAGE_MOST:
+        raise InputError(_("the page for this model and name would take about {mb:.0f} MB (at "
+                           "most {most:.0f} MB): give a shorter --name, or leave out --into")
+                         .format(mb=size / 1e6, most=PAGE_MOST / 1e6))
+
+
 def build_parser():
     p = Parser(prog="step_player.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                description="Record chapter 22's gpt() and backward() over one name, line by line, "
@@ -481,6 +502,7 @@ def main(argv=None):
         models = [load_model(f) for f in args.runs] if args.runs else fresh_models()
         for _params, cfg, vocab, run, _step in models:
             check_name(args.name, cfg, vocab, run)
+        check_size(models, args.name, args.into)
         path = planetarium.page_path(args, "step_player.html")
         recordings = [record(params, cfg, vocab, args.name, args.into, run, step)
                       for params, cfg, vocab, run, step in models]

@@ -3,6 +3,7 @@ checked against the NumPy engine (gpt_forward's Activations, gpt_backward's grad
 both norms; each step's line is the statement that made its variables; the recording does not depend on how the
 Python version reports a comprehension's lines; a learner's edit is recorded, a learner's bug is a traceback; the
 command's errors are one line with exit code 2; the committed example page is current."""
+import json
 import math
 import os
 import subprocess
@@ -270,4 +271,21 @@ def test_the_example_page_in_docs_is_current(capsys, tmp_path):
     want = open(os.path.join(ROOT, "docs", "step_player.html"), encoding="utf-8").read()
     assert not page_differences(got, want), ("docs/step_player.html is stale: rebuild it with the command in "
                                              "docs/examples/README.md", page_differences(got, want))
-    assert len(want.encode("utf-8")) < sp.PAGE_LIMIT
+    assert len(want.encode("utf-8")) < sp.PAGE_BUDGET
+
+
+def test_the_size_is_estimated_from_above_and_a_page_too_large_is_refused_before_recording():
+    for norm, into, name in (("rmsnorm", False, "annabel"), ("sphere", True, "bo")):
+        params, cfg = model(norm)
+        size = len(json.dumps(sp.export(sp.record(params, cfg, VOCAB, name, into)), separators=(",", ":")))
+        assert size <= sp.page_bytes(cfg, len(name) + 1, into) <= 2 * size
+    big = mg.GPTConfig(len(VOCAB) + 1, n_embd=512, n_head=8, n_layer=8, block_size=64)
+    with pytest.raises(sp.InputError, match="would take about"):
+        sp.check_size([(None, big, VOCAB, "", 0)], "a" * 40, False)
+
+
+@pytest.mark.slow
+def test_the_default_models_page_for_a_16_character_name_is_under_2_mb(capsys, tmp_path):
+    page = tmp_path / "p.html"
+    assert run_main(capsys, ["--name", "abcdefghijklmnop", "--html", str(page)])[0] == 0
+    assert page.stat().st_size < sp.PAGE_BUDGET
