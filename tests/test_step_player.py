@@ -289,3 +289,10 @@ def test_the_default_models_page_for_a_16_character_name_is_under_2_mb(capsys, t
     page = tmp_path / "p.html"
     assert run_main(capsys, ["--name", "abcdefghijklmnop", "--html", str(page)])[0] == 0
     assert page.stat().st_size < sp.PAGE_BUDGET
+
+
+def test_help_explains_the_command(capsys):
+    code, out, err = run_main(capsys, ["--help"])
+    assert code == 0 and not err
+    for words in ("RUN_DIR", "--name", "--into", "--html", "--lang", "file://", "exit codes: 0 ok, 2 bad input"):
+        assert words in out, words
