@@ -9,6 +9,7 @@ harness/, so stepping through the chapter in a debugger never lands in the run's
     check_tokens(docs_tokens, vocab_size)  documents as token ids, as the loss needs them
     check_params(params, cfg)              weights that fit the config
     check_forward(params, cfg, where)      a forward pass that stays within floating point
+    computes_the_mirrors_logits            gpt() (as edited) against numpy_engine.py's mirror of it
     check_loss_args, check_sampling        what loss_and_grads and sample are given
     check_training                         what train is given: settings, documents, a state
     check_state(state, where)              a TrainState as a run makes it (to resume, save or load)
@@ -33,6 +34,7 @@ from settings import (
     resumed,
     short,
 )
+from value import Value
 
 
 def check_known(text, index):
@@ -112,6 +114,37 @@ def check_forward(params, cfg, where):
                            "gives some characters probability 0, and the loss needs their log (is "
                            "--sz-init, or a weight, far too large?)").format(
                                where=where, span=span, most=LOGIT_SPAN))
+
+
+# computes_the_mirrors_logits' model: every part of gpt() and gpt_sphere() (two layers, two heads)
+MIRROR_CFG = dict(vocab_size=5, n_embd=4, n_head=2, n_layer=2, block_size=3)
+MIRROR_TOKENS = (4, 0, 3)  # BOS, then two characters: three positions, a few ms on Values
+MIRROR_TOLERANCE = 1e-9  # the same code agrees to ~1e-15; an edit moves the logits far more
+
+
+def computes_the_mirrors_logits(model, cfg, init_params):
+    """Whether model(token_id, pos_id, keys, values, state_dict, cfg), the chapter's gpt() or
+    gpt_sphere() as the file has it now, run on Values position by position, gives gpt_forward's
+    logits of MIRROR_TOKENS to MIRROR_TOLERANCE: on init_params' weights for a tiny model with
+    cfg's norm and scales, every 1-D scale moved off its init (so each factor counts). A model that
+    raises computes nothing the mirror does: False (it is the caller's to say, not to fail)."""
+    tiny = type(cfg)(**{**vars(cfg), **MIRROR_CFG})
+    params, rng = init_params(tiny, 0), np.random.default_rng(1)
+    for array in params.values():
+        if array.ndim == 1:
+            array *= rng.uniform(-2, 2, array.shape)
+    want = gpt_forward(params, np.array(MIRROR_TOKENS), tiny)[0]
+    state_dict = {key: [[Value(x) for x in row] for row in a.tolist()] if a.ndim == 2 else
+                  [Value(x) for x in a.tolist()] for key, a in params.items()}
+    keys, values = [[] for _ in range(tiny.n_layer)], [[] for _ in range(tiny.n_layer)]
+    try:
+        got = np.array([[logit.data for logit in model(token_id, pos_id, keys, values, state_dict,
+                                                      tiny)]
+                        for pos_id, token_id in enumerate(MIRROR_TOKENS)], dtype=float)
+        return got.shape == want.shape and \
+            np.abs(got - want).max() <= MIRROR_TOLERANCE * np.abs(want).max()
+    except Exception:  # a learner's edit that fails: --engine value runs it, to its traceback
+        return False
 
 
 def check_loss_args(params, docs_tokens, cfg, engine):

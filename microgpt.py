@@ -2,7 +2,8 @@
 
 Read it top to bottom. norm="rmsnorm" is the reference microgpt; "sphere" keeps every vector on the
 unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on value.py's Values;
-"numpy" the same math on arrays (numpy_engine.py). main() is where harness/ comes in.
+"numpy" runs numpy_engine.py, the same math on arrays: it mirrors gpt() and gpt_sphere() without
+calling them; an edit to them runs on "value" only (a numpy run says so). main() adds harness/.
 """
 if __name__ == "__main__":  # run by a Python without numpy: one line saying so, not a traceback
     from harness import name_missing_packages
@@ -183,8 +184,7 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
 
 # =========================================================================== 5. loss
 def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
-    """Mean next-token NLL over the batch's predicted positions, and its gradient (a dict of arrays,
-    into `out` if given). engine="numpy": the same numbers on arrays (numpy_engine.py)."""
+    """Mean next-token NLL over the batch's predicted positions, and its gradient (into `out`)."""
     check_loss_args(params, docs_tokens, cfg, engine)  # the weights fit cfg, the ids the vocabulary
     if engine == "numpy":
         return loss_and_grads_np(params, docs_tokens, cfg, out)
@@ -251,9 +251,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
           engine="value", dtype="float64", riemannian=False, eval_every=100, resume=None,
           observer=None):
     """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...). resume: a state
-    to continue, in a copy (it may change steps, engine, eval_every, and lower lr). observer: has
-    before_update(state, loss, grad) and after_update(state, loss, drift), called twice a step
-    (True: stop), as harness/run.py's; without one, each step's loss is printed."""
+    to continue, in a copy (it may change steps, engine, eval_every, and lower lr). observer: as
+    harness/run.py's, told of each update (True: stop); without one, each step's loss is printed."""
     settings = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed, engine=engine,
                     dtype=dtype, riemannian=riemannian, eval_every=eval_every)
     settings = check_training(cfg, vocab, train_docs, val_docs, settings, resume)  # or InputError
@@ -365,6 +364,7 @@ def main(argv=None):
         vocab = build_vocab(docs)                                            # 2. tokenizer
         cfg = cli.model_config(opts, vocab, resume)                          # 3. parameters
         cli.check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
+        cli.note_gpt_edits(opts, cfg, gpt_sphere if cfg.norm == "sphere" else gpt, init_params)
         if cli.finished(resume, opts, args, iter_samples):  # no step left: files stay as they were
             return shell.exit_code
         base = baselines([doc_tokens(d, vocab) for d in train_docs],

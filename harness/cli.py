@@ -12,7 +12,7 @@ import sys
 from dataclasses import asdict
 from types import SimpleNamespace
 
-from checks import check_forward, check_sampling
+from checks import check_forward, check_sampling, computes_the_mirrors_logits
 from corpora import BUILTIN, MAX_CORPUS_BYTES, corpus_id
 from harness import messages
 from harness.checkpoints import (
@@ -200,6 +200,16 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
     opts.docs = {"train": len(train_docs), "val": len(val_docs),
               "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
+
+
+def note_gpt_edits(opts, cfg, model, init_params):
+    """--engine numpy runs numpy_engine.py, which mirrors the chapter's gpt() and gpt_sphere()
+    without calling them: a note when `model` (cfg.norm's, as the file has it now) computes other
+    logits or raises (a learner's edit: --engine value runs it, to its traceback if it fails)."""
+    if opts.engine == "numpy" and not computes_the_mirrors_logits(model, cfg, init_params):
+        opts.notes.append(_("note: {name}() no longer computes what numpy_engine.py does, and "
+                            "--engine numpy runs numpy_engine.py, not {name}(): this run does not "
+                            "use your edit (--engine value does)").format(name=model.__name__))
 
 
 def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):

@@ -80,8 +80,9 @@ def report_divergence(state, folder, opts, args, engine_failed=False):
     """Nothing new is written: the weights before the bad step would only repeat it. When the
     engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
-    where = (" " + _("To see where it broke: {command}, then `{line}` and `c`: under a breakpoint "
-                     "train() lets the error through, and pdb stops at its line.").format(
+    where = (" " + _("To see where it broke: {command}, then `{line}`, `c` (pdb stops there as the "
+                     "error arrives) and `c` again (under a breakpoint train() lets the error "
+                     "through: pdb stops post-mortem at the line that raised it).").format(
         command=debugger_command(args.argv), line=breakpoint_line()) if engine_failed else "")
     say(_("microgpt: error: training diverged: {error}. Stopped; {kept}. Try a smaller --lr (a "
           "resumed run may lower it: --resume --lr ...).").format(error=state.error, kept=kept)

@@ -154,51 +154,78 @@ class Pdb:
         self.proc.communicate(timeout=60)
 
 
+def listed_line(listing, code):
+    """The number `ll` showed beside the first line of code (not a comment) that starts with `code`."""
+    rows = re.findall(r"^\s*(\d+)[^\t\n]*\t(.*)$", listing, flags=re.M)
+    return next(number for number, text in rows if text.strip().startswith(code))
+
+
 def walk(args, commands, cwd):
-    """Type a session's commands as the page says: LINE is what `ll` showed beside the binary op's child.grad
-    line, and a `unt` whose comment says "until" is pressed until the arrow is at init_params."""
-    pdb, line = Pdb(args, cwd), None
+    """Type a session's commands exactly as the page gives them, each once and nothing else; LINE is what the
+    last `ll` showed beside the comment's last `code`. [(command as typed, comment, what pdb showed)]."""
+    pdb, listing, typed = Pdb(args, cwd), "", []
     try:
         for command, comment in commands:
-            shown = pdb.type(command.replace("LINE", str(line)))
-            if command == "ll":  # the binary op's line: the first child.grad line after `len(children) == 2`
-                binary = shown.split("len(children) == 2", 1)[1]
-                line = re.search(r"^\s*(\d+)\s+child\.grad \+= local_grad \* node\.grad", binary, flags=re.M).group(1)
-            for _ in range(20 if command == "unt" and "init_params" in comment else 0):
-                if "-> params = init_params(" in shown:
-                    break
-                shown = pdb.type("unt")
+            if "LINE" in command:
+                command = command.replace("LINE", listed_line(listing, re.findall(r"`([^`]+)`", comment)[-1]))
+            shown = pdb.type(command)
+            listing = shown if command == "ll" else listing
+            typed.append((command, comment, shown))
     finally:
         pdb.close()
-    return pdb.out
+    assert "***" not in pdb.out, pdb.out  # pdb's mark of a command that failed
+    return typed
+
+
+def shown_by(typed, command):
+    """What pdb showed after each time `command` was typed (a LINE already the number)."""
+    return [shown for c, _, shown in typed if re.fullmatch(command, c)]
 
 
 def test_the_japanese_walkthrough_types_the_english_ones_commands():
     english, japanese = pdb_sessions(read("docs/debugging.md")), pdb_sessions(read("docs/debugging.ja.md"))
     assert [(args, [c for c, _ in typed]) for args, typed in japanese] == \
         [(args, [c for c, _ in typed]) for args, typed in english] and len(english) == 2
+    for (_, english_typed), (_, japanese_typed) in zip(english, japanese):  # LINE: the same line of code
+        assert [re.findall(r"`([^`]+)`", e)[-1:] for c, e in english_typed if "LINE" in c] == \
+            [re.findall(r"`([^`]+)`", j)[-1:] for c, j in japanese_typed if "LINE" in c]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page", ["docs/debugging.md", "docs/debugging.ja.md"])
+# Typed as a learner types (a line, then read up to the prompt), a page takes about 2 s: the fast subset types
+# the English page on every Python CI tests (pdb's stops differ between versions); the Japanese page, with the
+# same commands (the test above), is in the whole suite
+@pytest.mark.parametrize("page", ["docs/debugging.md", pytest.param("docs/debugging.ja.md", marks=pytest.mark.slow)])
 def test_the_pdb_walkthrough_works_as_written(tmp_path, page):
-    """The page's pdb sessions (into train(); a training step and the inference loop), typed into pdb as written,
-    on the Python that runs the tests; what the comments promise is what pdb shows."""
+    """The page's pdb sessions (into train(); a training step and the inference loop), typed into pdb exactly as
+    written, on the Python that runs the tests; what the comments promise is what pdb shows."""
     sessions = pdb_sessions(read(page))
     tiny = ["--n-embd", "4", "--n-head", "1", "--steps", "1", "--num-samples", "1"]
     assert [args for args, _ in sessions] == [tiny, tiny]
-    out = walk(*sessions[0], tmp_path)
-    assert re.search(r"\(Pdb\) \(4647, \[26, (\d+, )+26\]\)", out), out[-2000:]  # the documents, BOS both ends
-    out = walk(*sessions[1], tmp_path)
-    assert "(Pdb) (26, 0)" in out  # token_id, pos_id: BOS (id 26 of 27) at position 0
-    assert re.search(r"\(Pdb\) \(\d+, Value\(data=[\d.]+, grad=0, op='\*'\)\)", out)  # len(losses), the mean
-    assert re.search(r"\(Pdb\) \('\*', -?[\d.e-]+, -?[\d.e-]+\)", out)  # the chain rule into W, from a multiply
-    w = re.findall(r"\(Pdb\) Value\(data=(-?[\d.e-]+), grad=(-?[\d.e-]+)\)", out)
-    assert len(w) >= 2 and w[0][1] == "0" and w[-1][1] != "0"  # W: no gradient yet, then the complete one
-    assert "((472,), array(" in out  # every parameter in one array
-    assert re.search(r"\(Pdb\) \(0, 1, \[(0\.\d+, ){26}0\.\d+\]\)", out)  # position 0, one cached k, 27 probs
-    assert "(Pdb) (1, 2)" in out  # position 1, two cached keys
-    assert "***" not in out, out  # pdb's mark of a command that failed
+    typed = walk(*sessions[0], tmp_path)
+    assert "-> settings = dict(" in shown_by(typed, "c")[0]  # train()'s first line
+    assert "-> params = init_params(cfg, seed, dtype)" in shown_by(typed, r"unt \d+")[0]
+    assert re.match(r"\(4647, \[26, (\d+, )+26\]\)\n", shown_by(typed, r"p len\(docs\), docs\[0\]")[0])
+    typed = walk(*sessions[1], tmp_path)
+    assert shown_by(typed, "p token_id, pos_id") == ["(26, 0)\n(Pdb) "]  # BOS (id 26 of 27) at position 0
+    assert "gpt()\n-> x = rmsnorm(x)" in shown_by(typed, r"unt \d+")[0]  # the first one, after the embedding
+    assert re.fullmatch(r"\[(Value\(data=-?[\d.e-]+, grad=0, op='\+'\), ){3}Value\([^)]*\)\]\n\(Pdb\) ",
+                        shown_by(typed, "p x")[0])  # 4 Values, each a sum
+    assert "microgpt.py(" in shown_by(typed, "up")[0] and "-> loss.backward()" in shown_by(typed, "up")[0]
+    assert re.match(r"\(\d+, Value\(data=[\d.]+, grad=0, op='\*'\)\)", shown_by(typed, r"p len\(losses\), loss")[0])
+    line = re.fullmatch(r"b (\d+), child is W", typed[[c for c, _, _ in typed].index("down") + 1][0]).group(1)
+    pushed = next(shown for c, _, shown in typed if c == "c" and "value.py(" in shown and "backward()" in shown
+                  and f"({line})backward()" in shown)  # the breakpoint on W's push, in the binary op
+    assert "-> child.grad += local_grad * node.grad" in pushed
+    assert re.match(r"\('\*', -?[\d.e-]+, -?[\d.e-]+\)", shown_by(typed, r"p node\._op, local_grad, node\.grad")[0])
+    w = [re.match(r"Value\(data=(-?[\d.e-]+), grad=(-?[\d.e-]+)\)", s).groups()
+         for s in shown_by(typed, r"p state_dict\['lm_head'\]\[0\]\[0\]")]
+    child = re.match(r"Value\(data=(-?[\d.e-]+), grad=(-?[\d.e-]+)\)", shown_by(typed, "p child")[0]).groups()
+    assert w[0][1] == "0" and child[0] == w[0][0] and child[1] != "0" and w[1][1] != "0"  # W: none, some, all
+    assert "microgpt.py(" in shown_by(typed, "n")[-1] and "loss_and_grads_value()" in shown_by(typed, "n")[-1]
+    assert shown_by(typed, r"p flat\.shape, grad\[:3\]")[0].startswith("((472,), array(")  # every parameter
+    assert all("draw()->" in s for s in shown_by(typed, "r")[1:])  # the draw returns the id it picked
+    assert re.match(r"\(0, 1, \[(0\.\d+, ){26}0\.\d+\]\)", shown_by(typed, r"p pos_id, len\(keys\[0\]\), .*")[0])
+    assert shown_by(typed, r"p pos_id, len\(keys\[0\]\)") == ["(1, 2)\n(Pdb) "]  # position 1, two cached keys
 
 
 DOCUMENTED = ["README.md", "README.ja.md", "docs/*.md", "experiments/README.md", "benchmarks/README.md",

@@ -147,23 +147,29 @@ def test_ctrl_c_under_pdb_breaks_into_the_prompt_and_c_continues_training(tmp_pa
         console.proc.wait(timeout=30)
 
 
-@pytest.mark.slow
-def test_the_divergence_message_names_the_breakpoint_that_stops_pdb_where_the_number_broke(tmp_path):
-    """Exit 1 names `b microgpt.py:LINE`; under pdb with it, `c` stops there and the next `c` goes post-mortem at
-    the failing line (not "The program exited via sys.exit()")."""
+def test_the_divergence_message_names_the_commands_that_stop_pdb_where_the_number_broke(tmp_path):
+    """Exit 1 names a command, `b microgpt.py:LINE` and `c` twice; typed as it says, and nothing else, the first `c`
+    stops at that line (train()'s `except NumericError`), the second goes post-mortem at the line that raised
+    the error (not "The program exited via sys.exit()")."""
     corpus = write_corpus(str(tmp_path))
     flags = [*TINY, "--corpus", corpus, "--steps", "20", "--lr", "1e300"]
     plain = subprocess.run([sys.executable, os.path.join(ROOT, "microgpt.py"), *flags], cwd=str(tmp_path),
                            capture_output=True, text=True, timeout=120)
     assert plain.returncode == 1 and "training diverged" in plain.stderr, plain.stderr
-    hint = re.search(r"`(b microgpt\.py:\d+)`", plain.stderr).group(1)
     # the command it prints repeats the flags and runs from where it was printed: dev.py pdb on microgpt.py
-    words = shlex.split(re.search(r"To see where it broke: (.+), then `b microgpt", plain.stderr).group(1))
+    command, then = re.search(r"To see where it broke: (.+?), then (.*)", plain.stderr).groups()
+    words = shlex.split(command)
     assert words[0] == "python3" and words[2] == "pdb" and words[4:] == flags, words
     assert os.path.samefile(tmp_path / words[1], os.path.join(ROOT, "dev.py"))
     assert os.path.samefile(tmp_path / words[3], os.path.join(ROOT, "microgpt.py"))
-    proc = subprocess.run(pdb(words[3], *words[4:]),
-                          input="\n".join([hint, "c", "c", "q"]) + "\n", cwd=str(tmp_path), capture_output=True,
-                          text=True, timeout=120, env=env())
-    assert "Uncaught exception. Entering post mortem debugging" in proc.stdout, proc.stdout[-2000:]
-    assert "NumericError" in proc.stdout and "exited via sys.exit()" not in proc.stdout
+    typed = re.findall(r"`([^`]+)`", then)
+    assert re.fullmatch(r"b microgpt\.py:\d+", typed[0]) and typed[1:] == ["c", "c"], then
+    proc = subprocess.run(pdb(words[3], *words[4:]), input="\n".join(typed + ["q"]) + "\n", cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=120, env=env())
+    shown = proc.stdout.split("(Pdb) ")  # [before the first command, after the first, ...]
+    line = typed[0].split(":")[1]
+    assert f"microgpt.py({line})train()\n-> except NumericError as e:" in shown[2], proc.stdout[-2000:]
+    assert "Uncaught exception. Entering post mortem debugging" in shown[3], proc.stdout[-2000:]
+    assert "NumericError: the loss" in proc.stderr and "exited via sys.exit()" not in proc.stdout
+    raised = re.findall(r'File "(.*)", line (\d+), in \w+\n', proc.stderr)[-1]  # the traceback's innermost line
+    assert re.search(rf"> {re.escape(raised[0])}\({raised[1]}\)\w+\(\)\n-> raise ", shown[3])  # pdb is there

@@ -507,3 +507,60 @@ def test_the_default_out_is_checked_before_the_first_step(tmp_path, corpus, caps
      "a FIFO": lambda: os.mkfifo("out")}[what]()
     code, stdout, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "3"])
     assert code == EXIT_BAD_INPUT and f"./out is {what}, not a folder" in err and "step" not in stdout, err
+
+
+MIRRORS = "numpy_engine.py does, and --engine numpy runs numpy_engine.py"  # the note, as English prints it
+
+
+def times_two(real):
+    """gpt() or gpt_sphere() edited: the same name, every logit doubled."""
+    def edited(*args):
+        return [2 * logit for logit in real(*args)]
+    edited.__name__ = real.__name__
+    return edited
+
+
+def test_a_numpy_run_of_an_edited_gpt_notes_that_it_runs_numpy_engine_py(corpus, capsys, monkeypatch):
+    code, out, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "2"])
+    assert code == EXIT_OK and "numpy_engine.py" not in out  # the chapter's gpt(): no note
+    monkeypatch.setattr(mg, "gpt", times_two(mg.gpt))
+    code, out, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "2"])
+    assert code == EXIT_OK and "note: gpt() no longer computes what " + MIRRORS in out, out
+    code, out, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--norm", "sphere"])
+    assert code == EXIT_OK and "numpy_engine.py" not in out  # gpt_sphere() is the chapter's
+    code, out, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--engine", "value"])
+    assert code == EXIT_OK and "numpy_engine.py" not in out  # the Value engine runs the edit
+    monkeypatch.setattr(mg, "gpt_sphere", times_two(mg.gpt_sphere))
+    code, out, _ = run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--norm", "sphere", "--lang", "ja"])
+    assert code == EXIT_OK and "注意: gpt_sphere() の計算が numpy_engine.py と一致しません" in out, out
+
+
+def edited_copy(folder, old, new):
+    """microgpt.py with one line of gpt() changed, as a learner edits it."""
+    text = open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8").read()
+    at = text.index(old, text.index("def gpt("))
+    assert at < text.index("def gpt_sphere(")  # gpt()'s own line
+    (folder / "microgpt.py").write_text(text[:at] + new + text[at + len(old):], encoding="utf-8")
+    return str(folder / "microgpt.py")
+
+
+@pytest.mark.parametrize("edit", ["no relu", "raises"])
+def test_a_copy_with_gpt_edited_notes_it_on_numpy_and_runs_it_on_value(tmp_path, corpus, edit):
+    """The file run as a learner runs it: gpt() without the MLP's relu computes other logits; one that raises
+    (mlp_fc2 changed to mlp_fc1: a shape error) computes none. On --engine numpy both are a note and exit 0;
+    on --engine value the first trains without a note and the second is Python's traceback at its line."""
+    relu, fc2 = "        x = [xi.relu() for xi in x]\n", "state_dict[f'layer{li}.mlp_fc2']"
+    script = edited_copy(tmp_path, *((relu, "") if edit == "no relu" else (fc2, fc2.replace("fc2", "fc1"))))
+
+    def python(*flags):
+        return subprocess.run([sys.executable, script, *TINY, "--corpus", corpus, "--steps", "2", *flags],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": ROOT})
+    numpy_run, value_run = python(), python("--engine", "value")
+    assert numpy_run.returncode == 0 and "note: gpt() no longer computes what " + MIRRORS in numpy_run.stdout
+    assert "Traceback" not in numpy_run.stderr and "sample  1: " in numpy_run.stdout
+    assert "numpy_engine.py" not in value_run.stdout
+    if edit == "no relu":
+        assert value_run.returncode == 0, value_run.stderr
+    else:
+        assert value_run.returncode == 1 and "in gpt\n" in value_run.stderr and "Traceback" in value_run.stderr
