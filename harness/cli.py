@@ -387,6 +387,8 @@ class RunFolder:
 
     def write_failed(self, error):
         opts = self.opts
+        if self.lock.moved_to and self.last_good:  # the checkpoints went with the folder
+            self.last_good = (os.path.join(self.lock.moved_to, "checkpoint.npz"), self.last_good[1])
         kept = messages.kept_checkpoint(self.last_good, opts.out, opts.eval_every, opts.steps)
         say(_("microgpt: error: {error}; training stopped; {kept}").format(error=error, kept=kept))
         return EXIT_IO
@@ -404,6 +406,7 @@ class RunFolder:
 
     def write_files(self, state, names, base):
         opts, cfg, out = self.opts, state.cfg, self.opts.out
+        self.lock.check_held()
         metrics = {"config": asdict(cfg), "engine": opts.engine, "norm": cfg.norm,
                    "corpus": opts.corpus,
                    "seed": opts.seed, "steps": state.step, "batch_size": state.batch_size,
