@@ -147,17 +147,49 @@ def computes_the_mirrors_logits(model, cfg, init_params):
         return False
 
 
-def check_loss_args(params, docs_tokens, cfg, engine):
-    """What loss_and_grads is given: an engine, weights that fit cfg, documents of valid ids."""
+def check_loss_args(params, docs_tokens, cfg, engine, out=None):
+    """What loss_and_grads is given: an engine, weights that fit cfg, documents of valid ids, and
+    for out= writable arrays of the weights' shapes (as alloc_params makes them)."""
     check("engine", engine)
     check_tokens(docs_tokens, cfg.vocab_size)
     check_params(params, cfg)
+    shapes = dict(param_shapes(cfg))
+    if out is not None and not (isinstance(out, dict) and out.keys() == shapes.keys() and all(
+            isinstance(a, np.ndarray) and a.shape == shapes[k] and a.flags.writeable and
+            a.dtype.name in DTYPES for k, a in out.items())):
+        raise InputError(_("out= must hold a writable float array of each weight's shape (as "
+                           "alloc_params makes them), got {got}").format(got=short(out)))
+
+
+MAX_API_BYTES = 2**34  # 16 GiB: a batch or a number of samples needing more is a typo
+
+
+def check_size(name, n, cfg):
+    """batch_size or num_samples within memory: each sequence's activations take about
+    block_size * (vocab_size + 16 n_embd n_layer) floats (logits, and each layer's vectors)."""
+    need = 8 * n * cfg.block_size * (cfg.vocab_size + 16 * cfg.n_embd * cfg.n_layer)
+    if need > MAX_API_BYTES:
+        raise InputError(_("{name} {n:,} would need about {gb:,.0f} GB for its activations "
+                           "(at most {most:.0f} GB)").format(name=name, n=n, gb=need / 1e9,
+                                                             most=MAX_API_BYTES / 1e9))
+
+
+def check_split(docs, seed, val_fraction):
+    """split_docs' arguments: a seed by --seed's rule, and a val_fraction in (0, 1) that leaves at
+    least one document to train on. Returns the seed."""
+    check("seed", seed)
+    if not (is_real(val_fraction) and 0 < val_fraction < 1) or \
+            len(docs) - max(1, int(len(docs) * val_fraction)) < 1:
+        raise InputError(_("val_fraction must be a number between 0 and 1 that leaves at least one "
+                           "of the {n} documents to train on, got {got}").format(
+                               n=len(docs), got=short(val_fraction)))
+    return seed
 
 
 def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params=None):
     """What microgpt.sample is given, by the flags' rules (--num-samples, --temperature, --seed,
     --engine), a vocabulary and (if given) weights that fit cfg, and a prompt of known characters
-    that leaves room to generate (shorter than block_size). Returns the prompt."""
+    that leaves room to generate (shorter than block_size). Returns the temperature as a float."""
     if params is not None:
         check_params(params, cfg)
     for name, value in (("num_samples", num_samples), ("temperature", temperature), ("seed", seed),
@@ -165,11 +197,12 @@ def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, p
         check(name, value)
     check_vocab(vocab, cfg, "")  # (one that does not fit would give wrong names, or an IndexError)
     check_known(prompt, vocab)
+    check_size("num_samples", num_samples, cfg)
     if len(prompt) >= cfg.block_size:
         raise InputError(_("prompt {prompt} has {n} characters; it must be shorter than "
                            "block_size {block_size}").format(
                                prompt=short(prompt), n=len(prompt), block_size=cfg.block_size))
-    return prompt
+    return float(temperature)  # (a Fraction or a NumPy scalar: the real number it holds)
 
 
 def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
@@ -184,6 +217,8 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
     for name, value in settings.items():
         settings[name] = plain(check(name, value))
     check_combination(settings["engine"], settings["dtype"], cfg.norm, settings["riemannian"])
+    check_vocab(list(vocab), cfg, "")  # (vocab_size without BOS's +1: here, not an IndexError)
+    check_size("batch_size", settings["batch_size"], cfg)
     if not train_docs or not val_docs:
         raise InputError(_("training needs at least one train and one val document (got {train} "
                            "and {val})").format(train=len(train_docs), val=len(val_docs)))

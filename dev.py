@@ -136,8 +136,12 @@ def install(python, files, stamp):
 
 def command_for(name, python, args):
     """The command line `dev.py NAME ARGS` runs, with this Python."""
-    if name == "pdb":
-        return [python, "-c", PDB_MAIN, "--", *args]
+    if name == "pdb":  # pdb's own options (-c CMD, -m MODULE ...), then `--` before the script
+        i = 0
+        while i < len(args) and args[i] in ("-c", "--command"):
+            i += 2
+        return [python, "-c", PDB_MAIN, *args[:i],
+                *([] if args[i:i + 1] == ["-m"] else ["--"]), *args[i:]]
     if name == "run":
         return [python, os.path.join(ROOT, "microgpt.py"), *args]
     return [python, *COMMANDS[name], *args]

@@ -8,10 +8,12 @@ where it is used, _(rule.says). It sits at the root, imports only the standard l
 English until use("ja"): the model's modules word their errors with it, and the harness prints
 them. argparse's own messages (usage:, unrecognized arguments, invalid choice) are in the
 catalogue too, as ARGPARSE lists them; harness/shell.py passes them through _()."""
+import argparse
 import ast
 import gettext
 import io
 import os
+import re
 import struct
 
 CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "po", "ja.po")
@@ -73,17 +75,30 @@ def mo_bytes(messages):
     return out + b"".join(s + b"\0" for s in keys + values)
 
 
+class _LangOnly(argparse.ArgumentParser):
+    def error(self, message):  # a malformed --lang is the real parser's to refuse, in a language
+        raise ValueError(message)
+
+
 def language_from(argv, environ=os.environ):
-    """'ja' or 'en': --lang X (or --lang=X) in argv, else the environment's first locale setting."""
-    for i, word in enumerate(argv):
-        if word == "--lang" and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith("--lang="):
-            return word.split("=", 1)[1]
-    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
-        if environ.get(name):
-            return "ja" if environ[name].startswith("ja") else "en"
-    return "en"
+    """'ja' or 'en', as argparse and GNU gettext choose: --lang as argparse parses it (its last
+    value, an abbreviation such as --lan; a word after `--` is not a flag), else LANGUAGE's first
+    entry with a catalogue (ignored under the C locale, as gettext does), else the first of
+    LC_ALL, LC_MESSAGES, LANG that is set; a locale's language is its code up to `_`, `.` or `@`."""
+    parser = _LangOnly(add_help=False)
+    parser.add_argument("--lang")
+    try:
+        flag = parser.parse_known_args(argv)[0].lang
+    except ValueError:
+        flag = None
+    locale = next((environ[n] for n in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(n)), "C")
+    entries = [] if _code(locale) in ("C", "POSIX") else environ.get("LANGUAGE", "").split(":")
+    chosen = flag or next((e for e in entries if _code(e) in LANGUAGES), locale)
+    return "ja" if _code(chosen) == "ja" else "en"
+
+
+def _code(locale):
+    return re.split(r"[_.@]", locale, maxsplit=1)[0]
 
 
 def use(language):

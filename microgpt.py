@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from checks import check_known, check_loss_args, check_sampling, check_training
+from checks import check_known, check_loss_args, check_sampling, check_split, check_training
 from corpora import load_corpus
 from model_config import HUGE_GRADIENT, TrainState, alloc_params, flat_buffer
 from model_config import GPTConfig, sphere_axes  # noqa: F401  (GPTConfig: the public API)
@@ -28,7 +28,7 @@ from value import NumericError, Value, no_cycle_gc
 # =========================================================================== 1. dataset
 def split_docs(docs, seed=42, val_fraction=0.1):
     """Seeded shuffle, then the last 10% (at least one doc) is the validation set."""
-    order = np.random.default_rng(seed).permutation(len(docs))
+    order = np.random.default_rng(check_split(docs, seed, val_fraction)).permutation(len(docs))
     shuffled = [docs[i] for i in order]
     n_val = max(1, int(len(docs) * val_fraction))
     return shuffled[:-n_val], shuffled[-n_val:]
@@ -184,8 +184,9 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
 
 # =========================================================================== 5. loss
 def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
-    """Mean next-token NLL over the batch's predicted positions, and its gradient (into `out`)."""
-    check_loss_args(params, docs_tokens, cfg, engine)  # the weights fit cfg, the ids the vocabulary
+    """Mean next-token NLL over the batch's predicted positions, and its gradient (a dict of arrays,
+    into `out` if given). engine="numpy": the same numbers on arrays (numpy_engine.py)."""
+    check_loss_args(params, docs_tokens, cfg, engine, out)  # weights fit cfg, ids the vocabulary
     if engine == "numpy":
         return loss_and_grads_np(params, docs_tokens, cfg, out)
     with no_cycle_gc():  # an acyclic graph: refcounting frees it; the cycle collector only costs
@@ -311,7 +312,7 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
                  engine="numpy"):
     """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (samples_np).
     Both draw position p of name i with the same uniform number u[i, p]: they invent the same."""
-    check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params)
+    temperature = check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params)
     prefix, rng = encode(prompt, vocab), np.random.default_rng(seed)
     if engine == "numpy":
         names = samples_np(params, cfg, prefix, temperature, num_samples, rng)

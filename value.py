@@ -20,9 +20,8 @@ from contextlib import contextmanager
 
 class NumericError(ArithmeticError):
     """The engine's own numeric failure: log of a non-positive number, division by zero, an
-    overflow, a NaN or inf reaching log / exp / sqrt. Training reports it as divergence; every other
-    exception (a shape mistake, a NameError, ...) is a bug in the code that called the engine and
-    surfaces as a normal traceback."""
+    overflow (an int leaf too large for a float too), a NaN or inf reaching log / exp / sqrt.
+    Training reports it as divergence; any other exception is a bug in the calling code."""
 
 
 class Value:
@@ -42,7 +41,7 @@ class Value:
             if data - data:  # it overflowed, or a NaN came in: an error, as in exp and log
                 raise _not_finite(op, data, children)
         elif type(data) is not float:  # a leaf holding the caller's number: it must be real
-            data = _check_real(data)
+            data = _check_real(data, self)
         self.data = data
         self.grad = 0.0
         self._children = children
@@ -196,13 +195,38 @@ def _short(x):
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
-def _check_real(data):
+def _check_real(data, leaf=None):
     """A leaf must hold a real number (numbers.Real: int, float, bool, a Fraction, a NumPy scalar,
-    which becomes the Python number it holds: NumPy's int64 would overflow silently)."""
+    which becomes the Python number it holds: NumPy's int64 would overflow silently); an exact one
+    beyond float range makes the leaf a _BeyondFloat."""
     if not isinstance(data, numbers.Real):
         raise TypeError("Value: data must be a real number (int, float, bool or a NumPy real "
                         f"scalar), got {type(data).__name__} {data!r}")
-    return data.item() if type(data).__module__ == "numpy" else data
+    data = data.item() if type(data).__module__ == "numpy" else data
+    if leaf is not None and isinstance(data, numbers.Rational) and abs(data) > 1.79e308:
+        leaf.__class__ = _BeyondFloat  # (the same slots: only its ops change)
+    return data
+
+
+class _BeyondFloat(Value):  # a leaf beyond float range: exact among ints; where it meets a float,
+    __slots__ = ()  # float() of it overflows: each op says so as a NumericError
+
+
+def _guard(name):  # Value's op `name`, its OverflowError a NumericError
+    def guarded(self, *other):
+        try:  # (Python calls a subclass's reflected op first: a Value on the left gets its own)
+            if name.startswith("__r") and isinstance(other[0], Value):
+                return getattr(Value, "__" + name[3:])(other[0], self)
+            return getattr(Value, name)(self, *other)
+        except OverflowError:
+            raise NumericError(f"Value {name.strip('_')}: {_short(self.data)} is too large to "
+                               "become a float (beyond about 1.8e308)") from None
+    return guarded
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "log", "exp", "tanh", "sqrt"):
+    setattr(_BeyondFloat, _name, _guard(_name))
 
 
 def _not_finite(op, data, children):
@@ -236,14 +260,10 @@ def _divide(a, b):
 
 
 def topological_order(root):
-    """All nodes reachable from root, children before parents (iterative DFS).
-
-    An explicit stack instead of recursion, so a chain of a million nodes does not hit Python's
-    recursion limit. When a node is first popped it is pushed back with a None marker above it and
-    its children above that; once the marker surfaces again, everything below the node has been
-    emitted, so the node is emitted. (Cheaper than pushing (node, expanded) tuples: no tuple per
-    visit, and visited children are skipped when popped.)
-    """
+    """All nodes reachable from root, children before parents: an iterative DFS (a chain of a
+    million nodes does not hit the recursion limit). A node first popped is pushed back under a None
+    marker, its children above; when the marker surfaces, all below the node are emitted, so it is
+    (cheaper than (node, expanded) tuples: no tuple per visit; visited children skipped)."""
     order, visited = [], set()
     stack = [root]
     while stack:
@@ -259,24 +279,17 @@ def topological_order(root):
 
 
 def zero_grad(params):
-    """Set .grad = 0 for every Value in params (call between optimizer steps).
-
-    backward() accumulates into leaves, so without this the gradients of successive steps pile up.
-    Interior nodes need no zeroing: backward() resets them itself.
-    """
+    """.grad = 0 for every Value in params, between steps: backward() accumulates into leaves."""
     for p in params:
         p.grad = 0.0
 
 
 @contextmanager
 def no_cycle_gc():
-    """Pause Python's cyclic garbage collector inside a `with` block (restored on exit).
-
-    Use it around one training step. A Value graph has no cycles: reference counting frees every
-    node once the loss goes out of scope, so the cycle collector never finds anything here. But it
-    runs every few hundred allocations, and a step allocates ~10^5 nodes, so its passes re-walk
-    every live node hundreds of times a step: about half of a step's time (benchmarks/bench.py).
-    """
+    """Pause Python's cyclic garbage collector inside a `with` block, around one training step.
+    A Value graph has no cycles: refcounting frees it. The collector runs every few hundred
+    allocations and re-walks the ~10^5 live nodes of a step each time: about half of a step's time
+    (benchmarks/bench.py)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -286,24 +299,14 @@ def no_cycle_gc():
             gc.enable()
 
 
-# ---------------------------------------------------------------------------
-# Checking: is backprop right? Compare it with a numerical derivative.
-
-
+# ------------------------------------ checking: is backprop right? Against a numerical derivative.
 def gradient_check(f, inputs, eps=1e-6, rtol=1e-5, atol=1e-8, file=None, quiet=False):
-    """Compare backprop's gradient of f with central differences, input by input (DeZero's
-    gradient_check).
-
-    f       a function from a list of Values to one Value, e.g. lambda xs: softmax(xs)[0]
-    inputs  the point to check at, a list of floats
-
-    Backprop: f is applied to fresh leaves and .backward() fills in each leaf's grad. Numeric: for
-    each input i, the central difference (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), whose error is
-    O(eps^2) from the Taylor series plus about 1e-16 / eps from rounding. An input passes when
-    |backprop - numeric| <= atol + rtol * |numeric| (numpy.isclose's rule). Prints a table (one row
-    per input: value, backprop, numeric, absolute and relative error) unless quiet=True; returns
-    True when every input passes, else False.
-    """
+    """Compare backprop's gradient of f (a list of Values -> one Value, e.g. lambda xs:
+    softmax(xs)[0]) at `inputs` (floats) with central differences, input by input (DeZero's
+    gradient_check): (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), whose error is O(eps^2) from the
+    Taylor series plus about 1e-16 / eps from rounding. An input passes when |backprop - numeric| <=
+    atol + rtol * |numeric| (numpy.isclose's rule). Prints a table (per input: value, backprop,
+    numeric, absolute and relative error) unless quiet; True when every input passes."""
     xs = [float(x) for x in inputs]
     if not xs:
         raise ValueError("gradient_check: inputs is empty; give at least one number to check at")

@@ -190,11 +190,11 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     compute within floating point. Records the documents' fingerprint and counts in opts."""
     if resume is not None:
         check_resumed_corpus(opts, resume, vocab, train_docs, val_docs)
-    how = sampling(args, opts.seed, opts.engine)
-    check_sampling(how.pop("prompt"), vocab, cfg, **how)
-    docs = train_docs + val_docs
+    docs = train_docs + val_docs  # (the machine's memory first: its message names the machine)
     check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
                  (len(docs), sum(map(len, docs))), opts.steps, max(map(len, docs)) + 1)
+    how = sampling(args, opts.seed, opts.engine)
+    check_sampling(how.pop("prompt"), vocab, cfg, **how)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
     opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
@@ -397,6 +397,8 @@ class RunFolder:
 
     def write_failed(self, error):
         opts = self.opts
+        if self.lock.moved_to and self.last_good:  # the checkpoints went with the folder
+            self.last_good = (os.path.join(self.lock.moved_to, "checkpoint.npz"), self.last_good[1])
         kept = messages.kept_checkpoint(self.last_good, opts.out, opts.eval_every, opts.steps)
         say(_("microgpt: error: {error}; training stopped; {kept}").format(error=error, kept=kept))
         return EXIT_IO
@@ -414,6 +416,7 @@ class RunFolder:
 
     def write_files(self, state, names, base):
         opts, cfg, out = self.opts, state.cfg, self.opts.out
+        self.lock.check_held()
         metrics = {"config": asdict(cfg), "engine": opts.engine, "norm": cfg.norm,
                    "corpus": opts.corpus,
                    "seed": opts.seed, "steps": state.step, "batch_size": state.batch_size,

@@ -150,9 +150,9 @@ def microgpt_command(words):
 
 def resume_command(out, args):
     """The command that continues this run: --out as given (or the folder claimed, seen from here),
-    and the flags a checkpoint does not keep (--max-memory, the sampling flags) when given."""
+    and the flags a checkpoint does not keep (--lang, --max-memory, the sampling flags) if given."""
     words = ["--resume"] + flag_words("--out", args.out or shown_path(out, os.getcwd()))
-    for name in ("max_memory", "num_samples", "temperature", "prompt"):
+    for name in ("lang", "max_memory", "num_samples", "temperature", "prompt"):
         if getattr(args, name) is not None:
             words += flag_words("--" + name.replace("_", "-"), getattr(args, name))
     return microgpt_command(words)

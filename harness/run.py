@@ -99,6 +99,7 @@ class Run:
             print(("\r" if self.tty else "") + line + _(" | val loss {val} ({base})").format(
                 val=fmt_loss(state.val_loss[-1][1]), base=base), flush=True)
             if self.opts.out:
+                self.folder.lock.check_held()  # --out still names the folder this run holds
                 save_run(self.opts.out, state, self.history)
                 self.folder.last_good = (os.path.join(self.opts.out, "checkpoint.npz"), state.step)
         elif self.tty:  # a live line, overwritten in place

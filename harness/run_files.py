@@ -62,10 +62,13 @@ def atomic_write(path, write):
     if kind := not_a_regular_file(path):
         raise WriteError(path, OSError(errno.EEXIST,
                                        f"it is {kind}, not a regular file; it is left as it is"))
-    tmp = os.path.join(os.path.dirname(os.path.abspath(path)),
-                       TEMP_PREFIX + secrets.token_hex(4) + TEMP_SUFFIX)
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = TEMP_PREFIX + secrets.token_hex(4) + TEMP_SUFFIX
+    at = HELD.get(folder)  # a held --out: through its folder, wherever that is now
+    tmp, name = (tmp, os.path.basename(path)) if at is not None else \
+        (os.path.join(folder, tmp), path)
     try:  # (the umask applies, as for any file)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=at)
     except OSError as e:
         raise WriteError(path, e) from None
     try:
@@ -73,10 +76,10 @@ def atomic_write(path, write):
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=at, dst_dir_fd=at)
     except BaseException as e:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        if _is_file(tmp, at):
+            os.unlink(tmp, dir_fd=at)
         if isinstance(e, OSError) and not isinstance(e, WriteError):
             raise WriteError(path, e) from None
         raise
@@ -298,6 +301,7 @@ def remove_empty(folders):
 
 
 LOCK_NAME = ".microgpt.lock"
+HELD = {}  # the --out folders this process holds (POSIX): absolute path -> the folder's fd
 
 
 class RunLock:
@@ -309,6 +313,7 @@ class RunLock:
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
         self.fd, self.claimed, self.notice, self.created = None, False, None, []
+        self.moved_to = None  # where the folder held went, if --out stopped naming it
 
     def __enter__(self):
         if not self.folder:  # no --out: nothing to hold
@@ -327,6 +332,8 @@ class RunLock:
                 raise InputError(_("--out {out!r} is in use by another run ({holder}); wait for it "
                                    "to end, or choose another --out").format(
                                        out=self.folder, holder=holder))
+            if fcntl:
+                HELD[os.path.abspath(self.folder)] = self.fd
         except BaseException:
             self.__exit__()
             raise
@@ -337,6 +344,26 @@ class RunLock:
             return ""
         with open(self.path, encoding="utf-8", errors="replace") as f:
             return f.read(4096).strip()
+
+    def _at(self):
+        """The lock file's name and dir_fd: in the folder held, wherever its path points now."""
+        return (LOCK_NAME, self.fd) if fcntl and self.fd is not None else (self.path, None)
+
+    def check_held(self):
+        """WriteError unless --out still names the folder this run holds (a rename or a retargeted
+        link since: writing by its path would mix this run's files with another's)."""
+        if not self._still_here():
+            proc = f"/proc/self/fd/{self.fd}"  # (Linux: where the folder held is now)
+            self.moved_to = os.readlink(proc) if os.path.exists(proc) else None
+            raise WriteError(self.folder, OSError(errno.ESTALE, _(
+                "--out was moved or replaced while the run was writing it; this run writes "
+                "nothing more there")))
+
+    def _still_here(self):
+        if not fcntl or self.fd is None:
+            return True
+        here, held = os.stat(self.folder) if os.path.isdir(self.folder) else None, os.fstat(self.fd)
+        return here is not None and (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
 
     def claim(self):
         """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is refused, not
@@ -351,9 +378,13 @@ class RunLock:
                 if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
                     os.unlink(os.path.join(self.folder, name))
         started = f"started {datetime.datetime.now().isoformat(timespec='seconds')}\n"
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-                         | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        name, dir_fd = self._at()
+        try:  # made anew: a hard link there (cp -al) is unlinked, never written through
+            if dir_fd is not None and _is_file(name, dir_fd):
+                os.unlink(name, dir_fd=dir_fd)
+            fresh = os.O_EXCL if dir_fd is not None else os.O_TRUNC
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | fresh | getattr(os, "O_NOFOLLOW", 0),
+                         0o644, dir_fd=dir_fd)
         except OSError as e:
             raise InputError(_("cannot use {path!r} as the lock of --out {out!r} ({error}); is it "
                                "a symbolic link or a folder?").format(
@@ -368,15 +399,26 @@ class RunLock:
 
     def __exit__(self, *exc):
         if self.claimed:
-            try:
-                os.unlink(self.path)  # while still holding the folder's lock
+            name, dir_fd = self._at()
+            try:  # from the folder held (not whatever --out names now), while holding its lock
+                os.unlink(name, dir_fd=dir_fd)
             except OSError:
                 pass
             self.claimed = False
+        if not self._still_here():  # its path names another folder now: not this run's to remove
+            self.created = []
         if self.fd is not None:
+            HELD.pop(os.path.abspath(self.folder), None)
             os.close(self.fd)  # releases the lock
             self.fd = None
         remove_empty(self.created)  # folders this run made and left empty
+        return False
+
+
+def _is_file(name, dir_fd=None):
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
         return False
 
 

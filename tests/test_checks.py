@@ -94,3 +94,41 @@ def test_the_mirror_check_tells_the_chapters_models_from_edited_ones_in_a_few_ms
         doubled = lambda *args, model=model: [2 * logit for logit in model(*args)]  # noqa: E731
         for edited in (doubled, other, raises):
             assert not checks.computes_the_mirrors_logits(edited, cfg, mg.init_params)
+
+
+DOCS = ["anna", "bob", "carla", "dave", "eve"]
+
+
+def small(vocab_size=None):
+    vocab = mg.build_vocab(DOCS)
+    return vocab, mg.GPTConfig(vocab_size or len(vocab) + 1, n_embd=8, n_head=2, block_size=8)
+
+
+def read_only(arrays):
+    for a in arrays.values():
+        a.setflags(write=False)
+    return arrays
+
+
+@pytest.mark.parametrize("case", [
+    lambda: mg.train(DOCS[:4], DOCS[4:], small()[0], small(len(small()[0]))[1], steps=1, engine="numpy"),
+    lambda: mg.train(DOCS[:4], DOCS[4:], *small(), steps=1, batch_size=10**12, engine="numpy"),
+    lambda: mg.sample(mg.init_params(small()[1]), small()[1], small()[0], num_samples=10**12),
+    lambda: mg.split_docs(DOCS, seed=-1), lambda: mg.split_docs(DOCS, seed="x"),
+    lambda: mg.split_docs(DOCS, val_fraction=float("nan")), lambda: mg.split_docs(DOCS, val_fraction=2.0),
+    lambda: mg.split_docs(DOCS[:1]),
+    lambda: mg.loss_and_grads(mg.init_params(small()[1]), [[5, 0, 5]], small()[1], "numpy",
+                              out=read_only(mg.init_params(small()[1]))),
+    lambda: mg.loss_and_grads(mg.init_params(small()[1]), [[5, 0, 5]], small()[1], "value", out=[]),
+], ids=["vocab-size", "batch-size", "num-samples", "seed-negative", "seed-text", "val-nan", "val-2",
+        "val-leaves-no-train", "out-read-only", "out-list"])
+def test_the_python_api_refuses_what_the_command_line_refuses_with_one_input_error(case):
+    with pytest.raises(InputError):
+        case()
+
+
+def test_a_fraction_temperature_samples_as_its_real_number():
+    from fractions import Fraction
+    vocab, cfg = small()
+    params = mg.init_params(cfg)
+    assert mg.sample(params, cfg, vocab, 3, Fraction(1, 2)) == mg.sample(params, cfg, vocab, 3, 0.5)

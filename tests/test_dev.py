@@ -219,3 +219,13 @@ def test_dev_py_lab_installs_jupyterlab_on_first_use_and_serves_the_notebooks(tm
         proc.terminate()
         proc.wait(timeout=60)
         log.close()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["-c", "continue", "microgpt.py", "--steps", "3"], ["-c", "continue", "--", "microgpt.py", "--steps", "3"]),
+    (["--command", "b 10", "-c", "c", "x.py"], ["--command", "b 10", "-c", "c", "--", "x.py"]),
+    (["-m", "microgpt", "--steps", "3"], ["-m", "microgpt", "--steps", "3"]),
+])
+def test_dev_py_pdb_passes_pdbs_own_options(args, expected):
+    """pdb's -c and -m are pdb's; `--` goes before the script, whose flags then stay its own."""
+    assert dev.command_for("pdb", "py", args) == ["py", "-c", dev.PDB_MAIN, *expected]

@@ -53,10 +53,22 @@ def test_the_catalogue_compiles_to_what_gettext_reads():
 
 @pytest.mark.parametrize("argv, environ, expected", [
     ([], {}, "en"), ([], {"LANG": "ja_JP.UTF-8"}, "ja"), ([], {"LANG": "C.UTF-8"}, "en"),
-    ([], {"LC_ALL": "en_US.UTF-8", "LANG": "ja_JP.UTF-8"}, "en"), ([], {"LANGUAGE": "ja", "LANG": "C"}, "ja"),
+    ([], {"LC_ALL": "en_US.UTF-8", "LANG": "ja_JP.UTF-8"}, "en"), ([], {"LANGUAGE": "ja", "LANG": "C"}, "en"),
     (["--lang", "ja"], {}, "ja"), (["--lang=ja"], {"LANG": "C"}, "ja"), (["--lang", "en"], {"LANG": "ja_JP"}, "en"),
 ])
 def test_the_language_is_the_flag_else_the_locale_else_english(argv, environ, expected):
+    assert i18n.language_from(argv, environ) == expected
+
+
+@pytest.mark.parametrize("argv, environ, expected", [
+    (["--lang", "ja", "--lang", "en"], {}, "en"), (["--lan", "ja"], {}, "ja"),  # argparse: last wins, abbreviations
+    (["--out", "x", "--", "--lang=ja"], {}, "en"),  # after --: a word, not the flag
+    ([], {"LANGUAGE": "fr:ja", "LANG": "fr_FR.UTF-8"}, "ja"),  # the first entry with a catalogue
+    ([], {"LANGUAGE": "ja", "LC_ALL": "C"}, "en"),  # GNU gettext ignores LANGUAGE under the C locale
+    ([], {"LANGUAGE": "jav", "LANG": "en_US.UTF-8"}, "en"), ([], {"LANG": "jav_ID"}, "en"),  # Javanese
+    ([], {"LANG": "ja.UTF-8"}, "ja"), ([], {"LANG": "ja@cjknarrow"}, "ja"),
+])
+def test_the_language_is_chosen_as_argparse_and_gettext_choose_it(argv, environ, expected):
     assert i18n.language_from(argv, environ) == expected
 
 

@@ -491,3 +491,16 @@ def test_gradient_check_names_the_input_whose_neighbourhood_leaves_the_domain():
                                            r"eps \(1e-06\), where f fails: .*-9e-07.*give a smaller eps"):
         gradient_check(lambda xs: xs[0].log(), [1e-7], quiet=True)
     assert gradient_check(lambda xs: xs[0].log(), [1e-7], eps=1e-10, rtol=1e-3, quiet=True)
+
+
+@pytest.mark.parametrize("op", [lambda v: v * 1.0, lambda v: 1.0 * v, lambda v: v + 1.0,
+                                lambda v: 1.0 + v, lambda v: v - 1.0, lambda v: 1.0 - v,
+                                lambda v: v / 3, lambda v: 3.0 / v, lambda v: v * Value(1.0),
+                                lambda v: v.exp(), lambda v: v.log(), lambda v: v.tanh(),
+                                lambda v: v.sqrt()])
+def test_an_int_leaf_beyond_float_range_is_a_numeric_error_where_it_meets_a_float(op):
+    """An exact int stays exact among ints (10**400 * 10**400), but where it meets a float it
+    cannot become one: NumericError, which training reports as divergence, not as a bug."""
+    assert (Value(10**400) * Value(10**400)).data == 10**800
+    with pytest.raises(NumericError, match="float"):
+        op(Value(10**400))

@@ -48,3 +48,10 @@ def test_a_printed_command_passes_a_value_starting_with_a_dash_as_flag_value(tmp
     again = cli.build_parser().parse_args(words[2:])
     assert (again.out, again.prompt, again.resume) == ("-x", "-y z", True)
     assert messages.flag_words("--out", "runs/a") == ["--out", "runs/a"]
+
+
+def test_the_resume_command_keeps_the_console_language(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MICROGPT_LAUNCHER", raising=False)
+    args = cli.build_parser().parse_args(["--out", "o", "--lang", "ja"])
+    assert shlex.split(messages.resume_command("o", args))[2:] == ["--resume", "--out", "o", "--lang", "ja"]

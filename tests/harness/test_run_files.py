@@ -168,3 +168,51 @@ def test_a_temp_file_fits_wherever_its_target_fits(tmp_path):
     name = "x" * 246 + ".html"  # 251 characters: a name the file system takes (255 at most)
     run_files.atomic_write(str(tmp_path / name), lambda f: f.write(b"<html></html>"))
     assert (tmp_path / name).read_bytes() == b"<html></html>" and os.listdir(tmp_path) == [name]
+
+
+@pytest.mark.slow
+def test_a_run_whose_out_was_moved_stops_at_its_next_save_with_one_line(tmp_path, corpus):
+    """mv X X.old && mkdir X while a run writes X: a second run may take the new X, and the first writes
+    nothing more there (it would mix two runs' files and print a resume command for the wrong one)."""
+    out = str(tmp_path / "run")
+    first = start(LONG + ["--corpus", corpus, "--out", out])
+    try:
+        wait_for_checkpoint(os.path.join(out, "checkpoint.npz"))
+        os.rename(out, out + ".old")
+        os.mkdir(out)
+        _, err = first.communicate(timeout=60)
+    finally:
+        first.kill()
+    assert first.returncode == EXIT_IO and "--out was moved or replaced while the run was writing it" in err
+    one_clean_line(err)
+    assert os.listdir(out) == []
+
+
+def test_a_retargeted_symlink_leaves_the_other_folders_lock_alone(tmp_path):
+    """--out L, L -> a; then L -> b and a second run holds b: the first notices before a save, and its exit
+    removes only its own lock file, from the folder it holds."""
+    a, b, link = tmp_path / "a", tmp_path / "b", tmp_path / "L"
+    a.mkdir(), b.mkdir(), link.symlink_to(a)
+    first = run_files.RunLock(str(link)).__enter__()
+    first.claim()
+    link.unlink(), link.symlink_to(b)
+    with run_files.RunLock(str(link)) as second:
+        second.claim()
+        with pytest.raises(OSError, match="--out was moved or replaced while the run was writing it"):
+            first.check_held()
+        first.__exit__()
+        assert (b / LOCK_NAME).exists() and not (a / LOCK_NAME).exists()
+        second.check_held()
+
+
+def test_a_hard_link_as_the_lock_file_is_replaced_not_written_through(tmp_path):
+    """A lock file that is a hard link (cp -al of a folder with a leftover lock) is unlinked and made anew: the
+    other name keeps its content."""
+    folder, precious = tmp_path / "x", tmp_path / "precious.txt"
+    folder.mkdir()
+    precious.write_text("keep me\n")
+    os.link(precious, folder / LOCK_NAME)
+    with run_files.RunLock(str(folder)) as lock:
+        lock.claim()
+        assert (folder / LOCK_NAME).read_text().startswith("pid ")
+    assert precious.read_text() == "keep me\n"
