@@ -129,7 +129,9 @@ def _scaled(name, learner, reference, points, key, scale=None):
 
     def over_size(f):
         def scaled(*args):  # (None, or another shape: left for compare() to say in words)
-            got, s = _flat(f)(*_copies(args)), size(*args)
+            got, s = _flat(f)(*_copies(args)), np.asarray(size(*args), dtype=float)
+            if got is not None and s.ndim == 0:  # one number for every entry
+                s = np.broadcast_to(s, np.shape(got))
             return got if got is None or np.shape(got) != np.shape(s) else got / s
         return scaled
     return compare(name, over_size(learner), over_size(reference), points, key, 1e-10, 1e-12)
@@ -164,6 +166,7 @@ def check_01_tanh(Value, tanh):  # at x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17
 def check_01_relu(Value, relu):
     return _op("練習問題 1（relu）", "01-6", Value, relu, lambda a: a.relu(),
                [("x = 1.5", (1.5,)), ("x = -0.5", (-0.5,)),
+                ("x = 0（折れ点：傾きは 0 と決める）", (0.0,)),
                 ("x = 1e-300（折れ点のすぐ上）", (1e-300,)),
                 ("x = -1e-300（折れ点のすぐ下）", (-1e-300,))])
 
@@ -628,7 +631,8 @@ def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
 
 def check_13_vmf_s2(log_c3, mean_cos_s2):
     """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
-    points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)]
+    points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 5e-3, 9.9e-3, 0.0126, 0.02, 0.5, 3.0,
+                                              40.0, 700.0, 1000.0)]  # the series band, both sides
     return compare("練習問題（log_c3 と mean_cos_s2 を並べたもの）",
                    lambda k: [float(log_c3(k)), float(mean_cos_s2(k))],
                    lambda k: [float(sphere.vmf_log_normalizer(3, k)),

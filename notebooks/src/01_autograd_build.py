@@ -254,7 +254,7 @@ exercises.compare("自分の Value と value.py", grads(Value), grads(value.Valu
 #
 # $\mathrm{relu}(x) = \max(x, 0)$ を1つのノードとして作る関数 `relu(a)` を書いてください（子は `(a,)` だけ）。
 # $x = 0$ では微分できないので、`value.py` と同じく局所勾配を 0 とします。
-# チェックは折れ点のすぐそば（$x = \pm10^{-300}$）でも比べます。
+# チェックは折れ点そのもの（$x = 0$）と、そのすぐそば（$x = \pm10^{-300}$）でも比べます。
 #
 # <details><summary>ヒント 1</summary>
 #

@@ -459,8 +459,9 @@ for name, r in (("大円（測地線）", np.pi / 2), ("小円 r = 1.0", 1.0), (
 # `r`（形 `(d,)`）、`mus`（形 `(K, d)`、行は単位ベクトル）、`kappas` と `priors`（形 `(K,)`）、クラスの番号 `k` から、$\log p(k\mid\mathrm{Norm}(\mathbf r))$ の $\mathbf r$ についての勾配
 # （形 `(d,)`）を返す関数 `vmf_posterior_grad(r, mus, kappas, priors, k)` を書いてください。$\lVert\mathbf r\rVert = 1$ では、それがリーマン勾配（すわり 14 §2）です。
 #
-# 事後確率そのものは、下の `mixture_posterior`（すわり 16 §1 と同じ）で計算してかまいません（`x[None]` を渡すと形 `(1, K)` で返ります）。κ は 1000 まで調べるので、
-# 事後確率は対数のまま計算してください（`mixture_posterior` はそうしています）。チェックは、$\lVert\mathbf r\rVert$ が正規化のクランプの折れ点（ε）のすぐ上と下の点も含み、差は勾配の項の大きさ $\kappa/\lVert\mathbf r\rVert$ を 1 とした単位で表示します。
+# 事後確率は $z_j = \log\pi_j + \log C_d(\kappa_j) + \kappa_j\,\boldsymbol\mu_j^\top\mathbf x$ の softmax です（$\log C_d$ は `sphere.vmf_log_normalizer(d, kappas)`）。κ は 1000 まで調べるので、
+# 事後確率は対数のまま計算してください。下の `mixture_posterior`（すわり 16 §1 と同じ）も対数のまま計算しますが、$\mathbf x$ を単位ベクトルと仮定しています。
+# $\lVert\mathbf r\rVert < \varepsilon$ では $\mathbf x = \mathbf r/\varepsilon$ が長さ 1 より短く、そこでは少しずれます。チェックは、$\lVert\mathbf r\rVert$ が正規化のクランプの折れ点（ε）のすぐ上と下の点も含み、差は勾配の項の大きさ $\kappa/\lVert\mathbf r\rVert$ を 1 とした単位で表示します。
 #
 # この勾配は、microgpt の球面モードで最後の隠れ状態に届く勾配と同じ形です。すわり 16 の練習問題の損失は、κ を $s_z$ に、事前確率を $1/C_d(\kappa_k)$ に比例させた混合の、この事後確率の $-\log$ です。
 #
