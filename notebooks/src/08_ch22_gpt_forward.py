@@ -188,7 +188,7 @@ with contextlib.redirect_stdout(io.StringIO()):   # train prints each step's los
 params = state.params
 print(f"学習後の検証損失 {state.val_loss[-1][1]:.4f}（学習前 {state.val_loss[0][1]:.4f}）")
 
-#
+# %% [markdown]
 # ここで `gpt` の中身を、学習後のモデルの1つの位置について、数値で1行ずつたどります。名前は `emma`、位置は 3
 # （入力は2つ目の `m`、正解の次の文字は `a`）です。まず位置 0〜2 を `gpt` に通して KV キャッシュを作り、
 # `keys[0]` が位置ごとに1つずつ伸びるのを確かめます。位置 3 では、キャッシュの複製に対して `gpt` を呼んで比較用のロジットを取り、
