@@ -522,7 +522,7 @@ def check_06_linear_relu_backward(linear_relu_np_backward):
               for s in ((5,), (2, 5))]
     x, w = r.normal(size=(6, 4)), r.normal(size=(3, 4))   # pre-activations 1e-12 from the kink:
     b = -np.diag(utils.linear_np(x, w)[:3]) + np.array([1e-12, -1e-12, 1e-12])
-    points.append(("ReLU の折れ目のそば", (r.normal(size=(6, 3)), x, w, b)))
+    points.append(("ReLU の折れ点のそば", (r.normal(size=(6, 3)), x, w, b)))
     return compare("練習問題 1（dx, dw, db を並べたもの）", _flat(linear_relu_np_backward),
                    _flat(reference, ["dx", "dw", "db"]), points, "06-1")
 

@@ -588,9 +588,16 @@ def test_the_sitting_reference_check_can_fail():
     assert unresolved_references("（16 §1）", own="17") == ["16 §1: say 「ノート 16 §1」"]
 
 
-def test_a_sitting_is_called_a_note_everywhere():
-    for path in REFERRING_TEXTS:
-        assert "すわり" not in path.read_text(encoding="utf-8"), path.name
+def test_one_japanese_word_for_each_thing():
+    # a sitting is a ノート, a kink a 折れ点; Japanese words are not joined by a half-width "/" or "~"
+    # (a quotation of the texts in 「」 keeps its own spelling)
+    kana_kanji = r"[\u3040-\u30ff\u4e00-\u9fff]"
+    joiner = re.compile(rf"{kana_kanji}[/~･]{kana_kanji}")
+    for path in [*REFERRING_TEXTS, NB_DIR / "exercises.py"]:
+        text = path.read_text(encoding="utf-8")
+        assert "すわり" not in text and "折れ目" not in text, path.name
+        unquoted = re.sub(r"「[^」]*」", "", text)
+        assert not joiner.findall(unquoted), (path.name, joiner.findall(unquoted))
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=IDS)

@@ -241,7 +241,7 @@ for d in dims:
         dq = np.einsum("nt,ntd->nd", ds, K) * scale
         stats[scaled][0].append(np.median(p.max(axis=-1)))
         stats[scaled][1].append(np.median(np.linalg.norm(dq, axis=-1)))
-print("   d | 最大確率の中央値：なし  1/√d あり | |∂L/∂q| の中央値：なし      1/√d あり   あり/なし")
+print("   d | 最大確率の中央値：なし  1/√d あり | |∂L/∂q| の中央値：なし      1/√d あり   あり÷なし")
 for i, d in enumerate(dims):
     print(f"{d:4d} | {stats[False][0][i]:21.3f} {stats[True][0][i]:9.3f} | {stats[False][1][i]:22.2e} "
           f"{stats[True][1][i]:11.2e} {stats[True][1][i] / stats[False][1][i]:9.3g}")
