@@ -394,6 +394,26 @@ print(f"直前の文字を最も見るヘッド：ヘッド {h_prev}、{prev[h_p
 # 一様注意より明らかに大きい値が、そのヘッドの「見ている場所」です。直前の文字に最も重みを置くのはヘッド 2（一様注意の 2.8 倍）で、
 # 上のヒートマップでも対角線のすぐ下が明るく、バイグラムと同じ情報（直前の1文字）を運んでいます。
 # ほかのヘッドは重みをもっと広く、BOS や2文字以上前の文字にも分けています。1層・16次元の小さなモデルでも、ヘッドがある程度役割を分担しています。
+#
+# ### よくある質問：因果マスクはどこにあるのか
+#
+# nanoGPT の注意は、下三角のマスクで「未来の位置」を隠します。`gpt` にはマスクの行がありません。`gpt` は1回に1つの位置だけを計算し、
+# そのとき KV キャッシュには今までの位置のキーとバリューしか入っていないので、隠すべき未来がそもそもないからです（§3）。
+# 全位置を一度に計算する `gpt_forward` のほうには、マスクの行 `logits += np.triu(...)`（`numpy_engine.py`）があります。
+# 確かめます：名前の後ろの文字を変えても、それより前の位置のロジットは変わりません。
+
+# %%
+def logits_by_position(name):
+    """gpt at each position of name in turn, with its KV cache: the logits of each position."""
+    toks = microgpt.doc_tokens(name, vocab)[:-1]
+    keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
+    return [nums(microgpt.gpt(t, pos, keys, values, sd, cfg)) for pos, t in enumerate(toks)]
+
+
+emma, emzz = logits_by_position("emma"), logits_by_position("emzz")
+for pos in range(len(emma)):
+    print(f"位置 {pos}（入力 {'BOS' if pos == 0 else 'emma'[pos - 1]!r} と "
+          f"{'BOS' if pos == 0 else 'emzz'[pos - 1]!r}）：ロジットの差の最大 {np.abs(emma[pos] - emzz[pos]).max():.2e}")
 
 # %% [markdown]
 # %% [markdown]
