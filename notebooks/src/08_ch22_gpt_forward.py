@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（1）：順伝播、KV キャッシュ、1つの位置を数値で追う
 #
-# （目安：約36分）
+# （目安：約37分）
 #
 # **対応する章:** microgpt 本 第22章（`gpt` 関数）。第21章の `linear` / `softmax` / `rmsnorm` を組み合わせて、
 # 1トークンずつ進む GPT の順伝播を作る章です。実装は `microgpt.py` の `gpt(token_id, pos_id, keys, values, state_dict, cfg)`。

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（2）：学習ループと Adam を自分で書く
 #
-# （目安：約29分）
+# （目安：約33分）
 #
 # **対応する章:** microgpt 本 第22章（学習ループ）。ノート 08 で読んだ `gpt` を、勾配を下って学習させます。
 # `microgpt.train` の中身を、第22章のとおり1つのセルに書き出し、オプティマイザ Adam を自分で書いて、`microgpt.train` と同じ損失になることを確かめます。
@@ -267,7 +267,7 @@ with np.errstate(all="ignore"):
     p = np.array([1.0, 0.0])
     z = np.array([1000.0, 999.0])
     print("1. 学習率 1.5 で 1100 歩：w =", w)
-    print("2. -log p =", -np.log(p), "、p log p =", p * np.log(p))
+    print("2. -log p =", 0.0 - np.log(p), "、p log p =", p * np.log(p))
     print("3. 最大値を引かない softmax：", np.exp(z) / np.exp(z).sum(), "、引くと", np.exp(z - z.max()) / np.exp(z - z.max()).sum())
     print("4. float16 の 300 の2乗：", np.float16(300) ** 2, "、最大", np.finfo(np.float16).max)
 
@@ -291,9 +291,9 @@ with tempfile.TemporaryDirectory() as tmp:
     corpus = Path(tmp) / "animals.txt"
     corpus.write_text("\n".join(animals.split()) + "\n", encoding="utf-8")
     run = subprocess.run([sys.executable, str(ROOT / "microgpt.py"), "--corpus", str(corpus), "--engine", "numpy",
-                          "--steps", "300", "--eval-every", "300", "--num-samples", "5"],
+                          "--steps", "300", "--eval-every", "300", "--num-samples", "5", "--lang", "ja"],
                          capture_output=True, text=True, check=True)
-print("\n".join(line for line in run.stdout.splitlines() if not line.startswith("step ") or "300/300" in line))
+print("\n".join(line for line in run.stdout.splitlines() if not line.startswith("ステップ ") or "300/300" in line))
 
 # %% [markdown]
 # 20 行では、モデルは訓練用の名前を覚えるだけです（訓練損失は下がり、検証損失は基準より悪い：過学習）。生成される名前も、ほとんど訓練データそのものです。

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（3）：正規化残差と、円周上の vMF 分布
 #
-# （目安：約34分）
+# （目安：約35分）
 #
 # **対応する講義:** 幾何学講義 第3回の「実装ノート」のコード例 `03_normalized_linear.py` の `NormalizedResidual` と `03_vmf_distribution_plot.py`、
 # 本文の「vMF と正規分布の対応」の表（κ → ∞ の行を含む）。ノート 12 の続きです。
