@@ -55,11 +55,15 @@ def solution(key):
 def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
     """Table learner(*args) against reference(*args) at each (label, args) of points: exact, close
     (|got - want| <= atol + rtol |want|), largest difference. True if all close, None if a stub.
-    Under the table, exercise `key`'s worked solution, folded."""
+    An answer of several parts (reference.part_names, set by _flat) that is not close at a point
+    gets a line per part under the table: its largest difference, with got, want and the relative
+    difference at that entry. Under it all, exercise `key`'s worked solution, folded."""
     markdown = solution(key) if key else None
     rows = []  # (label, exact, close, largest difference, close as a bool)
+    per_part = []  # (label, [a line per part]) of the points that are not close
     for label, args in points:
         want = np.asarray(reference(*args), dtype=float)
+        shapes = getattr(reference, "part_shapes", None)
         try:
             got = learner(*args)
             if got is None:
@@ -81,14 +85,44 @@ def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
             diff = float(np.max(np.abs(got - want))) if got.size else 0.0
         yes = {True: "はい", False: "いいえ"}
         rows.append((label, yes[bool(np.array_equal(got, want))], yes[close], f"{diff:.2e}", close))
+        if not close and shapes and len(shapes) > 1:
+            lines = _part_lines(got, want, reference.part_names, shapes, atol, rtol)
+            per_part.append((label, lines))
     ok = all(row[-1] for row in rows)
     width = max(_columns(label) for label, *_ in rows + [("点",)])
     print(f"{name}\n  {_pad('点', width)}  完全一致  近い    最大の差")
     for label, exact, close, diff, _ in rows:
         print(f"  {_pad(label, width)}  {_pad(exact, 8)}  {_pad(close, 6)}  {diff}")
+    for label, lines in per_part:
+        print(f"  {label}：部分ごとの最大の差")
+        for line in lines:
+            print(f"    {line}")
     print(f"  → {'すべての点で一致しました' if ok else '一致しない点があります'}")
     show_solution(markdown, ok)
     return ok
+
+
+def _part_lines(got, want, names, shapes, atol, rtol):
+    """A line per part of a flat answer: close or not, the largest difference, and at that entry
+    (its index in the part) got, want and |got - want| / |want|."""
+    lines, start = [], 0
+    for name, shape in zip(names, shapes):
+        n = int(np.prod(shape))
+        g, w, start = got[start:start + n], want[start:start + n], start + n
+        if n == 0:
+            continue
+        with np.errstate(invalid="ignore"):
+            d = np.where(np.isnan(g - w), np.inf, np.abs(g - w))
+            ok = bool(np.all(d <= atol + rtol * np.abs(w)))
+        i = int(np.argmax(d))
+        index = ", ".join(map(str, np.unravel_index(i, shape)))
+        where = f"[{index}] " if shape else ""
+        rel = (f"{d[i] / abs(w[i]):.1e}" if w[i] != 0 else
+               "0" if d[i] == 0 else "∞（正しい値は 0）")
+        lines.append(f"{name}：一致（最大の差 {d[i]:.2e}）" if ok else
+                     f"{name}：不一致　最大の差 {d[i]:.2e}　{name}{where}で"
+                     f"得た値 {g[i]:.8g}、正しい値 {w[i]:.8g}、相対差 {rel}")
+    return lines
 
 
 def _columns(text):
@@ -100,15 +134,20 @@ def _pad(text, width):
     return text + " " * max(0, width - _columns(text))
 
 
-def _flat(f):
+def _flat(f, names=None):
     """f's answer (an array, or a tuple of arrays and numbers) as one flat array: a table row
-    (None, a forgotten return, stays None: compare() says so)."""
+    (None, a forgotten return, stays None: compare() says so). With names (one per part), the
+    shapes of the last answer's parts are kept in flat.part_shapes (for compare()'s lines)."""
     def flat(*args):
         parts = f(*args)
         if parts is None:
             return None
         parts = parts if isinstance(parts, (tuple, list)) else [parts]
-        return np.concatenate([np.ravel(np.asarray(p, dtype=float)) for p in parts])
+        parts = [np.asarray(p, dtype=float) for p in parts]
+        if names:
+            flat.part_shapes = [p.shape for p in parts]
+        return np.concatenate([np.ravel(p) for p in parts])
+    flat.part_names = names
     return flat
 
 
@@ -117,9 +156,10 @@ def _copies(args):
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
-def _scaled(name, learner, reference, points, key, scale=None):
+def _scaled(name, learner, reference, points, key, scale=None, names=None):
     """compare() on flat answers over their size: scale(*args), or by default each part's (y, dx,
-    ...) largest reference entry, so a tiny y beside a huge dx is still compared at its own size."""
+    ...) largest reference entry, so a tiny y beside a huge dx is still compared at its own size.
+    names: the parts', for compare()'s lines per part."""
     def size(*args):
         if scale:
             return scale(*args)
@@ -128,9 +168,15 @@ def _scaled(name, learner, reference, points, key, scale=None):
         return np.concatenate([np.full(np.size(p), max(np.abs(p).max(), 1e-300)) for p in parts])
 
     def over_size(f):
+        flat = _flat(f, names)
+
         def scaled(*args):  # (None, or another shape: left for compare() to say in words)
-            got, s = _flat(f)(*_copies(args)), size(*args)
+            got, s = flat(*_copies(args)), np.asarray(size(*args), dtype=float)
+            if got is not None and s.ndim == 0:  # one number for every entry
+                s = np.broadcast_to(s, np.shape(got))
+            scaled.part_shapes = getattr(flat, "part_shapes", None)
             return got if got is None or np.shape(got) != np.shape(s) else got / s
+        scaled.part_names = names
         return scaled
     return compare(name, over_size(learner), over_size(reference), points, key, 1e-10, 1e-12)
 
@@ -164,6 +210,7 @@ def check_01_tanh(Value, tanh):  # at x = 20, 1 - t^2 = 0 and 1/cosh^2 = 1.7e-17
 def check_01_relu(Value, relu):
     return _op("練習問題 1（relu）", "01-6", Value, relu, lambda a: a.relu(),
                [("x = 1.5", (1.5,)), ("x = -0.5", (-0.5,)),
+                ("x = 0（折れ点：傾きは 0 と決める）", (0.0,)),
                 ("x = 1e-300（折れ点のすぐ上）", (1e-300,)),
                 ("x = -1e-300（折れ点のすぐ下）", (-1e-300,))])
 
@@ -325,7 +372,7 @@ def check_04_linear_backward(linear_backward):
     points = [("章の例 dy = [1]", (np.ones(1), np.array([1.0, 2.0]), np.array([[3.0, 4.0]])))]
     points += [(label, (dy[..., :3], x[..., :4], w)) for label, (dy, x) in backward_points_04()[:2]]
     return compare("ステップ1（linear_backward）", _flat(linear_backward),
-                   _flat(utils.linear_np_backward), points, "04-1")
+                   _flat(utils.linear_np_backward, ["dx", "dw"]), points, "04-1")
 
 
 def check_04_softmax_backward(softmax_backward):
@@ -475,9 +522,9 @@ def check_06_linear_relu_backward(linear_relu_np_backward):
               for s in ((5,), (2, 5))]
     x, w = r.normal(size=(6, 4)), r.normal(size=(3, 4))   # pre-activations 1e-12 from the kink:
     b = -np.diag(utils.linear_np(x, w)[:3]) + np.array([1e-12, -1e-12, 1e-12])
-    points.append(("ReLU の折れ目のそば", (r.normal(size=(6, 3)), x, w, b)))
+    points.append(("ReLU の折れ点のそば", (r.normal(size=(6, 3)), x, w, b)))
     return compare("練習問題 1（dx, dw, db を並べたもの）", _flat(linear_relu_np_backward),
-                   _flat(reference), points, "06-1")
+                   _flat(reference, ["dx", "dw", "db"]), points, "06-1")
 
 
 def check_06_dropout_backward(dropout_backward):
@@ -511,8 +558,8 @@ def check_07_key_value_grads(key_value_grads):
         points += [(f"d = {d}、{'1/√d あり' if s else 'なし'}", qkv + (s,)) for s in (False, True)]
     def learner(q, K, V, do, scaled):
         return key_value_grads(q.copy(), K.copy(), V.copy(), do.copy(), scaled)
-    return compare("練習問題 2（dK と dV を並べたもの）", _flat(learner), _flat(reference), points,
-                   "07-2")
+    return compare("練習問題 2（dK と dV を並べたもの）", _flat(learner),
+                   _flat(reference, ["dK", "dV"]), points, "07-2")
 
 
 # ===================================================== 08-10 chapter 22 (gpt, training, sampling)
@@ -569,7 +616,7 @@ def check_09_adam(adam_update):
     g = np.array([1e-3, -2.0, 0.0, 5000.0, 1e-12])
     return compare("組み立て：Adam（p, m, v を並べたもの）",
                    _flat(lambda g, n: run(adam_update, g, n)),
-                   _flat(lambda g, n: run(microgpt_update, g, n)),
+                   _flat(lambda g, n: run(microgpt_update, g, n), ["p", "m", "v"]),
                    [(f"{n} ステップ", (g, n)) for n in (1, 2, 1000)], "09-3")
 
 
@@ -623,12 +670,13 @@ def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
     forward, backward = sphere.l2_normalize_np, sphere.l2_normalize_np_backward
     return _scaled("練習問題（safe_normalize：y と dx を並べたもの）",
                    lambda x, g: (safe_normalize(x.copy()), safe_normalize_backward(g, x.copy())),
-                   lambda x, g: (forward(x), backward(g, x)), points, "11-1")
+                   lambda x, g: (forward(x), backward(g, x)), points, "11-1", names=["y", "dx"])
 
 
 def check_13_vmf_s2(log_c3, mean_cos_s2):
     """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
-    points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 0.5, 3.0, 40.0, 700.0, 1000.0)]
+    points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 5e-3, 9.9e-3, 0.0126, 0.02, 0.5, 3.0,
+                                              40.0, 700.0, 1000.0)]  # the series band, both sides
     return compare("練習問題（log_c3 と mean_cos_s2 を並べたもの）",
                    lambda k: [float(log_c3(k)), float(mean_cos_s2(k))],
                    lambda k: [float(sphere.vmf_log_normalizer(3, k)),
@@ -650,7 +698,7 @@ def check_16_readout_grad(readout_grad):
     points += [(f"s_z = 1000, {lb}", (h, w, np.full(27, 1000.0), 0))
                for lb, h in sphere_points(rng, 16, w[0], 0.05)[:3]]
     return _scaled("練習問題（readout_grad：dh と ds_z を並べたもの）",
-                   readout_grad, reference, points, "16-1")
+                   readout_grad, reference, points, "16-1", names=["dh", "ds_z"])
 
 
 def check_17_vmf_posterior_grad(vmf_posterior_grad):

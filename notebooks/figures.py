@@ -37,7 +37,8 @@ def slider_figure(draw, sliders, description=None):
     log-scale one (low and high are then the values at its ends). Run headless (STATIC_ENV set) or
     without ipywidgets, the figure is drawn once at each slider's value, followed by one line saying
     what would move it; in a live Jupyter session with ipywidgets, the sliders are shown and redraw
-    the figure. Returns the ipywidgets.interactive object, or None when the figure is static.
+    the figure. Returns None: the panel is displayed here, once (returned, it would be displayed
+    again as the value of the cell's last line).
     """
     import os
 
@@ -54,7 +55,8 @@ def slider_figure(draw, sliders, description=None):
         print(f"（Jupyter で ipywidgets を入れて実行すると、この図は {names} のスライダーで"
               "動かせます）")
         return None
-    return show_sliders(draw, sliders, widgets)
+    show_sliders(draw, sliders, widgets)
+    return None
 
 
 def show_sliders(draw, sliders, widgets, display=None):

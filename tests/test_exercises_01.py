@@ -135,6 +135,8 @@ def test_topological_order_and_backward(capsys):
 def test_relu_and_sigmoid():
     assert exercises.check_01_relu(V, relu) is True
     assert exercises.check_01_relu(V, lambda a: type(a)(max(a.data, 0), (a,), (1.0,))) is False
+    slope_1_at_0 = lambda a: type(a)(max(a.data, 0.0), (a,), (1.0 if a.data >= 0 else 0.0,))  # noqa: E731
+    assert exercises.check_01_relu(V, slope_1_at_0) is False
     assert exercises.check_01_relu(V, stub) is None
     assert exercises.check_01_sigmoid(V, sigmoid) is True
     assert exercises.check_01_sigmoid(V, sigmoid_exact) is True

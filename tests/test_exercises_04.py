@@ -99,3 +99,12 @@ def test_exercises():
     assert exercises.check_04_layernorm_backward(by_central_differences(layernorm)) is False
     assert exercises.check_04_layernorm_backward(lambda dy, x: dy) is False
     assert exercises.check_04_layernorm_backward(stub) is None
+
+
+def test_linear_backward_says_which_part_is_wrong(capsys):
+    assert exercises.check_04_linear_backward(linear_backward_one_position) is False
+    out = capsys.readouterr().out
+    assert "バッチ (2, 3, 4)：部分ごとの最大の差" in out and "章の例 dy = [1]：部分ごとの最大の差" not in out
+    lines = out[out.index("バッチ (2, 3, 4)：部分ごとの最大の差"):].splitlines()[1:3]
+    assert lines[0].strip().startswith("dx：一致")
+    assert lines[1].strip().startswith("dw：不一致") and "dw[" in lines[1] and "相対差" in lines[1]

@@ -69,3 +69,16 @@ def test_first_step_wrong_answers():
     assert exercises.check_09_first_step(lambda g, lr: -lr * np.sign(g)) is False    # eps dropped
     assert exercises.check_09_first_step(lambda g, lr: -lr * g) is False             # plain SGD
     assert exercises.check_09_first_step(lambda g, lr: -lr * 1.5 * g / (np.abs(g) + 1e-8)) is False
+
+
+def test_adam_says_which_part_is_wrong(capsys):
+    def m_not_in_place(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
+        m = beta1 * m + (1 - beta1) * g           # a new array: the caller's m stays 0
+        v[:] = beta2 * v + (1 - beta2) * g * g
+        return p - lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps)
+
+    assert exercises.check_09_adam(m_not_in_place) is False
+    out = capsys.readouterr().out
+    first = out[out.index("1 ステップ：部分ごとの最大の差"):].splitlines()[1:4]
+    assert first[0].strip().startswith("p：一致") and first[2].strip().startswith("v：一致")
+    assert "m：不一致" in first[1] and "m[3] で得た値 0、正しい値 -750、相対差 1.0e+00" in first[1]

@@ -113,6 +113,7 @@ def test_vmf_s2(capsys):
     assert exercises.check_13_vmf_s2(log_c3, mean_cos_s2) is True
     assert exercises.check_13_vmf_s2(log_c3_naive, mean_cos_s2) is False
     assert exercises.check_13_vmf_s2(log_c3, mean_cos_naive) is False
+    assert exercises.check_13_vmf_s2(log_c3, mean_cos_series_with_63) is False  # the series band
     assert exercises.check_13_vmf_s2(stub, mean_cos_s2) is None
     assert exercises.check_13_vmf_s2(stub, stub) is None
     assert "未回答" in capsys.readouterr().out
@@ -127,7 +128,7 @@ def test_the_series_coefficient_is_04():
     assert abs(mean_cos_series_with_63(kappa) - exact) > 1e-11 * exact
 
 
-def test_the_worked_solution_of_52_1_passes():
+def test_the_worked_solution_of_13_1_passes():
     code = exercises.solution("13-1").split("```python")[1].split("```")[0]
     space = {"np": np}
     exec(code, space)
@@ -287,6 +288,15 @@ def test_vmf_posterior_grad(capsys):
         assert exercises.check_17_vmf_posterior_grad(wrong) is False, wrong.__name__
     assert exercises.check_17_vmf_posterior_grad(stub) is None
     assert "未回答" in capsys.readouterr().out
+
+
+def test_vmf_posterior_grad_is_compared_in_units_of_kappa_over_r():
+    """A rounding-sized difference (1e-13 of kappa / ||r||) passes even where the gradient is 3e13:
+    the check's one number per point scales every entry."""
+    def rounded(r, mus, kappas, priors, k):
+        size = kappas.max() / max(np.sqrt(r @ r), 1e-12)
+        return vmf_posterior_grad(r, mus, kappas, priors, k) + 1e-13 * size
+    assert exercises.check_17_vmf_posterior_grad(rounded) is True
 
 
 def test_a_forgotten_return_is_said_in_words(capsys):

@@ -270,6 +270,21 @@ def test_a_slider_figure_is_static_when_run_headless(monkeypatch, capsys):
     assert calls == [5.0] and "スライダー" in capsys.readouterr().out
 
 
+def test_a_live_slider_figure_is_displayed_once(monkeypatch):
+    # slider_figure is a cell's last line: a panel it returned would be displayed a second time
+    sys.path.insert(0, str(NB_DIR))
+    import types
+
+    import figures
+
+    shown = []
+    monkeypatch.delenv(figures.STATIC_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "ipywidgets", types.ModuleType("ipywidgets"))
+    monkeypatch.setattr(figures, "show_sliders", lambda *args: shown.append(args) or "panel")
+    assert figures.slider_figure(lambda kappa: None, {"kappa": (0.1, 3.0, 1.0)}) is None
+    assert len(shown) == 1
+
+
 def test_a_slider_figure_redraws_when_a_slider_moves():
     widgets = pytest.importorskip("ipywidgets")
     sys.path.insert(0, str(NB_DIR))
@@ -526,3 +541,71 @@ def test_the_notebooks_readme_links_exist_and_names_every_notebook():
     missing = [link for link in links if not (NB_DIR / link).exists()]
     assert links and not missing, missing
     assert all(f"{src.stem}.ipynb" in links for src in SOURCES)
+
+
+# A sitting is named one way everywhere: 「ノート NN」, a section of it 「ノート NN §k」 (or
+# 「ノート NN の §k」), several sections 「ノート NN §k、§m」 ("notebook NN §k" in code comments). Inside a
+# notebook a bare 「§k」 is its own.
+SITTING_REFERENCE = re.compile(r"(?:ノート|notebook) (\d\d)((?:(?: ?の)? ?§\d+(?:\.\d+)?)(?:、 ?§\d+(?:\.\d+)?)*)?")
+REFERRING_TEXTS = [*SOURCES, NB_DIR / "worked_solutions.md", NB_DIR / "GLOSSARY.md", NB_DIR / "README.md",
+                   NB_DIR.parent / "README.md", NB_DIR.parent / "README.ja.md"]
+
+
+def unresolved_references(text, own=None):
+    """The references of text that name no notebook or no section of it: 「ノート NN §k」, and with
+    own (a notebook's number) the bare 「§k」 of that notebook, and a number before § with no ノート."""
+    sections = {src.stem[:2]: notebook_sections(src) for src in SOURCES}
+    wrong = []
+    for m in SITTING_REFERENCE.finditer(text):
+        number, parts = m.group(1), re.findall(r"§\d+(?:\.\d+)?", m.group(2) or "")
+        if number not in sections:
+            wrong.append(f"{m.group(0)}: there is no notebook {number}")
+        wrong += [f"{m.group(0)}: notebook {number} has no {p}" for p in parts
+                  if number in sections and p not in sections[number]]
+    if own is not None:
+        rest = SITTING_REFERENCE.sub("", text)
+        wrong += [f"{m.group(0)}: " + (f"say 「ノート {m.group(1)} {m.group(2)}」"
+                                       if m.group(1) in sections else "no such notebook")
+                  for m in re.finditer(r"(?<![\d.])(\d\d) ?(§\d+(?:\.\d+)?)", rest)]
+        wrong += [f"{m.group(0)}: notebook {own} has no {m.group(1)}"
+                  for m in re.finditer(r"(?<![\d.] )(?<!\d)(§\d+(?:\.\d+)?)", rest)
+                  if m.group(1) not in sections[own]]
+    return wrong
+
+
+@pytest.mark.parametrize("path", REFERRING_TEXTS, ids=[p.name for p in REFERRING_TEXTS])
+def test_every_sitting_reference_resolves_to_a_heading(path):
+    own = path.stem[:2] if path in SOURCES else None
+    wrong = unresolved_references(path.read_text(encoding="utf-8"), own)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_sitting_reference_check_can_fail():
+    assert unresolved_references("（ノート 14 §2、§1.1）、ノート 15 の §3") == []
+    assert len(unresolved_references("（ノート 50 §0）、ノート 14 §2、§9")) == 2
+    assert unresolved_references("§2 と §7", own="11") == ["§7: notebook 11 has no §7"]
+    assert unresolved_references("（56 §2.1）", own="17") == ["56 §2.1: no such notebook"]
+    assert unresolved_references("（16 §1）", own="17") == ["16 §1: say 「ノート 16 §1」"]
+
+
+def test_one_japanese_word_for_each_thing():
+    # a sitting is a ノート, a kink a 折れ点; Japanese words are not joined by a half-width "/" or "~"
+    # (a quotation of the texts in 「」 keeps its own spelling)
+    kana_kanji = r"[\u3040-\u30ff\u4e00-\u9fff]"
+    joiner = re.compile(rf"{kana_kanji}[/~･]{kana_kanji}")
+    for path in [*REFERRING_TEXTS, NB_DIR / "exercises.py"]:
+        text = path.read_text(encoding="utf-8")
+        assert "すわり" not in text and "折れ目" not in text, path.name
+        unquoted = re.sub(r"「[^」]*」", "", text)
+        assert not joiner.findall(unquoted), (path.name, joiner.findall(unquoted))
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=IDS)
+def test_prose_is_in_markdown_cells(src):
+    # A paragraph left in a code cell (its `# %% [markdown]` line missing) shows as `#` comments: a
+    # bare "#" line, or two top-level comment lines of Japanese sentences in a row.
+    sentence = re.compile(r"^# .*[\u3040-\u30ff\u4e00-\u9fff]{8}.*。")
+    for kind, code in build.parse_cells(src.read_text(encoding="utf-8")):
+        lines = code.splitlines() if kind == "code" else []
+        for line, after in zip(lines, lines[1:] + [""]):
+            assert line != "#" and not (sentence.match(line) and after.startswith("# ")), line

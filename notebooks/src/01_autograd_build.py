@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 自動微分を自分で作る：小さな `Value`（足し算・掛け算・tanh・backward）
 #
-# （目安：約36分）
+# （目安：約37分）
 #
 # **対応する章:** microgpt 本の `Value`（スカラー自動微分）の部分。第21章（`linear` / `softmax` / `rmsnorm`）と
 # 第22章（`gpt`）は、すべてこの `Value` の演算の組み合わせとして書かれています。その土台を、自分の手で1つずつ作ります。
@@ -148,6 +148,33 @@ def topological_order(root):
 exercises.check_01_topological_order(topological_order)
 
 # %% [markdown]
+# **よくある質問：並べずに、再帰で押し出すだけではだめですか。** 「勾配が出たらすぐ子へ押し出し、子で同じことを繰り返す」素朴な再帰を、
+# $b = a + a$、$c = b + b$（正しい勾配は $dc/da = 4$）で試します。比べるのはこのプロジェクトの `value.Value` です。
+
+# %%
+def naive_backward(node):  # push at once and recurse: no topological order
+    for child, local_grad in zip(node._children, node._local_grads):
+        child.grad += local_grad * node.grad
+        naive_backward(child)
+
+
+for how in ("素朴な再帰", "トポロジカル順（value.py の backward）"):
+    a = value.Value(1.0)
+    b = a + a
+    c = b + b
+    if how == "素朴な再帰":
+        c.grad = 1.0
+        naive_backward(c)
+    else:
+        c.backward()
+    print(f"{how}：a.grad = {a.grad}（正しくは 4）")
+
+# %% [markdown]
+# 素朴な再帰は、$b$ に1本目の辺から 1 だけ届いた時点で $a$ へ押し出し（$a$ に 2）、2本目が届いて $b$ が 2 になるともう一度押し出す（$a$ に 4）ので、
+# 最初の 1 を二重に数えて 6 になります。ノードの勾配は、親すべてから届いて **完成してから** 押し出す：それを保証するのがトポロジカル順です。
+# （素朴な再帰は、同じノードを何度も通るグラフで、道の数だけ時間もかかります。）
+
+# %% [markdown]
 # ## 6. ステップ5：`backward`
 #
 # 根の勾配は $\partial L/\partial L = 1$ です。あとは `topological_order(root)` の **逆順** に各ノードを訪れ、
@@ -254,7 +281,7 @@ exercises.compare("自分の Value と value.py", grads(Value), grads(value.Valu
 #
 # $\mathrm{relu}(x) = \max(x, 0)$ を1つのノードとして作る関数 `relu(a)` を書いてください（子は `(a,)` だけ）。
 # $x = 0$ では微分できないので、`value.py` と同じく局所勾配を 0 とします。
-# チェックは折れ点のすぐそば（$x = \pm10^{-300}$）でも比べます。
+# チェックは折れ点そのもの（$x = 0$）と、そのすぐそば（$x = \pm10^{-300}$）でも比べます。
 #
 # <details><summary>ヒント 1</summary>
 #

@@ -116,11 +116,14 @@ print(f"z = x*3：z.requires_grad = {z.requires_grad}、グラフの子 {len(z._
 #
 # 資料の言うとおり、`nn.Parameter` で包んだテンソルをモデルの属性にすると、それだけで `model.parameters()` に登録されます。
 # `self.w = nn.Parameter(...)` と **代入しただけ** で登録されるのは、`nn.Module` が属性の代入 `__setattr__` を横取りしているからです（資料の言う「重みの自動管理」）。
+# 登録はモジュールの仕事で、オプティマイザの仕事ではありません。`torch.optim.SGD(model.parameters(), lr=...)` のオプティマイザは、モジュールが登録済みのパラメータの一覧を受け取って更新するだけです。
 #
 # - `Parameter` は `requires_grad=True` が既定の `Tensor` です（下のセルの3行）。
 # - `Module` は、パラメータの台帳 `_parameters` と子モジュールの台帳 `_modules`（どちらも名前 → 中身の辞書）を持ちます。
 #   `parameters()` は自分のパラメータを代入した順に出し、続けて子モジュールの中へ入ります。`model(x)` は `__call__` を通り、
 #   `forward` 関数を呼んでから、登録されたフックを実行します（資料の「裏側の下準備」のうち、本当に `__call__` がすること）。
+#   PyTorch の `__call__` は、`forward` の **前に** 走るフック（`register_forward_pre_hook`：入力を書き換えることもできる）も実行します。
+#   このノートの `Module` は、後のフック（`register_forward_hook`）だけを作ります。
 #
 # **組み立て 1：** `module_setattr(self, name, value)` を書いてください。`value` が `Parameter` なら `self._parameters[name]` に、
 # `Module` なら `self._modules[name]` に入れ、どちらの場合も（それ以外でも）ふつうの属性として `object.__setattr__(self, name, value)` で保存します。
@@ -221,10 +224,10 @@ for how in ("model(x)", "model.forward(x)"):
     print(f"    出力 {out.data}、記録された {out.requires_grad}、w.grad = {model.w.grad}")
 
 # %% [markdown]
-# どちらの呼び方でも出力は記録され、`w.grad` は同じ 2.0 です。違うのはフックが実行されたかどうかだけです。
+# どちらの呼び方でも出力は記録され、`w.grad` は同じ 2.0 です。違うのはフックが実行されたかどうかだけです（PyTorch なら、前のフックも `model.forward(x)` では飛ばされます）。
 # 資料は `model.forward(x)` を NG とする理由に「自動勾配用の記録登録や、評価/学習モードの切り替え」を挙げますが、
 # 記録は演算それぞれの仕事、モードの切り替えは `model.train()` / `model.eval()` の仕事で、どちらも `__call__` はしません。
-# PyTorch 2.x の `__call__` がするのは、フックの実行と、`model.compile()` 後のコンパイル版への振り分け、JIT トレースでのスコープの記録です。
+# PyTorch 2.x の `__call__` がするのは、`forward` の前のフック（forward pre-hook）と後のフック（forward hook）の実行、逆伝播のフック（`register_full_backward_hook`）の準備、`model.compile()` 後のコンパイル版への振り分け、JIT トレースでのスコープの記録です。
 # それでも `model(x)` と呼ぶのが作法なのは、フックを使う道具（特徴の取り出し、プロファイラ）と `compile()` が正しく働くためです。
 #
 # ## 3. `no_grad` を組み立てる

@@ -53,7 +53,7 @@ plt.rcParams["figure.dpi"] = 90
 # 同じ計算で $\mathrm{Var}(\partial L/\partial x) = \text{fan\_out}\cdot\mathrm{Var}(w)\cdot E[(\partial L/\partial y)^2]$。勾配の大きさを保つには $\mathrm{Var}(w) = 1/\text{fan\_out}$ です。
 #
 # 順伝播は $1/\text{fan\_in}$、逆伝播は $1/\text{fan\_out}$ を求め、正方形でない層では両方は満たせません。**Xavier 初期化**（Glorot と Bengio, 2010）は
-# その間をとって、逆数の平均 $\mathrm{Var}(w) = 2/(\text{fan\_in} + \text{fan\_out})$ にします。He は順伝播の条件を選びました（ReLU の因子 2 つき）。
+# その間をとって、fan_in と fan_out の平均の逆数 $\mathrm{Var}(w) = 1/\big((\text{fan\_in} + \text{fan\_out})/2\big) = 2/(\text{fan\_in} + \text{fan\_out})$ にします（逆数の平均 $\tfrac12(1/\text{fan\_in} + 1/\text{fan\_out})$ ではありません）。He は順伝播の条件を選びました（ReLU の因子 2 つき）。
 #
 # **組み立て：** 標準偏差（分散の平方根）を返す `xavier_std(fan_in, fan_out)` と `he_std(fan_in)` を書いてください。
 #
@@ -110,6 +110,7 @@ for name, std in (("Xavier", xavier_std(fan_in, fan_out)), ("He", he_std(fan_in)
 # 一様分布 $U(-\ell, \ell)$ の分散は $\ell^2/3$ なので $\mathrm{Var}(w) = 1/(3\,\text{fan\_in})$、**He の分散の 1/6** です。
 # 資料は「PyTorch ではデフォルトで He 初期化の変形版」と書きます。関数としては確かに He（Kaiming）の一様分布版に $a = \sqrt 5$ を渡したものですが、
 # 分散は He の 1/6 で、ReLU の層を重ねたときに大きさを保つ「He 初期化」とは別物です。
+# Xavier でもありません：Xavier の一様分布版（`xavier_uniform_`）の分散は $2/(\text{fan\_in} + \text{fan\_out})$ で、正方形の層でも $1/\text{fan\_in}$、既定の3倍です。
 #
 # 幅 256 の全結合層を 30 段重ね（正規化も残差もなし）、各段の活性の標準偏差と、出力側から流した勾配の標準偏差を **対数軸** で描きます。
 # 1段ごとに一定の倍率で増減すると直線になり、分散を保つ初期化は水平になります。
@@ -240,7 +241,7 @@ for d in dims:
         dq = np.einsum("nt,ntd->nd", ds, K) * scale
         stats[scaled][0].append(np.median(p.max(axis=-1)))
         stats[scaled][1].append(np.median(np.linalg.norm(dq, axis=-1)))
-print("   d | 最大確率の中央値：なし  1/√d あり | |∂L/∂q| の中央値：なし      1/√d あり   あり/なし")
+print("   d | 最大確率の中央値：なし  1/√d あり | |∂L/∂q| の中央値：なし      1/√d あり   あり÷なし")
 for i, d in enumerate(dims):
     print(f"{d:4d} | {stats[False][0][i]:21.3f} {stats[True][0][i]:9.3f} | {stats[False][1][i]:22.2e} "
           f"{stats[True][1][i]:11.2e} {stats[True][1][i] / stats[False][1][i]:9.3g}")

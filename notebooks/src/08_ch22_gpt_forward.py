@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（1）：順伝播、KV キャッシュ、1つの位置を数値で追う
 #
-# （目安：約36分）
+# （目安：約37分）
 #
 # **対応する章:** microgpt 本 第22章（`gpt` 関数）。第21章の `linear` / `softmax` / `rmsnorm` を組み合わせて、
 # 1トークンずつ進む GPT の順伝播を作る章です。実装は `microgpt.py` の `gpt(token_id, pos_id, keys, values, state_dict, cfg)`。
@@ -188,7 +188,7 @@ with contextlib.redirect_stdout(io.StringIO()):   # train prints each step's los
 params = state.params
 print(f"学習後の検証損失 {state.val_loss[-1][1]:.4f}（学習前 {state.val_loss[0][1]:.4f}）")
 
-#
+# %% [markdown]
 # ここで `gpt` の中身を、学習後のモデルの1つの位置について、数値で1行ずつたどります。名前は `emma`、位置は 3
 # （入力は2つ目の `m`、正解の次の文字は `a`）です。まず位置 0〜2 を `gpt` に通して KV キャッシュを作り、
 # `keys[0]` が位置ごとに1つずつ伸びるのを確かめます。位置 3 では、キャッシュの複製に対して `gpt` を呼んで比較用のロジットを取り、
@@ -394,6 +394,26 @@ print(f"直前の文字を最も見るヘッド：ヘッド {h_prev}、{prev[h_p
 # 一様注意より明らかに大きい値が、そのヘッドの「見ている場所」です。直前の文字に最も重みを置くのはヘッド 2（一様注意の 2.8 倍）で、
 # 上のヒートマップでも対角線のすぐ下が明るく、バイグラムと同じ情報（直前の1文字）を運んでいます。
 # ほかのヘッドは重みをもっと広く、BOS や2文字以上前の文字にも分けています。1層・16次元の小さなモデルでも、ヘッドがある程度役割を分担しています。
+#
+# ### よくある質問：因果マスクはどこにあるのか
+#
+# nanoGPT の注意は、下三角のマスクで「未来の位置」を隠します。`gpt` にはマスクの行がありません。`gpt` は1回に1つの位置だけを計算し、
+# そのとき KV キャッシュには今までの位置のキーとバリューしか入っていないので、隠すべき未来がそもそもないからです（§3）。
+# 全位置を一度に計算する `gpt_forward` のほうには、マスクの行 `logits += np.triu(...)`（`numpy_engine.py`）があります。
+# 確かめます：名前の後ろの文字を変えても、それより前の位置のロジットは変わりません。
+
+# %%
+def logits_by_position(name):
+    """gpt at each position of name in turn, with its KV cache: the logits of each position."""
+    toks = microgpt.doc_tokens(name, vocab)[:-1]
+    keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
+    return [nums(microgpt.gpt(t, pos, keys, values, sd, cfg)) for pos, t in enumerate(toks)]
+
+
+emma, emzz = logits_by_position("emma"), logits_by_position("emzz")
+for pos in range(len(emma)):
+    print(f"位置 {pos}（入力 {'BOS' if pos == 0 else 'emma'[pos - 1]!r} と "
+          f"{'BOS' if pos == 0 else 'emzz'[pos - 1]!r}）：ロジットの差の最大 {np.abs(emma[pos] - emzz[pos]).max():.2e}")
 
 # %% [markdown]
 # %% [markdown]

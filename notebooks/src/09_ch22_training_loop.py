@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（2）：学習ループと Adam を自分で書く
 #
-# （目安：約29分）
+# （目安：約33分）
 #
 # **対応する章:** microgpt 本 第22章（学習ループ）。ノート 08 で読んだ `gpt` を、勾配を下って学習させます。
 # `microgpt.train` の中身を、第22章のとおり1つのセルに書き出し、オプティマイザ Adam を自分で書いて、`microgpt.train` と同じ損失になることを確かめます。
@@ -13,7 +13,8 @@
 # 3. 書き出したループが `microgpt.train` と同じ損失の列を出すこと。
 # 4. **`zero_grad` を忘れると** 損失がどうなるか。
 # 5. NumPy エンジンでの 2000 ステップの学習と、一様・ユニグラム・バイグラムの基準との比較。
-# 6. まとめ、理解度チェックと練習問題（バイグラム基準の損失、Adam の最初の一歩）。
+# 6. よくある質問：損失が NaN になったら（§5）、自分のテキストで学習するには（§6）。
+# 7. まとめ、理解度チェックと練習問題（バイグラム基準の損失、Adam の最初の一歩）。
 
 # %%
 import contextlib
@@ -169,6 +170,21 @@ for name, losses in (("zero_grad あり", mine), ("zero_grad なし", forgot)):
 # NumPy エンジンの `loss_and_grads` は毎回新しい勾配を返すので、「足し込まれて残る」ことを `accumulated += grad` と書いて再現します。
 
 # %%
+from value import Value
+
+w = Value(0.5)
+pairs = [(1.0, 2.0), (2.0, 3.0), (3.0, 7.0), (4.0, 9.0)]    # (x, y): the loss (w x - y)^2, summed
+sum((w * x - y) ** 2 for x, y in pairs).backward()
+whole = w.grad
+zero_grad([w])
+for half in (pairs[:2], pairs[2:]):                         # two backward() calls, no zero_grad between
+    sum((w * x - y) ** 2 for x, y in half).backward()
+print(f"4 組まとめた勾配 {whole}、2 組ずつ2回 backward() して足し込まれた勾配 {w.grad}")
+
+# %% [markdown]
+# 上の 300 ステップの比較に戻ります。
+
+# %%
 def numpy_loop(num_steps, forget_zero_grad, lr=0.01):
     params = microgpt.init_params(cfg, seed=42)
     flat = flat_buffer(params)                          # every parameter, as one array (views per key)
@@ -198,6 +214,9 @@ plt.show()
 # エラーは出ないので、損失の曲線を見ていなければ気づきません。PyTorch でも同じで、`optimizer.zero_grad()` を忘れると勾配は `.grad` に足し込まれ続けます
 # （わざと数ステップぶん足し込むのが「勾配の蓄積」で、そのときは足し込んだステップ数で割ってから更新し、更新の後に `zero_grad` します）。
 #
+# **よくある質問：それなら、なぜ `backward()` は上書きせずに足し込むのですか。** 足し込むのが正しい場面が2つあるからです。
+# 同じパラメータを何か所かで使えば、勾配はそれぞれの道の和です（ノート 02 §4）。そして、大きなバッチを小分けにして `backward()` を何回か呼ぶと、
+# 足し込まれた勾配は、大きなバッチを一度に計算した勾配と同じになります。メモリに入らないバッチは、こうして学習します。
 # ## 4. 2000 ステップの学習と基準との比較
 #
 # `microgpt.train` を NumPy エンジンで、1ステップに 16 個の名前、2000 ステップ回します（数秒）。検証損失を、ニューラルネットを使わない3つの基準と比べます。
@@ -231,6 +250,56 @@ print(f"検証損失：ステップ 0 で {state.val_loss[0][1]:.4f} → ステ�
 # %% [markdown]
 # 検証損失は 3.354 から 2.004 まで下がり、バイグラム基準（2.335）を下回りました。
 #
+# ## 5. 損失が NaN になったら
+#
+# 損失が `nan` や `inf` になる原因は、ほとんど次の4つです。どれも NumPy の数行で再現できます。
+#
+# 1. **学習率が大きすぎる**：$f(w) = w^2$ の勾配降下で学習率 1.5 なら、1歩ごとに $w$ が −2 倍になり、約 1000 歩で inf、その次に inf − inf = NaN。
+# 2. **0 の log**：確率が 0 に丸められた成分の $-\log p$ は inf、$0 \cdot \log 0$ は NaN。
+# 3. **±1000 のロジット**：最大値を引かずに `exp` すると $e^{1000}$ が溢れ、inf / inf が NaN（ノート 03 §2）。
+# 4. **float16**：表せる最大の数は 65504。300 の2乗で、もう inf です。
+
+# %%
+with np.errstate(all="ignore"):
+    w = 1.0
+    for _ in range(1100):
+        w -= 1.5 * 2 * w                                     # f(w) = w^2, learning rate 1.5
+    p = np.array([1.0, 0.0])
+    z = np.array([1000.0, 999.0])
+    print("1. 学習率 1.5 で 1100 歩：w =", w)
+    print("2. -log p =", 0.0 - np.log(p), "、p log p =", p * np.log(p))
+    print("3. 最大値を引かない softmax：", np.exp(z) / np.exp(z).sum(), "、引くと", np.exp(z - z.max()) / np.exp(z - z.max()).sum())
+    print("4. float16 の 300 の2乗：", np.float16(300) ** 2, "、最大", np.finfo(np.float16).max)
+
+# %% [markdown]
+# 調べる順番は、(1) 学習率を 1/10 にして同じことが起きるか、(2) 損失の式が `log` に 0 を渡していないか（log-softmax を使う）、
+# (3) `exp` の前に最大値を引いているか、(4) float16 なら float32 で同じことが起きるか、です。
+# `microgpt.train` は損失か勾配が有限でなくなったステップで止まり、重みを最後の正常なステップのまま残して、`state.error` に理由を書きます。
+# どの演算で壊れたかは、`python3 dev.py pdb microgpt.py --engine value ...` で実行すると分かります。`value.py` は正でない数の log や `exp` の溢れで `NumericError` を出し、デバッガの下ではそこで止まります（`docs/debugging.ja.md`）。
+#
+# ## 6. 自分のテキストで学習する
+#
+# `--corpus` に、1行に1つの文書を書いた UTF-8 のテキストファイルを渡すと、そのファイルで学習します。文字は何でもかまいません（語彙はファイルの文字から作ります）。
+# 動物の名前 20 個で試します。
+
+# %%
+import subprocess
+import tempfile
+
+animals = "たぬき きつね うさぎ りす くま しか いのしし さる ねずみ もぐら いたち かもしか むささび おこじょ てん あなぐま はくびしん やまね こうもり かわうそ"
+with tempfile.TemporaryDirectory() as tmp:
+    corpus = Path(tmp) / "animals.txt"
+    corpus.write_text("\n".join(animals.split()) + "\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, str(ROOT / "microgpt.py"), "--corpus", str(corpus), "--engine", "numpy",
+                          "--steps", "300", "--eval-every", "300", "--num-samples", "5", "--lang", "ja"],
+                         capture_output=True, text=True, check=True)
+print("\n".join(line for line in run.stdout.splitlines() if not line.startswith("ステップ ") or "300/300" in line))
+
+# %% [markdown]
+# 20 行では、モデルは訓練用の名前を覚えるだけです（訓練損失は下がり、検証損失は基準より悪い：過学習）。生成される名前も、ほとんど訓練データそのものです。
+# 意味のある学習には、数千行のテキストを用意してください（`names` は 5163 行）。端末では `python3 dev.py run --corpus ファイル` で同じことができます。
+
+# %% [markdown]
 # ## まとめ
 #
 # | 見たこと | 要点 | 節 |

@@ -1,12 +1,12 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（3）：正規化残差と、円周上の vMF 分布
 #
-# （目安：約34分）
+# （目安：約35分）
 #
 # **対応する講義:** 幾何学講義 第3回の「実装ノート」のコード例 `03_normalized_linear.py` の `NormalizedResidual` と `03_vmf_distribution_plot.py`、
-# 本文の「vMF と正規分布の対応」の表（κ → ∞ の行を含む）。すわり 12 の続きです。
+# 本文の「vMF と正規分布の対応」の表（κ → ∞ の行を含む）。ノート 12 の続きです。
 #
-# このすわりで見るもの：
+# このノートで見るもの：
 #
 # 1. 講義の残差 $x + \alpha f(x)$ と nGPT の残差の違い（α のスライダーつき）。RMSNorm の残差の流れのノルムが深さとともに伸びること。
 # 2. 円周上の vMF 密度（κ のスライダーつき）。κ → ∞ でデルタ関数に近づく様子。講義の表の「指数関数的な減衰（角度に対して）」の読み方。
@@ -43,7 +43,7 @@ np.set_printoptions(precision=6, suppress=False)
 # %% [markdown]
 # ## 1. 残差接続：講義の $x + \alpha f(x)$ と nGPT の $h + \alpha(\mathrm{Norm}(f(h)) - h)$
 #
-# 講義の `NormalizedResidual`（コード例 `03_normalized_linear.py`）を、すわり 12 の `NormalizedLinear` と同じく関数で書きます：
+# 講義の `NormalizedResidual`（コード例 `03_normalized_linear.py`）を、ノート 12 の `NormalizedLinear` と同じく関数で書きます：
 # $x \leftarrow \mathrm{Normalize}(x + \alpha f(x))$。最後の正規化が、球面へ戻すリトラクションで、nGPT の「残差接続後：正規化」にあたります。
 #
 # 講義の `NormalizedResidual` は $\mathrm{Normalize}(x + \alpha f(x))$ です。nGPT の論文（Loshchilov et al., 2025）と microgpt の `gpt_sphere` の残差更新は少し違い、
@@ -269,6 +269,22 @@ plt.show()
 # 極限の κ = ∞ そのものは密度を持たない（関数として書けない）ので、`sphere.vmf_log_density` に渡せるのは有限の κ だけです。
 
 # %% [markdown]
+# ### 同じ κ でも、次元が上がると集中は弱い
+#
+# 講義の表の「小さい κ で緩やかに集中、大きい κ で明確に集中」は、円周や $\mathbb{S}^2$ のような低い次元の話です。
+# 集中の度合いを、平均方向とのコサインの期待値 $E[\mu^\top x]$（1 なら一点、0 なら一様）で比べます（`sphere.vmf_mean_resultant_length(d, κ)`）。
+
+# %%
+print("E[μ·x]        " + "".join(f"{f'κ = {k}':>10s}" for k in (1, 5, 10, 50, 500)))
+for d in (2, 3, 16, 768):
+    print(f"S^{d - 1:<4d}（d = {d:3d}）" + "".join(f"{float(sphere.vmf_mean_resultant_length(d, k)):10.4f}"
+                                          for k in (1, 5, 10, 50, 500)))
+
+# %% [markdown]
+# $\mathbb{S}^2$ では κ = 5 で 0.80、κ = 50 で 0.98 と「明確に集中」していますが、$\mathbb{S}^{767}$（埋め込みが 768 次元のとき）では同じ κ で 0.0065 と 0.065、
+# ほとんど一様です。高い次元では、同じ集中を得るのに次元と同じ程度の κ が要ります（κ = 500 でも 0.49）。講義の表の目安は、低い次元でだけ成り立ちます。
+
+# %% [markdown]
 # ### 「指数関数的な減衰（角度に対して）」を読む
 #
 # 講義の「vMFと正規分布の対応」の表は、正規分布の「指数関数的な減衰」に vMF の「指数関数的な減衰（角度に対して）」を対応させています。
@@ -332,7 +348,7 @@ slider_figure(draw_vmf, {"kappa": ("log", 0.1, 200.0, 10.0)}, description=["κ"]
 # | κ → ∞ | 幅が $1/\sqrt\kappa$ で縮み、ピークが伸び、積分は 1 のまま：デルタ関数に近づく | §2 |
 # | 「指数関数的な減衰」 | 平均方向の近くでは、正規分布も vMF もずれの2乗の指数関数（vMF は θ についてのガウス分布）。違いは裾で、vMF は $e^{-2\kappa}$ で止まる | §2 |
 #
-# 次のすわり（14）では、$\mathbb{S}^2$ の上の vMF からサンプルを引き、ガウス分布から vMF が生まれる仕組みと、球面上の勾配法を見ます。
+# 次のノート 14 では、$\mathbb{S}^2$ の上の vMF からサンプルを引き、ガウス分布から vMF が生まれる仕組みと、球面上の勾配法を見ます。
 
 # %% [markdown]
 # ## 理解度チェック
@@ -376,7 +392,7 @@ slider_figure(draw_vmf, {"kappa": ("log", 0.1, 200.0, 10.0)}, description=["κ"]
 # - `log_c3(kappa)`：$\mathbb{S}^2$ の vMF の正規化定数の対数 $\log C_3(\kappa)$。$C_3(\kappa)$ は $\int_{\mathbb{S}^2} C_3(\kappa)\exp(\kappa\,\mu^\top x)\,dA = 1$ となる数です。
 # - `mean_cos_s2(kappa)`：vMF$(\mu, \kappa)$ に従う $x$ の、平均方向とのコサインの期待値 $E[\mu^\top x]$。
 #
-# κ は $10^{-6}$ から 1000 まで調べます。κ = $10^{-6}$ では素直な式が桁落ちし（差分商で確かめようとしても、値の変化が丸め誤差に埋もれます）、κ = 1000 では `np.sinh` が溢れます。
+# κ は $10^{-6}$ から 1000 まで調べます（$5\times10^{-3}$ から $0.02$ の間も細かく調べるので、小さな κ 用の式と素直な式の境目の両側で比べられます）。κ = $10^{-6}$ では素直な式が桁落ちし（差分商で確かめようとしても、値の変化が丸め誤差に埋もれます）、κ = 1000 では `np.sinh` が溢れます。
 #
 # <details><summary>ヒント 1</summary>
 #

@@ -4,9 +4,9 @@
 # （目安：約36分）
 #
 # **対応する講義:** 幾何学講義 第3回の「von Mises-Fisher 分布」（NOTE「ガウスから誘導される方向分布」「最大エントロピー原理」）と
-# 「球面上の学習」（リーマン勾配と、正規化による近似＝射影勾配法）。すわり 13 の続きです（11 の「接空間」を使います）。
+# 「球面上の学習」（リーマン勾配と、正規化による近似＝射影勾配法）。ノート 13 の続きです（ノート 11 の「接空間」を使います）。
 #
-# このすわりで見るもの：
+# このノートで見るもの：
 #
 # 1. $\mathbb{S}^2$ 上の vMF のサンプルと κ の推定。ガウス分布から生まれる vMF の集中度（条件付けなら講義の $\lVert\mathbf m\rVert/\sigma^2$ が厳密、射影なら次元の項がつく）。
 #    vMF が最大エントロピーの方向分布であること。
@@ -48,6 +48,7 @@ np.set_printoptions(precision=6, suppress=False)
 # vMF は方向統計学の標準的な分布で、講義は文献に Mardia & Jupp (2000) と、機械学習への応用として Banerjee et al. (2005) を挙げています。
 # `sphere.vmf_sample` は Wood (1994) の棄却法で $\mathbb{S}^{d-1}$ 上の vMF からサンプルを引きます。$d = 3$ で、κ ごとに 1000 点ずつ描きます。
 # プラネタリウムのドームに貼られた「星座」のまとまり具合です。視点は平均方向 μ の真上に置き、球面上の μ の位置を赤い星印で示します。
+# 真上から見ると裏側の半球の点が透けて重なるので、描くのは手前の半球（$\mu^\top x > 0$）の点だけにし、その割合をタイトルに書きます（一様な κ = 0 なら半分）。
 
 # %%
 mu3 = l2_normalize_np(np.array([1.0, 1.0, 1.0]))
@@ -59,11 +60,12 @@ for i, k in enumerate([0, 1, 10, 100]):
     ax = fig.add_subplot(1, 4, i + 1, projection="3d")
     ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.5)
     ax.computed_zorder = False                       # draw in call order: the marker of mu stays on top
-    ax.scatter(s[:, 0], s[:, 1], s[:, 2], s=3, alpha=0.6, label="サンプル")
+    front = s @ mu3 > 0                              # seen along mu, the back hemisphere would show through
+    ax.scatter(*s[front].T, s=3, alpha=0.6, label="サンプル（手前の半球）")
     ax.quiver(0, 0, 0, *(1.3 * mu3), color="tab:red", lw=2, arrow_length_ratio=0.12)
     ax.scatter(*mu3, s=260, marker="*", color="tab:red", edgecolor="k", linewidth=0.8, depthshade=False,
                label="平均方向 μ（球面上の位置）")
-    ax.set(title=f"$S^2$ 上の vMF、κ = {k}", xlabel="x", ylabel="y", zlabel="z",
+    ax.set(title=f"$S^2$ 上の vMF、κ = {k}\n手前の半球に {front.mean():.0%}", xlabel="x", ylabel="y", zlabel="z",
            xlim=(-1, 1), ylim=(-1, 1), zlim=(-1, 1), box_aspect=(1, 1, 1),
            xticks=[-1, 0, 1], yticks=[-1, 0, 1], zticks=[-1, 0, 1])
     ax.view_init(elev=np.degrees(np.arcsin(mu3[2])), azim=np.degrees(np.arctan2(mu3[1], mu3[0])))  # look along mu
@@ -95,7 +97,7 @@ for d_, marker in ((3, "o"), (16, "s")):
     axes[1].semilogx(true_kappas, r_bar, marker, label=f"サンプル $10^4$ 個の平均の長さ, d = {d_}")
 axes[0].plot(true_kappas, true_kappas, "k--", lw=1, label="推定値 = 真の κ")
 axes[0].set(xscale="log", yscale="log", xlabel="真の κ", ylabel="推定した κ",
-            title="サンプルから推定した集中度 κ（中央値と 01-90% の幅）")
+            title="サンプルから推定した集中度 κ（中央値と 10〜90% の幅）")
 axes[0].legend(fontsize=8)
 axes[1].set(xlabel="集中度 κ", ylabel="E[μ·x]", title="平均合成ベクトル長 $A_d(\\kappa)$ とサンプル")
 axes[1].legend(fontsize=8)
@@ -322,7 +324,7 @@ plt.show()
 # %% [markdown]
 # ## 2. リーマン勾配＋リトラクション と 射影勾配法
 #
-# 講義の「球面上の学習：幾何学的な意味」：勾配の方向のうち、球面に沿う成分だけが点を球面の上で動かします。点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（すわり 11 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
+# 講義の「球面上の学習：幾何学的な意味」：勾配の方向のうち、球面に沿う成分だけが点を球面の上で動かします。点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（ノート 11 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
 # $\mathrm{grad}_S f = g - (g^\top x)\,x$ です（`sphere.tangent_project`）。
 #
 # - **リーマン勾配＋リトラクション**（リーマン最適化）：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。$R$ は球面へ戻す写像、リトラクションで、
@@ -460,7 +462,7 @@ for scale in (1.0, 0.5, 0.25):
 # | 最大エントロピー | 平均合成ベクトル長が同じ分布の中で、vMF のエントロピーが最大 | §1.2 |
 # | リーマン勾配と射影勾配法 | リトラクション前のずれは、リーマン勾配で η の2次、射影勾配法で1次。η が小さければ2つはほぼ同じ | §2 |
 #
-# 次のすわり（15）では、運動量が接空間に残らないことを見てから、microgpt を RMSNorm と球面（nGPT）の2つのモードで学習して比べます。
+# 次のノート 15 では、運動量が接空間に残らないことを見てから、microgpt を RMSNorm と球面（nGPT）の2つのモードで学習して比べます。
 
 # %% [markdown]
 # ## 理解度チェック

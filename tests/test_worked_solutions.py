@@ -1,0 +1,142 @@
+"""notebooks/worked_solutions.md against the checks of notebooks/exercises.py.
+
+Each worked solution's code is taken from the file as a learner would copy it, run in a namespace
+like its notebook's (the notebook's own Value, Tensor / Parameter / Module, mixture_posterior), and
+handed to its check by the notebook's own check line: the check must accept it. Then one plausible
+mistake is typed into each solution (a replacement in its text) and the check must reject it.
+"""
+import math
+import re
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+NB = Path(__file__).resolve().parent.parent / "notebooks"
+sys.path.insert(0, str(NB))
+import exercises  # noqa: E402
+from build import parse_cells  # noqa: E402
+
+SOLUTIONS = (NB / "worked_solutions.md").read_text(encoding="utf-8")
+KEYS = re.findall(r"^## (\d\d-\d+)$", SOLUTIONS, re.M)
+
+# One plausible mistake per check: (text in the worked solution's code, what the learner typed).
+MISTAKES = {
+    "01-1": ("(1.0, 1.0)", "(1.0, 0.0)"),
+    "01-2": ("(b.data, a.data)", "(a.data, b.data)"),
+    "01-3": ("(1 - t * t,)", "(1 - t,)"),
+    "01-4": ("            order.append(v)", "        order.append(v)"),    # appended unvisited
+    "01-5": ("child.grad += local_grad * node.grad", "child.grad = local_grad * node.grad"),
+    "01-6": ("1.0 if x > 0 else 0.0", "1.0 if x >= 0 else 0.0"),                # slope 1 at 0
+    "01-7": ("(s * (1 - s),)", "(s,)"),
+    "02-1": ("t * a - 0.5 <= 0", "t * a - 0.5 <= -1e-6"),        # the kink moved a little
+    "02-2": ("order.append(node)", "order.insert(0, node)"),
+    "03-1": ("zip(wo, x)", "zip(wo, reversed(x))"),
+    "03-2": ("(val - max_val).exp()", "val.exp()"),                  # overflows at 1000
+    "03-3": ("(ms + 1e-5) ** -0.5", "ms ** -0.5"),
+    "03-4": ("v - m - lse", "v - lse"),
+    "03-5": ("(var + eps) ** -0.5", "var ** -0.5"),
+    "04-1": ("dx = dy @ w", "dx = dy @ w * 1.0000001"),
+    "04-2": ("(dp * p).sum(axis=-1, keepdims=True)", "dp.sum(axis=-1, keepdims=True)"),
+    "04-3": ("/ n\n", "\n"),
+    "04-4": ("np.eye(z.size) - p[None, :]", "np.eye(z.size) - p[:, None]"),
+    "04-5": ("- dy.mean(axis=-1, keepdims=True) ", ""),
+    "05-1": ("prefix + name + \".\"", "name + \".\""),
+    "05-2": ("if p.requires_grad and p.grad is not None:", "if p.grad is not None:"),
+    "05-3": ("    elif isinstance(value, Module):\n        self._modules[name] = value\n", ""),
+    "05-4": ("Tensor.grad_enabled = before", "Tensor.grad_enabled = True"),
+    "06-1": ("da.reshape(-1, da.shape[-1]).sum(axis=0)", "da.sum(axis=0)"),  # one batch axis
+    "06-2": ("dy * keep / (1 - p)", "dy * keep"),
+    "07-1": ("6.0 / fan_in", "3.0 / fan_in"),
+    "07-2": ("return alpha * np.outer(ds, q)", "return np.outer(ds, q)"),
+    "07-3": ("2 / (fan_in + fan_out)", "1 / fan_in"),
+    "08-1": ("np.tril(", "np.triu("),
+    "08-2": ("T * C + ", ""),
+    "09-1": ("np.ones((vocab_size, vocab_size))", "np.zeros((vocab_size, vocab_size)) + 0.5"),
+    "09-2": ("np.abs(g) + eps", "np.abs(g)"),
+    "09-3": ("m[:] = beta1", "m = beta1"),
+    "10-1": ("4 * C", "3 * C"),
+    "10-2": ("/ temperature", "* temperature"),
+    "11-1": ("return dy / eps", "return dy"),
+    "13-1": ("(1 - 2 * k2 / 21)", "(1 - 2 * k2 / 63)"),     # a wrong coefficient in the series
+    "16-1": ("return dh, p * cos", "return dh, p"),
+    "17-1": ("kappas * (mus @ x)", "mus @ x"),
+}
+
+
+def code_of(key):
+    """The ```python block of the worked solution `key`."""
+    blocks = re.findall(r"```python\n(.*?)```", exercises.solution(key), re.S)
+    assert len(blocks) == 1, f"{key}: one python block expected"
+    return blocks[0]
+
+
+def check_function(key):
+    """The name of the check in exercises.py that shows solution `key`."""
+    source = (NB / "exercises.py").read_text(encoding="utf-8")
+    names = [name for name, body in re.findall(r"^def (check_\w+)\((.*?)(?=^def |\Z)", source,
+                                                re.M | re.S) if f'"{key}"' in body]
+    assert len(names) == 1, f"{key}: checked by {names}"
+    return names[0]
+
+
+def notebook_cells(number):
+    path = next((NB / "src").glob(f"{number}_*.py"))
+    return [code for kind, code in parse_cells(path.read_text(encoding="utf-8")) if kind == "code"]
+
+
+def check_line(key):
+    """The notebook's own call of the check, e.g. `exercises.check_01_add(Value, add)`."""
+    name = check_function(key)
+    for code in notebook_cells(key[:2]):
+        found = re.search(rf"exercises\.{name}\(.*\)(?=:?\s*(#.*)?$)", code, re.M)
+        if found:
+            return found.group(0)
+    raise AssertionError(f"{key}: no cell of notebook {key[:2]} calls {name}")
+
+
+def namespace(number):
+    """What the notebook has defined when its checks run: imports, and its own classes."""
+    import sphere
+    import utils
+    ns = {"math": math, "np": np, "contextmanager": contextmanager, "exercises": exercises,
+          "sphere": sphere, "linear_np": utils.linear_np,
+          "linear_np_backward": utils.linear_np_backward, "softmax_np": utils.softmax_np}
+    for code in notebook_cells(number):
+        if code.startswith(("class Value", "class Tensor", "class Parameter")) or \
+                code.startswith("import exercises") and "def mixture_posterior" in code:
+            exec(code, ns)
+    return ns
+
+
+def run(key, code):
+    """The check's verdict on `code` typed in as the answer (the solutions before it as well, as in
+    the notebook: 01's backward uses the learner's add, mul and tanh)."""
+    ns = namespace(key[:2])
+    for earlier in KEYS:
+        if earlier[:2] == key[:2] and earlier != key:
+            exec(code_of(earlier), ns)
+    exec(code, ns)
+    return eval(check_line(key), ns)
+
+
+def test_every_solution_has_a_check_and_a_mistake():
+    assert len(KEYS) == len(set(KEYS)) >= 39
+    assert sorted(MISTAKES) == sorted(KEYS)
+    for key in KEYS:
+        check_line(key)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_worked_solution_passes_its_check(key, capsys):
+    assert run(key, code_of(key)) is True, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_mistake_is_rejected(key, capsys):
+    right, typed = MISTAKES[key]
+    code = code_of(key)
+    assert right in code, f"{key}: the mistake's text is no longer in the worked solution"
+    assert run(key, code.replace(right, typed)) is False, capsys.readouterr().out
