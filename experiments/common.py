@@ -97,6 +97,52 @@ def nonneg_int(text):
     return _int_at_least(text, 0, "an integer >= 0")
 
 
+# The flags the studies share: name -> (type, help). A study names those it has, with its own
+# defaults (study_parser), and adds the few that are its own; every one is checked at the door by
+# the settings table's rule of the same meaning (RULES; check_flags).
+SHARED = {
+    "workers": (pos_int, "worker processes"),
+    "seeds": (pos_int, "seeds per unit at its chosen lr: SEED+1..SEED+N"),
+    "seed": (int, "seed of the lr sweep runs"),
+    "lr0": (float, "the lr lattice's base lr0"),
+    "sweep": (nonneg_int, "the sweep's lrs: k = centre-N..centre+N on the lattice"),
+    "max_extend": (nonneg_int, "lrs added, one at a time, beyond an edge where the best lr is"),
+    "batch_size": (pos_int, "documents per step"),
+    "n_embd": (pos_int, "embedding width"),
+    "n_head": (pos_int, "attention heads"),
+    "n_layer": (pos_int, "layers"),
+    "block_size": (pos_int, "max positions per document"),
+    "val_docs": (pos_int, "held-out documents the val loss is measured on"),
+    "split_seed": (int, "seed of the held-out split"),
+    "n_lin": (pos_int, "evenly spaced eval points per run"),
+    "n_log": (pos_int, "log-spaced eval points before those"),
+    "max_memory": (float, "refuse a grid whose memory, estimated before anything runs, is larger "
+                          "(GB)"),
+}
+RULES = {"seed": "seed", "split_seed": "seed", "lr0": "lr", "steps": "steps",
+         "batch_size": "batch_size", "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer",
+         "block_size": "block_size", "max_memory": "max_memory", "corpus": "corpus"}
+MAX_RUNS = 20000  # a grid's planned runs, at most: the largest one run so far had a few hundred
+
+
+def study_parser(study, doc, quick, from_json=True, **defaults):
+    """The parser of experiments/STUDY.py: --out, --quick (its help: `quick`), --from-json and the
+    SHARED flags named in `defaults`, each with its default."""
+    p = Parser(f"{study}.py", doc)
+    p.add_argument("--out", help=f"output directory (default experiments/results/{study}"
+                                 "[-quick]/)")
+    p.add_argument("--quick", action="store_true", help=f"smoke test in seconds: {quick} (the "
+                   "defaults below become these; explicit flags still win)")
+    if from_json:
+        p.add_argument("--from-json", metavar="PATH", help="train nothing: write results.md and "
+                       "the figures again from a results.json (into --out, default PATH's folder)")
+    for name, default in defaults.items():
+        kind, text = SHARED[name]
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default,
+                       help=f"{text} (default {default})")
+    return p
+
+
 def log(line):
     print(line, file=sys.stderr, flush=True)
 
@@ -186,24 +232,37 @@ def command_line(script, argv):
     return " ".join([f"python experiments/{script}"] + [shlex.quote(w) for w in words])
 
 
-def check_flags(opts, rules):
+def check_flags(opts, rules=()):
     """Every flag by the settings table's rule of the same meaning (settings.check), at the door:
-    --seed -1 is refused here, not by train() in a worker after other runs. rules: option -> row."""
-    for name, row in rules.items():
+    --seed -1 is refused here, not by train() in a worker after other runs. rules: option -> row,
+    besides the shared RULES (of the flags the study has)."""
+    for name, row in {**RULES, **dict(rules)}.items():
+        if not hasattr(opts, name):
+            continue
         values = getattr(opts, name)
         for value in values if isinstance(values, list) else [values]:
             check(row, value, "--" + name.replace("_", "-"))
 
 
-def check_lattice(opts, k_low, k_high):
-    """Every learning rate the sweeps may reach, lr0 * 2^(k/2) for k_low <= k <= k_high, is a
-    positive finite number (the lr rule): a --center or --lr0 far out is refused at the door."""
+def check_lattice(opts, k_low, k_high, lr_at=None, lattice="lr0*2^(k/2)"):
+    """Every learning rate the sweeps may reach, lr_at(opts, k) (default lr_of) for k_low <= k <=
+    k_high, is a positive finite number (the lr rule): a --center, --sweep or --lr0 far out is
+    refused at the door, before any run."""
     for k in (k_low, k_high):
         try:
-            lr = lr_of(opts, k)
+            lr = (lr_at or lr_of)(opts, k)
         except OverflowError:
             lr = math.inf
-        check("lr", lr, f"the lr lr0*2^(k/2) at k = {k} (--lr0 {opts.lr0:g}, the sweep's reach)")
+        check("lr", lr, f"the lr {lattice} at k = {k} (--lr0 {opts.lr0:g}, the sweep's reach)")
+
+
+def check_plan(n_runs):
+    """A grid of n_runs runs is refused before anything is allocated or trained when it is larger
+    than any grid this machine could run: --seeds 10^8 would otherwise fill the memory with plans
+    before the first run."""
+    if n_runs > MAX_RUNS:
+        raise InputError(f"this grid plans about {n_runs:,} runs, more than {MAX_RUNS:,}: "
+                         "fewer seeds, lrs or units (or run it in parts)")
 
 
 def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb, positions=None):
@@ -266,47 +325,136 @@ def read_json(path, what, keys=("options", "runs")):
     return raw
 
 
-def check_records(runs, fields, path):
-    """The run records of a results.json, each a dict with `fields` (name -> a test of its value)
-    and a val curve of [step, loss] pairs: what the report and the resume read. InputError naming
-    the first that is not."""
+def check_records(runs, fields):
+    """The run records of a results.json, each a dict with `fields` (name -> a test of its value):
+    what the report and the resume read. InputError naming the first that is not."""
     for i, r in enumerate(runs):
         bad = [name for name, ok in fields.items()
                if not (isinstance(r, dict) and name in r and ok(r[name]))]
-        curve = isinstance(r, dict) and r.get("val_curve")
-        if not bad and not (isinstance(curve, list) and curve and all(
-                isinstance(p, list) and len(p) == 2 and all(is_number(x) for x in p)
-                for p in curve)):
-            bad = ["val_curve"]
         if bad:
-            raise InputError(f"{path!r}: run {i} has no valid {', '.join(bad)}: not a record this "
-                             "script wrote (start with another --out, or restore the file)")
+            raise InputError(f"run {i} has no valid {', '.join(bad)}: not a record this script "
+                             "wrote")
 
 
 def is_number(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def is_loss(x):
+    """A loss as a record holds it: a finite number >= 0 (a cross-entropy is never negative)."""
+    return is_number(x) and x >= 0
+
+
 def loss_or_none(x):
-    return x is None or is_number(x)
+    return x is None or is_loss(x)
 
 
-def rerender(path, out, restore, n_png):
-    """--from-json: restore(raw, opts, PATH's folder) -> write(out), which writes the report. An
-    interrupted grid's file is refused (the same command continues it); any part of the file the
-    report cannot use is one line naming it, never a traceback."""
-    raw, folder = read_json(path, "read results from"), os.path.dirname(os.path.abspath(path))
+def is_curve(curve):
+    """A val curve: [step, loss] pairs, at least one."""
+    return isinstance(curve, list) and bool(curve) and all(
+        isinstance(p, list) and len(p) == 2 and is_number(p[0]) and is_loss(p[1]) for p in curve)
+
+
+ROUND_TRIP = (int, float, pos_int, nonneg_int, int_list, float_list, float_list_or_empty)
+
+
+def check_options(options, parser, derived=()):
+    """The options of a results.json are the parser's flags (and the `derived` ones a study adds
+    after parsing), each a value its flag's type gives back unchanged: "seeds": 1e9, "seeds": 0,
+    a list written as a string or a NaN lr are refused, as the flags would be."""
+    actions = {a.dest: a for a in parser._actions}
+    for name, value in options.items():
+        action = actions.get(name)
+        if action is None:
+            if name in derived:
+                continue
+            raise InputError(f"an unknown option {name!r}")
+        if action.nargs == 0 or action.type is None:  # a switch, or a word (a path)
+            ok = isinstance(value, bool) if action.nargs == 0 else value is None or \
+                isinstance(value, str)
+        elif value is None or action.type not in ROUND_TRIP:  # (the study's checks read it)
+            ok = True
+        else:
+            text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+            try:
+                ok = value == [] or not isinstance(value, (bool, str)) and \
+                    action.type(text) == value  # ([]: what a study's check left of a list)
+            except (ValueError, TypeError, argparse.ArgumentTypeError):
+                ok = False
+        if not ok:
+            raise InputError(f"option {name!r} is {value!r}, not a value of its flag")
+
+
+def read_results(path, what, fields, parser, check, derived=(), runs_of=lambda raw: raw["runs"],
+                 rest=None):
+    """An earlier results.json through one validator, before anything is trained or rewritten:
+    its options (check_options, then the study's door checks `check`: a grid of 10^9 seeds never
+    ran), "complete" a bool and never true of a grid that ran nothing, every run record
+    (runs_of(raw) and "other_runs") by check_records(fields), and rest(raw), the study's test of
+    what else it reads. Returns (raw, those runs); InputError with one line for anything that
+    cannot be true."""
+    raw = read_json(path, what)
+    try:
+        complete = raw.get("complete", True)
+        if not isinstance(complete, bool):
+            raise InputError(f'"complete" is {complete!r}, not true or false')
+        check_options(raw["options"], parser, derived)
+        check(SimpleNamespace(**raw["options"]))  # (on a copy: a study's checks may sort lists)
+        runs = runs_of(raw) + raw.get("other_runs", [])
+        if complete and not runs:
+            raise InputError("it holds no run, yet says it is complete")
+        check_records(runs, fields)
+        if rest is not None and not rest(raw):
+            raise InputError("its other parts are not those of a record this script wrote")
+    except InputError as e:
+        raise InputError(f"cannot {what} {path!r}: {e} (start with another --out, or restore "
+                         "the file)") from None
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e} (start with another "
+                         "--out, or restore the file)") from None
+    return raw, runs
+
+
+def previous_runs(path, opts, fields, parser, check, key, same, derived=(),
+                  runs_of=lambda r: r["runs"], rest=None):
+    """The runs (key(run) -> record) of the results.json in --out and the file, if there is one
+    and it was made with the options in `same` as now (else InputError): the same command
+    continues an interrupted grid."""
+    if not os.path.lexists(path):
+        return {}, None
+    raw, runs = read_results(path, "continue from", fields, parser, check, derived, runs_of, rest)
+    differs = [k for k in same if raw["options"].get(k) != getattr(opts, k)]
+    if differs:
+        raise InputError(f"cannot continue from {path!r}: it was made with other "
+                         f"{', '.join(differs)} (use another --out, or the same options)")
+    kept(f"the {len(runs)} runs in {path} are kept as they were")
+    return {key(r): r for r in runs}, raw
+
+
+def rerender(opts, restore, n_png, fields, parser, check, derived=(), rest=None):
+    """--from-json: restore(raw, its options, PATH's folder) -> write(out), which writes the
+    report. The file goes through read_results first; an interrupted grid's file is refused (the
+    same command continues it); any part of the file the report cannot use is one line naming
+    it, never a traceback."""
+    path = opts.from_json
+    raw = read_json(path, "read results from")
     if raw.get("complete") is False:
         raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
                          "saved): run its command again to continue it; --from-json reads a "
                          "finished one")
+    raw, _ = read_results(path, "read results from", fields, parser, check, derived, rest=rest)
+    folder = os.path.dirname(os.path.abspath(path))
     try:
         write = restore(raw, SimpleNamespace(**raw["options"]), folder)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 (a crafted file: whatever it breaks is the file's fault)
         raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
-    out = output_folder(out or folder)
+    out = output_folder(opts.out or folder)
     try:
         md = write(out)
     except (InputError, OSError):

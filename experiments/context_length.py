@@ -377,13 +377,15 @@ def band_mean(per_position, band=SAME_CONTEXT):
 
 
 def speedup(rms, sph):
-    """r = rmsnorm / sphere steps to l*, the worse of the two final losses; None if one diverged."""
+    """r = rmsnorm / sphere steps to l*, the worse of the two final losses; None if one diverged.
+    r is None (no defined value) when the sphere's curve is at l* from step 0: a run that ends
+    worse than it started takes no step to get there."""
     if rms["final_val"] is None or sph["final_val"] is None:
         return None
     target = max(rms["final_val"], sph["final_val"])
     a = steps_to_target(rms["val_curve"], target)
     b = steps_to_target(sph["val_curve"], target)
-    return {"target": target, "rms_steps": a, "sphere_steps": b, "r": a / b}
+    return {"target": target, "rms_steps": a, "sphere_steps": b, "r": a / b if b else None}
 
 
 def slope(xs, ys):
@@ -842,7 +844,8 @@ def data_info(data, opts):
 
 
 RECORD = {"norm": lambda x: x in NORMS, "phase": lambda x: x in ("sweep", "seeds", "anchor"),
-          "final_val": common.loss_or_none, "seconds": common.is_number,
+          "final_val": common.loss_or_none, "val_curve": common.is_curve,
+          "seconds": common.is_number,
           "cpu_seconds": common.is_number, "ms_per_step": common.is_number,
           **{k: lambda x: isinstance(x, int) and not isinstance(x, bool) and x > 0
              for k in ("T", "steps")},
@@ -860,27 +863,16 @@ def check_memory(opts, data):
                              opts.workers, (n, n * T), opts.max_memory)
 
 
-def load_previous(path, opts, dinfo):
-    """The runs (run_key -> record), timing and invocations of an earlier results.json in --out,
-    if it was made with the same data and model options; InputError otherwise."""
-    if not os.path.exists(path):
-        return {}, None, []
-    raw = common.read_json(path, "continue from")
-    try:
-        runs = raw["runs"] + raw.get("other_runs", [])
-        common.check_records(runs, RECORD, path)
-        differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
-        if raw["data"]["corpus_sha256"] != dinfo["corpus_sha256"]:
-            differs.append("the corpus")
-        cache = {run_key(r): r for r in runs}
-        previous = cache, whole_timing(raw.get("timing")), raw["info"]["invocations"]
-    except (KeyError, TypeError) as e:
-        raise InputError(f"cannot continue from {path!r}: {type(e).__name__}: {e} (use another "
-                         "--out)") from None
-    if differs:
-        raise InputError(f"cannot continue from {path!r}: it was made with other "
-                         f"{', '.join(differs)} (use another --out, or the same options)")
-    return previous
+DERIVED = ("anchor_fractions", "tile")  # options set after parsing (check_options, main)
+
+
+def has_data(raw):
+    """What the report reads besides the runs: the data's record and every invocation's."""
+    info, data = raw.get("info"), raw.get("data")
+    return isinstance(data, dict) and isinstance(data.get("corpus_sha256"), str) and \
+        isinstance(info, dict) and isinstance(info.get("invocations"), list) and all(
+            isinstance(v, dict) and {"command", "started", "wall_s"} <= set(v)
+            for v in info["invocations"])
 
 
 def whole_timing(timing):
@@ -934,52 +926,35 @@ QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend"
 
 
 def parser():
-    p = common.Parser("context_length.py", __doc__)
-    add, pos_int, int_list = p.add_argument, common.pos_int, common.int_list
-    nonneg_int = common.nonneg_int
-    add("--out", help="output directory (default experiments/results/context_length[-quick]/)")
-    add("--quick", action="store_true", help="smoke test in seconds: contexts 16 and 32, 24 steps,"
-        " 2 seeds, one lr per sweep, small val set (the defaults below become these)")
-    add("--workers", type=pos_int, default=2, help="worker processes (default 2)")
+    p = common.study_parser(
+        "context_length", __doc__, "contexts 16 and 32, 24 steps, 2 seeds, one lr per sweep, "
+        "small val set", workers=2, seeds=3, seed=0, lr0=0.01, sweep=1, max_extend=4,
+        batch_size=8, n_embd=32, n_head=4, n_layer=2, split_seed=42, n_lin=16, n_log=8,
+        max_memory=4.0)
+    add, int_list = p.add_argument, common.int_list
     add("--contexts", type=int_list, default=[64, 128, 256, 512],
         help="context lengths T, comma-separated (default 64,128,256,512)")
-    add("--steps", type=pos_int, default=2000, help="optimizer steps per run, S (default 2000)")
-    add("--seeds", type=pos_int, default=3, help="paired seeds at the chosen lr (default 3)")
-    add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
-    add("--lr0", type=float, default=0.01, help="lr lattice lr0*2^(k/2) (default 0.01)")
-    add("--center", type=int, default=0, help="the sweep's centre k on the lattice (default 0)")
-    add("--sweep", type=nonneg_int, default=1, help="k = center-N..center+N (default 1: 3 lrs)")
-    add("--max-extend", type=nonneg_int, default=4,
-        help="lrs added, one at a time, beyond an edge where the best lr is (default 4)")
+    add("--steps", type=common.pos_int, default=2000,
+        help="optimizer steps per run, S (default 2000)")
+    add("--center", type=int, default=0, help="the sweep's centre k on the lattice lr0*2^(k/2) "
+        "(default 0)")
     add("--anchor-contexts", type=int_list, default=[64, 512],
         help="contexts with the anchors' protocol: runs of S/4 and S/2 steps (default 64,512)")
-    add("--batch-size", type=pos_int, default=8, help="windows per step (default 8)")
-    add("--n-embd", type=pos_int, default=32, help="embedding width (default 32)")
-    add("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
-    add("--n-layer", type=pos_int, default=2, help="layers (default 2)")
-    add("--val-plays", type=pos_int, default=4, help="plays held out for validation (default 4)")
-    add("--split-seed", type=int, default=42, help="seed of the held-out plays (default 42)")
-    add("--curve-tiles", type=pos_int, default=128,
+    add("--val-plays", type=common.pos_int, default=4,
+        help="plays held out for validation (default 4)")
+    add("--curve-tiles", type=common.pos_int, default=128,
         help="held-out tiles of max(T) characters the val curve is measured on (default 128)")
-    add("--n-lin", type=pos_int, default=16, help="evenly spaced eval points per run (default 16)")
-    add("--n-log", type=pos_int, default=8, help="log-spaced eval points before those (default 8)")
-    add("--timing-reps", type=pos_int, default=7,
+    add("--timing-reps", type=common.pos_int, default=7,
         help="repetitions of the timing, norms alternating; the fastest counts (default 7)")
     add("--retime", action="store_true", help="measure the per-step times again even if known")
     add("--timing-only", action="store_true", help="measure only the per-step times (results.json)")
     add("--gate-pilot", type=int_list, metavar="STEPS",
         help="train nothing else: rmsnorm at the longest T for each of these run lengths, "
              "measuring the gate's context gain 8 times a run; writes gate_pilot.json")
-    add("--max-memory", type=float, default=4.0, help="refuse a grid whose memory, estimated "
-        "before anything runs, is larger (GB; default 4)")
-    add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
-        "again from a results.json (into --out, default the directory of PATH)")
     return p
 
 
-RULES = {"lr0": "lr", "seed": "seed", "split_seed": "seed", "steps": "steps",
-         "contexts": "block_size", "anchor_contexts": "block_size", "batch_size": "batch_size",
-         "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer", "max_memory": "max_memory"}
+RULES = {"contexts": "block_size", "anchor_contexts": "block_size"}
 
 
 def check_options(opts):
@@ -993,6 +968,8 @@ def check_options(opts):
         raise InputError(f"--n-lin {opts.n_lin} and --n-log {opts.n_log} need at most as many "
                          f"eval points as the shortest run has steps ({shortest}; --n-log at most "
                          f"--steps {opts.steps})")
+    anchors = len(opts.anchor_fractions) * len(opts.anchor_contexts) * 2 * opts.seeds
+    common.check_plan(2 * len(opts.contexts) * (2 * reach + 1 + opts.seeds) + anchors)
     if opts.n_embd % opts.n_head:
         raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
     for name in ("contexts", "anchor_contexts"):
@@ -1014,7 +991,13 @@ def check_options(opts):
 def run(opts, argv, data, dinfo, out):
     """The grid (or only the timing), continuing the results.json in `out`; markdown or None."""
     path = os.path.join(out, "results.json")
-    cache, timing, invocations = load_previous(path, opts, dinfo)
+    cache, raw = common.previous_runs(path, opts, RECORD, parser(), check_options, run_key, SAME,
+                                      DERIVED, rest=has_data)
+    if raw and raw["data"]["corpus_sha256"] != dinfo["corpus_sha256"]:
+        raise InputError(f"cannot continue from {path!r}: it was made with other the corpus (use "
+                         "another --out, or the same options)")
+    timing = whole_timing(raw.get("timing")) if raw else None
+    invocations = raw["info"]["invocations"] if raw else []
     command = common.command_line("context_length.py", argv)
     started, load_start, t0 = common.now_utc(), common.load_average(), time.perf_counter()
     log(f"shakespeare: {len(data['train_plays'])} train plays ({dinfo['n_train_chars']:,} chars), "
@@ -1035,9 +1018,6 @@ def run(opts, argv, data, dinfo, out):
                "info": info_now(None, records), "timing": timing, "runs": records,
                "other_runs": common.other_runs(cache, records, run_key)}
         common.save_runs(lambda: common.write_json(path, raw), path, len(records), "grid")
-
-    if cache:
-        common.kept(f"the {len(cache)} runs in {path} are kept as they were")
 
     if opts.timing_only:
         timing = run_timing(data, opts, log)
@@ -1066,7 +1046,8 @@ def main(argv):
     opts = common.parse(parser(), argv, QUICK)
     opts.anchor_fractions = [4, 2]
     if opts.from_json:
-        return common.rerender(opts.from_json, opts.out, restore, 2)
+        return common.rerender(opts, restore, 2, RECORD, parser(), check_options, DERIVED,
+                               has_data)
     check_options(opts)
     data = load_data(opts)
     check_memory(opts, data)

@@ -756,21 +756,36 @@ def write_all(records, opts, info, out, complete):
     return md
 
 
-def load_previous(path, opts):
-    if not os.path.exists(path):
-        return {}, []
-    raw = common.read_json(path, "continue from")
-    try:
-        differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
-        cache = {run_key(r): r for r in raw["runs"]}
-        invocations = raw["info"]["invocations"]
-    except (KeyError, TypeError) as e:
-        raise InputError(f"cannot continue from {path!r}: {type(e).__name__}: {e} (use another "
-                         "--out)") from None
-    if differs:
-        raise InputError(f"cannot continue from {path!r}: it was made with other "
-                         f"{', '.join(differs)} (use another --out, or the same options)")
-    return cache, invocations
+def is_curves(curves):
+    """A run's curves: step, copy1, copy2, copy2_ablated and val, lists of one length (losses)."""
+    return isinstance(curves, dict) and isinstance(curves.get("step"), list) and all(
+        isinstance(curves.get(k), list) and len(curves[k]) == len(curves["step"])
+        and all(common.is_loss(x) for x in curves[k])
+        for k in ("copy1", "copy2", "copy2_ablated", "val")) and len(curves["step"]) > 0
+
+
+RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
+          "variant": lambda x: x == "default" or x in VARIANTS,
+          "phase": lambda x: x in ("sweep", "seeds", "anchor"), "lr": common.is_number,
+          "curves": is_curves, "diag": lambda d: isinstance(d, dict) and all(
+              isinstance(d.get(k), list) and d[k] for k in ("entropy", "copy_mass", "s_qk")),
+          "steps_to": lambda d: isinstance(d, dict) and all(
+              x is None or common.is_number(x) for x in (d.get(str(t), 0) for t in TARGETS)),
+          **{k: common.loss_or_none for k in ("copy1", "copy2", "copy2_ablated", "val")},
+          **{k: common.is_number for k in ("seconds", "cpu_seconds", "ms_per_step")},
+          **{k: lambda x: common.is_int(x) and x > 0 for k in ("T", "steps")},
+          **{k: common.is_int for k in ("lr_k", "seed")}}
+INVOCATION = {"command": str, "started": str, "load_start": str, "load_end": str,
+              "n_trained": int, "wall_s": (int, float)}
+
+
+def has_invocations(raw):
+    """The file's "info": the machine and every invocation, each with what the header says."""
+    info = raw.get("info")
+    return isinstance(info, dict) and isinstance(info.get("machine"), dict) and isinstance(
+        info.get("invocations"), list) and all(isinstance(v, dict) and all(
+            isinstance(v.get(k), kind) for k, kind in INVOCATION.items())
+        for v in info["invocations"])
 
 
 def restore(raw, opts, folder):
@@ -804,39 +819,21 @@ def variant_list(text):
 
 
 def parser():
-    p = common.Parser("repeat.py", __doc__)
-    add, pos_int, nonneg_int = p.add_argument, common.pos_int, common.nonneg_int
-    add("--out", help="output directory (default experiments/results/repeat[-quick]/)")
-    add("--quick", action="store_true", help="smoke test in seconds: T 16 and 32, 24 steps, "
-        "2 seeds, one lr per unit, 16 held-out documents")
-    add("--workers", type=pos_int, default=1, help="worker processes (default 1)")
+    p = common.study_parser(
+        "repeat", __doc__, "T 16 and 32, 24 steps, 2 seeds, one lr per unit, 16 held-out "
+        "documents", workers=1, seeds=5, seed=0, lr0=0.01, sweep=1, max_extend=2, batch_size=8,
+        n_embd=32, n_head=4, n_layer=2, val_docs=256, split_seed=42, n_lin=40, n_log=8,
+        max_memory=4.0)
+    add = p.add_argument
     add("--contexts", type=common.int_list, default=[64, 128, 256],
         help="context lengths T (default 64,128,256)")
-    add("--steps", type=pos_int, default=10000, help="optimizer steps per run, S (default 10000)")
-    add("--seeds", type=pos_int, default=5, help="paired seeds at the chosen lr (default 5)")
-    add("--seed", type=nonneg_int, default=0, help="seed of the lr sweep runs (default 0)")
-    add("--lr0", type=float, default=0.01, help="lr lattice lr0*10^(k/2) (default 0.01)")
-    add("--sweep", type=nonneg_int, default=1, help="k = -N..N (default 1: 3 lrs)")
-    add("--max-extend", type=nonneg_int, default=2,
-        help="lrs added, one at a time, beyond an edge where the best lr is (default 2)")
+    add("--steps", type=common.pos_int, default=10000,
+        help="optimizer steps per run, S (default 10000)")
     add("--variants", type=variant_list, default=["sqk64", "qknorm", "alpha25"],
         help=f"diagnosis arms besides the two defaults (default sqk64,qknorm,alpha25; known: "
              f"{', '.join(VARIANTS)})")
-    add("--batch-size", type=pos_int, default=8, help="documents per step (default 8)")
-    add("--n-embd", type=pos_int, default=32, help="embedding width (default 32)")
-    add("--n-head", type=pos_int, default=4, help="attention heads (default 4)")
-    add("--n-layer", type=pos_int, default=2, help="layers (default 2)")
-    add("--val-docs", type=pos_int, default=256, help="held-out documents per T (default 256)")
-    add("--split-seed", type=nonneg_int, default=42,
-        help="seed of the held-out documents (default 42)")
-    add("--n-lin", type=pos_int, default=40, help="evenly spaced eval points per run (default 40)")
-    add("--n-log", type=pos_int, default=8, help="log-spaced eval points before those (default 8)")
     add("--deadline", type=deadline, metavar="HH:MM", help="start no run after this UTC time; "
         "the runs under way finish, the report is written (the same command continues later)")
-    add("--max-memory", type=float, default=4.0, help="refuse a grid whose memory, estimated "
-        "before anything runs, is larger (GB; default 4)")
-    add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
-        "again from a results.json (into --out, default the directory of PATH)")
     return p
 
 
@@ -852,7 +849,17 @@ def check_memory(opts):
 
 
 def check_options(opts):
-    common.check_flags(opts, {"lr0": "lr"})
+    """The flags by the settings table's rules, the grid's size and the lrs it may reach, before
+    anything is allocated or trained."""
+    common.check_flags(opts, {"contexts": "block_size"})
+    reach, units = opts.sweep + opts.max_extend, len(units_of(opts))
+    anchors = 4 * opts.seeds * len(set(ANCHOR_CONTEXTS) & set(opts.contexts))
+    common.check_plan(units * (2 * reach + 1 + opts.seeds) + anchors)
+    common.check_lattice(opts, -reach, reach, lr_of, "lr0*10^(k/2)")
+    shortest = opts.steps // 4 if set(ANCHOR_CONTEXTS) & set(opts.contexts) else opts.steps
+    if opts.n_lin > shortest:
+        raise InputError(f"--n-lin {opts.n_lin} needs at most as many eval points as the "
+                         f"shortest run has steps ({shortest})")
     if opts.n_embd % opts.n_head:
         raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
     if min(opts.contexts) < 8 or len(set(opts.contexts)) != len(opts.contexts):
@@ -866,12 +873,15 @@ def check_options(opts):
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
     if opts.from_json:
-        return common.rerender(opts.from_json, opts.out, restore, 1)
+        return common.rerender(opts, restore, 1, RECORD, parser(), check_options,
+                               rest=has_invocations)
     check_options(opts)
     check_memory(opts)
     out = common.output_folder(opts.out, "repeat", opts.quick)
     path = os.path.join(out, "results.json")
-    cache, invocations = load_previous(path, opts)
+    cache, raw = common.previous_runs(path, opts, RECORD, parser(), check_options, run_key, SAME,
+                                      rest=has_invocations)
+    invocations = raw["info"]["invocations"] if raw else []
     data = {T: held_out(T, opts.val_docs, opts.split_seed) for T in opts.contexts}
     now = {"command": common.command_line("repeat.py", argv), "started": common.now_utc(),
            "load_start": common.load_average(), "n_trained": 0, "finished": False,
@@ -894,14 +904,11 @@ def main(argv):
         common.save_runs(lambda: write_all(records, opts, info(records), out, False),
                          path, len(records), "grid")
 
-    if cache:
-        common.kept(f"the {len(cache)} runs in {path} are kept as they were")
-
     grid = Grid(units_of(opts), opts, save, cache)
     records, n_trained = grid.run(data)
     now["finished"] = not grid.ready and not grid.left_unrun
     records = sorted(with_the_rest(records), key=run_key)
-    md = write_all(records, opts, info(records), out, True)
+    md = write_all(records, opts, info(records), out, now["finished"])  # (--deadline: not yet)
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "
         f"results.json and curves.png to {out}")
     return md

@@ -503,17 +503,14 @@ QUICK = {"lengths": [10, 20], "layers": [1, 2], "widths": [16, 32], "seeds": 2, 
 
 
 def parser():
-    p = common.Parser("scaling.py", __doc__)
+    p = common.study_parser(
+        "scaling", __doc__, "10/20 steps, 1/2 layers, widths 16/32, 2 seeds, tiny lr sweeps, 24 "
+        "val docs", workers=2, seeds=3, seed=0, lr0=0.01, sweep=1, max_extend=6, batch_size=16,
+        n_head=4, block_size=16, val_docs=600, split_seed=42, max_memory=4.0)
     add = p.add_argument
     add("--corpus", default=DEFAULT_CORPUS,
         help="a built-in corpus (names, jp-names) or a UTF-8 text file, one doc per line, e.g. "
              "makemore's names.txt (default names)")
-    add("--out", help="output directory (default experiments/results/scaling/, "
-                      "or experiments/results/scaling-quick/ with --quick)")
-    add("--quick", action="store_true",
-        help="smoke test in seconds: 10/20 steps, 1/2 layers, widths 16/32, 2 seeds, tiny lr "
-             "sweeps, 24 val docs (the defaults below become these; explicit flags still win)")
-    add("--workers", type=common.pos_int, default=2, help="worker processes (default 2)")
     add("--lengths", type=common.int_list, default=[2000, 10000, 40000],
         help="training-length axis, comma-separated steps (default 2000,10000,40000; the first "
              "is the base point)")
@@ -523,37 +520,15 @@ def parser():
         help="width axis, comma-separated n_embd (default 16,32,64; the first is the base point)")
     add("--no-alpha-variant", dest="alpha_variant", action="store_false",
         help="leave out the 'sphere a=1/L' model (alpha_init = 1/n_layer) of the depth sweep")
-    add("--seeds", type=common.pos_int, default=3,
-        help="seeds per model and cell at its chosen lr (default 3; seeds SEED+1..SEED+N)")
-    add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
-    add("--lr0", type=float, default=0.01, help="the lr lattice lr0*2^(k/2) (default 0.01)")
     add("--base-sweep", type=common.nonneg_int, default=2,
-        help="the base cell sweeps k = -B..B on the lattice (default 2: 5 lrs, 0.005..0.02)")
-    add("--sweep", type=common.nonneg_int, default=1,
-        help="other cells sweep k*-S..k*+S around the neighbour's best k* (default 1: 3 lrs)")
-    add("--max-extend", type=common.nonneg_int, default=6,
-        help="lrs added, one at a time, beyond the edge where the best lr is (default 6)")
-    add("--batch-size", type=common.pos_int, default=16, help="docs per step (default 16)")
-    add("--n-head", type=common.pos_int, default=4, help="attention heads (default 4)")
-    add("--block-size", type=common.pos_int, default=16, help="max positions per doc (default 16)")
-    add("--val-docs", type=common.pos_int, default=600,
-        help="measure val loss on the first N docs of the val split (default 600)")
-    add("--split-seed", type=int, default=42, help="seed of the 90/10 split (default 42)")
+        help="the base cell sweeps k = -B..B on the lattice lr0*2^(k/2) (default 2: 5 lrs)")
     add("--reuse", metavar="PATH",
         help="take every run whose arguments match from an earlier results.json instead of "
              "training it again (same corpus, split and val docs required), e.g. to add seeds")
-    add("--max-memory", type=float, default=4.0,
-        help="refuse a study whose memory, estimated before anything runs, is larger (GB; "
-             "default 4)")
-    add("--from-json", metavar="PATH",
-        help="train nothing: write results.md and the plots again from an earlier results.json "
-             "(into --out, default the directory of PATH)")
     return p
 
 
-RULES = {"lr0": "lr", "seed": "seed", "split_seed": "seed", "lengths": "steps", "layers": "n_layer",
-         "widths": "n_embd", "n_head": "n_head", "block_size": "block_size",
-         "batch_size": "batch_size", "max_memory": "max_memory", "corpus": "corpus"}
+RULES = {"lengths": "steps", "layers": "n_layer", "widths": "n_embd"}
 
 
 def check_options(opts):
@@ -570,6 +545,9 @@ def check_options(opts):
             raise InputError(f"--{name} has repeated values: {xs}")
     cells = max(map(len, (opts.lengths, opts.layers, opts.widths)))  # a sweep drifts cell by cell
     reach = opts.base_sweep + cells * (opts.sweep + opts.max_extend)
+    units = len(MODELS) * (len(opts.lengths) + len(opts.layers) + len(opts.widths))
+    common.check_plan(units * (2 * max(opts.base_sweep, opts.sweep) + 1 + opts.max_extend
+                               + opts.seeds))
     common.check_lattice(opts, -reach, reach)
 
 
@@ -608,7 +586,8 @@ def load_data(opts):
 
 
 RECORD = {"model": lambda x: x in MODELS, "phase": lambda x: x in ("sweep", "seeds"),
-          "final_val": common.loss_or_none, "seconds": common.is_number,
+          "final_val": common.loss_or_none, "val_curve": common.is_curve,
+          "seconds": common.is_number,
           "ms_per_step": common.is_number, "lr": common.is_number,
           **{k: lambda x: isinstance(x, int) and not isinstance(x, bool)
              for k in ("n_embd", "n_head", "n_layer", "block_size", "steps", "batch_size", "lr_k",
@@ -618,13 +597,11 @@ RECORD = {"model": lambda x: x in MODELS, "phase": lambda x: x in ("sweep", "see
 def load_cache(path, data, opts, what="reuse runs from"):
     """An earlier results.json's runs by run_key (same corpus, split, val docs), and its origin:
     --reuse PATH, or this study's own results.json in --out (what an interrupted study kept)."""
-    raw = common.read_json(path, what)
+    raw, runs = common.read_results(path, what, RECORD, parser(), check_options)
     try:
         old, info = raw["options"], raw["info"]
         same = (raw["corpus_sha256"] == data["corpus_sha256"]
                 and old["split_seed"] == opts.split_seed and old["val_docs"] == opts.val_docs)
-        runs = raw["runs"] + raw.get("other_runs", [])
-        common.check_records(runs, RECORD, path)
         cache = {run_key(r): r for r in runs}
         keys = ("command", "started", "wall_s", "n_runs", "load_start", "load_end")
         reused_from = {k: info[k] for k in keys}
@@ -724,7 +701,7 @@ def record(opts):
 @common.cli
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
-    return (common.rerender(opts.from_json, opts.out, restore, 5) if opts.from_json
+    return (common.rerender(opts, restore, 5, RECORD, parser(), check_options) if opts.from_json
             else study(opts, argv))
 
 

@@ -402,19 +402,14 @@ QUICK = {"steps": 40, "seeds": 2, "lrs": [3e-3, 1e-2], "batch_sizes": [4], "n_la
 
 
 def parser():
-    p = common.Parser("sphere_vs_rmsnorm.py", __doc__)
+    p = common.study_parser(
+        "sphere_vs_rmsnorm", __doc__, f"{QUICK['steps']} steps, {QUICK['seeds']} seeds, 2 lrs, "
+        "batch 4, 1 layer, 1 alpha and 1 sz variant", from_json=False, seeds=5, seed=0,
+        val_docs=600, split_seed=42, n_embd=16, n_head=4, block_size=16, max_memory=4.0)
     add = p.add_argument
     add("--corpus", default="names",
         help="'names' (default), 'jp-names', or a UTF-8 text file with one doc per line")
-    add("--out", help="output directory (default experiments/results/<corpus name>/, "
-                      "or .../<corpus name>-quick/ with --quick)")
-    add("--quick", action="store_true",
-        help=f"smoke test in seconds: {QUICK['steps']} steps, {QUICK['seeds']} seeds, 2 lrs, "
-             "batch 4, 1 layer, 1 alpha and 1 sz variant (the defaults below become these)")
     add("--steps", type=common.pos_int, default=2000, help="optimizer steps per run (default 2000)")
-    add("--seeds", type=common.pos_int, default=5,
-        help="seeds per arm at its chosen lr (default 5; seeds SEED+1..SEED+N)")
-    add("--seed", type=int, default=0, help="seed of the lr sweep runs (default 0)")
     add("--lrs", type=common.float_list, default=[float(x) for x in np.geomspace(1e-3, 3e-2, 5)],
         help="comma-separated peak learning rates of the sweep (default 5 in 1e-3..3e-2)")
     add("--batch-sizes", type=common.int_list, default=[1, 16],
@@ -427,16 +422,16 @@ def parser():
     add("--sz-inits", type=common.float_list_or_empty, default=[5.0, 10.0],
         help="extra sphere arms (main setting) with these initial logit scales s_z (default 5,10; "
              "'none' for no extra arms). With both lists, one more arm combines the largest two")
-    add("--val-docs", type=common.pos_int, default=600,
-        help="measure val loss on the first N docs of the val split (default 600: all of `names`, "
-             "a fixed subset of larger corpora)")
-    add("--split-seed", type=int, default=42, help="seed of the 90/10 split (default 42)")
-    add("--n-embd", type=common.pos_int, default=16, help="embedding width (default 16)")
-    add("--n-head", type=common.pos_int, default=4, help="attention heads (default 4)")
-    add("--block-size", type=common.pos_int, default=16, help="max positions per doc (default 16)")
-    add("--max-memory", type=float, default=4.0, help="refuse a study whose memory, estimated "
-        "before anything runs, is larger (GB; default 4)")
     return p
+
+
+def check_options(opts):
+    """The flags by the settings table's rules and the study's size, before anything runs."""
+    common.check_flags(opts, {"lrs": "lr", "batch_sizes": "batch_size", "n_layers": "n_layer",
+                              "alpha_inits": "alpha_init", "sz_inits": "sz_init"})
+    arms = 3 * len(opts.batch_sizes) * len(opts.n_layers) + len(opts.alpha_inits) + len(
+        opts.sz_inits) + 1
+    common.check_plan(arms * (len(opts.lrs) + opts.seeds))
 
 
 def check_memory(opts, data):
@@ -456,32 +451,17 @@ def run_key(arm, batch_size, n_layer, lr, seed):
 
 SAME = ("corpus", "steps", "val_docs", "split_seed", "n_embd", "n_head", "block_size")
 RECORD = {"arm": lambda x: isinstance(x, str), "final_val": common.loss_or_none,
+          "val_curve": common.is_curve,
           "lr": common.is_number, "seconds": common.is_number, "ms_per_step": common.is_number,
           **{k: lambda x: isinstance(x, int) and not isinstance(x, bool)
              for k in ("batch_size", "n_layer", "seed")}}
 
 
-def load_previous(path, opts):
-    """The runs of the results.json in --out (an interrupted study's, or a finished one's), by
-    run_key, if it was made with the same SAME options; InputError otherwise."""
-    if not os.path.lexists(path):
-        return {}
-    raw = common.read_json(path, "continue from")
-    try:
-        runs = [dict(r, arm=rec["arm"]) for rec in raw["runs"]
-                for r in rec["sweep"] + rec["seeds"]] if raw.get("complete") is not False \
-            else raw["runs"]
-        runs += raw.get("other_runs", [])
-        common.check_records(runs, RECORD, path)
-        differs = [k for k in SAME if raw["options"][k] != getattr(opts, k)]
-    except (KeyError, TypeError) as e:
-        raise InputError(f"cannot continue from {path!r}: {type(e).__name__}: {e} (use another "
-                         "--out)") from None
-    if differs:
-        raise InputError(f"cannot continue from {path!r}: it was made with other "
-                         f"{', '.join(differs)} (use another --out, or the same options)")
-    common.kept(f"the {len(runs)} runs in {path} are kept as they were")
-    return {record_key(r): r for r in runs}
+def runs_of(raw):
+    """The run records of a results.json: a finished study's by arm, an unfinished one's as run."""
+    if raw.get("complete") is False:
+        return raw["runs"]
+    return [dict(r, arm=rec["arm"]) for rec in raw["runs"] for r in rec["sweep"] + rec["seeds"]]
 
 
 def record_key(r):
@@ -527,16 +507,13 @@ def load_data(opts):
 @common.cli
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
-    common.check_flags(opts, {"seed": "seed", "split_seed": "seed", "steps": "steps",
-                              "lrs": "lr", "batch_sizes": "batch_size", "n_layers": "n_layer",
-                              "alpha_inits": "alpha_init", "sz_inits": "sz_init",
-                              "corpus": "corpus", "n_embd": "n_embd", "n_head": "n_head",
-                              "block_size": "block_size", "max_memory": "max_memory"})
+    check_options(opts)
     data = load_data(opts)
     check_memory(opts, data)
     out = common.output_folder(opts.out, data["corpus_label"], opts.quick)
     path = os.path.join(out, "results.json")
-    cache = load_previous(path, opts)
+    cache, _ = common.previous_runs(path, opts, RECORD, parser(), check_options, record_key, SAME,
+                                    runs_of=runs_of)
     log(f"corpus {opts.corpus}: {data['n_docs']} docs, {len(data['train'])} train, "
         f"{len(data['val'])} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
         f"{len(cache)} runs already in {path}; writing to {out}")

@@ -396,8 +396,8 @@ def test_the_readme_seed_table_is_the_stored_seed_runs(grid):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--seed", "-1"], "argument --seed: expected an integer >= 0"),
-    (["--split-seed", "-1"], "argument --split-seed: expected an integer >= 0"),
+    (["--seed", "-1"], "--seed must be a non-negative integer"),
+    (["--split-seed", "-1"], "--split-seed must be a non-negative integer"),
     (["--max-memory", "-1"], "--max-memory must be a positive number"),
     (["--n-embd", "65536"], "this grid would need about"),
     (["--out", ""], "--out"),

@@ -1,0 +1,94 @@
+"""experiments/common.py, the study runner: a grid too large is refused before anything is allocated,
+a results.json that cannot be true is refused in one line (on --from-json and on a resume) before
+anything is rewritten, and a grid --deadline kept from running is not recorded as complete."""
+import json
+import os
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "experiments", "results", "context_length_batch64", "results.json")
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
+
+import context_length as cl  # noqa: E402
+import repeat as rp  # noqa: E402
+import scaling  # noqa: E402
+
+
+def one_line(capsys, main, *args):
+    code = main(list(args))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err.strip()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seeds", "100000000"], "this grid plans about 800,000,"),
+    (["--sweep", "100000"], "this grid plans about 1,600,0"),
+    (["--n-lin", "100000"], "--n-lin 100000 needs at most as many eval points"),
+    (["--lr0", "5e-324", "--sweep", "1"], "the lr lr0*10^(k/2) at k = -1"),
+])
+def test_a_grid_too_large_or_out_of_reach_is_refused_before_anything_runs(capsys, tmp_path, args,
+                                                                           message):
+    code, err = one_line(capsys, rp.main, "--quick", "--out", str(tmp_path / "o"), *args)
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+def impossible(raw, part):
+    """A finished study's results.json, changed into what no run could have written (`part`: a
+    part of the file the study reads besides the runs)."""
+    run0, rest = raw["runs"][0], raw["runs"][1:]
+    yield "a NaN loss", dict(raw, runs=[dict(run0, final_val=float("nan"))] + rest)
+    yield "a negative loss", dict(raw, runs=[dict(run0, final_val=-0.5)] + rest)
+    yield "a string loss", dict(raw, runs=[dict(run0, final_val="1.2")] + rest)
+    yield "a negative loss in a curve", dict(raw, runs=[dict(run0, val_curve=[[0, -1.0]])] + rest)
+    yield "no runs", dict(raw, runs=[])
+    yield "complete a string", dict(raw, complete="yes")
+    yield "seeds a float", dict(raw, options=dict(raw["options"], seeds=1e9))
+    yield "seeds huge", dict(raw, options=dict(raw["options"], seeds=10**9))
+    yield "seeds 0", dict(raw, options=dict(raw["options"], seeds=0))
+    yield "an unknown option", dict(raw, options=dict(raw["options"], colour="red"))
+    yield f"no {part}", {k: v for k, v in raw.items() if k != part}
+
+
+def test_from_json_refuses_impossible_numbers_in_one_line(capsys, tmp_path):
+    with open(RESULTS, encoding="utf-8") as f:
+        raw = json.load(f)
+    for i, (name, bad) in enumerate(impossible(raw, "data")):
+        path = tmp_path / f"m{i}" / "results.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(bad))
+        before = path.read_bytes()
+        code, err = one_line(capsys, cl.main, "--from-json", str(path))
+        assert code == 2 and len(err.splitlines()) == 1 and "results.json" in err, (name, err)
+        assert sorted(os.listdir(path.parent)) == ["results.json"] and path.read_bytes() == before
+
+
+def test_a_damaged_results_json_is_refused_before_a_resume_rewrites_it(capsys, tmp_path):
+    with open(os.path.join(os.path.dirname(RESULTS), "..", "scaling", "results.json"),
+              encoding="utf-8") as f:
+        raw = json.load(f)
+    for i, (name, bad) in enumerate(impossible(raw, "info")):
+        out = tmp_path / f"m{i}"
+        out.mkdir()
+        (out / "results.json").write_text(json.dumps(bad))
+        before = (out / "results.json").read_bytes()
+        code, err = one_line(capsys, scaling.main, "--quick", "--out", str(out))
+        assert code == 2 and len(err.splitlines()) == 1 and "cannot continue" in err, (name, err)
+        assert "another corpus" not in err, (name, err)  # refused for what it holds
+        assert (out / "results.json").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_deadline_already_past_leaves_a_grid_that_is_not_complete(capsys, tmp_path):
+    """No run starts; the report is written, and results.json says the grid is not finished (the
+    same command continues it), so --from-json refuses it as unfinished."""
+    past = time.strftime("%H:%M", time.gmtime(time.time() - 3600))
+    code, err = one_line(capsys, rp.main, "--quick", "--out", str(tmp_path), "--deadline", past)
+    raw = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert code == 0 and raw["runs"] == [] and raw["complete"] is False, err
+    code, err = one_line(capsys, rp.main, "--from-json", str(tmp_path / "results.json"))
+    assert code == 2 and "is the record of an interrupted grid (0 runs saved)" in err
