@@ -13,8 +13,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -27,6 +29,7 @@ from harness import memory  # noqa: E402
 from harness.errors import EXIT_DIVERGED  # noqa: E402
 from harness.run_files import RunLock, atomic_write, check_readable_file  # noqa: E402
 from harness.shell import DeferSigint, Shell, say  # noqa: E402
+from microgpt import NumericError, train  # noqa: E402
 from settings import InputError, check  # noqa: E402
 
 SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
@@ -257,9 +260,8 @@ def check_lattice(opts, k_low, k_high, lr_at=None, lattice="lr0*2^(k/2)"):
 
 
 def check_plan(n_runs):
-    """A grid of n_runs runs is refused before anything is allocated or trained when it is larger
-    than any grid this machine could run: --seeds 10^8 would otherwise fill the memory with plans
-    before the first run."""
+    """A grid of n_runs runs, larger than any this machine could run, is refused before anything
+    is allocated: --seeds 10^8 would fill the memory with plans before the first run."""
     if n_runs > MAX_RUNS:
         raise InputError(f"this grid plans about {n_runs:,} runs, more than {MAX_RUNS:,}: "
                          "fewer seeds, lrs or units (or run it in parts)")
@@ -373,10 +375,9 @@ def check_options(options, parser, derived=()):
             if name in derived:
                 continue
             raise InputError(f"an unknown option {name!r}")
-        if action.nargs == 0 or action.type is None:  # a switch, or a word (a path)
-            ok = isinstance(value, bool) if action.nargs == 0 else value is None or \
-                isinstance(value, str)
-        elif value is None or action.type not in ROUND_TRIP:  # (the study's checks read it)
+        if action.nargs == 0:  # a switch
+            ok = isinstance(value, bool)
+        elif value is None or action.type not in ROUND_TRIP:  # a path: the study's checks read it
             ok = True
         else:
             text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -389,44 +390,63 @@ def check_options(options, parser, derived=()):
             raise InputError(f"option {name!r} is {value!r}, not a value of its flag")
 
 
-def read_results(path, what, fields, parser, check, derived=(), runs_of=lambda raw: raw["runs"],
-                 rest=None):
+@dataclass(frozen=True)
+class ResultsFile:
+    """What a study's results.json holds, for read_results: `fields` (name -> a test) of every
+    run record, the study's parser() and door checks check(opts), the options it derives after
+    parsing, where its runs are (runs_of) and rest(raw), a test of what else its report reads."""
+    fields: dict
+    parser: Callable
+    check: Callable
+    derived: tuple = ()
+    runs_of: Callable = staticmethod(lambda raw: raw["runs"])
+    rest: Callable = staticmethod(lambda raw: True)
+
+
+def read_results(path, what, kind, finished=False):
     """An earlier results.json through one validator, before anything is trained or rewritten:
-    its options (check_options, then the study's door checks `check`: a grid of 10^9 seeds never
-    ran), "complete" a bool and never true of a grid that ran nothing, every run record
-    (runs_of(raw) and "other_runs") by check_records(fields), and rest(raw), the study's test of
-    what else it reads. Returns (raw, those runs); InputError with one line for anything that
-    cannot be true."""
+    its options (check_options, then the study's door checks: a grid of 10^9 seeds never ran),
+    "complete" a bool and never true of a grid that ran nothing (nor false, if `finished`), every
+    run record by kind.fields, and kind.rest(raw). Returns (raw, its runs, "other_runs" too);
+    InputError with one line for anything that cannot be true."""
     raw = read_json(path, what)
+    if finished and raw.get("complete") is False:
+        raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
+                         "saved): run its command again to continue it; --from-json reads a "
+                         "finished one")
     try:
-        complete = raw.get("complete", True)
-        if not isinstance(complete, bool):
-            raise InputError(f'"complete" is {complete!r}, not true or false')
-        check_options(raw["options"], parser, derived)
-        check(SimpleNamespace(**raw["options"]))  # (on a copy: a study's checks may sort lists)
-        runs = runs_of(raw) + raw.get("other_runs", [])
-        if complete and not runs:
+        if not isinstance(raw.get("complete", True), bool):
+            raise InputError(f'"complete" is {raw["complete"]!r}, not true or false')
+        check_options(raw["options"], kind.parser(), kind.derived)
+        kind.check(SimpleNamespace(**raw["options"]))  # (a copy: a check may sort a list)
+        runs = kind.runs_of(raw) + raw.get("other_runs", [])
+        if raw.get("complete", True) and not runs:
             raise InputError("it holds no run, yet says it is complete")
-        check_records(runs, fields)
-        if rest is not None and not rest(raw):
+        check_records(runs, kind.fields)
+        if not kind.rest(raw):
             raise InputError("its other parts are not those of a record this script wrote")
-    except InputError as e:
-        raise InputError(f"cannot {what} {path!r}: {e} (start with another --out, or restore "
+    except (InputError, KeyError, TypeError, AttributeError, ValueError) as e:
+        why = e if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
+        raise InputError(f"cannot {what} {path!r}: {why} (start with another --out, or restore "
                          "the file)") from None
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e} (start with another "
-                         "--out, or restore the file)") from None
     return raw, runs
 
 
-def previous_runs(path, opts, fields, parser, check, key, same, derived=(),
-                  runs_of=lambda r: r["runs"], rest=None):
+def has_invocations(raw):
+    """raw["info"]: the machine and every invocation, each with what a report's header says."""
+    info = raw.get("info")
+    return isinstance(info, dict) and isinstance(info.get("invocations"), list) and all(
+        isinstance(v, dict) and {"command", "started", "wall_s", "n_trained", "load_start",
+                                 "load_end"} <= set(v) for v in info["invocations"])
+
+
+def previous_runs(path, opts, kind, key, same):
     """The runs (key(run) -> record) of the results.json in --out and the file, if there is one
     and it was made with the options in `same` as now (else InputError): the same command
     continues an interrupted grid."""
     if not os.path.lexists(path):
         return {}, None
-    raw, runs = read_results(path, "continue from", fields, parser, check, derived, runs_of, rest)
+    raw, runs = read_results(path, "continue from", kind)
     differs = [k for k in same if raw["options"].get(k) != getattr(opts, k)]
     if differs:
         raise InputError(f"cannot continue from {path!r}: it was made with other "
@@ -435,18 +455,12 @@ def previous_runs(path, opts, fields, parser, check, key, same, derived=(),
     return {key(r): r for r in runs}, raw
 
 
-def rerender(opts, restore, n_png, fields, parser, check, derived=(), rest=None):
+def rerender(opts, restore, n_png, kind):
     """--from-json: restore(raw, its options, PATH's folder) -> write(out), which writes the
-    report. The file goes through read_results first; an interrupted grid's file is refused (the
-    same command continues it); any part of the file the report cannot use is one line naming
-    it, never a traceback."""
+    report, from a finished grid's file that read_results accepts; any part of the file the
+    report cannot use is one line naming it, never a traceback."""
     path = opts.from_json
-    raw = read_json(path, "read results from")
-    if raw.get("complete") is False:
-        raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
-                         "saved): run its command again to continue it; --from-json reads a "
-                         "finished one")
-    raw, _ = read_results(path, "read results from", fields, parser, check, derived, rest=rest)
+    raw, _ = read_results(path, "read results from", kind, finished=True)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         write = restore(raw, SimpleNamespace(**raw["options"]), folder)
@@ -552,18 +566,33 @@ class Progress:
 # =========================================================================== measuring
 
 class MeasureAt:
-    """A silent observer of microgpt.train: measure(step, params) after the updates at `steps`."""
+    """A silent observer of microgpt.train: measure(step, params) after the updates at `steps`.
+    It holds the run's state as train() last showed it: its last good step (train_observed)."""
 
     def __init__(self, steps, measure):
-        self.steps, self.measure = steps, measure
+        self.steps, self.measure, self.state = steps, measure, None
 
     def before_update(self, state, loss, grad):
+        self.state = state
         return False
 
     def after_update(self, state, loss, drift):
         if state.step in self.steps:
             self.measure(state.step, state.params)
         return False
+
+
+def train_observed(observer, *args, **kwargs):
+    """microgpt.train(*args, observer=observer, **kwargs); a run that diverges (the engine's
+    NumericError) is the last good state the observer holds, its .error naming the step. A failure
+    before any update (the model's code, not the lr) is let through."""
+    try:
+        return train(*args, observer=observer, **kwargs)
+    except NumericError as e:
+        if observer.state is None or observer.state.step == 0:
+            raise
+        observer.state.error = f"step {observer.state.step + 1}: {e}"
+        return observer.state
 
 
 def steps_to_target(curve, target):
@@ -606,11 +635,19 @@ def lr_of(opts, k):
     return opts.lr0 * 2.0 ** (k / 2)
 
 
-def pick_best(sweep):
-    """The k with the lowest final val loss (ties: the lower lr; a diverged run never wins)."""
-    ks = sorted(sweep)
-    finals = [math.inf if sweep[k]["final_val"] is None else sweep[k]["final_val"] for k in ks]
-    return ks[int(np.argmin(finals))]
+def eval_points(steps, n_log, n_lin):
+    """Steps at which the val curve is measured (besides step 0): n_lin evenly spaced up to the
+    last step, and before the first of them up to n_log log-spaced ones (dense early)."""
+    lin = np.linspace(0, steps, n_lin + 1)[1:].round().astype(int)
+    early = np.geomspace(1, lin[0], n_log + 1)[:-1].round().astype(int)
+    return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
+
+
+def best_final(runs):
+    """The index of the run with the lowest final val loss (ties: the first, the lower lr; a
+    diverged run never wins)."""
+    return min(range(len(runs)), key=lambda i: math.inf if runs[i]["final_val"] is None
+               else runs[i]["final_val"])
 
 
 class Sweep:
@@ -624,19 +661,21 @@ class Sweep:
         self.seeds = {}       # seed -> record (None while running)
         self.anchors = {}     # (steps, seed) -> record: context_length.py's anchor runs
 
+    def best(self):
+        """The k of the best lr swept (best_final's; repeat.py ranks its own way)."""
+        ks = sorted(self.sweep)
+        return ks[best_final([self.sweep[k] for k in ks])]
+
     def next_k(self, max_extend):
         """After the sweep: the k past the best lr's edge (max_extend times), else None: best_k."""
         ks = sorted(self.sweep)
-        best = pick_best(self.sweep)
+        best = self.best()
         edge = best in (ks[0], ks[-1])
         if edge and self.extended < max_extend:
             self.extended += 1
             return ks[0] - 1 if best == ks[0] else ks[-1] + 1
         self.best_k, self.at_edge = best, edge
         return None
-
-    def tried(self, opts):
-        return ", ".join(f"{lr_of(opts, k):.3g}" for k in sorted(self.sweep))
 
     def add(self, rec):
         """Keep a finished run by its lattice k (sweep), seed (seeds) or (steps, seed) (anchor)."""
@@ -653,7 +692,7 @@ class Sweep:
         if not self.sweep or not self.seeds:
             raise InputError(f"results.json has no complete runs of {name}: not a finished study")
         ks = sorted(self.sweep)
-        self.best_k = pick_best(self.sweep)
+        self.best_k = self.best()
         self.extended, self.at_edge = len(ks) - n_planned, self.best_k in (ks[0], ks[-1])
 
 
@@ -717,12 +756,64 @@ def stop(executor):
 
 
 class Scheduler:
-    """Every unit's lr sweep, then the runs at the chosen lr; a subclass says what a job is (job,
-    unit_of), what follows the choice (chosen, anchor_steps), and what to log (finish)."""
+    """Every unit's lr sweep, then the runs at the chosen lr, in a pool, until --deadline. A
+    subclass says what names a unit (KEY: its job's fields, as the unit's .key), what a run is a
+    pure function of (key), its lattice (lr_at), and what to log (describe, line)."""
+    KEY = ("norm", "T")
+    MODEL = ("n_log", "n_lin", "batch_size", "n_embd", "n_head", "n_layer")  # every job's options
+    lr_at = staticmethod(lr_of)
 
-    def __init__(self, units, opts, cache):
-        self.units, self.opts, self.cache = units, opts, cache
+    def __init__(self, units, opts, cache, save=None):
+        self.units, self.opts, self.cache, self.save = units, opts, cache, save
         self.ready, self.records, self.running = [], [], {}
+        self.n_trained, self.left_unrun, self.t0 = 0, 0, time.perf_counter()
+
+    def job(self, unit, phase, k, seed, steps=None):
+        o = self.opts
+        return {**dict(zip(self.KEY, unit.key)), "steps": steps or o.steps, "lr": self.lr_at(o, k),
+                "lr_k": k, "seed": seed, "phase": phase, **{m: getattr(o, m) for m in self.MODEL}}
+
+    def unit_of(self, job):
+        return self.units[tuple(job[k] for k in self.KEY)]
+
+    def describe(self, unit):  # how the log and the errors name a unit: sphere/default at T=64
+        return f"{'/'.join(unit.key[:-1])} at T={unit.key[-1]}"
+
+    def chosen(self, unit):
+        """The unit's lr is chosen (its seeds queued): the note to log."""
+        tried = ", ".join(f"{self.lr_at(self.opts, k):.3g}" for k in sorted(unit.sweep))
+        return (f"  -> {self.describe(unit)}: lr {self.lr_at(self.opts, unit.best_k):.3g} (tried "
+                f"{tried}" + (f"; extended {unit.extended}x" if unit.extended else "")
+                + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
+
+    def finish(self, job, rec, reused):
+        """Keep a finished run, save them all if it was trained now, and log it (line(job, rec))
+        and what it unlocked."""
+        note = self.store(job, rec)
+        if not reused:
+            self.n_trained += 1
+            self.save(self.records)
+            log(f"[{len(self.records)}] {self.line(job, rec)} ({fmt_time(rec['seconds'])}) | "
+                f"elapsed {fmt_time(time.perf_counter() - self.t0)}, {len(self.ready)} ready")
+        if note:
+            log(note)
+        self.past_deadline()
+
+    def grid(self, run_job, data):
+        """Every unit's sweep, k = --center-N..--center+N (centre 0 without the flag), and what it
+        unlocks: the records (from the cache when there), how many were trained now."""
+        center, half = getattr(self.opts, "center", 0), self.opts.sweep
+        for unit in self.units.values():
+            self.sweep(unit, range(center - half, center + half + 1))
+        self.run(run_job, data)
+        return self.records, self.n_trained
+
+    def past_deadline(self):
+        """After --deadline: no new run starts (those in results.json are still taken)."""
+        if getattr(self.opts, "deadline", None) and time.time() >= self.opts.deadline:
+            kept = [job for job in self.ready if self.key(job) in self.cache]
+            self.left_unrun += len(self.ready) - len(kept)
+            self.ready[:] = kept
 
     def sweep(self, unit, ks):
         for k in ks:
@@ -753,11 +844,12 @@ class Scheduler:
     def anchor_steps(self, unit):  # the lengths of the anchor runs per seed: context_length.py
         return ()
 
-    def run(self, run_job, data, key):
+    def run(self, run_job, data):
         """Train the ready jobs with run_job(job) in a pool(); finish(job, record, reused) may add
         jobs. A run is a pure function of its job: one whose key(job) is in the cache is reused."""
-        ready, running, workers = self.ready, self.running, self.opts.workers
+        ready, running, workers, key = self.ready, self.running, self.opts.workers, self.key
         with pool(data, workers) as executor:
+            self.past_deadline()
             while ready or running:
                 ready.sort(key=self.priority)  # only the timing depends on the order
                 while ready and len(running) < workers:
@@ -774,6 +866,10 @@ class Scheduler:
                     self.finish(job, future.result(), False)
         self.check_diverged()
 
+    def finished(self):
+        """Every planned run is in: none waits, and --deadline kept none from starting."""
+        return not self.ready and not self.left_unrun
+
     def check_diverged(self):
         """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged (of those
         that ran: a --deadline leaves the rest of a unit's seeds unrun, as None)."""
@@ -783,6 +879,3 @@ class Scheduler:
                 raise Diverged(f"error: every run of {self.describe(unit)} at its chosen lr "
                                "diverged: nothing to compare; try a smaller --lr0 (the finished "
                                "runs are saved in results.json)")
-
-    def describe(self, unit):  # a subclass names its units
-        return repr(unit)

@@ -30,10 +30,10 @@ import time
 
 import common
 import numpy as np
-from common import SCALE_GROUPS, InputError, fmt, fmt_time, iso_length, log, lr_of, steps_to_target
+from common import InputError, eval_points, fmt, fmt_time, iso_length, log, lr_of, steps_to_target
 
 from corpora import fingerprint, shakespeare_plays
-from microgpt import build_vocab, encode, init_params, train
+from microgpt import build_vocab, encode, init_params
 from model_config import GPTConfig, effective_scales
 from numpy_engine import gpt_forward
 
@@ -128,14 +128,6 @@ def bigram_loss(train_texts, tiles, T, vocab):
 
 # =========================================================================== one run (in a worker)
 
-def eval_points(steps, n_log, n_lin):
-    """Steps at which the val curve is measured (besides step 0): n_lin evenly spaced up to the
-    last step, and before the first of them up to n_log log-spaced ones (dense early)."""
-    lin = np.linspace(0, steps, n_lin + 1)[1:].round().astype(int)
-    early = np.geomspace(1, lin[0], n_log + 1)[:-1].round().astype(int)
-    return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
-
-
 def val_loss(params, cfg, inputs, targets):
     """Mean next-character loss over the windows, and its mean at each position (T,), float64."""
     chunk = max(1, EVAL_POSITIONS // inputs.shape[1])
@@ -162,9 +154,10 @@ def train_job(job, observer):
     d = common.WORKER_DATA
     docs = sample_windows(d["train"], job["T"], job["steps"] * job["batch_size"], job["seed"])
     cfg = model_config(job, len(d["vocab"]) + 1)
-    return train(docs, [d["curve_tiles"][0][:job["T"]]], d["vocab"], cfg, steps=job["steps"],
-                 batch_size=job["batch_size"], lr=job["lr"], seed=job["seed"], engine="numpy",
-                 dtype="float32", eval_every=job["steps"], observer=observer)
+    return common.train_observed(
+        observer, docs, [d["curve_tiles"][0][:job["T"]]], d["vocab"], cfg, steps=job["steps"],
+        batch_size=job["batch_size"], lr=job["lr"], seed=job["seed"], engine="numpy",
+        dtype="float32", eval_every=job["steps"])
 
 
 def run_job(job):
@@ -191,7 +184,7 @@ def run_job(job):
                    per_position=[round(float(x), 5) for x in per_position])
     if job["norm"] == "sphere":
         eff = effective_scales(state.params, cfg)
-        rec["final_scales"] = {g: round(float(eff[g].mean()), 5) for g in SCALE_GROUPS}
+        rec["final_scales"] = {g: round(float(eff[g].mean()), 5) for g in common.SCALE_GROUPS}
     rec.update(seconds=time.perf_counter() - wall0, cpu_seconds=time.process_time() - cpu0)
     return rec
 
@@ -253,7 +246,7 @@ class Unit(common.Sweep):
 
     def __init__(self, norm, T):
         super().__init__()
-        self.norm, self.T = norm, T
+        self.norm, self.T, self.key = norm, T, (norm, T)
 
 
 def plan(opts):
@@ -266,55 +259,19 @@ def anchor_steps(opts):
 
 class Grid(common.Scheduler):
     """Every unit's sweep, then its seeds and (at --anchor-contexts) its anchor runs."""
-
-    def __init__(self, units, opts, save, log, cache):
-        super().__init__(units, opts, cache)
-        self.save, self.log, self.n_trained, self.t0 = save, log, 0, time.perf_counter()
-
-    def job(self, unit, phase, k, seed, steps=None):
-        return {"norm": unit.norm, "T": unit.T, "steps": steps or self.opts.steps,
-                "lr": lr_of(self.opts, k), "lr_k": k, "seed": seed, "phase": phase,
-                "n_log": self.opts.n_log, "n_lin": self.opts.n_lin, **model_options(self.opts)}
-
-    def unit_of(self, job):
-        return self.units[(job["norm"], job["T"])]
-
-    def describe(self, unit):
-        return f"{unit.norm} at T={unit.T}"
+    key = staticmethod(run_key)
 
     def anchor_steps(self, unit):
         return anchor_steps(self.opts) if unit.T in self.opts.anchor_contexts else ()
 
-    def chosen(self, unit):
-        """The unit's lr is chosen (its seeds and anchor runs queued): the note to log."""
-        o = self.opts
-        return (f"  -> {unit.norm} T={unit.T}: lr {lr_of(o, unit.best_k):.3g} (tried "
-                f"{unit.tried(o)}" + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
-
-    def finish(self, j, rec, reused):
-        note = self.store(j, rec)
-        if not reused:
-            self.n_trained += 1
-            self.save(self.records)
-            final = "diverged" if rec["final_val"] is None else f"{rec['final_val']:.4f}"
-            self.log(f"[{len(self.records)}] T={j['T']} {j['norm']:<7} {j['phase']:<6} "
-                     f"steps={j['steps']} lr={j['lr']:.3g} seed={j['seed']}: val {final} "
-                     f"({fmt_time(rec['seconds'])}, {rec['ms_per_step']:.0f} ms/step) | elapsed "
-                     f"{fmt_time(time.perf_counter() - self.t0)}, {len(self.ready)} ready")
-        if note:
-            self.log(note)
+    def line(self, j, rec):
+        final = "diverged" if rec["final_val"] is None else f"{rec['final_val']:.4f}"
+        return (f"T={j['T']} {j['norm']:<7} {j['phase']:<6} steps={j['steps']} lr={j['lr']:.3g} "
+                f"seed={j['seed']}: val {final}, {rec['ms_per_step']:.0f} ms/step")
 
     def priority(self, j):  # sweeps first (they unlock seeds), long runs first, the centre first
         return (j["phase"] != "sweep", -j["steps"] * j["T"] ** 1.5,
                 abs(j["lr_k"] - self.opts.center))
-
-    def run(self, data):
-        """The records (from the cache when there), how many were trained now."""
-        for unit in self.units.values():
-            self.sweep(unit, range(self.opts.center - self.opts.sweep,
-                                   self.opts.center + self.opts.sweep + 1))
-        super().run(run_job, data, run_key)
-        return self.records, self.n_trained
 
 
 def timing_steps(T):
@@ -867,12 +824,9 @@ DERIVED = ("anchor_fractions", "tile")  # options set after parsing (check_optio
 
 
 def has_data(raw):
-    """What the report reads besides the runs: the data's record and every invocation's."""
-    info, data = raw.get("info"), raw.get("data")
-    return isinstance(data, dict) and isinstance(data.get("corpus_sha256"), str) and \
-        isinstance(info, dict) and isinstance(info.get("invocations"), list) and all(
-            isinstance(v, dict) and {"command", "started", "wall_s"} <= set(v)
-            for v in info["invocations"])
+    """What the report reads besides the runs: the data's record and the invocations."""
+    return isinstance(raw.get("data"), dict) and isinstance(raw["data"].get("corpus_sha256"), str) \
+        and common.has_invocations(raw)
 
 
 def whole_timing(timing):
@@ -991,8 +945,7 @@ def check_options(opts):
 def run(opts, argv, data, dinfo, out):
     """The grid (or only the timing), continuing the results.json in `out`; markdown or None."""
     path = os.path.join(out, "results.json")
-    cache, raw = common.previous_runs(path, opts, RECORD, parser(), check_options, run_key, SAME,
-                                      DERIVED, rest=has_data)
+    cache, raw = common.previous_runs(path, opts, FILE, run_key, SAME)
     if raw and raw["data"]["corpus_sha256"] != dinfo["corpus_sha256"]:
         raise InputError(f"cannot continue from {path!r}: it was made with other the corpus (use "
                          "another --out, or the same options)")
@@ -1025,7 +978,7 @@ def run(opts, argv, data, dinfo, out):
         log(f"wrote the per-step timing into {path}")
         return None
     units = plan(opts)
-    records, n_trained = Grid(units, opts, save, log, cache).run(data)
+    records, n_trained = Grid(units, opts, cache, save).grid(run_job, data)
     if (timing is None or opts.retime
             or any("ms_min" not in timing.get(str(T), {}) for T in opts.contexts)):
         timing = run_timing(data, opts, log)
@@ -1041,13 +994,15 @@ def run(opts, argv, data, dinfo, out):
     return md
 
 
+FILE = common.ResultsFile(RECORD, parser, check_options, DERIVED, rest=has_data)
+
+
 @common.cli
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
     opts.anchor_fractions = [4, 2]
     if opts.from_json:
-        return common.rerender(opts, restore, 2, RECORD, parser(), check_options, DERIVED,
-                               has_data)
+        return common.rerender(opts, restore, 2, FILE)
     check_options(opts)
     data = load_data(opts)
     check_memory(opts, data)

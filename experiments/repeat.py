@@ -29,10 +29,10 @@ import time
 
 import common
 import numpy as np
-from common import InputError, fmt, fmt_time, log, steps_to_target
+from common import InputError, eval_points, fmt, fmt_time, log, steps_to_target
 
 import numpy_engine
-from microgpt import init_params, train
+from microgpt import init_params
 from model_config import GPTConfig, TrainState, flat_buffer, scale_factors
 from sphere import l2_normalize_np, l2_normalize_np_backward
 
@@ -147,13 +147,6 @@ def initial_params(job, cfg):
 
 # =========================================================================== one run (in a worker)
 
-def eval_points(steps, n_log, n_lin):
-    """n_lin evenly spaced steps up to the last, and up to n_log log-spaced ones before them."""
-    lin = np.linspace(0, steps, n_lin + 1)[1:].round().astype(int)
-    early = np.geomspace(1, lin[0], n_log + 1)[:-1].round().astype(int)
-    return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
-
-
 def measure(params, cfg, held):
     """The mean losses on the held-out documents (copy1, copy2, all) and their ablated twins'
     copy 2; and, per layer and head at the copy-2 positions, the attention's entropy (nats) and
@@ -246,9 +239,10 @@ def run_job(job):
     docs = train_docs(T, job["steps"] * job["batch_size"], job["seed"])
     observer = common.MeasureAt(set(eval_points(job["steps"], job["n_log"], job["n_lin"])), record)
     with attention_of(job["variant"], cfg.head_dim):
-        state = train(docs, docs[:1], VOCAB, cfg, steps=job["steps"], lr=job["lr"],
-                      batch_size=job["batch_size"], seed=job["seed"], engine="numpy",
-                      dtype="float32", eval_every=job["steps"], resume=start, observer=observer)
+        state = common.train_observed(
+            observer, docs, docs[:1], VOCAB, cfg, steps=job["steps"], lr=job["lr"],
+            batch_size=job["batch_size"], seed=job["seed"], engine="numpy", dtype="float32",
+            eval_every=job["steps"], resume=start)
     finished = not state.error and curves["step"][-1] == job["steps"]
     copy2_curve = list(zip(curves["step"], curves["copy2"]))
     rec = dict(job, error=state.error, curves=curves, diag=diag, ms_per_step=state.ms_per_step,
@@ -284,17 +278,10 @@ class Unit(common.Sweep):
 
     def __init__(self, norm, variant, T):
         super().__init__()
-        self.norm, self.variant, self.T = norm, variant, T
+        self.norm, self.variant, self.T, self.key = norm, variant, T, (norm, variant, T)
 
-    def next_k(self, max_extend):
-        ks = sorted(self.sweep)
-        best = min(ks, key=lambda k: goodness(self.sweep[k]))
-        edge = best in (ks[0], ks[-1])
-        if edge and self.extended < max_extend:
-            self.extended += 1
-            return ks[0] - 1 if best == ks[0] else ks[-1] + 1
-        self.best_k, self.at_edge = best, edge
-        return None
+    def best(self):
+        return min(sorted(self.sweep), key=lambda k: goodness(self.sweep[k]))
 
 
 def units_of(opts):
@@ -308,70 +295,23 @@ class Grid(common.Scheduler):
     """Every unit's lr sweep on seed --seed, then --seeds paired seeds at its lr (and at
     ANCHOR_CONTEXTS the default norms' runs of S/4 and S/2 steps); stops starting runs at
     --deadline (the runs under way finish; the same command continues later)."""
-
-    def __init__(self, units, opts, save, cache):
-        super().__init__(units, opts, cache)
-        self.save, self.n_trained, self.t0, self.order = save, 0, time.perf_counter(), list(units)
-        self.left_unrun = 0  # runs the deadline kept from starting
-
-    def job(self, unit, phase, k, seed, steps=None):
-        o = self.opts
-        return {"norm": unit.norm, "variant": unit.variant, "T": unit.T,
-                "steps": steps or o.steps, "lr": lr_of(o, k), "lr_k": k, "seed": seed,
-                "phase": phase, "n_log": o.n_log, "n_lin": o.n_lin, "batch_size": o.batch_size,
-                "n_embd": o.n_embd, "n_head": o.n_head, "n_layer": o.n_layer}
-
-    def unit_of(self, job):
-        return self.units[(job["norm"], job["variant"], job["T"])]
-
-    def describe(self, unit):
-        return f"{unit.norm}/{unit.variant} at T={unit.T}"
+    KEY, key, lr_at = ("norm", "variant", "T"), staticmethod(run_key), staticmethod(lr_of)
 
     def anchor_steps(self, unit):
         if unit.variant != "default" or unit.T not in ANCHOR_CONTEXTS:
             return ()
         return [self.opts.steps // 4, self.opts.steps // 2]
 
-    def chosen(self, unit):
-        o = self.opts
-        tried = ", ".join(f"{lr_of(o, k):.3g}" for k in sorted(unit.sweep))
-        return (f"  -> {unit.norm}/{unit.variant} T={unit.T}: lr {lr_of(o, unit.best_k):.3g} "
-                f"(tried {tried}" + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
-
     def priority(self, j):  # the shortest T first, sweeps before seeds, the default arms first
-        unit = self.order.index((j["norm"], j["variant"], j["T"]))
+        unit = list(self.units).index((j["norm"], j["variant"], j["T"]))
         return (j["T"], j["phase"] != "sweep", j["phase"] == "anchor", j["seed"], unit,
                 abs(j["lr_k"]))
 
-    def finish(self, j, rec, reused):
-        note = self.store(j, rec)
-        if not reused:
-            self.n_trained += 1
-            self.save(self.records)
-            log(f"[{len(self.records)}] T={j['T']} {j['norm']}/{j['variant']} {j['phase']} "
-                f"steps={j['steps']} lr={j['lr']:.3g} seed={j['seed']}: copy2 "
-                f"{fmt(rec['copy2'])}, ablated {fmt(rec['copy2_ablated'])}, copy1 "
-                f"{fmt(rec['copy1'])}, steps to 1.0: {fmt(rec['steps_to']['1.0'], 0)} "
-                f"({fmt_time(rec['seconds'])}) | elapsed "
-                f"{fmt_time(time.perf_counter() - self.t0)}, {len(self.ready)} ready")
-        if note:
-            log(note)
-        self.past_deadline()
-
-    def past_deadline(self):
-        """After --deadline: no new run starts (those in results.json are still taken)."""
-        if self.opts.deadline and time.time() >= self.opts.deadline:
-            kept = [job for job in self.ready if run_key(job) in self.cache]
-            self.left_unrun += len(self.ready) - len(kept)
-            self.ready[:] = kept
-
-    def run(self, data):
-        o = self.opts
-        for unit in self.units.values():
-            self.sweep(unit, range(-o.sweep, o.sweep + 1))
-        self.past_deadline()
-        super().run(run_job, data, run_key)
-        return self.records, self.n_trained
+    def line(self, j, rec):
+        return (f"T={j['T']} {j['norm']}/{j['variant']} {j['phase']} steps={j['steps']} "
+                f"lr={j['lr']:.3g} seed={j['seed']}: copy2 {fmt(rec['copy2'])}, ablated "
+                f"{fmt(rec['copy2_ablated'])}, copy1 {fmt(rec['copy1'])}, steps to 1.0: "
+                f"{fmt(rec['steps_to']['1.0'], 0)}")
 
 
 # =========================================================================== the measurements
@@ -388,19 +328,6 @@ def paired_ratio(rms, sph, target, steps):
     if a is not None:
         return ["<", a / steps]
     return None if b is None else [">", steps / b]
-
-
-def mean_ci(xs):
-    """Mean and a 95% t-interval of the mean (None with fewer than 2 values)."""
-    xs = [x for x in xs if x is not None]
-    if len(xs) < 2:
-        return (float(xs[0]) if xs else None), None
-    t = T95[min(len(xs) - 1, len(T95)) - 1]
-    half = t * float(np.std(xs, ddof=1)) / math.sqrt(len(xs))
-    return float(np.mean(xs)), [float(np.mean(xs)) - half, float(np.mean(xs)) + half]
-
-
-T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)  # t_0.975, df 1..10
 
 
 def gate(runs_at, seeds, steps):
@@ -756,12 +683,10 @@ def write_all(records, opts, info, out, complete):
     return md
 
 
-def is_curves(curves):
-    """A run's curves: step, copy1, copy2, copy2_ablated and val, lists of one length (losses)."""
-    return isinstance(curves, dict) and isinstance(curves.get("step"), list) and all(
-        isinstance(curves.get(k), list) and len(curves[k]) == len(curves["step"])
-        and all(common.is_loss(x) for x in curves[k])
-        for k in ("copy1", "copy2", "copy2_ablated", "val")) and len(curves["step"]) > 0
+def is_curves(c):
+    """A run's curves: the steps, and copy1, copy2, copy2_ablated and val losses at them."""
+    return all(len(c[k]) == len(c["step"]) and common.is_curve([list(p) for p in zip(
+        c["step"], c[k])]) for k in ("copy1", "copy2", "copy2_ablated", "val"))
 
 
 RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
@@ -775,17 +700,6 @@ RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
           **{k: common.is_number for k in ("seconds", "cpu_seconds", "ms_per_step")},
           **{k: lambda x: common.is_int(x) and x > 0 for k in ("T", "steps")},
           **{k: common.is_int for k in ("lr_k", "seed")}}
-INVOCATION = {"command": str, "started": str, "load_start": str, "load_end": str,
-              "n_trained": int, "wall_s": (int, float)}
-
-
-def has_invocations(raw):
-    """The file's "info": the machine and every invocation, each with what the header says."""
-    info = raw.get("info")
-    return isinstance(info, dict) and isinstance(info.get("machine"), dict) and isinstance(
-        info.get("invocations"), list) and all(isinstance(v, dict) and all(
-            isinstance(v.get(k), kind) for k, kind in INVOCATION.items())
-        for v in info["invocations"])
 
 
 def restore(raw, opts, folder):
@@ -840,7 +754,6 @@ def parser():
 def check_memory(opts):
     """The longest T's runs on --workers workers against --max-memory, before any run: each
     holds its documents (steps x batch, each at most T characters) and a model of block_size T."""
-    common.check_flags(opts, {"max_memory": "max_memory"})
     job = {"T": max(opts.contexts), "norm": "sphere", "n_embd": opts.n_embd,
            "n_head": opts.n_head, "n_layer": opts.n_layer}
     n = opts.steps * opts.batch_size
@@ -869,18 +782,19 @@ def check_options(opts):
     opts.contexts = sorted(opts.contexts)
 
 
+FILE = common.ResultsFile(RECORD, parser, check_options, rest=common.has_invocations)
+
+
 @common.cli
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
     if opts.from_json:
-        return common.rerender(opts, restore, 1, RECORD, parser(), check_options,
-                               rest=has_invocations)
+        return common.rerender(opts, restore, 1, FILE)
     check_options(opts)
     check_memory(opts)
     out = common.output_folder(opts.out, "repeat", opts.quick)
     path = os.path.join(out, "results.json")
-    cache, raw = common.previous_runs(path, opts, RECORD, parser(), check_options, run_key, SAME,
-                                      rest=has_invocations)
+    cache, raw = common.previous_runs(path, opts, FILE, run_key, SAME)
     invocations = raw["info"]["invocations"] if raw else []
     data = {T: held_out(T, opts.val_docs, opts.split_seed) for T in opts.contexts}
     now = {"command": common.command_line("repeat.py", argv), "started": common.now_utc(),
@@ -904,9 +818,9 @@ def main(argv):
         common.save_runs(lambda: write_all(records, opts, info(records), out, False),
                          path, len(records), "grid")
 
-    grid = Grid(units_of(opts), opts, save, cache)
-    records, n_trained = grid.run(data)
-    now["finished"] = not grid.ready and not grid.left_unrun
+    grid = Grid(units_of(opts), opts, cache, save)
+    records, n_trained = grid.grid(run_job, data)
+    now["finished"] = grid.finished()
     records = sorted(with_the_rest(records), key=run_key)
     md = write_all(records, opts, info(records), out, now["finished"])  # (--deadline: not yet)
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "

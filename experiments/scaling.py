@@ -112,10 +112,11 @@ def build_plan(opts):
 
 class Study(common.Scheduler):
     """Every unit's sweep and seeds; a chosen lr starts the sweeps of the unit's children."""
+    key = staticmethod(run_key)
 
     def __init__(self, units, opts, cache, save):
-        super().__init__(units, opts, cache)
-        self.n_reused, self.progress, self.save = 0, common.Progress(opts.workers), save
+        super().__init__(units, opts, cache, save)
+        self.n_reused, self.progress = 0, common.Progress(opts.workers)
 
     def job(self, unit, phase, k, seed):
         (steps, n_layer, n_embd), o = unit.cell, self.opts
@@ -137,14 +138,9 @@ class Study(common.Scheduler):
 
     def chosen(self, unit):
         """The unit's lr is chosen (its seeds queued): its children's sweeps; the note to log."""
-        o = self.opts
         for child in unit.children:
-            self.start(child, unit.best_k, o.sweep)
-        steps, n_layer, n_embd = unit.cell
-        return (f"  -> {unit.model} steps={steps} L={n_layer} E={n_embd}: lr "
-                f"{lr_of(o, unit.best_k):.3g} (tried {unit.tried(o)}"
-                + (f"; extended {unit.extended}x" if unit.extended else "")
-                + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
+            self.start(child, unit.best_k, self.opts.sweep)
+        return super().chosen(unit)
 
     def planned(self):
         """Jobs of the units not started (assuming no extensions), for the total and the ETA."""
@@ -176,7 +172,7 @@ class Study(common.Scheduler):
             if unit.parent is None:
                 self.start(unit, 0, self.opts.base_sweep)
         worker_data = {k: data[k] for k in ("vocab", "train", "val", "val_tokens")}
-        super().run(run_job, worker_data, run_key)
+        super().run(run_job, worker_data)
         return self.records, time.perf_counter() - self.progress.t0, self.n_reused
 
 
@@ -597,7 +593,7 @@ RECORD = {"model": lambda x: x in MODELS, "phase": lambda x: x in ("sweep", "see
 def load_cache(path, data, opts, what="reuse runs from"):
     """An earlier results.json's runs by run_key (same corpus, split, val docs), and its origin:
     --reuse PATH, or this study's own results.json in --out (what an interrupted study kept)."""
-    raw, runs = common.read_results(path, what, RECORD, parser(), check_options)
+    raw, runs = common.read_results(path, what, FILE)
     try:
         old, info = raw["options"], raw["info"]
         same = (raw["corpus_sha256"] == data["corpus_sha256"]
@@ -698,10 +694,13 @@ def record(opts):
             "reuse": opts.reuse and common.outside_repo(opts.reuse)}
 
 
+FILE = common.ResultsFile(RECORD, parser, check_options)
+
+
 @common.cli
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
-    return (common.rerender(opts, restore, 5, RECORD, parser(), check_options) if opts.from_json
+    return (common.rerender(opts, restore, 5, FILE) if opts.from_json
             else study(opts, argv))
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from common import SCALE_GROUPS, InputError, fmt, fmt_time, log, plural, steps_to_target
 
 from corpora import BUILTIN, load_corpus
-from microgpt import build_vocab, doc_tokens, init_params, split_docs, train
+from microgpt import build_vocab, doc_tokens, init_params, split_docs
 from model_config import GPTConfig, effective_scales
 from numpy_engine import baselines, evaluate
 
@@ -68,10 +68,10 @@ def run_one(data, opts, *, norm, batch_size, n_layer, lr, seed, riemannian=False
     # A run that diverges is recorded as diverged, without NumPy's overflow warnings on the way.
     record(0, init_params(cfg, seed))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        state = train(docs, data["val"][:1], vocab, cfg, steps=opts.steps, batch_size=batch_size,
-                      lr=lr, seed=seed, engine="numpy", riemannian=riemannian,
-                      eval_every=opts.steps, observer=common.MeasureAt(set(data["eval_points"]),
-                                                                       record))
+        state = common.train_observed(
+            common.MeasureAt(set(data["eval_points"]), record), docs, data["val"][:1], vocab,
+            cfg, steps=opts.steps, batch_size=batch_size, lr=lr, seed=seed, engine="numpy",
+            riemannian=riemannian, eval_every=opts.steps)
     return {"norm": norm, "riemannian": riemannian, "batch_size": batch_size, "n_layer": n_layer,
             "lr": lr, "seed": seed, "alpha_init": alpha_init, "sz_init": sz_init,
             "final_val": common.final_loss(curve, opts.steps, state.error), "error": state.error,
@@ -131,7 +131,7 @@ def run_all(data, opts, cache=None, save=lambda done: None):
         for arm in arms[setting]:
             rec = results[(setting, arm["name"])] = {"arm": arm}
             rec["sweep"] = [run(setting, arm, "sweep", lr, opts.seed) for lr in opts.lrs]
-            rec["best_lr"] = rec["sweep"][common.pick_best(dict(enumerate(rec["sweep"])))]["lr"]
+            rec["best_lr"] = rec["sweep"][common.best_final(rec["sweep"])]["lr"]
             rec["seeds"] = [run(setting, arm, "seeds", rec["best_lr"], opts.seed + i)
                             for i in range(1, opts.seeds + 1)]
     # wall time, and this process's CPU time (the same unless other jobs share the cores)
@@ -504,6 +504,9 @@ def load_data(opts):
                 corpus_label=corpus_label(opts.corpus), eval_points=eval_points(opts.steps))
 
 
+FILE = common.ResultsFile(RECORD, parser, check_options, runs_of=runs_of)
+
+
 @common.cli
 def main(argv):
     opts = common.parse(parser(), argv, QUICK)
@@ -512,8 +515,7 @@ def main(argv):
     check_memory(opts, data)
     out = common.output_folder(opts.out, data["corpus_label"], opts.quick)
     path = os.path.join(out, "results.json")
-    cache, _ = common.previous_runs(path, opts, RECORD, parser(), check_options, record_key, SAME,
-                                    runs_of=runs_of)
+    cache, _ = common.previous_runs(path, opts, FILE, record_key, SAME)
     log(f"corpus {opts.corpus}: {data['n_docs']} docs, {len(data['train'])} train, "
         f"{len(data['val'])} val used; bigram val loss {data['baselines']['bigram']:.4f}; "
         f"{len(cache)} runs already in {path}; writing to {out}")

@@ -153,7 +153,7 @@ def test_seeds_a_deadline_left_unrun_are_not_taken_for_diverged_runs():
     grid.units = {"a": SimpleNamespace(seeds={1: {"final_val": 0.5}, 2: None}),
                   "b": SimpleNamespace(seeds={1: None, 2: None})}
     grid.check_diverged()  # no error: unit a has a finite run, unit b has none yet
-    grid.units["c"] = SimpleNamespace(seeds={1: {"final_val": None}, 2: None})
+    grid.units["c"] = SimpleNamespace(seeds={1: {"final_val": None}, 2: None}, key=("sphere", 64))
     with pytest.raises(common.Diverged):
         grid.check_diverged()
 
@@ -162,7 +162,7 @@ def test_runs_a_deadline_keeps_from_starting_are_counted():
     """They make the invocation 'stopped by --deadline', not finished; a run in results.json still starts."""
     job = lambda seed: {"norm": "sphere", "variant": "default", "T": 64, "steps": 10,  # noqa: E731
                         "lr_k": 0, "seed": seed}
-    grid = rp.Grid({}, SimpleNamespace(deadline=time.time() - 1), None, {rp.run_key(job(1)): {}})
+    grid = rp.Grid({}, SimpleNamespace(deadline=time.time() - 1), {rp.run_key(job(1)): {}})
     grid.ready[:] = [job(1), job(2), job(3)]
     grid.past_deadline()
     assert grid.ready == [job(1)] and grid.left_unrun == 2
