@@ -10,7 +10,6 @@ if __name__ == "__main__":  # run by a Python without numpy: one line saying so,
     name_missing_packages("microgpt", "run [flags] (it installs them into .venv)")
 
 import math
-import sys
 import time
 
 import numpy as np
@@ -253,7 +252,9 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
           observer=None):
     """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...). resume: a state
     to continue, in a copy (it may change steps, engine, eval_every, and lower lr). observer: as
-    harness/run.py's, told of each update (True: stop); without one, each step's loss is printed."""
+    harness/run.py's, told of each update (True: stop); without one, each step's loss is printed.
+    A model that diverges (log(0), an overflow, NaN) raises value.NumericError, under a debugger
+    or not: the weights stay those of the last good step, in the state the observer was shown."""
     settings = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed, engine=engine,
                     dtype=dtype, riemannian=riemannian, eval_every=eval_every)
     settings = check_training(cfg, vocab, train_docs, val_docs, settings, resume)  # or InputError
@@ -274,15 +275,9 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
     for step in range(state.step, steps):
         started = time.perf_counter()
         batch = [docs[(step * batch_size + j) % len(docs)] for j in range(batch_size)]  # its docs
-        try:
-            loss, _ = loss_and_grads(params, batch, cfg, engine, out=grads)  # forward and backward
-            if not (math.isfinite(loss) and float(np.abs(grad).max()) < HUGE_GRADIENT):  # or NaN
-                raise NumericError(f"the loss ({loss}) or a gradient is not finite")
-        except NumericError as e:  # log(0), overflow, NaN: the updates made the model diverge,
-            if state.step == 0 or sys.gettrace():  # unless none was made yet (the model's code
-                raise  # failed), or a debugger traces this: it stops where the number broke
-            state.error = f"step {step + 1}: {e}"
-            break  # the weights stay those of the last good step
+        loss, _ = loss_and_grads(params, batch, cfg, engine, out=grads)  # forward and backward
+        if not (math.isfinite(loss) and float(np.abs(grad).max()) < HUGE_GRADIENT):  # or NaN
+            raise NumericError(f"the loss ({loss}) or a gradient is not finite")  # (diverged)
         if observer is not None and observer.before_update(state, loss, grad):
             break
         if riemannian:
@@ -374,7 +369,10 @@ def main(argv=None):
             messages.print_header(opts, cfg, base, resume, folder.notices)
             settings = dict(opts.training(), resume=resume)
             with Run(opts, cfg, vocab, base, folder) as run:                 # 7. training
-                state = train(train_docs, val_docs, vocab, cfg, **settings, observer=run)
+                try:
+                    state = train(train_docs, val_docs, vocab, cfg, **settings, observer=run)
+                except NumericError as e:  # log(0), overflow, NaN: the model diverged
+                    state = run.diverged(e, resume)  # the last good state, or raised on
             shell.exit_code = messages.report(state, run, folder, opts, args)
             if shell.exit_code == 0:                                         # 8. inference
                 how = cli.sampling(args, opts.seed, opts.engine)

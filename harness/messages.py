@@ -81,7 +81,7 @@ def report_divergence(state, folder, opts, args, engine_failed=False):
     engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
     where = (" " + _("To see where it broke: {command}, then `{line}`, `c` (pdb stops there as the "
-                     "error arrives) and `c` again (under a breakpoint train() lets the error "
+                     "error arrives) and `c` again (under a breakpoint main() lets the error "
                      "through: pdb stops post-mortem at the line that raised it).").format(
         command=debugger_command(args.argv), line=breakpoint_line()) if engine_failed else "")
     say(_("microgpt: error: training diverged: {error}. Stopped; {kept}. Try a smaller --lr (a "
@@ -99,8 +99,8 @@ def debugger_command(argv):
 
 
 def breakpoint_line():
-    """`b microgpt.py:LINE`, the line of train() that catches the engine's NumericError: a
-    breakpoint there (any breakpoint: pdb then traces) makes train() re-raise it."""
+    """`b microgpt.py:LINE`, the line of main() that catches the engine's NumericError: a
+    breakpoint there (any breakpoint: pdb then traces) makes main() let it through."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "microgpt.py"), encoding="utf-8") as f:
         line = next(i for i, text in enumerate(f, 1) if "except NumericError" in text)

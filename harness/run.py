@@ -38,6 +38,7 @@ class Run:
         self.every_line = max(1, opts.steps // 10)  # no terminal: a line every tenth of the run
         self.start = None
         self.stopped = False  # True when this observer stopped a diverging run (not the engine)
+        self.state = None  # the run's state as train() last showed it: its last good step
 
     def __enter__(self):
         self.sigint = DeferSigint().__enter__()
@@ -56,7 +57,18 @@ class Run:
     def interrupted(self):
         return self.sigint.hit
 
+    def diverged(self, error, resume=None):
+        """The engine's NumericError out of train(): the last good state, its .error naming the
+        step; let through before any update (the model's code failed) or under a debugger (pdb
+        then stops post-mortem at the line where the number broke)."""
+        state = self.state or resume
+        if state is None or state.step == 0 or sys.gettrace():
+            raise error
+        state.error = f"step {state.step + 1}: {error}"
+        return state
+
     def before_update(self, state, loss, grad):
+        self.state = state
         if self.start is None:  # the first step of this call: who the run is, where it started
             state.corpus, state.run_id = self.opts.corpus, self.run_id
             state.corpus_sha256, state.corpus_docs = self.opts.fingerprint

@@ -149,7 +149,7 @@ def test_ctrl_c_under_pdb_breaks_into_the_prompt_and_c_continues_training(tmp_pa
 
 def test_the_divergence_message_names_the_commands_that_stop_pdb_where_the_number_broke(tmp_path):
     """Exit 1 names a command, `b microgpt.py:LINE` and `c` twice; typed as it says, and nothing else, the first `c`
-    stops at that line (train()'s `except NumericError`), the second goes post-mortem at the line that raised
+    stops at that line (main()'s `except NumericError`), the second goes post-mortem at the line that raised
     the error (not "The program exited via sys.exit()")."""
     corpus = write_corpus(str(tmp_path))
     flags = [*TINY, "--corpus", corpus, "--steps", "20", "--lr", "1e300"]
@@ -168,7 +168,7 @@ def test_the_divergence_message_names_the_commands_that_stop_pdb_where_the_numbe
                           capture_output=True, text=True, timeout=120, env=env())
     shown = proc.stdout.split("(Pdb) ")  # [before the first command, after the first, ...]
     line = typed[0].split(":")[1]
-    assert f"microgpt.py({line})train()\n-> except NumericError as e:" in shown[2], proc.stdout[-2000:]
+    assert f"microgpt.py({line})main()\n-> except NumericError as e:" in shown[2], proc.stdout[-2000:]
     assert "Uncaught exception. Entering post mortem debugging" in shown[3], proc.stdout[-2000:]
     assert "NumericError: the loss" in proc.stderr and "exited via sys.exit()" not in proc.stdout
     raised = re.findall(r'File "(.*)", line (\d+), in \w+\n', proc.stderr)[-1]  # the traceback's innermost line

@@ -274,7 +274,7 @@ with np.errstate(all="ignore"):
 # %% [markdown]
 # 調べる順番は、(1) 学習率を 1/10 にして同じことが起きるか、(2) 損失の式が `log` に 0 を渡していないか（log-softmax を使う）、
 # (3) `exp` の前に最大値を引いているか、(4) float16 なら float32 で同じことが起きるか、です。
-# `microgpt.train` は損失か勾配が有限でなくなったステップで止まり、重みを最後の正常なステップのまま残して、`state.error` に理由を書きます。
+# `microgpt.train` は損失か勾配が有限でなくなったステップで `NumericError` を出して止まります（デバッガの下でも同じです）。重みは最後の正常なステップのままで、`python microgpt.py` はオブザーバーが持っているその状態から、学習が発散したと報告します。
 # どの演算で壊れたかは、`python3 dev.py pdb microgpt.py --engine value ...` で実行すると分かります。`value.py` は正でない数の log や `exp` の溢れで `NumericError` を出し、デバッガの下ではそこで止まります（`docs/debugging.ja.md`）。
 #
 # ## 6. 自分のテキストで学習する

@@ -65,7 +65,10 @@ def test_a_loss_or_gradient_that_is_not_finite_stops_before_the_update(monkeypat
         return value, grads
 
     monkeypatch.setattr(mg, "loss_and_grads", breaks_at_3)
-    state = train(StopAt(None))
+    observer = StopAt(None)
+    with pytest.raises(NumericError) as raised:
+        train(observer)
+    state = Run.diverged(observer, raised.value)  # the last good state the observer holds
     assert state.step == 2 and state.error.startswith("step 3: the loss (") and "is not finite" in state.error
     np.testing.assert_array_equal(mg.flat_buffer(state.params), mg.flat_buffer(stopped_at_2.params))
 
@@ -74,9 +77,10 @@ class StopAt:
     """A silent observer that stops training after `step` steps (None: never)."""
 
     def __init__(self, step):
-        self.step = step
+        self.step, self.state = step, None
 
     def before_update(self, state, loss, grad):
+        self.state = state
         return False
 
     def after_update(self, state, loss, drift):
@@ -123,8 +127,14 @@ def test_the_engines_numeric_failure_is_divergence_and_any_other_exception_a_tra
 
     original = mg.loss_and_grads
     monkeypatch.setattr(mg, "loss_and_grads", failing)
-    state = train(StopAt(None))
+    observer = StopAt(None)
+    with pytest.raises(NumericError) as raised:
+        train(observer)
+    state = Run.diverged(observer, raised.value)
     assert state.step == 1 and state.error == "step 2: Value.log: log of non-positive value 0.0 is undefined"
+    calls.clear()
+    with pytest.raises(NumericError):  # before any update it is the model's code: let through
+        Run.diverged(StopAt(None), raised.value)
     monkeypatch.setattr(mg, "loss_and_grads", lambda *args, **kw: [][0])
     with pytest.raises(IndexError):  # a learner's bug: not swallowed, not called divergence
         train()
