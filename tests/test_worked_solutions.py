@@ -5,6 +5,7 @@ like its notebook's (the notebook's own Value, Tensor / Parameter / Module, mixt
 handed to its check by the notebook's own check line: the check must accept it. Then one plausible
 mistake is typed into each solution (a replacement in its text) and the check must reject it.
 """
+import ast
 import math
 import re
 import sys
@@ -140,3 +141,21 @@ def test_a_mistake_is_rejected(key, capsys):
     code = code_of(key)
     assert right in code, f"{key}: the mistake's text is no longer in the worked solution"
     assert run(key, code.replace(right, typed)) is False, capsys.readouterr().out
+
+
+def without_return(key):
+    """The worked solution with its answer function's final `return X` typed as `X` (None if the
+    function the check line names ends otherwise: backward(), __setattr__, a context manager)."""
+    tree = ast.parse(code_of(key))
+    named = set(re.findall(r"\w+", check_line(key).split("(", 1)[1]))
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in named), None)
+    if function is None or not isinstance(function.body[-1], ast.Return) or function.body[-1].value is None:
+        return None
+    function.body[-1] = ast.Expr(function.body[-1].value)
+    return ast.unparse(tree)
+
+
+@pytest.mark.parametrize("key", [key for key in KEYS if without_return(key)])
+def test_a_forgotten_return_is_the_same_line_in_every_check(key, capsys):
+    assert run(key, without_return(key)) is False
+    assert exercises.FORGOT_RETURN in capsys.readouterr().out
