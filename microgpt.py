@@ -5,9 +5,9 @@ unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on valu
 "numpy" runs numpy_engine.py, the same math on arrays: it mirrors gpt() and gpt_sphere() without
 calling them; an edit to them runs on "value" only (a numpy run says so). main() adds harness/.
 """
-if __name__ == "__main__":  # run by a Python without numpy: one line saying so, not a traceback
-    from harness import name_missing_packages
-    name_missing_packages("microgpt", "run [flags] (it installs them into .venv)")
+if __name__ == "__main__":  # Ctrl-C as NumPy loads, or a Python without it: one line, no traceback
+    from harness import quiet_startup
+    quiet_startup("microgpt", "run [flags] (it installs them into .venv)")
 
 import math
 import sys
