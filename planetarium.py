@@ -212,7 +212,8 @@ def check_values(history, source):
 @dataclass
 class PageRun:
     """One run as the page holds it: snapshots kept (history indices), their steps, the weights the
-    page decodes (float64, stars re-normalized), effective scales (float32), the embedded data."""
+    page decodes (float64, stars re-normalized), effective scales (float32), the embedded data, and
+    how many snapshots were left out for the page's size (repeats of the one before not counted)."""
     history: object
     name: str
     kept: list
@@ -220,6 +221,7 @@ class PageRun:
     held: np.ndarray
     scales: np.ndarray
     parts: dict
+    thinned: int = 0
 
 
 def prepare_run(history, name, count):
@@ -230,7 +232,9 @@ def prepare_run(history, name, count):
     parts, held = encode_weights(W[kept, :size], cfg)
     scales = history.scales[kept].astype(np.float32) if cfg.norm == "sphere" else None
     steps = history.step[kept].tolist()
-    return PageRun(history, name, kept, steps, unit_rows(held, cfg), scales, parts)
+    repeats = sum(np.array_equal(W[k, :size], W[k - 1, :size]) for k in range(1, len(W) - 1))
+    return PageRun(history, name, kept, steps, unit_rows(held, cfg), scales, parts,
+                   len(W) - repeats - len(kept))
 
 
 def prepare_runs(runs, room=None):
@@ -555,7 +559,7 @@ def main(argv=None):
         path = page_path(args)
         html, page_runs = make_page(runs)
         atomic_write(path, lambda f: f.write(html.encode("utf-8")))
-        left_out = sum(len(h) - len(pr.kept) for (h, _), pr in zip(runs, page_runs))
+        left_out = sum(pr.thinned for pr in page_runs)
         if left_out:
             say(_("planetarium: note: {n} snapshots where the weights move least are left out, "
                   "to keep the page near {mb:.0f} MB").format(n=left_out, mb=PAGE_BUDGET / 1e6))
