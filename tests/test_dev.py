@@ -40,6 +40,7 @@ def test_dev_py_runs_microgpt_in_the_users_folder(monkeypatch, tmp_path):
 def test_dev_py_test_fast_leaves_out_the_slow_tests(monkeypatch):
     seen = {}
     monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev, "check_installed", lambda python, module, requirements: None)  # (no probe process)
     monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
     monkeypatch.chdir(ROOT)
     with pytest.raises(SystemExit):
