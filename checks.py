@@ -177,6 +177,7 @@ def check_size(name, n, cfg):
 def check_names_fit(num_samples, cfg):
     """sample()'s list holds every name at once: a str of up to block_size characters each, about
     64 + block_size bytes with its place in the list (iter_samples streams them instead)."""
+    check("num_samples", num_samples)
     need = num_samples * (64 + cfg.block_size)
     if need > MAX_API_BYTES:
         raise InputError(_("num_samples {n:,} names in one list would need about {gb:,.0f} GB (at "

@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from checks import (check_known, check_loss_args, check_names_fit, check_sampling, check_split,
-                    check_training)
+from checks import check_known, check_loss_args, check_names_fit, check_sampling, check_split
+from checks import check_training
 from corpora import load_corpus
 from model_config import HUGE_GRADIENT, TrainState, alloc_params, flat_buffer
 from model_config import GPTConfig, sphere_axes  # noqa: F401  (GPTConfig: the public API)
@@ -306,9 +306,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
 # =========================================================================== 8. inference
 def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42, engine="numpy"):
     """A list of num_samples new names (iter_samples gives them one at a time)."""
-    names = iter_samples(params, cfg, vocab, num_samples, temperature, prompt, seed, engine)
-    check_names_fit(num_samples, cfg)  # (the arguments are checked: the list must fit in memory)
-    return list(names)
+    check_names_fit(num_samples, cfg)  # the list holds every name at once: it must fit in memory
+    return list(iter_samples(params, cfg, vocab, num_samples, temperature, prompt, seed, engine))
 
 
 def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42,
