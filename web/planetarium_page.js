@@ -1069,15 +1069,20 @@
       e1[2] - (e1[0] * e2[0] + e1[1] * e2[1] + e1[2] * e2[2]) * e2[2]]);
     return [cross(e1o, e2), e1o, e2];
   }
+  // state.turning is true while the camera turns (a newer turn replaces an older one): the page's "animation
+  // ended" signal, which its tests wait for
   function faceH(ri, instant) {
     const r = runs[ri], target = pathGeometry(r).h, from = state.R[2];
-    const frames = instant || reducedMotion() ? 1 : 14;
+    const frames = instant || reducedMotion() ? 1 : 14, turn = {};
     let j = 0;
+    state.turning = turn;
     const step = () => {
+      if (state.turning !== turn) return;
       j += 1;
       state.R = cameraFacing(slerp3(from, target, j / frames));
       drawFrame();
       if (j < frames) requestAnimationFrame(step);
+      else state.turning = null;
     };
     step();
   }
