@@ -98,6 +98,9 @@ def runs(tmp_path_factory):
     four = base / "four.html"
     assert planetarium.main([out["rmsnorm"]["dir"], out["sphere"]["dir"]] * 2 + ["--html", str(four)]) == 0
     out["four"] = four
+    sphere_only = base / "sphere_only.html"
+    assert planetarium.main([out["sphere"]["dir"], "--html", str(sphere_only)]) == 0
+    out["sphere_only"] = sphere_only
     return out
 
 
@@ -1012,6 +1015,41 @@ def test_reduced_motion_steps_between_snapshots(browser, runs):
     pg.wait_for_timeout(1500)
     pg.click("#play")
     assert max(pg.evaluate("window.__between")) > 0
+    close_page(pg)
+
+
+CAPTIONS = """(() => [...document.querySelectorAll('#notesText, #tempLabel, #options, #capLine, .legend')]
+    .filter(e => e.checkVisibility()).map(e => e.innerText).join(' | '))()"""
+# what a page's captions may speak of only when one of its skies draws it (sphere skies: caps, the pulls of the blocks,
+# the retraction, sphere mode's residual step; RMSNorm skies: RMSNorm's residual step)
+SPHERE_WORDS = {"ja": ("κ", "vMF", "キャップ", "点線", "Norm(f(h))", "リトラクション", "Norm(h + α(Norm(f(h)) − h))"),
+                "en": ("κ", "vMF", "cap", "dotted", "Norm(f(h))", "retraction", "Norm(h + α(Norm(f(h)) − h))")}
+RMS_WORDS = ("RMSNorm", "h ← h + f(RMSNorm(h))")
+
+
+@pytest.mark.parametrize("kind", ["pair", "rmsnorm", "sphere"])
+def test_the_captions_speak_only_of_what_the_page_draws(browser, runs, kind):
+    """The notes, the temperature's label, the layers' names, the cap line and the legends, for each kind of page (an
+    RMSNorm and a sphere run, RMSNorm only, sphere only) in both languages: caps, κ, the blocks' dotted pulls, the
+    retraction and sphere mode's residual step where a sphere sky draws them, RMSNorm's residual step h ← h +
+    f(RMSNorm(h)) where an RMSNorm sky is; and the replay's pacing as the page's own clock has it (the share of the
+    time the first tenth of the steps takes), never "in proportion to training steps"."""
+    html = {"pair": runs["html"], "rmsnorm": runs["one"], "sphere": runs["sphere_only"]}[kind]
+    pg = open_page(browser, html)
+    share = pg.evaluate("window.__planetarium.positionAtStep(window.__planetarium.planned / 10)")
+    for lang in ("ja", "en"):
+        if pg.evaluate("window.__planetarium.state.lang") != lang:
+            pg.click("#lang")
+        text = pg.evaluate(CAPTIONS)
+        folded = text.lower()
+        for word in SPHERE_WORDS[lang]:
+            assert (word.lower() in folded) == (kind != "rmsnorm"), (kind, lang, word)
+        for word in RMS_WORDS:
+            assert (word in text) == (kind != "sphere"), (kind, lang, word)
+        notes = pg.inner_text("#notesText")
+        assert f"{100 * share:.0f}%" in notes and "proportion to training steps, " not in notes, (lang, share, notes[-400:])
+        assert ("最初の 10% のステップ" if lang == "ja" else "first 10% of the steps") in notes
+    assert 0.2 < share < 0.6  # (the first tenth of the steps, where the stars move most, takes more than a tenth)
     close_page(pg)
 
 

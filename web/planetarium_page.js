@@ -174,6 +174,7 @@
   // (the mean angle of input and output stars in C dimensions, summed over the runs), with 15% of the time in
   // proportion to training steps so that no stretch is skipped. clock.u[j] is the replay position (0..1) of step
   // clock.s[j]; in between, steps and positions are linear.
+  const STEP_SHARE = 0.15;
   const clock = (() => {
     const s = allSteps.slice();
     if (s[s.length - 1] < planned) s.push(planned);
@@ -196,7 +197,8 @@
     }
     const total = move.reduce((a, b) => a + b, 0), span = Math.max(1, s[s.length - 1] - s[0]), u = [0];
     for (let j = 0; j + 1 < s.length; j++) {
-      const w = (total > 0 ? (0.85 * move[j]) / total : 0.85 * ((s[j + 1] - s[j]) / span)) + (0.15 * (s[j + 1] - s[j])) / span;
+      const m = 1 - STEP_SHARE, by = (s[j + 1] - s[j]) / span;
+      const w = (total > 0 ? (m * move[j]) / total : m * by) + STEP_SHARE * by;
       u.push(u[j] + w);
     }
     return { s, u: u.map((x) => x / u[u.length - 1]) };
@@ -813,7 +815,8 @@
       b.setAttribute("aria-label", t(key));
       b.title = t(key);
     }
-    document.getElementById("tempLabel").textContent = t("tempLabel", { T: state.T.toFixed(2) });
+    const anySphere = runs.some((r) => r.sphere);
+    document.getElementById("tempLabel").textContent = t(anySphere ? "tempLabel" : "tempLabelRms", { T: state.T.toFixed(2) });
     prefixInput.placeholder = t("placeholder", { ex: EXAMPLE });
     lossCanvas.setAttribute("aria-label", t("lossTitle"));
     updateStepText();
@@ -901,10 +904,7 @@
     const fixed = JSON.stringify([state.lang, state.show, state.selected]);
     if (fixed !== updateText.fixed) {  // what changes only with the language, the layers or the picked stars
       updateText.fixed = fixed;
-      const anyDrift = runs.some((r) => r.drift);
-      document.getElementById("notesText").innerHTML = TEXT[state.lang].notes
-        .filter((_, i) => i !== 2 || anyDrift)
-        .map((s) => "<p>" + s.split("{C}").join(String(C)) + "</p>").join("");
+      document.getElementById("notesText").innerHTML = notesHtml();
       buildOptions();
       buildStarPick();
       runs.forEach((r) => { r.legend.innerHTML = legendOf(r); });
@@ -913,6 +913,18 @@
       capLine.textContent = t("capLine");
     }
     if (state.tour >= 0) showTour();
+  }
+
+  // the notes, put together from the kinds of runs on the page: each speaks only of what its skies draw
+  function notesHtml() {
+    const N = TEXT[state.lang].notes, anySphere = runs.some((r) => r.sphere), anyRms = runs.some((r) => !r.sphere);
+    const parts = [N.projection, anySphere ? N.caps + (anyRms ? N.capsRms : "") : N.rmsOnly];
+    if (runs.some((r) => r.drift)) parts.push(N.retraction);
+    parts.push(anySphere && anyRms ? N.pathBoth : anySphere ? N.pathSphere : N.pathRms, N.replay);
+    const vars = { C: runs[0].C, p: (100 * positionAtStep(planned / 10)).toFixed(0),
+                   q: (100 * (1 - STEP_SHARE)).toFixed(0), r: (100 * STEP_SHARE).toFixed(0) };
+    return parts.map((s) => "<p>" + Object.entries(vars).reduce((a, [k, v]) => a.split("{" + k + "}").join(String(v)), s) +
+      "</p>").join("");
   }
 
   // each sky's own key to its marks: only what that sky draws
@@ -928,7 +940,7 @@
     return parts.join("");
   }
   function buildOptions() {
-    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", "optOut", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
+    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", runs.some((r) => r.sphere) ? "optOut" : "optOutRms", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
       ["path", "optPath", "◎", "#67e3c0"], ["trail", "optTrail", "∼", "#c9d2e8"]];
     if (runs.some((r) => r.sphere)) opts.splice(3, 0, ["drift", "optDrift", "↑", "#ff5d9e"]);
     const box = document.getElementById("options");
@@ -1242,8 +1254,8 @@
     faceH(ri) { faceH(ri, true); },
     tour: goTour,
     tourLength: () => tourSteps().length,
-    // the replay's clock: the step at replay position u (0..1) and back
-    stepAtPosition, positionAtStep,
+    // the replay's clock: the step at replay position u (0..1) and back; the last step the replay reaches
+    stepAtPosition, positionAtStep, planned,
     // the plot box of the loss canvas (CSS pixels), the loss range it spans, and the steps its x axis spans
     lossFrame: () => lossFrame,
     shares: (ri) => runs[ri].shares.slice(),
