@@ -729,7 +729,8 @@ def test_the_cap_rims_are_drawn_at_the_angle_s_z_and_T_give(page, runs):
     """The vMF cap of each of the 3 likeliest characters on the sphere sky, at T = 0.5, is the circle at angle
     arccos(1 - T / |s_z|) around its output star (around the opposite point when s_z < 0), with s_z from history.npz's
     effective scales and the star at its true angle from h as projected here: the pixels on that circle change when
-    the output stars are drawn (away from stars and labels), those on a circle 15% wider do not."""
+    the output stars are drawn (away from stars and labels), those on a circle 15% wider do not; κ = s_z / T is
+    written beside each."""
     hs = histories(runs)
     h, basis = hs[1], map_bases(hs)[1]
     reset(page, prefix="emma", T=25)
@@ -739,11 +740,11 @@ def test_the_cap_rims_are_drawn_at_the_angle_s_z_and_T_give(page, runs):
     s = sky_state(page, 1)
     stars, near = on_screen(want["out"], s["R"], s["size"])
     stars = stars[near]
-    page.evaluate("window.__drawnBoxes = []")
+    page.evaluate("window.__drawnBoxes = []; window.__drawnText.clear()")
     only_layer(page, "out")
     boxes = page.evaluate("""window.__drawnBoxes.filter(b => b.canvas === document.querySelectorAll('.dome canvas')[1])
         .map(b => [b.x - 2, b.y - 9, b.x + b.width + 2, b.y + 9])""")
-    rims, caps = {"rim": [], "wider": []}, []
+    rims, caps, kappas = {"rim": [], "wider": []}, [], []
     for label in page.evaluate("window.__planetarium.view(1).top"):
         i = (h.vocab + ["BOS"]).index(label)
         if abs(s_z[i]) / T <= 0.5:
@@ -757,6 +758,8 @@ def test_the_cap_rims_are_drawn_at_the_angle_s_z_and_T_give(page, runs):
             f = np.linspace(0, 2 * np.pi, 97)[:-1, None]
             circle = np.cos(th) * c + np.sin(th) * (np.cos(f) * e1 + np.sin(f) * e2)
             xy, front = on_screen(circle, s["R"], s["size"])
+            if name == "rim" and front.any():
+                kappas.append(s_z[i] / T)
             rims[name] += [[float(p[0]), float(p[1]), *q] for p, q in zip(xy[front], circle[front])
                            if np.hypot(*(stars - p).T).min() > 10 and
                            not any(b[0] < p[0] < b[2] and b[1] < p[1] < b[3] for b in boxes)]
@@ -770,6 +773,9 @@ def test_the_cap_rims_are_drawn_at_the_angle_s_z_and_T_give(page, runs):
         on = pixels_at(page, 1, pts)
         only_layer(page, None)
         shares[name] = changed_share(on, pixels_at(page, 1, pts))
+    drawn = page.evaluate("[...window.__drawnText]")
+    for kappa in kappas:  # each cap's κ is written beside it
+        assert f"κ = {kappa:.1f}" in drawn, (kappa, [d for d in drawn if "κ" in d])
     print(f"\ncaps: the share of places that change on the rim ({len(rims['rim'])}) and on a wider circle: {shares}")
     assert shares["rim"] >= 0.85 and shares["wider"] <= 0.3, shares
     reset(page)
@@ -1248,7 +1254,9 @@ def test_the_english_toggle_changes_every_label(page):
 
 def test_the_guided_tour_moves_through_five_steps(page):
     reset(page)
+    assert "fresh" in page.get_attribute("#tourButton", "class")  # (lit until first used)
     page.click("#tourButton")
+    assert "fresh" not in page.get_attribute("#tourButton", "class")
     texts = []
     for i in range(5):
         assert page.is_visible("#tour")
@@ -1279,9 +1287,25 @@ def overlaps(a, b):
         a["y"] < b["y"] + b["height"] - 0.5 and b["y"] < a["y"] + a["height"] - 0.5
 
 
+# text an element cuts off (an ellipsis, or overflow hidden): none should be
+CLIPPED = """[...document.querySelectorAll('body *')].filter(e => { const cs = getComputedStyle(e);
+    return (cs.overflowX === 'hidden' || cs.overflowX === 'clip' || cs.textOverflow === 'ellipsis') &&
+        e.scrollWidth > e.clientWidth + 1 && e.checkVisibility() && !e.classList.contains('visually-hidden'); })
+    .map(e => [e.id || e.className, e.textContent.slice(0, 40), e.scrollWidth, e.clientWidth])"""
+
+
 @pytest.mark.parametrize("width,height,scale", VIEWPORTS)
 def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, width, height, scale):
+    """Also the first screen: a subtitle, the line that says what to press (above the skies, on the first screen) and
+    no text cut off, in both languages."""
     pg = open_page(browser, runs["html"], width, height, scale)
+    for _ in range(2):
+        hint = pg.locator("#hint").bounding_box()
+        assert hint and hint["y"] + hint["height"] <= height and "▶" in pg.inner_text("#hint"), hint
+        assert hint["y"] + hint["height"] <= pg.locator(".dome canvas").first.bounding_box()["y"]
+        assert pg.evaluate("[...document.querySelectorAll('.subtitle')].filter(e => e.checkVisibility()).length") == 1
+        assert not pg.evaluate(CLIPPED), (width, pg.evaluate(CLIPPED))
+        pg.click("#lang")
     assert pg.evaluate("document.documentElement.scrollWidth") <= width
     skies = [pg.locator(".dome canvas").nth(i).bounding_box() for i in range(2)]
     pg.evaluate("window.scrollTo(0, 0)")

@@ -647,6 +647,11 @@
             const [x, y, z] = scr(cap.c);
             if (z > 0) cands.push({ text: `−${labels[cap.i]}${t("capAnti")}`, x, y, pad: 5, pri: 1.5, font: "11px", color: "#ffc2ab" });
           }
+          if (!cap.whole) {  // its κ beside its rim, at the rim's highest near-side point
+            const top = cap.rim.filter((p) => p[2] > 0).sort((a, b) => a[1] - b[1])[0];
+            if (top) cands.push({ text: t("capKappa", { k: cap.kappa.toFixed(1) }), x: top[0], y: top[1], pad: 3, pri: 1.4,
+                                  font: "11px", color: "#ffc2ab", kappa: cap.i });
+          }
         }
       }
     }
@@ -1229,7 +1234,9 @@
     showSky(step.sky);
     announce(document.getElementById("tourText").textContent);
   }
-  document.getElementById("tourButton").addEventListener("click", () => goTour(0));
+  const tourButton = document.getElementById("tourButton");
+  tourButton.classList.add("fresh");  // (lit until the tour is first opened)
+  tourButton.addEventListener("click", () => { tourButton.classList.remove("fresh"); goTour(0); });
   document.getElementById("tourBack").addEventListener("click", () => goTour(Math.max(0, state.tour - 1)));
   document.getElementById("tourNext").addEventListener("click", () => goTour(Math.min(tourSteps().length - 1, state.tour + 1)));
   document.getElementById("tourClose").addEventListener("click", () => goTour(-1));

@@ -9,6 +9,9 @@ const PlanetText = {
     title: "プラネタリウム：単位球面の上で学習を再生する",
     subtitle: "第3回「プラネタリウムの建設」── 星（トークンの埋め込み）は、単位球面上の向きで意味を持つ。" +
       "ドラッグまたは矢印キーで回転、星をクリックで選択。",
+    subtitleShort: "星（トークンの埋め込み）は、単位球面上の向きで意味を持つ。",
+    hint: "▶ で学習を再生 · 名前を入力 · ガイドツアー",
+    capKappa: "κ = {k}",
     lang: "English", langLabel: "Switch to English",
     tourOpen: "ガイドツアー", tourBack: "◀ 前へ", tourNext: "次へ ▶", tourClose: "閉じる", tourCount: "{i} / {n}",
     play: "▶ 再生", pause: "‖ 停止", prevSnap: "◀", nextSnap: "▶",
@@ -127,6 +130,9 @@ const PlanetText = {
     title: "Planetarium: replaying training on the unit sphere",
     subtitle: "Lecture 3, “Building the planetarium”: stars (token embeddings) get their meaning from their " +
       "direction on the unit sphere. Drag or use the arrow keys to rotate, click stars to pick them.",
+    subtitleShort: "Stars (token embeddings) get their meaning from their direction on the unit sphere.",
+    hint: "▶ replays training · type a name · take the guided tour",
+    capKappa: "κ = {k}",
     lang: "日本語", langLabel: "日本語に切り替える",
     tourOpen: "Guided tour", tourBack: "◀ Back", tourNext: "Next ▶", tourClose: "Close", tourCount: "{i} / {n}",
     play: "▶ Play", pause: "‖ Pause", prevSnap: "◀", nextSnap: "▶",
