@@ -951,6 +951,10 @@ def test_the_page_opens_on_a_typed_name_facing_h(browser, runs):
     assert "1/e" in pg.inner_text("#capLine") and pg.is_visible("#capLine")
     pg.click("#lang")
     assert "BOS (end)" in pg.inner_text("#probs") and "not where it wins" in pg.inner_text("#capLine")
+    assert "fresh" in pg.get_attribute("#tourButton", "class")  # (lit until first used)
+    pg.click("#tourButton")
+    pg.click("#tourClose")
+    assert "fresh" not in pg.get_attribute("#tourButton", "class")
     close_page(pg)
 
 
@@ -970,10 +974,12 @@ def test_the_parts_of_the_page_are_headings(page):
 
 LIVE_COUNTER = """() => {
     window.__liveChanges = [];
-    for (const el of document.querySelectorAll('[aria-live], [role=status], [role=alert]')) {
-        new MutationObserver(() => window.__liveChanges.push(el.textContent))
-            .observe(el, {childList: true, subtree: true, characterData: true});
-    }
+    for (const o of window.__liveObservers || []) o.disconnect();  // (one counter per page, however often it is set)
+    window.__liveObservers = [...document.querySelectorAll('[aria-live], [role=status], [role=alert]')].map(el => {
+        const o = new MutationObserver(() => window.__liveChanges.push(el.textContent));
+        o.observe(el, {childList: true, subtree: true, characterData: true});
+        return o;
+    });
 }"""
 
 
@@ -1235,6 +1241,53 @@ def test_the_skies_take_the_keyboard_and_every_control_has_a_name(page):
     reset(page)
 
 
+def test_a_screen_reader_hears_values_and_the_keyboard_reaches_everything(page):
+    """Both sliders say what they hold (the step, T), the loss plot's text alternative gives each run's losses at the
+    current step, the language button is marked as the language it is written in, a skip link leads to the skies, and
+    the tour takes the focus when it opens, closes with Escape and gives the focus back to its button."""
+    steps = page.evaluate("window.__planetarium.view(1).steps")
+    reset(page, time=steps[7], T=25)
+    planned = page.evaluate("window.__planetarium.planned")
+    assert page.get_attribute("#replay", "aria-valuetext") == f"学習ステップ {steps[7]} / {planned}"
+    assert page.get_attribute("#temp", "aria-valuetext") == "T = 0.50"
+    loss = page.get_attribute("#loss", "aria-label")
+    assert f"ステップ {steps[7]}" in loss
+    for ri in range(2):  # each run's train loss, as its sky's caption gives it
+        assert re.search(r"訓練損失 (\d+\.\d{3})", page.locator(".skyInfo").nth(ri).inner_text()).group(1) in loss
+    assert page.get_attribute("#lang", "lang") == "en"
+    page.click("#lang")
+    assert page.get_attribute("#lang", "lang") == "ja" and page.get_attribute("#replay", "aria-valuetext").startswith("training step")
+    page.click("#lang")
+    first = page.evaluate("""[...document.querySelectorAll('a[href], button, input, select, [tabindex]')]
+        .find(e => e.tabIndex >= 0 && e.checkVisibility()).id""")
+    assert first == "skip"  # (the first stop of the keyboard)
+    page.focus("#skip")
+    assert page.locator("#skip").bounding_box()["y"] >= 0
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "skiesPart"
+    page.click("#tourButton")
+    assert page.evaluate("document.getElementById('tour').contains(document.activeElement)")
+    page.keyboard.press("Escape")
+    assert not page.is_visible("#tour") and page.evaluate("document.activeElement.id") == "tourButton"
+    page.evaluate("history.replaceState(null, '', location.pathname)")
+    reset(page)
+
+
+def test_a_scrub_is_announced_once_when_it_ends(page):
+    """A mouse drag along the replay slider across many snapshots changes the live region once, on release."""
+    reset(page, prefix="emma")
+    page.evaluate(LIVE_COUNTER)
+    box = page.locator("#replay").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.9, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.1, y, steps=20)
+    page.mouse.up()
+    changes = page.evaluate("window.__liveChanges")
+    assert len(changes) == 1 and "ステップ" in changes[0], changes
+    reset(page)
+
+
 def test_the_english_toggle_changes_every_label(page):
     reset(page)
     title = page.inner_text("h1")
@@ -1254,9 +1307,7 @@ def test_the_english_toggle_changes_every_label(page):
 
 def test_the_guided_tour_moves_through_five_steps(page):
     reset(page)
-    assert "fresh" in page.get_attribute("#tourButton", "class")  # (lit until first used)
     page.click("#tourButton")
-    assert "fresh" not in page.get_attribute("#tourButton", "class")
     texts = []
     for i in range(5):
         assert page.is_visible("#tour")

@@ -805,6 +805,7 @@
     if (thin.length) line += thin.map((r) => t("thinned", { m: r.K, r: r.data.recorded })).join("");
     document.getElementById("stepLabel").textContent = line;
     slider.value = String(Math.round(SLIDER * positionAtStep(state.time)));
+    slider.setAttribute("aria-valuetext", t("step", { s: Math.round(state.time), n: planned }));
   }
   function updateText() {
     document.documentElement.lang = state.lang;
@@ -813,6 +814,7 @@
     const langButton = document.getElementById("lang");
     langButton.textContent = t("lang");
     langButton.setAttribute("aria-label", t("langLabel"));
+    langButton.lang = state.lang === "ja" ? "en" : "ja";  // (it is written in the other language)
     document.getElementById("play").textContent = state.playing ? t("pause") : t("play");
     for (const [id, key] of [["prevSnap", "prevSnapLabel"], ["nextSnap", "nextSnapLabel"]]) {
       const b = document.getElementById(id);
@@ -823,7 +825,10 @@
     const anySphere = runs.some((r) => r.sphere);
     document.getElementById("tempLabel").textContent = t(anySphere ? "tempLabel" : "tempLabelRms", { T: state.T.toFixed(2) });
     prefixInput.placeholder = t("placeholder", { ex: EXAMPLE });
-    lossCanvas.setAttribute("aria-label", t("lossTitle"));
+    tempInput.setAttribute("aria-valuetext", t("tempValue", { T: state.T.toFixed(2) }));
+    const step0 = runs[0].data.steps[runs[0].view.loc.k], num = (p) => (p ? p[1].toFixed(3) : "–");
+    lossCanvas.setAttribute("aria-label", t("lossSummary", { s: step0, list: runs.map((r) => t("lossRun", {
+      run: runTitle(r), tl: num(lossAt(r.data.train, step0)), vl: num(lossAt(r.data.val, step0)) })).join(t("readoutSep")) }));
     updateStepText();
     const C = runs[0].C;
     runs.forEach((r, ri) => {
@@ -984,15 +989,17 @@
   // ------------------------------------------------------------------------------------------ controls
   const slider = document.getElementById("replay");
   slider.max = String(SLIDER);
-  function setTime(time) {
+  function setTime(time, quiet) {
     const before = runs.map((r) => r.view && r.view.loc.k);
     state.time = Math.max(0, Math.min(planned, time));
-    if (runs.some((r, ri) => locate(r, state.time).k !== before[ri])) { update(); return; }
+    if (runs.some((r, ri) => locate(r, state.time).k !== before[ri])) { update(quiet); return; }
     for (const r of runs) { r.view.loc = locate(r, state.time); }
     updateStepText();
     redraw();
   }
-  slider.addEventListener("input", () => setTime(stepAtPosition(Number(slider.value) / SLIDER)));
+  // a scrub speaks once, when it ends (change: the pointer released, or a key pressed), not at every snapshot it crosses
+  slider.addEventListener("input", () => setTime(stepAtPosition(Number(slider.value) / SLIDER), true));
+  slider.addEventListener("change", () => announce(t("announceStep", { s: Math.round(state.time) }) + " " + topsText()));
   const snapJump = (dir) => {
     const s = dir > 0 ? allSteps.find((x) => x > state.time + 1e-9) : allSteps.slice().reverse().find((x) => x < state.time - 1e-9);
     if (s !== undefined) setTime(s);
@@ -1224,8 +1231,15 @@
     document.getElementById("tourNext").disabled = state.tour === n - 1;
   }
   function goTour(i) {
+    const wasOpen = state.tour >= 0;
     state.tour = i;
-    if (i < 0) { tourBox.hidden = true; document.body.classList.remove("touring"); return; }
+    if (i < 0) {
+      tourBox.hidden = true;
+      document.body.classList.remove("touring");
+      const focus = document.activeElement;  // (inside the tour, or lost with it: back to the tour's button)
+      if (wasOpen && (tourBox.contains(focus) || focus === document.body)) tourButton.focus();
+      return;
+    }
     const step = tourSteps()[i];
     step.act();
     prefixInput.value = state.prefix;
@@ -1233,7 +1247,9 @@
     showTour();
     showSky(step.sky);
     announce(document.getElementById("tourText").textContent);
+    if (!wasOpen) tourBox.focus({ preventScroll: true });  // the tour takes the focus when it opens
   }
+  tourBox.addEventListener("keydown", (e) => { if (e.key === "Escape") { goTour(-1); e.preventDefault(); } });
   const tourButton = document.getElementById("tourButton");
   tourButton.classList.add("fresh");  // (lit until the tour is first opened)
   tourButton.addEventListener("click", () => { tourButton.classList.remove("fresh"); goTour(0); });

@@ -68,7 +68,9 @@ const PlanetText = {
     capLine: "○ キャップは、その文字自身の vMF 密度が 1/e に落ちる範囲です。その文字が「勝つ」範囲ではありません：" +
       "h がキャップの中でも、ほかの文字の確率のほうが高いことがあります。",
     announceTop: "{run}：次の文字 {list}。",
-    announcePause: "停止：ステップ {s}。",
+    announcePause: "停止：ステップ {s}。", announceStep: "ステップ {s}。",
+    skip: "空へ移動", tempValue: "T = {T}",
+    lossSummary: "損失の推移。ステップ {s}：{list}", lossRun: "{run} の訓練損失 {tl}、検証損失 {vl}",
     announceName: "名前「{p}」。",
     info2: "この時点の埋め込みの分散のうち {p}% を地図の 3 方向が説明（射影して単位球面 S² に正規化）。薄い星ほど射影で長さを失っている",
     // the notes: the page puts together those that speak of what its skies draw ({C}: the width, {p}: the share of
@@ -192,7 +194,9 @@ const PlanetText = {
     capLine: "○ A cap is where that character's own vMF density falls to 1/e: not where it wins. h can lie inside a cap " +
       "while another character is likelier.",
     announceTop: "{run}: next {list}.",
-    announcePause: "Paused at step {s}.",
+    announcePause: "Paused at step {s}.", announceStep: "Step {s}.",
+    skip: "Skip to the skies", tempValue: "T = {T}",
+    lossSummary: "Loss during training. Step {s}: {list}", lossRun: "{run}: train loss {tl}, val loss {vl}",
     announceName: "Name “{p}”.",
     notes: {
       projection: "<b>Projection.</b> {C}-dimensional stars cannot be drawn: they are projected onto the top 3 principal " +
