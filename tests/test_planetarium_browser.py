@@ -1501,6 +1501,39 @@ def test_the_time_to_draw_one_frame_is_measured(page):
     assert not page.errors
 
 
+def test_a_big_vocabulary_draws_a_bounded_subset_of_its_stars(browser, tmp_path, capsys):
+    """A run of 3,000 characters (random weights, 5 snapshots): planetarium.py says in one line that each sky draws
+    400 of its stars; the page draws the likeliest and those nearest h (the top 3 among them), and prints the time a
+    frame takes while the camera turns (a measurement, not a limit)."""
+    from harness.history import History
+    from model_config import GPTConfig
+    vocab = [chr(0x4E00 + i) for i in range(3000)]
+    cfg = GPTConfig(vocab_size=len(vocab) + 1)
+    h, rng, params = History(cfg, vocab, 20, count=5), np.random.default_rng(0), mg.init_params(cfg)
+    for step in range(21):
+        if h.due(step):
+            h.record(step, {k: v + 0.01 * step * rng.normal(size=np.shape(v)) for k, v in params.items()})
+    (tmp_path / "big").mkdir()
+    h.save(str(tmp_path / "big" / HISTORY_NAME), [3.0 - 0.01 * i for i in range(20)], [(20, 2.9)])
+    html = tmp_path / "big.html"
+    assert planetarium.main([str(tmp_path / "big"), "--html", str(html), "--lang", "en"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "3,001" in line]
+    assert len(notes) == 1 and str(planetarium.STAR_LIMIT) in notes[0], notes
+    pg = open_page(browser, html)
+    assert pg.evaluate("window.__planetarium.state.lang") == "en"  # (--lang is written into the page)
+    view = pg.evaluate("window.__planetarium.view(0)")
+    assert view["shown"] == planetarium.STAR_LIMIT
+    times = pg.evaluate("""() => { const P = window.__planetarium, t = [];
+        for (let i = 0; i < 20; i++) { P.turn(0.05, 0); const t0 = performance.now(); P.drawFrame(); t.push(performance.now() - t0); }
+        return t; }""")
+    print(f"\n3,001 tokens, {view['shown']} stars drawn: a frame while turning takes a median of "
+          f"{statistics.median(times):.1f} ms")
+    pg.evaluate("window.__drawnText.clear(); window.__planetarium.drawFrame()")
+    drawn = pg.evaluate("[...window.__drawnText]")
+    assert all(any(d.startswith(label) for d in drawn) for label in view["top"] if label != "BOS"), view["top"]
+    close_page(pg)
+
+
 def test_the_docs_screenshots(browser, runs, tmp_path):
     """The page as docs/planetarium.md shows it, at 1440 x 900 and 375 x 667: a name typed, the sphere sky facing its
     h, T = 0.5, the retraction on, a third of the way through training for the wide one."""

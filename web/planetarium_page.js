@@ -20,7 +20,7 @@
   const planned = Math.max(...runs.map((r) => Math.max(r.data.planned, r.data.steps[r.data.steps.length - 1])));
   const allSteps = Array.from(new Set(runs.flatMap((r) => r.data.steps))).sort((a, b) => a - b);
   const state = {
-    lang: "ja", time: allSteps[allSteps.length - 1], playing: false, speed: 1, prefix: "", T: 1,
+    lang: DATA.lang === "en" ? "en" : "ja", time: allSteps[allSteps.length - 1], playing: false, speed: 1, prefix: "", T: 1,
     show: { stars: true, out: true, path: true, drift: false, trail: false, trueH: true },
     selected: [], hover: null, R: mul(rotX(-0.45), rotY(0.6)), drag: null, tour: -1, turning: null,
   };
@@ -249,8 +249,24 @@
     const order = probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]).map(([, i]) => i);
     r.view = { loc, tok, res, probs, order, top: order.slice(0, TOP),
                kappa: r.sphere ? Array.from(M.snapshot(r, loc.k).sz, (s) => s / state.T) : null };
+    r.view.shown = shownStars(r, loc.k, res.hidden[res.hidden.length - 1][n - 1], order, tok.ids);
     r.geomKey = null;
   }
+  // A large vocabulary: the stars a sky draws, at most DATA.starLimit of each kind (computed here, once per snapshot,
+  // prefix and T, not in the animation frame): half the likeliest characters, the rest those whose output star is
+  // nearest h, and the prefix's own characters. null: every star.
+  function shownStars(r, k, h, order, ids) {
+    const most = DATA.starLimit || Infinity;
+    if (r.V <= most) return null;
+    const A = starsAt(r, k), hu = unitC(h), shown = new Uint8Array(r.V);
+    const near = Array.from({ length: r.V }, (_, i) => [M.dot(A.lm[i], hu, 0, 0, r.C), i]).sort((a, b) => b[0] - a[0]);
+    for (const i of order.slice(0, most >> 1)) shown[i] = 1;
+    for (const i of ids) shown[i] = 1;
+    let count = shown.reduce((a, b) => a + b, 0);
+    for (let j = 0; count < most && j < r.V; j++) if (!shown[near[j][1]]) { shown[near[j][1]] = 1; count++; }
+    return shown;
+  }
+  const isShown = (r, i) => !r.view.shown || r.view.shown[i] === 1;
   // what the sky draws of the name's path at the current time: each position's chain of hidden states, the links
   // from one position to the next and (sphere) the pulls toward Norm(f(h)); interpolated between snapshots
   function pathGeometry(r) {
@@ -498,7 +514,8 @@
     // star trails: older parts fainter (segments batched by age and side: a few strokes per sky)
     if (show.trail && show.stars) {
       const buckets = [0, 1, 2, 3].map(() => [new Path2D(), new Path2D()]);
-      for (const pts of it.trail) {
+      for (const [i, pts] of it.trail.entries()) {
+        if (!isShown(r, i)) continue;
         let path = null;
         for (let j = 1; j < pts.length; j++) {
           const next = buckets[Math.min(3, Math.floor((4 * j) / pts.length))][pts[j - 1][2] + pts[j][2] > 0 ? 1 : 0];
@@ -541,8 +558,8 @@
     }
     // the stars, far to near
     const order = [];
-    if (show.stars) for (let i = 0; i < r.V; i++) order.push([it.stars[i][2], 0, i]);
-    if (show.out) for (let i = 0; i < r.V; i++) order.push([it.out[i][2], 1, i]);
+    if (show.stars) for (let i = 0; i < r.V; i++) if (isShown(r, i)) order.push([it.stars[i][2], 0, i]);
+    if (show.out) for (let i = 0; i < r.V; i++) if (isShown(r, i)) order.push([it.out[i][2], 1, i]);
     order.sort((a, b) => a[0] - b[0]);
     for (const [z, kind, i] of order) {
       const near = z > 0;
@@ -659,7 +676,7 @@
       for (let i = 0; i < r.V; i++) {
         const [x, y, z] = it.stars[i], sel = state.selected.includes(labels[i]);
         const hot = state.hover && state.hover.ri === ri && state.hover.i === i;
-        if (z <= 0 && !sel && !hot) continue;
+        if ((z <= 0 && !sel && !hot) || !isShown(r, i)) continue;
         cands.push({ text: labels[i], x, y, pad: 6, pri: sel || hot ? 1 : 3 + (1 - z), font: z > 0 ? "600 13px" : "11px",
                      color: i === bos ? "#ffd166" : z > 0 ? "#e8eeff" : "#8e9bb8" });
       }
@@ -676,7 +693,8 @@
     // the near-side dots are obstacles too: a label goes where it covers none (the top characters' labels are drawn
     // at their first place if none is free; the others are left out)
     const dot = ([x, y, z]) => [x - 4, y - 4, x + 4, y + 4, z];
-    const obstacles = (state.show.stars ? it.stars : []).concat(state.show.out ? it.out : []).map(dot)
+    const drawn = (pts) => pts.filter((_, i) => isShown(r, i));
+    const obstacles = drawn(state.show.stars ? it.stars : []).concat(drawn(state.show.out ? it.out : [])).map(dot)
       .concat(geo ? geo.chains.flatMap((ch) => ch.points.map((p) => dot(scr(p)))) : []).filter((b) => b[4] > 0);
     const placed = [];
     for (const c of cands) {
@@ -1165,7 +1183,7 @@
     let best = null, bestD = 14 * 14;
     for (let i = 0; i < r.V; i++) {
       const [sx, sy, z] = it.stars[i], d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 30 : 0);
-      if (d < bestD) { bestD = d; best = i; }
+      if (d < bestD && isShown(r, i)) { bestD = d; best = i; }
     }
     return best;
   }
@@ -1174,7 +1192,10 @@
     const it = skyItems(r);
     let best = null, bestD = 10 * 10;
     for (const pts of [state.show.out ? it.out : [], state.show.stars ? it.stars : []]) {
-      pts.forEach(([sx, sy, z], i) => { const d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 20 : 0); if (d < bestD) { bestD = d; best = i; } });
+      pts.forEach(([sx, sy, z], i) => {
+        const d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 20 : 0);
+        if (d < bestD && isShown(r, i)) { bestD = d; best = i; }
+      });
     }
     const hover = best === null ? null : { ri, i: best };
     if (JSON.stringify(hover) !== JSON.stringify(state.hover)) { state.hover = hover; markHover(); redraw(); }
@@ -1323,7 +1344,7 @@
     },
     view: (ri) => {
       const v = runs[ri].view;
-      return { k: v.loc.k, f: v.loc.f, probs: v.probs, top: v.top.map((i) => runs[ri].data.labels[i]),
+      return { k: v.loc.k, f: v.loc.f, probs: v.probs, shown: v.shown ? v.shown.reduce((a, b) => a + b, 0) : runs[ri].V, top: v.top.map((i) => runs[ri].data.labels[i]),
                error: v.tok.unknown, positions: v.tok.ids.length, ids: v.tok.ids, steps: runs[ri].data.steps };
     },
   };
