@@ -559,7 +559,7 @@ def test_planetarium_turns_a_failed_allocation_into_one_line(tmp_path, corpus, c
     out = tmp_path / "run"
     assert run_cli(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
 
-    def no_memory(runs):
+    def no_memory(runs, lang=None):
         raise MemoryError
 
     monkeypatch.setattr(planetarium, "make_page", no_memory)
