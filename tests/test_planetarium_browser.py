@@ -1276,7 +1276,11 @@ def test_a_screen_reader_hears_values_and_the_keyboard_reaches_everything(page):
 def test_a_scrub_is_announced_once_when_it_ends(page):
     """A mouse drag along the replay slider across many snapshots changes the live region once, on release."""
     reset(page, prefix="emma")
-    page.evaluate(LIVE_COUNTER)
+    for _ in range(100):  # (the page's CSP refuses wait_for_function's eval: poll)
+        if "emma" in page.evaluate("document.getElementById('announce').textContent"):
+            break
+        page.wait_for_timeout(50)
+    page.evaluate(LIVE_COUNTER)  # (after the name's own announcement, which comes a moment later)
     box = page.locator("#replay").bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.9, y)
