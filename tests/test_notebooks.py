@@ -241,7 +241,8 @@ def test_every_check_cell_has_a_worked_solution(src):
     )
     for name in names:
         keys = re.findall(r'"(\d\d-\d)"', inspect_source(getattr(exercises, name)))
-        assert len(keys) == 1 and keys[0].startswith(src.stem[:2]), (name, keys)
+        # a check of this sitting, or of an earlier one whose piece the sitting carries forward
+        assert len(keys) == 1 and keys[0][:2] <= src.stem[:2], (name, keys)
         assert len(exercises.solution(keys[0])) > 100, (
             f"the worked solution of {keys[0]} is missing or empty"
         )

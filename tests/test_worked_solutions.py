@@ -60,7 +60,11 @@ MISTAKES = {
     "10-1": ("4 * C", "3 * C"),
     "10-2": ("/ temperature", "* temperature"),
     "11-1": ("return dy / eps", "return dy"),
+    "12-1": ("axis=1, keepdims", "axis=0, keepdims"),           # unit columns, not rows
     "13-1": ("(1 - 2 * k2 / 21)", "(1 - 2 * k2 / 63)"),     # a wrong coefficient in the series
+    "14-1": ("grad_s = g - (g @ x) * x", "grad_s = g"),              # the radial part kept
+    "14-2": ("r * (d - r * r)", "r * (d - 1 - r * r)"),
+    "15-1": ("    m = m - (m @ x) * x", "    m = m - (m @ x) * x + 1e-3 * x"),  # m not tangent
     "16-1": ("return dh, p * cos", "return dh, p"),
     "17-1": ("kappas * (mus @ x)", "mus @ x"),
 }
@@ -111,13 +115,17 @@ def namespace(number):
     return ns
 
 
+# The pieces a notebook carries forward from an earlier one: 12 runs the learner's Adam of 09.
+CARRIED = {"12": ["09-3"]}
+
+
 def run(key, code):
     """The check's verdict on `code` typed in as the answer (the solutions before it as well, as in
-    the notebook: 01's backward uses the learner's add, mul and tanh)."""
+    the notebook: 01's backward uses the learner's add, mul and tanh; 12 uses 09's Adam)."""
     ns = namespace(key[:2])
-    for earlier in KEYS:
-        if earlier[:2] == key[:2] and earlier != key:
-            exec(code_of(earlier), ns)
+    same_notebook = [k for k in KEYS if k[:2] == key[:2] and k != key]
+    for earlier in CARRIED.get(key[:2], []) + same_notebook:
+        exec(code_of(earlier), ns)
     exec(code, ns)
     return eval(check_line(key), ns)
 

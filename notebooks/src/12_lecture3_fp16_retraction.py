@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（2）：float16 の正規化と、球面から外れる重み
 #
-# （目安：約27分）
+# （目安：約32分）
 #
 # **対応する講義:** 幾何学講義 第3回の「実装ノート」のコード例 `03_fp16_instability_demo.py`（数値安定性）と `03_normalized_linear.py`（正規化線形層）、
 # 本文の「設計の徹底が本質」。ノート 11 の続きです（ノート 11 の「接空間」を使います）。
@@ -27,11 +27,11 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules at the root, he
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import exercises  # notebooks/exercises.py: the checks of the build steps
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
 
-import microgpt
 from sphere import (
     cosine_similarity_np,
     l2_normalize_np,
@@ -178,10 +178,55 @@ print(f"normalized_linear の出力のノルム: {np.linalg.norm(out, axis=1).mi
 # これは重みの更新にも当てはまります。入力 $x \in \mathbb{S}^{15}$ から出力の向き $y \in \mathbb{S}^{7}$ を当てる小さな問題（損失は $1 - \cos(\hat y, y)$ の平均）で、
 # 講義の層の重み $W$（8 行 × 16 列）を 300 ステップ学習します。
 #
-# - **講義のまま**：初期化で正規化し、あとは Adam（`microgpt.adam_step`、microgpt と同じ更新）で更新するだけ。
+# - **講義のまま**：初期化で正規化し、あとは Adam（ノート 09 の自分の `adam_update`。`microgpt.adam_step` と同じ更新）で更新するだけ。
 # - **毎ステップ リトラクション**：各ステップの後で行を正規化し直す（`normalize_matrix(W, axis=1)`。microgpt が球面モードで毎ステップ呼ぶ `microgpt.retract` と同じ操作）。
 #
 # 同じことを素朴な SGD（学習率 1）でも行います。
+#
+# Adam は、ノート 09 で自分で書いた `adam_update` を使います。その上に、毎ステップのリトラクションを自分で足します。
+#
+# **組み立て（1）：ノート 09 の Adam を持ってくる。** ノート 09 の `def adam_update(...)` のセルを、下のセルの `adam_update = None` の行と置き換えて貼り付けてください。
+# 次のセルがノート 09 と同じチェックをもう一度行います（貼らなければ、参照の実装で先へ進みます）。
+
+# %%
+adam_update = None   # ここにノート 09 の adam_update を貼る (paste your adam_update from notebook 09)
+
+# %%
+if adam_update is None or not exercises.check_09_adam(adam_update):
+    adam_update = exercises.adam_update_09        # the rest goes on with the reference
+    print("この先は参照の adam_update で続けます")
+
+# %% [markdown]
+# **組み立て（2）：Adam の1歩＋リトラクション。** `adam_retract_step(w, grad, m, v, t, lr)` を書いてください。`w` は重み行列（出力の数 × 入力の数）、`grad` は同じ形の勾配、
+# `m` と `v` は `w.size` 個の数の1本の配列です。`adam_update` で1歩進めてから（`m`, `v` はその中でその場で書き換わる）、**各行を長さ 1 に戻した** 新しい重みを返します。
+# チェックは、球面上から始めた行と長さ 3 から始めた行、勾配 0 の行、$10^{-12}$ から 5000 までの勾配で、何ステップか進めた `W`, `m`, `v` を
+# `microgpt.adam_step` と `sphere.normalize_matrix` の組み合わせと比べます（`normalize_matrix` を呼べば済みますが、ここでは割り算を自分で書いてください）。
+#
+# <details><summary>ヒント 1</summary>
+#
+# `adam_update` は1本の配列を受け取るので、`w.ravel()` と `grad.ravel()` を渡し、返ってきた配列を `.reshape(w.shape)` で行列に戻します。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 行ごとの長さは `np.linalg.norm(w_new, axis=1, keepdims=True)`（形は 行の数 × 1）。どの軸に沿って割るかで、行と列のどちらが単位ベクトルになるかが決まります。
+# 解答例は `notebooks/worked_solutions.md` の「12-1」にあります。
+#
+# </details>
+
+# %%
+def adam_retract_step(w, grad, m, v, t, lr):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_12_adam_retract(adam_retract_step):   # not written yet, or not yet right:
+    adam_retract_step = exercises.adam_retract_step_12       # the rest goes on with the reference
+    print("この先は参照の adam_retract_step で続けます")
+
+# %% [markdown]
+# 自分の `adam_update` と `adam_retract_step` で、4通りを学習します。学習率は microgpt の `train` と同じく、最後のステップで 0 になるよう線形に下げます。
 
 # %%
 d_in, d_out, n_data, train_steps = 16, 8, 256, 300
@@ -206,18 +251,20 @@ print(f"初期化の時点の |cos(勾配の行, 重みの行)| = {np.round(np.a
 drift_runs = {}
 for opt in ("Adam", "SGD"):
     for retract_each_step in (False, True):
-        flat = W_init.ravel().copy()           # one flat buffer, updated in place as microgpt's Adam does
-        w = flat.reshape(d_out, d_in)           # a view of it
-        m, v = np.zeros_like(flat), np.zeros_like(flat)
+        w = W_init.copy()
+        m, v = np.zeros(w.size), np.zeros(w.size)
         row_norms = [np.linalg.norm(w, axis=1)]
         for step in range(train_steps):
             loss, grad = cosine_loss_and_grad(w)
-            if opt == "Adam":
-                microgpt.adam_step(flat, grad.ravel(), m, v, step, train_steps, lr=0.05)
+            lr_t = 0.05 * (1 - step / train_steps)          # decayed linearly to 0, as in microgpt
+            if opt == "Adam" and retract_each_step:          # your step of the cell above
+                w = adam_retract_step(w, grad, m, v, step + 1, lr_t)
+            elif opt == "Adam":                              # your Adam of notebook 09, nothing more
+                w = adam_update(w.ravel(), grad.ravel(), m, v, step + 1, lr_t).reshape(w.shape)
             else:
-                flat -= 1.0 * grad.ravel()
-            if retract_each_step:
-                w[...] = normalize_matrix(w, axis=1)
+                w = w - 1.0 * grad
+                if retract_each_step:
+                    w = normalize_matrix(w, axis=1)
             row_norms.append(np.linalg.norm(w, axis=1))
         drift_runs[opt, retract_each_step] = np.array(row_norms)
         print(f"{opt:4s} {'毎ステップ リトラクション' if retract_each_step else '初期化で1回だけ正規化':14s}: "
@@ -396,7 +443,7 @@ plt.show()
 # </details>
 #
 # **練習 2.** §2 の学習で、SGD の学習率を 1.0 から 0.1 にすると、「初期化で1回だけ正規化」の行のノルムの散らばりは小さくなるでしょうか。
-# 予想してから、セルの `flat -= 1.0 * grad.ravel()` を `flat -= 0.1 * grad.ravel()` に書き換えて確かめてください。
+# 予想してから、セルの `w = w - 1.0 * grad` を `w = w - 0.1 * grad` に書き換えて確かめてください。
 #
 # <details><summary>答え</summary>
 #

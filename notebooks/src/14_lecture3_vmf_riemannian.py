@@ -9,9 +9,9 @@
 # このノートで見るもの：
 #
 # 1. $\mathbb{S}^2$ 上の vMF のサンプルと κ の推定。ガウス分布から生まれる vMF の集中度（条件付けなら講義の $\lVert\mathbf m\rVert/\sigma^2$ が厳密、射影なら次元の項がつく）。
-#    vMF が最大エントロピーの方向分布であること。
 # 2. リーマン勾配＋リトラクションと、講義の疑似コードの射影勾配法（学習率 η のスライダーつき）。
-# 3. まとめ、理解度チェック、練習問題。
+# 3. **発展**（vMF が最大エントロピーの方向分布であること：6種類の分布を比べる）。読み飛ばしてかまいません。
+# 4. まとめ、理解度チェック、練習問題。
 #
 # §1.1 には「予想してから確かめる」問いがあります。
 
@@ -29,6 +29,7 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules at the root, he
 
 import math
 
+import exercises  # notebooks/exercises.py: the checks of the build steps
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
@@ -74,8 +75,37 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# サンプルから κ を推定し直します。`sphere.vmf_estimate_kappa` は Banerjee et al. (2005) の近似 $\hat\kappa = \bar R (d - \bar R^2)/(1 - \bar R^2)$ を使います。
-# $\bar R$ はサンプル平均の長さです。左の図は真の κ と推定値で、$d = 3$ と $d = 16$、サンプル数 $n$ を変えて各 20 回の中央値と 10〜90% の幅を描きます。
+# サンプルから κ を推定し直します。Banerjee et al. (2005) の近似 $\hat\kappa = \bar R (d - \bar R^2)/(1 - \bar R^2)$ を使います。
+# $\bar R$ はサンプル平均の長さ、$d$ はベクトルの成分の数（$\mathbb{S}^{d-1}$ の $d$）です。
+#
+# **組み立て（1）：κ の推定。** `estimate_kappa(samples)` を書いてください。`samples` は単位ベクトルを行に並べた配列（n 行 × d 列）で、
+# 平均方向 $\hat\mu = \bar{\mathbf x}/\bar R$ と $\hat\kappa$ の組 `(mu_hat, kappa_hat)` を返します。チェックは `sphere.vmf_estimate_kappa` と、
+# $d = 3$ と $16$、κ = 0.1（$\bar R$ がほぼ 0）から $10^4$（$1 - \bar R^2$ が桁落ちする）まで、サンプル2個の場合も比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# `mean = samples.mean(axis=0)`、その長さ `r = np.linalg.norm(mean)` が $\bar R$ です。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# `d` は `samples.shape[1]` です。$\hat\kappa$ の式の $d$ は球面の次元 $d - 1$ ではありません。解答例は `notebooks/worked_solutions.md` の「14-2」にあります。
+#
+# </details>
+
+# %%
+def estimate_kappa(samples):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_14_estimate_kappa(estimate_kappa):   # not written yet, or not yet right:
+    estimate_kappa = sphere.vmf_estimate_kappa              # the rest goes on with the reference
+    print("この先は参照の sphere.vmf_estimate_kappa で続けます")
+
+# %% [markdown]
+# 自分の `estimate_kappa` で推定します。左の図は真の κ と推定値で、$d = 3$ と $d = 16$、サンプル数 $n$ を変えて各 20 回の中央値と 10〜90% の幅を描きます。
 # 右の図は $\bar R$ と理論値 $A_d(\kappa) = I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$（`sphere.vmf_mean_resultant_length`）です。
 
 # %%
@@ -86,7 +116,7 @@ for d_, marker in ((3, "o"), (16, "s")):
     mu_d = np.zeros(d_)
     mu_d[0] = 1.0
     for n, ls in ((100, ":"), (10000, "-")):
-        est = np.array([[sphere.vmf_estimate_kappa(sphere.vmf_sample(mu_d, k, n, rng))[1] for _ in range(20)]
+        est = np.array([[estimate_kappa(sphere.vmf_sample(mu_d, k, n, rng))[1] for _ in range(20)]
                         for k in true_kappas])
         med, lo, hi = np.median(est, 1), np.percentile(est, 10, 1), np.percentile(est, 90, 1)
         axes[0].errorbar(true_kappas, med, yerr=[med - lo, hi - med], fmt=marker + ls, ms=4, capsize=2,
@@ -173,9 +203,9 @@ for d_, m_len, sig in ((3, 0.5, 0.5), (3, 1.0, 0.5), (3, 1.0, 0.25), (3, 1.5, 0.
     z = z + sig * rng.standard_normal((n_samples, d_))
     r = np.linalg.norm(z, axis=1)
     u = z / r[:, None]
-    kappa_proj = sphere.vmf_estimate_kappa(u[:20_000])[1]
+    kappa_proj = estimate_kappa(u[:20_000])[1]
     near = np.abs(r - 1) < 0.02                                   # keep the samples with ||z|| close to 1
-    kappa_cond = sphere.vmf_estimate_kappa(u[near])[1] if near.sum() > 100 else np.nan
+    kappa_cond = estimate_kappa(u[near])[1] if near.sum() > 100 else np.nan
     with_d = m_len * np.sqrt(m_len**2 + d_ * sig**2) / sig**2
     gauss_rows.append((m_len / sig**2, m_len**2 / sig**2, kappa_proj, kappa_cond, with_d, d_))
     cond_text = f"{kappa_cond:16.2f} {near.sum():17d}" if near.sum() > 100 else f"{'-（||z|| ≈ 1 がない）':>24}"
@@ -205,8 +235,174 @@ plt.show()
 # 講義の「大 κ かつ高次元の条件下では vMF 分布で近似できる」は射影正規分布の話で、そのときの κ は $\lVert\mathbf m\rVert/\sigma^2$ ではなく、
 # 次元の項を含む $\lVert\mathbf m\rVert\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}/\sigma^2$ です。
 # 「$\kappa = \lVert\mathbf m\rVert/\sigma^2$」は括弧の中の条件付け（$r = 1$）の読み方のほうで、こちらは近似ではなく厳密です。
+
+# %% [markdown]
+# ## 2. リーマン勾配＋リトラクション と 射影勾配法
 #
-# ### 1.2 vMF は最大エントロピーの方向分布
+# 講義の「球面上の学習：幾何学的な意味」：勾配の方向のうち、球面に沿う成分だけが点を球面の上で動かします。点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（ノート 11 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
+# $\mathrm{grad}_S f = g - (g^\top x)\,x$ です（`sphere.tangent_project`）。
+#
+# - **リーマン勾配＋リトラクション**（リーマン最適化）：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。$R$ は球面へ戻す写像、リトラクションで、
+#   多様体最適化（講義の文献では Absil et al., 2008）の用語です。接平面内で1歩進むので、リトラクション前の長さの2乗は $1 + \eta^2 \lVert \mathrm{grad}_S f \rVert^2$：球面からのずれは $\eta$ の **2次** です。
+# - **射影勾配法**（講義の疑似コード、「正規化による近似」）：$x \leftarrow x - \eta g$、$x \leftarrow x/\lVert x\rVert$（`sphere.projected_sgd_step`）。$g$ の半径方向成分も $x$ を動かすので、ずれは $\eta$ の **1次** です。
+#
+# 講義の文献の多様体上の確率的勾配降下法（Bonnabel, 2013）も、行列の多様体（Stiefel 多様体、Grassmann 多様体）の上の最適化も、この2つの形の延長にあります。
+# **組み立て（2）：球面上の2つの1歩。** `riemannian_step(x, g, lr)` と `projected_step(x, g, lr)` を書いてください。`x` は単位ベクトル、`g` はユークリッド勾配で、
+# どちらもリトラクション（長さで割って球面へ戻す）の後の新しい点を返します。チェックは `sphere.riemannian_sgd_step` と `sphere.projected_sgd_step` と、
+# 半径方向の成分を持つ勾配、半径方向だけの勾配、接ベクトルの勾配で、η = 0.001 から 2 まで比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# リーマン勾配は $g - (g^\top x)\,x$（`g @ x` が $g^\top x$）。2つの関数の違いは、これを使うか $g$ をそのまま使うかだけです。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# `y = x - lr * ...` の後で `y / np.linalg.norm(y)` を返します。解答例は `notebooks/worked_solutions.md` の「14-1」にあります。
+#
+# </details>
+
+# %%
+def riemannian_step(x, g, lr):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+def projected_step(x, g, lr):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_14_sphere_steps(riemannian_step, projected_step):   # not yet right:
+    riemannian_step, projected_step = sphere.riemannian_sgd_step, sphere.projected_sgd_step
+    print("この先は参照の sphere.riemannian_sgd_step と sphere.projected_sgd_step で続けます")
+
+# %% [markdown]
+# 例として $f(x) = -x^\top A x$（$A$ は対称行列）を $\mathbb{S}^{9}$ 上で、自分の2つの1歩で最小化します。最小点は $A$ の最大固有ベクトルで、最小値は $-\lambda_{\max}$ です。
+
+# %%
+d = 10
+rng = np.random.default_rng(7)
+M = rng.standard_normal((d, d))
+A = (M + M.T) / 2
+lam_max = np.linalg.eigvalsh(A)[-1]
+
+
+def f(x):
+    return -x @ A @ x
+
+
+def euclid_grad(x):
+    return -2 * A @ x
+
+
+x_start = l2_normalize_np(rng.standard_normal(d))
+g = euclid_grad(x_start)
+print(f"ユークリッド勾配の半径方向の成分 g・x = {g @ x_start:.3f}、|g| = {np.linalg.norm(g):.3f}、"
+      f"リーマン勾配の大きさ |grad_S| = {np.linalg.norm(tangent_project(x_start, g)):.3f}")
+
+lrs = np.logspace(-4, 0, 30)
+drift_riem = [abs(np.linalg.norm(x_start - lr * tangent_project(x_start, g)) - 1) for lr in lrs]
+drift_proj = [abs(np.linalg.norm(x_start - lr * g) - 1) for lr in lrs]
+
+lr = 0.05
+xr, xp = x_start.copy(), x_start.copy()
+hist = {"riem": [f(xr)], "proj": [f(xp)]}
+drift = {"riem": [], "proj": []}
+for _ in range(60):
+    drift["riem"].append(abs(np.linalg.norm(xr - lr * tangent_project(xr, euclid_grad(xr))) - 1))
+    drift["proj"].append(abs(np.linalg.norm(xp - lr * euclid_grad(xp)) - 1))
+    xr = riemannian_step(xr, euclid_grad(xr), lr)
+    xp = projected_step(xp, euclid_grad(xp), lr)
+    hist["riem"].append(f(xr))
+    hist["proj"].append(f(xp))
+print(f"60 ステップ後: f = {hist['riem'][-1]:.6f}（リーマン勾配）、{hist['proj'][-1]:.6f}（射影勾配法）、"
+      f"最小値 -λ_max = {-lam_max:.6f}。|x| はそれぞれ {np.linalg.norm(xr):.15f}、{np.linalg.norm(xp):.15f}")
+print(f"最後の1歩のリトラクション前のずれ: {drift['riem'][-1]:.1e}（リーマン勾配）、{drift['proj'][-1]:.3f}（射影勾配法）。"
+      f"最小点では g = -2 λ_max x が半径方向だけなので、射影勾配法のずれ -> 2 η λ_max = {2 * lr * lam_max:.3f}")
+print(f"最小点の近くで射影勾配法が球面に沿って進む距離は、リーマン勾配の 1 / (1 + 2 η λ_max) = "
+      f"{1 / (1 + 2 * lr * lam_max):.3f} 倍")
+
+fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+axes[0].loglog(lrs, drift_riem, "o-", ms=3, label="リーマン勾配の1歩 x - η grad_S f")
+axes[0].loglog(lrs, drift_proj, "s-", ms=3, label="ユークリッド勾配の1歩 x - η g")
+axes[0].loglog(lrs, lrs ** 2, "k:", lw=1, label="傾き 2（$\\eta^2$）")
+axes[0].loglog(lrs, lrs, "k--", lw=1, label="傾き 1（$\\eta$）")
+axes[0].set(xlabel="学習率 η", ylabel="リトラクション前の | ||x_new|| - 1 |", title="1歩で球面から外れる量")
+axes[0].legend(fontsize=8)
+axes[1].semilogy(drift["riem"], label="リーマン勾配＋リトラクション")
+axes[1].semilogy(drift["proj"], label="射影勾配法（ユークリッド勾配の1歩）")
+axes[1].set(xlabel="ステップ", ylabel="リトラクション前の | ||x_new|| - 1 |", title=f"学習中のずれ（η = {lr}）")
+axes[1].legend(fontsize=8)
+axes[2].semilogy(np.array(hist["riem"]) + lam_max, label="リーマン勾配＋リトラクション")
+axes[2].semilogy(np.array(hist["proj"]) + lam_max, label="射影勾配法（ユークリッド勾配の1歩）")
+axes[2].set(xlabel="ステップ", ylabel="f(x) - min f", title="$S^9$ 上の $f(x) = -x^\\top A x$")
+axes[2].legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# どちらもリトラクションの後は厳密に球面上にあり、どちらも最小値へ収束します（「60 ステップ後」の行）。$\eta \to 0$ では2つの1歩の差は $\eta^2$ の程度なので、
+# 講義のとおり「学習率が十分小さければ、リーマン勾配降下法に近い挙動を示す」のです。違いは、リトラクション前のずれの **次数** に現れます。
+#
+# - 左の図は1歩のずれです。接平面内の1歩は傾き 2、ユークリッド勾配の1歩は傾き 1。射影勾配法の曲線の谷は、半径方向成分 $g^\top x > 0$ による1次の縮みと
+#   2次の伸びが打ち消し合って、たまたまノルムが 1 に戻る $\eta$ です。
+# - 中の図は学習の途中のずれです。最小点に近づくとリーマン勾配は 0 に向かうのでずれも消えますが、ユークリッド勾配 $g = -2Ax \approx -2\lambda_{\max} x$ は
+#   ほぼ **半径方向だけ** になり、射影勾配法は毎回「$x$ を $1 + 2\eta\lambda_{\max}$ 倍に伸ばして正規化で戻す」ことを繰り返します（「最後の1歩」の行）。
+# - 右の図では、$f(x) < 0$ になって以降は射影勾配法のほうが遅くなります。$g^\top x = 2f(x) < 0$ なので $x - \eta g$ は伸び、それを正規化で割り戻すとき、接方向の1歩も同じ比率で縮むからです。
+#   最小点の近くでは、その比率は出力の最後の行の値です。
+#
+# 2次元で1歩を描くと、2つの1歩の違いがそのまま見えます。円周上の点 $x$ で、半径方向の成分を持つ勾配 $g$ について、2つの1歩とリトラクション前の点を描きます。
+# Jupyter で実行すると、学習率 η をスライダーで動かせます。
+
+# %%
+def draw_one_step(eta):
+    """One step from x = (1, 0) on the circle with a gradient g that has a radial part: the Euclidean step x - eta g
+    and the Riemannian step x - eta grad_S f, each before and after the retraction."""
+    x = np.array([1.0, 0.0])
+    g2 = np.array([-1.5, -1.0])                      # radial part -1.5 (along x), tangent part -1.0
+    euclid, riem = x - eta * g2, x - eta * tangent_project(x, g2)
+    t = np.linspace(0, 2 * np.pi, 400)
+    fig, ax = plt.subplots(figsize=(7.0, 6.4))
+    ax.plot(np.cos(t), np.sin(t), color="0.8")
+    ax.annotate("", xy=x - 0.5 * g2, xytext=x, arrowprops=dict(arrowstyle="->", color="0.4"))
+    ax.text(*(x - 0.5 * g2 + np.array([0.03, 0.0])), "−g（半分に縮めて表示）", color="0.4", fontsize=9)
+    for before, color, label in ((euclid, "tab:blue", "射影勾配法：x − η g"), (riem, "tab:orange", "リーマン勾配：x − η grad_S f")):
+        after = retract(before)
+        ax.plot(*before, "o", mfc="none", color=color, ms=9, label=f"{label}（リトラクション前、長さ {np.linalg.norm(before):.3f}）")
+        ax.plot(*after, "o", color=color, ms=6, label=f"{label} → 球面に戻した点")
+        ax.plot(*np.stack([before, after]).T, ":", color=color)
+    ax.plot(*x, "ko", label="x（前）")
+    angle = [np.degrees(np.arctan2(retract(p)[1], retract(p)[0])) for p in (euclid, riem)]
+    ax.set(xlim=(0.2, 2.4), ylim=(-0.25, 1.3), aspect="equal", xticks=[], yticks=[],
+           title=f"η = {eta:.3g}：円周上で進む角度 {angle[0]:.1f}°（射影勾配法）、{angle[1]:.1f}°（リーマン勾配）")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=8)
+    plt.tight_layout()
+    plt.show()
+
+
+slider_figure(draw_one_step, {"eta": ("log", 0.01, 2.0, 0.3)}, description=["η"])
+
+# %% [markdown]
+# 勾配が $x$ の向きに負の成分を持つので、射影勾配法の1歩は $x$ を伸ばしてから縮め、円周上で進む角度が小さくなります（図のタイトル）。リーマン勾配の1歩は接線の上を進み、
+# 戻すときの縮みは η の2次だけです。η を小さくすると2つの点は近づき、大きくすると離れます。
+#
+# リトラクションと、厳密な測地線の1歩（指数写像 `sphere.exp_map`）の差は η の3次です。
+
+# %%
+v = 0.3 * l2_normalize_np(tangent_project(x_start, g))
+for scale in (1.0, 0.5, 0.25):
+    step = scale * v
+    gap = geodesic_distance_np(retract(x_start + step), sphere.exp_map(x_start, step))
+    print(f"|v| = {np.linalg.norm(step):.4f}: リトラクションと指数写像の間の角度 = {gap:.3e} rad "
+          f"（|v|^3 / 3 = {np.linalg.norm(step) ** 3 / 3:.3e}）")
+
+
+# %% [markdown]
+# ## 発展：vMF は最大エントロピーの方向分布（読み飛ばしてよい）
+#
+# §1.1 の続きの寄り道です。
 #
 # 講義の NOTE「最大エントロピー原理」：平均 $\mathbb{E}[\mathbf x]$ が決まっているとき、球面上でエントロピーがいちばん大きい分布が vMF です。
 # 円周 $\mathbb{S}^1$ で、平均合成ベクトル長 $R = \lVert\mathbb{E}[\mathbf x]\rVert$ が同じになるように合わせた6種類の分布のエントロピー $H = -\int p(\theta)\log p(\theta)\,d\theta$ を比べます。
@@ -322,144 +518,13 @@ plt.show()
 # vMF は「平均の向きと長さを決めた」という制約つきの最大です。
 
 # %% [markdown]
-# ## 2. リーマン勾配＋リトラクション と 射影勾配法
-#
-# 講義の「球面上の学習：幾何学的な意味」：勾配の方向のうち、球面に沿う成分だけが点を球面の上で動かします。点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（ノート 11 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
-# $\mathrm{grad}_S f = g - (g^\top x)\,x$ です（`sphere.tangent_project`）。
-#
-# - **リーマン勾配＋リトラクション**（リーマン最適化）：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。$R$ は球面へ戻す写像、リトラクションで、
-#   多様体最適化（講義の文献では Absil et al., 2008）の用語です。接平面内で1歩進むので、リトラクション前の長さの2乗は $1 + \eta^2 \lVert \mathrm{grad}_S f \rVert^2$：球面からのずれは $\eta$ の **2次** です。
-# - **射影勾配法**（講義の疑似コード、「正規化による近似」）：$x \leftarrow x - \eta g$、$x \leftarrow x/\lVert x\rVert$（`sphere.projected_sgd_step`）。$g$ の半径方向成分も $x$ を動かすので、ずれは $\eta$ の **1次** です。
-#
-# 講義の文献の多様体上の確率的勾配降下法（Bonnabel, 2013）も、行列の多様体（Stiefel 多様体、Grassmann 多様体）の上の最適化も、この2つの形の延長にあります。
-# 例として $f(x) = -x^\top A x$（$A$ は対称行列）を $\mathbb{S}^{9}$ 上で最小化します。最小点は $A$ の最大固有ベクトルで、最小値は $-\lambda_{\max}$ です。
-
-# %%
-d = 10
-rng = np.random.default_rng(7)
-M = rng.standard_normal((d, d))
-A = (M + M.T) / 2
-lam_max = np.linalg.eigvalsh(A)[-1]
-
-
-def f(x):
-    return -x @ A @ x
-
-
-def euclid_grad(x):
-    return -2 * A @ x
-
-
-x_start = l2_normalize_np(rng.standard_normal(d))
-g = euclid_grad(x_start)
-print(f"ユークリッド勾配の半径方向の成分 g・x = {g @ x_start:.3f}、|g| = {np.linalg.norm(g):.3f}、"
-      f"リーマン勾配の大きさ |grad_S| = {np.linalg.norm(tangent_project(x_start, g)):.3f}")
-
-lrs = np.logspace(-4, 0, 30)
-drift_riem = [abs(np.linalg.norm(x_start - lr * tangent_project(x_start, g)) - 1) for lr in lrs]
-drift_proj = [abs(np.linalg.norm(x_start - lr * g) - 1) for lr in lrs]
-
-lr = 0.05
-xr, xp = x_start.copy(), x_start.copy()
-hist = {"riem": [f(xr)], "proj": [f(xp)]}
-drift = {"riem": [], "proj": []}
-for _ in range(60):
-    drift["riem"].append(abs(np.linalg.norm(xr - lr * tangent_project(xr, euclid_grad(xr))) - 1))
-    drift["proj"].append(abs(np.linalg.norm(xp - lr * euclid_grad(xp)) - 1))
-    xr = sphere.riemannian_sgd_step(xr, euclid_grad(xr), lr)
-    xp = sphere.projected_sgd_step(xp, euclid_grad(xp), lr)
-    hist["riem"].append(f(xr))
-    hist["proj"].append(f(xp))
-print(f"60 ステップ後: f = {hist['riem'][-1]:.6f}（リーマン勾配）、{hist['proj'][-1]:.6f}（射影勾配法）、"
-      f"最小値 -λ_max = {-lam_max:.6f}。|x| はそれぞれ {np.linalg.norm(xr):.15f}、{np.linalg.norm(xp):.15f}")
-print(f"最後の1歩のリトラクション前のずれ: {drift['riem'][-1]:.1e}（リーマン勾配）、{drift['proj'][-1]:.3f}（射影勾配法）。"
-      f"最小点では g = -2 λ_max x が半径方向だけなので、射影勾配法のずれ -> 2 η λ_max = {2 * lr * lam_max:.3f}")
-print(f"最小点の近くで射影勾配法が球面に沿って進む距離は、リーマン勾配の 1 / (1 + 2 η λ_max) = "
-      f"{1 / (1 + 2 * lr * lam_max):.3f} 倍")
-
-fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-axes[0].loglog(lrs, drift_riem, "o-", ms=3, label="リーマン勾配の1歩 x - η grad_S f")
-axes[0].loglog(lrs, drift_proj, "s-", ms=3, label="ユークリッド勾配の1歩 x - η g")
-axes[0].loglog(lrs, lrs ** 2, "k:", lw=1, label="傾き 2（$\\eta^2$）")
-axes[0].loglog(lrs, lrs, "k--", lw=1, label="傾き 1（$\\eta$）")
-axes[0].set(xlabel="学習率 η", ylabel="リトラクション前の | ||x_new|| - 1 |", title="1歩で球面から外れる量")
-axes[0].legend(fontsize=8)
-axes[1].semilogy(drift["riem"], label="リーマン勾配＋リトラクション")
-axes[1].semilogy(drift["proj"], label="射影勾配法（ユークリッド勾配の1歩）")
-axes[1].set(xlabel="ステップ", ylabel="リトラクション前の | ||x_new|| - 1 |", title=f"学習中のずれ（η = {lr}）")
-axes[1].legend(fontsize=8)
-axes[2].semilogy(np.array(hist["riem"]) + lam_max, label="リーマン勾配＋リトラクション")
-axes[2].semilogy(np.array(hist["proj"]) + lam_max, label="射影勾配法（ユークリッド勾配の1歩）")
-axes[2].set(xlabel="ステップ", ylabel="f(x) - min f", title="$S^9$ 上の $f(x) = -x^\\top A x$")
-axes[2].legend(fontsize=8)
-plt.tight_layout()
-plt.show()
-
-# %% [markdown]
-# どちらもリトラクションの後は厳密に球面上にあり、どちらも最小値へ収束します（「60 ステップ後」の行）。$\eta \to 0$ では2つの1歩の差は $\eta^2$ の程度なので、
-# 講義のとおり「学習率が十分小さければ、リーマン勾配降下法に近い挙動を示す」のです。違いは、リトラクション前のずれの **次数** に現れます。
-#
-# - 左の図は1歩のずれです。接平面内の1歩は傾き 2、ユークリッド勾配の1歩は傾き 1。射影勾配法の曲線の谷は、半径方向成分 $g^\top x > 0$ による1次の縮みと
-#   2次の伸びが打ち消し合って、たまたまノルムが 1 に戻る $\eta$ です。
-# - 中の図は学習の途中のずれです。最小点に近づくとリーマン勾配は 0 に向かうのでずれも消えますが、ユークリッド勾配 $g = -2Ax \approx -2\lambda_{\max} x$ は
-#   ほぼ **半径方向だけ** になり、射影勾配法は毎回「$x$ を $1 + 2\eta\lambda_{\max}$ 倍に伸ばして正規化で戻す」ことを繰り返します（「最後の1歩」の行）。
-# - 右の図では、$f(x) < 0$ になって以降は射影勾配法のほうが遅くなります。$g^\top x = 2f(x) < 0$ なので $x - \eta g$ は伸び、それを正規化で割り戻すとき、接方向の1歩も同じ比率で縮むからです。
-#   最小点の近くでは、その比率は出力の最後の行の値です。
-#
-# 2次元で1歩を描くと、2つの1歩の違いがそのまま見えます。円周上の点 $x$ で、半径方向の成分を持つ勾配 $g$ について、2つの1歩とリトラクション前の点を描きます。
-# Jupyter で実行すると、学習率 η をスライダーで動かせます。
-
-# %%
-def draw_one_step(eta):
-    """One step from x = (1, 0) on the circle with a gradient g that has a radial part: the Euclidean step x - eta g
-    and the Riemannian step x - eta grad_S f, each before and after the retraction."""
-    x = np.array([1.0, 0.0])
-    g2 = np.array([-1.5, -1.0])                      # radial part -1.5 (along x), tangent part -1.0
-    euclid, riem = x - eta * g2, x - eta * tangent_project(x, g2)
-    t = np.linspace(0, 2 * np.pi, 400)
-    fig, ax = plt.subplots(figsize=(7.0, 6.4))
-    ax.plot(np.cos(t), np.sin(t), color="0.8")
-    ax.annotate("", xy=x - 0.5 * g2, xytext=x, arrowprops=dict(arrowstyle="->", color="0.4"))
-    ax.text(*(x - 0.5 * g2 + np.array([0.03, 0.0])), "−g（半分に縮めて表示）", color="0.4", fontsize=9)
-    for before, color, label in ((euclid, "tab:blue", "射影勾配法：x − η g"), (riem, "tab:orange", "リーマン勾配：x − η grad_S f")):
-        after = retract(before)
-        ax.plot(*before, "o", mfc="none", color=color, ms=9, label=f"{label}（リトラクション前、長さ {np.linalg.norm(before):.3f}）")
-        ax.plot(*after, "o", color=color, ms=6, label=f"{label} → 球面に戻した点")
-        ax.plot(*np.stack([before, after]).T, ":", color=color)
-    ax.plot(*x, "ko", label="x（前）")
-    angle = [np.degrees(np.arctan2(retract(p)[1], retract(p)[0])) for p in (euclid, riem)]
-    ax.set(xlim=(0.2, 2.4), ylim=(-0.25, 1.3), aspect="equal", xticks=[], yticks=[],
-           title=f"η = {eta:.3g}：円周上で進む角度 {angle[0]:.1f}°（射影勾配法）、{angle[1]:.1f}°（リーマン勾配）")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=8)
-    plt.tight_layout()
-    plt.show()
-
-
-slider_figure(draw_one_step, {"eta": ("log", 0.01, 2.0, 0.3)}, description=["η"])
-
-# %% [markdown]
-# 勾配が $x$ の向きに負の成分を持つので、射影勾配法の1歩は $x$ を伸ばしてから縮め、円周上で進む角度が小さくなります（図のタイトル）。リーマン勾配の1歩は接線の上を進み、
-# 戻すときの縮みは η の2次だけです。η を小さくすると2つの点は近づき、大きくすると離れます。
-#
-# リトラクションと、厳密な測地線の1歩（指数写像 `sphere.exp_map`）の差は η の3次です。
-
-# %%
-v = 0.3 * l2_normalize_np(tangent_project(x_start, g))
-for scale in (1.0, 0.5, 0.25):
-    step = scale * v
-    gap = geodesic_distance_np(retract(x_start + step), sphere.exp_map(x_start, step))
-    print(f"|v| = {np.linalg.norm(step):.4f}: リトラクションと指数写像の間の角度 = {gap:.3e} rad "
-          f"（|v|^3 / 3 = {np.linalg.norm(step) ** 3 / 3:.3e}）")
-
-
-# %% [markdown]
 # ## まとめ
 #
 # | 見たもの | わかったこと | 節 |
 # |---|---|---|
 # | $\mathbb{S}^2$ 上の vMF | κ が大きいほど平均方向に集まる。κ はサンプル平均の長さ $\bar R$ から推定できる。同じ κ でも次元が高いほど $\bar R$ は小さい | §1 |
 # | ガウス分布から生まれる vMF | 半径 $r$ に条件付けた向きは厳密に $\mathrm{vMF}(\mathbf m/\lVert\mathbf m\rVert, \lVert\mathbf m\rVert r/\sigma^2)$。$r = 1$ が講義の κ = $\lVert\mathbf m\rVert/\sigma^2$。射影した向きは高次元で κ ≈ $\lVert\mathbf m\rVert\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}/\sigma^2$（d = 768 で 512） | §1.1 |
-# | 最大エントロピー | 平均合成ベクトル長が同じ分布の中で、vMF のエントロピーが最大 | §1.2 |
+# | 最大エントロピー | 平均合成ベクトル長が同じ分布の中で、vMF のエントロピーが最大 | 発展 |
 # | リーマン勾配と射影勾配法 | リトラクション前のずれは、リーマン勾配で η の2次、射影勾配法で1次。η が小さければ2つはほぼ同じ | §2 |
 #
 # 次のノート 15 では、運動量が接空間に残らないことを見てから、microgpt を RMSNorm と球面（nGPT）の2つのモードで学習して比べます。
@@ -491,7 +556,7 @@ for scale in (1.0, 0.5, 0.25):
 #
 # <details><summary>答え</summary>
 #
-# 平均 $\mathbb{E}[\mathbf x]$（向きと、平均合成ベクトル長 $R$）を決めたうえでの最大です。何も決めなければ、最大は球面全体の一様分布です（§1.2 の「円周全体の一様分布」の行）。
+# 平均 $\mathbb{E}[\mathbf x]$（向きと、平均合成ベクトル長 $R$）を決めたうえでの最大です。何も決めなければ、最大は球面全体の一様分布です（発展の「円周全体の一様分布」の行）。
 #
 # </details>
 

@@ -30,6 +30,7 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules at the root, he
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import exercises  # notebooks/exercises.py: the checks of the build steps
 import lecture3_runs  # notebooks/lecture3_runs.py: the two microgpt runs lecture 3's sittings share
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
@@ -37,7 +38,7 @@ import numpy as np
 
 import microgpt
 import model_config
-from sphere import l2_normalize_np, retract, tangent_project
+from sphere import l2_normalize_np, tangent_project
 from utils import softmax_np
 
 plt.rcParams["figure.dpi"] = 100
@@ -57,6 +58,35 @@ np.set_printoptions(precision=6, suppress=False)
 # - **射影勾配法＋モーメンタム**：$g$ はユークリッド勾配のまま。
 # - **リーマン勾配＋モーメンタム**：$g$ を接空間へ射影してから積む。各 $g$ はその時点の接空間にありますが、$m$ は **過去の点** の接ベクトルの和なので、今の点の接空間からずれます。
 # - **＋運動量の移送**：リトラクションの後で $m$ を新しい点の接空間へ射影する。いちばん簡単な「ベクトル移送」です。
+#
+# **組み立て：重い球の1歩。** `heavy_ball_step(x, m, g, lr, beta, transport)` を書いてください。$m \leftarrow \beta m + g$、$x \leftarrow R(x - \eta m)$ と進め、
+# `transport` が真なら、$m$ を **新しい** $x$ の接空間へ射影します（ノート 14 で書いたリーマン勾配と同じ引き算）。新しい `(x, m)` を返します。
+# `g` を接空間へ射影するかどうかは呼ぶ側が決めます（下のセル）。チェックは、β = 0、0.9、0.99、移送のありとなしで1歩を比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# 射影は $m - (m^\top x)\,x$、リトラクションは長さで割ることです。順番が大事です：$x$ を更新してから、その新しい $x$ で $m$ を射影します。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 古い $x$ の接空間へ射影すると、$m$ は新しい点の接空間に入りません（表の「移送あり」の行の m が合わない）。解答例は `notebooks/worked_solutions.md` の「15-1」にあります。
+#
+# </details>
+
+# %%
+def heavy_ball_step(x, m, g, lr, beta, transport):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_15_heavy_ball(heavy_ball_step):   # not written yet, or not yet right:
+    heavy_ball_step = exercises.heavy_ball_step_15       # the rest goes on with the reference
+    print("この先は参照の heavy_ball_step で続けます")
+
+# %% [markdown]
+# 自分の `heavy_ball_step` で3通りを 150 ステップずつ回します。
 
 # %%
 d = 10
@@ -87,12 +117,10 @@ for name in ("projected", "riemannian", "riemannian + transport"):
         g_x = euclid_grad(x)
         if name != "projected":
             g_x = tangent_project(x, g_x)
-        m = beta * m + g_x
-        radial.append(abs(m @ x) / np.linalg.norm(m))     # x: the point where m is used
-        stretch = np.linalg.norm(x - lr_m * m)             # length before the retraction
-        x = retract(x - lr_m * m)
-        if name == "riemannian + transport":
-            m = tangent_project(x, m)                      # carry m into the tangent space at the new point
+        m_used = beta * m + g_x                             # the momentum this step moves x by
+        radial.append(abs(m_used @ x) / np.linalg.norm(m_used))   # x: the point where it is used
+        stretch = np.linalg.norm(x - lr_m * m_used)         # length before the retraction
+        x, m = heavy_ball_step(x, m, g_x, lr_m, beta, transport=name == "riemannian + transport")
         gap.append(f(x) + lam_max)
     momentum_runs[name] = (np.array(radial), np.array(gap))
     print(f"{labels_m[name]:18s}: 半径方向の割合 |m・x| / |m| の中央値 {np.median(radial):.3f}、最大 {np.max(radial):.3f}、"
