@@ -1,7 +1,7 @@
 # %% [markdown]
 # # PyTorch の概念を組み立てる（2）：モジュールの階層、共有、Dropout、`nn.Linear`
 #
-# （目安：約30分）
+# （目安：本編 約33分、練習問題 約24分）
 #
 # **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」の 3（nn.Module の恩恵、個別インスタンスと使い回し）、
 # 4（Linear 層とバイアス、`[out_features, in_features]`）、5（nn.Parameter と nn.Linear）。

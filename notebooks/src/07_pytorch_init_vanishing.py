@@ -1,7 +1,7 @@
 # %% [markdown]
 # # PyTorch の概念を組み立てる（3）：Xavier と He を導く、勾配消失
 #
-# （目安：約34分）
+# （目安：本編 約39分、練習問題 約25分）
 #
 # **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」の 2（勾配消失、アテンションの softmax）と
 # 6（重みの初期化と Xavier / He 初期化）。
