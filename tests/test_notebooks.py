@@ -93,6 +93,24 @@ def test_the_chapter_maps_state_each_notebooks_times(path):
         assert times in where, f"{path.name}: {src.stem} should be stated with ({times})"
 
 
+TORCH_SITTINGS = ["05_pytorch_parameter_module", "06_pytorch_modules_linear",
+                  "07_pytorch_init_vanishing", "11_lecture3_intro_sphere", "12_lecture3_fp16_retraction"]
+
+
+@pytest.mark.parametrize("stem", TORCH_SITTINGS)
+def test_the_pytorch_sittings_have_a_folded_optional_torch_cell_that_says_how_to_see_it(stem):
+    # torch is not a dependency: the cell sits in the folded 発展 part, and where torch is missing (as
+    # when the notebooks are built) it prints one line saying how to see it
+    nb = nbformat.read(NB_DIR / f"{stem}.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and 'find_spec("torch")' in c.source]
+    assert cells, f"{stem} has no optional torch cell"
+    for cell in cells:
+        assert "発展" in cell.metadata.get("tags", []), "the torch cell belongs to the folded 発展 part"
+        if importlib.util.find_spec("torch") is None:
+            printed = "".join(o.get("text", "") for o in cell.outputs).splitlines()
+            assert len(printed) == 1 and "pip install torch" in printed[0], printed
+
+
 def test_a_detour_is_folded():
     # A 発展 part's code cells are folded (Jupyter's source_hidden); the sitting's own cells are not.
     src = next(s for s in SOURCES if s.stem.endswith("_lecture3_fp16_retraction"))

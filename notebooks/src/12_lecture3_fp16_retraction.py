@@ -10,7 +10,7 @@
 #
 # 1. **`03_fp16_instability_demo`**：講義のスクリプトが PyTorch 2.x で実際に表示する値を NumPy で再現し、コメントとの食い違いを確かめる。
 # 2. **`03_normalized_linear`**：初期化で1回正規化した重みは、学習で球面から外れること。毎ステップのリトラクションが要ること。
-# 3. **発展**（float16 の鑑識：$2^{-23}$ になる理由と、入力の大きさごとの壊れ方）。発展は読み飛ばしてかまいません。
+# 3. **発展**（float16 の鑑識：$2^{-23}$ になる理由と、入力の大きさごとの壊れ方。torch が入っていれば、講義のスクリプトを本物の PyTorch で実行し、自分の Adam を `torch.optim.Adam` と比べる）。発展は読み飛ばしてかまいません。
 # 4. まとめ、理解度チェック、練習問題。
 #
 # §1 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
@@ -393,6 +393,51 @@ plt.show()
 #   非正規化数の範囲に落ちて粗く丸められるときと、右端でノルムが 65504 を超えるときだけです。講義の例（長さ 0.866）は、左の範囲の1点です。
 # - **安全策**：入力が float16 で表せる範囲ではどこでも 1 です。左の灰色の範囲では入力そのものが 0 に丸められ、安全策は NaN ではなくゼロベクトルを返します。
 #   右の灰色の範囲では入力の成分がすでに `inf` で、どんな正規化でも救えません。
+
+# %% [markdown]
+# ### 本物の PyTorch で（任意）
+#
+# torch が入っている環境なら、次のセルは講義の `03_fp16_instability_demo.py` の行をそのまま本物の PyTorch で実行して §1 の `torch_str` の再現と並べ、
+# §2 で使った自分の `adam_update` と `adam_retract_step` を `torch.optim.Adam`（β1 = 0.85、β2 = 0.99、ε = 1e-8：microgpt と同じ）と比べます。
+# このプロジェクトは PyTorch なしで動くので、入っていなければ1行の案内だけを表示します。
+
+# %%
+import importlib.util
+
+if importlib.util.find_spec("torch") is None:
+    print("torch は入っていません（見るには .venv で pip install torch。このプロジェクト自体は torch なしで動きます）")
+else:
+    import torch
+    import torch.nn.functional as F
+
+    very_small_t = torch.finfo(torch.float16).tiny / 1024                # the lecture's lines, verbatim
+    small_t = torch.full((3,), very_small_t, dtype=torch.float32).half()
+    zero_t = torch.zeros(3, dtype=torch.float16)
+    lines = {"入力 (float16)": (f"{small_t}", torch_str(small_fp16)),
+             "ノルム": (f"{small_t.norm()}", f"{float(norm_fp16)}"),
+             "Unsafe (epsなし)": (f"{small_t / small_t.norm()}", torch_str(unsafe)),
+             "ゼロをepsなしで割る": (f"{zero_t / zero_t.norm()}", torch_str(zero_by_zero))}
+    for label, (real, reproduced) in lines.items():
+        print(f"{label}: {real}  → §1 の再現と{'同じ' if real == reproduced else '違う：' + reproduced}")
+    try:
+        F.normalize(small_t.float(), eps=1e-12)
+    except IndexError as error:
+        print(f"安全策の行 F.normalize(small_fp16.float(), eps=1e-12)：IndexError（{error}）")
+
+    w_t = torch.nn.Parameter(torch.tensor(W_init, dtype=torch.float64))
+    adam_t = torch.optim.Adam([w_t], lr=0.05, betas=(0.85, 0.99), eps=1e-8)
+    w_mine, m_mine, v_mine = W_init.copy(), np.zeros(W_init.size), np.zeros(W_init.size)
+    for step in range(1, 101):                                         # no lr decay: plain Adam
+        _, grad = cosine_loss_and_grad(w_mine)
+        w_t.grad = torch.tensor(grad)
+        adam_t.step()
+        with torch.no_grad():
+            w_t /= w_t.norm(dim=1, keepdim=True)                      # the retraction, after the step
+        w_mine = adam_retract_step(w_mine, grad, m_mine, v_mine, step, 0.05)
+    print(f"自分の adam_retract_step と torch.optim.Adam＋行の正規化（100 ステップ）：W の差の最大 "
+          f"{np.abs(w_t.detach().numpy() - w_mine).max():.1e}、m の差の最大 "
+          f"{np.abs(adam_t.state[w_t]['exp_avg'].numpy().ravel() - m_mine).max():.1e}")
+
 
 # %% [markdown]
 # ## まとめ
