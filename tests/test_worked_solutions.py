@@ -148,3 +148,25 @@ def test_a_mistake_is_rejected(key, capsys):
     code = code_of(key)
     assert right in code, f"{key}: the mistake's text is no longer in the worked solution"
     assert run(key, code.replace(right, typed)) is False, capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_notebook_10_trains_like_microgpt_with_the_learners_pasted_pieces(tmp_path):
+    # 10 §3 closes chapter 22: with the worked solutions of 03 and 09 pasted where it asks, the
+    # learner's linear, softmax, rmsnorm and Adam train gpt's code to microgpt.train's losses
+    import build
+
+    source = next((NB / "src").glob("10_*.py")).read_text(encoding="utf-8")
+    pasted = "\n\n".join(code_of(key) for key in ("03-1", "03-2", "03-3"))
+    for line, code in (("linear = softmax = rmsnorm = None", pasted), ("adam_update = None", code_of("09-3"))):
+        found = re.search(rf"^{re.escape(line)}.*$", source, re.M)
+        assert found, f"10 no longer asks for the pieces with {line!r}"
+        source = source.replace(found.group(0), code)
+    path = tmp_path / "10_pasted.py"
+    path.write_text(source, encoding="utf-8")
+    nb = build.execute(build.to_notebook(path))
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "この先は参照の実装で続けます" not in text, "a pasted piece was not accepted"
+    worst = float(re.search(r"30 ステップの損失の差の最大：([0-9.e+-]+)", text).group(1))
+    assert worst < 1e-12, text
+
