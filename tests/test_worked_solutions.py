@@ -150,23 +150,46 @@ def test_a_mistake_is_rejected(key, capsys):
     assert run(key, code.replace(right, typed)) is False, capsys.readouterr().out
 
 
+def executed_with_pasted(number, tmp_path, pastes):
+    """Notebook `number` executed with code pasted in place of what asks for it (a line found by its
+    start, or a whole stub), and everything it printed."""
+    import build
+
+    source = next((NB / "src").glob(f"{number}_*.py")).read_text(encoding="utf-8")
+    for find, code in pastes:
+        if "\n" not in find:                    # a line, found by its start
+            match = re.search(rf"^{re.escape(find)}.*$", source, re.M)
+            assert match, f"{number} no longer asks for the pieces with {find!r}"
+            find = match.group(0)
+        assert find in source, f"{number} no longer has {find!r}"
+        source = source.replace(find, code)
+    path = tmp_path / f"{number}_pasted.py"
+    path.write_text(source, encoding="utf-8")
+    nb = build.execute(build.to_notebook(path))
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_notebook_03_runs_the_learners_linear_on_their_value_of_notebook_01(tmp_path):
+    # 03 §4: notebook 01's Value class and the worked solutions of its five pieces, pasted, carry
+    # the learner's linear (03-1, typed in its own cell) to value.py's values and gradients
+    value_class = next(code for code in notebook_cells("01") if code.startswith("class Value"))
+    pieces = "\n\n".join([value_class] + [code_of(f"01-{k}") for k in range(1, 6)])
+    text = executed_with_pasted("03", tmp_path, [
+        ("# ここにノート 01 の Value のクラス", pieces),
+        ("def linear(x, w):\n    # ここに書く：出力の第 o 成分は、w の第 o 行と x の内積\n    raise NotImplementedError",
+         code_of("03-1").rstrip())])
+    table = text[text.index("ノート 01 の Value の上の linear"):].split("→", 1)[1].split("\n", 1)[0]
+    assert "すべての点で一致しました" in table, text
+
+
 @pytest.mark.slow
 def test_notebook_10_trains_like_microgpt_with_the_learners_pasted_pieces(tmp_path):
     # 10 §3 closes chapter 22: with the worked solutions of 03 and 09 pasted where it asks, the
     # learner's linear, softmax, rmsnorm and Adam train gpt's code to microgpt.train's losses
-    import build
-
-    source = next((NB / "src").glob("10_*.py")).read_text(encoding="utf-8")
     pasted = "\n\n".join(code_of(key) for key in ("03-1", "03-2", "03-3"))
-    for line, code in (("linear = softmax = rmsnorm = None", pasted), ("adam_update = None", code_of("09-3"))):
-        found = re.search(rf"^{re.escape(line)}.*$", source, re.M)
-        assert found, f"10 no longer asks for the pieces with {line!r}"
-        source = source.replace(found.group(0), code)
-    path = tmp_path / "10_pasted.py"
-    path.write_text(source, encoding="utf-8")
-    nb = build.execute(build.to_notebook(path))
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = executed_with_pasted("10", tmp_path, [("linear = softmax = rmsnorm = None", pasted),
+                                                 ("adam_update = None", code_of("09-3"))])
     assert "この先は参照の実装で続けます" not in text, "a pasted piece was not accepted"
     worst = float(re.search(r"30 ステップの損失の差の最大：([0-9.e+-]+)", text).group(1))
     assert worst < 1e-12, text
-

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第21章 microgpt のユーティリティ関数（1）：`linear` / `softmax` / `rmsnorm` を自分で書く
 #
-# （目安：本編 約35分、練習問題 約24分）
+# （目安：本編 約38分、練習問題 約24分）
 #
 # **対応する章:** microgpt 本 第21章「microgpt のユーティリティ関数」。
 # 第22章の `gpt` から何度も呼ばれる3つの部品を、章のコードを見ながら自分で書き、章の最小例の値を確かめます。逆伝播は次のノート 04 で書きます。
@@ -11,6 +11,7 @@
 # - **§0**：章の行番号（microgpt.py L129–L144）と、このプロジェクトでコードが実際にあるファイル（`utils.py`）。
 # - **§1〜§3**：`linear`、`softmax`、`rmsnorm` を `Value` のリストの関数として自分で書き、チェックで `utils.py` と比べる。章の最小例（§1 `linear` → 11、§2 `softmax([1, 2])`、§3 `rmsnorm([3, 4])`）の値。
 #   §2 では、softmax の入力 logits が「まだ確率になっていない生のスコア」であること（負の値もあり、和は 1 でない。`lm_head` が作る）と、最大値を引く理由（ロジット ±5000）も見ます。
+# - **§4**：ノート 01 の自分の `Value` を貼り、自分の `linear` をその上で動かして、値と勾配を `value.py` と比べる。
 # - **発展**（読み飛ばしてかまいません）：LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。LayerNorm の学習可能な倍率とバイアス、
 #   microgpt.py の「GPT-2 との相違点」のコメントが指す違い。
 # - **まとめ、理解度チェックと練習問題**：log-softmax と LayerNorm を `Value` で書く。
@@ -207,6 +208,47 @@ print("出力の二乗平均         =", sum(v.data**2 for v in y) / 2)
 
 
 # %% [markdown]
+# ## 4. ノート 01 の自分の `Value` で `linear` を動かす
+#
+# `linear` が使う演算は `+` と `*` だけで、どちらもノート 01 で自分で書きました。ノート 01 の `Value` のクラスと `add`、`mul`、`tanh`、`topological_order`、`backward` の
+# セルを、下のセルの `r'''` と `'''` の間に貼ると、ここで書いた `linear` を **自分のエンジンの上で** 動かし、値と勾配を `value.py` の `Value` と `utils.linear` に比べます。
+# 貼ったコードは、このノートの `Value`（`value.py` のもの）と混ざらないよう、別の名前空間で実行します（`exec`）。
+# 貼らなければ、この比較は飛ばします。`softmax` の `exp` と `rmsnorm` の累乗はノート 01 の `Value` にないので、この2つは `value.py` の `Value` で動かします。
+
+# %%
+NOTEBOOK_01 = r'''
+# ここにノート 01 の Value のクラスと add、mul、tanh、topological_order、backward を貼る (paste notebook 01's)
+'''
+
+# %%
+import math
+
+notebook_01 = {"math": math}            # its own namespace: its Value stays apart from value.py's
+exec(NOTEBOOK_01, notebook_01)
+MyValue = notebook_01.get("Value")      # None until notebook 01's cells are pasted
+
+
+def weighted_linear(ValueClass, linear_fn, x, w):
+    """[L, dL/dx..., dL/dw...] for L = sum_o c_o * linear(x, w)_o, built from ValueClass."""
+    xs, ws = [ValueClass(v) for v in x], [[ValueClass(v) for v in row] for row in w]
+    out = linear_fn(xs, ws)
+    loss = sum(c * y for c, y in zip((0.5, -2.0, 3.0), out))
+    loss.backward()
+    return [loss.data] + [v.grad for v in xs] + [v.grad for row in ws for v in row]
+
+
+if MyValue is None:
+    print("ノート 01 の Value が貼られていないので、この比較は飛ばします")
+else:
+    r = np.random.default_rng(21)
+    exercises.compare("ノート 01 の Value の上の linear（L と勾配を並べたもの）",
+                      lambda x, w: weighted_linear(MyValue, linear, x, w),
+                      lambda x, w: weighted_linear(Value, utils.linear, x, w),
+                      [("x 3 個、w 3 × 3", (r.normal(size=3), r.normal(size=(3, 3)))),
+                       ("x 4 個、w 3 × 4、1e8 と 1e-8", (np.array([1e8, -1.0, 1e-8, 2.0]), r.normal(size=(3, 4))))])
+
+
+# %% [markdown]
 # ## 発展：LayerNorm と RMSNorm を並べる（読み飛ばしてよい）
 #
 # 章の注記の LayerNorm を、本編の RMSNorm と並べて数で確かめます。練習問題 2 の LayerNorm の準備にもなります。
@@ -352,6 +394,7 @@ print("gpt() の MLP の活性化関数:", [name for name in ("relu", "gelu") if
 # | `linear(x, w)` | $w = [[3, 4]]$、$x = [1, 2]$ で 11 | 出力の第 $o$ 成分は `w` の第 $o$ 行と `x` の内積（`w` は「行が出力、列が入力」） | §1 |
 # | `softmax(logits)` | `[1, 2]` → `[0.2689, 0.7311]` | 最大値（ただの数）を引いてから指数。引いても確率は変わらない（シフト不変性）が、引かないとロジット 1000 で指数があふれる | §2 |
 # | `rmsnorm(x)` | `[3, 4]` → `[0.8485, 1.1314]` | 二乗平均に $\epsilon = 10^{-5}$ を足してから $-1/2$ 乗。ゼロベクトルでも割り算が起きない | §3 |
+# | 自分の `Value` の上の `linear` | ノート 01 の `Value` を貼って比べる | `+` と `*` だけなので、ノート 01 のエンジンで値も勾配も `value.py` と一致する。`softmax` と `rmsnorm` には `exp` と累乗が要る | §4 |
 # | LayerNorm | `[1, 2, 3, 4]` と `[101, …, 104]` | 平均を引く（中心化）ので、全成分に同じ数を足しても出力が変わらない。RMSNorm は引かない | 発展 |
 #
 # ## 理解度チェック
