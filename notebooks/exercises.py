@@ -741,6 +741,99 @@ def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
                    lambda x, g: (forward(x), backward(g, x)), points, "11-1", names=["y", "dx"])
 
 
+def adam_retract_step_12(w, grad, m, v, t, lr, adam_update=adam_update_09):
+    """One Adam step on the flattened w (m, v updated in place), then each row back to length 1."""
+    w_new = adam_update(w.ravel(), grad.ravel(), m, v, t, lr).reshape(w.shape)
+    return sphere.normalize_matrix(w_new, axis=1)
+
+
+def check_12_adam_retract(adam_retract_step):
+    """Steps of the learner's Adam with retraction against microgpt.adam_step + normalize_matrix:
+    rows on the sphere or off it, a row whose gradient is 0, gradients from 1e-12 to 5000."""
+    adam_retract_step = _returning(adam_retract_step)
+
+    def run(step, w0, grads):
+        w, m, v = w0.copy(), np.zeros(w0.size), np.zeros(w0.size)
+        for t, g in enumerate(grads, start=1):
+            w = step(w.copy(), g.copy(), m, v, t, 0.05)
+        return w, m, v
+
+    def reference(w, grad, m, v, t, lr):
+        flat = w.ravel().copy()
+        microgpt.adam_step(flat, grad.ravel(), m, v, t - 1, np.inf, lr)  # inf: lr not decayed
+        return sphere.normalize_matrix(flat.reshape(w.shape), axis=1)
+
+    rng, points = np.random.default_rng(1202), []
+    for label, n, row_norm in (("1 ステップ", 1, 1.0), ("2 ステップ", 2, 1.0),
+                               ("300 ステップ", 300, 1.0), ("行の長さ 3 から 1 ステップ", 1, 3.0)):
+        w0 = row_norm * sphere.normalize_matrix(rng.standard_normal((4, 6)), axis=1)
+        grads = rng.standard_normal((n, 4, 6)) * np.array([1e-12, 1.0, 5000.0, 0.0])[:, None]
+        points.append((label, (w0, grads)))
+    return compare("組み立て：Adam＋リトラクション（W, m, v を並べたもの）",
+                   _flat(lambda w0, gs: run(adam_retract_step, w0, gs)),
+                   _flat(lambda w0, gs: run(reference, w0, gs), ["W", "m", "v"]),
+                   points, "12-1")
+
+
+def _sphere_steps_points(rng):
+    """(x, g, lr): g with a radial part, purely radial, purely tangent; lr from 1e-3 to 2."""
+    points = []
+    for d, lr in ((3, 0.05), (10, 1e-3), (10, 2.0)):
+        x = sphere.l2_normalize_np(rng.standard_normal(d))
+        g = rng.standard_normal(d)
+        points += [(f"d = {d}, η = {lr:g}, {kind}", (x, gk, lr)) for kind, gk in (
+            ("半径方向の成分あり", g), ("半径方向だけ", -3.0 * x),
+            ("接ベクトル", sphere.tangent_project(x, g)))]
+    return points
+
+
+def check_14_sphere_steps(riemannian_step, projected_step):
+    """Both steps on the sphere against sphere.riemannian_sgd_step and projected_sgd_step."""
+    riemannian_step, projected_step = _returning(riemannian_step), _returning(projected_step)
+    return compare("組み立て：リーマン勾配の1歩と射影勾配法の1歩を並べたもの",
+                   _flat(lambda x, g, lr: (riemannian_step(x.copy(), g.copy(), lr),
+                                           projected_step(x.copy(), g.copy(), lr))),
+                   _flat(lambda x, g, lr: (sphere.riemannian_sgd_step(x, g, lr),
+                                           sphere.projected_sgd_step(x, g, lr)),
+                         ["リーマン", "射影"]),
+                   _sphere_steps_points(np.random.default_rng(1401)), "14-1", 1e-12, 1e-15)
+
+
+def check_14_estimate_kappa(estimate_kappa):
+    """(mu_hat, kappa_hat) of vMF samples against sphere.vmf_estimate_kappa: d = 3 and 16, kappa
+    from 0.1 (R near 0) to 1e4 (R near 1, where 1 - R^2 cancels), and two samples."""
+    rng, points = np.random.default_rng(1402), []
+    for d, kappa, n in ((3, 0.1, 50), (3, 5.0, 1000), (16, 40.0, 500), (3, 1e4, 200), (3, 2.0, 2)):
+        sample = sphere.vmf_sample(sphere.l2_normalize_np(rng.standard_normal(d)), kappa, n, rng)
+        points.append((f"d = {d}, κ = {kappa:g}, n = {n}", (sample,)))
+    return _scaled("組み立て：κ の推定（μ̂ と κ̂ を並べたもの）",
+                   lambda s: estimate_kappa(s.copy()), sphere.vmf_estimate_kappa,
+                   points, "14-2", names=["μ̂", "κ̂"])
+
+
+def heavy_ball_step_15(x, m, g, lr, beta, transport):
+    """Heavy-ball on the sphere: m <- beta m + g, x <- R(x - lr m); with transport, m is then
+    projected onto the tangent space at the new x. Returns (x, m)."""
+    m = beta * m + g
+    x = sphere.retract(x - lr * m)
+    return x, (sphere.tangent_project(x, m) if transport else m)
+
+
+def check_15_heavy_ball(heavy_ball_step):
+    """(x, m) after one step, with and without transport, against heavy_ball_step_15."""
+    rng, points = np.random.default_rng(1501), []
+    for d, lr, beta in ((3, 0.02, 0.9), (10, 0.5, 0.0), (10, 0.02, 0.99)):
+        x = sphere.l2_normalize_np(rng.standard_normal(d))
+        m, g = rng.standard_normal(d), rng.standard_normal(d)
+        for transport in (False, True):
+            points.append((f"d = {d}, η = {lr}, β = {beta}, 移送{'あり' if transport else 'なし'}",
+                           (x, m, g, lr, beta, transport)))
+    return compare("組み立て：重い球の1歩（x と m を並べたもの）",
+                   _flat(lambda *a: heavy_ball_step(*_copies(a))),
+                   _flat(lambda *a: heavy_ball_step_15(*_copies(a)), ["x", "m"]),
+                   points, "15-1", 1e-12, 1e-15)
+
+
 def check_13_vmf_s2(log_c3, mean_cos_s2):
     """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
     log_c3, mean_cos_s2 = _returning(log_c3), _returning(mean_cos_s2)
