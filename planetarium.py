@@ -60,6 +60,7 @@ WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web")
 # --------------------------------------------------------------------------- the page's bounds
 
 MAX_RUNS = 4  # side by side on one page
+STAR_LIMIT = 400  # stars of one kind a sky draws at a time (the likeliest, those nearest h)
 PAGE_CURVE = 400  # points per loss curve on the page (the plot is a few hundred pixels wide)
 PAGE_BUDGET = 5 * 10**6  # the size a page aims at, leaving out snapshots where weights move least
 PAGE_LIMIT = 16 * 10**6  # the most a page takes: a history needing more is refused from its headers
@@ -212,7 +213,8 @@ def check_values(history, source):
 @dataclass
 class PageRun:
     """One run as the page holds it: snapshots kept (history indices), their steps, the weights the
-    page decodes (float64, stars re-normalized), effective scales (float32), the embedded data."""
+    page decodes (float64, stars re-normalized), effective scales (float32), the embedded data, and
+    how many snapshots were left out for the page's size (repeats of the one before not counted)."""
     history: object
     name: str
     kept: list
@@ -220,6 +222,7 @@ class PageRun:
     held: np.ndarray
     scales: np.ndarray
     parts: dict
+    thinned: int = 0
 
 
 def prepare_run(history, name, count):
@@ -230,7 +233,9 @@ def prepare_run(history, name, count):
     parts, held = encode_weights(W[kept, :size], cfg)
     scales = history.scales[kept].astype(np.float32) if cfg.norm == "sphere" else None
     steps = history.step[kept].tolist()
-    return PageRun(history, name, kept, steps, unit_rows(held, cfg), scales, parts)
+    repeats = sum(np.array_equal(W[k, :size], W[k - 1, :size]) for k in range(1, len(W) - 1))
+    return PageRun(history, name, kept, steps, unit_rows(held, cfg), scales, parts,
+                   len(W) - repeats - len(kept))
 
 
 def prepare_runs(runs, room=None):
@@ -441,10 +446,10 @@ def page_overhead(runs):
             + len(font_face(runs)) + 40_000 * len(runs))
 
 
-def make_page(runs):
-    """(html, PageRuns) of one page for [(history, name)]: web/planetarium.html with the styles,
-    font, scripts and data put in (the tests compare its numbers with gpt_forward on the PageRuns).
-    InputError if the runs cannot make a page of finite numbers within PAGE_LIMIT."""
+def make_page(runs, lang=None):
+    """(html, PageRuns) of one page for [(history, name)] that opens in `lang` (None: Japanese):
+    web/planetarium.html with the styles, font, scripts and data put in (the tests compare its
+    numbers with gpt_forward on the PageRuns). InputError if they make no page within PAGE_LIMIT."""
     runs = [(h, clean_name(name)) for h, name in runs]
     for h, name in runs:
         check_values(h, f"run {name!r}")
@@ -455,7 +460,7 @@ def make_page(runs):
             shapes = [(pr.history.cfg.vocab_size, pr.history.cfg.n_embd) for pr in page_runs]
             finals = [pr.held[-1, :V * C].reshape(V, C) for pr, (V, C) in zip(page_runs, shapes)]
             bases = aligned_bases(finals, [pr.history.vocab + ["\0BOS"] for pr in page_runs])
-            data = {"font": FONT_FAMILY,
+            data = {"font": FONT_FAMILY, "starLimit": STAR_LIMIT, "lang": lang,
                     "runs": [export_run(pr, basis, share, cmap)
                              for pr, (basis, share) in zip(page_runs, bases)]}
         except FloatingPointError as e:
@@ -553,12 +558,16 @@ def main(argv=None):
                 n=len(args.runs), most=MAX_RUNS))
         runs = [(load_run(folder), run_name(folder)) for folder in args.runs]
         path = page_path(args)
-        html, page_runs = make_page(runs)
+        html, page_runs = make_page(runs, args.lang)
         atomic_write(path, lambda f: f.write(html.encode("utf-8")))
-        left_out = sum(len(h) - len(pr.kept) for (h, _), pr in zip(runs, page_runs))
+        left_out = sum(pr.thinned for pr in page_runs)
         if left_out:
             say(_("planetarium: note: {n} snapshots where the weights move least are left out, "
                   "to keep the page near {mb:.0f} MB").format(n=left_out, mb=PAGE_BUDGET / 1e6))
+        for h, name in (run for run in runs if run[0].cfg.vocab_size > STAR_LIMIT):
+            say(_("planetarium: note: {name} has {v:,} tokens; each sky draws {most} of their stars"
+                  " at a time (the likeliest and those nearest h), so that it turns quickly")
+                .format(name=name, v=h.cfg.vocab_size, most=STAR_LIMIT))
         print(as_text(path))
     return shell.exit_code
 

@@ -56,11 +56,11 @@ def name_missing_packages(prog, how=None):
     sys.excepthook = hook
 
 
-def quiet_startup(prog):
+def quiet_startup(prog, how=None):
     """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal
     set to be ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C. A missing package is
-    one line too (name_missing_packages)."""
-    name_missing_packages(prog)
+    one line too (name_missing_packages, with `how`)."""
+    name_missing_packages(prog, how)
     _late["prog"] = prog
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(_signal, name, None)

@@ -16,13 +16,7 @@ from harness.history import HISTORY_NAME
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
 from i18n import N_, _
-from model_config import (
-    TrainState,
-    n_param_arrays,
-    n_params,
-    pack_params,
-    param_shapes,
-)
+from model_config import TrainState, n_param_arrays, n_params, pack_params, param_shapes
 from settings import REQUIRED, STORED, check
 
 
@@ -31,24 +25,20 @@ def corpus_fingerprint(train_docs, val_docs):
     return fingerprint(list(train_docs) + list(val_docs)), len(train_docs) + len(val_docs)
 
 
-def same_corpus(state, train_docs, val_docs):
-    """Are these the documents the state was trained on (by its fingerprint; True when it has
-    none)?"""
-    sha = state.corpus_sha256
-    return not sha or corpus_fingerprint(train_docs, val_docs)[0] == sha
-
-
-def check_same_corpus(state, train_docs, val_docs, corpus):
-    """InputError if the docs differ from the checkpoint's: the seeded split, and so every batch,
-    would differ, and the resumed run would not be the run it continues."""
+def corpus_change(state, train_docs, val_docs, corpus):
+    """Why the docs, split by the checkpoint's seed, are not the ones it was trained on (by its
+    fingerprint), in words; None if they are, or it has none. The batches would differ, and the
+    resumed run would not be the run it continues. With as many documents as then, either their
+    text changed or the seed is not the one the run split them with (the fingerprint cannot say)."""
     sha, count = corpus_fingerprint(train_docs, val_docs)
-    if state.corpus_sha256 and sha != state.corpus_sha256:
-        change = (_("{then} documents then, {now} now") if count != state.corpus_docs
-                  else _("the same number of documents ({now}), but their text differs")).format(
-                      then=state.corpus_docs, now=count)
-        raise InputError(_("corpus {corpus!r} has changed since the checkpoint was written "
-                           "({change}): the run cannot continue exactly; restore the corpus, or "
-                           "start a new run").format(corpus=corpus, change=change))
+    if not state.corpus_sha256 or sha == state.corpus_sha256:
+        return None
+    if count != state.corpus_docs:
+        return _("corpus {corpus!r} has changed since the checkpoint was written ({then} documents "
+                 "then, {now} now)").format(corpus=corpus, then=state.corpus_docs, now=count)
+    return _("corpus {corpus!r} split with the checkpoint's seed {seed} does not give the "
+             "documents the run was trained on: it has as many ({now}), so their text changed, or "
+             "the seed is not the run's").format(corpus=corpus, seed=state.seed, now=count)
 
 
 CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1

@@ -15,13 +15,7 @@ from types import SimpleNamespace
 from checks import check_forward, check_sampling, computes_the_mirrors_logits
 from corpora import BUILTIN, MAX_CORPUS_BYTES, corpus_id
 from harness import messages
-from harness.checkpoints import (
-    check_same_corpus,
-    corpus_fingerprint,
-    load_checkpoint,
-    same_corpus,
-    save_run,
-)
+from harness.checkpoints import corpus_change, corpus_fingerprint, load_checkpoint, save_run
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
 from harness.memory import check_corpus_memory, check_memory
@@ -214,15 +208,17 @@ def note_gpt_edits(opts, cfg, model, init_params):
 
 def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
     """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
-    moved = opts.corpus_moved_from
-    if moved and (vocab != resume.vocab or not same_corpus(resume, train_docs, val_docs)):
+    change = corpus_change(resume, train_docs, val_docs, opts.corpus)
+    if opts.corpus_moved_from and (vocab != resume.vocab or change):
         raise InputError(_("--corpus {corpus!r} differs from the checkpoint's corpus {moved!r}: "
                            "its documents are not the ones the run was trained on").format(
                                corpus=opts.corpus, moved=opts.corpus_moved_from))
     if vocab != resume.vocab:
         raise InputError(_("corpus {corpus!r} does not have the checkpoint's vocabulary; cannot "
                            "resume").format(corpus=opts.corpus))
-    check_same_corpus(resume, train_docs, val_docs, opts.corpus)
+    if change:
+        raise InputError(_("{change}: the run cannot continue exactly; restore the corpus, or "
+                           "start a new run").format(change=change))
     if opts.corpus_moved_from:
         how = (_("its documents are the checkpoint's (their fingerprint matches)")
                if resume.corpus_sha256 else

@@ -117,9 +117,8 @@ class History:
     @property
     def drift(self):
         """(K, U) in sphere mode (NaN where no Adam step preceded the snapshot); rmsnorm: None."""
-        if self.cfg.norm == "sphere":
-            return np.array(self._drift, np.float64).reshape(len(self), unit_vector_count(self.cfg))
-        return None
+        U, sphere = unit_vector_count(self.cfg), self.cfg.norm == "sphere"
+        return np.array(self._drift, np.float64).reshape(len(self), U) if sphere else None
 
     @property
     def scales(self):

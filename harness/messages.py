@@ -13,6 +13,8 @@ from i18n import _
 from model_config import n_params
 from numpy_engine import GREEDY_BELOW
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the project's folder
+
 
 def fmt_loss(x):
     """A loss in a message: 4 decimals, but a huge one as 1.234e+300, never a 300-digit number."""
@@ -92,17 +94,15 @@ def report_divergence(state, folder, opts, args, engine_failed=False):
 
 def debugger_command(argv):
     """python3 dev.py pdb microgpt.py ARGV: both paths seen from here, every word quoted."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     here = os.getcwd()
-    return shlex.join(["python3", shown_path(os.path.join(root, "dev.py"), here), "pdb",
-                       shown_path(os.path.join(root, "microgpt.py"), here), *argv])
+    return shlex.join(["python3", shown_path(os.path.join(ROOT, "dev.py"), here), "pdb",
+                       shown_path(os.path.join(ROOT, "microgpt.py"), here), *argv])
 
 
 def breakpoint_line():
     """`b microgpt.py:LINE`, the line of main() that catches the engine's NumericError: a
     breakpoint there (any breakpoint: pdb then traces) makes main() let it through."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "microgpt.py"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8") as f:
         line = next(i for i, text in enumerate(f, 1) if "except NumericError" in text)
     return f"b microgpt.py:{line}"
 
@@ -143,8 +143,7 @@ def microgpt_command(words):
     it (a bare `python` may lack this project's packages) or the launcher typed (dev.py:
     MICROGPT_LAUNCHER), the script's path seen from here, every word quoted (shlex.join)."""
     launcher = os.environ.get("MICROGPT_LAUNCHER")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = shown_path(os.path.join(root, "microgpt.py"), os.getcwd())
+    script = shown_path(os.path.join(ROOT, "microgpt.py"), os.getcwd())
     return shlex.join((shlex.split(launcher) if launcher else [sys.executable, script]) + words)
 
 

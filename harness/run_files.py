@@ -1,7 +1,7 @@
 """harness/run_files.py -- files written safely, .npz files read warily, the --out folder's lock.
 
     atomic_write      temp file + os.replace: readers never see half a file; failure: WriteError
-    check_npz_file, npz_headers, read_meta, check_arrays
+    read_npz, npz_headers, read_meta, check_arrays
                       a checkpoint's or history's claims, checked from its headers before loading
     write_json, plot_losses   metrics.json and loss.png
     RunLock, claim_run_folder  the --out folder a run holds; Ctrl-C without --out: a new out/run-N
@@ -105,38 +105,21 @@ def check_readable_file(path, what):
                          .format(what=what, path=path, kind=kind))
 
 
-def check_npz_file(path, what):
-    """InputError unless `path` is a regular file this process can read and a zip archive, as every
-    .npz is (np.load would take any other file for a pickle, refuse it, and say so, which
-    misleads)."""
-    check_readable_file(path, what)
-    what = _(what)
-    try:
-        with open(path, "rb") as f:
-            is_zip = zipfile.is_zipfile(f)
-    except FileNotFoundError:
-        raise InputError(_("{what} {path!r} not found").format(what=what, path=path)) from None
-    except IsADirectoryError:
-        raise InputError(_("{what} {path!r} is not a file").format(what=what, path=path)) from None
-    except OSError as e:
-        raise InputError(_("cannot read {what} {path!r}: {error}").format(
-            what=what, path=path, error=e.strerror or e)) from None
-    if not is_zip:
-        raise InputError(_("{what} {path!r} is corrupt, truncated or not a microgpt {what} (not "
-                           "a .npz archive)").format(what=what, path=path))
-
-
 def read_npz(path, what, load):
     """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through one open
     file (a run replacing it meanwhile cannot mix two versions); whatever is wrong is one InputError
-    naming the file: unreadable, refused by load (InputError), or corrupt (zip, header, JSON)."""
+    naming the file: not a regular file, unreadable, not a zip archive as every .npz is (np.load
+    would take any other file for a pickle, refuse it, and say so, which misleads), refused by load
+    (InputError), or corrupt (zip, header, JSON)."""
     path = os.fsdecode(path)
-    check_npz_file(path, what)
+    check_readable_file(path, what)
     what = _(what)
     where = f"{what} {path!r}"
     try:
         with open(path, "rb") as file:
-            return load(file, where)
+            if zipfile.is_zipfile(file):
+                file.seek(0)
+                return load(file, where)
     except OSError as e:
         raise InputError(_("cannot read {where}: {error}").format(
             where=where, error=e.strerror or e)) from None
@@ -146,6 +129,8 @@ def read_npz(path, what, load):
     except Exception as e:
         raise InputError(_("{where} is corrupt or not a microgpt {what} ({kind}: {error})").format(
             where=where, what=what, kind=type(e).__name__, error=e)) from None
+    raise InputError(_("{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz "
+                       "archive)").format(what=what, path=path))
 
 
 def npz_headers(file, max_members=64, only=None):
@@ -292,14 +277,6 @@ def make_folder(out):
             out=out[:60])) from None
 
 
-def remove_empty(folders):
-    for folder in folders:  # innermost first: a parent is empty once its child is gone
-        try:
-            os.rmdir(folder)
-        except OSError:
-            return
-
-
 LOCK_NAME = ".microgpt.lock"
 HELD = {}  # the --out folders this process holds (POSIX): absolute path -> the folder's fd
 
@@ -411,7 +388,11 @@ class RunLock:
             HELD.pop(os.path.abspath(self.folder), None)
             os.close(self.fd)  # releases the lock
             self.fd = None
-        remove_empty(self.created)  # folders this run made and left empty
+        for folder in self.created:  # the folders it made, innermost first, while empty
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
         return False
 
 

@@ -74,11 +74,6 @@ def take(handler):
     return {sig: signal.signal(sig, handler) for sig in SIGNALS if _takeable(sig)}
 
 
-def restore(handlers):
-    for sig, handler in handlers.items():
-        signal.signal(sig, handler)
-
-
 class DeferSigint:
     """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so the step in progress finishes and
     the caller can save a consistent state; a second one interrupts at once."""
@@ -95,7 +90,8 @@ class DeferSigint:
         self.__exit__()  # a second signal acts immediately
 
     def __exit__(self, *exc):
-        restore(self.old)
+        for sig, handler in self.old.items():  # (the handlers take() replaced)
+            signal.signal(sig, handler)
         self.old = {}
         return False
 

@@ -149,37 +149,65 @@ def execute_all(jobs, timeout=600):
     return [_tidy(nb) for nb, _ in jobs]
 
 
-# How long a sitting takes, from what the executed notebook holds. The rates are a learner's, not
-# a skimmer's: Japanese technical prose at 600 characters a minute, code at 15 lines a minute (read,
-# then run), printed output at 60 lines a minute, half a minute per figure, and 3 minutes for each
-# piece the learner writes (a cell that still raises NotImplementedError in the executed notebook).
-PROSE_CHARS_PER_MIN, CODE_LINES_PER_MIN, OUTPUT_LINES_PER_MIN = 600, 15, 60
-MIN_PER_FIGURE, MIN_PER_PIECE_TO_WRITE = 0.5, 3
+# How long a sitting takes, from what the executed notebook holds, at a learner's pace (read, run,
+# think), not a reader's: Japanese prose at 400 characters a minute, code at 10 lines a minute,
+# printed output at 30 lines a minute, a minute per figure, 5 minutes per build step (a code cell
+# of the sitting's body that still raises NotImplementedError in the executed notebook) and 10
+# minutes per exercise piece (such a cell in 練習問題, or a written exercise 「**練習 k.**」). Two
+# numbers: the body (本編: up to 練習問題, without its folded 発展 parts) and the exercises.
+PROSE_CHARS_PER_MIN, CODE_LINES_PER_MIN, OUTPUT_LINES_PER_MIN = 400, 10, 30
+MIN_PER_FIGURE, MIN_PER_BUILD_STEP, MIN_PER_EXERCISE_PIECE = 1, 5, 10
+EXERCISES = "## 練習問題"
+WRITTEN_EXERCISE = re.compile(r"^\*\*練習 \d+\.\*\*", re.M)
 
 
-def reading_minutes(nb):
-    """The honest reading time of an executed notebook, in whole minutes (the formula above)."""
-    prose = sum(len("".join(c.source.split())) for c in nb.cells if c.cell_type == "markdown")
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+def parts(nb):
+    """The cells of the body (本編), of its folded 発展 parts, and of the exercises (練習問題)."""
+    body, advanced, exercises = [], [], []
+    part = body
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## ") and part is not exercises:
+            part = (exercises if cell.source.startswith(EXERCISES) else
+                    advanced if cell.source.startswith(ADVANCED) else body)
+        part.append(cell)
+    return body, advanced, exercises
+
+
+def _minutes(cells, min_per_piece):
+    markdown = [c.source for c in cells if c.cell_type == "markdown"]
+    prose = sum(len("".join(text.split())) for text in markdown)
+    code_cells = [c for c in cells if c.cell_type == "code"]
     code = sum(1 for c in code_cells for line in c.source.splitlines() if line.strip())
     pieces = sum(c.source.count("raise NotImplementedError") for c in code_cells)
+    pieces += sum(len(WRITTEN_EXERCISE.findall(text)) for text in markdown)
     outputs = [o for c in code_cells for o in c.get("outputs", [])]
     figures = sum(1 for o in outputs if "image/png" in o.get("data", {}))
     printed = sum(len((o.get("text") or o.get("data", {}).get("text/plain", "")).splitlines())
                   for o in outputs)
-    minutes = (prose / PROSE_CHARS_PER_MIN + code / CODE_LINES_PER_MIN
-               + printed / OUTPUT_LINES_PER_MIN + figures * MIN_PER_FIGURE
-               + pieces * MIN_PER_PIECE_TO_WRITE)
-    return round(minutes)
+    return (prose / PROSE_CHARS_PER_MIN + code / CODE_LINES_PER_MIN
+            + printed / OUTPUT_LINES_PER_MIN + figures * MIN_PER_FIGURE + pieces * min_per_piece)
 
 
-STATED_TIME = re.compile(r"（目安：約(\d+)分）")
+def reading_minutes(nb):
+    """(本編, 練習問題): the honest time of an executed notebook's body and of its exercises, in
+    whole minutes (the formula above)."""
+    body, _, exercises = parts(nb)
+    return (round(_minutes(body, MIN_PER_BUILD_STEP)),
+            round(_minutes(exercises, MIN_PER_EXERCISE_PIECE)))
+
+
+STATED_TIME = re.compile(r"（目安：本編 約(\d+)分、練習問題 約(\d+)分）")
 
 
 def stated_minutes(nb):
-    """The reading time a notebook states under its title, `（目安：約NN分）`, or None."""
+    """The times a notebook states under its title, `（目安：本編 約NN分、練習問題 約MM分）`, as
+    (本編, 練習問題), or None."""
     found = STATED_TIME.findall(nb.cells[0].source) if nb.cells else []
-    return int(found[0]) if found else None
+    return tuple(map(int, found[0])) if found else None
+
+
+def stated_line(minutes):
+    return f"（目安：本編 約{minutes[0]}分、練習問題 約{minutes[1]}分）"
 
 
 def build(src_path, run=True):
@@ -203,14 +231,9 @@ def main(argv):
         out = build(p, run=run)
         nb = nbformat.read(out, as_version=4)
         minutes, stated = reading_minutes(nb), stated_minutes(nb)
-        if stated == minutes:
-            note = ""
-        elif stated is None:
-            note = "  (state it under the title: （目安：約NN分）)"
-        else:
-            note = f"  (the title states {stated}: write {minutes})"
+        note = "" if stated == minutes else f"  (write under the title: {stated_line(minutes)})"
         print(f"{out.relative_to(NB_DIR.parent)}  {time.perf_counter() - t:5.1f} s"
-              f"  reading time about {minutes} min{note}")
+              f"  本編 {minutes[0]} min, 練習問題 {minutes[1]} min{note}")
     print(f"total {time.perf_counter() - total:.1f} s")
 
 

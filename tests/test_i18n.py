@@ -51,6 +51,73 @@ def test_the_catalogue_compiles_to_what_gettext_reads():
     assert translation.gettext("not there") == "not there"
 
 
+BROKEN_PO = r"""msgid ""
+msgstr "Content-Type: text/plain; charset=UTF-8\n"
+
+#, fuzzy
+msgid "options"
+msgstr "オプション"
+
+msgid "usage: "
+msgstr ""
+
+msgid "show this help message and exit"
+msgstr "このヘルプを表示して終わります
+
+msgid "{prog}: error: {message}"
+msgstr "{prog}: エラー: {messages}"
+
+msgid "expected one argument"
+msgstr "引数が1つ必要です"
+"""
+
+
+@pytest.fixture
+def broken_catalogue(tmp_path, monkeypatch):
+    (tmp_path / "ja.po").write_text(BROKEN_PO, encoding="utf-8")
+    monkeypatch.setattr(i18n, "CATALOGUE", str(tmp_path / "ja.po"))
+    yield str(tmp_path / "ja.po")
+    i18n.use("en")
+
+
+def test_the_catalogue_is_read_as_msgfmt_reads_it(broken_catalogue):
+    """A fuzzy entry and an empty msgstr are not translations; an unterminated string and a placeholder the
+    msgid does not have leave their entry out, each a problem with its line."""
+    problems = []
+    assert i18n.read_po(broken_catalogue, problems) == {"expected one argument": "引数が1つ必要です"}
+    assert problems == [(11, "not one msgid and one msgstr in quotes"), (14, "its placeholders are not the msgid's")]
+
+
+def test_a_broken_catalogue_falls_back_to_english_in_one_line(broken_catalogue, capsys):
+    i18n.use("ja")
+    assert [i18n._(m) for m in ("options", "usage: ", "{prog}: error: {message}", "expected one argument")] == \
+        ["options", "usage: ", "{prog}: error: {message}", "引数が1つ必要です"]
+    err = capsys.readouterr().err
+    assert err == f"note: {broken_catalogue}: 2 entries are left out (line 11: not one msgid and one msgstr in " \
+                  "quotes...): those messages are in English\n"
+
+
+def test_a_terminal_that_cannot_show_japanese_gets_english_and_one_line_why(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    try:
+        i18n.use("ja")
+        assert i18n._("options") == "options"
+    finally:
+        i18n.use("en")
+    assert capsys.readouterr().err == ("note: this terminal's encoding (ascii) cannot show Japanese: the messages "
+                                       "are in English (a UTF-8 terminal shows them in Japanese)\n")
+
+
+@pytest.mark.slow
+def test_help_on_an_ascii_terminal_is_english_without_escapes(tmp_path):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG"))}
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "microgpt.py"), "--lang", "ja", "--help"],
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=120,
+                          env={**environ, "LANG": "C.UTF-8", "PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: microgpt.py") and "\\u" not in proc.stdout
+    assert proc.stderr.count("\n") == 1 and "cannot show Japanese" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("argv, environ, expected", [
     ([], {}, "en"), ([], {"LANG": "ja_JP.UTF-8"}, "ja"), ([], {"LANG": "C.UTF-8"}, "en"),
     ([], {"LC_ALL": "en_US.UTF-8", "LANG": "ja_JP.UTF-8"}, "en"), ([], {"LANGUAGE": "ja", "LANG": "C"}, "en"),

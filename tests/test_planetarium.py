@@ -559,7 +559,7 @@ def test_planetarium_turns_a_failed_allocation_into_one_line(tmp_path, corpus, c
     out = tmp_path / "run"
     assert run_cli(capsys, TINY + ["--corpus", corpus, "--steps", "3", "--out", str(out)])[0] == EXIT_OK
 
-    def no_memory(runs):
+    def no_memory(runs, lang=None):
         raise MemoryError
 
     monkeypatch.setattr(planetarium, "make_page", no_memory)
@@ -620,3 +620,20 @@ def test_the_example_page_in_docs_is_current(tmp_path):
     assert not differences, ("docs/planetarium.html is stale: rebuild it with the command in "
                              "docs/examples/README.md", differences)
     assert len(want.encode("utf-8")) < planetarium.PAGE_BUDGET
+
+
+def test_the_note_on_snapshots_left_out_comes_only_when_the_pages_size_left_some_out(tmp_path, corpus, monkeypatch,
+                                                                                   capsys):
+    """A run whose weights never moved (--lr 1e-300) repeats one snapshot: the page keeps its first and last and says
+    nothing; a run that moved, under a budget too small for all of its snapshots, is told how many were left out."""
+    for name, lr in (("still", "1e-300"), ("moving", "0.01")):
+        assert mg.main(TINY + ["--corpus", corpus, "--steps", "60", "--lr", lr, "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert planetarium.main([str(tmp_path / "still")]) == EXIT_OK
+    assert capsys.readouterr().err == ""
+    moving = load_history(str(tmp_path / "moving" / HISTORY_NAME))
+    room = planetarium.page_overhead([(moving, "moving")]) + planetarium.page_chars(moving.cfg, 10)
+    monkeypatch.setattr(planetarium, "PAGE_BUDGET", room)  # (10 of its 50 snapshots fit)
+    assert planetarium.main([str(tmp_path / "moving")]) == EXIT_OK
+    assert re.fullmatch(r"planetarium: note: \d+ snapshots where the weights move least are left out, to keep the "
+                        r"page near \d MB\n", capsys.readouterr().err)

@@ -2,11 +2,14 @@
 installs) through the page planetarium.py writes for two runs, rmsnorm and sphere from one seed, and checks what a
 learner sees, by its pixels where it matters, against places computed here from history.npz alone (the map's basis,
 the Procrustes turn, the true angles from h, the camera): input stars, output stars and a typed name's path at three
-snapshots; the fade, an RMSNorm star's size and the loss plot from the pixels; the variance share, the tour's median
-angle and the replay's pacing from the history. Also: the readout is numpy_engine.gpt_forward's top 3; at 375, 768,
+snapshots; from the pixels, the fade of input stars, output stars and the path's dots, an RMSNorm star's size, the
+retraction's direction and length (each star's drift), each top-3 label beside its own star, the cap rims at
+arccos(1 - T/s_z) and the loss plot; the variance share, the tour's median angle and the replay's pacing from the
+history. Also: the readout is numpy_engine.gpt_forward's top 3; at 375, 768,
 1024, 1440 and 2560 px no control covers a sky and nothing scrolls sideways; headings in the accessibility tree, one
 announcement per replay, reduced motion, touch; the tour of one, two and four runs; the embedded font has every
-character the page shows; typography; keyboard, labels, the prefix as training reads it; the time to draw one frame.
+character the page shows; typography; keyboard, labels, the prefix as training reads it; the time to draw one frame
+(printed, never a limit).
 
 It also takes docs/planetarium.md's screenshots; they are written to the repository only when asked:
     PLANETARIUM_SCREENSHOTS=docs python3 dev.py test tests/test_planetarium_browser.py -k screenshots
@@ -52,10 +55,6 @@ if CHROMIUM is None or sync_playwright is None:
 
 pytestmark = pytest.mark.slow
 
-# One frame of two default-size runs with every layer on must draw within this median. Measured on the 2-core
-# development machine under load (headless Chromium, software rendering): a median of a few ms; 40 ms leaves room
-# for a loaded CI machine while still catching a drawing that got an order of magnitude slower.
-FRAME_MS = 40
 VIEWPORTS = [(375, 667, 2), (768, 1024, 2), (1024, 768, 1), (1440, 900, 1), (2560, 1440, 1)]
 
 # Wraps the canvas's fillText, so that a test can read every string the page draws (the page's own code is unchanged)
@@ -70,6 +69,19 @@ CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
                               width: this.measureText(String(text)).width});
   }
   return fillText.call(this, text, ...rest);
+};
+window.__leaders = [];  // the thin lines from a star to its label when the label had to move off the star's line
+const moveTo = CanvasRenderingContext2D.prototype.moveTo, lineTo = CanvasRenderingContext2D.prototype.lineTo;
+CanvasRenderingContext2D.prototype.moveTo = function (x, y) {
+  if (this.strokeStyle === "rgba(255, 194, 171, 0.5)" && window.__leaders.length < 2000) {
+    window.__leaders.push({canvas: this.canvas, from: [x, y]});
+  }
+  return moveTo.call(this, x, y);
+};
+CanvasRenderingContext2D.prototype.lineTo = function (x, y) {
+  const last = window.__leaders[window.__leaders.length - 1];
+  if (this.strokeStyle === "rgba(255, 194, 171, 0.5)" && last && !last.to) last.to = [x, y];
+  return lineTo.call(this, x, y);
 };
 """
 
@@ -86,6 +98,9 @@ def runs(tmp_path_factory):
     four = base / "four.html"
     assert planetarium.main([out["rmsnorm"]["dir"], out["sphere"]["dir"]] * 2 + ["--html", str(four)]) == 0
     out["four"] = four
+    sphere_only = base / "sphere_only.html"
+    assert planetarium.main([out["sphere"]["dir"], "--html", str(sphere_only)]) == 0
+    out["sphere_only"] = sphere_only
     return out
 
 
@@ -429,15 +444,17 @@ def expected_places(h, basis, index, prefix):
     last = unit_rows(np.reshape(acts.hidden[-1], (len(ids), -1))[-1])
     h_map = unit_rows(last @ basis.T)
     cosines = np.clip(unit_rows(lm) @ last, -1, 1)
+    hidden = np.concatenate([np.reshape(stage, (len(ids), -1)) for stage in acts.hidden])
+    kept = lambda x: np.linalg.norm(x @ basis.T, axis=1) / np.linalg.norm(x, axis=1)  # noqa: E731
     return {"stars": unit_rows(wte @ basis.T), "out": true_angle_places(unit_rows(lm @ basis.T), h_map, cosines),
-            "path": path, "keep": np.linalg.norm(wte @ basis.T, axis=1) / np.linalg.norm(wte, axis=1),
-            "norms": np.linalg.norm(wte, axis=1)}
+            "path": path, "keep": kept(wte), "out_keep": kept(lm), "path_keep": kept(hidden),
+            "norms": np.linalg.norm(wte, axis=1), "positions": len(ids)}
 
 
 def only_layer(page, layer):
-    """Draw the skies with one layer on (None: none) and the true-angle option on."""
+    """Draw the skies with one layer on (a list: those; None: none) and the true-angle option on."""
     page.evaluate("""layer => { const P = window.__planetarium;
-        for (const k of ['stars', 'out', 'path', 'drift', 'trail']) P.state.show[k] = k === layer;
+        for (const k of ['stars', 'out', 'path', 'drift', 'trail']) P.state.show[k] = [].concat(layer).includes(k);
         P.state.show.trueH = true; P.state.selected = []; P.state.hover = null; P.update(); P.drawFrame(); }""", layer)
 
 
@@ -566,6 +583,202 @@ def test_an_rmsnorm_stars_size_is_its_norm(browser, runs):
     assert np.abs(np.array(measured) - radius).max() < 0.5, (measured, radius)
     assert radius.max() - radius.min() > 1.5  # (sizes that differ, or the test could not tell)
     close_page(pg)
+
+
+def opacities(page, ri, points, layer, colors, radius):
+    """The opacity of `layer` drawn alone (against nothing drawn) at each point of sky ri: 16 pixels on a circle of
+    `radius` CSS px around it, their lower quartile (a line of the same color that runs through the point, as the path
+    does, only adds to it)."""
+    rows = []
+    for which in (layer, None):
+        only_layer(page, which)
+        rows.append(np.array(page.evaluate("""([ri, points, radius]) => {
+            const c = document.querySelectorAll('.dome canvas')[ri], ctx = c.getContext('2d');
+            const dpr = c.width / c.getBoundingClientRect().width;
+            return points.map(([x, y]) => Array.from({length: 16}, (_, j) => Array.from(ctx.getImageData(
+                Math.round((x + radius * Math.cos(j * Math.PI / 8)) * dpr),
+                Math.round((y + radius * Math.sin(j * Math.PI / 8)) * dpr), 1, 1).data))); }""",
+            [ri, points, radius]), dtype=float)[..., :3])
+    on, off = rows
+    color = np.asarray(colors, dtype=float)[:, None, :]
+    alpha = ((on - off) * (color - off)).sum(-1) / ((color - off) ** 2).sum(-1)
+    return np.percentile(alpha, 25, axis=1)
+
+
+def angle_between(a, b):
+    return np.arccos(np.clip(unit_rows(a) @ unit_rows(b), -1, 1))
+
+
+def test_output_stars_and_path_dots_fade_as_the_input_stars_do(page, runs):
+    """An output star's opacity is 0.3 + 0.7 x the share of its lm_head row's length the map keeps, and so is the
+    filled dot of each position's last hidden state on a typed name's path: the shares computed here from history.npz,
+    the opacities measured on both skies' pixels (output stars under a cap's tint are left out)."""
+    hs = histories(runs)
+    bases = map_bases(hs)
+    reset(page, prefix="emma")
+    measured, expected = {"out": [], "path": []}, {"out": [], "path": []}
+    for ri, (h, basis) in enumerate(zip(hs, bases)):
+        s = sky_state(page, ri)
+        want = expected_places(h, basis, len(h) - 1, "emma")
+        xy, near = on_screen(want["out"], s["R"], s["size"])
+        caps = [page.evaluate(f"window.__planetarium.cap({ri}, {c!r})") for c in page.evaluate(
+            f"window.__planetarium.view({ri}).top")] if ri == 1 else []
+        tinted = {i for c in caps if not c["whole"] for i in range(len(xy))
+                  if angle_between(want["out"][i], np.array(c["center"])) < c["theta"] + 0.05}
+        picked = [i for i in isolated(xy, near, xy[~near], 14) if i not in tinted]
+        assert len(picked) >= 4, (ri, len(picked))
+        measured["out"] += opacities(page, ri, xy[picked].tolist(), "out", [[255, 154, 118]] * len(picked), 1.5).tolist()
+        expected["out"] += (0.3 + 0.7 * want["out_keep"][picked]).tolist()
+        n = want["positions"]
+        xy, near = on_screen(want["path"], s["R"], s["size"])
+        last = [i for i in isolated(xy, near, [], 9) if i >= len(xy) - n]  # (the last stage: filled dots)
+        measured["path"] += opacities(page, ri, xy[last].tolist(), "path", [[103, 227, 192]] * len(last), 2).tolist()
+        expected["path"] += (0.3 + 0.7 * want["path_keep"][last]).tolist()
+    for layer in ("out", "path"):
+        got, want = np.array(measured[layer]), np.array(expected[layer])
+        print(f"\n{layer} fade: opacity measured {np.round(got, 2).tolist()}, expected {np.round(want, 2).tolist()}")
+        assert len(got) >= 4, layer
+        assert np.abs(got - want).max() < 0.05, (layer, got, want)
+    reset(page)
+
+
+def retraction_gain(drift):
+    """The replay's one exaggeration, from (K, 2V) offsets d (NaN at step 0): the largest |d| made a quarter of the
+    radius, rounded down to 1, 2 or 5 times a power of ten, and at least 1."""
+    x = 0.25 / np.nanmax(np.abs(drift))
+    e = 10.0 ** np.floor(np.log10(x))
+    m = x / e
+    return max(1.0, (5 if m >= 5 else 2 if m >= 2 else 1) * e)
+
+
+def test_the_retraction_runs_along_each_stars_radius_by_its_drift(page, runs):
+    """Early in training, each input star of the sphere sky has its retraction drawn from the star to its map direction
+    times 1 + G d, where d is its norm before the retraction minus 1 (history.npz) and G the replay's one exaggeration
+    (computed here from the history too): out along its radius when d > 0, in when d < 0. At the first snapshots after
+    step 0, for the stars whose line is longer than 4.5 px, the pixels of the small circle at its end change when the
+    retraction is drawn; those of its mirror image, on the star's other side, do not."""
+    hs = histories(runs)
+    h, basis = hs[1], map_bases(hs)[1]
+    steps = sky_state(page, 1)["steps"]
+    V, T = h.cfg.vocab_size, h.cfg.block_size
+    drift = h.drift[[history_index(h, st) for st in steps]]
+    offsets = np.concatenate([drift[:, :V], drift[:, V + T:2 * V + T]], axis=1) - 1
+    gain = retraction_gain(offsets)
+    pixels, count = {"end": [[], []], "mirror": [[], []]}, 0
+    for k in range(1, min(11, len(steps))):
+        reset(page, prefix="emma", time=steps[k])
+        s = sky_state(page, 1)
+        xy, near = on_screen(unit_rows(wte_of(h, history_index(h, steps[k])) @ basis.T), s["R"], s["size"])
+        line = (gain * offsets[k, :V])[:, None] * (xy - np.array([s["size"] / 2] * 2))  # star -> before retraction
+        length = np.linalg.norm(line, axis=1)
+        picked = [i for i in isolated(xy, near, xy[~near], 12) if length[i] > 4.5]
+        count += len(picked)
+        ahead = line[picked] / length[picked, None]
+        side = np.stack([-ahead[:, 1], ahead[:, 0]], axis=1)
+        for where, sign in (("end", 1), ("mirror", -1)):
+            tip = xy[picked] + sign * line[picked]
+            pts = np.concatenate([tip + 2.5 * side, tip - 2.5 * side, tip + sign * 2.5 * ahead]).tolist()
+            for j, layers in enumerate((["stars", "drift"], "stars")):
+                only_layer(page, layers)
+                pixels[where][j] += pixels_at(page, 1, pts)
+    shown = re.search(r"×(\S+?)[)）]", page.locator(".skyInfo").nth(1).inner_text()).group(1)
+    assert float(shown) == pytest.approx(gain), (shown, gain)
+    assert count >= 5, count
+    shares = {where: changed_share(*pixels[where]) for where in pixels}
+    print(f"\nretraction (x{gain:g}), {count} lines: the share of places that change: {shares}")
+    assert shares["end"] >= 0.8 and shares["mirror"] <= 0.2, shares
+    reset(page)
+
+
+def test_each_top_3_label_sits_beside_its_own_star(page, runs):
+    """Wherever the camera looks, the label of each of a sky's 3 likeliest characters is drawn beside that
+    character's output star as the independent projection places it (its box within 12 px of the star), or, when the
+    star is on the far side, beside its marker on the rim (6 px outside the dome, in the star's direction)."""
+    hs = histories(runs)
+    bases = map_bases(hs)
+    reset(page, prefix="emma")
+    wants = [expected_places(h, b, len(h) - 1, "emma") for h, b in zip(hs, bases)]
+    far_from_own, moved = [], 0
+    for turn in range(12):
+        page.evaluate(f"window.__planetarium.turn({0.5 * turn}, {0.13 * turn}); window.__drawnBoxes = [];"
+                      "window.__leaders = []; window.__planetarium.drawFrame()")
+        for ri, (h, want) in enumerate(zip(hs, wants)):
+            leaders = page.evaluate(f"""window.__leaders.filter(l => l.canvas === document.querySelectorAll(
+                '.dome canvas')[{ri}]).map(l => l.from.concat(l.to))""")
+            s = sky_state(page, ri)
+            xy, near = on_screen(want["out"], s["R"], s["size"])
+            center, rho = np.array([s["size"] / 2] * 2), 0.43 * s["size"]
+            boxes = page.evaluate(f"""window.__drawnBoxes.filter(b => b.canvas === document.querySelectorAll(
+                '.dome canvas')[{ri}]).map(b => [b.text, b.x, b.y - 7, b.x + b.width, b.y + 7])""")
+            for label in page.evaluate(f"window.__planetarium.view({ri}).top"):
+                i = (h.vocab + ["BOS"]).index(label)
+                box = next(b for b in boxes if b[0].startswith(label + " ") or b[0].startswith(label + "（"))
+                anchor = xy[i] if near[i] else center + (rho + 6) * unit_rows(xy[i] - center)
+                gap = np.hypot(max(box[1] - anchor[0], 0, anchor[0] - box[3]), max(box[2] - anchor[1], 0, anchor[1] - box[4]))
+                led = any(np.hypot(*(np.array(l[:2]) - anchor)) < 1 and
+                          np.hypot(l[2] - box[1], l[3] - (box[2] + box[4]) / 2) < 1 for l in leaders)
+                moved += led
+                if gap > 12 and not led:
+                    far_from_own.append((turn, ri, label, round(float(gap), 1), leaders))
+    print(f"\ntop-3 labels: {moved} of {12 * 2 * 3} moved off their star's line, with a leader to it")
+    assert not far_from_own, far_from_own
+    reset(page)
+
+
+def test_the_cap_rims_are_drawn_at_the_angle_s_z_and_T_give(page, runs):
+    """The vMF cap of each of the 3 likeliest characters on the sphere sky, at T = 0.5, is the circle at angle
+    arccos(1 - T / |s_z|) around its output star (around the opposite point when s_z < 0), with s_z from history.npz's
+    effective scales and the star at its true angle from h as projected here: the pixels on that circle change when
+    the output stars are drawn (away from stars and labels), those on a circle 15% wider do not; κ = s_z / T is
+    written beside each."""
+    hs = histories(runs)
+    h, basis = hs[1], map_bases(hs)[1]
+    reset(page, prefix="emma", T=25)
+    T, V = 0.5, h.cfg.vocab_size
+    s_z = h.scales[-1][-V:]
+    want = expected_places(h, basis, len(h) - 1, "emma")
+    s = sky_state(page, 1)
+    stars, near = on_screen(want["out"], s["R"], s["size"])
+    stars = stars[near]
+    page.evaluate("window.__drawnBoxes = []; window.__drawnText.clear()")
+    only_layer(page, "out")
+    boxes = page.evaluate("""window.__drawnBoxes.filter(b => b.canvas === document.querySelectorAll('.dome canvas')[1])
+        .map(b => [b.x - 2, b.y - 9, b.x + b.width + 2, b.y + 9])""")
+    rims, caps, kappas = {"rim": [], "wider": []}, [], []
+    for label in page.evaluate("window.__planetarium.view(1).top"):
+        i = (h.vocab + ["BOS"]).index(label)
+        if abs(s_z[i]) / T <= 0.5:
+            continue  # (the whole sphere)
+        c = np.sign(s_z[i]) * want["out"][i]
+        e1 = unit_rows(np.cross(c, [0.0, 0.0, 1.0] if abs(c[2]) < 0.9 else [1.0, 0.0, 0.0]))
+        e2 = np.cross(c, e1)
+        theta = np.arccos(1 - T / abs(s_z[i]))
+        caps.append((c, theta))
+        for name, th in (("rim", theta), ("wider", 1.15 * theta)):
+            f = np.linspace(0, 2 * np.pi, 97)[:-1, None]
+            circle = np.cos(th) * c + np.sin(th) * (np.cos(f) * e1 + np.sin(f) * e2)
+            xy, front = on_screen(circle, s["R"], s["size"])
+            if name == "rim" and front.any():
+                kappas.append(s_z[i] / T)
+            rims[name] += [[float(p[0]), float(p[1]), *q] for p, q in zip(xy[front], circle[front])
+                           if np.hypot(*(stars - p).T).min() > 10 and
+                           not any(b[0] < p[0] < b[2] and b[1] < p[1] < b[3] for b in boxes)]
+    # (a point of a wider circle inside another cap is under that cap's tint)
+    rims["wider"] = [p[:2] for p in rims["wider"] if all(angle_between(np.array(p[2:]), c) > 1.05 * th for c, th in caps)]
+    rims["rim"] = [p[:2] for p in rims["rim"]]
+    assert len(rims["rim"]) >= 20 and len(rims["wider"]) >= 20, (len(rims["rim"]), len(rims["wider"]))
+    shares = {}
+    for name, pts in rims.items():
+        only_layer(page, "out")
+        on = pixels_at(page, 1, pts)
+        only_layer(page, None)
+        shares[name] = changed_share(on, pixels_at(page, 1, pts))
+    drawn = page.evaluate("[...window.__drawnText]")
+    for kappa in kappas:  # each cap's κ is written beside it
+        assert f"κ = {kappa:.1f}" in drawn, (kappa, [d for d in drawn if "κ" in d])
+    print(f"\ncaps: the share of places that change on the rim ({len(rims['rim'])}) and on a wider circle: {shares}")
+    assert shares["rim"] >= 0.85 and shares["wider"] <= 0.3, shares
+    reset(page)
 
 
 def running_mean(values, window):
@@ -738,6 +951,10 @@ def test_the_page_opens_on_a_typed_name_facing_h(browser, runs):
     assert "1/e" in pg.inner_text("#capLine") and pg.is_visible("#capLine")
     pg.click("#lang")
     assert "BOS (end)" in pg.inner_text("#probs") and "not where it wins" in pg.inner_text("#capLine")
+    assert "fresh" in pg.get_attribute("#tourButton", "class")  # (lit until first used)
+    pg.click("#tourButton")
+    pg.click("#tourClose")
+    assert "fresh" not in pg.get_attribute("#tourButton", "class")
     close_page(pg)
 
 
@@ -757,10 +974,12 @@ def test_the_parts_of_the_page_are_headings(page):
 
 LIVE_COUNTER = """() => {
     window.__liveChanges = [];
-    for (const el of document.querySelectorAll('[aria-live], [role=status], [role=alert]')) {
-        new MutationObserver(() => window.__liveChanges.push(el.textContent))
-            .observe(el, {childList: true, subtree: true, characterData: true});
-    }
+    for (const o of window.__liveObservers || []) o.disconnect();  // (one counter per page, however often it is set)
+    window.__liveObservers = [...document.querySelectorAll('[aria-live], [role=status], [role=alert]')].map(el => {
+        const o = new MutationObserver(() => window.__liveChanges.push(el.textContent));
+        o.observe(el, {childList: true, subtree: true, characterData: true});
+        return o;
+    });
 }"""
 
 
@@ -808,6 +1027,41 @@ def test_reduced_motion_steps_between_snapshots(browser, runs):
     pg.wait_for_timeout(1500)
     pg.click("#play")
     assert max(pg.evaluate("window.__between")) > 0
+    close_page(pg)
+
+
+CAPTIONS = """(() => [...document.querySelectorAll('#notesText, #tempLabel, #options, #capLine, .legend')]
+    .filter(e => e.checkVisibility()).map(e => e.innerText).join(' | '))()"""
+# what a page's captions may speak of only when one of its skies draws it (sphere skies: caps, the pulls of the blocks,
+# the retraction, sphere mode's residual step; RMSNorm skies: RMSNorm's residual step)
+SPHERE_WORDS = {"ja": ("κ", "vMF", "キャップ", "点線", "Norm(f(h))", "リトラクション", "Norm(h + α(Norm(f(h)) − h))"),
+                "en": ("κ", "vMF", "cap", "dotted", "Norm(f(h))", "retraction", "Norm(h + α(Norm(f(h)) − h))")}
+RMS_WORDS = ("RMSNorm", "h ← h + f(RMSNorm(h))")
+
+
+@pytest.mark.parametrize("kind", ["pair", "rmsnorm", "sphere"])
+def test_the_captions_speak_only_of_what_the_page_draws(browser, runs, kind):
+    """The notes, the temperature's label, the layers' names, the cap line and the legends, for each kind of page (an
+    RMSNorm and a sphere run, RMSNorm only, sphere only) in both languages: caps, κ, the blocks' dotted pulls, the
+    retraction and sphere mode's residual step where a sphere sky draws them, RMSNorm's residual step h ← h +
+    f(RMSNorm(h)) where an RMSNorm sky is; and the replay's pacing as the page's own clock has it (the share of the
+    time the first tenth of the steps takes), never "in proportion to training steps"."""
+    html = {"pair": runs["html"], "rmsnorm": runs["one"], "sphere": runs["sphere_only"]}[kind]
+    pg = open_page(browser, html)
+    share = pg.evaluate("window.__planetarium.positionAtStep(window.__planetarium.planned / 10)")
+    for lang in ("ja", "en"):
+        if pg.evaluate("window.__planetarium.state.lang") != lang:
+            pg.click("#lang")
+        text = pg.evaluate(CAPTIONS)
+        folded = text.lower()
+        for word in SPHERE_WORDS[lang]:
+            assert (word.lower() in folded) == (kind != "rmsnorm"), (kind, lang, word)
+        for word in RMS_WORDS:
+            assert (word in text) == (kind != "sphere"), (kind, lang, word)
+        notes = pg.inner_text("#notesText")
+        assert f"{100 * share:.0f}%" in notes and "proportion to training steps, " not in notes, (lang, share, notes[-400:])
+        assert ("最初の 10% のステップ" if lang == "ja" else "first 10% of the steps") in notes
+    assert 0.2 < share < 0.6  # (the first tenth of the steps, where the stars move most, takes more than a tenth)
     close_page(pg)
 
 
@@ -973,8 +1227,7 @@ def test_the_skies_take_the_keyboard_and_every_control_has_a_name(page):
     page.keyboard.press("ArrowRight")
     assert page.evaluate("window.__planetarium.state.R") != R
     page.keyboard.press("Enter")  # face h: the last position's h comes to the front, at the sky's center
-    wait_until(page, "(() => { const p = window.__planetarium.projected(1).path; return p.length > 0; })()")
-    page.wait_for_timeout(500)
+    wait_until(page, "!window.__planetarium.state.turning")  # (the page's own signal: the camera has stopped)
     center = page.evaluate("""(() => { const P = window.__planetarium, c = document.querySelectorAll('.dome canvas')[1];
         const w = c.getBoundingClientRect().width; const p = P.projected(1).path; return [p[p.length - 1], w]; })()""")
     (x, y), w = center
@@ -985,6 +1238,57 @@ def test_the_skies_take_the_keyboard_and_every_control_has_a_name(page):
         return !name || !name.trim();
     }).map(e => e.outerHTML.slice(0, 80))""")
     assert not unnamed, unnamed
+    reset(page)
+
+
+def test_a_screen_reader_hears_values_and_the_keyboard_reaches_everything(page):
+    """Both sliders say what they hold (the step, T), the loss plot's text alternative gives each run's losses at the
+    current step, the language button is marked as the language it is written in, a skip link leads to the skies, and
+    the tour takes the focus when it opens, closes with Escape and gives the focus back to its button."""
+    steps = page.evaluate("window.__planetarium.view(1).steps")
+    reset(page, time=steps[7], T=25)
+    planned = page.evaluate("window.__planetarium.planned")
+    assert page.get_attribute("#replay", "aria-valuetext") == f"学習ステップ {steps[7]} / {planned}"
+    assert page.get_attribute("#temp", "aria-valuetext") == "T = 0.50"
+    loss = page.get_attribute("#loss", "aria-label")
+    assert f"ステップ {steps[7]}" in loss
+    for ri in range(2):  # each run's train loss, as its sky's caption gives it
+        assert re.search(r"訓練損失 (\d+\.\d{3})", page.locator(".skyInfo").nth(ri).inner_text()).group(1) in loss
+    assert page.get_attribute("#lang", "lang") == "en"
+    page.click("#lang")
+    assert page.get_attribute("#lang", "lang") == "ja" and page.get_attribute("#replay", "aria-valuetext").startswith("training step")
+    page.click("#lang")
+    first = page.evaluate("""[...document.querySelectorAll('a[href], button, input, select, [tabindex]')]
+        .find(e => e.tabIndex >= 0 && e.checkVisibility()).id""")
+    assert first == "skip"  # (the first stop of the keyboard)
+    page.focus("#skip")
+    assert page.locator("#skip").bounding_box()["y"] >= 0
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "skiesPart"
+    page.click("#tourButton")
+    assert page.evaluate("document.getElementById('tour').contains(document.activeElement)")
+    page.keyboard.press("Escape")
+    assert not page.is_visible("#tour") and page.evaluate("document.activeElement.id") == "tourButton"
+    page.evaluate("history.replaceState(null, '', location.pathname)")
+    reset(page)
+
+
+def test_a_scrub_is_announced_once_when_it_ends(page):
+    """A mouse drag along the replay slider across many snapshots changes the live region once, on release."""
+    reset(page, prefix="emma")
+    for _ in range(100):  # (the page's CSP refuses wait_for_function's eval: poll)
+        if "emma" in page.evaluate("document.getElementById('announce').textContent"):
+            break
+        page.wait_for_timeout(50)
+    page.evaluate(LIVE_COUNTER)  # (after the name's own announcement, which comes a moment later)
+    box = page.locator("#replay").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.9, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.1, y, steps=20)
+    page.mouse.up()
+    changes = page.evaluate("window.__liveChanges")
+    assert len(changes) == 1 and "ステップ" in changes[0], changes
     reset(page)
 
 
@@ -1038,9 +1342,25 @@ def overlaps(a, b):
         a["y"] < b["y"] + b["height"] - 0.5 and b["y"] < a["y"] + a["height"] - 0.5
 
 
+# text an element cuts off (an ellipsis, or overflow hidden): none should be
+CLIPPED = """[...document.querySelectorAll('body *')].filter(e => { const cs = getComputedStyle(e);
+    return (cs.overflowX === 'hidden' || cs.overflowX === 'clip' || cs.textOverflow === 'ellipsis') &&
+        e.scrollWidth > e.clientWidth + 1 && e.checkVisibility() && !e.classList.contains('visually-hidden'); })
+    .map(e => [e.id || e.className, e.textContent.slice(0, 40), e.scrollWidth, e.clientWidth])"""
+
+
 @pytest.mark.parametrize("width,height,scale", VIEWPORTS)
 def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, width, height, scale):
+    """Also the first screen: a subtitle, the line that says what to press (above the skies, on the first screen) and
+    no text cut off, in both languages."""
     pg = open_page(browser, runs["html"], width, height, scale)
+    for _ in range(2):
+        hint = pg.locator("#hint").bounding_box()
+        assert hint and hint["y"] + hint["height"] <= height and "▶" in pg.inner_text("#hint"), hint
+        assert hint["y"] + hint["height"] <= pg.locator(".dome canvas").first.bounding_box()["y"]
+        assert pg.evaluate("[...document.querySelectorAll('.subtitle')].filter(e => e.checkVisibility()).length") == 1
+        assert not pg.evaluate(CLIPPED), (width, pg.evaluate(CLIPPED))
+        pg.click("#lang")
     assert pg.evaluate("document.documentElement.scrollWidth") <= width
     skies = [pg.locator(".dome canvas").nth(i).bounding_box() for i in range(2)]
     pg.evaluate("window.scrollTo(0, 0)")
@@ -1144,11 +1464,13 @@ def test_the_embedded_font_has_every_character_the_page_shows(page):
 
 # --------------------------------------------------------------------------- speed and screenshots
 
-def test_one_frame_draws_within_its_budget(page):
-    """The median over 120 frames of two skies and the loss plot with every layer on (a typed name, caps, the
-    retraction, trails) while the camera turns, each ending with a one-pixel read of every canvas so that the time
-    includes putting the pixels on the canvas; and replay frames that cross snapshots (forward passes, text)."""
+def test_the_time_to_draw_one_frame_is_measured(page):
+    """A measurement, printed, not a limit (a loaded machine must not fail it): the median over 120 frames of two skies
+    and the loss plot with every layer on (a typed name, caps, the retraction, trails) while the camera turns, each
+    ending with a one-pixel read of every canvas so that the time includes putting the pixels on the canvas; and replay
+    frames that cross snapshots (forward passes, text). Every frame is drawn, and the last turned the camera."""
     reset(page, prefix="emma")
+    turned_from = page.evaluate("window.__planetarium.state.R")
     times = page.evaluate("""() => {
         const P = window.__planetarium, canvases = [...document.querySelectorAll('canvas')], times = [];
         Object.assign(P.state.show, {stars: true, out: true, path: true, drift: true, trail: true});
@@ -1176,9 +1498,44 @@ def test_one_frame_draws_within_its_budget(page):
     median = statistics.median(times)
     print(f"\nplanetarium frame time: median {median:.2f} ms, 90th percentile {np.percentile(times, 90):.2f} ms over "
           f"{len(times)} frames (every layer on); a replay frame: median {statistics.median(replay):.2f} ms, 90th "
-          f"percentile {np.percentile(replay, 90):.2f} ms over {len(replay)} frames; budget {FRAME_MS} ms")
-    assert median < FRAME_MS and statistics.median(replay) < 2 * FRAME_MS
+          f"percentile {np.percentile(replay, 90):.2f} ms over {len(replay)} frames")
+    assert len(times) == 120 and len(replay) == 60 and np.isfinite(times + replay).all()
+    assert page.evaluate("window.__planetarium.state.R") != turned_from
     reset(page)
+    assert not page.errors
+
+
+def test_a_big_vocabulary_draws_a_bounded_subset_of_its_stars(browser, tmp_path, capsys):
+    """A run of 3,000 characters (random weights, 5 snapshots): planetarium.py says in one line that each sky draws
+    400 of its stars; the page draws the likeliest and those nearest h (the top 3 among them), and prints the time a
+    frame takes while the camera turns (a measurement, not a limit)."""
+    from harness.history import History
+    from model_config import GPTConfig
+    vocab = [chr(0x4E00 + i) for i in range(3000)]
+    cfg = GPTConfig(vocab_size=len(vocab) + 1)
+    h, rng, params = History(cfg, vocab, 20, count=5), np.random.default_rng(0), mg.init_params(cfg)
+    for step in range(21):
+        if h.due(step):
+            h.record(step, {k: v + 0.01 * step * rng.normal(size=np.shape(v)) for k, v in params.items()})
+    (tmp_path / "big").mkdir()
+    h.save(str(tmp_path / "big" / HISTORY_NAME), [3.0 - 0.01 * i for i in range(20)], [(20, 2.9)])
+    html = tmp_path / "big.html"
+    assert planetarium.main([str(tmp_path / "big"), "--html", str(html), "--lang", "en"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "3,001" in line]
+    assert len(notes) == 1 and str(planetarium.STAR_LIMIT) in notes[0], notes
+    pg = open_page(browser, html)
+    assert pg.evaluate("window.__planetarium.state.lang") == "en"  # (--lang is written into the page)
+    view = pg.evaluate("window.__planetarium.view(0)")
+    assert view["shown"] == planetarium.STAR_LIMIT
+    times = pg.evaluate("""() => { const P = window.__planetarium, t = [];
+        for (let i = 0; i < 20; i++) { P.turn(0.05, 0); const t0 = performance.now(); P.drawFrame(); t.push(performance.now() - t0); }
+        return t; }""")
+    print(f"\n3,001 tokens, {view['shown']} stars drawn: a frame while turning takes a median of "
+          f"{statistics.median(times):.1f} ms")
+    pg.evaluate("window.__drawnText.clear(); window.__planetarium.drawFrame()")
+    drawn = pg.evaluate("[...window.__drawnText]")
+    assert all(any(d.startswith(label) for d in drawn) for label in view["top"] if label != "BOS"), view["top"]
+    close_page(pg)
 
 
 def test_the_docs_screenshots(browser, runs, tmp_path):

@@ -164,7 +164,7 @@ def follower(lead, j, other):
 
 # --------------------------------------------------------------------------- the tests
 
-def test_it_loads_fast_and_its_first_screen_says_what_to_press(page, pages):
+def test_it_is_small_and_its_first_screen_says_what_to_press(page, pages):
     reset(page)
     assert page.locator(".panel").count() == 2
     intro = page.inner_text("#intro")
@@ -174,10 +174,7 @@ def test_it_loads_fast_and_its_first_screen_says_what_to_press(page, pages):
     assert page.title().startswith("ステッププレーヤー")
     headings = page.evaluate("[...document.querySelectorAll('h1, h2, h3')].map(h => h.tagName + ' ' + h.textContent)")
     assert any(h.startswith("H2 RMSNorm") for h in headings) and any(h.startswith("H2 球面") for h in headings)
-    # loaded within a second (navigation start to the end of the load event, which the scripts' first drawing precedes)
-    ms = page.evaluate("(() => { const e = performance.getEntriesByType('navigation')[0]; return e.loadEventEnd; })()")
-    print(f"\nstep player: loaded in {ms:.0f} ms")
-    assert ms < 1000
+    # (how long it takes to load is measured by benchmarks/page_load.py, not timed here)
     # small: scripts and styles well under 60 kB, a page of the default model far under 2 MB (--into included)
     web = sum(os.path.getsize(os.path.join(step_player.planetarium.WEB, f)) for f in WEB_FILES)
     assert web < 60_000, web

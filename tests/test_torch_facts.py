@@ -113,7 +113,7 @@ def test_added_eps_gradient_is_32_5_and_the_clamp_gives_0():
     assert torch.all(x2.grad.abs() < 1e-3 * 32.5)  # F.normalize clamps: (close to) no gradient, not 32.5
 
 
-# ---------------------------------------------------------------- 03 §4: LayerNorm's gain and bias, RMSNorm's gain
+# ---------------------------------------------------------------- 03 発展: LayerNorm's gain and bias, RMSNorm's gain
 
 def test_layernorm_has_a_gain_of_ones_and_a_bias_of_zeros_and_divides_by_the_std():
     ln = nn.LayerNorm(4)
@@ -122,7 +122,7 @@ def test_layernorm_has_a_gain_of_ones_and_a_bias_of_zeros_and_divides_by_the_std
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [101.0, 102.0, 103.0, 104.0]], dtype=torch.float64)
     want = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
     assert torch.allclose(ln.double()(x), want)
-    assert torch.allclose(ln.double()(x)[0], ln.double()(x)[1])  # shift invariant (03 §4's prediction)
+    assert torch.allclose(ln.double()(x)[0], ln.double()(x)[1])  # shift invariant (03 発展's prediction)
 
 
 def test_rmsnorm_has_a_gain_and_no_bias():
@@ -189,3 +189,26 @@ def test_a_key_bias_does_not_change_attention_weights():
     assert torch.allclose(w_plain, w_bias, atol=1e-15)
     (w_bias * torch.randn(6, dtype=torch.float64)).sum().backward()
     assert b_k.grad.abs().max() < 1e-15
+
+
+# ---------------------------------------- 05-07, 11-12 発展: the notebooks' optional PyTorch cells
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", ["05_pytorch_parameter_module", "06_pytorch_modules_linear",
+                                  "07_pytorch_init_vanishing", "11_lecture3_intro_sphere",
+                                  "12_lecture3_fp16_retraction"])
+def test_the_notebooks_torch_cells_agree_with_what_the_notebook_built(stem):
+    # executed where torch is installed, each optional cell agrees with the notebook's own results
+    import re
+    import sys
+    sys.path.insert(0, str(NB_DIR))
+    import build
+
+    nb = build.execute(build.to_notebook(NB_DIR / "src" / f"{stem}.py"))
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   and 'find_spec("torch")' in c.source for o in c.outputs)
+    assert text and "torch は入っていません" not in text
+    assert "不一致" not in text and "違う" not in text, text
+    assert "一致" in text or "同じ" in text or "差の最大" in text, text   # it compared something
+    differences = [float(x) for x in re.findall(r"差の最大 ([0-9.e+-]+)", text)]
+    assert all(d < 1e-9 for d in differences), text

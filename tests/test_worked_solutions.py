@@ -5,6 +5,7 @@ like its notebook's (the notebook's own Value, Tensor / Parameter / Module, mixt
 handed to its check by the notebook's own check line: the check must accept it. Then one plausible
 mistake is typed into each solution (a replacement in its text) and the check must reject it.
 """
+import ast
 import math
 import re
 import sys
@@ -60,7 +61,11 @@ MISTAKES = {
     "10-1": ("4 * C", "3 * C"),
     "10-2": ("/ temperature", "* temperature"),
     "11-1": ("return dy / eps", "return dy"),
+    "12-1": ("axis=1, keepdims", "axis=0, keepdims"),           # unit columns, not rows
     "13-1": ("(1 - 2 * k2 / 21)", "(1 - 2 * k2 / 63)"),     # a wrong coefficient in the series
+    "14-1": ("grad_s = g - (g @ x) * x", "grad_s = g"),              # the radial part kept
+    "14-2": ("r * (d - r * r)", "r * (d - 1 - r * r)"),
+    "15-1": ("    m = m - (m @ x) * x", "    m = m - (m @ x) * x + 1e-3 * x"),  # m not tangent
     "16-1": ("return dh, p * cos", "return dh, p"),
     "17-1": ("kappas * (mus @ x)", "mus @ x"),
 }
@@ -111,13 +116,17 @@ def namespace(number):
     return ns
 
 
+# The pieces a notebook carries forward from an earlier one: 12 runs the learner's Adam of 09.
+CARRIED = {"12": ["09-3"]}
+
+
 def run(key, code):
     """The check's verdict on `code` typed in as the answer (the solutions before it as well, as in
-    the notebook: 01's backward uses the learner's add, mul and tanh)."""
+    the notebook: 01's backward uses the learner's add, mul and tanh; 12 uses 09's Adam)."""
     ns = namespace(key[:2])
-    for earlier in KEYS:
-        if earlier[:2] == key[:2] and earlier != key:
-            exec(code_of(earlier), ns)
+    same_notebook = [k for k in KEYS if k[:2] == key[:2] and k != key]
+    for earlier in CARRIED.get(key[:2], []) + same_notebook:
+        exec(code_of(earlier), ns)
     exec(code, ns)
     return eval(check_line(key), ns)
 
@@ -140,3 +149,66 @@ def test_a_mistake_is_rejected(key, capsys):
     code = code_of(key)
     assert right in code, f"{key}: the mistake's text is no longer in the worked solution"
     assert run(key, code.replace(right, typed)) is False, capsys.readouterr().out
+
+
+def without_return(key):
+    """The worked solution with its answer function's final `return X` typed as `X` (None if the
+    function the check line names ends otherwise: backward(), __setattr__, a context manager)."""
+    tree = ast.parse(code_of(key))
+    named = set(re.findall(r"\w+", check_line(key).split("(", 1)[1]))
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in named), None)
+    if function is None or not isinstance(function.body[-1], ast.Return) or function.body[-1].value is None:
+        return None
+    function.body[-1] = ast.Expr(function.body[-1].value)
+    return ast.unparse(tree)
+
+
+@pytest.mark.parametrize("key", [key for key in KEYS if without_return(key)])
+def test_a_forgotten_return_is_the_same_line_in_every_check(key, capsys):
+    assert run(key, without_return(key)) is False
+    assert exercises.FORGOT_RETURN in capsys.readouterr().out
+
+
+def executed_with_pasted(number, tmp_path, pastes):
+    """Notebook `number` executed with code pasted in place of what asks for it (a line found by its
+    start, or a whole stub), and everything it printed."""
+    import build
+
+    source = next((NB / "src").glob(f"{number}_*.py")).read_text(encoding="utf-8")
+    for find, code in pastes:
+        if "\n" not in find:                    # a line, found by its start
+            match = re.search(rf"^{re.escape(find)}.*$", source, re.M)
+            assert match, f"{number} no longer asks for the pieces with {find!r}"
+            find = match.group(0)
+        assert find in source, f"{number} no longer has {find!r}"
+        source = source.replace(find, code)
+    path = tmp_path / f"{number}_pasted.py"
+    path.write_text(source, encoding="utf-8")
+    nb = build.execute(build.to_notebook(path))
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_notebook_03_runs_the_learners_linear_on_their_value_of_notebook_01(tmp_path):
+    # 03 §4: notebook 01's Value class and the worked solutions of its five pieces, pasted, carry
+    # the learner's linear (03-1, typed in its own cell) to value.py's values and gradients
+    value_class = next(code for code in notebook_cells("01") if code.startswith("class Value"))
+    pieces = "\n\n".join([value_class] + [code_of(f"01-{k}") for k in range(1, 6)])
+    text = executed_with_pasted("03", tmp_path, [
+        ("# ここにノート 01 の Value のクラス", pieces),
+        ("def linear(x, w):\n    # ここに書く：出力の第 o 成分は、w の第 o 行と x の内積\n    raise NotImplementedError",
+         code_of("03-1").rstrip())])
+    table = text[text.index("ノート 01 の Value の上の linear"):].split("→", 1)[1].split("\n", 1)[0]
+    assert "すべての点で一致しました" in table, text
+
+
+@pytest.mark.slow
+def test_notebook_10_trains_like_microgpt_with_the_learners_pasted_pieces(tmp_path):
+    # 10 §3 closes chapter 22: with the worked solutions of 03 and 09 pasted where it asks, the
+    # learner's linear, softmax, rmsnorm and Adam train gpt's code to microgpt.train's losses
+    pasted = "\n\n".join(code_of(key) for key in ("03-1", "03-2", "03-3"))
+    text = executed_with_pasted("10", tmp_path, [("linear = softmax = rmsnorm = None", pasted),
+                                                 ("adam_update = None", code_of("09-3"))])
+    assert "この先は参照の実装で続けます" not in text, "a pasted piece was not accepted"
+    worst = float(re.search(r"30 ステップの損失の差の最大：([0-9.e+-]+)", text).group(1))
+    assert worst < 1e-12, text

@@ -20,7 +20,7 @@
   const planned = Math.max(...runs.map((r) => Math.max(r.data.planned, r.data.steps[r.data.steps.length - 1])));
   const allSteps = Array.from(new Set(runs.flatMap((r) => r.data.steps))).sort((a, b) => a - b);
   const state = {
-    lang: "ja", time: allSteps[allSteps.length - 1], playing: false, speed: 1, prefix: "", T: 1,
+    lang: DATA.lang === "en" ? "en" : "ja", time: allSteps[allSteps.length - 1], playing: false, speed: 1, prefix: "", T: 1,
     show: { stars: true, out: true, path: true, drift: false, trail: false, trueH: true },
     selected: [], hover: null, R: mul(rotX(-0.45), rotY(0.6)), drag: null, tour: -1, turning: null,
   };
@@ -174,6 +174,7 @@
   // (the mean angle of input and output stars in C dimensions, summed over the runs), with 15% of the time in
   // proportion to training steps so that no stretch is skipped. clock.u[j] is the replay position (0..1) of step
   // clock.s[j]; in between, steps and positions are linear.
+  const STEP_SHARE = 0.15;
   const clock = (() => {
     const s = allSteps.slice();
     if (s[s.length - 1] < planned) s.push(planned);
@@ -196,7 +197,8 @@
     }
     const total = move.reduce((a, b) => a + b, 0), span = Math.max(1, s[s.length - 1] - s[0]), u = [0];
     for (let j = 0; j + 1 < s.length; j++) {
-      const w = (total > 0 ? (0.85 * move[j]) / total : 0.85 * ((s[j + 1] - s[j]) / span)) + (0.15 * (s[j + 1] - s[j])) / span;
+      const m = 1 - STEP_SHARE, by = (s[j + 1] - s[j]) / span;
+      const w = (total > 0 ? (m * move[j]) / total : m * by) + STEP_SHARE * by;
       u.push(u[j] + w);
     }
     return { s, u: u.map((x) => x / u[u.length - 1]) };
@@ -247,8 +249,24 @@
     const order = probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]).map(([, i]) => i);
     r.view = { loc, tok, res, probs, order, top: order.slice(0, TOP),
                kappa: r.sphere ? Array.from(M.snapshot(r, loc.k).sz, (s) => s / state.T) : null };
+    r.view.shown = shownStars(r, loc.k, res.hidden[res.hidden.length - 1][n - 1], order, tok.ids);
     r.geomKey = null;
   }
+  // A large vocabulary: the stars a sky draws, at most DATA.starLimit of each kind (computed here, once per snapshot,
+  // prefix and T, not in the animation frame): half the likeliest characters, the rest those whose output star is
+  // nearest h, and the prefix's own characters. null: every star.
+  function shownStars(r, k, h, order, ids) {
+    const most = DATA.starLimit || Infinity;
+    if (r.V <= most) return null;
+    const A = starsAt(r, k), hu = unitC(h), shown = new Uint8Array(r.V);
+    const near = Array.from({ length: r.V }, (_, i) => [M.dot(A.lm[i], hu, 0, 0, r.C), i]).sort((a, b) => b[0] - a[0]);
+    for (const i of order.slice(0, most >> 1)) shown[i] = 1;
+    for (const i of ids) shown[i] = 1;
+    let count = shown.reduce((a, b) => a + b, 0);
+    for (let j = 0; count < most && j < r.V; j++) if (!shown[near[j][1]]) { shown[near[j][1]] = 1; count++; }
+    return shown;
+  }
+  const isShown = (r, i) => !r.view.shown || r.view.shown[i] === 1;
   // what the sky draws of the name's path at the current time: each position's chain of hidden states, the links
   // from one position to the next and (sphere) the pulls toward Norm(f(h)); interpolated between snapshots
   function pathGeometry(r) {
@@ -496,7 +514,8 @@
     // star trails: older parts fainter (segments batched by age and side: a few strokes per sky)
     if (show.trail && show.stars) {
       const buckets = [0, 1, 2, 3].map(() => [new Path2D(), new Path2D()]);
-      for (const pts of it.trail) {
+      for (const [i, pts] of it.trail.entries()) {
+        if (!isShown(r, i)) continue;
         let path = null;
         for (let j = 1; j < pts.length; j++) {
           const next = buckets[Math.min(3, Math.floor((4 * j) / pts.length))][pts[j - 1][2] + pts[j][2] > 0 ? 1 : 0];
@@ -539,8 +558,8 @@
     }
     // the stars, far to near
     const order = [];
-    if (show.stars) for (let i = 0; i < r.V; i++) order.push([it.stars[i][2], 0, i]);
-    if (show.out) for (let i = 0; i < r.V; i++) order.push([it.out[i][2], 1, i]);
+    if (show.stars) for (let i = 0; i < r.V; i++) if (isShown(r, i)) order.push([it.stars[i][2], 0, i]);
+    if (show.out) for (let i = 0; i < r.V; i++) if (isShown(r, i)) order.push([it.out[i][2], 1, i]);
     order.sort((a, b) => a[0] - b[0]);
     for (const [z, kind, i] of order) {
       const near = z > 0;
@@ -645,6 +664,11 @@
             const [x, y, z] = scr(cap.c);
             if (z > 0) cands.push({ text: `−${labels[cap.i]}${t("capAnti")}`, x, y, pad: 5, pri: 1.5, font: "11px", color: "#ffc2ab" });
           }
+          if (!cap.whole) {  // its κ beside its rim, at the rim's highest near-side point
+            const top = cap.rim.filter((p) => p[2] > 0).sort((a, b) => a[1] - b[1])[0];
+            if (top) cands.push({ text: t("capKappa", { k: cap.kappa.toFixed(1) }), x: top[0], y: top[1], pad: 3, pri: 1.4,
+                                  font: "11px", color: "#ffc2ab", kappa: cap.i });
+          }
         }
       }
     }
@@ -652,7 +676,7 @@
       for (let i = 0; i < r.V; i++) {
         const [x, y, z] = it.stars[i], sel = state.selected.includes(labels[i]);
         const hot = state.hover && state.hover.ri === ri && state.hover.i === i;
-        if (z <= 0 && !sel && !hot) continue;
+        if ((z <= 0 && !sel && !hot) || !isShown(r, i)) continue;
         cands.push({ text: labels[i], x, y, pad: 6, pri: sel || hot ? 1 : 3 + (1 - z), font: z > 0 ? "600 13px" : "11px",
                      color: i === bos ? "#ffd166" : z > 0 ? "#e8eeff" : "#8e9bb8" });
       }
@@ -669,7 +693,8 @@
     // the near-side dots are obstacles too: a label goes where it covers none (the top characters' labels are drawn
     // at their first place if none is free; the others are left out)
     const dot = ([x, y, z]) => [x - 4, y - 4, x + 4, y + 4, z];
-    const obstacles = (state.show.stars ? it.stars : []).concat(state.show.out ? it.out : []).map(dot)
+    const drawn = (pts) => pts.filter((_, i) => isShown(r, i));
+    const obstacles = drawn(state.show.stars ? it.stars : []).concat(drawn(state.show.out ? it.out : [])).map(dot)
       .concat(geo ? geo.chains.flatMap((ch) => ch.points.map((p) => dot(scr(p)))) : []).filter((b) => b[4] > 0);
     const placed = [];
     for (const c of cands) {
@@ -798,6 +823,7 @@
     if (thin.length) line += thin.map((r) => t("thinned", { m: r.K, r: r.data.recorded })).join("");
     document.getElementById("stepLabel").textContent = line;
     slider.value = String(Math.round(SLIDER * positionAtStep(state.time)));
+    slider.setAttribute("aria-valuetext", t("step", { s: Math.round(state.time), n: planned }));
   }
   function updateText() {
     document.documentElement.lang = state.lang;
@@ -806,6 +832,7 @@
     const langButton = document.getElementById("lang");
     langButton.textContent = t("lang");
     langButton.setAttribute("aria-label", t("langLabel"));
+    langButton.lang = state.lang === "ja" ? "en" : "ja";  // (it is written in the other language)
     document.getElementById("play").textContent = state.playing ? t("pause") : t("play");
     for (const [id, key] of [["prevSnap", "prevSnapLabel"], ["nextSnap", "nextSnapLabel"]]) {
       const b = document.getElementById(id);
@@ -813,9 +840,13 @@
       b.setAttribute("aria-label", t(key));
       b.title = t(key);
     }
-    document.getElementById("tempLabel").textContent = t("tempLabel", { T: state.T.toFixed(2) });
+    const anySphere = runs.some((r) => r.sphere);
+    document.getElementById("tempLabel").textContent = t(anySphere ? "tempLabel" : "tempLabelRms", { T: state.T.toFixed(2) });
     prefixInput.placeholder = t("placeholder", { ex: EXAMPLE });
-    lossCanvas.setAttribute("aria-label", t("lossTitle"));
+    tempInput.setAttribute("aria-valuetext", t("tempValue", { T: state.T.toFixed(2) }));
+    const step0 = runs[0].data.steps[runs[0].view.loc.k], num = (p) => (p ? p[1].toFixed(3) : "–");
+    lossCanvas.setAttribute("aria-label", t("lossSummary", { s: step0, list: runs.map((r) => t("lossRun", {
+      run: runTitle(r), tl: num(lossAt(r.data.train, step0)), vl: num(lossAt(r.data.val, step0)) })).join(t("readoutSep")) }));
     updateStepText();
     const C = runs[0].C;
     runs.forEach((r, ri) => {
@@ -901,10 +932,7 @@
     const fixed = JSON.stringify([state.lang, state.show, state.selected]);
     if (fixed !== updateText.fixed) {  // what changes only with the language, the layers or the picked stars
       updateText.fixed = fixed;
-      const anyDrift = runs.some((r) => r.drift);
-      document.getElementById("notesText").innerHTML = TEXT[state.lang].notes
-        .filter((_, i) => i !== 2 || anyDrift)
-        .map((s) => "<p>" + s.split("{C}").join(String(C)) + "</p>").join("");
+      document.getElementById("notesText").innerHTML = notesHtml();
       buildOptions();
       buildStarPick();
       runs.forEach((r) => { r.legend.innerHTML = legendOf(r); });
@@ -913,6 +941,18 @@
       capLine.textContent = t("capLine");
     }
     if (state.tour >= 0) showTour();
+  }
+
+  // the notes, put together from the kinds of runs on the page: each speaks only of what its skies draw
+  function notesHtml() {
+    const N = TEXT[state.lang].notes, anySphere = runs.some((r) => r.sphere), anyRms = runs.some((r) => !r.sphere);
+    const parts = [N.projection, anySphere ? N.caps + (anyRms ? N.capsRms : "") : N.rmsOnly];
+    if (runs.some((r) => r.drift)) parts.push(N.retraction);
+    parts.push(anySphere && anyRms ? N.pathBoth : anySphere ? N.pathSphere : N.pathRms, N.replay);
+    const vars = { C: runs[0].C, p: (100 * positionAtStep(planned / 10)).toFixed(0),
+                   q: (100 * (1 - STEP_SHARE)).toFixed(0), r: (100 * STEP_SHARE).toFixed(0) };
+    return parts.map((s) => "<p>" + Object.entries(vars).reduce((a, [k, v]) => a.split("{" + k + "}").join(String(v)), s) +
+      "</p>").join("");
   }
 
   // each sky's own key to its marks: only what that sky draws
@@ -928,7 +968,7 @@
     return parts.join("");
   }
   function buildOptions() {
-    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", "optOut", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
+    const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", runs.some((r) => r.sphere) ? "optOut" : "optOutRms", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
       ["path", "optPath", "◎", "#67e3c0"], ["trail", "optTrail", "∼", "#c9d2e8"]];
     if (runs.some((r) => r.sphere)) opts.splice(3, 0, ["drift", "optDrift", "↑", "#ff5d9e"]);
     const box = document.getElementById("options");
@@ -967,15 +1007,17 @@
   // ------------------------------------------------------------------------------------------ controls
   const slider = document.getElementById("replay");
   slider.max = String(SLIDER);
-  function setTime(time) {
+  function setTime(time, quiet) {
     const before = runs.map((r) => r.view && r.view.loc.k);
     state.time = Math.max(0, Math.min(planned, time));
-    if (runs.some((r, ri) => locate(r, state.time).k !== before[ri])) { update(); return; }
+    if (runs.some((r, ri) => locate(r, state.time).k !== before[ri])) { update(quiet); return; }
     for (const r of runs) { r.view.loc = locate(r, state.time); }
     updateStepText();
     redraw();
   }
-  slider.addEventListener("input", () => setTime(stepAtPosition(Number(slider.value) / SLIDER)));
+  // a scrub speaks once, when it ends (change: the pointer released, or a key pressed), not at every snapshot it crosses
+  slider.addEventListener("input", () => setTime(stepAtPosition(Number(slider.value) / SLIDER), true));
+  slider.addEventListener("change", () => announce(t("announceStep", { s: Math.round(state.time) }) + " " + topsText()));
   const snapJump = (dir) => {
     const s = dir > 0 ? allSteps.find((x) => x > state.time + 1e-9) : allSteps.slice().reverse().find((x) => x < state.time - 1e-9);
     if (s !== undefined) setTime(s);
@@ -1069,15 +1111,20 @@
       e1[2] - (e1[0] * e2[0] + e1[1] * e2[1] + e1[2] * e2[2]) * e2[2]]);
     return [cross(e1o, e2), e1o, e2];
   }
+  // state.turning is true while the camera turns (a newer turn replaces an older one): the page's "animation
+  // ended" signal, which its tests wait for
   function faceH(ri, instant) {
     const r = runs[ri], target = pathGeometry(r).h, from = state.R[2];
-    const frames = instant || reducedMotion() ? 1 : 14;
+    const frames = instant || reducedMotion() ? 1 : 14, turn = {};
     let j = 0;
+    state.turning = turn;
     const step = () => {
+      if (state.turning !== turn) return;
       j += 1;
       state.R = cameraFacing(slerp3(from, target, j / frames));
       drawFrame();
       if (j < frames) requestAnimationFrame(step);
+      else state.turning = null;
     };
     step();
   }
@@ -1136,7 +1183,7 @@
     let best = null, bestD = 14 * 14;
     for (let i = 0; i < r.V; i++) {
       const [sx, sy, z] = it.stars[i], d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 30 : 0);
-      if (d < bestD) { bestD = d; best = i; }
+      if (d < bestD && isShown(r, i)) { bestD = d; best = i; }
     }
     return best;
   }
@@ -1145,7 +1192,10 @@
     const it = skyItems(r);
     let best = null, bestD = 10 * 10;
     for (const pts of [state.show.out ? it.out : [], state.show.stars ? it.stars : []]) {
-      pts.forEach(([sx, sy, z], i) => { const d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 20 : 0); if (d < bestD) { bestD = d; best = i; } });
+      pts.forEach(([sx, sy, z], i) => {
+        const d = (sx - x) ** 2 + (sy - y) ** 2 - (z > 0 ? 20 : 0);
+        if (d < bestD && isShown(r, i)) { bestD = d; best = i; }
+      });
     }
     const hover = best === null ? null : { ri, i: best };
     if (JSON.stringify(hover) !== JSON.stringify(state.hover)) { state.hover = hover; markHover(); redraw(); }
@@ -1202,8 +1252,15 @@
     document.getElementById("tourNext").disabled = state.tour === n - 1;
   }
   function goTour(i) {
+    const wasOpen = state.tour >= 0;
     state.tour = i;
-    if (i < 0) { tourBox.hidden = true; document.body.classList.remove("touring"); return; }
+    if (i < 0) {
+      tourBox.hidden = true;
+      document.body.classList.remove("touring");
+      const focus = document.activeElement;  // (inside the tour, or lost with it: back to the tour's button)
+      if (wasOpen && (tourBox.contains(focus) || focus === document.body)) tourButton.focus();
+      return;
+    }
     const step = tourSteps()[i];
     step.act();
     prefixInput.value = state.prefix;
@@ -1211,8 +1268,12 @@
     showTour();
     showSky(step.sky);
     announce(document.getElementById("tourText").textContent);
+    if (!wasOpen) tourBox.focus({ preventScroll: true });  // the tour takes the focus when it opens
   }
-  document.getElementById("tourButton").addEventListener("click", () => goTour(0));
+  tourBox.addEventListener("keydown", (e) => { if (e.key === "Escape") { goTour(-1); e.preventDefault(); } });
+  const tourButton = document.getElementById("tourButton");
+  tourButton.classList.add("fresh");  // (lit until the tour is first opened)
+  tourButton.addEventListener("click", () => { tourButton.classList.remove("fresh"); goTour(0); });
   document.getElementById("tourBack").addEventListener("click", () => goTour(Math.max(0, state.tour - 1)));
   document.getElementById("tourNext").addEventListener("click", () => goTour(Math.min(tourSteps().length - 1, state.tour + 1)));
   document.getElementById("tourClose").addEventListener("click", () => goTour(-1));
@@ -1237,8 +1298,8 @@
     faceH(ri) { faceH(ri, true); },
     tour: goTour,
     tourLength: () => tourSteps().length,
-    // the replay's clock: the step at replay position u (0..1) and back
-    stepAtPosition, positionAtStep,
+    // the replay's clock: the step at replay position u (0..1) and back; the last step the replay reaches
+    stepAtPosition, positionAtStep, planned,
     // the plot box of the loss canvas (CSS pixels), the loss range it spans, and the steps its x axis spans
     lossFrame: () => lossFrame,
     shares: (ri) => runs[ri].shares.slice(),
@@ -1283,7 +1344,7 @@
     },
     view: (ri) => {
       const v = runs[ri].view;
-      return { k: v.loc.k, f: v.loc.f, probs: v.probs, top: v.top.map((i) => runs[ri].data.labels[i]),
+      return { k: v.loc.k, f: v.loc.f, probs: v.probs, shown: v.shown ? v.shown.reduce((a, b) => a + b, 0) : runs[ri].V, top: v.top.map((i) => runs[ri].data.labels[i]),
                error: v.tok.unknown, positions: v.tok.ids.length, ids: v.tok.ids, steps: runs[ri].data.steps };
     },
   };

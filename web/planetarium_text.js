@@ -9,6 +9,9 @@ const PlanetText = {
     title: "プラネタリウム：単位球面の上で学習を再生する",
     subtitle: "第3回「プラネタリウムの建設」── 星（トークンの埋め込み）は、単位球面上の向きで意味を持つ。" +
       "ドラッグまたは矢印キーで回転、星をクリックで選択。",
+    subtitleShort: "星（トークンの埋め込み）は、単位球面上の向きで意味を持つ。",
+    hint: "▶ で学習を再生 · 名前を入力 · ガイドツアー",
+    capKappa: "κ = {k}",
     lang: "English", langLabel: "Switch to English",
     tourOpen: "ガイドツアー", tourBack: "◀ 前へ", tourNext: "次へ ▶", tourClose: "閉じる", tourCount: "{i} / {n}",
     play: "▶ 再生", pause: "‖ 停止", prevSnap: "◀", nextSnap: "▶",
@@ -27,10 +30,10 @@ const PlanetText = {
     prefixUnknown: "{run}：「{c}」は語彙にない文字です。道はその手前まで。",
     prefixCropped: "{run}：学習と同じく、最初の {T} 個の位置（BOS と {k} 文字）で切りました。",
     temp: "温度 T",
-    tempLabel: "T = {T}：集中度 κ = s_z / T",
+    tempLabel: "T = {T}：集中度 κ = s_z / T", tempLabelRms: "T = {T}：ロジットを T で割る",
     layers: "表示するもの",
     optStars: "入力の星（埋め込み wte の行）",
-    optOut: "出力の星（lm_head の行）と vMF キャップ",
+    optOut: "出力の星（lm_head の行）と vMF キャップ", optOutRms: "出力の星（lm_head の行）",
     optTrueH: "出力の星を h からの本当の角度に置く",
     optPath: "名前の道（隠れ状態 h と残差ステップ）",
     optDrift: "リトラクション前の位置（Adam の一歩）",
@@ -65,30 +68,46 @@ const PlanetText = {
     capLine: "○ キャップは、その文字自身の vMF 密度が 1/e に落ちる範囲です。その文字が「勝つ」範囲ではありません：" +
       "h がキャップの中でも、ほかの文字の確率のほうが高いことがあります。",
     announceTop: "{run}：次の文字 {list}。",
-    announcePause: "停止：ステップ {s}。",
+    announcePause: "停止：ステップ {s}。", announceStep: "ステップ {s}。",
+    skip: "空へ移動", tempValue: "T = {T}",
+    lossSummary: "損失の推移。ステップ {s}：{list}", lossRun: "{run} の訓練損失 {tl}、検証損失 {vl}",
     announceName: "名前「{p}」。",
     info2: "この時点の埋め込みの分散のうち {p}% を地図の 3 方向が説明（射影して単位球面 S² に正規化）。薄い星ほど射影で長さを失っている",
-    notes: [
-      "<b>射影。</b>{C} 次元の星は描けないので、最後のスナップショットの埋め込み wte の上位3主成分の方向に射影し、" +
+    // the notes: the page puts together those that speak of what its skies draw ({C}: the width, {p}: the share of
+    // the replay's time the first tenth of the steps takes on this page)
+    notes: {
+      projection: "<b>射影。</b>{C} 次元の星は描けないので、最後のスナップショットの埋め込み wte の上位3主成分の方向に射影し、" +
         "もう一度単位球面 S² に正規化して描いています。2 つめ以降の空の基底は、共通の文字が 1 つめの空とできるだけ同じ場所に" +
         "来るよう回転してあります（直交プロクラステス）。図の上の角度は本当の角度から歪みます。射影で長さの多くを失った星ほど薄く" +
         "描きます。出力の星は、h との角度だけは正確になるよう、h を通る大円に沿って本当の角度 arccos(w·h) の位置に置きます" +
         "（オプションで切り替え）：h に近い出力の星ほど、その文字が次に来やすい。正確な値（コサイン、確率）は数値で示します。",
-      "<b>vMF キャップ。</b>確率の上位 3 文字の出力の星 w_k を囲む円は、vMF 分布 exp(κ w_k·h) の密度がピークの 1/e に落ちる角度 " +
+      caps: "<b>vMF キャップ。</b>確率の上位 3 文字の出力の星 w_k を囲む円は、vMF 分布 exp(κ w_k·h) の密度がピークの 1/e に落ちる角度 " +
         "cos θ = 1 − 1/κ です（κ = s_z,k / T）。κ が大きいほどキャップは小さく、その文字の確率は h の向きに敏感です。" +
         "|κ| ≦ 1/2 ならキャップは球面全体。s_z が負の文字は、h が w_k から離れるほど確率が上がります：密度のピークは反対側の点 −w_k" +
-        " にあり、キャップはそこに破線で描きます。RMSNorm ではノルムが固定されず、ロジットはコサインではないので vMF との対応は" +
-        "成り立ちません（講義の「前提が崩れる場合」）：キャップは描かず、◆ の大きさで確率だけを示します。",
-      "<b>リトラクション。</b>球面モードでは Adam の一歩で星が単位球面の外（や内）にずれ、リトラクション w ← w/|w| が" +
+        " にあり、キャップはそこに破線で描きます。",
+      capsRms: "RMSNorm ではノルムが固定されず、ロジットはコサインではないので vMF との対応は" +
+        "成り立ちません（講義の「前提が崩れる場合」）：RMSNorm の空にはキャップを描かず、◆ の大きさで確率だけを示します。",
+      rmsOnly: "<b>確率と星の大きさ。</b>RMSNorm ではノルムが固定されません。ロジットは出力の星と h の内積で、" +
+        "長さにもよるので、h との角度だけでは確率は決まりません：◆ の大きさが確率、入力の星の大きさがノルム |wte_i| です。",
+      retraction: "<b>リトラクション。</b>球面モードでは Adam の一歩で星が単位球面の外（や内）にずれ、リトラクション w ← w/|w| が" +
         "半径方向に引き戻します。ピンクの線と輪は外へ（|w| > 1）、青は内へ（|w| < 1）のずれ。ずれは小さいので図では拡大しています。" +
         "倍率は再生の間ずっと同じなので、学習率が 0 に向かって減るにつれてずれが縮むのが見えます。",
-      "<b>名前の道。</b>各位置の隠れ状態 h（埋め込みの後、各ブロックの後）を点で、残差ステップ " +
+      pathSphere: "<b>名前の道。</b>各位置の隠れ状態 h（埋め込みの後、各ブロックの後）を点で、残差ステップ " +
         "h ← Norm(h + α(Norm(f(h)) − h)) を大円の弧（{C} 次元の弧の射影）で結びます。数字は位置、◎ は最後の位置。" +
         "破線は位置から位置への移り変わり、点線は最後の位置でブロックが向かう先 Norm(f(h))。",
-      "<b>再生。</b>スナップショットは学習の初めほど密です。再生は学習ステップに比例して進み、スナップショットの間は星を大円に沿って" +
-        "補間します（slerp）。確率などの数値は、いまの位置の直前のスナップショットで計算したものです。ページは重みを" +
-        "スナップショット間の差分として 8 ビットで保存しているので、確率は学習した重みそのものでの値と最大 0.001 ほど違います。",
-    ],
+      pathRms: "<b>名前の道。</b>各位置の隠れ状態 h（埋め込みの後、各ブロックの後）の向きを点で、RMSNorm の残差ステップ " +
+        "h ← h + f(RMSNorm(h)) の前後を大円の弧（{C} 次元の弧の射影）で結びます（h の長さの変化は描きません）。" +
+        "数字は位置、◎ は最後の位置。破線は位置から位置への移り変わり。",
+      pathBoth: "<b>名前の道。</b>各位置の隠れ状態 h（埋め込みの後、各ブロックの後）の向きを点で、残差ステップの前後を" +
+        "大円の弧（{C} 次元の弧の射影）で結びます。残差ステップは、球面モードでは h ← Norm(h + α(Norm(f(h)) − h))、" +
+        "RMSNorm では h ← h + f(RMSNorm(h))（h の長さの変化は描きません）。数字は位置、◎ は最後の位置。破線は位置から位置への" +
+        "移り変わり、点線（球面モードの空だけ）は最後の位置でブロックが向かう先 Norm(f(h))。",
+      replay: "<b>再生。</b>スナップショットは学習の初めほど密です。再生の時間は星の動きに合わせて配分します：" +
+        "スナップショットの間の時間は、{q}% を星（入力と出力）が {C} 次元で動く角度に、残りの {r}% を学習ステップの数に比例させます。" +
+        "星は学習の初めによく動くので、このページでは最初の 10% のステップに再生時間の {p}% を使います。" +
+        "スナップショットの間は星を大円に沿って補間します（slerp）。確率などの数値は、いまの位置の直前のスナップショットで計算したものです。" +
+        "ページは重みをスナップショット間の差分として 8 ビットで保存しているので、確率は学習した重みそのものでの値と最大 0.001 ほど違います。",
+    },
     // the tour: its steps are chosen from the runs on the page ({i} is the step's number, {run} a sky's title)
     tour: {
       stars1: "<b>{i}. 星。</b>白い点 ● は入力の星（埋め込み wte の行）、オレンジの ◆ は出力の星（lm_head の行）、金の点は BOS" +
@@ -113,6 +132,9 @@ const PlanetText = {
     title: "Planetarium: replaying training on the unit sphere",
     subtitle: "Lecture 3, “Building the planetarium”: stars (token embeddings) get their meaning from their " +
       "direction on the unit sphere. Drag or use the arrow keys to rotate, click stars to pick them.",
+    subtitleShort: "Stars (token embeddings) get their meaning from their direction on the unit sphere.",
+    hint: "▶ replays training · type a name · take the guided tour",
+    capKappa: "κ = {k}",
     lang: "日本語", langLabel: "日本語に切り替える",
     tourOpen: "Guided tour", tourBack: "◀ Back", tourNext: "Next ▶", tourClose: "Close", tourCount: "{i} / {n}",
     play: "▶ Play", pause: "‖ Pause", prevSnap: "◀", nextSnap: "▶",
@@ -132,10 +154,10 @@ const PlanetText = {
     prefixUnknown: "{run}: “{c}” is not in the vocabulary; the path stops before it.",
     prefixCropped: "{run}: cropped to the first {T} positions (BOS and {k} characters), as in training.",
     temp: "Temperature T",
-    tempLabel: "T = {T}: concentration κ = s_z / T",
+    tempLabel: "T = {T}: concentration κ = s_z / T", tempLabelRms: "T = {T}: the logits divided by T",
     layers: "Show",
     optStars: "Input stars (rows of the embedding wte)",
-    optOut: "Output stars (rows of lm_head) and vMF caps",
+    optOut: "Output stars (rows of lm_head) and vMF caps", optOutRms: "Output stars (rows of lm_head)",
     optTrueH: "Output stars at their true angle from h",
     optPath: "A name's path (hidden states h, residual steps)",
     optDrift: "Position before the retraction (Adam's step)",
@@ -172,35 +194,52 @@ const PlanetText = {
     capLine: "○ A cap is where that character's own vMF density falls to 1/e: not where it wins. h can lie inside a cap " +
       "while another character is likelier.",
     announceTop: "{run}: next {list}.",
-    announcePause: "Paused at step {s}.",
+    announcePause: "Paused at step {s}.", announceStep: "Step {s}.",
+    skip: "Skip to the skies", tempValue: "T = {T}",
+    lossSummary: "Loss during training. Step {s}: {list}", lossRun: "{run}: train loss {tl}, val loss {vl}",
     announceName: "Name “{p}”.",
-    notes: [
-      "<b>Projection.</b> {C}-dimensional stars cannot be drawn: they are projected onto the top 3 principal " +
+    notes: {
+      projection: "<b>Projection.</b> {C}-dimensional stars cannot be drawn: they are projected onto the top 3 principal " +
         "directions of the last snapshot's embeddings (wte) and re-normalized onto the unit sphere S². Every sky after " +
         "the first is turned so that the characters they share sit as near as they can to the first sky's (orthogonal " +
         "Procrustes). Angles on the map are distorted; a star is the fainter the more of its length the projection " +
         "lost. Output stars are placed at their true angle arccos(w·h) from h, along the map's great circle through h " +
         "(an option): their nearness to h is the real one. The exact values (cosines, probabilities) are shown as numbers.",
-      "<b>vMF caps.</b> The circle around the output star w_k of each of the top 3 characters is where the vMF density " +
+      caps: "<b>vMF caps.</b> The circle around the output star w_k of each of the top 3 characters is where the vMF density " +
         "exp(κ w_k·h) falls to 1/e of its peak: cos θ = 1 − 1/κ with κ = s_z,k / T. The larger κ, the smaller the cap " +
         "and the more that character's probability depends on the direction of h; for |κ| ≦ 1/2 the cap is the whole " +
         "sphere. A character with a negative s_z gets likelier the further h points from w_k: its density peaks at " +
-        "the opposite point −w_k, where its cap is drawn dashed. In RMSNorm the norms are free and the logits are no " +
-        "cosines, so the vMF correspondence does not hold (the lecture's caution): no caps there, ◆'s size shows the " +
-        "probability.",
-      "<b>Retraction.</b> In sphere mode Adam's step moves each star off the unit sphere (outward or inward) and " +
+        "the opposite point −w_k, where its cap is drawn dashed.",
+      capsRms: " In RMSNorm the norms are free and the logits are no cosines, so the vMF correspondence does not hold " +
+        "(the lecture's caution): the RMSNorm sky has no caps, ◆'s size shows the probability.",
+      rmsOnly: "<b>Probabilities and star sizes.</b> In RMSNorm the norms are free. A logit is the dot product of an " +
+        "output star with h and depends on their lengths too, so the angle from h alone does not decide the " +
+        "probability: ◆'s size shows the probability, an input star's size its norm |wte_i|.",
+      retraction: "<b>Retraction.</b> In sphere mode Adam's step moves each star off the unit sphere (outward or inward) and " +
         "the retraction w ← w/|w| pulls it back along the radius. Pink lines and rings: pushed out (|w| > 1); blue: " +
         "pushed in (|w| < 1). The offsets are small, so the map exaggerates them, by one factor for the whole replay: " +
         "as the learning rate decays to 0 the offsets visibly shrink.",
-      "<b>A name's path.</b> Dots are the hidden state h at each position (after the embedding, after each " +
+      pathSphere: "<b>A name's path.</b> Dots are the hidden state h at each position (after the embedding, after each " +
         "block); arcs are the residual steps h ← Norm(h + α(Norm(f(h)) − h)), great-circle arcs in {C} " +
         "dimensions, projected. Numbers are positions, ◎ the last one. Dashed: from one position to the next; " +
         "dotted: where the block pulls the last position, Norm(f(h)).",
-      "<b>Replay.</b> Snapshots are densest early in training. The replay advances in proportion to training steps, " +
-        "and between snapshots the stars move along great circles (slerp). Probabilities and other numbers are " +
-        "those of the last snapshot at or before the current step. The page stores the weights as 8-bit differences " +
-        "between snapshots, so its probabilities differ from those of the run's own weights by up to about 0.001.",
-    ],
+      pathRms: "<b>A name's path.</b> Dots are the direction of the hidden state h at each position (after the " +
+        "embedding, after each block); great-circle arcs ({C}-dimensional arcs, projected) join the two sides of " +
+        "RMSNorm's residual step h ← h + f(RMSNorm(h)) (the change of h's length is not drawn). Numbers are " +
+        "positions, ◎ the last one. Dashed: from one position to the next.",
+      pathBoth: "<b>A name's path.</b> Dots are the direction of the hidden state h at each position (after the " +
+        "embedding, after each block); great-circle arcs ({C}-dimensional arcs, projected) join the two sides of each " +
+        "residual step: h ← Norm(h + α(Norm(f(h)) − h)) in sphere mode, h ← h + f(RMSNorm(h)) in RMSNorm (the change " +
+        "of h's length is not drawn). Numbers are positions, ◎ the last one. Dashed: from one position to the next; " +
+        "dotted (sphere skies only): where the block pulls the last position, Norm(f(h)).",
+      replay: "<b>Replay.</b> Snapshots are densest early in training. The replay spends its time where the stars " +
+        "move: between two snapshots, {q}% of the time in proportion to the angle the stars (input and output) move " +
+        "in {C} dimensions and the other {r}% in proportion to training steps. The stars move most early on, so on " +
+        "this page the first 10% of the steps take {p}% of the replay. Between snapshots the stars move along great " +
+        "circles (slerp). Probabilities and other numbers are those of the last snapshot at or before the current " +
+        "step. The page stores the weights as 8-bit differences between snapshots, so its probabilities differ from " +
+        "those of the run's own weights by up to about 0.001.",
+    },
     tour: {
       stars1: "<b>{i}. Stars.</b> White dots ● are input stars (rows of the embedding wte), orange ◆ output stars (rows " +
         "of lm_head), the gold dot is BOS (the mark that starts and ends a name). This sky holds the stars of {run}. " +

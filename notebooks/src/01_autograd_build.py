@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 自動微分を自分で作る：小さな `Value`（足し算・掛け算・tanh・backward）
 #
-# （目安：約37分）
+# （目安：本編 約40分、練習問題 約25分）
 #
 # **対応する章:** microgpt 本の `Value`（スカラー自動微分）の部分。第21章（`linear` / `softmax` / `rmsnorm`）と
 # 第22章（`gpt`）は、すべてこの `Value` の演算の組み合わせとして書かれています。その土台を、自分の手で1つずつ作ります。
@@ -9,7 +9,7 @@
 # このノートで見られるもの：
 #
 # 1. `Value` の骨組み：値 `data`、勾配 `grad`、子ノード、**局所勾配**（順伝播のときに計算しておく $\partial(\text{このノード})/\partial(\text{子})$）。
-# 2. 自分で書く5つの部品：`add`、`mul`、`tanh`、`topological_order`（トポロジカルソート）、`backward`。1つ書くごとにチェックを実行します。
+# 2. 5つの部品：`add`（見本）と、自分で書く `mul`、`tanh`、`topological_order`（トポロジカルソート）、`backward`。1つ書くごとにチェックを実行します。
 # 3. 最後に、自分の `Value` とこのプロジェクトの `value.py` を同じ式で動かし、値と勾配が一致することを確かめます。
 # 4. まとめ、理解度チェック、練習問題2題（`relu` と `sigmoid` を1つのノードとして足す）。
 #
@@ -77,18 +77,17 @@ class Value:
 
 
 # %% [markdown]
-# ## 2. ステップ1：足し算 `add`
+# ## 2. ステップ1：足し算 `add`（見本）
 #
+# 最初の部品は見本として書いてあります。残りの4つを同じ形で書きます。
 # `add(a, b)` は、`data` が `a.data + b.data`、子が `(a, b)` の新しい `Value` を返します。
-# 局所勾配は $\partial(a + b)/\partial a$ と $\partial(a + b)/\partial b$ の2つの数です。
-# `Value(data, 子のタプル, 局所勾配のタプル, "+")` の形で作ってください。
+# 局所勾配は $\partial(a + b)/\partial a = 1$ と $\partial(a + b)/\partial b = 1$ の2つの数で、`Value(data, 子のタプル, 局所勾配のタプル, "+")` の形で作ります。
 #
 # チェックの3点目 `1e16 + 1` は、和が丸められる点です（$10^{16} + 1$ は float64 では $10^{16}$）。局所勾配は丸めに関係なく決まります。
 
 # %%
 def add(a, b):
-    # ここに書く：Value(a.data + b.data, (a, b), (∂(a+b)/∂a, ∂(a+b)/∂b), "+")
-    raise NotImplementedError
+    return Value(a.data + b.data, (a, b), (1.0, 1.0), "+")
 
 
 # %%

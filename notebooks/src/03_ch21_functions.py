@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第21章 microgpt のユーティリティ関数（1）：`linear` / `softmax` / `rmsnorm` を自分で書く
 #
-# （目安：約40分）
+# （目安：本編 約38分、練習問題 約24分）
 #
 # **対応する章:** microgpt 本 第21章「microgpt のユーティリティ関数」。
 # 第22章の `gpt` から何度も呼ばれる3つの部品を、章のコードを見ながら自分で書き、章の最小例の値を確かめます。逆伝播は次のノート 04 で書きます。
@@ -11,7 +11,8 @@
 # - **§0**：章の行番号（microgpt.py L129–L144）と、このプロジェクトでコードが実際にあるファイル（`utils.py`）。
 # - **§1〜§3**：`linear`、`softmax`、`rmsnorm` を `Value` のリストの関数として自分で書き、チェックで `utils.py` と比べる。章の最小例（§1 `linear` → 11、§2 `softmax([1, 2])`、§3 `rmsnorm([3, 4])`）の値。
 #   §2 では、softmax の入力 logits が「まだ確率になっていない生のスコア」であること（負の値もあり、和は 1 でない。`lm_head` が作る）と、最大値を引く理由（ロジット ±5000）も見ます。
-# - **§4**：LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。LayerNorm の学習可能な倍率とバイアス、
+# - **§4**：ノート 01 の自分の `Value` を貼り、自分の `linear` をその上で動かして、値と勾配を `value.py` と比べる。
+# - **発展**（読み飛ばしてかまいません）：LayerNorm と RMSNorm を同じベクトルに適用し、「平均を引くかどうか」の違いを図で見る。LayerNorm の学習可能な倍率とバイアス、
 #   microgpt.py の「GPT-2 との相違点」のコメントが指す違い。
 # - **まとめ、理解度チェックと練習問題**：log-softmax と LayerNorm を `Value` で書く。
 #
@@ -19,7 +20,7 @@
 # 点ごとに「完全一致」「近い」（丸め誤差の範囲）「最大の差」を表にします。入力には、書き方の違いが表に出る点（ロジット ±5000、ゼロベクトルなど）も入れてあります。
 # 答えはこのプロジェクト自身の関数が計算しているので、それを呼べばチェックは通ってしまいます。大事なのは、自分で書くことです。
 # 行き詰まったら、チェックの下の「行き詰まったら：解答例」を開いてください。
-# §2 と §4 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
+# §2 と発展には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
 # %%
 import inspect
@@ -52,7 +53,7 @@ np.set_printoptions(precision=6, suppress=True)
 # ## 0. 章の行番号と、コードのあるファイル
 #
 # 章は `linear` を「L129–L131」、`softmax` を「L133–L138」、`rmsnorm` を「L140–L144」と、**microgpt.py** の行番号で示します（3つで L129–L144）。
-# これは参照実装（Karpathy の microgpt、1ファイル）の、章が使った版の行番号です（章のコードには日本語の docstring が付いていて、どのリビジョンかは章に書かれていません。§4 の「microgpt.py のコメント」を参照）。このプロジェクトでは3つの関数は **`utils.py`** にあり、
+# これは参照実装（Karpathy の microgpt、1ファイル）の、章が使った版の行番号です（章のコードには日本語の docstring が付いていて、どのリビジョンかは章に書かれていません。発展の「microgpt.py のコメント」を参照）。このプロジェクトでは3つの関数は **`utils.py`** にあり、
 # `microgpt.py` はそれを import して使います。行番号も違うので、実行時のソースから確かめます（ファイル名と行番号は `inspect` が返すもの）。
 
 
@@ -205,9 +206,54 @@ print("章の例 rmsnorm([3, 4]) =", [v.data for v in y])
 print("手計算                 =", [3 * scale, 4 * scale])
 print("出力の二乗平均         =", sum(v.data**2 for v in y) / 2)
 
+
 # %% [markdown]
-# ## 4. LayerNorm と RMSNorm を並べる
+# ## 4. ノート 01 の自分の `Value` で `linear` を動かす
 #
+# `linear` が使う演算は `+` と `*` だけで、どちらもノート 01 で自分で書きました。ノート 01 の `Value` のクラスと `add`、`mul`、`tanh`、`topological_order`、`backward` の
+# セルを、下のセルの `r'''` と `'''` の間に貼ると、ここで書いた `linear` を **自分のエンジンの上で** 動かし、値と勾配を `value.py` の `Value` と `utils.linear` に比べます。
+# 貼ったコードは、このノートの `Value`（`value.py` のもの）と混ざらないよう、別の名前空間で実行します（`exec`）。
+# 貼らなければ、この比較は飛ばします。`softmax` の `exp` と `rmsnorm` の累乗はノート 01 の `Value` にないので、この2つは `value.py` の `Value` で動かします。
+
+# %%
+NOTEBOOK_01 = r'''
+# ここにノート 01 の Value のクラスと add、mul、tanh、topological_order、backward を貼る (paste notebook 01's)
+'''
+
+# %%
+import math
+
+notebook_01 = {"math": math}            # its own namespace: its Value stays apart from value.py's
+exec(NOTEBOOK_01, notebook_01)
+MyValue = notebook_01.get("Value")      # None until notebook 01's cells are pasted
+
+
+def weighted_linear(ValueClass, linear_fn, x, w):
+    """[L, dL/dx..., dL/dw...] for L = sum_o c_o * linear(x, w)_o, built from ValueClass."""
+    xs, ws = [ValueClass(v) for v in x], [[ValueClass(v) for v in row] for row in w]
+    out = linear_fn(xs, ws)
+    loss = sum(c * y for c, y in zip((0.5, -2.0, 3.0), out))
+    loss.backward()
+    return [loss.data] + [v.grad for v in xs] + [v.grad for row in ws for v in row]
+
+
+if MyValue is None:
+    print("ノート 01 の Value が貼られていないので、この比較は飛ばします")
+else:
+    r = np.random.default_rng(21)
+    exercises.compare("ノート 01 の Value の上の linear（L と勾配を並べたもの）",
+                      lambda x, w: weighted_linear(MyValue, linear, x, w),
+                      lambda x, w: weighted_linear(Value, utils.linear, x, w),
+                      [("x 3 個、w 3 × 3", (r.normal(size=3), r.normal(size=(3, 3)))),
+                       ("x 4 個、w 3 × 4、1e8 と 1e-8", (np.array([1e8, -1.0, 1e-8, 2.0]), r.normal(size=(3, 4))))])
+
+
+# %% [markdown]
+# ## 発展：LayerNorm と RMSNorm を並べる（読み飛ばしてよい）
+#
+# 章の注記の LayerNorm を、本編の RMSNorm と並べて数で確かめます。練習問題 2 の LayerNorm の準備にもなります。
+
+# %% [markdown]
 # 章の注記のとおり、LayerNorm は「中心化（平均を引く）→ スケーリング（標準偏差で割る）」、RMSNorm は中心化を省いて RMS で割るだけです。
 # どちらも目的は同じで、層を重ねても中間の値が極端に大きくも小さくもならないようにし、勾配が安定して流れるようにすることです。
 # このプロジェクトには LayerNorm はないので、比較用にここで NumPy の2行で書きます（まずは学習可能な倍率・バイアスなし、$\epsilon = 10^{-5}$。倍率とバイアスはこの節の後半で）。
@@ -348,7 +394,8 @@ print("gpt() の MLP の活性化関数:", [name for name in ("relu", "gelu") if
 # | `linear(x, w)` | $w = [[3, 4]]$、$x = [1, 2]$ で 11 | 出力の第 $o$ 成分は `w` の第 $o$ 行と `x` の内積（`w` は「行が出力、列が入力」） | §1 |
 # | `softmax(logits)` | `[1, 2]` → `[0.2689, 0.7311]` | 最大値（ただの数）を引いてから指数。引いても確率は変わらない（シフト不変性）が、引かないとロジット 1000 で指数があふれる | §2 |
 # | `rmsnorm(x)` | `[3, 4]` → `[0.8485, 1.1314]` | 二乗平均に $\epsilon = 10^{-5}$ を足してから $-1/2$ 乗。ゼロベクトルでも割り算が起きない | §3 |
-# | LayerNorm | `[1, 2, 3, 4]` と `[101, …, 104]` | 平均を引く（中心化）ので、全成分に同じ数を足しても出力が変わらない。RMSNorm は引かない | §4 |
+# | 自分の `Value` の上の `linear` | ノート 01 の `Value` を貼って比べる | `+` と `*` だけなので、ノート 01 のエンジンで値も勾配も `value.py` と一致する。`softmax` と `rmsnorm` には `exp` と累乗が要る | §4 |
+# | LayerNorm | `[1, 2, 3, 4]` と `[101, …, 104]` | 平均を引く（中心化）ので、全成分に同じ数を足しても出力が変わらない。RMSNorm は引かない | 発展 |
 #
 # ## 理解度チェック
 #
@@ -374,7 +421,7 @@ print("gpt() の MLP の活性化関数:", [name for name in ("relu", "gelu") if
 # <details><summary>答え</summary>
 #
 # LayerNorm は中心化（平均を引く）のでどちらも同じ `[-1.34, -0.45, 0.45, 1.34]` になります（softmax と同じくシフト不変）。
-# RMSNorm は平均を引かないので、`[101, …, 104]` では共通成分 100 が残り、出力は各成分がほぼ 1 の `[0.985, 0.995, 1.005, 1.015]` になります（§4 の出力）。
+# RMSNorm は平均を引かないので、`[101, …, 104]` では共通成分 100 が残り、出力は各成分がほぼ 1 の `[0.985, 0.995, 1.005, 1.015]` になります（発展の出力）。
 #
 # </details>
 
@@ -414,9 +461,9 @@ exercises.check_03_log_softmax(log_softmax)
 # %% [markdown]
 # ### 練習問題 2：LayerNorm を `Value` で書く
 #
-# §4 の `layernorm_np` と同じ $y = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$（$\mu$ は平均、$\sigma^2$ は分散、$\epsilon = 10^{-5}$、学習可能な倍率・バイアスなし）を、
+# 発展の `layernorm_np` と同じ $y = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$（$\mu$ は平均、$\sigma^2$ は分散、$\epsilon = 10^{-5}$、学習可能な倍率・バイアスなし）を、
 # `Value` のリストを受け取り `Value` のリストを返す関数 `layernorm(x)` として書いてください。
-# チェックは、§4 の2つのベクトルと、ほぼ一定の行（分散が $\epsilon$ よりずっと小さい）で比べます。
+# チェックは、発展の2つのベクトルと、ほぼ一定の行（分散が $\epsilon$ よりずっと小さい）で比べます。
 #
 # <details><summary>ヒント 1</summary>
 #

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第21章 microgpt のユーティリティ関数（2）：3つの関数の逆伝播
 #
-# （目安：約40分）
+# （目安：本編 約40分、練習問題 約25分）
 #
 # **対応する章:** microgpt 本 第21章「microgpt のユーティリティ関数」。ノート 03 で書いた `linear` / `softmax` / `rmsnorm` の勾配を、
 # 計算グラフで追い、式で導き、NumPy の逆伝播として自分で書きます。
@@ -9,9 +9,9 @@
 # このノートで見られるもの（先頭の §N がその節）：
 #
 # - **§1**：章の最小例（`softmax([1, 2])`、`rmsnorm([3, 4])`）の計算グラフと、`backward()` の勾配と手計算の照合。
-# - **§2**：softmax のヤコビアン：各行の和が 0 になること、それは全 logits に同じ定数を足しても確率が変わらない性質（シフト不変性）から来ること、そしてだから `max_val` を定数として扱っても勾配が変わらないこと。
+# - **§2**：softmax のヤコビアン：各行の和が 0 になること。
 # - **§3**：NumPy 版の逆伝播 `linear_backward`、`softmax_backward`、`rmsnorm_backward` を自分で書き、チェックで `utils.py` と比べる。数値微分（中心差分）がどこで外れるかも見る。
-# - **§4**：`value.gradient_check` で勾配を有限差分と照合し、`rmsnorm` の `scale` を `max_val` と同じように定数扱いすると勾配が間違うことを検出する例。
+# - **発展**（読み飛ばしてかまいません）：シフト不変性（`max_val` を定数として扱ってよい理由）。`value.gradient_check` で勾配を有限差分と照合し、`rmsnorm` の `scale` を `max_val` と同じように定数扱いすると勾配が間違うことを検出する例。
 # - **まとめ、理解度チェックと練習問題**：log-softmax のヤコビアン行列と、LayerNorm の逆伝播を自分で書く。
 #
 # **チェックについて：** 各チェックは、あなたの関数と `utils.py` の逆伝播（またはエンジンの `backward()`）を同じ入力で動かし、
@@ -138,40 +138,6 @@ print("max |J - (diag(p) - p p^T)| =", np.abs(J4 - (np.diag(p4) - np.outer(p4, p
 
 
 # %% [markdown]
-# ### シフト不変性：行の和が 0 になる理由と、`max_val` を定数として扱ってよい理由
-#
-# ノート 03 §2 で見たとおり、すべての logits に同じ定数 $c$ を足しても、確率は変わりません。分子と分母の $e^c$ が約分されるからです：
-#
-# $$\mathrm{softmax}(z + c\mathbf{1})_i = \frac{e^{z_i + c}}{\sum_j e^{z_j + c}} = \frac{e^{z_i}}{\sum_j e^{z_j}} = \mathrm{softmax}(z)_i, \qquad \mathbf{1} = (1, \dots, 1).$$
-#
-# $z$ を $\mathbf{1}$ の方向に動かしても $p$ が動かないので、その方向の微分 $\sum_j \partial p_i/\partial z_j = (J\mathbf{1})_i$ は 0 です。これが **各行の和が 0** になる理由です。
-# （**列の和** が 0 になるのは別の理由で、確率の和 $\sum_i p_i$ が常に 1 だからです。softmax の $J$ は対称なので、両方が同時に成り立ちます。）
-
-# %% [markdown]
-# 同じ性質が `max_val` の扱いを正当化します。`max_val` = $m(z)$ は本当は $z$ の関数ですが、章のコードは `.data` から取るので、`backward()` は $m$ を通る道を通りません。
-# 本当の微分には、$m$ を通る道の寄与 $-\sum_j J_{ij} \cdot \partial m/\partial z_k = -(J\mathbf{1})_i\,\partial m/\partial z_k$ が加わるはずですが、$J\mathbf{1} = 0$ なのでこの寄与はちょうど 0 です。
-# つまり `max_val` を定数として扱っても、どの勾配も変わりません。
-#
-# 確かめるために、最大値を `Value` のまま（グラフのノードとして）引く版を書き、`backward()` がそこも通るようにして、ヤコビアンを比べます。
-
-# %%
-def softmax_max_in_graph(logits):
-    """The chapter's softmax, except that the max is a Value (a node of the graph): backward() runs through it too."""
-    max_node = max(logits, key=lambda v: v.data)
-    exps = [(val - max_node).exp() for val in logits]
-    total = sum(exps)
-    return [e / total for e in exps]
-
-
-J4_graph, p4_graph = jacobian(softmax_max_in_graph, z4)
-print("確率は完全に同じ:", np.array_equal(p4, p4_graph))
-print("max |J（max_val は定数） - J（最大値もグラフに）| =", np.abs(J4 - J4_graph).max())
-
-# %% [markdown]
-# 確率はまったく同じで、ヤコビアンの差も $10^{-17}$ 程度の丸め誤差だけです。
-# この議論はシフト不変性に頼っています。§4 では、同じように `.data` から取った値を定数として扱うと勾配が **変わってしまう** 例（`rmsnorm` の `scale`）を見ます。
-
-# %% [markdown]
 # ## 3. NumPy 版の逆伝播を自分で書く
 #
 # `utils.py` では、各スカラー関数の隣に NumPy 版（任意の先頭バッチ次元を持ち、最後の軸に作用する）と、その **明示的な逆伝播** が並んでいます。
@@ -245,10 +211,50 @@ exercises.compare("中心差分で作った dx", rmsnorm_backward_by_differences
 # %% [markdown]
 # 普通の行でも中心差分の相対誤差は $10^{-10}$〜$10^{-8}$ ほどあり（刻み $h$ による打ち切り誤差と丸め誤差）、チェックの許容誤差（相対 $10^{-9}$）を超える点があります。
 # 16 桁違う成分の並ぶ行では、相対誤差が数 % にまで広がります。$f = \sum_i dy_i y_i$ は大きな成分に支配されていて、差 $f(x + he_j) - f(x - he_j)$ の大部分が丸め誤差になるからです。
-# 導いた式にはその心配がありません。数値微分は、式の検算（§4 の `gradient_check`）には役立ちますが、式の代わりにはなりません。
+# 導いた式にはその心配がありません。数値微分は、式の検算（発展の `gradient_check`）には役立ちますが、式の代わりにはなりません。
+
 
 # %% [markdown]
-# ## 4. 有限差分で確かめる：`gradient_check`
+# ## 発展：シフト不変性と、有限差分による確認（読み飛ばしてよい）
+#
+# 本編の2つの話題を掘り下げます。softmax のシフト不変性（章のコードが `max_val` を定数として扱ってよい理由）と、有限差分で勾配を確かめる `gradient_check` です。
+
+# %% [markdown]
+# ### シフト不変性：行の和が 0 になる理由と、`max_val` を定数として扱ってよい理由
+#
+# ノート 03 §2 で見たとおり、すべての logits に同じ定数 $c$ を足しても、確率は変わりません。分子と分母の $e^c$ が約分されるからです：
+#
+# $$\mathrm{softmax}(z + c\mathbf{1})_i = \frac{e^{z_i + c}}{\sum_j e^{z_j + c}} = \frac{e^{z_i}}{\sum_j e^{z_j}} = \mathrm{softmax}(z)_i, \qquad \mathbf{1} = (1, \dots, 1).$$
+#
+# $z$ を $\mathbf{1}$ の方向に動かしても $p$ が動かないので、その方向の微分 $\sum_j \partial p_i/\partial z_j = (J\mathbf{1})_i$ は 0 です。これが **各行の和が 0** になる理由です。
+# （**列の和** が 0 になるのは別の理由で、確率の和 $\sum_i p_i$ が常に 1 だからです。softmax の $J$ は対称なので、両方が同時に成り立ちます。）
+
+# %% [markdown]
+# 同じ性質が `max_val` の扱いを正当化します。`max_val` = $m(z)$ は本当は $z$ の関数ですが、章のコードは `.data` から取るので、`backward()` は $m$ を通る道を通りません。
+# 本当の微分には、$m$ を通る道の寄与 $-\sum_j J_{ij} \cdot \partial m/\partial z_k = -(J\mathbf{1})_i\,\partial m/\partial z_k$ が加わるはずですが、$J\mathbf{1} = 0$ なのでこの寄与はちょうど 0 です。
+# つまり `max_val` を定数として扱っても、どの勾配も変わりません。
+#
+# 確かめるために、最大値を `Value` のまま（グラフのノードとして）引く版を書き、`backward()` がそこも通るようにして、ヤコビアンを比べます。
+
+# %%
+def softmax_max_in_graph(logits):
+    """The chapter's softmax, except that the max is a Value (a node of the graph): backward() runs through it too."""
+    max_node = max(logits, key=lambda v: v.data)
+    exps = [(val - max_node).exp() for val in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+J4_graph, p4_graph = jacobian(softmax_max_in_graph, z4)
+print("確率は完全に同じ:", np.array_equal(p4, p4_graph))
+print("max |J（max_val は定数） - J（最大値もグラフに）| =", np.abs(J4 - J4_graph).max())
+
+# %% [markdown]
+# 確率はまったく同じで、ヤコビアンの差も $10^{-17}$ 程度の丸め誤差だけです。
+# この議論はシフト不変性に頼っています。次の節では、同じように `.data` から取った値を定数として扱うと勾配が **変わってしまう** 例（`rmsnorm` の `scale`）を見ます。
+
+# %% [markdown]
+# ### 有限差分で確かめる：`gradient_check`
 #
 # 手計算できるのは最小例まで。大きな入力では `value.gradient_check(f, inputs)` を使います。`f` は `Value` のリストから1つの `Value` を返す関数で、
 # 各入力について `backward()` の勾配と中心差分 $(f(x + \varepsilon e_i) - f(x - \varepsilon e_i))/(2\varepsilon)$ を比べ、表を印字して True / False を返します。
@@ -306,15 +312,14 @@ assert not ok_wrong
 # 勾配は FAIL になり、`gradient_check` は False を返します。`softmax` では $m$ を通る道の寄与が $J\mathbf{1} = 0$ のおかげでちょうど消えましたが、
 # `rmsnorm` では `scale` を通る道の寄与は 0 ではありません。「`.data` から取った値を定数として扱ってよいか」は、その値を通る道の寄与が 0 かどうかで決まります。
 
-
 # %% [markdown]
 # ## まとめ
 #
 # | 関数 | 勾配 | 逆伝播で見たこと | 節 |
 # |---|---|---|---|
 # | `linear(x, w)` | $dx = dy\,W$、$dW = dy^\top x$ | $x_j$ はすべての出力に、$W$ はすべての位置に使われるので、勾配は足し合わされる | §1, §3 |
-# | `softmax(logits)` | $dz = p \odot (dp - \langle dp, p\rangle)$ | ヤコビアン $\mathrm{diag}(p) - pp^\top$ の各行の和は 0（シフト不変性）。だから `max_val` は定数として扱ってよい | §2, §3 |
-# | `rmsnorm(x)` | $dx = s\,dy - \frac{s^3 x}{n}\langle dy, x\rangle$ | 直接の道と `scale` を経由する道がある。`scale` を定数扱いすると勾配が間違い、`gradient_check` が FAIL を出す | §1, §3, §4 |
+# | `softmax(logits)` | $dz = p \odot (dp - \langle dp, p\rangle)$ | ヤコビアン $\mathrm{diag}(p) - pp^\top$ の各行の和は 0（シフト不変性）。だから `max_val` は定数として扱ってよい | §2, §3, 発展 |
+# | `rmsnorm(x)` | $dx = s\,dy - \frac{s^3 x}{n}\langle dy, x\rangle$ | 直接の道と `scale` を経由する道がある。`scale` を定数扱いすると勾配が間違い、`gradient_check` が FAIL を出す | §1, §3, 発展 |
 # | 数値微分 | 中心差分 | 普通の行では相対誤差 $10^{-10}$〜$10^{-8}$ ほど、大きさが 16 桁違う成分の並ぶ行では数 % ずれる（差の大部分が丸め誤差） | §3 |
 #
 # ## 理解度チェック
@@ -342,7 +347,7 @@ assert not ok_wrong
 # <details><summary>答え</summary>
 #
 # 順伝播の値は同じですが、`backward()` は `scale` が $x$ に依存することを知らず、`scale` を経由する道が抜け落ちます。
-# この道の寄与は 0 ではないので勾配は間違い、§4 の `gradient_check` は FAIL を出して False を返しました。
+# この道の寄与は 0 ではないので勾配は間違い、発展の `gradient_check` は FAIL を出して False を返しました。
 # 定数扱いしてよいかどうかは、その値を通る道の寄与が 0 になるかどうかで決まります（`max_val` ではシフト不変性で 0 になりました）。
 #
 # </details>

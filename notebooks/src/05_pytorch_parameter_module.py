@@ -1,7 +1,7 @@
 # %% [markdown]
 # # PyTorch の概念を組み立てる（1）：`requires_grad`、`Parameter`、`Module`、`no_grad`
 #
-# （目安：約37分）
+# （目安：本編 約37分、練習問題 約24分）
 #
 # **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」の 1（Parameter と requires_grad）と
 # 3（nn.Module と forward 関数の作法）。
@@ -14,9 +14,9 @@
 # - **§2**：`Parameter` と、属性に代入しただけでパラメータを登録する `Module.__setattr__` を組み立て、`parameters()` で列挙する。
 #   資料の `MyModel` をそのまま動かし、`model(x)` と `model.forward(x)` の違いを確かめる。
 # - **§3**：`no_grad` を組み立てる（入れ子と例外でも元に戻ること）。
-# - **§4**：資料の「デバッグ中は `requires_grad=False`」を考える。そのための道具は `no_grad` であること。
+# - **発展**（読み飛ばしてかまいません）：資料の「デバッグ中は `requires_grad=False`」を考える。そのための道具は `no_grad` であること。
 #   凍結（ファインチューニング）は `requires_grad=False` の正しい使い道であること。
-# - **§5**：torch が入っていれば、同じことを本物の PyTorch で確かめる（入っていなければ1行の案内だけ）。
+#   torch が入っていれば、同じことを本物の PyTorch で確かめる（入っていなければ1行の案内だけ）。
 # - **まとめ、理解度チェックと練習問題**：`state_dict` と、凍結を守る `sgd_step`。
 #
 # 組み立てる部品は2つです。それぞれのセルの `raise NotImplementedError` を自分のコードに置き換えてから、すぐ下のチェックを実行してください。
@@ -264,8 +264,15 @@ print(f"no_grad の外：記録された {model(2.0).requires_grad}")
 
 # %% [markdown]
 # `no_grad` は値を変えず、記録だけをやめます。パラメータの `requires_grad` には触れないので、ブロックを出ればそのまま学習に戻れます。
+
+
+# %% [markdown]
+# ## 発展：ノートの「デバッグ中は requires_grad=False」と、本物の PyTorch（読み飛ばしてよい）
 #
-# ## 4. 資料の「デバッグ中は `requires_grad=False`」
+# 本編で組み立てたものを、ノートの記述の1つと、本物の PyTorch に当てはめます。
+
+# %% [markdown]
+# ### 資料の「デバッグ中は `requires_grad=False`」
 #
 # 資料は `requires_grad=False` を指定する場面として、「まず順伝播の数式の動きを手動で追いたいだけ（デバッグ中）」と
 # 「学習済みの重みを固定してファインチューニング（フリーズ）したいとき」を挙げます。後者は正しい使い道です。前者には2つの点で注意が要ります。
@@ -316,8 +323,9 @@ for debug, label in ((None, "デバッグなし"), ("no_grad", "no_grad で順�
 #
 # 一方、**わざと** 止めるのが凍結（フリーズ）です。事前学習した重みの `requires_grad` を `False` にすると、その重みには勾配が届かず、
 # オプティマイザも更新しません。残りのパラメータだけが新しいタスクに合わせて動きます。上の3行目は、意図せずに凍結したのと同じことです。
-#
-# ## 5. 本物の PyTorch では（任意）
+
+# %% [markdown]
+# ### 本物の PyTorch では（任意）
 #
 # torch が入っている環境なら、次のセルは同じことを本物の `nn.Parameter` と `nn.Module` で確かめ、ここで組み立てたものと一致するかを表示します。
 # このプロジェクトは PyTorch なしで動くので、入っていなければ1行の案内だけを表示します。
@@ -356,8 +364,8 @@ else:
 # | `nn.Parameter` と `model.parameters()` | `Parameter` は `requires_grad=True` が既定の `Tensor`。`Module.__setattr__` が属性の代入を横取りして台帳に登録する | §2 |
 # | `model(x)` と `model.forward(x)` | どちらも記録される。違いは `__call__` の仕事（フック、`compile()` 後の振り分け）だけ | §2 |
 # | `no_grad` | 記録のスイッチを切り、出るときに元の値へ戻す（入れ子でも例外でも） | §3 |
-# | 「デバッグ中は `requires_grad=False`」 | 順伝播を追うだけなら何も切り替えなくてよい。記録を省くなら `no_grad`。フラグの戻し忘れは学習を黙って止める | §4 |
-# | 凍結 | `requires_grad=False` の正しい使い道。勾配が届かず、更新されない | §4 |
+# | 「デバッグ中は `requires_grad=False`」 | 順伝播を追うだけなら何も切り替えなくてよい。記録を省くなら `no_grad`。フラグの戻し忘れは学習を黙って止める | 発展 |
+# | 凍結 | `requires_grad=False` の正しい使い道。勾配が届かず、更新されない | 発展 |
 #
 # ## 理解度チェック
 #
@@ -383,7 +391,7 @@ else:
 # <details><summary>答え</summary>
 #
 # どちらでも順伝播の値は同じです。`no_grad` は記録のスイッチを一時的に切るだけで、出れば元に戻り、パラメータには触れません。
-# `requires_grad=False` はパラメータそのものを書き換えるので、戻し忘れるとそのパラメータは学習しなくなります（§4 の3行目）。値を追うだけなら、どちらも要りません。
+# `requires_grad=False` はパラメータそのものを書き換えるので、戻し忘れるとそのパラメータは学習しなくなります（発展の出力の3行目）。値を追うだけなら、どちらも要りません。
 #
 # </details>
 

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # PyTorch の概念を組み立てる（2）：モジュールの階層、共有、Dropout、`nn.Linear`
 #
-# （目安：約30分）
+# （目安：本編 約33分、練習問題 約24分）
 #
 # **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」の 3（nn.Module の恩恵、個別インスタンスと使い回し）、
 # 4（Linear 層とバイアス、`[out_features, in_features]`）、5（nn.Parameter と nn.Linear）。
@@ -14,6 +14,7 @@
 # - **§3**：学習モードと評価モードで Dropout が何を変えるか。
 # - **§4**：`nn.Parameter`（原材料）と `nn.Linear`（完成品）を同じ層で並べる。
 # - **§5**：`nn.Linear` の `[out, in]` レイアウトとバイアス。キーのバイアスが厳密に効かないこと、資料の挙げる理由の確かめ。
+# - **発展**（任意）：torch が入っていれば、§1〜§5 を本物の PyTorch で確かめる（入っていなければ1行の案内だけ）。
 # - **まとめ、理解度チェックと練習問題**：バイアスと ReLU のある線形層の逆伝播、Dropout の逆伝播。
 
 # %%
@@ -325,7 +326,65 @@ print("4 次元の入力：", (x_4d @ W_oi.T).shape, "同じ値：", np.array_eq
 # %% [markdown]
 # 時間の比とその読み方は上の出力のとおりです（1回の計測で、揺れの範囲も並べています）。`[out, in]` を選ぶ理由として確かに残るのは 1 の「数式と同じ形」です。
 # 3 は理由になりません。2 はこの計測だけでは言えず、少なくとも `W.T` がコピーを生まないことは確かです。
+
+# %% [markdown]
+# ## 発展：本物の PyTorch で（任意）
 #
+# torch が入っている環境なら、次のセルは §1〜§5 で組み立てたものを本物の `nn.Module`、`nn.Dropout`、`nn.Linear` で実行し、このノートの結果と並べます。
+# このプロジェクトは PyTorch なしで動くので、入っていなければ1行の案内だけを表示します。
+
+# %%
+import importlib.util
+
+if importlib.util.find_spec("torch") is None:
+    print("torch は入っていません（見るには .venv で pip install torch。このプロジェクト自体は torch なしで動きます）")
+else:
+    import torch
+    from torch import nn
+
+    class TorchBlock(nn.Module):                            # §1's Block: two child modules
+        def __init__(self):
+            super().__init__()
+            self.attn, self.mlp = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
+
+    def verdict(same):
+        return "→ 一致" if same else "→ 不一致"
+
+    tb = TorchBlock()
+    names_t, names_mine = [n for n, _ in tb.named_parameters()], [n for n, _ in block.named_parameters()]
+    print("§1 named_parameters：PyTorch", names_t, "、ここで組み立てたもの", names_mine,
+          verdict([n.split(".")[0] for n in names_t] == [n.split(".")[0] for n in names_mine]))
+    tb.eval()
+    flags_t = (tb.training, tb.attn.training, tb.mlp.training)
+    flags_mine = (block.training, block.attn.training, block.mlp.training)
+    print("§1 eval() のあと training：PyTorch", flags_t, "、ここで組み立てたもの", flags_mine, verdict(flags_t == flags_mine))
+    w_before = tb.attn.weight
+    to_t = (tb.to(torch.float16) is tb, tb.attn.weight is w_before)
+    print(f"§1 モジュールの to が自分自身を返し、同じ Parameter を変える：PyTorch {to_t}、ここで組み立てたもの "
+          f"{(returned is block, block.attn.w is w_object)}", verdict(to_t == (returned is block, block.attn.w is w_object)))
+
+    def torch_tied_loss(E, A, W):                           # §2's tied_loss: h = tanh(E[x] A), W h
+        loss = 0.0
+        for x, target in ((0, 1), (2, 0)):
+            loss = loss - torch.log_softmax(W @ torch.tanh(E[x] @ A), dim=0)[target]
+        return loss
+
+    E_t = torch.tensor(E_vals, requires_grad=True)
+    torch_tied_loss(E_t, torch.tensor(A_vals), E_t).backward()
+    print(f"§2 共有した E の勾配：PyTorch と Value の差の最大 {np.abs(E_t.grad.numpy() - grads[True][0]).max():.1e}")
+    t_drop, x6 = nn.Dropout(0.5), torch.arange(1.0, 7.0)
+    kept = t_drop(x6)
+    print("§3 nn.Dropout(0.5)：学習モード", kept.tolist(), "（落とすか 2 倍か）",
+          verdict(bool(((kept == 0) | (kept == 2 * x6)).all())), "、評価モードで入力のまま",
+          verdict(torch.equal(t_drop.eval()(x6), x6)))
+    t_layer = nn.Linear(4, 3)
+    print(f"§4、§5 nn.Linear(4, 3)：weight の形 {tuple(t_layer.weight.shape)}（[out, in]。ここでは {layer.shape}）",
+          verdict(tuple(t_layer.weight.shape) == layer.shape), f"、パラメータ {sum(q.numel() for q in t_layer.parameters())} 個"
+          f"（ここでは {len(list(layer.named_parameters()))} 個）",
+          verdict(sum(q.numel() for q in t_layer.parameters()) == len(list(layer.named_parameters()))))
+
+
+# %% [markdown]
 # ## まとめ
 #
 # | 資料の項目 | ここで確かめたこと | 節 |

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # PyTorch の概念を組み立てる（3）：Xavier と He を導く、勾配消失
 #
-# （目安：約34分）
+# （目安：本編 約39分、練習問題 約25分）
 #
 # **対応する資料:** 「PyTorchの基本：Parameter、Module、Linear層の仕組み」の 2（勾配消失、アテンションの softmax）と
 # 6（重みの初期化と Xavier / He 初期化）。
@@ -13,6 +13,7 @@
 # - **§2**：Xavier / He / PyTorch の `nn.Linear` の既定（He の 1/6 の分散）で 30 段を通した活性と勾配（対数軸）。資料の「入力に近い深い層」の読み替え。
 # - **§3**：初期値が大きすぎるとき：tanh は飽和するのに、勾配は爆発すること。
 # - **§4**：スケーリングしないアテンションの softmax で勾配が消える様子。
+# - **発展**（任意）：torch が入っていれば、自分の Xavier と He を `torch.nn.init` と、§2 の既定を本物の `nn.Linear` と比べる（入っていなければ1行の案内だけ）。
 # - **まとめ、理解度チェックと練習問題**：He 初期化の一様分布版、キーとバリューに届く勾配。
 
 # %%
@@ -250,7 +251,39 @@ for i, d in enumerate(dims):
 # スケーリングなしでは $d$ が大きいほど softmax が1点に張り付き（最大確率 → 1）、$q$ に届く勾配が桁違いに小さくなります。$d$ が小さいうちは
 # スケーリングなしのほうが勾配はむしろ大きい点にも注意してください。消失は、飽和が始まってから起こります。$1/\sqrt d$ で割ると、どの $d$ でも
 # 分布の鋭さはほぼ一定で、勾配も消えません。microgpt の `gpt` も各ヘッドで `q·k / √head_dim` を使っています（第22章）。
+
+# %% [markdown]
+# ## 発展：本物の PyTorch で（任意）
 #
+# torch が入っている環境なら、次のセルは §1 で導いた Xavier と He の標準偏差を `torch.nn.init` の初期化と、§2 の「PyTorch の既定」を本物の `nn.Linear` と比べます。
+# このプロジェクトは PyTorch なしで動くので、入っていなければ1行の案内だけを表示します。
+
+# %%
+import importlib.util
+
+if importlib.util.find_spec("torch") is None:
+    print("torch は入っていません（見るには .venv で pip install torch。このプロジェクト自体は torch なしで動きます）")
+else:
+    import torch
+
+    torch.manual_seed(0)
+    fan_in, fan_out = 512, 256
+    weight = torch.empty(fan_out, fan_in, dtype=torch.float64)          # [out, in], as nn.Linear stores it
+    xavier = torch.nn.init.xavier_normal_(weight.clone()).std().item()
+    he = torch.nn.init.kaiming_normal_(weight.clone(), nonlinearity="relu").std().item()
+    default_var = torch.nn.Linear(fan_in, fan_out).weight.double().var().item()
+    def verdict(got, want, rtol=0.03):                      # sampled: 131,072 weights, about 0.4% spread
+        return "→ 一致" if abs(got - want) <= rtol * abs(want) else "→ 不一致"
+
+    print(f"Xavier：torch.nn.init.xavier_normal_ の標準偏差 {xavier:.4f}、自分の xavier_std {xavier_std(fan_in, fan_out):.4f}",
+          verdict(xavier, xavier_std(fan_in, fan_out)))
+    print(f"He：torch.nn.init.kaiming_normal_(relu) の標準偏差 {he:.4f}、自分の he_std {he_std(fan_in):.4f}",
+          verdict(he, he_std(fan_in)))
+    print(f"nn.Linear の既定（kaiming_uniform_(a=√5)）：He の分散 2 / fan_in との比 {default_var / he_std(fan_in) ** 2:.3f}（§2 の 1/6）",
+          verdict(default_var / he_std(fan_in) ** 2, 1 / 6))
+
+
+# %% [markdown]
 # ## まとめ
 #
 # | 資料の項目 | ここで導いて確かめたこと | 節 |

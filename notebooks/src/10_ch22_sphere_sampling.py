@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（3）：球面版 `gpt_sphere` との差分と、温度つきサンプリング
 #
-# （目安：約26分）
+# （目安：本編 約33分、練習問題 約24分）
 #
 # **対応する章:** microgpt 本 第22章（推論）と、講義3「プラネタリウムの建設: 球面へのパラダイムシフト」への橋渡し。
 # ノート 08 の `gpt` と、同じ引数を取る超球面版（nGPT）`gpt_sphere` を行単位で比べ、学習したモデルから温度を変えて名前を生成します。
@@ -10,7 +10,8 @@
 #
 # 1. `gpt` と `gpt_sphere` の **行単位の差分** と、違いの一つひとつの説明。$s_u$ が共通の倍率では何も変えないこと、初期化直後の球面版の確率に上限があること。
 # 2. 温度を変えたときの最初の文字の分布と、各温度で生成した名前。第22章の推論ループ（`engine="value"`）と NumPy 版が同じ名前を出すこと。
-# 3. まとめ、理解度チェックと練習問題（球面モードで増えるパラメータ、温度つき softmax）。
+# 3. **第22章のしめくくり**：ノート 03 の `linear`、`softmax`、`rmsnorm` とノート 09 の `adam_update` を貼り、自分の部品だけで tiny GPT を学習して `microgpt.train` と比べる。
+# 4. まとめ、理解度チェックと練習問題（球面モードで増えるパラメータ、温度つき softmax）。
 #
 # §1 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
@@ -107,7 +108,7 @@ print("7.3 倍して割り戻した差の最大：relu(7.3 u) / 7.3 - relu(u) ="
 # nGPT の論文とコードでは、MLP は ReLU ではなく SwiGLU（$\mathrm{SiLU}(s_v \odot v) \odot (s_u \odot u)$）で、$\sqrt{d_{\text{model}}}$ の因子は
 # $s_u$ ではなく SiLU のゲートに入る $s_v$ の側にあります。SiLU は正の同次性を持たない（最後の行：7.3 倍して割り戻すと値が変わる）ので、
 # そちらの倍率には意味があるからです。このプロジェクトが論文から変えている点（ReLU と $s_u$ だけ、学習する位置埋め込み `wpe`）は、
-# 講義3 のノート 15 §3 にまとめています。
+# 講義3 のノート 15 の発展 にまとめています。
 #
 # 表の $s_z$ の行の意味を数値で見ておきます。球面版を初期化して（学習なし）`emma` を通すと、$s_z$ の初期値は 1 なのでロジットはコサインそのもので、
 # 絶対値は 1 を超えません。
@@ -196,6 +197,76 @@ print("engine='numpy' と同じ名前：", by_value == by_numpy)
 
 # %% [markdown]
 # %% [markdown]
+# ## 3. 第22章のしめくくり：自分の部品で学習する
+#
+# 第22章の部品は、ここまでにすべて自分で書いてきました。ノート 03 の `linear`、`softmax`、`rmsnorm` と、ノート 09 の `adam_update` です。
+# 最後に、それらだけで tiny GPT を学習し、損失を `microgpt.train` と比べます。
+#
+# **組み立て（貼り付け）：** 下の2つのセルの `= None` の行を、ノート 03 の3つの関数の `def` のセルと、ノート 09 の `adam_update` の `def` のセルに置き換えてください。
+# 貼ったものは、それぞれのノートと同じチェックにもう一度かけます（貼らなければ、参照の実装で先へ進みます）。
+# ノート 01 の `Value` は使いません。`+`、`*`、`tanh` しかなく、`softmax` の `exp` と損失の `log`、`rmsnorm` の累乗がないからです。数の入れ物は `value.py` の `Value` です。
+
+# %%
+linear = softmax = rmsnorm = None   # ここにノート 03 の linear、softmax、rmsnorm を貼る (paste notebook 03's)
+
+# %%
+adam_update = None                   # ここにノート 09 の adam_update を貼る (paste notebook 09's)
+
+# %%
+import utils  # (the chapter's functions: where a piece is not pasted yet, or not yet right)
+
+for name, check, reference in (("linear", exercises.check_03_linear, utils.linear),
+                               ("softmax", exercises.check_03_softmax, utils.softmax),
+                               ("rmsnorm", exercises.check_03_rmsnorm, utils.rmsnorm),
+                               ("adam_update", exercises.check_09_adam, exercises.adam_update_09)):
+    if globals().get(name) is None or not check(globals()[name]):   # not pasted, or not yet right
+        globals()[name] = reference
+        print(f"{name}：この先は参照の実装で続けます")
+
+# %% [markdown]
+# `gpt` のコードは第22章のままで、その中の名前 `linear`、`softmax`、`rmsnorm` だけを自分の関数に差し替えて実行します（`types.FunctionType` で、同じコードを別の名前の表で動かす）。
+# 学習ループはノート 09 §2 と同じ4つの手順で、Adam は自分の `adam_update` です。30 ステップの損失を、同じシードの `microgpt.train` と並べます。
+
+# %%
+import types
+
+my_gpt = types.FunctionType(microgpt.gpt.__code__, {**vars(microgpt), "linear": linear,
+                                                    "softmax": softmax, "rmsnorm": rmsnorm})
+model = microgpt.values_from_params(microgpt.init_params(cfg, seed=42))
+param_list = [p for mat in model.values() for row in mat for p in row]
+m_adam, v_adam = np.zeros(len(param_list)), np.zeros(len(param_list))
+train_tokens = [microgpt.doc_tokens(d, vocab) for d in train_docs]
+my_losses = []
+for step in range(30):
+    tokens = train_tokens[step % len(train_tokens)]
+    n = min(cfg.block_size, len(tokens) - 1)
+    keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
+    for p in param_list:                                               # zero_grad
+        p.grad = 0.0
+    loss = (1 / n) * sum(-softmax(my_gpt(tokens[i], i, keys, values, model, cfg))[tokens[i + 1]].log()
+                         for i in range(n))                             # forward and loss
+    loss.backward()                                                     # backward
+    new = adam_update(np.array([p.data for p in param_list]), np.array([p.grad for p in param_list]),
+                      m_adam, v_adam, step + 1, 0.01 * (1 - step / 30))  # Adam, lr decayed to 0
+    for p, x in zip(param_list, new.tolist()):
+        p.data = x
+    my_losses.append(loss.data)
+with contextlib.redirect_stdout(io.StringIO()):        # train prints each step's loss; not needed here
+    reference_run = microgpt.train(train_docs, val_docs, vocab, cfg, steps=30, batch_size=1, engine="value",
+                                   eval_every=30, seed=42)
+print("ステップ          1       2       3  ...      28      29      30")
+print("自分の部品     ", " ".join(f"{x:7.4f}" for x in my_losses[:3]), "...",
+      " ".join(f"{x:7.4f}" for x in my_losses[-3:]))
+print("microgpt.train ", " ".join(f"{x:7.4f}" for x in reference_run.train_loss[:3]), "...",
+      " ".join(f"{x:7.4f}" for x in reference_run.train_loss[-3:]))
+print(f"30 ステップの損失の差の最大：{np.abs(np.array(my_losses) - reference_run.train_loss).max():.1e}")
+
+# %% [markdown]
+# 損失が `microgpt.train` と一致すれば（差が丸め誤差の大きさ、$10^{-15}$ 程度まで）、第22章の学習は、自分で書いた部品だけで再現できたことになります。
+# 貼らずに実行した場合は、参照の実装どうしの比較なので差は 0 です。自分の関数で差が出るときは、上のチェックの表のどの点で外れたかを見てください。
+
+
+# %% [markdown]
 # ## まとめ
 #
 # | 見たこと | 要点 | 節 |
@@ -204,6 +275,7 @@ print("engine='numpy' と同じ名前：", by_value == by_numpy)
 # | $s_u$ と $s_z$ | $s_u$ は共通の倍率では何も変えない（ReLU の後に正規化）。ロジットはコサインに $s_z$ を掛けたもので、初期化直後は確率に上限がある | §1 |
 # | 温度 | `softmax(logits / T)`：低いと無難な名前、高いと分布が平らになり、空の名前も出る | §2 |
 # | 2つのエンジン | 第22章の推論ループ（`engine="value"`）と NumPy 版は、同じ乱数で同じ名前を出す | §2 |
+# | 自分の部品で学習 | ノート 03 の3つの関数とノート 09 の Adam で `gpt` のコードを学習すると、損失は `microgpt.train` と同じ | §3 |
 #
 # ## 理解度チェック
 #

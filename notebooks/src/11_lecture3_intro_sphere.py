@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（1）：ノルムを捨てて、球面へ
 #
-# （目安：約27分）
+# （目安：本編 約28分、練習問題 約24分）
 #
 # **対応する講義:** 幾何学講義 第3回「プラネタリウムの建設: 球面へのパラダイムシフト」の「導入：平面から球面へ」と、「実装ノート」のコード例
 # `03_l2_normalize.py`（正規化の基本）と `03_fp16_instability_demo.py` の最後の勾配の例（ε の入れ方）。
@@ -12,7 +12,8 @@
 # 0. **導入**：第2回で見たノルムの「三重の意味」、そのうち一つを諦めること、空間そのものを変えること。RMSNorm のモデルで、ノルムが強度と確信度を同時に運んでいる様子。
 # 1. **`03_l2_normalize`**：ノルムの平均 1.000000、標準偏差 0.000000 と表示される理由。768 個の数でできた点が 767 次元の球面 $\mathbb{S}^{767}$ の上にあること。正規化の勾配が接空間に入ること。
 # 2. **ゼロ近傍の勾配**：講義の「足す ε」と、`F.normalize` の「クランプする ε」。
-# 3. まとめ、理解度チェック（答えは折りたたみ）、練習問題（安全な正規化とその勾配を自分で書く）。
+# 3. **発展**（任意）：torch が入っていれば、講義のスクリプトと §2 の勾配を本物の PyTorch で計算する（入っていなければ1行の案内だけ）。
+# 4. まとめ、理解度チェック（答えは折りたたみ）、練習問題（安全な正規化とその勾配を自分で書く）。
 
 # %%
 import sys
@@ -235,6 +236,40 @@ z = [Value(0.0) for _ in range(3)]
 out = l2_normalize(z)
 sum(out).backward()
 print("ゼロベクトル: y =", [v.data for v in out], " 勾配 =", [v.grad for v in z], "（有限、1/eps）")
+
+
+# %% [markdown]
+# ## 発展：本物の PyTorch で（任意）
+#
+# torch が入っている環境なら、次のセルは講義の `03_l2_normalize.py` の2行の表示と、§2 の「足す ε」と `F.normalize` のクランプの勾配を本物の PyTorch で計算し、
+# このノートの NumPy の結果と並べます。このプロジェクトは PyTorch なしで動くので、入っていなければ1行の案内だけを表示します。
+
+# %%
+import importlib.util
+
+if importlib.util.find_spec("torch") is None:
+    print("torch は入っていません（見るには .venv で pip install torch。このプロジェクト自体は torch なしで動きます）")
+else:
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    norms_t = F.normalize(torch.randn(32, 768), p=2, dim=-1, eps=1e-12).norm(dim=-1)
+    def verdict(same):
+        return "→ 一致" if same else "→ 不一致"
+
+    printed = (f"ノルムの平均: {norms_t.mean():.6f}", f"ノルムの標準偏差: {norms_t.std():.6f}")
+    for line, reproduced in zip(printed, (f"ノルムの平均: {norms32.mean():.6f}", f"ノルムの標準偏差: {norms32.std(ddof=1):.6f}")):
+        print(line, "（§1 の NumPy の float32 の表示と）", verdict(line == reproduced))
+    x_added = torch.full((3,), 1e-7, requires_grad=True)
+    (x_added / (x_added.norm() + 1e-12)).sum().backward()
+    x_clamp = torch.full((3,), 1e-7, requires_grad=True)
+    F.normalize(x_clamp, dim=-1, eps=1e-12).sum().backward()
+    x32 = np.full(3, 1e-7, dtype=np.float32)
+    for label, got, clamp in (("x / (||x|| + eps)", x_added.grad, False), ("F.normalize（クランプ）", x_clamp.grad, True)):
+        want = grad_of_sum_normalized(x32, np.float32(1e-12), clamp=clamp)
+        print(f"§2 {label} の勾配：PyTorch {got.tolist()}、NumPy で再現した値 {want.tolist()}",
+              verdict(np.allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)))
 
 
 # %% [markdown]

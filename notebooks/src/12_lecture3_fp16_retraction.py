@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（2）：float16 の正規化と、球面から外れる重み
 #
-# （目安：約27分）
+# （目安：本編 約37分、練習問題 約22分）
 #
 # **対応する講義:** 幾何学講義 第3回の「実装ノート」のコード例 `03_fp16_instability_demo.py`（数値安定性）と `03_normalized_linear.py`（正規化線形層）、
 # 本文の「設計の徹底が本質」。ノート 11 の続きです（ノート 11 の「接空間」を使います）。
@@ -10,7 +10,7 @@
 #
 # 1. **`03_fp16_instability_demo`**：講義のスクリプトが PyTorch 2.x で実際に表示する値を NumPy で再現し、コメントとの食い違いを確かめる。
 # 2. **`03_normalized_linear`**：初期化で1回正規化した重みは、学習で球面から外れること。毎ステップのリトラクションが要ること。
-# 3. **発展**（float16 の鑑識：$2^{-23}$ になる理由と、入力の大きさごとの壊れ方）。発展は読み飛ばしてかまいません。
+# 3. **発展**（float16 の鑑識：$2^{-23}$ になる理由と、入力の大きさごとの壊れ方。torch が入っていれば、講義のスクリプトを本物の PyTorch で実行し、自分の Adam を `torch.optim.Adam` と比べる）。発展は読み飛ばしてかまいません。
 # 4. まとめ、理解度チェック、練習問題。
 #
 # §1 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
@@ -27,11 +27,11 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules at the root, he
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import exercises  # notebooks/exercises.py: the checks of the build steps
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
 
-import microgpt
 from sphere import (
     cosine_similarity_np,
     l2_normalize_np,
@@ -178,10 +178,55 @@ print(f"normalized_linear の出力のノルム: {np.linalg.norm(out, axis=1).mi
 # これは重みの更新にも当てはまります。入力 $x \in \mathbb{S}^{15}$ から出力の向き $y \in \mathbb{S}^{7}$ を当てる小さな問題（損失は $1 - \cos(\hat y, y)$ の平均）で、
 # 講義の層の重み $W$（8 行 × 16 列）を 300 ステップ学習します。
 #
-# - **講義のまま**：初期化で正規化し、あとは Adam（`microgpt.adam_step`、microgpt と同じ更新）で更新するだけ。
+# - **講義のまま**：初期化で正規化し、あとは Adam（ノート 09 の自分の `adam_update`。`microgpt.adam_step` と同じ更新）で更新するだけ。
 # - **毎ステップ リトラクション**：各ステップの後で行を正規化し直す（`normalize_matrix(W, axis=1)`。microgpt が球面モードで毎ステップ呼ぶ `microgpt.retract` と同じ操作）。
 #
 # 同じことを素朴な SGD（学習率 1）でも行います。
+#
+# Adam は、ノート 09 で自分で書いた `adam_update` を使います。その上に、毎ステップのリトラクションを自分で足します。
+#
+# **組み立て（1）：ノート 09 の Adam を持ってくる。** ノート 09 の `def adam_update(...)` のセルを、下のセルの `adam_update = None` の行と置き換えて貼り付けてください。
+# 次のセルがノート 09 と同じチェックをもう一度行います（貼らなければ、参照の実装で先へ進みます）。
+
+# %%
+adam_update = None   # ここにノート 09 の adam_update を貼る (paste your adam_update from notebook 09)
+
+# %%
+if adam_update is None or not exercises.check_09_adam(adam_update):
+    adam_update = exercises.adam_update_09        # the rest goes on with the reference
+    print("この先は参照の adam_update で続けます")
+
+# %% [markdown]
+# **組み立て（2）：Adam の1歩＋リトラクション。** `adam_retract_step(w, grad, m, v, t, lr)` を書いてください。`w` は重み行列（出力の数 × 入力の数）、`grad` は同じ形の勾配、
+# `m` と `v` は `w.size` 個の数の1本の配列です。`adam_update` で1歩進めてから（`m`, `v` はその中でその場で書き換わる）、**各行を長さ 1 に戻した** 新しい重みを返します。
+# チェックは、球面上から始めた行と長さ 3 から始めた行、勾配 0 の行、$10^{-12}$ から 5000 までの勾配で、何ステップか進めた `W`, `m`, `v` を
+# `microgpt.adam_step` と `sphere.normalize_matrix` の組み合わせと比べます（`normalize_matrix` を呼べば済みますが、ここでは割り算を自分で書いてください）。
+#
+# <details><summary>ヒント 1</summary>
+#
+# `adam_update` は1本の配列を受け取るので、`w.ravel()` と `grad.ravel()` を渡し、返ってきた配列を `.reshape(w.shape)` で行列に戻します。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 行ごとの長さは `np.linalg.norm(w_new, axis=1, keepdims=True)`（形は 行の数 × 1）。どの軸に沿って割るかで、行と列のどちらが単位ベクトルになるかが決まります。
+# 解答例は `notebooks/worked_solutions.md` の「12-1」にあります。
+#
+# </details>
+
+# %%
+def adam_retract_step(w, grad, m, v, t, lr):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_12_adam_retract(adam_retract_step):   # not written yet, or not yet right:
+    adam_retract_step = exercises.adam_retract_step_12       # the rest goes on with the reference
+    print("この先は参照の adam_retract_step で続けます")
+
+# %% [markdown]
+# 自分の `adam_update` と `adam_retract_step` で、4通りを学習します。学習率は microgpt の `train` と同じく、最後のステップで 0 になるよう線形に下げます。
 
 # %%
 d_in, d_out, n_data, train_steps = 16, 8, 256, 300
@@ -206,18 +251,20 @@ print(f"初期化の時点の |cos(勾配の行, 重みの行)| = {np.round(np.a
 drift_runs = {}
 for opt in ("Adam", "SGD"):
     for retract_each_step in (False, True):
-        flat = W_init.ravel().copy()           # one flat buffer, updated in place as microgpt's Adam does
-        w = flat.reshape(d_out, d_in)           # a view of it
-        m, v = np.zeros_like(flat), np.zeros_like(flat)
+        w = W_init.copy()
+        m, v = np.zeros(w.size), np.zeros(w.size)
         row_norms = [np.linalg.norm(w, axis=1)]
         for step in range(train_steps):
             loss, grad = cosine_loss_and_grad(w)
-            if opt == "Adam":
-                microgpt.adam_step(flat, grad.ravel(), m, v, step, train_steps, lr=0.05)
+            lr_t = 0.05 * (1 - step / train_steps)          # decayed linearly to 0, as in microgpt
+            if opt == "Adam" and retract_each_step:          # your step of the cell above
+                w = adam_retract_step(w, grad, m, v, step + 1, lr_t)
+            elif opt == "Adam":                              # your Adam of notebook 09, nothing more
+                w = adam_update(w.ravel(), grad.ravel(), m, v, step + 1, lr_t).reshape(w.shape)
             else:
-                flat -= 1.0 * grad.ravel()
-            if retract_each_step:
-                w[...] = normalize_matrix(w, axis=1)
+                w = w - 1.0 * grad
+                if retract_each_step:
+                    w = normalize_matrix(w, axis=1)
             row_norms.append(np.linalg.norm(w, axis=1))
         drift_runs[opt, retract_each_step] = np.array(row_norms)
         print(f"{opt:4s} {'毎ステップ リトラクション' if retract_each_step else '初期化で1回だけ正規化':14s}: "
@@ -348,6 +395,51 @@ plt.show()
 #   右の灰色の範囲では入力の成分がすでに `inf` で、どんな正規化でも救えません。
 
 # %% [markdown]
+# ### 本物の PyTorch で（任意）
+#
+# torch が入っている環境なら、次のセルは講義の `03_fp16_instability_demo.py` の行をそのまま本物の PyTorch で実行して §1 の `torch_str` の再現と並べ、
+# §2 で使った自分の `adam_update` と `adam_retract_step` を `torch.optim.Adam`（β1 = 0.85、β2 = 0.99、ε = 1e-8：microgpt と同じ）と比べます。
+# このプロジェクトは PyTorch なしで動くので、入っていなければ1行の案内だけを表示します。
+
+# %%
+import importlib.util
+
+if importlib.util.find_spec("torch") is None:
+    print("torch は入っていません（見るには .venv で pip install torch。このプロジェクト自体は torch なしで動きます）")
+else:
+    import torch
+    import torch.nn.functional as F
+
+    very_small_t = torch.finfo(torch.float16).tiny / 1024                # the lecture's lines, verbatim
+    small_t = torch.full((3,), very_small_t, dtype=torch.float32).half()
+    zero_t = torch.zeros(3, dtype=torch.float16)
+    lines = {"入力 (float16)": (f"{small_t}", torch_str(small_fp16)),
+             "ノルム": (f"{small_t.norm()}", f"{float(norm_fp16)}"),
+             "Unsafe (epsなし)": (f"{small_t / small_t.norm()}", torch_str(unsafe)),
+             "ゼロをepsなしで割る": (f"{zero_t / zero_t.norm()}", torch_str(zero_by_zero))}
+    for label, (real, reproduced) in lines.items():
+        print(f"{label}: {real}  → §1 の再現と{'同じ' if real == reproduced else '違う：' + reproduced}")
+    try:
+        F.normalize(small_t.float(), eps=1e-12)
+    except IndexError as error:
+        print(f"安全策の行 F.normalize(small_fp16.float(), eps=1e-12)：IndexError（{error}）")
+
+    w_t = torch.nn.Parameter(torch.tensor(W_init, dtype=torch.float64))
+    adam_t = torch.optim.Adam([w_t], lr=0.05, betas=(0.85, 0.99), eps=1e-8)
+    w_mine, m_mine, v_mine = W_init.copy(), np.zeros(W_init.size), np.zeros(W_init.size)
+    for step in range(1, 101):                                         # no lr decay: plain Adam
+        _, grad = cosine_loss_and_grad(w_mine)
+        w_t.grad = torch.tensor(grad)
+        adam_t.step()
+        with torch.no_grad():
+            w_t /= w_t.norm(dim=1, keepdim=True)                      # the retraction, after the step
+        w_mine = adam_retract_step(w_mine, grad, m_mine, v_mine, step, 0.05)
+    print(f"自分の adam_retract_step と torch.optim.Adam＋行の正規化（100 ステップ）：W の差の最大 "
+          f"{np.abs(w_t.detach().numpy() - w_mine).max():.1e}、m の差の最大 "
+          f"{np.abs(adam_t.state[w_t]['exp_avg'].numpy().ravel() - m_mine).max():.1e}")
+
+
+# %% [markdown]
 # ## まとめ
 #
 # | コード例 | 講義のコードが実際に表示するもの | 確かめたこと | 節 |
@@ -396,7 +488,7 @@ plt.show()
 # </details>
 #
 # **練習 2.** §2 の学習で、SGD の学習率を 1.0 から 0.1 にすると、「初期化で1回だけ正規化」の行のノルムの散らばりは小さくなるでしょうか。
-# 予想してから、セルの `flat -= 1.0 * grad.ravel()` を `flat -= 0.1 * grad.ravel()` に書き換えて確かめてください。
+# 予想してから、セルの `w = w - 1.0 * grad` を `w = w - 0.1 * grad` に書き換えて確かめてください。
 #
 # <details><summary>答え</summary>
 #

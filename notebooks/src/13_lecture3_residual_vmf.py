@@ -1,16 +1,17 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（3）：正規化残差と、円周上の vMF 分布
 #
-# （目安：約35分）
+# （目安：本編 約38分、練習問題 約24分）
 #
 # **対応する講義:** 幾何学講義 第3回の「実装ノート」のコード例 `03_normalized_linear.py` の `NormalizedResidual` と `03_vmf_distribution_plot.py`、
 # 本文の「vMF と正規分布の対応」の表（κ → ∞ の行を含む）。ノート 12 の続きです。
 #
 # このノートで見るもの：
 #
-# 1. 講義の残差 $x + \alpha f(x)$ と nGPT の残差の違い（α のスライダーつき）。RMSNorm の残差の流れのノルムが深さとともに伸びること。
+# 1. 講義の残差 $x + \alpha f(x)$ と nGPT の残差の違い。RMSNorm の残差の流れのノルムが深さとともに伸びること。
 # 2. 円周上の vMF 密度（κ のスライダーつき）。κ → ∞ でデルタ関数に近づく様子。講義の表の「指数関数的な減衰（角度に対して）」の読み方。
-# 3. まとめ、理解度チェック、練習問題（$\mathbb{S}^2$ の vMF の正規化定数と平均コサインを、閉じた式で書く）。
+# 3. **発展**（読み飛ばしてかまいません）：残差の1歩を2次元で描く（α のスライダーつき）。
+# 4. まとめ、理解度チェック、練習問題（$\mathbb{S}^2$ の vMF の正規化定数と平均コサインを、閉じた式で書く）。
 #
 # スライダーつきの図は、Jupyter で ipywidgets を入れて実行したときに動かせます。実行済みのノートには、決まった値での図が入っています。
 
@@ -164,37 +165,7 @@ plt.show()
 # - **nGPT の形**：回る角度は $\lVert f\rVert$ によらず $\operatorname{atan2}(\alpha, 1-\alpha)$（$f \perp h$ のとき）です。α = 0.5 で 45°、α = 1 でちょうど $\mathrm{Norm}(f(h))$ の位置に着き、
 #   α > 1 はそこを通り越す外挿です。α は「球面上の1歩の大きさ」を直接決める、学習率のような量です。
 #
-# 2次元で1歩を描くと、この違いがそのまま見えます。$h$ と、$h$ から 100° 離れた向きのブロック出力 $f$（長さは上のブロックの $\lVert f(x_0)\rVert$ の中央値）について、
-# 講義の形と nGPT の形で α だけ進んだ新しい $h$ を円周の上に描きます。Jupyter で実行すると、α をスライダーで動かせます。
-
-# %%
-def draw_residual_step(alpha):
-    """One residual step on the circle, the lecture's form and nGPT's, from h = (1, 0) towards f at 100 degrees."""
-    h = np.array([1.0, 0.0])
-    f = f0_norm * np.array([np.cos(np.radians(100)), np.sin(np.radians(100))])
-    lecture = l2_normalize_np(h + alpha * f)
-    ngpt = l2_normalize_np(h + alpha * (l2_normalize_np(f) - h))
-    t = np.linspace(0, 2 * np.pi, 400)
-    fig, ax = plt.subplots(figsize=(5.2, 5.2))
-    ax.plot(np.cos(t), np.sin(t), color="0.8")
-    for point, color, label in ((h, "k", "h（前）"), (l2_normalize_np(f), "tab:green", "Norm(f)"),
-                                (lecture, "tab:blue", "講義：Normalize(h + α f)"),
-                                (ngpt, "tab:orange", "nGPT：Norm(h + α(Norm(f) − h))")):
-        ax.annotate("", xy=point, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
-        ax.plot(*point, "o", color=color, label=label)
-    ax.plot(*np.stack([h, h + alpha * (l2_normalize_np(f) - h)]).T, ":", color="tab:orange", lw=1)
-    turn = [np.degrees(np.arccos(np.clip(p @ h, -1, 1))) for p in (lecture, ngpt)]
-    ax.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xticks=[], yticks=[],
-           title=f"残差の1歩（α = {alpha:.3g}）：講義の形は {turn[0]:.1f}°、nGPT の形は {turn[1]:.1f}° 回る")
-    ax.legend(loc="lower left", fontsize=8)
-    plt.show()
-
-
-slider_figure(draw_residual_step, {"alpha": ("log", 0.001, 10.0, 0.1)}, description=["α"])
-
-# %% [markdown]
-# α = 0.1 でも、講義の形はブロックの出力の長さのぶん大きく回り、nGPT の形は弦の 1/10 だけ進みます（図のタイトルの2つの角度）。
-# α を 1 にすると nGPT の形はちょうど $\mathrm{Norm}(f)$ に着き、講義の形はすでにその近くまで回っています。
+# 1歩を2次元で描いた図（α のスライダーつき）は、このノートの最後の発展にあります。
 
 # %% [markdown]
 # ## 2. vMF 分布の可視化（コード例 `03_vmf_distribution_plot.py`）
@@ -336,6 +307,42 @@ slider_figure(draw_vmf, {"kappa": ("log", 0.1, 200.0, 10.0)}, description=["κ"]
 # vMF は $-2\kappa$ で止まります（θ = π の行）。対数軸の図で、vMF の曲線は θ = 0 のまわりで放物線、端で平らです。
 # 講義の表は「平均方向の近くでは、どちらも中心からのずれの2乗の指数関数」という意味で正しく、違いは裾（平均方向から遠いところ）に出ます。
 # κ が大きいほど放物線の部分が分布のほとんどを占め、κ = 50 のピークは $\mathcal{N}(0, 1/50)$ のピークよりわずかに低いだけです（出力の最後の行）。
+
+# %% [markdown]
+# ## 発展：残差の1歩を2次元で描く（読み飛ばしてよい）
+#
+# §1 の2つの残差の形を、1歩ずつ円周の上で比べます。2次元で1歩を描くと、この違いがそのまま見えます。$h$ と、$h$ から 100° 離れた向きのブロック出力 $f$（長さは上のブロックの $\lVert f(x_0)\rVert$ の中央値）について、
+# 講義の形と nGPT の形で α だけ進んだ新しい $h$ を円周の上に描きます。Jupyter で実行すると、α をスライダーで動かせます。
+
+# %%
+def draw_residual_step(alpha):
+    """One residual step on the circle, the lecture's form and nGPT's, from h = (1, 0) towards f at 100 degrees."""
+    h = np.array([1.0, 0.0])
+    f = f0_norm * np.array([np.cos(np.radians(100)), np.sin(np.radians(100))])
+    lecture = l2_normalize_np(h + alpha * f)
+    ngpt = l2_normalize_np(h + alpha * (l2_normalize_np(f) - h))
+    t = np.linspace(0, 2 * np.pi, 400)
+    fig, ax = plt.subplots(figsize=(5.2, 5.2))
+    ax.plot(np.cos(t), np.sin(t), color="0.8")
+    for point, color, label in ((h, "k", "h（前）"), (l2_normalize_np(f), "tab:green", "Norm(f)"),
+                                (lecture, "tab:blue", "講義：Normalize(h + α f)"),
+                                (ngpt, "tab:orange", "nGPT：Norm(h + α(Norm(f) − h))")):
+        ax.annotate("", xy=point, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
+        ax.plot(*point, "o", color=color, label=label)
+    ax.plot(*np.stack([h, h + alpha * (l2_normalize_np(f) - h)]).T, ":", color="tab:orange", lw=1)
+    turn = [np.degrees(np.arccos(np.clip(p @ h, -1, 1))) for p in (lecture, ngpt)]
+    ax.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xticks=[], yticks=[],
+           title=f"残差の1歩（α = {alpha:.3g}）：講義の形は {turn[0]:.1f}°、nGPT の形は {turn[1]:.1f}° 回る")
+    ax.legend(loc="lower left", fontsize=8)
+    plt.show()
+
+
+slider_figure(draw_residual_step, {"alpha": ("log", 0.001, 10.0, 0.1)}, description=["α"])
+
+# %% [markdown]
+# α = 0.1 でも、講義の形はブロックの出力の長さのぶん大きく回り、nGPT の形は弦の 1/10 だけ進みます（図のタイトルの2つの角度）。
+# α を 1 にすると nGPT の形はちょうど $\mathrm{Norm}(f)$ に着き、講義の形はすでにその近くまで回っています。
+
 
 # %% [markdown]
 # ## まとめ

@@ -1,19 +1,20 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（4）：球面上の vMF 分布と、球面上の勾配法
 #
-# （目安：約36分）
+# （目安：本編 約40分、練習問題 約22分）
 #
 # **対応する講義:** 幾何学講義 第3回の「von Mises-Fisher 分布」（NOTE「ガウスから誘導される方向分布」「最大エントロピー原理」）と
 # 「球面上の学習」（リーマン勾配と、正規化による近似＝射影勾配法）。ノート 13 の続きです（ノート 11 の「接空間」を使います）。
 #
 # このノートで見るもの：
 #
-# 1. $\mathbb{S}^2$ 上の vMF のサンプルと κ の推定。ガウス分布から生まれる vMF の集中度（条件付けなら講義の $\lVert\mathbf m\rVert/\sigma^2$ が厳密、射影なら次元の項がつく）。
-#    vMF が最大エントロピーの方向分布であること。
-# 2. リーマン勾配＋リトラクションと、講義の疑似コードの射影勾配法（学習率 η のスライダーつき）。
-# 3. まとめ、理解度チェック、練習問題。
+# 1. $\mathbb{S}^2$ 上の vMF のサンプルと、κ の推定（推定量を自分で書く）。
+# 2. リーマン勾配＋リトラクションと、講義の疑似コードの射影勾配法（2つの1歩を自分で書く）。
+# 3. **発展**（読み飛ばしてかまいません）：ガウス分布から生まれる vMF の集中度（条件付けなら講義の $\lVert\mathbf m\rVert/\sigma^2$ が厳密、射影なら次元の項がつく）。
+#    vMF が最大エントロピーの方向分布であること（6種類の分布を比べる）。§2 の2つの1歩の図（学習率 η のスライダーつき）。
+# 4. まとめ、理解度チェック、練習問題。
 #
-# §1.1 には「予想してから確かめる」問いがあります。
+# 発展には「予想してから確かめる」問いがあります。
 
 # %%
 import sys
@@ -29,6 +30,7 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules at the root, he
 
 import math
 
+import exercises  # notebooks/exercises.py: the checks of the build steps
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
 import numpy as np
@@ -74,8 +76,167 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# サンプルから κ を推定し直します。`sphere.vmf_estimate_kappa` は Banerjee et al. (2005) の近似 $\hat\kappa = \bar R (d - \bar R^2)/(1 - \bar R^2)$ を使います。
-# $\bar R$ はサンプル平均の長さです。左の図は真の κ と推定値で、$d = 3$ と $d = 16$、サンプル数 $n$ を変えて各 20 回の中央値と 10〜90% の幅を描きます。
+# サンプルから κ を推定し直します。Banerjee et al. (2005) の近似 $\hat\kappa = \bar R (d - \bar R^2)/(1 - \bar R^2)$ を使います。
+# $\bar R$ はサンプル平均の長さ、$d$ はベクトルの成分の数（$\mathbb{S}^{d-1}$ の $d$）です。
+#
+# **組み立て（1）：κ の推定。** `estimate_kappa(samples)` を書いてください。`samples` は単位ベクトルを行に並べた配列（n 行 × d 列）で、
+# 平均方向 $\hat\mu = \bar{\mathbf x}/\bar R$ と $\hat\kappa$ の組 `(mu_hat, kappa_hat)` を返します。チェックは `sphere.vmf_estimate_kappa` と、
+# $d = 3$ と $16$、κ = 0.1（$\bar R$ がほぼ 0）から $10^4$（$1 - \bar R^2$ が桁落ちする）まで、サンプル2個の場合も比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# `mean = samples.mean(axis=0)`、その長さ `r = np.linalg.norm(mean)` が $\bar R$ です。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# `d` は `samples.shape[1]` です。$\hat\kappa$ の式の $d$ は球面の次元 $d - 1$ ではありません。解答例は `notebooks/worked_solutions.md` の「14-2」にあります。
+#
+# </details>
+
+# %%
+def estimate_kappa(samples):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_14_estimate_kappa(estimate_kappa):   # not written yet, or not yet right:
+    estimate_kappa = sphere.vmf_estimate_kappa              # the rest goes on with the reference
+    print("この先は参照の sphere.vmf_estimate_kappa で続けます")
+
+# %% [markdown]
+# 自分の `estimate_kappa` は、発展で2回使います。真の κ と比べる図と、ガウス分布から生まれる方向分布の κ の推定です。
+
+# %% [markdown]
+# ## 2. リーマン勾配＋リトラクション と 射影勾配法
+#
+# 講義の「球面上の学習：幾何学的な意味」：勾配の方向のうち、球面に沿う成分だけが点を球面の上で動かします。点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（ノート 11 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
+# $\mathrm{grad}_S f = g - (g^\top x)\,x$ です（`sphere.tangent_project`）。
+#
+# - **リーマン勾配＋リトラクション**（リーマン最適化）：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。$R$ は球面へ戻す写像、リトラクションで、
+#   多様体最適化（講義の文献では Absil et al., 2008）の用語です。接平面内で1歩進むので、リトラクション前の長さの2乗は $1 + \eta^2 \lVert \mathrm{grad}_S f \rVert^2$：球面からのずれは $\eta$ の **2次** です。
+# - **射影勾配法**（講義の疑似コード、「正規化による近似」）：$x \leftarrow x - \eta g$、$x \leftarrow x/\lVert x\rVert$（`sphere.projected_sgd_step`）。$g$ の半径方向成分も $x$ を動かすので、ずれは $\eta$ の **1次** です。
+#
+# 講義の文献の多様体上の確率的勾配降下法（Bonnabel, 2013）も、行列の多様体（Stiefel 多様体、Grassmann 多様体）の上の最適化も、この2つの形の延長にあります。
+#
+# **組み立て（2）：球面上の2つの1歩。** `riemannian_step(x, g, lr)` と `projected_step(x, g, lr)` を書いてください。`x` は単位ベクトル、`g` はユークリッド勾配で、
+# どちらもリトラクション（長さで割って球面へ戻す）の後の新しい点を返します。チェックは `sphere.riemannian_sgd_step` と `sphere.projected_sgd_step` と、
+# 半径方向の成分を持つ勾配、半径方向だけの勾配、接ベクトルの勾配で、η = 0.001 から 2 まで比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# リーマン勾配は $g - (g^\top x)\,x$（`g @ x` が $g^\top x$）。2つの関数の違いは、これを使うか $g$ をそのまま使うかだけです。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# `y = x - lr * ...` の後で `y / np.linalg.norm(y)` を返します。解答例は `notebooks/worked_solutions.md` の「14-1」にあります。
+#
+# </details>
+
+# %%
+def riemannian_step(x, g, lr):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+
+def projected_step(x, g, lr):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_14_sphere_steps(riemannian_step, projected_step):   # not yet right:
+    riemannian_step, projected_step = sphere.riemannian_sgd_step, sphere.projected_sgd_step
+    print("この先は参照の sphere.riemannian_sgd_step と sphere.projected_sgd_step で続けます")
+
+# %% [markdown]
+# 例として $f(x) = -x^\top A x$（$A$ は対称行列）を $\mathbb{S}^{9}$ 上で、自分の2つの1歩で最小化します。最小点は $A$ の最大固有ベクトルで、最小値は $-\lambda_{\max}$ です。
+
+# %%
+d = 10
+rng = np.random.default_rng(7)
+M = rng.standard_normal((d, d))
+A = (M + M.T) / 2
+lam_max = np.linalg.eigvalsh(A)[-1]
+
+
+def f(x):
+    return -x @ A @ x
+
+
+def euclid_grad(x):
+    return -2 * A @ x
+
+
+x_start = l2_normalize_np(rng.standard_normal(d))
+g = euclid_grad(x_start)
+print(f"ユークリッド勾配の半径方向の成分 g・x = {g @ x_start:.3f}、|g| = {np.linalg.norm(g):.3f}、"
+      f"リーマン勾配の大きさ |grad_S| = {np.linalg.norm(tangent_project(x_start, g)):.3f}")
+
+lrs = np.logspace(-4, 0, 30)
+drift_riem = [abs(np.linalg.norm(x_start - lr * tangent_project(x_start, g)) - 1) for lr in lrs]
+drift_proj = [abs(np.linalg.norm(x_start - lr * g) - 1) for lr in lrs]
+
+lr = 0.05
+xr, xp = x_start.copy(), x_start.copy()
+hist = {"riem": [f(xr)], "proj": [f(xp)]}
+drift = {"riem": [], "proj": []}
+for _ in range(60):
+    drift["riem"].append(abs(np.linalg.norm(xr - lr * tangent_project(xr, euclid_grad(xr))) - 1))
+    drift["proj"].append(abs(np.linalg.norm(xp - lr * euclid_grad(xp)) - 1))
+    xr = riemannian_step(xr, euclid_grad(xr), lr)
+    xp = projected_step(xp, euclid_grad(xp), lr)
+    hist["riem"].append(f(xr))
+    hist["proj"].append(f(xp))
+print(f"60 ステップ後: f = {hist['riem'][-1]:.6f}（リーマン勾配）、{hist['proj'][-1]:.6f}（射影勾配法）、"
+      f"最小値 -λ_max = {-lam_max:.6f}。|x| はそれぞれ {np.linalg.norm(xr):.15f}、{np.linalg.norm(xp):.15f}")
+print(f"最後の1歩のリトラクション前のずれ: {drift['riem'][-1]:.1e}（リーマン勾配）、{drift['proj'][-1]:.3f}（射影勾配法）。"
+      f"最小点では g = -2 λ_max x が半径方向だけなので、射影勾配法のずれ -> 2 η λ_max = {2 * lr * lam_max:.3f}")
+print(f"最小点の近くで射影勾配法が球面に沿って進む距離は、リーマン勾配の 1 / (1 + 2 η λ_max) = "
+      f"{1 / (1 + 2 * lr * lam_max):.3f} 倍")
+
+fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+axes[0].loglog(lrs, drift_riem, "o-", ms=3, label="リーマン勾配の1歩 x - η grad_S f")
+axes[0].loglog(lrs, drift_proj, "s-", ms=3, label="ユークリッド勾配の1歩 x - η g")
+axes[0].loglog(lrs, lrs ** 2, "k:", lw=1, label="傾き 2（$\\eta^2$）")
+axes[0].loglog(lrs, lrs, "k--", lw=1, label="傾き 1（$\\eta$）")
+axes[0].set(xlabel="学習率 η", ylabel="リトラクション前の | ||x_new|| - 1 |", title="1歩で球面から外れる量")
+axes[0].legend(fontsize=8)
+axes[1].semilogy(drift["riem"], label="リーマン勾配＋リトラクション")
+axes[1].semilogy(drift["proj"], label="射影勾配法（ユークリッド勾配の1歩）")
+axes[1].set(xlabel="ステップ", ylabel="リトラクション前の | ||x_new|| - 1 |", title=f"学習中のずれ（η = {lr}）")
+axes[1].legend(fontsize=8)
+axes[2].semilogy(np.array(hist["riem"]) + lam_max, label="リーマン勾配＋リトラクション")
+axes[2].semilogy(np.array(hist["proj"]) + lam_max, label="射影勾配法（ユークリッド勾配の1歩）")
+axes[2].set(xlabel="ステップ", ylabel="f(x) - min f", title="$S^9$ 上の $f(x) = -x^\\top A x$")
+axes[2].legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# どちらもリトラクションの後は厳密に球面上にあり、どちらも最小値へ収束します（「60 ステップ後」の行）。$\eta \to 0$ では2つの1歩の差は $\eta^2$ の程度なので、
+# 講義のとおり「学習率が十分小さければ、リーマン勾配降下法に近い挙動を示す」のです。違いは、リトラクション前のずれの **次数** に現れます。
+#
+# - 左の図は1歩のずれです。接平面内の1歩は傾き 2、ユークリッド勾配の1歩は傾き 1。射影勾配法の曲線の谷は、半径方向成分 $g^\top x > 0$ による1次の縮みと
+#   2次の伸びが打ち消し合って、たまたまノルムが 1 に戻る $\eta$ です。
+# - 中の図は学習の途中のずれです。最小点に近づくとリーマン勾配は 0 に向かうのでずれも消えますが、ユークリッド勾配 $g = -2Ax \approx -2\lambda_{\max} x$ は
+#   ほぼ **半径方向だけ** になり、射影勾配法は毎回「$x$ を $1 + 2\eta\lambda_{\max}$ 倍に伸ばして正規化で戻す」ことを繰り返します（「最後の1歩」の行）。
+# - 右の図では、$f(x) < 0$ になって以降は射影勾配法のほうが遅くなります。$g^\top x = 2f(x) < 0$ なので $x - \eta g$ は伸び、それを正規化で割り戻すとき、接方向の1歩も同じ比率で縮むからです。
+#   最小点の近くでは、その比率は出力の最後の行の値です。
+#
+# 2つの1歩を2次元で描いた図（η のスライダーつき）と、リトラクションと指数写像の差は、発展にあります。
+
+# %% [markdown]
+# ## 発展：なぜ vMF なのか（読み飛ばしてよい）
+#
+# §1 の自分の `estimate_kappa` を真の κ と比べてから、講義が球面上の分布に vMF を選ぶ理由を、2つの面から数で確かめます。ガウス分布から生まれる方向分布と、最大エントロピーです。最後に §2 の2つの1歩を2次元の図で見ます。
+
+# %% [markdown]
+# ### 推定した κ と真の κ
+#
+# 自分の `estimate_kappa` で推定します。左の図は真の κ と推定値で、$d = 3$ と $d = 16$、サンプル数 $n$ を変えて各 20 回の中央値と 10〜90% の幅を描きます。
 # 右の図は $\bar R$ と理論値 $A_d(\kappa) = I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$（`sphere.vmf_mean_resultant_length`）です。
 
 # %%
@@ -86,7 +247,7 @@ for d_, marker in ((3, "o"), (16, "s")):
     mu_d = np.zeros(d_)
     mu_d[0] = 1.0
     for n, ls in ((100, ":"), (10000, "-")):
-        est = np.array([[sphere.vmf_estimate_kappa(sphere.vmf_sample(mu_d, k, n, rng))[1] for _ in range(20)]
+        est = np.array([[estimate_kappa(sphere.vmf_sample(mu_d, k, n, rng))[1] for _ in range(20)]
                         for k in true_kappas])
         med, lo, hi = np.median(est, 1), np.percentile(est, 10, 1), np.percentile(est, 90, 1)
         axes[0].errorbar(true_kappas, med, yerr=[med - lo, hi - med], fmt=marker + ls, ms=4, capsize=2,
@@ -108,8 +269,9 @@ plt.show()
 # 同じ κ でも、次元が高いほど $\bar R$ は小さくなります。κ が小さいうちは $A_d(\kappa) \approx \kappa/d$ なので、高次元の球面では、同じ「まとまり」に見えるためにより大きな κ が要ります。
 # サンプル数が少なく κ が小さいと、推定は上に偏ります。ランダムな点の平均も、わずかに長さを持つからです。
 
+
 # %% [markdown]
-# ### 1.1 なぜ vMF なのか：射影正規分布と、ガウス分布から生まれる vMF
+# ### なぜ vMF なのか：射影正規分布と、ガウス分布から生まれる vMF
 #
 # 講義の「なぜ球面上の確率分布が必要か」：球面の上の点に、平らな空間の正規分布をそのまま使うことはできません。では球面上の「正規分布」は何か、が出発点です。
 #
@@ -173,9 +335,9 @@ for d_, m_len, sig in ((3, 0.5, 0.5), (3, 1.0, 0.5), (3, 1.0, 0.25), (3, 1.5, 0.
     z = z + sig * rng.standard_normal((n_samples, d_))
     r = np.linalg.norm(z, axis=1)
     u = z / r[:, None]
-    kappa_proj = sphere.vmf_estimate_kappa(u[:20_000])[1]
+    kappa_proj = estimate_kappa(u[:20_000])[1]
     near = np.abs(r - 1) < 0.02                                   # keep the samples with ||z|| close to 1
-    kappa_cond = sphere.vmf_estimate_kappa(u[near])[1] if near.sum() > 100 else np.nan
+    kappa_cond = estimate_kappa(u[near])[1] if near.sum() > 100 else np.nan
     with_d = m_len * np.sqrt(m_len**2 + d_ * sig**2) / sig**2
     gauss_rows.append((m_len / sig**2, m_len**2 / sig**2, kappa_proj, kappa_cond, with_d, d_))
     cond_text = f"{kappa_cond:16.2f} {near.sum():17d}" if near.sum() > 100 else f"{'-（||z|| ≈ 1 がない）':>24}"
@@ -206,7 +368,7 @@ plt.show()
 # 次元の項を含む $\lVert\mathbf m\rVert\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}/\sigma^2$ です。
 # 「$\kappa = \lVert\mathbf m\rVert/\sigma^2$」は括弧の中の条件付け（$r = 1$）の読み方のほうで、こちらは近似ではなく厳密です。
 #
-# ### 1.2 vMF は最大エントロピーの方向分布
+# ### vMF は最大エントロピーの方向分布
 #
 # 講義の NOTE「最大エントロピー原理」：平均 $\mathbb{E}[\mathbf x]$ が決まっているとき、球面上でエントロピーがいちばん大きい分布が vMF です。
 # 円周 $\mathbb{S}^1$ で、平均合成ベクトル長 $R = \lVert\mathbb{E}[\mathbf x]\rVert$ が同じになるように合わせた6種類の分布のエントロピー $H = -\int p(\theta)\log p(\theta)\,d\theta$ を比べます。
@@ -214,7 +376,7 @@ plt.show()
 #
 # - **vMF**（円周では von Mises 分布）：$A_2(\kappa) = R$ になる κ を二分法で求める。
 # - **巻き込み正規分布**（wrapped normal）：$N(0, s^2)$ を $2\pi$ で巻いたもの。$R = e^{-s^2/2}$。
-# - **射影正規分布**：$N((m, 0), I)$ を円周へ射影したもの（§1.1）。$R$ が合う $m$ を、閉じた式 $R(m) = \sqrt{\pi/8}\,m\,e^{-m^2/4}\big(I_0(m^2/4) + I_1(m^2/4)\big)$ から二分法で求める。
+# - **射影正規分布**：$N((m, 0), I)$ を円周へ射影したもの（上の節）。$R$ が合う $m$ を、閉じた式 $R(m) = \sqrt{\pi/8}\,m\,e^{-m^2/4}\big(I_0(m^2/4) + I_1(m^2/4)\big)$ から二分法で求める。
 #   表の「R のずれ最大」が、この式と数値積分の $R$ の一致を確かめています。
 # - **巻き込みコーシー分布**：$p(\theta) = (1-\rho^2)/(2\pi(1 + \rho^2 - 2\rho\cos\theta))$、$R = \rho$。
 # - **カージオイド分布**：$p(\theta) = (1 + 2\rho\cos\theta)/(2\pi)$、$R = \rho$。$\rho \le 1/2$ のときだけ密度が負になりません。
@@ -322,89 +484,7 @@ plt.show()
 # vMF は「平均の向きと長さを決めた」という制約つきの最大です。
 
 # %% [markdown]
-# ## 2. リーマン勾配＋リトラクション と 射影勾配法
-#
-# 講義の「球面上の学習：幾何学的な意味」：勾配の方向のうち、球面に沿う成分だけが点を球面の上で動かします。点 $x \in \mathbb{S}^{d-1}$ の接空間は $T_x\mathbb{S}^{d-1} = \{v : v^\top x = 0\}$ で（ノート 11 §1）、ユークリッド勾配 $g$ を接空間へ射影したものがリーマン勾配
-# $\mathrm{grad}_S f = g - (g^\top x)\,x$ です（`sphere.tangent_project`）。
-#
-# - **リーマン勾配＋リトラクション**（リーマン最適化）：$x \leftarrow R(x - \eta\,\mathrm{grad}_S f)$（`sphere.riemannian_sgd_step`）。$R$ は球面へ戻す写像、リトラクションで、
-#   多様体最適化（講義の文献では Absil et al., 2008）の用語です。接平面内で1歩進むので、リトラクション前の長さの2乗は $1 + \eta^2 \lVert \mathrm{grad}_S f \rVert^2$：球面からのずれは $\eta$ の **2次** です。
-# - **射影勾配法**（講義の疑似コード、「正規化による近似」）：$x \leftarrow x - \eta g$、$x \leftarrow x/\lVert x\rVert$（`sphere.projected_sgd_step`）。$g$ の半径方向成分も $x$ を動かすので、ずれは $\eta$ の **1次** です。
-#
-# 講義の文献の多様体上の確率的勾配降下法（Bonnabel, 2013）も、行列の多様体（Stiefel 多様体、Grassmann 多様体）の上の最適化も、この2つの形の延長にあります。
-# 例として $f(x) = -x^\top A x$（$A$ は対称行列）を $\mathbb{S}^{9}$ 上で最小化します。最小点は $A$ の最大固有ベクトルで、最小値は $-\lambda_{\max}$ です。
-
-# %%
-d = 10
-rng = np.random.default_rng(7)
-M = rng.standard_normal((d, d))
-A = (M + M.T) / 2
-lam_max = np.linalg.eigvalsh(A)[-1]
-
-
-def f(x):
-    return -x @ A @ x
-
-
-def euclid_grad(x):
-    return -2 * A @ x
-
-
-x_start = l2_normalize_np(rng.standard_normal(d))
-g = euclid_grad(x_start)
-print(f"ユークリッド勾配の半径方向の成分 g・x = {g @ x_start:.3f}、|g| = {np.linalg.norm(g):.3f}、"
-      f"リーマン勾配の大きさ |grad_S| = {np.linalg.norm(tangent_project(x_start, g)):.3f}")
-
-lrs = np.logspace(-4, 0, 30)
-drift_riem = [abs(np.linalg.norm(x_start - lr * tangent_project(x_start, g)) - 1) for lr in lrs]
-drift_proj = [abs(np.linalg.norm(x_start - lr * g) - 1) for lr in lrs]
-
-lr = 0.05
-xr, xp = x_start.copy(), x_start.copy()
-hist = {"riem": [f(xr)], "proj": [f(xp)]}
-drift = {"riem": [], "proj": []}
-for _ in range(60):
-    drift["riem"].append(abs(np.linalg.norm(xr - lr * tangent_project(xr, euclid_grad(xr))) - 1))
-    drift["proj"].append(abs(np.linalg.norm(xp - lr * euclid_grad(xp)) - 1))
-    xr = sphere.riemannian_sgd_step(xr, euclid_grad(xr), lr)
-    xp = sphere.projected_sgd_step(xp, euclid_grad(xp), lr)
-    hist["riem"].append(f(xr))
-    hist["proj"].append(f(xp))
-print(f"60 ステップ後: f = {hist['riem'][-1]:.6f}（リーマン勾配）、{hist['proj'][-1]:.6f}（射影勾配法）、"
-      f"最小値 -λ_max = {-lam_max:.6f}。|x| はそれぞれ {np.linalg.norm(xr):.15f}、{np.linalg.norm(xp):.15f}")
-print(f"最後の1歩のリトラクション前のずれ: {drift['riem'][-1]:.1e}（リーマン勾配）、{drift['proj'][-1]:.3f}（射影勾配法）。"
-      f"最小点では g = -2 λ_max x が半径方向だけなので、射影勾配法のずれ -> 2 η λ_max = {2 * lr * lam_max:.3f}")
-print(f"最小点の近くで射影勾配法が球面に沿って進む距離は、リーマン勾配の 1 / (1 + 2 η λ_max) = "
-      f"{1 / (1 + 2 * lr * lam_max):.3f} 倍")
-
-fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-axes[0].loglog(lrs, drift_riem, "o-", ms=3, label="リーマン勾配の1歩 x - η grad_S f")
-axes[0].loglog(lrs, drift_proj, "s-", ms=3, label="ユークリッド勾配の1歩 x - η g")
-axes[0].loglog(lrs, lrs ** 2, "k:", lw=1, label="傾き 2（$\\eta^2$）")
-axes[0].loglog(lrs, lrs, "k--", lw=1, label="傾き 1（$\\eta$）")
-axes[0].set(xlabel="学習率 η", ylabel="リトラクション前の | ||x_new|| - 1 |", title="1歩で球面から外れる量")
-axes[0].legend(fontsize=8)
-axes[1].semilogy(drift["riem"], label="リーマン勾配＋リトラクション")
-axes[1].semilogy(drift["proj"], label="射影勾配法（ユークリッド勾配の1歩）")
-axes[1].set(xlabel="ステップ", ylabel="リトラクション前の | ||x_new|| - 1 |", title=f"学習中のずれ（η = {lr}）")
-axes[1].legend(fontsize=8)
-axes[2].semilogy(np.array(hist["riem"]) + lam_max, label="リーマン勾配＋リトラクション")
-axes[2].semilogy(np.array(hist["proj"]) + lam_max, label="射影勾配法（ユークリッド勾配の1歩）")
-axes[2].set(xlabel="ステップ", ylabel="f(x) - min f", title="$S^9$ 上の $f(x) = -x^\\top A x$")
-axes[2].legend(fontsize=8)
-plt.tight_layout()
-plt.show()
-
-# %% [markdown]
-# どちらもリトラクションの後は厳密に球面上にあり、どちらも最小値へ収束します（「60 ステップ後」の行）。$\eta \to 0$ では2つの1歩の差は $\eta^2$ の程度なので、
-# 講義のとおり「学習率が十分小さければ、リーマン勾配降下法に近い挙動を示す」のです。違いは、リトラクション前のずれの **次数** に現れます。
-#
-# - 左の図は1歩のずれです。接平面内の1歩は傾き 2、ユークリッド勾配の1歩は傾き 1。射影勾配法の曲線の谷は、半径方向成分 $g^\top x > 0$ による1次の縮みと
-#   2次の伸びが打ち消し合って、たまたまノルムが 1 に戻る $\eta$ です。
-# - 中の図は学習の途中のずれです。最小点に近づくとリーマン勾配は 0 に向かうのでずれも消えますが、ユークリッド勾配 $g = -2Ax \approx -2\lambda_{\max} x$ は
-#   ほぼ **半径方向だけ** になり、射影勾配法は毎回「$x$ を $1 + 2\eta\lambda_{\max}$ 倍に伸ばして正規化で戻す」ことを繰り返します（「最後の1歩」の行）。
-# - 右の図では、$f(x) < 0$ になって以降は射影勾配法のほうが遅くなります。$g^\top x = 2f(x) < 0$ なので $x - \eta g$ は伸び、それを正規化で割り戻すとき、接方向の1歩も同じ比率で縮むからです。
-#   最小点の近くでは、その比率は出力の最後の行の値です。
+# ### §2 の2つの1歩を2次元で描く
 #
 # 2次元で1歩を描くと、2つの1歩の違いがそのまま見えます。円周上の点 $x$ で、半径方向の成分を持つ勾配 $g$ について、2つの1歩とリトラクション前の点を描きます。
 # Jupyter で実行すると、学習率 η をスライダーで動かせます。
@@ -444,7 +524,7 @@ slider_figure(draw_one_step, {"eta": ("log", 0.01, 2.0, 0.3)}, description=["η"
 # リトラクションと、厳密な測地線の1歩（指数写像 `sphere.exp_map`）の差は η の3次です。
 
 # %%
-v = 0.3 * l2_normalize_np(tangent_project(x_start, g))
+v = 0.3 * l2_normalize_np(tangent_project(x_start, euclid_grad(x_start)))
 for scale in (1.0, 0.5, 0.25):
     step = scale * v
     gap = geodesic_distance_np(retract(x_start + step), sphere.exp_map(x_start, step))
@@ -453,19 +533,7 @@ for scale in (1.0, 0.5, 0.25):
 
 
 # %% [markdown]
-# ## まとめ
-#
-# | 見たもの | わかったこと | 節 |
-# |---|---|---|
-# | $\mathbb{S}^2$ 上の vMF | κ が大きいほど平均方向に集まる。κ はサンプル平均の長さ $\bar R$ から推定できる。同じ κ でも次元が高いほど $\bar R$ は小さい | §1 |
-# | ガウス分布から生まれる vMF | 半径 $r$ に条件付けた向きは厳密に $\mathrm{vMF}(\mathbf m/\lVert\mathbf m\rVert, \lVert\mathbf m\rVert r/\sigma^2)$。$r = 1$ が講義の κ = $\lVert\mathbf m\rVert/\sigma^2$。射影した向きは高次元で κ ≈ $\lVert\mathbf m\rVert\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}/\sigma^2$（d = 768 で 512） | §1.1 |
-# | 最大エントロピー | 平均合成ベクトル長が同じ分布の中で、vMF のエントロピーが最大 | §1.2 |
-# | リーマン勾配と射影勾配法 | リトラクション前のずれは、リーマン勾配で η の2次、射影勾配法で1次。η が小さければ2つはほぼ同じ | §2 |
-#
-# 次のノート 15 では、運動量が接空間に残らないことを見てから、microgpt を RMSNorm と球面（nGPT）の2つのモードで学習して比べます。
-
-# %% [markdown]
-# ## 理解度チェック
+# ### 発展の理解度チェック
 #
 # **問1.** 講義は、等方的なガウス分布 $N(\mathbf m, \sigma^2 I)$ から $\kappa = \lVert\mathbf m\rVert/\sigma^2$ の vMF が生まれると述べます。
 # サンプル $\mathbf z$ を $\mathbf z/\lVert\mathbf z\rVert$ と射影した向きの分布は、その vMF ですか。$d = 768$ ではどうですか。
@@ -474,7 +542,40 @@ for scale in (1.0, 0.5, 0.25):
 #
 # 違います。$\lVert\mathbf z\rVert = r$ に条件付けた向きが厳密に κ = $\lVert\mathbf m\rVert r/\sigma^2$ の vMF で、講義の式は $r = 1$ の場合です。
 # 射影した向きはいろいろな $r$ の vMF の混ざりです。高次元では $r$ が $\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}$ に集中するので、ほぼ1つの vMF になり、
-# κ ≈ $\lVert\mathbf m\rVert\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}/\sigma^2$ です。$d = 768$、$\lVert\mathbf m\rVert = 8$、σ = 0.5 では約 512 で、講義の式の 32 とも、低次元の目安 $\lVert\mathbf m\rVert^2/\sigma^2 = 256$ とも違います（§1.1 の表の最後の行）。
+# κ ≈ $\lVert\mathbf m\rVert\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}/\sigma^2$ です。$d = 768$、$\lVert\mathbf m\rVert = 8$、σ = 0.5 では約 512 で、講義の式の 32 とも、低次元の目安 $\lVert\mathbf m\rVert^2/\sigma^2 = 256$ とも違います（発展の表の最後の行）。
+#
+# </details>
+#
+# **問2.** 「vMF は最大エントロピーの方向分布」の「最大」は、何を決めたうえでの最大ですか。
+#
+# <details><summary>答え</summary>
+#
+# 平均 $\mathbb{E}[\mathbf x]$（向きと、平均合成ベクトル長 $R$）を決めたうえでの最大です。何も決めなければ、最大は球面全体の一様分布です（発展の「円周全体の一様分布」の行）。
+#
+# </details>
+
+
+# %% [markdown]
+# ## まとめ
+#
+# | 見たもの | わかったこと | 節 |
+# |---|---|---|
+# | $\mathbb{S}^2$ 上の vMF | κ が大きいほど平均方向に集まる。κ はサンプル平均の長さ $\bar R$ から推定できる。同じ κ でも次元が高いほど $\bar R$ は小さい | §1、発展 |
+# | ガウス分布から生まれる vMF | 半径 $r$ に条件付けた向きは厳密に $\mathrm{vMF}(\mathbf m/\lVert\mathbf m\rVert, \lVert\mathbf m\rVert r/\sigma^2)$。$r = 1$ が講義の κ = $\lVert\mathbf m\rVert/\sigma^2$。射影した向きは高次元で κ ≈ $\lVert\mathbf m\rVert\sqrt{\lVert\mathbf m\rVert^2 + d\sigma^2}/\sigma^2$（d = 768 で 512） | 発展 |
+# | 最大エントロピー | 平均合成ベクトル長が同じ分布の中で、vMF のエントロピーが最大 | 発展 |
+# | リーマン勾配と射影勾配法 | リトラクション前のずれは、リーマン勾配で η の2次、射影勾配法で1次。η が小さければ2つはほぼ同じ | §2 |
+#
+# 次のノート 15 では、運動量が接空間に残らないことを見てから、microgpt を RMSNorm と球面（nGPT）の2つのモードで学習して比べます。
+
+# %% [markdown]
+# ## 理解度チェック
+#
+# **問1.** 勾配が半径方向だけ（$g = c\,x$、$c > 0$）のとき、リーマン勾配の1歩と射影勾配法の1歩は、それぞれどこへ行きますか。
+#
+# <details><summary>答え</summary>
+#
+# リーマン勾配は $g - (g^\top x)x = 0$ なので、$x$ から動きません。射影勾配法は $x - \eta c\,x = (1 - \eta c)\,x$ を正規化するので、
+# $\eta c < 1$ なら $x$ に戻り、$\eta c > 1$ なら **反対側の点 $-x$** に飛びます。
 #
 # </details>
 #
@@ -486,21 +587,14 @@ for scale in (1.0, 0.5, 0.25):
 # η が小さければ2つの1歩はほぼ同じで、講義の「学習率が十分小さければ、リーマン勾配降下法に近い挙動を示す」はこのことです。
 #
 # </details>
-#
-# **問3.** 「vMF は最大エントロピーの方向分布」の「最大」は、何を決めたうえでの最大ですか。
-#
-# <details><summary>答え</summary>
-#
-# 平均 $\mathbb{E}[\mathbf x]$（向きと、平均合成ベクトル長 $R$）を決めたうえでの最大です。何も決めなければ、最大は球面全体の一様分布です（§1.2 の「円周全体の一様分布」の行）。
-#
-# </details>
+
 
 # %% [markdown]
 # ## 練習問題
 #
 # 上のセルを少し書き換えて確かめる問題です。答えは折りたたみの中にあります。
 #
-# **練習 1.** §1.1 の表に、$d = 768$、$\lVert\mathbf m\rVert = 1$、σ = 0.05 の行を加えると、射影の推定 κ はいくつくらいになるでしょうか。
+# **練習 1.** 発展の表に、$d = 768$、$\lVert\mathbf m\rVert = 1$、σ = 0.05 の行を加えると、射影の推定 κ はいくつくらいになるでしょうか。
 # 先に次元つきの式で計算してから、表のセルの行のリストに `(768, 1.0, 0.05)` を足して確かめてください。
 #
 # <details><summary>答え</summary>

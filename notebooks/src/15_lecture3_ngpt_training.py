@@ -1,16 +1,16 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（5）：運動量と、microgpt を球面（nGPT）で学習する
 #
-# （目安：約33分）
+# （目安：本編 約40分、練習問題 約22分）
 #
 # **対応する講義:** 幾何学講義 第3回の「球面上の学習」の「近似の限界」（運動量）、「nGPTの衝撃：設計の徹底」（NOTE「高速化」の意味、
 # 高速化の仮説、歴史的文脈）。ノート 14 の続きです。
 #
 # このノートで見るもの：
 #
-# 1. 運動量ベクトルが接空間に残らないこと。
-# 2. microgpt を `norm="rmsnorm"` と `norm="sphere"`（nGPT）で学習し、損失、ノルムの分布、「高速化」の意味、講義の仮説と歴史を、ここで確かめられる範囲で。
-# 3. **このモデルが論文から変えていること**：位置の扱い（学習する `wpe` と論文の RoPE）と MLP（ReLU と論文の SwiGLU）。
+# 1. 運動量ベクトルが接空間に残らないこと（重い球の1歩を自分で書く）。
+# 2. microgpt を `norm="rmsnorm"` と `norm="sphere"`（nGPT）で学習し、損失、ノルムの分布、「高速化」の意味を見る。
+# 3. **発展**（読み飛ばしてかまいません）：講義の仮説と歴史を、ここで確かめられる範囲で。このモデルが論文から変えていること（位置の扱い：学習する `wpe` と論文の RoPE、MLP：ReLU と論文の SwiGLU）。
 # 4. まとめ、理解度チェック、練習問題。
 #
 # 実行には1分ほどかかります（microgpt を2回学習し、1 ステップの時間も測るので）。
@@ -30,6 +30,7 @@ for path in (ROOT, ROOT / "notebooks"):  # the project's modules at the root, he
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import exercises  # notebooks/exercises.py: the checks of the build steps
 import lecture3_runs  # notebooks/lecture3_runs.py: the two microgpt runs lecture 3's sittings share
 import matplotlib.pyplot as plt
 import matplotlib_fontja  # noqa: F401  (figure text in Japanese: registers the IPAexGothic font)
@@ -37,7 +38,7 @@ import numpy as np
 
 import microgpt
 import model_config
-from sphere import l2_normalize_np, retract, tangent_project
+from sphere import l2_normalize_np, tangent_project
 from utils import softmax_np
 
 plt.rcParams["figure.dpi"] = 100
@@ -57,6 +58,35 @@ np.set_printoptions(precision=6, suppress=False)
 # - **射影勾配法＋モーメンタム**：$g$ はユークリッド勾配のまま。
 # - **リーマン勾配＋モーメンタム**：$g$ を接空間へ射影してから積む。各 $g$ はその時点の接空間にありますが、$m$ は **過去の点** の接ベクトルの和なので、今の点の接空間からずれます。
 # - **＋運動量の移送**：リトラクションの後で $m$ を新しい点の接空間へ射影する。いちばん簡単な「ベクトル移送」です。
+#
+# **組み立て：重い球の1歩。** `heavy_ball_step(x, m, g, lr, beta, transport)` を書いてください。$m \leftarrow \beta m + g$、$x \leftarrow R(x - \eta m)$ と進め、
+# `transport` が真なら、$m$ を **新しい** $x$ の接空間へ射影します（ノート 14 で書いたリーマン勾配と同じ引き算）。新しい `(x, m)` を返します。
+# `g` を接空間へ射影するかどうかは呼ぶ側が決めます（下のセル）。チェックは、β = 0、0.9、0.99、移送のありとなしで1歩を比べます。
+#
+# <details><summary>ヒント 1</summary>
+#
+# 射影は $m - (m^\top x)\,x$、リトラクションは長さで割ることです。順番が大事です：$x$ を更新してから、その新しい $x$ で $m$ を射影します。
+#
+# </details>
+#
+# <details><summary>ヒント 2</summary>
+#
+# 古い $x$ の接空間へ射影すると、$m$ は新しい点の接空間に入りません（表の「移送あり」の行の m が合わない）。解答例は `notebooks/worked_solutions.md` の「15-1」にあります。
+#
+# </details>
+
+# %%
+def heavy_ball_step(x, m, g, lr, beta, transport):
+    # ここに解答を書く (write your answer here)
+    raise NotImplementedError
+
+# %%
+if not exercises.check_15_heavy_ball(heavy_ball_step):   # not written yet, or not yet right:
+    heavy_ball_step = exercises.heavy_ball_step_15       # the rest goes on with the reference
+    print("この先は参照の heavy_ball_step で続けます")
+
+# %% [markdown]
+# 自分の `heavy_ball_step` で3通りを 150 ステップずつ回します。
 
 # %%
 d = 10
@@ -87,12 +117,10 @@ for name in ("projected", "riemannian", "riemannian + transport"):
         g_x = euclid_grad(x)
         if name != "projected":
             g_x = tangent_project(x, g_x)
-        m = beta * m + g_x
-        radial.append(abs(m @ x) / np.linalg.norm(m))     # x: the point where m is used
-        stretch = np.linalg.norm(x - lr_m * m)             # length before the retraction
-        x = retract(x - lr_m * m)
-        if name == "riemannian + transport":
-            m = tangent_project(x, m)                      # carry m into the tangent space at the new point
+        m_used = beta * m + g_x                             # the momentum this step moves x by
+        radial.append(abs(m_used @ x) / np.linalg.norm(m_used))   # x: the point where it is used
+        stretch = np.linalg.norm(x - lr_m * m_used)         # length before the retraction
+        x, m = heavy_ball_step(x, m, g_x, lr_m, beta, transport=name == "riemannian + transport")
         gap.append(f(x) + lam_max)
     momentum_runs[name] = (np.array(radial), np.array(gap))
     print(f"{labels_m[name]:18s}: 半径方向の割合 |m・x| / |m| の中央値 {np.median(radial):.3f}、最大 {np.max(radial):.3f}、"
@@ -140,7 +168,7 @@ plt.show()
 #
 # 既定のコーパス（英語圏のファーストネーム）で、NumPy エンジン・バッチ 16・1500 ステップ。検証損失を、ニューラルネットなしの基準（一様・ユニグラム・文字バイグラム）と並べます。
 # 学習は第3回のノートで共通の `notebooks/lecture3_runs.py` の `train_both()` が行います（同じシードなので、どのノートで学習しても同じ重みになります）。
-# 中身は `microgpt.train` を2回呼ぶだけで、学習中の勾配のノルム（§2.2）と、プラネタリウムのための重みのスナップショット（ノート 17）も記録します。
+# 中身は `microgpt.train` を2回呼ぶだけで、学習中の勾配のノルム（発展）と、プラネタリウムのための重みのスナップショット（ノート 17）も記録します。
 
 # %%
 base_names = {"uniform": "一様", "unigram": "ユニグラム", "bigram": "バイグラム"}
@@ -278,8 +306,15 @@ for name in targets:
 # 表は、左半分がステップ数、右半分がそれを時間に直したものです。この小さなモデルでは、球面モードは **ステップ数でも遅く**（`rmsnorm/sphere` の列が 1 未満）、
 # **1 ステップも重い**（「1 ステップの時間」の行の比）ので、壁時計時間ではさらに差が開きます。講義の言う「総合的な効率改善の程度は、実装やハードウェアに依存する」の、小さなモデルでの姿です。
 # 1 ステップの上乗せは正規化とリトラクションの費用で、その割合はモデルの大きさ、系列の長さ、行列積の速さで変わります。
+
+
+# %% [markdown]
+# ## 発展：講義の仮説、歴史、論文との違い（読み飛ばしてよい）
 #
-# ### 2.2 なぜ高速化するのか：講義の4つの仮説を、ここで確かめられる範囲で
+# §2 の学習の続きで、講義の仮説と歴史、このモデルが論文から変えていることを、ここで確かめられる範囲で追います。
+
+# %% [markdown]
+# ### なぜ高速化するのか：講義の4つの仮説を、ここで確かめられる範囲で
 #
 # 講義は高速化の理由として4つの仮説を挙げ、「仮説段階」と注意しています。1つずつ、このノートの道具で見られるものを測ります。
 #
@@ -319,8 +354,9 @@ for d_ in (3, 16, 64, 768):
 #   高次元のガウス的なデータは「もともとほぼ球面の上にある」ので、球面制約で失う情報が少ない、というのがこの仮説の中身です。$d = 16$ の microgpt では、ばらつきはまだ残っています。
 #
 # 講義の CAUTION のとおり、これらは提案されている説明で、証明されたメカニズムではありません。小さなモデルでの結果は、大きなモデルでの報告を否定するものでもありません。
-#
-# ### 2.3 歴史的文脈：なぜ 2010 年代には普及しなかったか、そして今
+
+# %% [markdown]
+# ### 歴史的文脈：なぜ 2010 年代には普及しなかったか、そして今
 #
 # 講義は理由の1つ目に、NormFace（Wang et al., 2017）が指摘した「スケーリングと損失設計の非自明さ」を挙げます。その中身は、数で見るとはっきりします。
 # 特徴ベクトルもクラス代表（ここでは `lm_head` の行）も単位ベクトルなら、ロジットはコサインで $[-1, 1]$ に収まります。するとどんなに上手に並べても、softmax の交差エントロピーには **下限** があります。
@@ -366,7 +402,7 @@ print("microgpt.adam_step の引数:", list(inspect.signature(microgpt.adam_step
 # | 大規模 GPU メモリ | このプロジェクトは CPU だけで、バッチは名前 16 個程度です。ここでは関係しません |
 
 # %% [markdown]
-# ## 3. このモデルが nGPT の論文から変えていること、その理由
+# ### このモデルが nGPT の論文から変えていること、その理由
 #
 # microgpt の球面モード `gpt_sphere` は、nGPT の正規化の設計（すべてのベクトルを単位球面に置き、残差を $\mathrm{Norm}(h + \alpha(\mathrm{Norm}(f) - h))$ で進め、ロジットに $s_z$ を掛ける）を
 # そのまま使います。しかし論文と同じではない点が2つあります。どちらも、第22章の参照実装（`gpt`）の部品を残したためです。球面モードと RMSNorm モードの違いを、正規化だけに絞って比べられるようにしています。
@@ -409,7 +445,6 @@ print(f"RoPE なら要らないパラメータ: wpe = block_size x C = {wpe_s.si
 # 128 文字では 5 つすべてが RMSNorm と同じく約 1,700〜2,000 ステップで、256 文字でも 5 つすべてが約 2,700〜3,200 ステップ（RMSNorm は約 3,000〜3,700）で覚えました。はっきり速くなるのではなく、RMSNorm に並びます。学習した α は 0.25 からさらに育ちます。
 # 名前の学習では α の初期値による差は小さいので（最終の損失で 0.013 nats 以内）、既定値は変えていません。`--alpha-init 0.25` で試せます。
 
-
 # %% [markdown]
 # ## まとめ
 #
@@ -417,9 +452,9 @@ print(f"RoPE なら要らないパラメータ: wpe = block_size x C = {wpe_s.si
 # |---|---|---|
 # | 運動量 | リーマン勾配を積んでも、運動量ベクトルは今の点の接空間に残らない。移送すれば残るが、速く収束するとは限らない。microgpt の Adam も同じで、球面を守るのはリトラクション | §1 |
 # | nGPT の学習 | 球面モードでは隠れ状態も重みもすべてノルム 1。この小さなモデルでは、ステップ数でも時間でも速くならない | §2、§2.1 |
-# | 講義の仮説 | 勾配の安定化と学習率の設定の容易さは、ここでは支えられない。高次元の集中現象（ノルムのばらつきが $1/\sqrt{2d}$ で縮む）は確かめられる | §2.2 |
-# | 歴史的文脈 | 倍率 1 のコサインのロジットには損失の下限があり、バイグラムの基準とほぼ同じ。学習する倍率 $s_z$ がそれを外す（NormFace の指摘） | §2.3 |
-# | 論文との違い | 位置は学習する `wpe`（論文は RoPE）、MLP は ReLU（論文は SwiGLU）。第22章の `gpt` との差を正規化だけにするため | §3 |
+# | 講義の仮説 | 勾配の安定化と学習率の設定の容易さは、ここでは支えられない。高次元の集中現象（ノルムのばらつきが $1/\sqrt{2d}$ で縮む）は確かめられる | 発展 |
+# | 歴史的文脈 | 倍率 1 のコサインのロジットには損失の下限があり、バイグラムの基準とほぼ同じ。学習する倍率 $s_z$ がそれを外す（NormFace の指摘） | 発展 |
+# | 論文との違い | 位置は学習する `wpe`（論文は RoPE）、MLP は ReLU（論文は SwiGLU）。第22章の `gpt` との差を正規化だけにするため | 発展 |
 #
 # 次のノート 16 では、講義の中心、vMF と softmax の関係を見て、学習した $s_z$ が集中度 κ であることを確かめます。
 
@@ -449,7 +484,7 @@ print(f"RoPE なら要らないパラメータ: wpe = block_size x C = {wpe_s.si
 #
 # <details><summary>答え</summary>
 #
-# RoPE では位置埋め込みを足さないので、入力の星はトークンだけで決まり、同じ文字はどの位置でも同じ向きから出発します（§3 で測った、位置による角度は 0 になる）。
+# RoPE では位置埋め込みを足さないので、入力の星はトークンだけで決まり、同じ文字はどの位置でも同じ向きから出発します（発展で測った、位置による角度は 0 になる）。
 # 位置は注意の $q$ と $k$ を位置に応じて回転させることで入り、ロジット $q^\top k$ には2つの位置の **差** だけが効きます。学習する `wpe`（`block_size` × $C$ のパラメータ）も要らなくなります。
 #
 # </details>
@@ -459,16 +494,16 @@ print(f"RoPE なら要らないパラメータ: wpe = block_size x C = {wpe_s.si
 #
 # 上のセルを少し書き換えて確かめる問題です。答えは折りたたみの中にあります。
 #
-# **練習 1.** §2.3 の損失の下限の式 $\log(1 + (K-1)e^{-sK/(K-1)})$ で、$K = 27$ のとき、下限をバイグラムの基準より十分小さい 0.1 にするには、倍率 $s$ はいくつ必要ですか。
+# **練習 1.** 発展の損失の下限の式 $\log(1 + (K-1)e^{-sK/(K-1)})$ で、$K = 27$ のとき、下限をバイグラムの基準より十分小さい 0.1 にするには、倍率 $s$ はいくつ必要ですか。
 #
 # <details><summary>答え</summary>
 #
 # $\log(1 + 26\,e^{-27s/26}) = 0.1$ から $e^{-27s/26} = (e^{0.1} - 1)/26 \approx 0.00405$、$s \approx (26/27)\cdot 5.51 \approx 5.3$ です。
-# §2.3 のセルの倍率のリストに 5.3 を足すと、式の列も正単体で測った列もほぼ 0.1 になります。
+# 発展のセルの倍率のリストに 5.3 を足すと、式の列も正単体で測った列もほぼ 0.1 になります。
 #
 # </details>
 #
-# **練習 2.** §2.2 の「高次元の集中現象」のセルで、$d = 16$（microgpt の $C$）のノルムの「標準偏差 / 平均」はいくつでしたか。これは球面制約で失う情報について何を意味しますか。
+# **練習 2.** 発展の「高次元の集中現象」のセルで、$d = 16$（microgpt の $C$）のノルムの「標準偏差 / 平均」はいくつでしたか。これは球面制約で失う情報について何を意味しますか。
 #
 # <details><summary>答え</summary>
 #

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第3回 プラネタリウムの建設（7）：プラネタリウムの星図と、曲率
 #
-# （目安：約36分）
+# （目安：本編 約40分、練習問題 約15分）
 #
 # **対応する講義:** 幾何学講義 第3回の「プラネタリウム・メタファー」（対応表、第1回の星空との違い、CAUTION の賞味期限、角度が意味を担う）、
 # 「曲率の影響」（NOTE 双曲空間との対比）と、最後のまとめ。第3回の最後のノートです。
@@ -9,9 +9,10 @@
 # このノートで見るもの：
 #
 # 0. 準備：ノート 15 と同じ2つのモデルを学習し直す（同じシードなので同じ重み）。
-# 1. プラネタリウム：学習した埋め込みの星図。cos = 1 / 0 / −1 の例、このノートの学習から作るプラネタリウムのページ（`planetarium.py`）、第1回の星空との違い。
-# 2. 曲率：内角の和、ガウス・ボネの定理で「均一な曲率」を測る、「測地線は曲がる」の正確な意味、円周の長さと双曲空間。
-# 3. 第3回全体のまとめ（講義のまとめの表に沿って）、理解度チェック、練習問題（vMF 混合の事後確率の勾配を自分で書く）。
+# 1. プラネタリウム：学習した埋め込みの星図。cos = 1 / 0 / −1 の例、第1回の星空との違い。
+# 2. 曲率：内角の和、ガウス・ボネの定理で「均一な曲率」を測る、円周の長さと双曲空間。
+# 3. **発展**（読み飛ばしてかまいません）：このノートの学習から作るプラネタリウムのページ（`planetarium.py`）、「測地線は曲がる」の正確な意味。
+# 4. 第3回全体のまとめ（講義のまとめの表に沿って）、理解度チェック、練習問題（vMF 混合の事後確率の勾配を自分で書く）。
 
 # %%
 import shutil
@@ -191,30 +192,7 @@ plt.show()
 # 母音（赤い丸）は左のドームの手前に集まって一つの「星座」を作り、子音（青い三角）の多くは右のドーム、反対側の半球に広がります（「cos(母音の重心, 星)」の行）。
 # ただし、上位 3 方向が説明するのは分散の一部で（「上位 3 主成分が説明する分散の割合」の行）、この星図は 16 次元の配置の「影」です。正確な角度は、コサイン類似度の行列で読んでください。
 # ノルムはすべて 1 なので、星の「明るさ」はありません。意味を担うのは配置（角度）だけです。
-#
-# ### このノートの学習を、プラネタリウムのページで再生する
-#
-# §0 の2つの学習で記録したスナップショットから、`planetarium.py` が1つの HTML ページを書き出します。星が落ち着いていく様子、Adam の一歩とリトラクション、
-# 入力した名前の隠れ状態の道、vMF のキャップとしての次の文字の確率を、ドラッグで回せる球面の上に描くページです（docs/planetarium.md）。
-# ページはネットワークもサーバーも使わず、ブラウザで開くだけで動きます。作るのはコマンドラインと同じ `python planetarium.py RUN_DIR ... --html PATH` です。
 
-# %%
-run_root = Path(tempfile.mkdtemp(prefix="microgpt-06-"))
-for norm, history in histories.items():                      # one run folder per mode, holding its history.npz
-    (run_root / norm).mkdir()
-    history.save(str(run_root / norm / HISTORY_NAME), runs[norm][1].train_loss, runs[norm][1].val_loss)
-page = ROOT / "notebooks" / "planetarium_lecture3.html"
-made = subprocess.run([sys.executable, str(ROOT / "planetarium.py"), str(run_root / "rmsnorm"), str(run_root / "sphere"),
-                       "--html", str(page)], capture_output=True, text=True, cwd=ROOT)
-shutil.rmtree(run_root)                                       # the page holds everything it needs
-assert made.returncode == 0, f"planetarium.py could not write the page: {made.stderr.strip()}"
-print(f"学習ごとのスナップショットの数: {[len(h) for h in histories.values()]}、ページ: notebooks/{page.name}、"
-      f"{page.stat().st_size / 2**20:.1f} MiB")
-display(HTML(f'<a href="{page.name}" target="_blank">プラネタリウムのページを開く（notebooks/{page.name}：このセルを実行すると作られます）</a>'))
-
-# %% [markdown]
-# ページは `notebooks/planetarium_lecture3.html` に書き出されます。リポジトリには入れていないので、このノートを自分で実行したときに作られ、上のリンクから開けます。
-# 左右に rmsnorm と sphere の2つの学習が並び、スライダーで学習を再生できます。
 
 # %% [markdown]
 # ### 1.1 第1回の「星空」との違い：連続した夜空
@@ -375,8 +353,40 @@ for name, P in shapes:
 # 大きさも形も場所も違う三角形で、角の超過 ÷ 面積はどれも 1 です（最後の列。小さな差は面積の近似の誤差）。八分円の三角形は超過 $\pi/2$、面積 $4\pi/8 = \pi/2$ です。
 # これが「空間全体が均一な曲率 1 を持つ」ことの意味で、プラネタリウムのドームのどこに星座を貼っても同じ幾何が成り立つ理由です（§1.2）。
 # 双曲面（曲率 −1）では、同じ定理から超過は負（内角の和が 180° に届かない）で、超過 ÷ 面積は −1 です（ここでは面積を測っていません）。
+
+
+# %% [markdown]
+# ## 発展：プラネタリウムのページと、測地線の曲がり方（読み飛ばしてよい）
 #
-# ### 2.2 「測地線は曲がる」を正確に言う
+# 本編の寄り道を2つ：このノートの学習をプラネタリウムのページで再生することと、「測地線は曲がる」の正確な言い方です。
+
+# %% [markdown]
+# ### このノートの学習を、プラネタリウムのページで再生する
+#
+# §0 の2つの学習で記録したスナップショットから、`planetarium.py` が1つの HTML ページを書き出します。星が落ち着いていく様子、Adam の一歩とリトラクション、
+# 入力した名前の隠れ状態の道、vMF のキャップとしての次の文字の確率を、ドラッグで回せる球面の上に描くページです（docs/planetarium.md）。
+# ページはネットワークもサーバーも使わず、ブラウザで開くだけで動きます。作るのはコマンドラインと同じ `python planetarium.py RUN_DIR ... --html PATH` です。
+
+# %%
+run_root = Path(tempfile.mkdtemp(prefix="microgpt-06-"))
+for norm, history in histories.items():                      # one run folder per mode, holding its history.npz
+    (run_root / norm).mkdir()
+    history.save(str(run_root / norm / HISTORY_NAME), runs[norm][1].train_loss, runs[norm][1].val_loss)
+page = ROOT / "notebooks" / "planetarium_lecture3.html"
+made = subprocess.run([sys.executable, str(ROOT / "planetarium.py"), str(run_root / "rmsnorm"), str(run_root / "sphere"),
+                       "--html", str(page)], capture_output=True, text=True, cwd=ROOT)
+shutil.rmtree(run_root)                                       # the page holds everything it needs
+assert made.returncode == 0, f"planetarium.py could not write the page: {made.stderr.strip()}"
+print(f"学習ごとのスナップショットの数: {[len(h) for h in histories.values()]}、ページ: notebooks/{page.name}、"
+      f"{page.stat().st_size / 2**20:.1f} MiB")
+display(HTML(f'<a href="{page.name}" target="_blank">プラネタリウムのページを開く（notebooks/{page.name}：このセルを実行すると作られます）</a>'))
+
+# %% [markdown]
+# ページは `notebooks/planetarium_lecture3.html` に書き出されます。リポジトリには入れていないので、このノートを自分で実行したときに作られ、上のリンクから開けます。
+# 左右に rmsnorm と sphere の2つの学習が並び、スライダーで学習を再生できます。
+
+# %% [markdown]
+# ### 「測地線は曲がる」を正確に言う
 #
 # 講義は「球面上では『遠い二点を直線で結ぶ』ことができない（測地線は曲がる）」と書きます。前半はそのとおりです（上の弦の中点の行）。
 # ただ、後半は言い直しておきます。測地線（大円の弧）は、球面の上では **いちばんまっすぐな曲線** です。球面の上を歩く人にとって、大円に沿って進むことは、
@@ -413,9 +423,9 @@ for name, r in (("大円（測地線）", np.pi / 2), ("小円 r = 1.0", 1.0), (
 # | 概念 | 講義の定義 | 本回での役割（講義） | ノートで確かめたこと |
 # |---|---|---|---|
 # | 球面制約 | すべての埋め込みを単位球面 $\mathbb{S}^{d-1}$ 上に置く | ノルムの混乱を根本から断ち切る設計 | RMSNorm のモデルでは1つのノルムが強度と確信度を同時に運ぶ（ノート 11 §0）。$\mathbb{R}^{768}$ の単位ベクトルは $\mathbb{S}^{767}$ の上にある（ノート 11 §1）。重みを球面に保つのは毎ステップのリトラクション（ノート 12 §2）。リーマン勾配と射影勾配法の違いは η の次数に出る（ノート 14 §2） |
-# | nGPT | 重みも埋め込みも完全に正規化した Transformer 設計 | 球面制約の実用例。学習効率の改善も報告 | この小さなモデルでは、ステップ数でも時間でも速くならない（ノート 15 §2.1）。仮説はここでは支えられない（ノート 15 §2.2）。論文との違いは位置（`wpe` と RoPE）と MLP（ReLU と SwiGLU）（ノート 15 §3） |
+# | nGPT | 重みも埋め込みも完全に正規化した Transformer 設計 | 球面制約の実用例。学習効率の改善も報告 | この小さなモデルでは、ステップ数でも時間でも速くならない（ノート 15 §2.1）。仮説はここでは支えられない（ノート 15 の発展）。論文との違いは位置（`wpe` と RoPE）と MLP（ReLU と SwiGLU）（ノート 15 の発展） |
 # | プラネタリウム・メタファー | 球面をドーム、埋め込みを星として捉える | 角度が意味を担うという直感の可視化 | 学習した `wte` の星図で、母音が1つの星座になる（ノート 17 §1）。コサインと内積は単位ベクトルのときだけ一致する（ノート 16 §1）。どの三角形でも角の超過 ÷ 面積 = 1：均一な曲率（ノート 17 §2.1） |
-# | vMF 分布 | 球面上の方向分布。集中度 κ が分布の鋭さを制御 | Softmax との形式的対応。第4回と第7回に接続 | 平均方向の近くでは角度についてのガウス分布、κ → ∞ でデルタ関数（ノート 13 §2）。softmax は vMF 混合の事後確率で、microgpt では $s_z$ が κ（ノート 16 §1）。ガウス分布からの κ は、条件付けなら $\lVert\mathbf m\rVert/\sigma^2$ が厳密、射影なら次元の項がつく（ノート 14 §1.1） |
+# | vMF 分布 | 球面上の方向分布。集中度 κ が分布の鋭さを制御 | Softmax との形式的対応。第4回と第7回に接続 | 平均方向の近くでは角度についてのガウス分布、κ → ∞ でデルタ関数（ノート 13 §2）。softmax は vMF 混合の事後確率で、microgpt では $s_z$ が κ（ノート 16 §1）。ガウス分布からの κ は、条件付けなら $\lVert\mathbf m\rVert/\sigma^2$ が厳密、射影なら次元の項がつく（ノート 14 の発展） |
 # | 球面設計の限界 | ノルムに意味がある場合、回帰タスク等では適さない | 「球面が常に良い」という過剰一般化を防ぐ | 正規化しないヘッドではロジットが κ·cos にならない（ノート 16 §2）。球面モードは確信度を角度と $s_z$ に載せ替える（ノート 16 §3）。曲率は表したい構造で選ぶ（ノート 17 §2） |
 
 # %% [markdown]
@@ -435,7 +445,7 @@ for name, r in (("大円（測地線）", np.pi / 2), ("小円 r = 1.0", 1.0), (
 # <details><summary>答え</summary>
 #
 # 外の $\mathbb{R}^d$ から見ると、大円は半径 1 の円で、曲がっています（加速度の大きさ 1）。しかし球面の上での曲がり（測地的曲率）は 0 で、測地線は球面の上でいちばんまっすぐな曲線です。
-# 曲率の効果は、まっすぐな測地線どうしが近づくこと（三角形の内角の和が 180° を超えること）に現れます（§2.2）。
+# 曲率の効果は、まっすぐな測地線どうしが近づくこと（三角形の内角の和が 180° を超えること）に現れます（発展）。
 #
 # </details>
 #

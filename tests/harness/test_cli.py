@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from cli_helpers import ROOT, TINY, interrupt_at, run, snapshot, write_corpus
+from cli_helpers import ROOT, TINY, edit_npz, interrupt_at, run, snapshot, write_corpus
 
 import corpora
 import microgpt as mg
@@ -46,9 +46,20 @@ def test_a_corpus_edited_between_interrupt_and_resume_is_refused(tmp_path, capsy
         edited = f.read().replace("victor\n", "").replace("bob", "rob")
     write_corpus(str(tmp_path), edited)  # the same count, one name changed: still refused
     code, _, err = run(capsys, ["--resume", "--out", out])
-    assert code == EXIT_BAD_INPUT and "the same number of documents (15), but their text differs" in err
+    assert code == EXIT_BAD_INPUT and "it has as many (15), so their text changed, or the seed" in err
     write_corpus(str(tmp_path))  # restored: resumes
     assert run(capsys, ["--resume", "--out", out])[0] == EXIT_OK
+
+
+def test_a_checkpoint_whose_seed_was_changed_is_refused_for_its_seed(tmp_path, capsys):
+    """A seed of 2**70 in a crafted checkpoint splits the unchanged corpus otherwise: the refusal names the
+    seed, and does not claim that the corpus changed."""
+    corpus, out = write_corpus(str(tmp_path)), str(tmp_path / "run")
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", out])[0] == EXIT_OK
+    edit_npz(os.path.join(out, "checkpoint.npz"), seed=2**70)
+    code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "4"])
+    assert code == EXIT_BAD_INPUT and f"split with the checkpoint's seed {2**70} does not give the documents" in err
+    assert "has changed" not in err and err.count("\n") == 1, err
 
 
 def test_a_moved_run_resumes_when_its_corpus_is_the_same(tmp_path, capsys, monkeypatch):

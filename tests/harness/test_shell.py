@@ -336,3 +336,23 @@ def test_run_without_the_projects_packages_a_program_names_the_missing_one(scrip
                        timeout=60, cwd=ROOT)
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "the package 'numpy' is not installed" in r.stderr and f"python3 {os.path.join(ROOT, 'dev.py')} run" in r.stderr
+
+
+FAKE_NUMPY = """import os, signal, time
+try:  # NumPy's C import turns an error while it loads, KeyboardInterrupt too, into "check your installation"
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+except KeyboardInterrupt:
+    raise ImportError("IMPORTANT: PLEASE READ THIS FOR ADVICE ON HOW TO SOLVE THIS ISSUE! check your installation")
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_numpy_loads_is_exit_130_not_numpys_import_error(tmp_path):
+    """A NumPy that is being imported when Ctrl-C comes (as the real one does, it would report an ImportError):
+    the signal ends microgpt.py at once, one line and exit 130."""
+    (tmp_path / "numpy").mkdir()
+    (tmp_path / "numpy" / "__init__.py").write_text(FAKE_NUMPY)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "microgpt.py"), "--steps", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 130 and proc.stderr == "\nmicrogpt: interrupted while starting; nothing was written\n"
