@@ -132,7 +132,10 @@ def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
                 self.last = now
                 return False
 
-        state = mg.train(docs, docs[:20], vocab, cfg, observer=StepTimer(), **kw)
+        try:
+            state = mg.train(docs, docs[:20], vocab, cfg, observer=StepTimer(), **kw)
+        except ArithmeticError as e:  # train() raises the engine's NumericError when it diverges
+            raise SystemExit(f"training stopped: step {len(times) + 1}: {e}") from None
     else:
         sums = [0.0]
 
@@ -141,7 +144,7 @@ def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
 
         state = mg.train(docs, docs[:20], vocab, cfg, progress=progress, **kw)
         times = [b - a for a, b in zip(sums, sums[1:])]
-    if state.error:
+    if state.error:  # older trees: train() returns its state, .error saying why it stopped
         raise SystemExit(f"training stopped: {state.error}")
     print(json.dumps(times))
 
@@ -166,8 +169,6 @@ def _probe_process(folder, engine, norm, steps, docs_file, clock, size, prefix=(
 
 
 CALLGRIND = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={os.devnull}")
-
-
 WARMUP_STEPS = 5  # not counted: the first steps of a process also grow Python's allocator
 
 
@@ -193,8 +194,7 @@ def export_commit(commit, into):
         try:
             return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, check=True)
         except FileNotFoundError:
-            raise SystemExit("vs_commits: git is not installed (the old code comes from git)") \
-                from None
+            raise SystemExit("vs_commits: needs git (the old code comes from git)") from None
         except subprocess.CalledProcessError as e:
             raise SystemExit(f"vs_commits: cannot read commit {commit} from the repository at "
                              f"{ROOT} (a shallow clone? try `git fetch --unshallow`): "
@@ -306,7 +306,6 @@ def main(argv=None):
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
-
     cmd = " ".join(["python benchmarks/vs_commits.py", *(sys.argv[1:] if argv is None else argv)])
     print("\n".join([f"Command: `{cmd}`", ""] + table(args, log)))
 

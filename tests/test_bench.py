@@ -141,3 +141,20 @@ def test_the_probe_times_each_step_of_a_train_that_takes_an_observer(tmp_path, m
     monkeypatch.setitem(sys.modules, "microgpt", fake)
     times = _probe(tmp_path, monkeypatch, capsys, steps=4)
     assert len(times) == 4 and all(t >= 0 for t in times)
+
+
+def test_a_probe_whose_train_diverges_says_at_which_step(tmp_path, monkeypatch, capsys):
+    def train(train_docs, val_docs, vocab, cfg, *, steps=1000, observer=None, **settings):
+        state = types.SimpleNamespace(step=0, error="")
+        for step in range(steps):
+            if step == 2:
+                raise mg.NumericError("the loss (nan) or a gradient is not finite")
+            state.step = step + 1
+            observer.after_update(state, 1.0, None)
+        return state
+
+    fake = types.SimpleNamespace(train=train, GPTConfig=mg.GPTConfig,
+                                 build_vocab=mg.build_vocab)
+    monkeypatch.setitem(sys.modules, "microgpt", fake)
+    with pytest.raises(SystemExit, match=r"training stopped: step 3: the loss \(nan\)"):
+        _probe(tmp_path, monkeypatch, capsys, steps=4)
