@@ -98,12 +98,11 @@ def check_args(a):
                            "checkpoint.npz)"))
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         raise InputError(_("--out {out!r} exists and is not a folder").format(out=a.out))
-    ignored = [row.flag for row in SETTINGS
-               if not row.sampling and getattr(a, row.name) is not None]
-    if a.sample_only and ignored:
+    given = [row.flag for row in SETTINGS if not row.sampling and getattr(a, row.name) is not None]
+    if a.sample_only and given:
         raise InputError(_("{flags}: no effect with --sample-only (it samples from the checkpoint "
                            "as it is; only --engine, --seed and the sampling flags apply)").format(
-                               flags=", ".join(ignored)))
+                               flags=", ".join(given)))
 
 
 def new_settings(a):
@@ -379,7 +378,6 @@ class RunFolder:
 
     def __exit__(self, *exc):
         self.lock.__exit__()  # the --out folder is free again, however the run ended
-        return False
 
     def interrupted(self):
         files = ", ".join(self.written)

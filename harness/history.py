@@ -96,9 +96,7 @@ class History:
                 np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in drift])
         self.dtype = np.asarray(params["wte"]).dtype.name
         self.rewind(step - 1)
-        self._steps.append(int(step))
-        self._params.append(flat)
-        self._drift.append(drift)
+        self._steps.append(int(step)), self._params.append(flat), self._drift.append(drift)
 
     def rewind(self, step):
         """Drop the snapshots after `step` (a resume from its checkpoint records them again)."""

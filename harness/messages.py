@@ -178,13 +178,12 @@ def print_samples(samples, how):
     """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
     how: sample()'s settings (harness.cli.sampling). A name corpus's samples are called names (the
     corpus is the header's; --sample-only prints no header, and says names)."""
-    corpus = HEADER["corpus"]
     temperature, prompt = how["temperature"], how["prompt"]
     if temperature < GREEDY_BELOW:
         print(_("note: temperature {t:g} is below {least:g}: taking the most likely character "
                 "each time (greedy)").format(t=temperature, least=GREEDY_BELOW))
     what = (_("--- inference (new, hallucinated names; temperature {t}{prompt}) ---")
-            if corpus in ("names", "jp-names")
+            if HEADER["corpus"] in ("names", "jp-names")
             else _("--- inference (new, hallucinated samples; temperature {t}{prompt}) ---"))
     print(what.format(t=temperature, prompt=_(", prompt {prompt}").format(
         prompt=as_text(repr(prompt))) if prompt else ""))

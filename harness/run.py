@@ -51,7 +51,6 @@ class Run:
         self.sigint.__exit__()
         if self.tty:
             print()
-        return False
 
     @property
     def interrupted(self):

@@ -393,7 +393,6 @@ class RunLock:
                 os.rmdir(folder)
             except OSError:
                 break
-        return False
 
 
 def _is_file(name, dir_fd=None):

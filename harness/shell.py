@@ -93,7 +93,6 @@ class DeferSigint:
         for sig, handler in self.old.items():  # (the handlers take() replaced)
             signal.signal(sig, handler)
         self.old = {}
-        return False
 
 
 class Parser(argparse.ArgumentParser):
