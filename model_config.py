@@ -81,7 +81,7 @@ class TrainState:
     val_loss: list = field(default_factory=list)    # [(step, val loss), ...]
     ms_per_step: float = 0.0    # mean wall time per step of the last train() call
     interrupted: bool = False   # stopped by Ctrl-C
-    error: str = ""             # why training diverged ("" if it did not)
+    error: str = ""             # why training diverged, said by its observer ("" if it did not)
 
     def settings(self):
         """The training settings, as train() takes them."""
