@@ -19,11 +19,11 @@ import base64
 import io
 import os
 import re
-import shutil
 import statistics
 
 import numpy as np
 import pytest
+from browser_helpers import ARGS, chromium_or_skip
 from cli_helpers import make_runs
 from test_planetarium import asks, check_page_numbers
 
@@ -31,27 +31,7 @@ import microgpt as mg
 import planetarium
 from harness.history import HISTORY_NAME, load_history
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def find_chromium():
-    for path in (os.environ.get("PLANETARIUM_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                 shutil.which("chromium-browser"), shutil.which("google-chrome")):
-        if path and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
-
-
-CHROMIUM = find_chromium()
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:
-    sync_playwright = None
-if CHROMIUM is None or sync_playwright is None:
-    pytest.skip("no browser for the planetarium test: install one with `apt-get install chromium` (Debian/Ubuntu; "
-                ".ci/run does it) and `pip install playwright` (requirements.txt), or set PLANETARIUM_CHROMIUM",
-                allow_module_level=True)
+CHROMIUM, sync_playwright = chromium_or_skip("planetarium")
 
 pytestmark = pytest.mark.slow
 

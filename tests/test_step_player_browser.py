@@ -5,7 +5,8 @@ back, step over a loop, run to a line, next position, the slider, Home / End, ba
 cells of the variables, of the attention weights, the KV cache, the predicted distribution and, at the end of the
 backward pass, the parameters' gradients; one level down (--into). Also: at 375, 1024 and 1440 px nothing scrolls
 sideways and no control covers another; the language switch; keyboard-only use; the first screen says what to press;
-every character shown is in the embedded font; no console error, no request but the page; its size and load time.
+every character shown is in the embedded font; no console error, no request but the page; its size (its load
+time is measured by benchmarks/page_load.py).
 
 Screenshots at 375 and 1440 px are written only when asked:
     STEP_PLAYER_SCREENSHOTS=/tmp/shots python3 dev.py test tests/test_step_player_browser.py -k screenshots
@@ -16,33 +17,13 @@ import io
 import math
 import os
 import re
-import shutil
 
 import pytest
+from browser_helpers import ARGS, chromium_or_skip
 
 import step_player
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def find_chromium():
-    for path in (os.environ.get("PLANETARIUM_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                 shutil.which("chromium-browser"), shutil.which("google-chrome")):
-        if path and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
-
-
-CHROMIUM = find_chromium()
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:
-    sync_playwright = None
-if CHROMIUM is None or sync_playwright is None:
-    pytest.skip("no browser for the step player test: install one with `apt-get install chromium` (Debian/Ubuntu; "
-                ".ci/run does it) and `pip install playwright` (requirements.txt), or set PLANETARIUM_CHROMIUM",
-                allow_module_level=True)
+CHROMIUM, sync_playwright = chromium_or_skip("step player")
 
 pytestmark = pytest.mark.slow
 
