@@ -289,3 +289,8 @@ def test_the_documented_commands_run_in_a_fresh_clone_after_the_quickstart(tmp_p
                 failed.append(f"{command}\n{proc.stdout[-1000:]}\n{proc.stderr[-1000:]}")
     assert not failed, "\n\n".join(failed)
     assert len(ran) >= 10, ran
+
+
+def test_the_project_is_mit_licensed_and_the_readmes_say_so():
+    assert read("LICENSE").startswith("MIT License")
+    assert all("](LICENSE)" in read(name) for name in ("README.md", "README.ja.md"))
