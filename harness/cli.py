@@ -241,6 +241,14 @@ def sampling(args, seed, engine):
             "engine": engine if args.engine is None else args.engine}
 
 
+def sample_checkpoint(args, iter_samples, shell):
+    """--sample-only: the checkpoint's names (iter_samples: the chapter's); the exit code."""
+    ckpt = load_checkpoint_for(args)
+    how = sampling(args, ckpt.seed, ckpt.engine)
+    messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how), how)
+    return shell.exit_code
+
+
 def finished(resume, opts, args, iter_samples):
     """Is this a resumed run with no step left? Then it says so, and samples (iter_samples: the
     chapter's) if a sampling flag asks; its files are left as they are (metrics.json keeps its
