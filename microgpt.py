@@ -371,7 +371,7 @@ def main(argv=None):
             if shell.exit_code == 0:                                         # 8. inference
                 how = cli.sampling(args, opts.seed, opts.engine)
                 names = messages.print_samples(iter_samples(state.params, cfg, vocab, **how), how)
-                folder.write_run_files(state, names, base)
+                shell.exit_code = folder.write_run_files(state, names, base)
     return shell.exit_code
 
 

@@ -9,15 +9,14 @@ import argparse
 import importlib.util
 import os
 import sys
-from dataclasses import asdict
-from types import SimpleNamespace
+from dataclasses import asdict, dataclass, field
 
 from checks import check_forward, check_sampling, computes_the_mirrors_logits
 from corpora import BUILTIN, MAX_CORPUS_BYTES, corpus_id
 from harness import messages
 from harness.checkpoints import corpus_change, corpus_fingerprint, load_checkpoint, save_run
-from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
-from harness.history import HISTORY_NAME, load_history
+from harness.errors import EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, as_text
+from harness.history import HISTORY_NAME, History, load_history
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -44,13 +43,49 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 130 interrupted (docs/running.md says what each promises)""")
 
 
-class RunSettings(SimpleNamespace):
-    """Every setting of one run (settings.SETTINGS' names), and what the harness learned on the way:
-    lr_lowered_from, corpus_moved_from, run_id, fingerprint, notes."""
+@dataclass
+class RunSettings:
+    """Every setting of one run, a field per row of settings.SETTINGS (whose defaults and rules
+    are the table's), then what the harness learns on the way."""
+    n_embd: int
+    n_head: int
+    n_layer: int
+    block_size: int
+    norm: str
+    alpha_init: float
+    sz_init: float
+    engine: str
+    dtype: str
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
+    riemannian: bool
+    eval_every: int
+    corpus: str
+    max_memory: float
+    out: str | None
+    resume: bool
+    checkpoint: str | None
+    sample_only: bool
+    num_samples: int
+    temperature: float
+    prompt: str
+    lr_lowered_from: float | None = None  # a resume's --lr, lowered from the checkpoint's
+    corpus_moved_from: str | None = None  # a resume's corpus, read before from this path
+    run_id: str = ""                      # the checkpoint's: the same for a run and its resumes
+    notes: list = field(default_factory=list)  # lines the header prints
+    fingerprint: tuple = ("", 0)          # the documents' (sha256, count), as check_run read them
+    docs: dict = None                     # their counts: {"train", "val", "cropped"}
 
     def training(self):
         """train()'s settings."""
         return {name: getattr(self, name) for name in TRAINING_FIELDS}
+
+    def read_corpus(self, train_docs, val_docs, cropped):
+        """What check_run learned of the documents: their fingerprint and counts."""
+        self.fingerprint = corpus_fingerprint(train_docs, val_docs)
+        self.docs = {"train": len(train_docs), "val": len(val_docs), "cropped": cropped}
 
 
 def build_parser():
@@ -111,7 +146,7 @@ def new_settings(a):
          for name, default in DEFAULTS.items()}
     values["corpus"] = corpus_id(values["corpus"])
     check_combination(values["engine"], values["dtype"], values["norm"], values["riemannian"])
-    return RunSettings(**values, lr_lowered_from=None, corpus_moved_from=None, run_id="", notes=[])
+    return RunSettings(**values)
 
 
 def resumed_settings(a, resume, ckpt_path):
@@ -132,8 +167,10 @@ def resumed_settings(a, resume, ckpt_path):
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
                       _("checkpoint {path!r}: ").format(path=ckpt_path))
     out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
-    return RunSettings(**{**DEFAULTS, **merged, "out": out}, lr_lowered_from=lowered.get("lr"),
-                       corpus_moved_from=moved_from, run_id=resume.run_id, notes=[])
+    values = {**DEFAULTS, **merged, "out": out, "checkpoint": ckpt_path}
+    return RunSettings(**{name: values[name] for name in DEFAULTS},
+                       lr_lowered_from=lowered.get("lr"), corpus_moved_from=moved_from,
+                       run_id=resume.run_id)
 
 
 def parse_args(argv=None):
@@ -159,7 +196,6 @@ def run_settings(args, resume):
     """A new run's settings (the flags over the defaults), or a resumed run's (over the
     checkpoint's); a corpus file too large for --max-memory is refused before it is read."""
     opts = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
-    opts.checkpoint = args.checkpoint
     if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
         opts.notes.append(_("note: --corpus {corpus} is the built-in corpus; for the file of that "
                             "name here give its path, ./{corpus}").format(corpus=args.corpus))
@@ -190,9 +226,7 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
-    opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
-    opts.docs = {"train": len(train_docs), "val": len(val_docs),
-              "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
+    opts.read_corpus(train_docs, val_docs, sum(len(d) + 1 > cfg.block_size for d in docs))
 
 
 def note_gpt_edits(opts, cfg, model, init_params):
@@ -381,11 +415,23 @@ class RunFolder:
             self.lock.__exit__()  # a refusal releases the folder: nothing changed
             raise
         self.notices.insert(0, self.lock.notice)
-        self.shell.interrupted, self.shell.write_failed = self.interrupted, self.write_failed
+        self.shell.hold(self)  # a stop or a failed write is now told as this folder sees it
         return self
 
     def __exit__(self, *exc):
         self.lock.__exit__()  # the --out folder is free again, however the run ended
+
+    def start_history(self, cfg, vocab):
+        """The run's planetarium snapshots, going on from the ones beside the checkpoint on
+        --resume; saved with every checkpoint."""
+        self.history = History(cfg, vocab, self.opts.steps, previous=self.previous_history)
+        return self.history
+
+    def save(self, state):
+        """At a val loss: the checkpoint and the history; from now on the last good one."""
+        self.lock.check_held()  # --out still names the folder this run holds
+        save_run(self.opts.out, state, self.history)
+        self.last_good = (os.path.join(self.opts.out, "checkpoint.npz"), state.step)
 
     def interrupted(self):
         files = ", ".join(self.written)
@@ -406,15 +452,17 @@ class RunFolder:
         return EXIT_IO
 
     def write_run_files(self, state, names, base):
-        """metrics.json, loss.png, the history, the checkpoint (last: a stop before it resumes)."""
+        """metrics.json, loss.png, the history, the checkpoint (last: a stop before it resumes);
+        the exit code."""
         if not self.opts.out:
-            return
+            return EXIT_OK
         with DeferSigint() as signal:
             paths = self.write_files(state, names, base)
         print(as_text(_("wrote {paths}").format(paths=", ".join(paths[i] for i in (3, 2, 0, 1)))))
         if signal.hit:
             say(_("microgpt: interrupted while writing the run's files; all of them were written"))
-            self.shell.exit_code = EXIT_INTERRUPTED
+            return EXIT_INTERRUPTED
+        return EXIT_OK
 
     def write_files(self, state, names, base):
         opts, cfg, out = self.opts, state.cfg, self.opts.out

@@ -8,14 +8,11 @@ loss (with --out), and turns the first Ctrl-C into a stop after the step in prog
 nothing of the run: the chapter makes the data, the weights and Adam's moments.
 """
 import math
-import os
 import secrets
 import sys
 
 import numpy as np
 
-from harness.checkpoints import save_run
-from harness.history import History
 from harness.messages import fmt_loss, fmt_time
 from harness.shell import DeferSigint
 from i18n import _
@@ -31,8 +28,7 @@ class Run:
 
     def __init__(self, opts, cfg, vocab, base, folder):
         self.opts, self.cfg, self.base, self.folder = opts, cfg, base, folder
-        folder.history = History(cfg, vocab, opts.steps, previous=folder.previous_history)
-        self.history = folder.history  # saved with every checkpoint
+        self.history = folder.start_history(cfg, vocab)  # saved with every checkpoint
         self.run_id = opts.run_id or secrets.token_hex(8)  # the same for a run and all its resumes
         self.tty = sys.stdout.isatty()
         self.every_line = max(1, opts.steps // 10)  # no terminal: a line every tenth of the run
@@ -110,9 +106,7 @@ class Run:
             print(("\r" if self.tty else "") + line + _(" | val loss {val} ({base})").format(
                 val=fmt_loss(state.val_loss[-1][1]), base=base), flush=True)
             if self.opts.out:
-                self.folder.lock.check_held()  # --out still names the folder this run holds
-                save_run(self.opts.out, state, self.history)
-                self.folder.last_good = (os.path.join(self.opts.out, "checkpoint.npz"), state.step)
+                self.folder.save(state)
         elif self.tty:  # a live line, overwritten in place
             print("\r" + line + "   ", end="", flush=True)
         elif state.step % self.every_line == 0:

@@ -113,6 +113,12 @@ class Shell:
 
     def __init__(self, prog):
         self.prog, self.exit_code, self.handlers = prog, EXIT_OK, {}
+        self.folder = None  # a run's --out folder, once the program holds one (hold)
+
+    def hold(self, folder):
+        """From now on a stop or a failed write is told as `folder` (harness.cli.RunFolder) sees
+        it: what it has written, and its last good checkpoint."""
+        self.folder = folder
 
     def __enter__(self):
         if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print
@@ -156,9 +162,13 @@ class Shell:
         """What the program releases however it ends (a subclass's --out folder); nothing here."""
 
     def interrupted(self):
+        if self.folder is not None:
+            return self.folder.interrupted()
         return _("interrupted; nothing was written")
 
     def write_failed(self, error):
+        if self.folder is not None:
+            return self.folder.write_failed(error)
         say(_("{prog}: error: {message}").format(prog=self.prog, message=error))
         return EXIT_IO
 

@@ -575,3 +575,16 @@ def test_a_copy_with_gpt_edited_notes_it_on_numpy_and_runs_it_on_value(tmp_path,
         assert value_run.returncode == 0, value_run.stderr
     else:
         assert value_run.returncode == 1 and "in gpt\n" in value_run.stderr and "Traceback" in value_run.stderr
+
+
+def test_a_runs_settings_are_a_written_out_dataclass_a_field_per_row():
+    """RunSettings declares every row of settings.SETTINGS, in the table's order, then what the
+    harness learns; nothing adds a field to it later (a dataclass without __dict__ extras)."""
+    import dataclasses
+
+    from harness.cli import RunSettings, new_settings, parse_args
+    from settings import SETTINGS
+    names = [f.name for f in dataclasses.fields(RunSettings)]
+    assert names[:len(SETTINGS)] == [row.name for row in SETTINGS]
+    opts = new_settings(parse_args([]))
+    assert set(vars(opts)) == set(names)

@@ -14,6 +14,7 @@ from cli_helpers import ROOT, TINY, run
 
 import microgpt as mg
 from harness.errors import EXIT_DIVERGED, InputError
+from harness.history import History
 from harness.run import DIVERGED_WINDOW, Run
 from model_config import HUGE_GRADIENT, GPTConfig
 from value import NumericError
@@ -27,8 +28,18 @@ BASE = {"uniform": 2.9, "unigram": 2.8, "bigram": 2.5}
 def make_run(steps=10):
     """A Run as microgpt.main makes it, without --out: the settings it reads, a folder without files."""
     s = SimpleNamespace(steps=steps, out=None, corpus="words", run_id="", fingerprint=("0" * 64, 10))
-    folder = SimpleNamespace(previous_history=None, last_good=None, history=None)
-    return Run(s, CFG, VOCAB, BASE, folder)
+    return Run(s, CFG, VOCAB, BASE, NoFolder(s))
+
+
+class NoFolder:
+    """A run without --out: its history starts afresh and no checkpoint is saved."""
+
+    def __init__(self, opts):
+        self.opts, self.last_good = opts, None
+
+    def start_history(self, cfg, vocab):
+        self.history = History(cfg, vocab, self.opts.steps)
+        return self.history
 
 
 def train(observer=None, **settings):
