@@ -369,8 +369,8 @@ def main(argv=None):
                     state = run.diverged(e, resume)  # the last good state, or raised on
             shell.exit_code = messages.report(state, run, folder, opts, args)
             if shell.exit_code == 0:                                         # 8. inference
-                how = cli.sampling(args, opts.seed, opts.engine)
-                names = messages.print_samples(iter_samples(state.params, cfg, vocab, **how), how)
+                samples = iter_samples(state.params, cfg, vocab, **opts.sampling())
+                names = messages.print_samples(samples, opts.temperature, opts.prompt, opts.corpus)
                 shell.exit_code = folder.write_run_files(state, names, base)
     return shell.exit_code
 

@@ -43,6 +43,9 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 130 interrupted (docs/running.md says what each promises)""")
 
 
+SAMPLING_FIELDS = ("num_samples", "temperature", "prompt", "seed", "engine")
+
+
 @dataclass
 class RunSettings:
     """Every setting of one run, a field per row of settings.SETTINGS (whose defaults and rules
@@ -81,6 +84,10 @@ class RunSettings:
     def training(self):
         """train()'s settings."""
         return {name: getattr(self, name) for name in TRAINING_FIELDS}
+
+    def sampling(self):
+        """sample()'s settings."""
+        return {name: getattr(self, name) for name in SAMPLING_FIELDS}
 
     def read_corpus(self, train_docs, val_docs, cropped):
         """What check_run learned of the documents: their fingerprint and counts."""
@@ -167,7 +174,9 @@ def resumed_settings(a, resume, ckpt_path):
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
                       _("checkpoint {path!r}: ").format(path=ckpt_path))
     out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
-    values = {**DEFAULTS, **merged, "out": out, "checkpoint": ckpt_path}
+    flags = {name: getattr(a, name) for name in DEFAULTS.keys() - kept.keys()}  # --max-memory...
+    values = {**DEFAULTS, **{k: v for k, v in flags.items() if v is not None}, **merged,
+              "out": out, "checkpoint": ckpt_path}
     return RunSettings(**{name: values[name] for name in DEFAULTS},
                        lr_lowered_from=lowered.get("lr"), corpus_moved_from=moved_from,
                        run_id=resume.run_id)
@@ -222,7 +231,7 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     docs = train_docs + val_docs  # (the machine's memory first: its message names the machine)
     check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
                  (len(docs), sum(map(len, docs))), opts.steps, max(map(len, docs)) + 1)
-    how = sampling(args, opts.seed, opts.engine)
+    how = opts.sampling()
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
@@ -279,7 +288,8 @@ def sample_checkpoint(args, iter_samples, shell):
     """--sample-only: the checkpoint's names (iter_samples: the chapter's); the exit code."""
     ckpt = load_checkpoint_for(args)
     how = sampling(args, ckpt.seed, ckpt.engine)
-    messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how), how)
+    messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how),
+                           how["temperature"], how["prompt"], ckpt.corpus)
     return shell.exit_code
 
 
@@ -295,8 +305,8 @@ def finished(resume, opts, args, iter_samples):
             "files stay as they are (to train on, give a larger --steps).").format(
                 path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + asked)
     if sampling_asked(args):
-        how = sampling(args, opts.seed, opts.engine)
-        messages.print_samples(iter_samples(resume.params, resume.cfg, resume.vocab, **how), how)
+        samples = iter_samples(resume.params, resume.cfg, resume.vocab, **opts.sampling())
+        messages.print_samples(samples, opts.temperature, opts.prompt, opts.corpus)
     return True
 
 

@@ -26,13 +26,10 @@ def fmt_time(seconds):
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{seconds:02d}s"
 
 
-HEADER = {"corpus": "names"}  # the corpus the header named (print_samples' word for a sample)
-
-
 def print_header(opts, cfg, base, resume, notices):
     """The corpus, the model, the baselines, notes; opts.docs: the counts {"train", "val",
     "cropped"}."""
-    docs, HEADER["corpus"] = opts.docs, opts.corpus
+    docs = opts.docs
     print(_("corpus {corpus}: {docs} docs ({train} train / {val} val), vocab size {vocab} "
             "({chars} characters + BOS)").format(
         corpus=as_text(repr(opts.corpus)), docs=docs["train"] + docs["val"], train=docs["train"],
@@ -174,16 +171,14 @@ def final_train_loss(state):
 KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
 
 
-def print_samples(samples, how):
-    """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
-    how: sample()'s settings (harness.cli.sampling). A name corpus's samples are called names (the
-    corpus is the header's; --sample-only prints no header, and says names)."""
-    temperature, prompt = how["temperature"], how["prompt"]
+def print_samples(samples, temperature, prompt, corpus):
+    """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES of
+    them. A name corpus's samples are called names."""
     if temperature < GREEDY_BELOW:
         print(_("note: temperature {t:g} is below {least:g}: taking the most likely character "
                 "each time (greedy)").format(t=temperature, least=GREEDY_BELOW))
     what = (_("--- inference (new, hallucinated names; temperature {t}{prompt}) ---")
-            if HEADER["corpus"] in ("names", "jp-names")
+            if corpus in ("names", "jp-names")
             else _("--- inference (new, hallucinated samples; temperature {t}{prompt}) ---"))
     print(what.format(t=temperature, prompt=_(", prompt {prompt}").format(
         prompt=as_text(repr(prompt))) if prompt else ""))

@@ -32,6 +32,18 @@ def test_resume_may_lower_the_lr_but_not_raise_it(tmp_path, corpus, capsys):
     code, stdout, err = run(capsys, ["--resume", "--out", out, "--steps", "8"])  # no --lr: the checkpoint's (now lower)
     assert code == EXIT_OK and "lowered" not in stdout
 
+@pytest.mark.slow
+def test_a_resumed_run_keeps_to_max_memory_as_a_new_one_does(tmp_path, corpus, capsys):
+    """--max-memory is not stored in the checkpoint: a resumed run takes the flag, and a limit
+    that its small checkpoint fits but the run does not refuses it, as it refuses a new run."""
+    out = str(tmp_path / "run")
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", out])[0] == EXIT_OK
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "4", "--max-memory", "0.01"])
+    assert code == EXIT_BAD_INPUT and "this run would need about" in err
+    code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "4", "--max-memory", "0.01"])
+    assert code == EXIT_BAD_INPUT and "this run would need about" in err, err
+
+
 def test_a_corpus_edited_between_interrupt_and_resume_is_refused(tmp_path, capsys, monkeypatch):
     corpus = write_corpus(str(tmp_path))
     out = str(tmp_path / "run")
