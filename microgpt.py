@@ -347,8 +347,7 @@ def main(argv=None):
         args = cli.parse_args(argv)  # every flag, checked by its rule
         if args.sample_only:  # a saved model: inference alone (section 8)
             return cli.sample_checkpoint(args, iter_samples, shell)
-        resume = cli.load_checkpoint_for(args) if args.resume else None
-        opts = cli.run_settings(args, resume)  # the flags over the defaults or the checkpoint's
+        resume, opts = cli.run_settings(args)  # the flags over the defaults or the checkpoint's
         docs = load_corpus(opts.corpus)                                      # 1. dataset
         train_docs, val_docs = split_docs(docs, opts.seed)
         vocab = build_vocab(docs)                                            # 2. tokenizer

@@ -71,11 +71,6 @@ class TrainState:
     dtype: str = "float64"
     riemannian: bool = False
     eval_every: int = 100
-    corpus: str = "names"
-    # which run, on which documents: the same run_id for a run and all its resumes
-    run_id: str = ""
-    corpus_sha256: str = ""     # corpora.fingerprint of the train + val documents
-    corpus_docs: int = 0        # how many documents that was
     # what training measured
     train_loss: list = field(default_factory=list)  # one per step
     val_loss: list = field(default_factory=list)    # [(step, val loss), ...]

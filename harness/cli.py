@@ -8,13 +8,14 @@ check comes before a step is taken or a file written: a refused run changes noth
 import argparse
 import importlib.util
 import os
+import secrets
 import sys
 from dataclasses import asdict, dataclass, field
 
 from checks import check_forward, check_sampling, computes_the_mirrors_logits
 from corpora import BUILTIN, MAX_CORPUS_BYTES, corpus_id
 from harness import messages
-from harness.checkpoints import corpus_change, corpus_fingerprint, load_checkpoint, save_run
+from harness.checkpoints import RunIdentity, corpus_change, corpus_fingerprint, load_run, save_run
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, as_text
 from harness.history import HISTORY_NAME, History, load_history
 from harness.memory import check_corpus_memory, check_memory
@@ -29,7 +30,7 @@ from harness.run_files import (
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
 from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
-from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
+from settings import DEFAULTS, SETTINGS, check, check_combination, resumed
 
 EPILOG = N_("""examples:
   python microgpt.py
@@ -76,7 +77,8 @@ class RunSettings:
     prompt: str
     lr_lowered_from: float | None = None  # a resume's --lr, lowered from the checkpoint's
     corpus_moved_from: str | None = None  # a resume's corpus, read before from this path
-    run_id: str = ""                      # the checkpoint's: the same for a run and its resumes
+    run_id: str = ""                      # the same for a run and all its resumes
+    resumed_from: RunIdentity = None      # the checkpoint's identity, on --resume
     notes: list = field(default_factory=list)  # lines the header prints
     fingerprint: tuple = ("", 0)          # the documents' (sha256, count), as check_run read them
     docs: dict = None                     # their counts: {"train", "val", "cropped"}
@@ -88,6 +90,10 @@ class RunSettings:
     def sampling(self):
         """sample()'s settings."""
         return {name: getattr(self, name) for name in SAMPLING_FIELDS}
+
+    def identity(self):
+        """Who the run is and what it trains on, as its checkpoints record it."""
+        return RunIdentity(self.corpus, self.run_id, *self.fingerprint)
 
     def read_corpus(self, train_docs, val_docs, cropped):
         """What check_run learned of the documents: their fingerprint and counts."""
@@ -153,14 +159,13 @@ def new_settings(a):
          for name, default in DEFAULTS.items()}
     values["corpus"] = corpus_id(values["corpus"])
     check_combination(values["engine"], values["dtype"], values["norm"], values["riemannian"])
-    return RunSettings(**values)
+    return RunSettings(**values, run_id=secrets.token_hex(8))
 
 
-def resumed_settings(a, resume, ckpt_path):
+def resumed_settings(a, resume, identity, ckpt_path):
     """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed);
     a corpus at another path is taken if its documents are the checkpoint's (checked once read)."""
-    kept = {**asdict(resume.cfg), **{row.name: getattr(resume, row.name) for row in STORED}}
-    kept["corpus"] = corpus_id(resume.corpus)
+    kept = {**asdict(resume.cfg), **resume.settings(), "corpus": corpus_id(identity.corpus)}
     given = {name: getattr(a, name, None) for name in kept}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled
     moved_from = None
@@ -179,7 +184,7 @@ def resumed_settings(a, resume, ckpt_path):
               "out": out, "checkpoint": ckpt_path}
     return RunSettings(**{name: values[name] for name in DEFAULTS},
                        lr_lowered_from=lowered.get("lr"), corpus_moved_from=moved_from,
-                       run_id=resume.run_id)
+                       run_id=identity.run_id or secrets.token_hex(8), resumed_from=identity)
 
 
 def parse_args(argv=None):
@@ -194,17 +199,24 @@ def parse_args(argv=None):
 
 
 def load_checkpoint_for(args):
-    """--resume, --sample-only: the checkpoint (at args.checkpoint), its forward pass checked."""
-    args.checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
-    state = load_checkpoint(args.checkpoint, args.max_memory)
-    check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=args.checkpoint))
-    return state
+    """--resume, --sample-only: the checkpoint's state and identity (at --checkpoint, or in
+    --out), its forward pass checked."""
+    path = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
+    state, identity = load_run(path, args.max_memory)
+    check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=path))
+    return state, identity, path
 
 
-def run_settings(args, resume):
-    """A new run's settings (the flags over the defaults), or a resumed run's (over the
-    checkpoint's); a corpus file too large for --max-memory is refused before it is read."""
-    opts = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
+def run_settings(args):
+    """The state to resume (--resume; else None) and the run's settings: a new run's (the flags
+    over the defaults), or a resumed run's (over the checkpoint's); a corpus file too large for
+    --max-memory is refused before it is read."""
+    resume = None
+    if args.resume:
+        resume, identity, path = load_checkpoint_for(args)
+        opts = resumed_settings(args, resume, identity, path)
+    else:
+        opts = new_settings(args)
     if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
         opts.notes.append(_("note: --corpus {corpus} is the built-in corpus; for the file of that "
                             "name here give its path, ./{corpus}").format(corpus=args.corpus))
@@ -212,7 +224,7 @@ def run_settings(args, resume):
         # writer: refused, never read; a missing file is load_corpus's to explain)
         check_readable_file(opts.corpus, N_("corpus file"))
     check_corpus_memory(opts.corpus, opts.max_memory)
-    return opts
+    return resume, opts
 
 
 def model_config(opts, vocab, resume):
@@ -250,7 +262,7 @@ def note_gpt_edits(opts, cfg, model, init_params):
 
 def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
     """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
-    change = corpus_change(resume, train_docs, val_docs, opts.corpus)
+    change = corpus_change(resume, opts.resumed_from, train_docs, val_docs, opts.corpus)
     if opts.corpus_moved_from and (vocab != resume.vocab or change):
         raise InputError(_("--corpus {corpus!r} differs from the checkpoint's corpus {moved!r}: "
                            "its documents are not the ones the run was trained on").format(
@@ -263,7 +275,7 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
                            "start a new run").format(change=change))
     if opts.corpus_moved_from:
         how = (_("its documents are the checkpoint's (their fingerprint matches)")
-               if resume.corpus_sha256 else
+               if opts.resumed_from.corpus_sha256 else
                _("the checkpoint has no fingerprint of its documents, so only its vocabulary "
                  "could be compared (it matches); from now on the checkpoint has one"))
         opts.notes.append(_("note: the corpus is now {corpus!r} (the checkpoint read it from "
@@ -286,10 +298,10 @@ def sampling(args, seed, engine):
 
 def sample_checkpoint(args, iter_samples, shell):
     """--sample-only: the checkpoint's names (iter_samples: the chapter's); the exit code."""
-    ckpt = load_checkpoint_for(args)
+    ckpt, identity, _path = load_checkpoint_for(args)
     how = sampling(args, ckpt.seed, ckpt.engine)
     messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how),
-                           how["temperature"], how["prompt"], ckpt.corpus)
+                           how["temperature"], how["prompt"], identity.corpus)
     return shell.exit_code
 
 
@@ -339,7 +351,7 @@ def check_out_folder(out, resume, ckpt_path):
                                    path=path, kind=_(not_a_regular_file(path))))
 
 
-def previous_history(path, resume, cfg, vocab, own_folder, notes):
+def previous_history(path, resume, run_id, own_folder, notes):
     """On --resume, the run's history so far (beside its checkpoint), to continue: written before
     the checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or
     unreadable is a note. Another run's is refused in the run's own folder and left alone
@@ -352,8 +364,8 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
         notes.append(_("note: the planetarium history is not continued ({error}); it starts "
                        "again").format(error=e))
         return None
-    another = resume.run_id and h.run_id and h.run_id != resume.run_id
-    if another or (h.cfg, h.vocab) != (cfg, vocab):
+    another = run_id and h.run_id and h.run_id != run_id
+    if another or (h.cfg, h.vocab) != (resume.cfg, resume.vocab):
         if own_folder:
             raise InputError(_("{path!r} is the history of another run; a run writes only its "
                                "own files: move it away, or resume into another --out").format(
@@ -418,8 +430,9 @@ class RunFolder:
             if self.resume is not None:
                 folder = os.path.dirname(os.path.abspath(opts.checkpoint))
                 self.previous_history = previous_history(
-                    os.path.join(folder, HISTORY_NAME), self.resume, self.resume.cfg,
-                    self.resume.vocab, os.path.samefile(folder, opts.out), self.notices)
+                    os.path.join(folder, HISTORY_NAME), self.resume,
+                    self.opts.resumed_from.run_id, os.path.samefile(folder, opts.out),
+                    self.notices)
             self.lock.claim()
         except BaseException:
             self.lock.__exit__()  # a refusal releases the folder: nothing changed
@@ -437,11 +450,14 @@ class RunFolder:
         self.history = History(cfg, vocab, self.opts.steps, previous=self.previous_history)
         return self.history
 
-    def save(self, state):
-        """At a val loss: the checkpoint and the history; from now on the last good one."""
-        self.lock.check_held()  # --out still names the folder this run holds
-        save_run(self.opts.out, state, self.history)
-        self.last_good = (os.path.join(self.opts.out, "checkpoint.npz"), state.step)
+    def save(self, state, out=None):
+        """At a val loss: the checkpoint and the history; from now on the last good one. out:
+        another folder (a stopped run without --out saves to out/run-N)."""
+        if out is None:
+            self.lock.check_held()  # --out still names the folder this run holds
+        out = out or self.opts.out
+        save_run(out, state, self.history, self.opts.identity())
+        self.last_good = (os.path.join(out, "checkpoint.npz"), state.step)
 
     def interrupted(self):
         files = ", ".join(self.written)
@@ -493,6 +509,6 @@ class RunFolder:
         plot_losses(paths[1], state, base, f"microgpt, norm={cfg.norm}, engine={opts.engine}, "
                                            f"corpus={os.path.basename(opts.corpus)}")
         self.written.append(paths[1])
-        save_run(out, state, self.history)
+        save_run(out, state, self.history, opts.identity())
         self.written += paths[2:]
         return paths

@@ -5,7 +5,6 @@ import os
 import shlex
 import sys
 
-from harness.checkpoints import save_run
 from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError, as_text
 from harness.run_files import claim_run_folder
 from harness.shell import say
@@ -108,7 +107,7 @@ def save_interrupted(state, folder, opts, args):
     """Ctrl-C: save to --out (or a new out/run-N), and print the command that continues the run."""
     try:
         out = opts.out or claim_run_folder("out")
-        save_run(out, state, folder.history)
+        folder.save(state, out)
     except WriteError as e:
         say(_("microgpt: error: interrupted at step {step}/{steps}, but {error}; {kept}").format(
             step=state.step, steps=opts.steps, error=e,

@@ -8,7 +8,6 @@ loss (with --out), and turns the first Ctrl-C into a stop after the step in prog
 nothing of the run: the chapter makes the data, the weights and Adam's moments.
 """
 import math
-import secrets
 import sys
 
 import numpy as np
@@ -29,7 +28,6 @@ class Run:
     def __init__(self, opts, cfg, vocab, base, folder):
         self.opts, self.cfg, self.base, self.folder = opts, cfg, base, folder
         self.history = folder.start_history(cfg, vocab)  # saved with every checkpoint
-        self.run_id = opts.run_id or secrets.token_hex(8)  # the same for a run and all its resumes
         self.tty = sys.stdout.isatty()
         self.every_line = max(1, opts.steps // 10)  # no terminal: a line every tenth of the run
         self.start = None
@@ -65,8 +63,6 @@ class Run:
     def before_update(self, state, loss, grad):
         self.state = state
         if self.start is None:  # the first step of this call: who the run is, where it started
-            state.corpus, state.run_id = self.opts.corpus, self.run_id
-            state.corpus_sha256, state.corpus_docs = self.opts.fingerprint
             # where training started: guessing (log V), or the initial weights if they are worse
             self.start = max(math.log(self.cfg.vocab_size), state.val_loss[0][1])
             if state.step == 0 and self.history.due(0):
