@@ -1,8 +1,9 @@
-"""harness/cli.py -- the command line of microgpt.py: a flag per row of settings.SETTINGS, and the
-steps microgpt.main() takes around the chapter, in its order: parse_args (every flag checked),
-load_checkpoint_for (--resume, --sample-only), run_settings (the flags over the defaults or over the
-checkpoint's), model_config, check_run (the corpus against the checkpoint, the prompt, the memory),
-RunFolder (the --out folder held, the history continued, the run's files written at the end). Every
+"""harness/cli.py -- the command line of microgpt.py: a flag per row of
+settings.SETTINGS, and the steps microgpt.main() takes around the chapter, in its order:
+parse_args (every flag checked), load_checkpoint_for (--resume, --sample-only),
+run_settings (the flags over the defaults or over the checkpoint's), model_config,
+check_run (the corpus against the checkpoint, the prompt, the memory), RunFolder (the
+--out folder held, the history continued, the run's files written at the end). Every
 check comes before a step is taken or a file written: a refused run changes nothing.
 """
 import argparse
@@ -49,8 +50,8 @@ SAMPLING_FIELDS = ("num_samples", "temperature", "prompt", "seed", "engine")
 
 @dataclass
 class RunSettings:
-    """Every setting of one run, a field per row of settings.SETTINGS (whose defaults and rules
-    are the table's), then what the harness learns on the way."""
+    """Every setting of one run, a field per row of settings.SETTINGS (whose defaults
+    and rules are the table's), then what the harness learns on the way."""
     n_embd: int
     n_head: int
     n_layer: int
@@ -102,9 +103,10 @@ class RunSettings:
 
 
 def build_parser():
-    """A flag per row of the table, in its groups; every default None, so that a resumed run can
-    tell a flag given from one that was not (the table's default comes later). The table's help
-    texts and group names are in the catalogue too (tests/test_i18n.py adds them)."""
+    """A flag per row of the table, in its groups; every default None, so that a resumed
+    run can tell a flag given from one that was not (the table's default comes later).
+    The table's help texts and group names are in the catalogue too (tests/test_i18n.py
+    adds them)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                description=_("Train a tiny GPT on names and sample new ones. --norm sphere "
                              "switches to the nGPT hypersphere model; --engine numpy runs the "
@@ -131,7 +133,7 @@ def build_parser():
 
 
 def check_args(a):
-    """Every given flag by its rule (as a checkpoint's value), and which flags go together."""
+    """Each given flag by its rule (as a checkpoint's value), and which go together."""
     for row in SETTINGS:
         if getattr(a, row.name) is not None:
             check(row.name, getattr(a, row.name), row.flag)
@@ -163,8 +165,9 @@ def new_settings(a):
 
 
 def resumed_settings(a, resume, identity, ckpt_path):
-    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed);
-    a corpus at another path is taken if its documents are the checkpoint's (checked once read)."""
+    """A resumed run's settings: the checkpoint's, with what a resume may change
+    (settings.resumed); a corpus at another path is taken if its documents are the
+    checkpoint's (checked once read)."""
     kept = {**asdict(resume.cfg), **resume.settings(), "corpus": corpus_id(identity.corpus)}
     given = {name: getattr(a, name, None) for name in kept}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled
@@ -188,8 +191,8 @@ def resumed_settings(a, resume, identity, ckpt_path):
 
 
 def parse_args(argv=None):
-    """The flags, each checked by its rule, and which go together (argparse's errors: one line);
-    the console speaks --lang (or the locale's language) from here on."""
+    """The flags, each checked by its rule, and which go together (argparse's errors:
+    one line); the console speaks --lang (or the locale's language) from here on."""
     argv = sys.argv[1:] if argv is None else list(argv)
     use(language_from(argv))
     args = build_parser().parse_args(argv)
@@ -199,8 +202,8 @@ def parse_args(argv=None):
 
 
 def load_checkpoint_for(args):
-    """--resume, --sample-only: the checkpoint's state and identity (at --checkpoint, or in
-    --out), its forward pass checked."""
+    """--resume, --sample-only: the checkpoint's state and identity (at --checkpoint, or
+    in --out), its forward pass checked."""
     path = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
     state, identity = load_run(path, args.max_memory)
     check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=path))
@@ -208,9 +211,9 @@ def load_checkpoint_for(args):
 
 
 def run_settings(args):
-    """The state to resume (--resume; else None) and the run's settings: a new run's (the flags
-    over the defaults), or a resumed run's (over the checkpoint's); a corpus file too large for
-    --max-memory is refused before it is read."""
+    """The state to resume (--resume; else None) and the run's settings: a new run's
+    (the flags over the defaults), or a resumed run's (over the checkpoint's); a corpus
+    file too large for --max-memory is refused before it is read."""
     resume = None
     if args.resume:
         resume, identity, path = load_checkpoint_for(args)
@@ -228,16 +231,17 @@ def run_settings(args):
 
 
 def model_config(opts, vocab, resume):
-    """The model's config: the checkpoint's, or the flags' sizes for this vocabulary (+ BOS)."""
+    """The model's config: the checkpoint's, or the flags' sizes for this vocabulary."""
     if resume is not None:
         return resume.cfg
     return GPTConfig(len(vocab) + 1, **{name: getattr(opts, name) for name in MODEL_FIELDS})
 
 
 def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params):
-    """Before anything is written: a resumed run's documents are the checkpoint's, the prompt can be
-    sampled, the run fits in memory, and the weights it starts from (init_params: the chapter's)
-    compute within floating point. Records the documents' fingerprint and counts in opts."""
+    """Before anything is written: a resumed run's documents are the checkpoint's, the
+    prompt can be sampled, the run fits in memory, and the weights it starts from
+    (init_params: the chapter's) compute within floating point. Records the documents'
+    fingerprint and counts in opts."""
     if resume is not None:
         check_resumed_corpus(opts, resume, vocab, train_docs, val_docs)
     docs = train_docs + val_docs  # (the machine's memory first: its message names the machine)
@@ -251,9 +255,10 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
 
 
 def note_gpt_edits(opts, cfg, model, init_params):
-    """--engine numpy runs numpy_engine.py, which mirrors the chapter's gpt() and gpt_sphere()
-    without calling them: a note when `model` (cfg.norm's, as the file has it now) computes other
-    logits or raises (a learner's edit: --engine value runs it, to its traceback if it fails)."""
+    """--engine numpy runs numpy_engine.py, which mirrors the chapter's gpt() and
+    gpt_sphere() without calling them: a note when `model` (cfg.norm's, as the file has
+    it now) computes other logits or raises (a learner's edit: --engine value runs it,
+    to its traceback if it fails)."""
     if opts.engine == "numpy" and not computes_the_mirrors_logits(model, cfg, init_params):
         opts.notes.append(_("note: {name}() no longer computes what numpy_engine.py does, and "
                             "--engine numpy runs numpy_engine.py, not {name}(): this run does not "
@@ -261,7 +266,7 @@ def note_gpt_edits(opts, cfg, model, init_params):
 
 
 def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
-    """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
+    """The checkpoint's documents (by fingerprint, else by vocabulary), wherever."""
     change = corpus_change(resume, opts.resumed_from, train_docs, val_docs, opts.corpus)
     if opts.corpus_moved_from and (vocab != resume.vocab or change):
         raise InputError(_("--corpus {corpus!r} differs from the checkpoint's corpus {moved!r}: "
@@ -289,7 +294,7 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
 
 
 def sampling(args, seed, engine):
-    """sample()'s settings: the sampling flags (or their defaults), the run's seed and engine."""
+    """sample()'s settings: sampling flags or defaults, the run's seed and engine."""
     values = {name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
               for name in ("num_samples", "temperature", "prompt")}
     return {**values, "seed": seed if args.seed is None else args.seed,
@@ -297,7 +302,7 @@ def sampling(args, seed, engine):
 
 
 def sample_checkpoint(args, iter_samples, shell):
-    """--sample-only: the checkpoint's names (iter_samples: the chapter's); the exit code."""
+    """--sample-only: a checkpoint's names (iter_samples: the chapter's), exit code."""
     ckpt, identity, _path = load_checkpoint_for(args)
     how = sampling(args, ckpt.seed, ckpt.engine)
     messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how),
@@ -306,9 +311,9 @@ def sample_checkpoint(args, iter_samples, shell):
 
 
 def finished(resume, opts, args, iter_samples):
-    """Is this a resumed run with no step left? Then it says so, and samples (iter_samples: the
-    chapter's) if a sampling flag asks; its files are left as they are (metrics.json keeps its
-    timing and names). True."""
+    """Is this a resumed run with no step left? Then it says so, and samples
+    (iter_samples: the chapter's) if a sampling flag asks; its files are left as they
+    are (metrics.json keeps its timing and names). True."""
     if resume is None or resume.step < opts.steps:
         return False
     asked = _(" Its names, with the sampling flags given:") if sampling_asked(args) else _(
@@ -327,9 +332,10 @@ def sampling_asked(args):
 
 
 def check_out_folder(out, resume, ckpt_path):
-    """InputError unless --out may take this run's files: a new run's folder holds no run's files, a
-    resumed run's is its checkpoint's or holds none, and every run file there is a regular file (a
-    symbolic link planted as checkpoint.npz is refused now, not at the first save)."""
+    """InputError unless --out may take this run's files: a new run's folder holds no
+    run's files, a resumed run's is its checkpoint's or holds none, and every run file
+    there is a regular file (a symbolic link planted as checkpoint.npz is refused now,
+    not at the first save)."""
     ckpt = os.path.join(out, "checkpoint.npz")
     own = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
@@ -352,10 +358,10 @@ def check_out_folder(out, resume, ckpt_path):
 
 
 def previous_history(path, resume, run_id, own_folder, notes):
-    """On --resume, the run's history so far (beside its checkpoint), to continue: written before
-    the checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or
-    unreadable is a note. Another run's is refused in the run's own folder and left alone
-    elsewhere."""
+    """On --resume, the run's history so far (beside its checkpoint), to continue:
+    written before the checkpoint, it is at its step or ahead (the later snapshots are
+    dropped); one behind or unreadable is a note. Another run's is refused in the run's
+    own folder and left alone elsewhere."""
     if not os.path.lexists(path):
         return None
     try:
@@ -387,9 +393,10 @@ DEFAULT_OUT = "out"  # where a run without --out saves when stopped: out/run-N
 
 
 def check_default_out(base):
-    """InputError unless a stopped run without --out could save to a new base/run-N: `base` is a
-    writable folder, or can be made here. Checked before the first step, as --out is: a file,
-    a dangling link or a read-only folder there would lose the run at Ctrl-C."""
+    """InputError unless a stopped run without --out could save to a new base/run-N:
+    `base` is a writable folder, or can be made here. Checked before the first step, as
+    --out is: a file, a dangling link or a read-only folder there would lose the run at
+    Ctrl-C."""
     if os.path.lexists(base) and not os.path.isdir(base):
         what = N_("a dangling link") if os.path.islink(base) and not os.path.exists(base) else \
             not_a_regular_file(base) or N_("a file")
@@ -405,9 +412,9 @@ def check_default_out(base):
 
 class RunFolder:
     """`with RunFolder(opts, resume, shell) as folder:` holds --out while the run runs
-    (harness.run_files .RunLock: a second run is refused), continues the run's history on --resume,
-    and tells the shell what a Ctrl-C or a failed write leaves behind. write_run_files() ends a
-    finished run."""
+    (harness.run_files .RunLock: a second run is refused), continues the run's history
+    on --resume, and tells the shell what a Ctrl-C or a failed write leaves behind.
+    write_run_files() ends a finished run."""
 
     def __init__(self, opts, resume, shell):
         self.opts, self.resume, self.shell = opts, resume, shell
@@ -445,14 +452,14 @@ class RunFolder:
         self.lock.__exit__()  # the --out folder is free again, however the run ended
 
     def start_history(self, cfg, vocab):
-        """The run's planetarium snapshots, going on from the ones beside the checkpoint on
-        --resume; saved with every checkpoint."""
+        """The run's planetarium snapshots, going on from the ones beside the checkpoint
+        on --resume; saved with every checkpoint."""
         self.history = History(cfg, vocab, self.opts.steps, previous=self.previous_history)
         return self.history
 
     def save(self, state, out=None):
-        """At a val loss: the checkpoint and the history; from now on the last good one. out:
-        another folder (a stopped run without --out saves to out/run-N)."""
+        """At a val loss: the checkpoint and the history; from now on the last good one.
+        out: another folder (a stopped run without --out saves to out/run-N)."""
         if out is None:
             self.lock.check_held()  # --out still names the folder this run holds
         out = out or self.opts.out
@@ -478,8 +485,8 @@ class RunFolder:
         return EXIT_IO
 
     def write_run_files(self, state, names, base):
-        """metrics.json, loss.png, the history, the checkpoint (last: a stop before it resumes);
-        the exit code."""
+        """metrics.json, loss.png, the history, the checkpoint (last: a stop before it
+        resumes); the exit code."""
         if not self.opts.out:
             return EXIT_OK
         with DeferSigint() as signal:
