@@ -192,7 +192,7 @@ def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
         return loss_and_grads_value(params, docs_tokens, cfg, out)
 
 
-# chapter 22's training step: each doc forward through the KV cache, then loss.backward()
+# chapter 22's training step: each doc forward through the KV cache, then backward()
 def loss_and_grads_value(params, docs_tokens, cfg, out=None):
     state_dict = values_from_params(params)
     model = gpt_sphere if cfg.norm == "sphere" else gpt
@@ -250,9 +250,9 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
           engine="value", dtype="float64", riemannian=False, eval_every=100, resume=None,
           observer=None):
     """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...).
-    resume: a state to go on from, in a copy. observer: as harness/run.py's, told of each
-    update (True: stop); without one, each step's loss is printed. A diverging model
-    (log(0), overflow, NaN) raises NumericError: the observer's state is the last good."""
+    resume: a state to go on from, in a copy. observer: as harness/run.py's, told of
+    each update (True: stop); without one, each step's loss is printed. A diverging
+    model (log(0), overflow, NaN) raises NumericError (the observer has the last good)."""
     settings = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed, engine=engine,
                     dtype=dtype, riemannian=riemannian, eval_every=eval_every)
     settings = check_training(cfg, vocab, train_docs, val_docs, settings, resume)  # or InputError
