@@ -251,8 +251,8 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
           observer=None):
     """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...).
     resume: a state to go on from, in a copy. observer: as harness/run.py's, told of
-    each update (True: stop); without one, each step's loss is printed. A diverging
-    model (log(0), overflow, NaN) raises NumericError (the observer has the last good)."""
+    each update (True: stop); without one, each step's loss is printed. Divergence
+    (log(0), overflow, NaN) raises NumericError; the observer has the last good step."""
     settings = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed, engine=engine,
                     dtype=dtype, riemannian=riemannian, eval_every=eval_every)
     settings = check_training(cfg, vocab, train_docs, val_docs, settings, resume)  # or InputError
