@@ -718,6 +718,128 @@ def check_10_temperature_probs(temperature_probs):
                    lambda z, T: utils.softmax_np(z / T), points, "10-2", atol=1e-15)
 
 
+# ================== 06, 08, 10: exp, log, ** for notebook 01's Value; 10 §3
+
+def _one_node(name, key, Value, op, f, points):
+    """The learner's op(Value(x), *k) as one node: [data, local gradient] against
+    [f(x, *k), the central difference (f(x + h) - f(x - h)) / 2h], h = 1e-6 |x| (1e-6
+    at 0). Its error is far below rtol = 1e-7 at these points: "close" is right, and
+    the gradient is never "exact"."""
+    op = _returning(op)
+
+    def learner(x, *k):
+        v = Value(x)
+        out = op(v, *k)
+        if list(out._children) != [v]:
+            raise NotAnAnswer("1つのノード（子は a だけ）にしてください")
+        return [out.data, *out._local_grads]
+
+    def reference(x, *k):
+        h = 1e-6 * (abs(x) or 1.0)
+        return [f(x, *k), (f(x + h, *k) - f(x - h, *k)) / (2 * h)]
+    print("比べる数：[値, 局所勾配]。正しい値は math の関数と、その中心差分（数値微分）")
+    return compare(name, learner, reference, points, key, rtol=1e-7)
+
+
+def check_06_exp(Value, exp):
+    return _one_node("組み立て：exp", "06-3", Value, exp, math.exp,
+                     [(f"x = {x:g}", (x,)) for x in (1.0, -2.5, 0.0, 50.0)])
+
+
+def check_08_log(Value, log):
+    return _one_node("組み立て：log", "08-3", Value, log, math.log,
+                     [(f"x = {x:g}", (x,)) for x in (1.0, 0.5, 1e-3, 1e6)])
+
+
+def check_10_power(Value, power):
+    return _one_node("組み立て：power", "10-3", Value, power, lambda x, k: x ** k,
+                     [("2 ** 3", (2.0, 3)), ("12.5 ** -0.5（rmsnorm の例）", (12.5, -0.5)),
+                      ("1e-5 ** -0.5（ゼロベクトルの rmsnorm）", (1e-5, -0.5)),
+                      ("4 ** -1（割り算 a / b = a · b ** -1）", (4.0, -1))])
+
+
+def value_01():
+    """A fresh class as notebook 01's Value, its pieces as worked_solutions.md writes
+    them (01-1 to 01-5, a recursive topological order): 10 §3 runs on it where the
+    learner's own is not pasted."""
+    class Value:
+        def __init__(self, data, children=(), local_grads=(), op=""):
+            self.data, self.grad = data, 0.0
+            self._children, self._local_grads, self._op = children, local_grads, op
+
+        def __add__(self, other):
+            other = other if isinstance(other, Value) else Value(other)
+            return Value(self.data + other.data, (self, other), (1.0, 1.0), "+")
+
+        def __mul__(self, other):
+            other = other if isinstance(other, Value) else Value(other)
+            local_grads = (other.data, self.data)
+            return Value(self.data * other.data, (self, other), local_grads, "*")
+
+        __radd__, __rmul__ = __add__, __mul__
+
+        def backward(self):
+            order, visited = [], set()
+
+            def visit(v):
+                if v not in visited:
+                    visited.add(v)
+                    for child in v._children:
+                        visit(child)
+                    order.append(v)
+            visit(self)
+            self.grad = 1.0
+            for node in reversed(order):
+                for child, local_grad in zip(node._children, node._local_grads):
+                    child.grad += local_grad * node.grad
+    return Value
+
+
+def compare_on_values_10(Value, linear, softmax, rmsnorm):
+    """10 §3: the learner's three functions on their Value against the chapter's on
+    value.py's, as [L, dL/d(each input)] for L = sum_i c_i f(...)_i (weighted: softmax's
+    outputs sum to 1)."""
+    def run(V, fn, args):
+        def values(a):
+            return [values(t) for t in a] if isinstance(a, list) else V(float(a))
+
+        def leaves(a):
+            return [v for t in a for v in leaves(t)] if isinstance(a, list) else [a]
+        inputs = [values(a) for a in args]
+        loss = sum(c * y for c, y in zip((0.5, -2.0, 3.0, 1.5), fn(*inputs)))
+        loss.backward()
+        return [loss.data] + [v.grad for v in leaves(inputs)]
+    mine = {"linear": linear, "softmax": softmax, "rmsnorm": rmsnorm}
+    chapter = {name: getattr(utils, name) for name in mine}
+    w = [[1, 2, 3], [-0.5, 0.25, 4]]
+    points = [("linear：入力3個・出力2個", ("linear", ([0.5, -1, 2], w))),
+              ("softmax：±1000", ("softmax", ([1000, 999, 990, -1000],))),
+              ("rmsnorm：章の例 [3, 4]", ("rmsnorm", ([3, 4],))),
+              ("rmsnorm：ゼロベクトル", ("rmsnorm", ([0, 0, 0],)))]
+    print("比べる数：[L の値, L の各入力での勾配]（L は出力の重みつきの和）")
+    return compare("自分の Value の上の3つの関数と、value.py の上の章の関数",
+                   lambda name, args: run(Value, mine[name], args),
+                   lambda name, args: run(value.Value, chapter[name], args), points)
+
+
+# The worked solutions of 01-6, 06-3, 08-3 and 10-3, on whichever Value class a is of.
+def relu_01(a):
+    return type(a)(max(a.data, 0.0), (a,), (1.0 if a.data > 0 else 0.0,), "relu")
+
+
+def exp_06(a):
+    e = math.exp(a.data)
+    return type(a)(e, (a,), (e,), "exp")
+
+
+def log_08(a):
+    return type(a)(math.log(a.data), (a,), (1 / a.data,), "log")
+
+
+def power_10(a, k):
+    return type(a)(a.data ** k, (a,), (k * a.data ** (k - 1),), f"**{k}")
+
+
 # ======================================================== 11-17 lecture 3 (sphere, vMF, nGPT)
 
 def sphere_points(rng, d, around=0.0, spread=1.0):
