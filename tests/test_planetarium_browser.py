@@ -154,7 +154,8 @@ def reset(page, prefix="", time=None, T=50):
     """Back to a known view: everything but the retraction and trails on, a prefix, the time (default: the end)."""
     page.evaluate("""([prefix, time, T]) => {
         const P = window.__planetarium;
-        Object.assign(P.state.show, {stars: true, out: true, path: true, drift: false, trail: false, trueH: true});
+        Object.assign(P.state.show, {stars: true, out: true, path: true, drift: false, trail: false, trueH: true,
+                                      allCaps: true});
         P.state.selected = []; P.state.hover = null;
         P.state.R = [[0.8253, 0, 0.5646], [0.2456, 0.9004, -0.3590], [-0.5084, 0.4350, 0.7431]];
         document.getElementById('prefix').value = prefix; P.state.prefix = prefix;
@@ -930,11 +931,40 @@ def test_the_page_opens_on_a_typed_name_facing_h(browser, runs):
     assert "BOS（終わり）" in pg.inner_text(".readout >> nth=0") + pg.inner_text("#probs")
     assert "1/e" in pg.inner_text("#capLine") and pg.is_visible("#capLine")
     pg.click("#lang")
-    assert "BOS (end)" in pg.inner_text("#probs") and "not where it wins" in pg.inner_text("#capLine")
+    assert "BOS (end)" in pg.inner_text("#probs") and "not on h" in pg.inner_text("#capLine")
     assert "fresh" in pg.get_attribute("#tourButton", "class")  # (lit until first used)
     pg.click("#tourButton")
     pg.click("#tourClose")
     assert "fresh" not in pg.get_attribute("#tourButton", "class")
+    close_page(pg)
+
+
+def test_the_sphere_sky_opens_with_the_likeliest_characters_cap_alone(browser, runs):
+    """The caps do not fill the first screen: the sphere sky draws the likeliest character's cap alone (the pixels on
+    the other two rims change only when the visible option asks for all three); the tour's caps step draws all three;
+    the line under the skies says that a cap's size is set by κ alone and that h may lie outside the likeliest
+    character's cap (as it does here)."""
+    pg = open_page(browser, runs["html"], 1440, 900)
+    option = pg.locator("#options input[data-opt=allCaps]")
+    assert option.is_visible() and not option.is_checked()
+    one = pg.evaluate("window.__planetarium.projected(1)")
+    pg.click("#options input[data-opt=allCaps]")
+    three = pg.evaluate("window.__planetarium.projected(1)")
+    others = [p for key in ("stars", "out", "path") for p in three[key]] + one["caps"]
+    added = [p for p in three["caps"] if p not in one["caps"] and
+             all((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 > 14 ** 2 for q in others)]
+    assert len(added) >= 10, len(added)
+    on = pixels_at(pg, 1, added)
+    pg.click("#options input[data-opt=allCaps]")
+    assert changed_share(on, pixels_at(pg, 1, added)) >= 0.6
+    top = pg.evaluate("window.__planetarium.view(1).top[0]")
+    cap, cosines = pg.evaluate(f"window.__planetarium.cap(1, {top!r})"), pg.evaluate("window.__planetarium.cosToH(1)")
+    assert cosines[cap["i"]][1] < np.cos(cap["theta"])  # (h outside the likeliest character's cap)
+    assert "h にはよりません" in pg.inner_text("#capLine")
+    pg.click("#lang")
+    assert "not on h" in pg.inner_text("#capLine") and "outside the likeliest" in pg.inner_text("#capLine")
+    pg.evaluate("window.__planetarium.tour(3)")  # the caps step
+    assert "cap" in pg.inner_text("#tourText").lower() and option.is_checked()
     close_page(pg)
 
 
@@ -1129,6 +1159,10 @@ def test_on_a_phone_a_typed_name_is_drawn_where_the_learner_looks(browser, runs)
     """At 375 x 667 the name box and the replay come before the skies and stay at the top; focusing the name box brings
     the first sky up under them: at least 60% of its canvas is on the screen, uncovered."""
     pg = open_page(browser, runs["html"], 375, 667, 2)
+    for _ in range(2):  # the first sky starts high enough that 60% of it is on the first screen
+        sky = pg.locator(".dome canvas").first.bounding_box()
+        assert 667 - sky["y"] >= 0.6 * sky["height"], (pg.evaluate("document.documentElement.lang"), sky)
+        pg.click("#lang")
     quick, sky = pg.locator("#quick").bounding_box(), pg.locator(".dome canvas").first.bounding_box()
     assert quick["y"] + quick["height"] <= sky["y"] and quick["y"] < 667 / 2
     pg.focus("#prefix")
