@@ -121,12 +121,18 @@ def page(browser, runs):
 
 
 def wait_until(page, condition, seconds=5):
-    """Poll a JavaScript condition from here: the page's policy forbids the eval behind page.wait_for_function."""
-    for _ in range(int(seconds / 0.05)):
-        if page.evaluate(condition):
-            return
-        page.wait_for_timeout(50)
-    raise AssertionError(f"{condition} did not become true within {seconds} s")
+    """Wait until a JavaScript condition holds, checked in the page at every animation frame (its policy forbids
+    the eval behind page.wait_for_function); `seconds` only bounds a wait that never ends."""
+    held = page.evaluate(f"""new Promise(done => {{ const end = performance.now() + {seconds * 1000};
+        (function check() {{ if ({condition}) done(true); else if (performance.now() > end) done(false);
+                             else requestAnimationFrame(check); }})(); }})""")
+    assert held, f"{condition} did not become true within {seconds} s"
+
+
+# the page's scroll at rest: the same scrollY over 10 animation frames in a row (a touch's fling has ended)
+SCROLL_AT_REST = """new Promise(done => { let last = null, same = 0;
+    (function look() { same = window.scrollY === last ? same + 1 : 0; last = window.scrollY;
+                       if (same >= 10) done(last); else requestAnimationFrame(look); })(); })"""
 
 
 def picture(page, i):
@@ -1007,7 +1013,7 @@ def test_a_replay_is_announced_once_not_per_frame(page):
     page.evaluate("window.__liveChanges = []")
     page.press("#prefix", "End")
     page.type("#prefix", "xyz", delay=50)
-    page.wait_for_timeout(900)
+    wait_until(page, "window.__liveChanges.some(c => c.includes('emmaxyz'))")
     changes = page.evaluate("window.__liveChanges")
     assert len(changes) == 1 and "emmaxyz" in changes[0], changes
     page.select_option("#speed", "1")
@@ -1034,9 +1040,8 @@ def test_reduced_motion_steps_between_snapshots(browser, runs):
     pg.click("#play")
     pg.evaluate("""() => { const P = window.__planetarium; window.__between = [];
         (function look() { window.__between.push(P.view(1).f); if (P.state.playing) requestAnimationFrame(look); })(); }""")
-    pg.wait_for_timeout(1500)
+    wait_until(pg, "window.__between.some(f => f > 0)", seconds=10)  # (fails if no frame is between two)
     pg.click("#play")
-    assert max(pg.evaluate("window.__between")) > 0
     close_page(pg)
 
 
@@ -1138,7 +1143,7 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
         for i in range(1, 11):
             cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": at(i / 10)})
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-        pg.wait_for_timeout(400)
+        pg.evaluate(SCROLL_AT_REST)
 
     R = pg.evaluate("window.__planetarium.state.R")
     swipe(120, 0)
@@ -1147,7 +1152,6 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
     swipe(0, -150)
     assert pg.evaluate("window.scrollY") > scrolled + 50
     assert pg.evaluate("window.__planetarium.state.R") == R2
-    pg.wait_for_timeout(700)  # (the scroll's fling settles)
     pg.evaluate(f"window.scrollTo(0, {scrolled})")  # (the sky back under the fingers)
     scrolled = pg.evaluate("window.scrollY")
     swipe(0, -80, fingers=2)  # two fingers turn the sky, vertically too, and leave the page where it is
@@ -1289,12 +1293,11 @@ def test_a_screen_reader_hears_values_and_the_keyboard_reaches_everything(page):
 
 def test_a_scrub_is_announced_once_when_it_ends(page):
     """A mouse drag along the replay slider across many snapshots changes the live region once, on release."""
-    reset(page, prefix="emma")
-    for _ in range(100):  # (the page's CSP refuses wait_for_function's eval: poll)
-        if "emma" in page.evaluate("document.getElementById('announce').textContent"):
-            break
-        page.wait_for_timeout(50)
-    page.evaluate(LIVE_COUNTER)  # (after the name's own announcement, which comes a moment later)
+    reset(page)
+    page.evaluate("document.getElementById('announce').textContent = ''")
+    page.fill("#prefix", "emma")  # (typed: announced once the typing pauses; the count starts after that)
+    wait_until(page, "document.getElementById('announce').textContent.includes('「emma」')")
+    page.evaluate(LIVE_COUNTER)
     box = page.locator("#replay").bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.9, y)
@@ -1349,6 +1352,8 @@ def test_the_guided_tour_moves_through_five_steps(page):
 
 CANVAS_SIZE = "(() => { const c = document.querySelector('.dome canvas'); " \
               "return [c.width, c.getBoundingClientRect().width]; })()"
+# the first sky's canvas has its box's size in device pixels (what a resize or a new pixel ratio waits for)
+FITTED = f"(Math.abs({CANVAS_SIZE}[0] - {CANVAS_SIZE}[1] * window.devicePixelRatio) <= 1)"
 
 
 def overlaps(a, b):
@@ -1417,13 +1422,11 @@ def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, wid
     cdp = pg.context.new_cdp_session(pg)
     cdp.send("Emulation.setDeviceMetricsOverride", {"width": width - 10, "height": height,
                                                     "deviceScaleFactor": scale + 1, "mobile": False})
-    pg.wait_for_timeout(300)
-    dims = pg.evaluate(CANVAS_SIZE)
-    assert abs(dims[0] - dims[1] * (scale + 1)) <= 1, dims
+    wait_until(pg, f"window.devicePixelRatio === {scale + 1} && {FITTED}")
     cdp.send("Emulation.clearDeviceMetricsOverride")
     # a resize redraws at the new size
     pg.set_viewport_size({"width": max(360, width - 100), "height": height})
-    pg.wait_for_timeout(300)
+    wait_until(pg, f"window.innerWidth === {max(360, width - 100)} && {FITTED}")
     dims, ratio = pg.evaluate(CANVAS_SIZE), pg.evaluate("window.devicePixelRatio")
     assert dims[1] <= max(360, width - 100) and abs(dims[0] - dims[1] * ratio) <= 1, (dims, ratio)
     assert pg.evaluate("document.documentElement.scrollWidth") <= max(360, width - 100)
