@@ -23,7 +23,7 @@ import statistics
 
 import numpy as np
 import pytest
-from browser_helpers import ARGS, chromium_or_skip
+from browser_helpers import ARGS, chromium_or_skip, write_big_vocab_run
 from cli_helpers import make_runs
 from test_planetarium import asks, check_page_numbers
 
@@ -1526,18 +1526,9 @@ def test_a_big_vocabulary_draws_a_bounded_subset_of_its_stars(browser, tmp_path,
     """A run of 3,000 characters (random weights, 5 snapshots): planetarium.py says in one line that each sky draws
     400 of its stars; the page draws the likeliest and those nearest h (the top 3 among them), and prints the time a
     frame takes while the camera turns (a measurement, not a limit)."""
-    from harness.history import History
-    from model_config import GPTConfig
-    vocab = [chr(0x4E00 + i) for i in range(3000)]
-    cfg = GPTConfig(vocab_size=len(vocab) + 1)
-    h, rng, params = History(cfg, vocab, 20, count=5), np.random.default_rng(0), mg.init_params(cfg)
-    for step in range(21):
-        if h.due(step):
-            h.record(step, {k: v + 0.01 * step * rng.normal(size=np.shape(v)) for k, v in params.items()})
-    (tmp_path / "big").mkdir()
-    h.save(str(tmp_path / "big" / HISTORY_NAME), [3.0 - 0.01 * i for i in range(20)], [(20, 2.9)])
     html = tmp_path / "big.html"
-    assert planetarium.main([str(tmp_path / "big"), "--html", str(html), "--lang", "en"]) == 0
+    run = write_big_vocab_run(tmp_path / "big")
+    assert planetarium.main([run, "--html", str(html), "--lang", "en"]) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if "3,001" in line]
     assert len(notes) == 1 and str(planetarium.STAR_LIMIT) in notes[0], notes
     pg = open_page(browser, html)
