@@ -1547,14 +1547,19 @@ def test_a_big_vocabulary_draws_a_bounded_subset_of_its_stars(browser, tmp_path,
 
 
 def test_the_docs_screenshots(browser, runs, tmp_path):
-    """The page as docs/planetarium.md shows it, at 1440 x 900 and 375 x 667: a name typed, the sphere sky facing its
-    h, T = 0.5, the retraction on, a third of the way through training for the wide one."""
+    """The page as docs/planetarium.md shows it (and names it), at 1440 x 900 and 375 x 667: a name typed, the sphere
+    sky facing its h with the likeliest character's cap, T = 0.5, the retraction on, a third of the way through
+    training for the wide one."""
     folder = os.environ.get("PLANETARIUM_SCREENSHOTS") or str(tmp_path)
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "planetarium.md"), encoding="utf-8") as f:
+        docs = f.read()
     for width, height, scale in ((1440, 900, 1), (375, 667, 2)):
+        assert f"planetarium-{width}.png" in docs
         pg = open_page(browser, runs["html"], width, height, scale)
         steps = pg.evaluate("window.__planetarium.view(1).steps")
         reset(pg, prefix="emma", time=None if width < 900 else steps[25], T=25)
-        pg.evaluate("window.__planetarium.show('drift', true); window.__planetarium.state.selected = ['a'];"
+        pg.evaluate("window.__planetarium.state.show.allCaps = false;"
+                    "window.__planetarium.show('drift', true); window.__planetarium.state.selected = ['a'];"
                     "window.__planetarium.update(); window.__planetarium.faceH(1); window.__planetarium.drawFrame();"
                     "document.activeElement.blur(); window.scrollTo(0, 0)")
         path = os.path.join(folder, f"planetarium-{width}.png")
