@@ -1,7 +1,7 @@
-"""How long the prebuilt pages take to load in headless Chromium from file://: size, median and
-largest time from navigation start to the end of the load event (the first screen is drawn before
-it ends), each load in a fresh tab; --frames N: the median of N frames of a planetarium while the
-camera turns, each up to a one-pixel read of every canvas. Needs Playwright and Chromium.
+"""Page load times in headless Chromium from file://: size, median and largest time from
+navigation start to the load event's end (the first screen is drawn before it), a fresh
+tab each load; --frames N: the median of N planetarium frames while the camera turns,
+each up to a one-pixel read of every canvas. Needs Playwright and Chromium.
 """
 import argparse
 import os

@@ -32,8 +32,9 @@ def chromium_or_skip(page):
 
 
 def write_big_vocab_run(folder):
-    """A run of 3,000 characters and BOS in `folder` (random weights, 5 snapshots of 20 steps): the
-    planetarium's big vocabulary, for its browser test and benchmarks/page_load.py."""
+    """A run of 3,000 characters and BOS in `folder` (random weights, 5 snapshots of 20
+    steps): the planetarium's big vocabulary, for its browser test and the frame
+    benchmark."""
     import numpy as np
 
     import microgpt as mg

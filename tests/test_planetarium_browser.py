@@ -121,15 +121,17 @@ def page(browser, runs):
 
 
 def wait_until(page, condition, seconds=5):
-    """Wait until a JavaScript condition holds, checked in the page at every animation frame (its policy forbids
-    the eval behind page.wait_for_function); `seconds` only bounds a wait that never ends."""
+    """Wait until a JavaScript condition holds, checked in the page at every animation
+    frame (its policy forbids the eval behind page.wait_for_function); `seconds` only
+    bounds a wait that never ends."""
     held = page.evaluate(f"""new Promise(done => {{ const end = performance.now() + {seconds * 1000};
         (function check() {{ if ({condition}) done(true); else if (performance.now() > end) done(false);
                              else requestAnimationFrame(check); }})(); }})""")
     assert held, f"{condition} did not become true within {seconds} s"
 
 
-# the page's scroll at rest: the same scrollY over 10 animation frames in a row (a touch's fling has ended)
+# the page's scroll at rest: the same scrollY over 10 animation frames in a row (a
+# touch's fling has ended)
 SCROLL_AT_REST = """new Promise(done => { let last = null, same = 0;
     (function look() { same = window.scrollY === last ? same + 1 : 0; last = window.scrollY;
                        if (same >= 10) done(last); else requestAnimationFrame(look); })(); })"""
@@ -946,10 +948,11 @@ def test_the_page_opens_on_a_typed_name_facing_h(browser, runs):
 
 
 def test_the_sphere_sky_opens_with_the_likeliest_characters_cap_alone(browser, runs):
-    """The caps do not fill the first screen: the sphere sky draws the likeliest character's cap alone (the pixels on
-    the other two rims change only when the visible option asks for all three); the tour's caps step draws all three;
-    the line under the skies says that a cap's size is set by κ alone and that h may lie outside the likeliest
-    character's cap (as it does here)."""
+    """The caps do not fill the first screen: the sphere sky draws the likeliest
+    character's cap alone (the pixels on the other two rims change only when the visible
+    option asks for all three); the tour's caps step draws all three; the line under the
+    skies says that a cap's size is set by κ alone and that h may lie outside the
+    likeliest character's cap (as it does here)."""
     pg = open_page(browser, runs["html"], 1440, 900)
     option = pg.locator("#options input[data-opt=allCaps]")
     assert option.is_visible() and not option.is_checked()
@@ -965,7 +968,8 @@ def test_the_sphere_sky_opens_with_the_likeliest_characters_cap_alone(browser, r
     assert changed_share(on, pixels_at(pg, 1, added)) >= 0.6
     top = pg.evaluate("window.__planetarium.view(1).top[0]")
     cap, cosines = pg.evaluate(f"window.__planetarium.cap(1, {top!r})"), pg.evaluate("window.__planetarium.cosToH(1)")
-    assert cosines[cap["i"]][1] < np.cos(cap["theta"])  # (h outside the likeliest character's cap)
+    # h outside the likeliest character's cap
+    assert cosines[cap["i"]][1] < np.cos(cap["theta"])
     assert "h にはよりません" in pg.inner_text("#capLine")
     pg.click("#lang")
     assert "not on h" in pg.inner_text("#capLine") and "outside the likeliest" in pg.inner_text("#capLine")
@@ -1040,7 +1044,8 @@ def test_reduced_motion_steps_between_snapshots(browser, runs):
     pg.click("#play")
     pg.evaluate("""() => { const P = window.__planetarium; window.__between = [];
         (function look() { window.__between.push(P.view(1).f); if (P.state.playing) requestAnimationFrame(look); })(); }""")
-    wait_until(pg, "window.__between.some(f => f > 0)", seconds=10)  # (fails if no frame is between two)
+    # (fails if no frame falls between two snapshots)
+    wait_until(pg, "window.__between.some(f => f > 0)", seconds=10)
     pg.click("#play")
     close_page(pg)
 
@@ -1163,7 +1168,8 @@ def test_on_a_phone_a_typed_name_is_drawn_where_the_learner_looks(browser, runs)
     """At 375 x 667 the name box and the replay come before the skies and stay at the top; focusing the name box brings
     the first sky up under them: at least 60% of its canvas is on the screen, uncovered."""
     pg = open_page(browser, runs["html"], 375, 667, 2)
-    for _ in range(2):  # the first sky starts high enough that 60% of it is on the first screen
+    # the first sky starts so high that 60% of it is on the first screen, both languages
+    for _ in range(2):
         sky = pg.locator(".dome canvas").first.bounding_box()
         assert 667 - sky["y"] >= 0.6 * sky["height"], (pg.evaluate("document.documentElement.lang"), sky)
         pg.click("#lang")
@@ -1295,7 +1301,8 @@ def test_a_scrub_is_announced_once_when_it_ends(page):
     """A mouse drag along the replay slider across many snapshots changes the live region once, on release."""
     reset(page)
     page.evaluate("document.getElementById('announce').textContent = ''")
-    page.fill("#prefix", "emma")  # (typed: announced once the typing pauses; the count starts after that)
+    # typed: announced once the typing pauses; the count starts after that
+    page.fill("#prefix", "emma")
     wait_until(page, "document.getElementById('announce').textContent.includes('「emma」')")
     page.evaluate(LIVE_COUNTER)
     box = page.locator("#replay").bounding_box()
@@ -1352,7 +1359,8 @@ def test_the_guided_tour_moves_through_five_steps(page):
 
 CANVAS_SIZE = "(() => { const c = document.querySelector('.dome canvas'); " \
               "return [c.width, c.getBoundingClientRect().width]; })()"
-# the first sky's canvas has its box's size in device pixels (what a resize or a new pixel ratio waits for)
+# the first sky's canvas has its box's size in device pixels (what a resize or a new
+# pixel ratio waits for)
 FITTED = f"(Math.abs({CANVAS_SIZE}[0] - {CANVAS_SIZE}[1] * window.devicePixelRatio) <= 1)"
 
 
@@ -1547,9 +1555,9 @@ def test_a_big_vocabulary_draws_a_bounded_subset_of_its_stars(browser, tmp_path,
 
 
 def test_the_docs_screenshots(browser, runs, tmp_path):
-    """The page as docs/planetarium.md shows it (and names it), at 1440 x 900 and 375 x 667: a name typed, the sphere
-    sky facing its h with the likeliest character's cap, T = 0.5, the retraction on, a third of the way through
-    training for the wide one."""
+    """The page as docs/planetarium.md shows it (and names it), at 1440 x 900 and 375 x
+    667: a name typed, the sphere sky facing its h with the likeliest character's cap, T
+    = 0.5, the retraction on, a third of the way through training for the wide one."""
     folder = os.environ.get("PLANETARIUM_SCREENSHOTS") or str(tmp_path)
     with open(os.path.join(os.path.dirname(__file__), "..", "docs", "planetarium.md"), encoding="utf-8") as f:
         docs = f.read()
