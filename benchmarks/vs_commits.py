@@ -120,8 +120,7 @@ def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
         times = []
 
         class StepTimer:  # an observer: train() calls it twice a step
-            def __init__(self):
-                self.last = time.perf_counter()
+            last = time.perf_counter()
 
             def before_update(self, state, loss, grad):
                 return False
@@ -203,10 +202,7 @@ def export_commit(commit, into):
     folder = Path(into) / sha[:12]
     folder.mkdir()
     with tarfile.open(fileobj=io.BytesIO(git("archive", "--format=tar", sha).stdout)) as tar:
-        if hasattr(tarfile, "data_filter"):  # Python >= 3.12 (and later patch releases of 3.8-3.11)
-            tar.extractall(folder, filter="data")
-        else:
-            tar.extractall(folder)
+        tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     return folder
 
 
