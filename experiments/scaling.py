@@ -291,8 +291,9 @@ def _header(data, opts, info):
         "lr of its neighbour towards the base point (same model), one more beyond an edge when "
         f"the best is at the edge (up to {opts.max_extend}×); sweep runs use seed {opts.seed}, "
         f"lowest final val loss wins; then {opts.seeds} fresh seeds ({opts.seed + 1}.."
-        f"{opts.seed + opts.seeds}) at that lr. ± is the std over seeds; the gap is sphere − "
-        "rmsnorm per seed pair (same init draws, same data order), mean ± std.",
+        f"{opts.seed + opts.seeds}) at that lr. ± is the population standard deviation over seeds "
+        "(ddof 0, not the sample std); the gap is sphere − rmsnorm per seed pair (same init "
+        "draws, same data order), mean ± that std; the ratios likewise.",
         "- steps to target (as in `sphere_vs_rmsnorm.py`): the first step at which a val curve "
         "reaches a loss, interpolated between eval points; the ratio is rmsnorm steps / model "
         "steps per seed pair (> 1: the model gets there in fewer steps). Targets per cell: "
