@@ -32,9 +32,6 @@ from harness.shell import DeferSigint, Shell, say  # noqa: E402
 from microgpt import NumericError, train  # noqa: E402
 from settings import InputError, check  # noqa: E402
 
-SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
-
-
 # =========================================================================== the command line
 
 class Parser(argparse.ArgumentParser):
@@ -65,16 +62,6 @@ def _numbers(text, kind, ok, what):
     if not xs or not all(ok(x) for x in xs):
         raise argparse.ArgumentTypeError(f"expected positive {what}, got {text!r}")
     return xs
-
-
-def float_list(text):
-    """"0.001,0.01" -> [0.001, 0.01]: positive finite numbers."""
-    return _numbers(text, float, lambda x: math.isfinite(x) and x > 0, "numbers")
-
-
-def float_list_or_empty(text):
-    """float_list, or [] for "" and "none" (an axis switched off)."""
-    return [] if text.strip().lower() in ("", "none") else float_list(text)
 
 
 def int_list(text):
@@ -114,7 +101,6 @@ SHARED = {
     "n_embd": (pos_int, "embedding width"),
     "n_head": (pos_int, "attention heads"),
     "n_layer": (pos_int, "layers"),
-    "block_size": (pos_int, "max positions per document"),
     "val_docs": (pos_int, "held-out documents the val loss is measured on"),
     "split_seed": (int, "seed of the held-out split"),
     "n_lin": (pos_int, "evenly spaced eval points per run"),
@@ -124,11 +110,11 @@ SHARED = {
 }
 RULES = {"seed": "seed", "split_seed": "seed", "lr0": "lr", "steps": "steps",
          "batch_size": "batch_size", "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer",
-         "block_size": "block_size", "max_memory": "max_memory", "corpus": "corpus"}
+         "max_memory": "max_memory"}
 MAX_RUNS = 20000  # a grid's planned runs, at most: the largest one run so far had a few hundred
 
 
-def study_parser(study, doc, quick, from_json=True, **defaults):
+def study_parser(study, doc, quick, **defaults):
     """The parser of experiments/STUDY.py: --out, --quick (its help: `quick`), --from-json and the
     SHARED flags named in `defaults`, each with its default."""
     p = Parser(f"{study}.py", doc)
@@ -136,9 +122,8 @@ def study_parser(study, doc, quick, from_json=True, **defaults):
                                  "[-quick]/)")
     p.add_argument("--quick", action="store_true", help=f"smoke test in seconds: {quick} (the "
                    "defaults below become these; explicit flags still win)")
-    if from_json:
-        p.add_argument("--from-json", metavar="PATH", help="train nothing: write results.md and "
-                       "the figures again from a results.json (into --out, default PATH's folder)")
+    p.add_argument("--from-json", metavar="PATH", help="train nothing: write results.md and "
+                   "the figures again from a results.json (into --out, default PATH's folder)")
     for name, default in defaults.items():
         kind, text = SHARED[name]
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=default,
@@ -200,9 +185,10 @@ def kept(text):
 
 
 def other_runs(previous, records, key):
-    """The runs of an earlier results.json (previous: key -> record) that this invocation does
-    not plan (other T, seeds or arms): written beside its own as "other_runs" and read back by
-    the next invocation, so that a narrower invocation never drops what an earlier one trained."""
+    """The runs of an earlier results.json (previous: key -> record) that this
+    invocation does not plan (other T, seeds or arms): written among its own and read
+    back by the next invocation, so that a narrower invocation never drops what an
+    earlier one trained."""
     mine = {key(r) for r in records}
     return [r for k, r in previous.items() if k not in mine]
 
@@ -247,13 +233,13 @@ def check_flags(opts, rules=()):
             check(row, value, "--" + name.replace("_", "-"))
 
 
-def check_lattice(opts, k_low, k_high, lr_at=None, lattice="lr0*2^(k/2)"):
-    """Every learning rate the sweeps may reach, lr_at(opts, k) (default lr_of) for k_low <= k <=
-    k_high, is a positive finite number (the lr rule): a --center, --sweep or --lr0 far out is
+def check_lattice(opts, k_low, k_high, lr_at, lattice):
+    """Every learning rate the sweeps may reach, lr_at(opts, k) for k_low <= k <=
+    k_high, is a positive finite number (the lr rule): a --sweep or --lr0 far out is
     refused at the door, before any run."""
     for k in (k_low, k_high):
         try:
-            lr = (lr_at or lr_of)(opts, k)
+            lr = lr_at(opts, k)
         except OverflowError:
             lr = math.inf
         check("lr", lr, f"the lr {lattice} at k = {k} (--lr0 {opts.lr0:g}, the sweep's reach)")
@@ -267,12 +253,11 @@ def check_plan(n_runs):
                          "fewer seeds, lrs or units (or run it in parts)")
 
 
-def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb, positions=None):
+def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb):
     """InputError unless `workers` runs of the largest config fit in memory (harness/memory.py's
     estimate: a training step, the loss per step, the run's own documents), with the data
-    every worker and this process keep. docs: (n_docs, n_chars) of a run's documents;
-    positions: the most a document has (its length + 1), where it is less than block_size."""
-    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8, positions)
+    every worker and this process keep. docs: (n_docs, n_chars) of a run's documents."""
+    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8)
                + memory.history_memory(cfg, steps) for cfg in configs)
     need = workers * (runs + memory.corpus_memory(*docs)) + memory.corpus_memory(*docs)
     most, why = memory.limit(max_gb)
@@ -361,19 +346,17 @@ def is_curve(curve):
         isinstance(p, list) and len(p) == 2 and is_number(p[0]) and is_loss(p[1]) for p in curve)
 
 
-ROUND_TRIP = (int, float, pos_int, nonneg_int, int_list, float_list, float_list_or_empty)
+ROUND_TRIP = (int, float, pos_int, nonneg_int, int_list)
 
 
-def check_options(options, parser, derived=()):
-    """The options of a results.json are the parser's flags (and the `derived` ones a study adds
-    after parsing), each a value its flag's type gives back unchanged: "seeds": 1e9, "seeds": 0,
-    a list written as a string or a NaN lr are refused, as the flags would be."""
+def check_options(options, parser):
+    """The options of a results.json are the parser's flags, each a value its flag's
+    type gives back unchanged: "seeds": 1e9, "seeds": 0, a list written as a string or a
+    NaN lr are refused, as the flags would be."""
     actions = {a.dest: a for a in parser._actions}
     for name, value in options.items():
         action = actions.get(name)
         if action is None:
-            if name in derived:
-                continue
             raise InputError(f"an unknown option {name!r}")
         if action.nargs == 0:  # a switch
             ok = isinstance(value, bool)
@@ -392,23 +375,21 @@ def check_options(options, parser, derived=()):
 
 @dataclass(frozen=True)
 class ResultsFile:
-    """What a study's results.json holds, for read_results: `fields` (name -> a test) of every
-    run record, the study's parser() and door checks check(opts), the options it derives after
-    parsing, where its runs are (runs_of) and rest(raw), a test of what else its report reads."""
+    """What a study's results.json holds, for read_results: `fields` (name -> a test) of
+    every run record, the study's parser() and door checks check(opts), and rest(raw), a
+    test of what else its report reads."""
     fields: dict
     parser: Callable
     check: Callable
-    derived: tuple = ()
-    runs_of: Callable = staticmethod(lambda raw: raw["runs"])
     rest: Callable = staticmethod(lambda raw: True)
 
 
 def read_results(path, what, kind, finished=False):
-    """An earlier results.json through one validator, before anything is trained or rewritten:
-    its options (check_options, then the study's door checks: a grid of 10^9 seeds never ran),
-    "complete" a bool and never true of a grid that ran nothing (nor false, if `finished`), every
-    run record by kind.fields, and kind.rest(raw). Returns (raw, its runs, "other_runs" too);
-    InputError with one line for anything that cannot be true."""
+    """An earlier results.json through one validator, before anything is trained or
+    rewritten: its options (check_options, then the study's door checks: a grid of 10^9
+    seeds never ran), "complete" a bool and never true of a grid that ran nothing (nor
+    false, if `finished`), every run record by kind.fields, and kind.rest(raw). Returns
+    (raw, its runs); InputError with one line for anything that cannot be true."""
     raw = read_json(path, what)
     if finished and raw.get("complete") is False:
         raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
@@ -417,9 +398,9 @@ def read_results(path, what, kind, finished=False):
     try:
         if not isinstance(raw.get("complete", True), bool):
             raise InputError(f'"complete" is {raw["complete"]!r}, not true or false')
-        check_options(raw["options"], kind.parser(), kind.derived)
+        check_options(raw["options"], kind.parser())
         kind.check(SimpleNamespace(**raw["options"]))  # (a copy: a check may sort a list)
-        runs = kind.runs_of(raw) + raw.get("other_runs", [])
+        runs = raw["runs"]
         if raw.get("complete", True) and not runs:
             raise InputError("it holds no run, yet says it is complete")
         check_records(runs, kind.fields)
@@ -498,18 +479,6 @@ def save_fig(fig, path, title=None):
     plt.close(fig)
 
 
-def band(ax, runs, label, color):
-    """The val curves' mean over seeds and min-max band, on a log step axis (without step 0)."""
-    steps = np.array([step for step, _ in runs[0]["val_curve"]])
-    vals = np.array([[v for _, v in r["val_curve"]] for r in runs if r["final_val"] is not None])
-    if not len(vals):
-        return
-    steps, vals = steps[1:], vals[:, 1:]
-    ax.set_xscale("log")
-    ax.plot(steps, vals.mean(axis=0), color=color, label=label)
-    ax.fill_between(steps, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2, linewidth=0)
-
-
 def machine_info():
     cpu = platform.processor() or ""
     try:
@@ -543,24 +512,6 @@ def fmt(x, nd=3, sign=False):
 
 def plural(n, word):
     return f"{n} {word}{'s' if n > 1 else ''}"
-
-
-class Progress:
-    """One stderr line per finished run: runs done / total, elapsed time, and an ETA: the seconds a
-    step of the runs timed so far took, times the steps still to run, over the workers."""
-
-    def __init__(self, workers=1):
-        self.workers, self.t0, self.done = workers, time.perf_counter(), 0
-        self.seconds, self.steps = 0.0, 0
-
-    def line(self, text, rec, steps, total, steps_left, timed=True):
-        self.done += 1
-        if timed:
-            self.seconds, self.steps = self.seconds + rec["seconds"], self.steps + steps
-        eta = fmt_time(self.seconds / self.steps * steps_left / self.workers) if self.steps else "?"
-        final = "diverged" if rec["final_val"] is None else f"{rec['final_val']:.4f}"
-        return (f"[{self.done}/{total}] {text}: val {final} ({rec['seconds']:.1f}s) | elapsed "
-                f"{fmt_time(time.perf_counter() - self.t0)}, ETA {eta}")
 
 
 # =========================================================================== measuring
@@ -606,13 +557,6 @@ def steps_to_target(curve, target):
     return None
 
 
-def final_loss(curve, steps, error):
-    """The curve's last loss if the run finished all its steps with a finite loss, else None."""
-    if error or curve[-1][0] != steps or not math.isfinite(curve[-1][1]):
-        return None
-    return curve[-1][1]
-
-
 def iso_length(lengths, finals, target):
     """The run length whose final loss equals `target`: linear in log(steps) between the measured
     lengths around it; ["<", shortest] or [">", longest] when the target lies outside them."""
@@ -630,11 +574,6 @@ def iso_length(lengths, finals, target):
 
 # =========================================================================== the lr sweep
 
-def lr_of(opts, k):
-    """The lattice of learning rates: lr0 * 2^(k/2)."""
-    return opts.lr0 * 2.0 ** (k / 2)
-
-
 def eval_points(steps, n_log, n_lin):
     """Steps at which the val curve is measured (besides step 0): n_lin evenly spaced up to the
     last step, and before the first of them up to n_log log-spaced ones (dense early)."""
@@ -643,15 +582,9 @@ def eval_points(steps, n_log, n_lin):
     return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
 
 
-def best_final(runs):
-    """The index of the run with the lowest final val loss (ties: the first, the lower lr; a
-    diverged run never wins)."""
-    return min(range(len(runs)), key=lambda i: math.inf if runs[i]["final_val"] is None
-               else runs[i]["final_val"])
-
-
 class Sweep:
-    """One model's lr sweep on the lattice, the chosen lr and the runs at it."""
+    """One model's lr sweep on the lattice, the chosen lr and the runs at it; a study
+    says how it ranks the lrs swept (best(): the k of the best)."""
 
     def __init__(self):
         self.sweep = {}       # lattice k -> record (None while running)
@@ -659,12 +592,7 @@ class Sweep:
         self.best_k = None
         self.at_edge = False  # the best lr is still at the edge after the extensions
         self.seeds = {}       # seed -> record (None while running)
-        self.anchors = {}     # (steps, seed) -> record: context_length.py's anchor runs
-
-    def best(self):
-        """The k of the best lr swept (best_final's; repeat.py ranks its own way)."""
-        ks = sorted(self.sweep)
-        return ks[best_final([self.sweep[k] for k in ks])]
+        self.anchors = {}     # (steps, seed) -> record: the anchors' separate runs
 
     def next_k(self, max_extend):
         """After the sweep: the k past the best lr's edge (max_extend times), else None: best_k."""
@@ -685,15 +613,6 @@ class Sweep:
             self.seeds[rec["seed"]] = rec
         else:
             self.anchors[(rec["steps"], rec["seed"])] = rec
-
-    def restore(self, n_planned, name):
-        """With every record of a finished study back in: the chosen lr, the extensions and the
-        edge, as the study found them (n_planned: the lrs swept before any extension)."""
-        if not self.sweep or not self.seeds:
-            raise InputError(f"results.json has no complete runs of {name}: not a finished study")
-        ks = sorted(self.sweep)
-        self.best_k = self.best()
-        self.extended, self.at_edge = len(ks) - n_planned, self.best_k in (ks[0], ks[-1])
 
 
 # =========================================================================== the process pool
@@ -759,9 +678,7 @@ class Scheduler:
     """Every unit's lr sweep, then the runs at the chosen lr, in a pool, until --deadline. A
     subclass says what names a unit (KEY: its job's fields, as the unit's .key), what a run is a
     pure function of (key), its lattice (lr_at), and what to log (describe, line)."""
-    KEY = ("norm", "T")
     MODEL = ("n_log", "n_lin", "batch_size", "n_embd", "n_head", "n_layer")  # every job's options
-    lr_at = staticmethod(lr_of)
 
     def __init__(self, units, opts, cache, save=None):
         self.units, self.opts, self.cache, self.save = units, opts, cache, save
@@ -800,11 +717,10 @@ class Scheduler:
         self.past_deadline()
 
     def grid(self, run_job, data):
-        """Every unit's sweep, k = --center-N..--center+N (centre 0 without the flag), and what it
-        unlocks: the records (from the cache when there), how many were trained now."""
-        center, half = getattr(self.opts, "center", 0), self.opts.sweep
+        """Every unit's sweep, k = -N..N (N: --sweep), and what it unlocks: the records
+        (from the cache when there), how many were trained now."""
         for unit in self.units.values():
-            self.sweep(unit, range(center - half, center + half + 1))
+            self.sweep(unit, range(-self.opts.sweep, self.opts.sweep + 1))
         self.run(run_job, data)
         return self.records, self.n_trained
 
@@ -841,7 +757,7 @@ class Scheduler:
                 self.ready.append(self.job(unit, "anchor", unit.best_k, seed, steps))
         return self.chosen(unit)
 
-    def anchor_steps(self, unit):  # the lengths of the anchor runs per seed: context_length.py
+    def anchor_steps(self, unit):  # a unit's anchor run lengths per seed: none here
         return ()
 
     def run(self, run_job, data):

@@ -510,15 +510,18 @@ def _status(summary, opts, records, complete):
         f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in ANCHOR_CONTEXTS
         else "") for T in full.contexts)
     rows = {row["T"]: row for row in summary["rows"]}
-    partial = not complete or any(
-        T not in rows or len(rows[T]["units"]) < units
-        or any(len(u["seeds_done"]) < full.seeds for u in rows[T]["units"].values())
-        for T in full.contexts)
+    names = sorted({f"{n}/{v}" for n, v, _ in units_of(full)})
+    absent = {T: [n for n in names if n not in rows.get(T, {"units": {}})["units"]]
+              for T in full.contexts}
+    partial = not complete or any(absent.values()) or any(
+        len(u["seeds_done"]) < full.seeds for row in rows.values() for u in row["units"].values())
+    not_run = "; ".join(f"T = {T}: {', '.join(a)}" for T, a in absent.items() if a)
     L = ["## Which runs exist", "",
          ("**Partial results.** " if partial else "") + f"The planned grid ({units} units per T, "
          f"each {2 * full.sweep + 1} lrs on seed {full.seed} (more if the best is at an edge), "
          f"then {full.seeds} seeds; the anchors' runs at T = "
-         f"{', '.join(map(str, ANCHOR_CONTEXTS))}): {planned}.", "",
+         f"{', '.join(map(str, ANCHOR_CONTEXTS))}): {planned}."
+         + (f" Units never run: {not_run}." if not_run else ""), "",
          "| T | unit | lr sweep (seed 0): lr → final copy-2 / steps "
          "to 1.0 | chosen lr | seeds done |", "|---|---|---|---|---|"]
     for row in summary["rows"]:
@@ -528,7 +531,27 @@ def _status(summary, opts, records, complete):
             L.append(f"| {row['T']} | {name} | {cells or 'pending'} | "
                      f"{'pending' if u['lr'] is None else format(u['lr'], '.3g')} | "
                      f"{', '.join(map(str, u['seeds_done'])) or 'none'} of {opts.seeds} |")
-    return L + [""]
+    return L + [""] + _chosen_blind(summary, opts) + [""]
+
+
+def _chosen_blind(summary, opts):
+    """The units whose lr no sweep run could rank by speed: none reached copy-2 <= 1.0,
+    so the final copy-2 alone chose it; under 0.001 nats ahead of the next lr is a tie."""
+    L = []
+    for row in summary["rows"]:
+        for name, u in row["units"].items():
+            finals = sorted(s["copy2"] for s in u["sweep"])
+            if len(finals) < 2 or u["lr"] is None or any(
+                    s["steps_to"][str(GATE_COPY2)] is not None for s in u["sweep"]):
+                continue
+            margin = finals[1] - finals[0]
+            L.append(f"- T = {row['T']}, {name}: no lr of the sweep reached copy-2 ≤ "
+                     f"{GATE_COPY2}; the final copy-2 alone chose {u['lr']:.3g}, "
+                     f"{margin:.4f} nats ahead of the next lr"
+                     + (f" (a tie: its {len(finals)} finals lie within "
+                        f"{finals[-1] - finals[0]:.4f} nats)" if margin < 0.001 else "")
+                     + f"; seeds {opts.seed + 1}–{opts.seed + opts.seeds} ran at that lr only.")
+    return L
 
 
 def _gate_and_r(summary):

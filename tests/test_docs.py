@@ -240,7 +240,7 @@ LONG = {r"^python3 dev\.py test\b": "the tests themselves (CI runs them all)",
         r"^\.venv/bin/python benchmarks/": "the benchmarks: minutes each",
         r"tests/test_planetarium_browser\.py": "the browser tests' own checks (tests/test_planetarium_browser.py)"}
 
-NEEDS_THE_PLAYS = r"--corpus shakespeare|experiments/context_length\.py"
+NEEDS_THE_PLAYS = r"--corpus shakespeare"
 
 
 def documented_commands():
