@@ -629,6 +629,7 @@ def _init_worker(data):
     WORKER_DATA = data
     np.seterr(over="ignore", invalid="ignore", divide="ignore")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (blocked while it started)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
 
@@ -638,6 +639,19 @@ def _exit_with_parent(parent):
     os._exit(1)
 
 
+class Pool(ProcessPoolExecutor):
+    """A process pool whose workers start with SIGINT blocked (a process inherits its
+    signal mask): a Ctrl-C while one is starting reaches only this process, which ends
+    the workers itself, never a worker halfway through its imports (a traceback)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # (a submit is what starts a worker)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return super().submit(fn, *args, **kwargs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 @contextmanager
 def pool(data, workers):
     """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA. However
@@ -645,8 +659,8 @@ def pool(data, workers):
     ended before it is left: no worker outlives the script."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"  # inherited by the workers before they import numpy
-    executor = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(data,),
-                                   mp_context=multiprocessing.get_context("spawn"))
+    executor = Pool(max_workers=workers, initializer=_init_worker, initargs=(data,),
+                    mp_context=multiprocessing.get_context("spawn"))
     try:
         yield executor
     except BaseException:
