@@ -1,6 +1,6 @@
-"""experiments/common.py -- what the experiment scripts share: the command line's parser and
-argument types, the output folder and files, the steps to a target loss, the lr sweep on a
-lattice, and the process pool that trains the runs."""
+"""experiments/common.py -- what the experiment scripts share: the command line's parser
+and argument types, the output folder and files, the steps to a target loss, the lr
+sweep on a lattice, and the process pool that trains the runs."""
 import argparse
 import gc
 import json
@@ -32,7 +32,7 @@ from harness.shell import DeferSigint, Shell, say  # noqa: E402
 from microgpt import NumericError, train  # noqa: E402
 from settings import InputError, check  # noqa: E402
 
-# =========================================================================== the command line
+# ==================================================================== the command line
 
 class Parser(argparse.ArgumentParser):
     def __init__(self, prog, doc):  # --help shows the module docstring as written, examples too
@@ -44,7 +44,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse(parser, argv, quick):
-    """The options; with --quick, the sizes in `quick` become the defaults (flags still win)."""
+    """The options; with --quick, the sizes in `quick` are the defaults (flags win)."""
     opts = parser.parse_args(argv)
     if opts.quick:
         parser.set_defaults(**quick)
@@ -87,9 +87,10 @@ def nonneg_int(text):
     return _int_at_least(text, 0, "an integer >= 0")
 
 
-# The flags the studies share: name -> (type, help). A study names those it has, with its own
-# defaults (study_parser), and adds the few that are its own; every one is checked at the door by
-# the settings table's rule of the same meaning (RULES; check_flags).
+# The flags the studies share: name -> (type, help). A study names those it has, with
+# its own defaults (study_parser), and adds the few that are its own; every one is
+# checked at the door by the settings table's rule of the same meaning (RULES;
+# check_flags).
 SHARED = {
     "workers": (pos_int, "worker processes"),
     "seeds": (pos_int, "seeds per unit at its chosen lr: SEED+1..SEED+N"),
@@ -115,8 +116,8 @@ MAX_RUNS = 20000  # a grid's planned runs, at most: the largest one run so far h
 
 
 def study_parser(study, doc, quick, **defaults):
-    """The parser of experiments/STUDY.py: --out, --quick (its help: `quick`), --from-json and the
-    SHARED flags named in `defaults`, each with its default."""
+    """The parser of experiments/STUDY.py: --out, --quick (its help: `quick`),
+    --from-json and the SHARED flags named in `defaults`, each with its default."""
     p = Parser(f"{study}.py", doc)
     p.add_argument("--out", help=f"output directory (default experiments/results/{study}"
                                  "[-quick]/)")
@@ -140,8 +141,9 @@ class Diverged(Exception):
 
 
 class ExperimentShell(Shell):
-    """harness/shell.py's shell (signals, exit codes, one-line errors) for an experiment: the --out
-    folder it holds is released however it ends, and an interrupted grid says what it kept."""
+    """harness/shell.py's shell (signals, exit codes, one-line errors) for an
+    experiment: the --out folder it holds is released however it ends, and an
+    interrupted grid says what it kept."""
 
     def __init__(self, prog):
         super().__init__(prog)
@@ -165,8 +167,9 @@ SHELL = ExperimentShell("experiment")  # the running script's (cli() makes it)
 
 
 def cli(main):
-    """Decorate main(argv) -> markdown or None: run it inside the shell, print the markdown; bad
-    input is one line and exit 2, Ctrl-C, SIGTERM or SIGHUP one line and exit 130."""
+    """Decorate main(argv) -> markdown or None: run it inside the shell, print the
+    markdown; bad input is one line and exit 2, Ctrl-C, SIGTERM or SIGHUP one line and
+    exit 130."""
     def run(argv=None):
         global SHELL
         SHELL = ExperimentShell(os.path.basename(main.__code__.co_filename))
@@ -194,9 +197,9 @@ def other_runs(previous, records, key):
 
 
 def save_runs(write, path, n, what):
-    """write() the record of an unfinished grid (n finished runs, in `path`) and name it in the
-    line an interruption prints; a signal meanwhile waits until both are done, so the line says
-    what the file holds."""
+    """write() the record of an unfinished grid (n finished runs, in `path`) and name it
+    in the line an interruption prints; a signal meanwhile waits until both are done, so
+    the line says what the file holds."""
     with DeferSigint() as deferred:
         write()
         kept(f"the {n} finished runs are saved in {path}: the same command continues the {what}")
@@ -205,13 +208,13 @@ def save_runs(write, path, n, what):
 
 
 def outside_repo(path):
-    """A path as a record may name it: relative to the repository, or (outside it) its name only."""
+    """A path as a record names it: relative to the repository, or else its name."""
     relative = os.path.relpath(os.path.abspath(path), REPO)
     return os.path.basename(path) if relative.startswith(os.pardir) else relative
 
 
 def command_line(script, argv):
-    """The command, to record: a path outside the repository is named by its last part only."""
+    """The command, to record: a path outside the repository by its last part."""
     words = []
     for a in argv:
         flag, eq, value = a.rpartition("=") if a.startswith("--") else ("", "", a)
@@ -222,9 +225,9 @@ def command_line(script, argv):
 
 
 def check_flags(opts, rules=()):
-    """Every flag by the settings table's rule of the same meaning (settings.check), at the door:
-    --seed -1 is refused here, not by train() in a worker after other runs. rules: option -> row,
-    besides the shared RULES (of the flags the study has)."""
+    """Every flag by the settings table's rule of the same meaning (settings.check), at
+    the door: --seed -1 is refused here, not by train() in a worker after other runs.
+    rules: option -> row, besides the shared RULES (of the flags the study has)."""
     for name, row in {**RULES, **dict(rules)}.items():
         if not hasattr(opts, name):
             continue
@@ -246,17 +249,19 @@ def check_lattice(opts, k_low, k_high, lr_at, lattice):
 
 
 def check_plan(n_runs):
-    """A grid of n_runs runs, larger than any this machine could run, is refused before anything
-    is allocated: --seeds 10^8 would fill the memory with plans before the first run."""
+    """A grid of n_runs runs, larger than any this machine could run, is refused before
+    anything is allocated: --seeds 10^8 would fill the memory with plans before the
+    first run."""
     if n_runs > MAX_RUNS:
         raise InputError(f"this grid plans about {n_runs:,} runs, more than {MAX_RUNS:,}: "
                          "fewer seeds, lrs or units (or run it in parts)")
 
 
 def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb):
-    """InputError unless `workers` runs of the largest config fit in memory (harness/memory.py's
-    estimate: a training step, the loss per step, the run's own documents), with the data
-    every worker and this process keep. docs: (n_docs, n_chars) of a run's documents."""
+    """InputError unless `workers` runs of the largest config fit in memory
+    (harness/memory.py's estimate: a training step, the loss per step, the run's own
+    documents), with the data every worker and this process keep. docs: (n_docs,
+    n_chars) of a run's documents."""
     runs = max(memory.step_memory(cfg, batch_size, "numpy", 8)
                + memory.history_memory(cfg, steps) for cfg in configs)
     need = workers * (runs + memory.corpus_memory(*docs)) + memory.corpus_memory(*docs)
@@ -269,11 +274,12 @@ def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb):
                          f"{batch_size}); {why}")
 
 
-# =========================================================================== files
+# =============================================================================== files
 
 def output_folder(out, study="", quick=False):
-    """The --out folder (default results/<study>[-quick]), created and held until the script
-    ends, as microgpt holds its own: a second invocation on it is refused ("in use by ...")."""
+    """The --out folder (default results/<study>[-quick]), created and held until the
+    script ends, as microgpt holds its own: a second invocation on it is refused ("in
+    use by ...")."""
     if out is not None:
         check("out", out, "--out")  # an empty --out is refused, never taken for the default
     out = out or os.path.join(HERE, "results", study + ("-quick" if quick else ""))
@@ -295,9 +301,9 @@ MAX_RESULTS_BYTES = 256 * 2**20  # a results.json of a long grid is a few MB
 
 
 def read_json(path, what, keys=("options", "runs")):
-    """An earlier results file, a JSON object with `keys` (runs: a list, the others: any value);
-    InputError with one line when it cannot be read (a FIFO or device is refused, never waited
-    on)."""
+    """An earlier results file, a JSON object with `keys` (runs: a list, the others: any
+    value); InputError with one line when it cannot be read (a FIFO or device is
+    refused, never waited on)."""
     check_readable_file(path, "results file")
     try:
         with open(path, encoding="utf-8") as f:
@@ -313,8 +319,9 @@ def read_json(path, what, keys=("options", "runs")):
 
 
 def check_records(runs, fields):
-    """The run records of a results.json, each a dict with `fields` (name -> a test of its value):
-    what the report and the resume read. InputError naming the first that is not."""
+    """The run records of a results.json, each a dict with `fields` (name -> a test of
+    its value): what the report and the resume read. InputError naming the first that is
+    not."""
     for i, r in enumerate(runs):
         bad = [name for name, ok in fields.items()
                if not (isinstance(r, dict) and name in r and ok(r[name]))]
@@ -332,7 +339,7 @@ def is_int(x):
 
 
 def is_loss(x):
-    """A loss as a record holds it: a finite number >= 0 (a cross-entropy is never negative)."""
+    """A loss as a record holds it: finite, >= 0 (a cross-entropy)."""
     return is_number(x) and x >= 0
 
 
@@ -414,7 +421,7 @@ def read_results(path, what, kind, finished=False):
 
 
 def has_invocations(raw):
-    """raw["info"]: the machine and every invocation, each with what a report's header says."""
+    """raw["info"]: the machine and each invocation (a report's header)."""
     info = raw.get("info")
     return isinstance(info, dict) and isinstance(info.get("invocations"), list) and all(
         isinstance(v, dict) and {"command", "started", "wall_s", "n_trained", "load_start",
@@ -422,9 +429,9 @@ def has_invocations(raw):
 
 
 def previous_runs(path, opts, kind, key, same):
-    """The runs (key(run) -> record) of the results.json in --out and the file, if there is one
-    and it was made with the options in `same` as now (else InputError): the same command
-    continues an interrupted grid."""
+    """The runs (key(run) -> record) of the results.json in --out and the file, if there
+    is one and it was made with the options in `same` as now (else InputError): the same
+    command continues an interrupted grid."""
     if not os.path.lexists(path):
         return {}, None
     raw, runs = read_results(path, "continue from", kind)
@@ -437,9 +444,9 @@ def previous_runs(path, opts, kind, key, same):
 
 
 def rerender(opts, restore, n_png, kind):
-    """--from-json: restore(raw, its options, PATH's folder) -> write(out), which writes the
-    report, from a finished grid's file that read_results accepts; any part of the file the
-    report cannot use is one line naming it, never a traceback."""
+    """--from-json: restore(raw, its options, PATH's folder) -> write(out), which writes
+    the report, from a finished grid's file that read_results accepts; any part of the
+    file the report cannot use is one line naming it, never a traceback."""
     path = opts.from_json
     raw, _ = read_results(path, "read results from", kind, finished=True)
     folder = os.path.dirname(os.path.abspath(path))
@@ -470,7 +477,7 @@ def pyplot():
 
 
 def save_fig(fig, path, title=None):
-    """Write the figure as a PNG (under the title `title`, laid out tight) and close it."""
+    """Write the figure as a PNG (titled `title`, laid out tight) and close it."""
     import matplotlib.pyplot as plt
     if title:
         fig.suptitle(title)
@@ -517,8 +524,9 @@ def plural(n, word):
 # =========================================================================== measuring
 
 class MeasureAt:
-    """A silent observer of microgpt.train: measure(step, params) after the updates at `steps`.
-    It holds the run's state as train() last showed it: its last good step (train_observed)."""
+    """A silent observer of microgpt.train: measure(step, params) after the updates at
+    `steps`. It holds the run's state as train() last showed it: its last good step
+    (train_observed)."""
 
     def __init__(self, steps, measure):
         self.steps, self.measure, self.state = steps, measure, None
@@ -534,9 +542,10 @@ class MeasureAt:
 
 
 def train_observed(observer, *args, **kwargs):
-    """microgpt.train(*args, observer=observer, **kwargs); a run that diverges (the engine's
-    NumericError) is the last good state the observer holds, its .error naming the step. A failure
-    before any update (the model's code, not the lr) is let through."""
+    """microgpt.train(*args, observer=observer, **kwargs); a run that diverges (the
+    engine's NumericError) is the last good state the observer holds, its .error naming
+    the step. A failure before any update (the model's code, not the lr) is let
+    through."""
     try:
         return train(*args, observer=observer, **kwargs)
     except NumericError as e:
@@ -547,7 +556,7 @@ def train_observed(observer, *args, **kwargs):
 
 
 def steps_to_target(curve, target):
-    """First step at which [(step, loss), ...] reaches `target`, linear between points; or None."""
+    """The step where [(step, loss), ...] reaches `target` (linear between), or None."""
     for i, (step, loss) in enumerate(curve):
         if loss is not None and loss <= target:
             if i == 0:
@@ -558,8 +567,9 @@ def steps_to_target(curve, target):
 
 
 def iso_length(lengths, finals, target):
-    """The run length whose final loss equals `target`: linear in log(steps) between the measured
-    lengths around it; ["<", shortest] or [">", longest] when the target lies outside them."""
+    """The run length whose final loss equals `target`: linear in log(steps) between the
+    measured lengths around it; ["<", shortest] or [">", longest] when the target lies
+    outside them."""
     points = sorted((n, f) for n, f in zip(lengths, finals) if f is not None)
     if len(points) < 2 or target is None:
         return None
@@ -572,11 +582,12 @@ def iso_length(lengths, finals, target):
     return [">", points[-1][0]] if target < points[-1][1] else ["=", float(points[-1][0])]
 
 
-# =========================================================================== the lr sweep
+# ======================================================================== the lr sweep
 
 def eval_points(steps, n_log, n_lin):
-    """Steps at which the val curve is measured (besides step 0): n_lin evenly spaced up to the
-    last step, and before the first of them up to n_log log-spaced ones (dense early)."""
+    """Steps at which the val curve is measured (besides step 0): n_lin evenly spaced up
+    to the last step, and before the first of them up to n_log log-spaced ones (dense
+    early)."""
     lin = np.linspace(0, steps, n_lin + 1)[1:].round().astype(int)
     early = np.geomspace(1, lin[0], n_log + 1)[:-1].round().astype(int)
     return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
@@ -595,7 +606,7 @@ class Sweep:
         self.anchors = {}     # (steps, seed) -> record: the anchors' separate runs
 
     def next_k(self, max_extend):
-        """After the sweep: the k past the best lr's edge (max_extend times), else None: best_k."""
+        """the k past the best lr's edge (max_extend times), or None."""
         ks = sorted(self.sweep)
         best = self.best()
         edge = best in (ks[0], ks[-1])
@@ -606,7 +617,7 @@ class Sweep:
         return None
 
     def add(self, rec):
-        """Keep a finished run by its lattice k (sweep), seed (seeds) or (steps, seed) (anchor)."""
+        """Keep a finished run by k (sweep), seed (seeds) or (steps, seed) (anchor)."""
         if rec["phase"] == "sweep":
             self.sweep[rec["lr_k"]] = rec
         elif rec["phase"] == "seeds":
@@ -615,16 +626,16 @@ class Sweep:
             self.anchors[(rec["steps"], rec["seed"])] = rec
 
 
-# =========================================================================== the process pool
+# ==================================================================== the process pool
 
 WORKER_DATA = None  # the corpus data, set once in each worker process
 
 
 def _init_worker(data):
-    """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), a watch
-    that ends this process if the parent is gone (kill -9: nothing else would), and NumPy quiet
-    about overflow: a run that diverges (a sweep's largest lr often does) is recorded as diverged,
-    without a burst of RuntimeWarnings on the way."""
+    """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), a
+    watch that ends this process if the parent is gone (kill -9: nothing else would),
+    and NumPy quiet about overflow: a run that diverges (a sweep's largest lr often
+    does) is recorded as diverged, without a burst of RuntimeWarnings on the way."""
     global WORKER_DATA
     WORKER_DATA = data
     np.seterr(over="ignore", invalid="ignore", divide="ignore")
@@ -654,9 +665,9 @@ class Pool(ProcessPoolExecutor):
 
 @contextmanager
 def pool(data, workers):
-    """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA. However
-    the block ends (an error, Ctrl-C, SIGTERM), the queued runs are cancelled and the workers
-    ended before it is left: no worker outlives the script."""
+    """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA.
+    However the block ends (an error, Ctrl-C, SIGTERM), the queued runs are cancelled
+    and the workers ended before it is left: no worker outlives the script."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"  # inherited by the workers before they import numpy
     executor = Pool(max_workers=workers, initializer=_init_worker, initargs=(data,),
@@ -671,11 +682,12 @@ def pool(data, workers):
 
 
 def stop(executor):
-    """Cancel what is queued and end the running workers now (SIGTERM), then wait for them and
-    for the pool's manager thread. That thread holds the pool's queues; their semaphores are
-    released when the queues are collected, and leave() ends the program with os._exit, where
-    nothing else would release them (the resource tracker then warns of leaked semaphores).
-    shutdown(wait=False) lets go of the thread without waiting for it: it is joined here."""
+    """Cancel what is queued and end the running workers now (SIGTERM), then wait for
+    them and for the pool's manager thread. That thread holds the pool's queues; their
+    semaphores are released when the queues are collected, and leave() ends the program
+    with os._exit, where nothing else would release them (the resource tracker then
+    warns of leaked semaphores). shutdown(wait=False) lets go of the thread without
+    waiting for it: it is joined here."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
     manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
@@ -689,9 +701,10 @@ def stop(executor):
 
 
 class Scheduler:
-    """Every unit's lr sweep, then the runs at the chosen lr, in a pool, until --deadline. A
-    subclass says what names a unit (KEY: its job's fields, as the unit's .key), what a run is a
-    pure function of (key), its lattice (lr_at), and what to log (describe, line)."""
+    """Every unit's lr sweep, then the runs at the chosen lr, in a pool, until
+    --deadline. A subclass says what names a unit (KEY: its job's fields, as the unit's
+    .key), what a run is a pure function of (key), its lattice (lr_at), and what to log
+    (describe, line)."""
     MODEL = ("n_log", "n_lin", "batch_size", "n_embd", "n_head", "n_layer")  # every job's options
 
     def __init__(self, units, opts, cache, save=None):
@@ -718,8 +731,8 @@ class Scheduler:
                 + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
 
     def finish(self, job, rec, reused):
-        """Keep a finished run, save them all if it was trained now, and log it (line(job, rec))
-        and what it unlocked."""
+        """Keep a finished run, save them all if it was trained now, and log it
+        (line(job, rec)) and what it unlocked."""
         note = self.store(job, rec)
         if not reused:
             self.n_trained += 1
@@ -739,7 +752,7 @@ class Scheduler:
         return self.records, self.n_trained
 
     def past_deadline(self):
-        """After --deadline: no new run starts (those in results.json are still taken)."""
+        """After --deadline: no new run starts; results.json's are kept."""
         if getattr(self.opts, "deadline", None) and time.time() >= self.opts.deadline:
             kept = [job for job in self.ready if self.key(job) in self.cache]
             self.left_unrun += len(self.ready) - len(kept)
@@ -751,8 +764,9 @@ class Scheduler:
             self.ready.append(self.job(unit, "sweep", k, self.opts.seed))
 
     def store(self, job, rec):
-        """Keep a finished run in its unit. If it completes the sweep: one more lr beyond the
-        edge, or the chosen lr's runs (and chosen(unit)'s note to log is returned)."""
+        """Keep a finished run in its unit. If it completes the sweep: one more lr
+        beyond the edge, or the chosen lr's runs (and chosen(unit)'s note to log is
+        returned)."""
         self.records.append(rec)
         unit = self.unit_of(job)
         unit.add(rec)
@@ -775,8 +789,9 @@ class Scheduler:
         return ()
 
     def run(self, run_job, data):
-        """Train the ready jobs with run_job(job) in a pool(); finish(job, record, reused) may add
-        jobs. A run is a pure function of its job: one whose key(job) is in the cache is reused."""
+        """Train the ready jobs with run_job(job) in a pool(); finish(job, record,
+        reused) may add jobs. A run is a pure function of its job: one whose key(job) is
+        in the cache is reused."""
         ready, running, workers, key = self.ready, self.running, self.opts.workers, self.key
         with pool(data, workers) as executor:
             self.past_deadline()
@@ -797,12 +812,13 @@ class Scheduler:
         self.check_diverged()
 
     def finished(self):
-        """Every planned run is in: none waits, and --deadline kept none from starting."""
+        """Every planned run is in: none waits, --deadline kept none from starting."""
         return not self.ready and not self.left_unrun
 
     def check_diverged(self):
-        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged (of those
-        that ran: a --deadline leaves the rest of a unit's seeds unrun, as None)."""
+        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged
+        (of those that ran: a --deadline leaves the rest of a unit's seeds unrun, as
+        None)."""
         for unit in self.units.values():
             ran = [r for r in unit.seeds.values() if r is not None]
             if ran and all(r["final_val"] is None for r in ran):
