@@ -239,7 +239,7 @@ LONG = {r"^python3 dev\.py test\b": "the tests themselves (CI runs them all)",
         r"--deadline|--anchor-contexts": "a part of a study: minutes",
         r"archive/experiments/": "a finished study, run from its tag (git worktree add archive ...)",
         r"^\.venv/bin/python benchmarks/": "the benchmarks: minutes each",
-        r"write_big_vocab_run|runs/big": "the planetarium frame benchmark's recipe (its page is 4.6 MB)",
+        r"browser_helpers|runs/big": "the planetarium frame benchmark's recipe (its page is 4.6 MB)",
         r"tests/test_planetarium_browser\.py": "the browser tests' own checks (tests/test_planetarium_browser.py)"}
 
 NEEDS_THE_PLAYS = r"--corpus shakespeare"
