@@ -70,9 +70,7 @@ def check_tokens(docs_tokens, vocab_size):
                 vocab_size=vocab_size, got=short(list(tokens))))
 
 
-# the scalar types of DTYPES: `a.dtype.type in FLOAT_TYPES` is `a.dtype.name in DTYPES`, whose
-# .name NumPy computes in Python (28 weights, twice a step: 18% of a sphere step at batch 1)
-FLOAT_TYPES = tuple(np.dtype(name).type for name in DTYPES)
+FLOAT_TYPES = tuple(np.dtype(name).type for name in DTYPES)  # (dtype.name runs Python code)
 
 
 def check_params(params, cfg):
@@ -91,7 +89,9 @@ def check_params(params, cfg):
         if params[key].shape != shape:
             raise InputError(_("weight {key!r} has shape {got}; the config needs {shape}").format(
                 key=key, got=params[key].shape, shape=shape))
-        if params[key].dtype.type not in FLOAT_TYPES:  # complex, ints, float16: not the model's
+        # complex, ints, float16: not the model's numbers. Plainly `dtype.name not in DTYPES`,
+        # but NumPy computes .name in Python: 18% of a sphere step at batch 1 (28 weights, twice)
+        if params[key].dtype.type not in FLOAT_TYPES:
             raise InputError(_("weight {key!r} has dtype {got}; the model computes in {dtypes}")
                              .format(key=key, got=params[key].dtype, dtypes=" or ".join(DTYPES)))
 

@@ -179,14 +179,10 @@ def attention_backward(dout, q, k, v, weights, scale):
 
 
 def residual_step_forward(h, h_block, alpha):
-    """nGPT's residual step, as gpt_sphere writes it:
-        h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))),
-    a step of size alpha from h towards the block's output, back onto the sphere. Every h here
-    is a normalization's output, a unit vector, so Norm(h) is h (to rounding) and is not
-    computed again: r = h + alpha (Norm(h_block) - h). The gradient does not change either:
-    Norm(h)'s backward projects onto the tangent space at h, and the normalization that made h
-    projects all that reaches h the same way (projecting twice is projecting once).
-    Returns (new h, record)."""
+    """gpt_sphere's h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))). Every h here is a
+    normalization's output, so Norm(h) = h: not computed again, nor its backward (a projection
+    onto the tangent space at h, which the normalization that made h applies to all that
+    reaches h: projecting twice is projecting once). Returns (new h, record)."""
     block_unit, block_norm = l2_normalize_np(h_block, return_norm=True)
     direction = block_unit - h
     r = h + alpha * direction
