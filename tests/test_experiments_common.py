@@ -53,6 +53,7 @@ def impossible(raw, part):
     yield f"no {part}", {k: v for k, v in raw.items() if k != part}
 
 
+@pytest.mark.slow
 def test_from_json_refuses_impossible_numbers_in_one_line(capsys, tmp_path):
     with open(RESULTS, encoding="utf-8") as f:
         raw = json.load(f)
@@ -66,6 +67,7 @@ def test_from_json_refuses_impossible_numbers_in_one_line(capsys, tmp_path):
         assert sorted(os.listdir(path.parent)) == ["results.json"] and path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_damaged_results_json_is_refused_before_a_resume_rewrites_it(capsys, tmp_path):
     with open(RESULTS, encoding="utf-8") as f:
         raw = json.load(f)
