@@ -494,8 +494,13 @@ def machine_info():
         cpu = names[0] if names else cpu
     except OSError:
         pass
+    try:  # the BLAS NumPy was built with (NumPy 1.25 and later say)
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas = f"{blas['name']} {blas.get('version', '')}".strip()
+    except (TypeError, KeyError):
+        blas = "unknown"
     return {"cpu": cpu or "unknown", "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__}
+            "python": platform.python_version(), "numpy": np.__version__, "blas": blas}
 
 
 def load_average():

@@ -44,6 +44,11 @@ TARGETS = (3.0, 2.0, 1.0)  # copy-2 loss (nats): the steps to reach each are rec
 EVAL_POSITIONS = 4096      # positions per forward call when evaluating
 # The diagnosis arms: variant -> (norm, what it changes). "default" runs for both norms.
 ALPHA_ARM = 0.25  # alpha25: alpha_init (attention and MLP steps), 5 times the default 0.05
+# The alpha arms: (alpha_init, stored start x). alpha = |stored| alpha_init / base, the
+# stored value starting at base; Adam moves it by about lr a step, so alpha_init sets
+# alpha's start and its step together, and the stored start sets the start alone.
+ALPHAS = {"alpha25": (ALPHA_ARM, 1.0), "alpha-start": (GPTConfig.alpha_init, 5.0),
+          "alpha-step": (ALPHA_ARM, 0.2)}
 VARIANTS = {
     "sqk64": ("sphere", "s_qk initialized at (64/head_dim)^(1/4): the initial attention logit "
               "range s_qk^2 sqrt(head_dim) is sqrt(64) = 8, the paper's head_dim 64, not sqrt(8)"),
@@ -52,6 +57,8 @@ VARIANTS = {
     "qknorm64": ("rmsnorm", "as qknorm with logits = cos * sqrt(64) = 8 (the paper's range)"),
     "alpha25": ("sphere", f"the residual steps' alpha initialized at {ALPHA_ARM} instead of "
                 f"{GPTConfig.alpha_init}: each block moves h a quarter of the way to its output"),
+    "alpha-start": ("sphere", "alpha starts 5 times larger (0.25), its Adam step unchanged"),
+    "alpha-step": ("sphere", "alpha's Adam step 5 times larger, its start unchanged (0.05)"),
 }
 # ---- the pre-registration (fixed before the grid ran; experiments/README.md too) ----
 GATE_COPY2 = 1.0      # G1: every rmsnorm seed at T reaches copy-2 <= 1.0 within the run
@@ -141,11 +148,15 @@ class attention_of:
 
 
 def initial_params(job, cfg):
-    """train()'s init from the seed; sqk64: s_qk raised so that s_qk^2 sqrt(hd) = 8."""
+    """train()'s init from the seed; sqk64: s_qk raised so that s_qk^2 sqrt(hd) = 8; the
+    alpha arms: the stored alphas' start (ALPHAS)."""
     params = init_params(cfg, job["seed"], np.float32)
-    if job["variant"] == "sqk64":
-        for i in range(cfg.n_layer):
+    start = ALPHAS.get(job["variant"], (None, 1.0))[1]
+    for i in range(cfg.n_layer):
+        if job["variant"] == "sqk64":
             params[f"layer{i}.attn_sqk"] *= np.float32((64 / cfg.head_dim) ** 0.25)
+        for name in ("attn_alpha", "mlp_alpha") if start != 1.0 else ():
+            params[f"layer{i}.{name}"] *= np.float32(start)
     return params
 
 
@@ -198,7 +209,7 @@ def attention_at_copy(acts, L, copy2):
 
 
 def model_config(job):
-    alpha = ALPHA_ARM if job.get("variant") == "alpha25" else GPTConfig.alpha_init
+    alpha = ALPHAS.get(job.get("variant"), (GPTConfig.alpha_init,))[0]
     return GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=job["n_embd"], n_head=job["n_head"],
                      n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"],
                      alpha_init=alpha)
@@ -256,7 +267,8 @@ def run_job(job):
     for k in ("copy1", "copy2", "copy2_ablated", "val"):
         rec[k] = curves[k][-1] if finished and math.isfinite(curves[k][-1]) else None
     rec["final_val"] = rec["val"]
-    rec.update(seconds=time.perf_counter() - wall0, cpu_seconds=time.process_time() - cpu0)
+    rec.update(seconds=time.perf_counter() - wall0, cpu_seconds=time.process_time() - cpu0,
+               machine=common.machine_info())
     return rec
 
 
@@ -504,7 +516,23 @@ def _header(opts, info, records):
         f"Python {m['python']}, NumPy "
         f"{m['numpy']}; shared with other work. Compute: {len(records)} runs, "
         f"**{info['cpu_s'] / 3600:.2f} CPU hours**, {fmt_time(info['wall_s'])} wall over "
-        f"{len(info['invocations'])} invocation(s):", *lines, ""]
+        f"{len(info['invocations'])} invocation(s):", *lines, "", *_machines(records), ""]
+
+
+def _machines(records):
+    """Which CPU ran how many runs, and the units whose runs came from more than one."""
+    cpus, by_unit = {}, {}
+    for r in records:
+        cpu = r.get("machine", {}).get("cpu", "not recorded")
+        cpus[cpu] = cpus.get(cpu, 0) + 1
+        by_unit.setdefault((r["T"], f"{r['norm']}/{r['variant']}"), set()).add(cpu)
+    mixed = [f"T = {T}, {name} ({', '.join(sorted(c))})"
+             for (T, name), c in sorted(by_unit.items()) if len(c) > 1]
+    return ["Runs by CPU (each run records its machine; 'not recorded': a run from before "
+            "runs did, its invocation above names the machine): "
+            + ", ".join(f"{cpu} {n}" for cpu, n in sorted(cpus.items())) + ". "
+            + (f"Units whose runs came from more than one: {'; '.join(mixed)}." if mixed
+               else "Every unit's runs came from one.")]
 
 
 def _status(summary, opts, records, complete):
@@ -599,7 +627,8 @@ def _arms(records, summary):
          "the source key (an induction head: ~1) and that head's entropy (nats; uniform "
          "weights over k keys: ln k); the sphere's effective s_qk (mean over layers; the "
          "attention logit is s_qk² √head_dim cos) and α_A / α_M (mean over layers; at init "
-         f"{GPTConfig.alpha_init}, {ALPHA_ARM} in alpha25; — where a run did not record it).", "",
+         f"{GPTConfig.alpha_init}; {ALPHA_ARM} in alpha25 and alpha-start; — where a run did "
+         "not record it).", "",
          "| T | unit | phase | lr | seed | steps to 3.0 / 2.0 / 1.0 | copy-2 | ablated | copy-1 | "
          "source weight | entropy | s_qk | α_A / α_M |", "|---" * 13 + "|"]
     for r in sorted(records, key=lambda r: (r["T"], r["phase"] == "anchor", r["seed"],
@@ -746,9 +775,9 @@ QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend"
 
 
 def deadline(text):
-    """"05:10" -> that UTC time as a Unix time: today's, or tomorrow's if today's was
-    more than 12 hours ago (a time a few hours past is a deadline already passed: no run
-    starts)."""
+    """"05:10" -> that UTC time as a Unix time, the one within 12 hours of now: a time a
+    few hours past (yesterday's, just after midnight) is a deadline already passed: no
+    run starts."""
     try:
         hh, mm = (int(x) for x in text.split(":"))
         assert 0 <= hh < 24 and 0 <= mm < 60
@@ -756,6 +785,8 @@ def deadline(text):
         raise common.argparse.ArgumentTypeError(f"expected HH:MM (UTC), got {text!r}") from None
     now = time.time()
     t = now - now % 86400 + hh * 3600 + mm * 60
+    if t > now + 12 * 3600:
+        return t - 86400
     return t + 86400 if now - t > 12 * 3600 else t
 
 
@@ -779,8 +810,8 @@ def parser():
         help="context lengths T (default 64,128,256)")
     add("--steps", type=common.pos_int, default=10000,
         help="optimizer steps per run, S (default 10000)")
-    add("--variants", type=variant_list, default=["sqk64", "qknorm", "alpha25"],
-        help=f"diagnosis arms besides the two defaults (default sqk64,qknorm,alpha25; known: "
+    add("--variants", type=variant_list, default=[v for v in VARIANTS if v != "qknorm64"],
+        help=f"diagnosis arms besides the two defaults (default all but qknorm64; known: "
              f"{', '.join(VARIANTS)})")
     add("--deadline", type=deadline, metavar="HH:MM", help="start no run after this UTC time; "
         "the runs under way finish, the report is written (the same command continues later)")
@@ -819,7 +850,12 @@ def check_options(opts):
     opts.contexts = sorted(opts.contexts)
 
 
-FILE = common.ResultsFile(RECORD, parser, check_options, rest=common.has_invocations)
+def is_machine(m):
+    return isinstance(m, dict) and all(isinstance(v, (str, int)) for v in m.values())
+
+
+FILE = common.ResultsFile(RECORD, parser, check_options, rest=lambda raw: (
+    common.has_invocations(raw) and all(is_machine(r.get("machine", {})) for r in raw["runs"])))
 
 
 @common.cli
