@@ -93,8 +93,9 @@ def nonneg_int(text):
 # check_flags).
 SHARED = {
     "workers": (pos_int, "worker processes"),
-    "seeds": (pos_int, "seeds per unit at its chosen lr: SEED+1..SEED+N"),
-    "seed": (int, "seed of the lr sweep runs"),
+    "seeds": (pos_int, "paired seeds per unit at its chosen lr, after the tuning seeds"),
+    "seed": (int, "the first seed: the lr sweep's runs use the first --tune-seeds"),
+    "tune_seeds": (pos_int, "seeds every lr of the sweep runs on (an lr ranks by its worst)"),
     "lr0": (float, "the lr lattice's base lr0"),
     "sweep": (nonneg_int, "the sweep's lrs: k = centre-N..centre+N on the lattice"),
     "max_extend": (nonneg_int, "lrs added, one at a time, beyond an edge where the best lr is"),
@@ -398,6 +399,8 @@ def read_results(path, what, kind, finished=False):
     false, if `finished`), every run record by kind.fields, and kind.rest(raw). Returns
     (raw, its runs); InputError with one line for anything that cannot be true."""
     raw = read_json(path, what)
+    if isinstance(raw.get("options"), dict):  # an option the file predates: its default
+        raw["options"] = {**vars(kind.parser().parse_args([])), **raw["options"]}
     if finished and raw.get("complete") is False:
         raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
                          "saved): run its command again to continue it; --from-json reads a "
@@ -598,12 +601,22 @@ def eval_points(steps, n_log, n_lin):
     return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
 
 
+def tuning_seeds(opts):
+    """The seeds every lr of a sweep runs on: --seed and the next --tune-seeds - 1."""
+    return range(opts.seed, opts.seed + opts.tune_seeds)
+
+
+def paired_seeds(opts):
+    """The --seeds seeds each unit runs at its chosen lr, after the tuning seeds."""
+    return range(opts.seed + opts.tune_seeds, opts.seed + opts.tune_seeds + opts.seeds)
+
+
 class Sweep:
     """One model's lr sweep on the lattice, the chosen lr and the runs at it; a study
     says how it ranks the lrs swept (best(): the k of the best)."""
 
     def __init__(self):
-        self.sweep = {}       # lattice k -> record (None while running)
+        self.sweep = {}       # lattice k -> {tuning seed: record (None while running)}
         self.extended = 0     # lrs added beyond an edge
         self.best_k = None
         self.at_edge = False  # the best lr is still at the edge after the extensions
@@ -624,7 +637,7 @@ class Sweep:
     def add(self, rec):
         """Keep a finished run by k (sweep), seed (seeds) or (steps, seed) (anchor)."""
         if rec["phase"] == "sweep":
-            self.sweep[rec["lr_k"]] = rec
+            self.sweep.setdefault(rec["lr_k"], {})[rec["seed"]] = rec
         elif rec["phase"] == "seeds":
             self.seeds[rec["seed"]] = rec
         else:
@@ -765,8 +778,8 @@ class Scheduler:
 
     def sweep(self, unit, ks):
         for k in ks:
-            unit.sweep[k] = None
-            self.ready.append(self.job(unit, "sweep", k, self.opts.seed))
+            unit.sweep[k] = dict.fromkeys(tuning_seeds(self.opts))
+            self.ready += [self.job(unit, "sweep", k, seed) for seed in unit.sweep[k]]
 
     def store(self, job, rec):
         """Keep a finished run in its unit. If it completes the sweep: one more lr
@@ -775,14 +788,14 @@ class Scheduler:
         self.records.append(rec)
         unit = self.unit_of(job)
         unit.add(rec)
-        if job["phase"] != "sweep" or any(r is None for r in unit.sweep.values()):
+        if job["phase"] != "sweep" or None in [r for by_seed in unit.sweep.values()
+                                               for r in by_seed.values()]:
             return None
         k = unit.next_k(self.opts.max_extend)
         if k is not None:
             self.sweep(unit, [k])
             return None
-        o = self.opts
-        for seed in range(o.seed + 1, o.seed + o.seeds + 1):
+        for seed in paired_seeds(self.opts):
             unit.seeds[seed] = None
             self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
             for steps in self.anchor_steps(unit):

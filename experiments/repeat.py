@@ -27,6 +27,8 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
 import functools
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import common
 import numpy as np
@@ -48,7 +50,7 @@ ALPHA_ARM = 0.25  # alpha25: alpha_init (attention and MLP steps), 5 times the d
 # stored value starting at base; Adam moves it by about lr a step, so alpha_init sets
 # alpha's start and its step together, and the stored start sets the start alone.
 ALPHAS = {"alpha25": (ALPHA_ARM, 1.0), "alpha-start": (GPTConfig.alpha_init, 5.0),
-          "alpha-step": (ALPHA_ARM, 0.2)}
+          "alpha-step": (ALPHA_ARM, 0.2), "alpha-L": ("1/n_layer", 1.0)}
 VARIANTS = {
     "sqk64": ("sphere", "s_qk initialized at (64/head_dim)^(1/4): the initial attention logit "
               "range s_qk^2 sqrt(head_dim) is sqrt(64) = 8, the paper's head_dim 64, not sqrt(8)"),
@@ -59,6 +61,7 @@ VARIANTS = {
                 f"{GPTConfig.alpha_init}: each block moves h a quarter of the way to its output"),
     "alpha-start": ("sphere", "alpha starts 5 times larger (0.25), its Adam step unchanged"),
     "alpha-step": ("sphere", "alpha's Adam step 5 times larger, its start unchanged (0.05)"),
+    "alpha-L": ("sphere", "alpha_init = 1/n_layer, the paper's rule (start and step both)"),
 }
 # ---- the pre-registration (fixed before the grid ran; experiments/README.md too) ----
 GATE_COPY2 = 1.0      # G1: every rmsnorm seed at T reaches copy-2 <= 1.0 within the run
@@ -67,7 +70,7 @@ R_TARGETS = (2.0, 1.0)  # r = rmsnorm steps / sphere steps to these copy-2 losse
 ANCHOR_CONTEXTS = (64,)  # the anchors' separate-run protocol (S/4, S/2, S) at these T
 # a run's inputs besides its job (a results.json made with others: not continued)
 SAME = ("batch_size", "n_embd", "n_head", "n_layer", "lr0", "val_docs", "split_seed",
-        "n_log", "n_lin")
+        "n_log", "n_lin", "seed", "tune_seeds")
 
 
 # ================================================================================ data
@@ -210,6 +213,7 @@ def attention_at_copy(acts, L, copy2):
 
 def model_config(job):
     alpha = ALPHAS.get(job.get("variant"), (GPTConfig.alpha_init,))[0]
+    alpha = 1 / job["n_layer"] if alpha == "1/n_layer" else alpha
     return GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=job["n_embd"], n_head=job["n_head"],
                      n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"],
                      alpha_init=alpha)
@@ -291,6 +295,11 @@ def goodness(rec):
     return (math.inf if reached is None else reached, final)
 
 
+def worst(runs):
+    """How the sweep ranks an lr: by its worst tuning seed."""
+    return max(goodness(r) for r in runs)
+
+
 class Unit(common.Sweep):
     """A norm and variant at one T: its lr sweep (by goodness), lr, seeds."""
 
@@ -299,24 +308,26 @@ class Unit(common.Sweep):
         self.norm, self.variant, self.T, self.key = norm, variant, T, (norm, variant, T)
 
     def best(self):
-        return min(sorted(self.sweep), key=lambda k: goodness(self.sweep[k]))
+        return min(sorted(self.sweep), key=lambda k: worst(self.sweep[k].values()))
 
 
 def units_of(opts):
     """(norm, variant, T) -> Unit, in the order the grid runs them."""
-    pairs = [(n, "default") for n in ("rmsnorm", "sphere")]
+    pairs = [(n, "default") for n in ("rmsnorm", "sphere")[:1 + opts.sphere_default]]
     pairs += [(VARIANTS[v][0], v) for v in opts.variants]
     return {(n, v, T): Unit(n, v, T) for T in opts.contexts for n, v in pairs}
 
 
 class Grid(common.Scheduler):
-    """Every unit's lr sweep on seed --seed, then --seeds paired seeds at its lr (and at
-    ANCHOR_CONTEXTS the default norms' runs of S/4 and S/2 steps); stops starting runs
-    at --deadline (the runs under way finish; the same command continues later)."""
+    """Every unit's lr sweep on the tuning seeds, then --seeds paired seeds at its lr
+    (and at ANCHOR_CONTEXTS the default norms' runs of S/4 and S/2 steps); stops
+    starting runs at --deadline (the runs under way finish; the same command continues
+    later)."""
     KEY, key, lr_at = ("norm", "variant", "T"), staticmethod(run_key), staticmethod(lr_of)
 
-    def anchor_steps(self, unit):
-        if unit.variant != "default" or unit.T not in ANCHOR_CONTEXTS:
+    def anchor_steps(self, unit):  # (they compare the default norms: both must run)
+        if unit.variant != "default" or unit.T not in ANCHOR_CONTEXTS or \
+                not self.opts.sphere_default:
             return ()
         return [self.opts.steps // 4, self.opts.steps // 2]
 
@@ -400,14 +411,19 @@ def verdict(rows):
 
 def unit_summary(unit_runs, opts):
     """One unit's sweep (lr -> goodness numbers), its chosen lr (None: not finished)."""
-    sweep = sorted((r for r in unit_runs if r["phase"] == "sweep"), key=lambda r: r["lr_k"])
+    sweep = sorted((r for r in unit_runs if r["phase"] == "sweep"),
+                   key=lambda r: (r["lr_k"], r["seed"]))
+    by_k = {}
+    for r in sweep:
+        by_k.setdefault(r["lr_k"], []).append(r)
     seeds = [r for r in unit_runs if r["phase"] == "seeds"]
     chosen = seeds[0]["lr"] if seeds else None
-    if chosen is None and len(sweep) >= 2 * opts.sweep + 1:  # the sweep's pick, as Unit.next_k
-        best = min(range(len(sweep)), key=lambda i: goodness(sweep[i]))
-        extended = len(sweep) - (2 * opts.sweep + 1)
-        if best not in (0, len(sweep) - 1) or extended >= opts.max_extend:
-            chosen = sweep[best]["lr"]
+    ks = sorted(by_k)
+    if chosen is None and len(ks) >= 2 * opts.sweep + 1 and all(  # the pick, as Unit.next_k
+            len(runs) == opts.tune_seeds for runs in by_k.values()):
+        best = min(ks, key=lambda k: worst(by_k[k]))
+        if best not in (ks[0], ks[-1]) or len(ks) - (2 * opts.sweep + 1) >= opts.max_extend:
+            chosen = by_k[best][0]["lr"]
     return {"sweep": [{"lr": r["lr"], "copy2": r["copy2"], "steps_to": r["steps_to"],
                        "copy1": r["copy1"], "copy2_ablated": r["copy2_ablated"]} for r in sweep],
             "lr": chosen, "seeds_done": sorted(r["seed"] for r in seeds)}
@@ -480,7 +496,7 @@ def contexts_of(records, opts):
 
 
 def summarize(records, opts):
-    seeds = list(range(opts.seed + 1, opts.seed + opts.seeds + 1))
+    seeds = list(common.paired_seeds(opts))
     rows = [summarize_T(T, records, opts, seeds) for T in contexts_of(records, opts)]
     return {"rows": rows, "seeds": seeds, "verdict": verdict(rows)}
 
@@ -491,6 +507,10 @@ def _ratio(r, nd=2):
     if r is None:
         return "—"
     return f"{r[1]:.{nd}f}" if r[0] == "=" else f"{r[0]} {r[1]:.{nd}f}"
+
+
+def _seeds(seeds):
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
 
 
 def _header(opts, info, records):
@@ -510,8 +530,10 @@ def _header(opts, info, records):
         f"Adam with the lr decaying linearly to 0 over {opts.steps:,} steps. Held out: "
         f"{opts.val_docs} fixed documents per T and their ablated twins (copy 1 replaced, each "
         "letter by another). lr per unit on the lattice "
-        f"{opts.lr0:g}·10^(k/2), k = −{opts.sweep}..{opts.sweep}, seed {opts.seed}; ranked by "
-        f"the steps to copy-2 ≤ {GATE_COPY2}, then the final copy-2 loss.", "",
+        f"{opts.lr0:g}·10^(k/2), k = −{opts.sweep}..{opts.sweep}, "
+        + _seeds(common.tuning_seeds(opts)) + "; ranked by "
+        f"the steps to copy-2 ≤ {GATE_COPY2}, then the final copy-2 loss"
+        + (" (an lr by its worst seed)" if opts.tune_seeds > 1 else "") + ".", "",
         f"Machine (of the last invocation): {m['cpu']}, {m['cpu_count']} logical CPUs, "
         f"Python {m['python']}, NumPy "
         f"{m['numpy']}; shared with other work. Compute: {len(records)} runs, "
@@ -525,26 +547,27 @@ def _machines(records):
     for r in records:
         cpu = r.get("machine", {}).get("cpu", "not recorded")
         cpus[cpu] = cpus.get(cpu, 0) + 1
-        by_unit.setdefault((r["T"], f"{r['norm']}/{r['variant']}"), set()).add(cpu)
+        if cpu != "not recorded":
+            by_unit.setdefault((r["T"], f"{r['norm']}/{r['variant']}"), set()).add(cpu)
     mixed = [f"T = {T}, {name} ({', '.join(sorted(c))})"
              for (T, name), c in sorted(by_unit.items()) if len(c) > 1]
-    return ["Runs by CPU (each run records its machine; 'not recorded': a run from before "
-            "runs did, its invocation above names the machine): "
-            + ", ".join(f"{cpu} {n}" for cpu, n in sorted(cpus.items())) + ". "
-            + (f"Units whose runs came from more than one: {'; '.join(mixed)}." if mixed
-               else "Every unit's runs came from one.")]
+    return ["Runs by CPU: " + ", ".join(f"{cpu} {n}" for cpu, n in sorted(cpus.items()))
+            + (" (not recorded: runs from before each run recorded its machine; the "
+               "invocations above name theirs)" if "not recorded" in cpus else "")
+            + f". Units with runs from more than one recorded CPU: {'; '.join(mixed) or 'none'}."]
 
 
-def _status(summary, opts, records, complete):
-    full = parser().parse_args([])  # the planned grid: the defaults
+def _status(summary, opts, records, complete, full):
+    """Which runs exist, against the planned grid `full` (the study's defaults)."""
     units = len(units_of(full)) // len(full.contexts)
-    runs_per_T = units * (2 * full.sweep + 1 + full.seeds)
+    runs_per_T = units * ((2 * full.sweep + 1) * full.tune_seeds + full.seeds)
+    anchored = ANCHOR_CONTEXTS if full.sphere_default else ()
     done = {row["T"]: sum(len(u["sweep"]) + len(u["seeds_done"]) for u in row["units"].values())
             for row in summary["rows"]}
     anchors = {row["T"]: sum(r["phase"] == "anchor" for r in records if r["T"] == row["T"])
                for row in summary["rows"]}
     planned = "; ".join(f"T = {T}: {done.get(T, 0)} of about {runs_per_T} runs" + (
-        f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in ANCHOR_CONTEXTS
+        f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in anchored
         else "") for T in full.contexts)
     rows = {row["T"]: row for row in summary["rows"]}
     names = sorted({f"{n}/{v}" for n, v, _ in units_of(full)})
@@ -555,11 +578,11 @@ def _status(summary, opts, records, complete):
     not_run = "; ".join(f"T = {T}: {', '.join(a)}" for T, a in absent.items() if a)
     L = ["## Which runs exist", "",
          ("**Partial results.** " if partial else "") + f"The planned grid ({units} units per T, "
-         f"each {2 * full.sweep + 1} lrs on seed {full.seed} (more if the best is at an edge), "
-         f"then {full.seeds} seeds; the anchors' runs at T = "
-         f"{', '.join(map(str, ANCHOR_CONTEXTS))}): {planned}."
-         + (f" Units never run: {not_run}." if not_run else ""), "",
-         "| T | unit | lr sweep (seed 0): lr → final copy-2 / steps "
+         f"each {2 * full.sweep + 1} lrs on {_seeds(common.tuning_seeds(full))} (more if the "
+         f"best is at an edge), then {full.seeds} seeds"
+         + (f"; the anchors' runs at T = {', '.join(map(str, anchored))}" if anchored else "")
+         + f"): {planned}." + (f" Units never run: {not_run}." if not_run else ""), "",
+         f"| T | unit | lr sweep ({_seeds(common.tuning_seeds(opts))}): lr → final copy-2 / steps "
          "to 1.0 | chosen lr | seeds done |", "|---|---|---|---|---|"]
     for row in summary["rows"]:
         for name, u in row["units"].items():
@@ -578,7 +601,10 @@ def _chosen_blind(summary, opts):
     L = []
     for row in summary["rows"]:
         for name, u in row["units"].items():
-            finals = sorted(s["copy2"] for s in u["sweep"])
+            worst_final = {}  # lr -> its worst tuning seed's final copy-2
+            for s in u["sweep"]:
+                worst_final[s["lr"]] = max(s["copy2"], worst_final.get(s["lr"], s["copy2"]))
+            finals = sorted(worst_final.values())
             if len(finals) < 2 or u["lr"] is None or any(
                     s["steps_to"][str(GATE_COPY2)] is not None for s in u["sweep"]):
                 continue
@@ -588,7 +614,8 @@ def _chosen_blind(summary, opts):
                      f"{margin:.4f} nats ahead of the next lr"
                      + (f" (a tie: its {len(finals)} finals lie within "
                         f"{finals[-1] - finals[0]:.4f} nats)" if margin < 0.001 else "")
-                     + f"; seeds {opts.seed + 1}–{opts.seed + opts.seeds} ran at that lr only.")
+                     + f"; seeds {opts.seed + opts.tune_seeds}–"
+                     f"{opts.seed + opts.tune_seeds + opts.seeds - 1} ran at that lr only.")
     return L
 
 
@@ -682,7 +709,8 @@ def _anchors_md(summary):
 
 
 def markdown(summary, opts, info, records, complete=True):
-    return "\n".join(_header(opts, info, records) + _status(summary, opts, records, complete)
+    full = parser().parse_args([])  # the planned grid: the defaults
+    return "\n".join(_header(opts, info, records) + _status(summary, opts, records, complete, full)
                       + _gate_and_r(summary) + _anchors_md(summary) + _arms(records, summary))
 
 
@@ -736,9 +764,23 @@ def best_runs(records, T):
 
 # ======================================================================= files and CLI
 
-def write_all(records, opts, info, out, complete):
-    summary = summarize(records, opts)
-    md = markdown(summary, opts, info, records, complete)
+@dataclass(frozen=True)
+class Study:
+    """What a study of the copy task has of its own: its name, parser, --quick sizes and
+    report(records, opts, info, complete) -> (summary, markdown)."""
+    name: str
+    parser: Callable
+    quick: dict
+    report: Callable
+
+    def file(self):  # what its results.json holds, for the one validator
+        return common.ResultsFile(RECORD, self.parser, check_options, rest=lambda raw: (
+            common.has_invocations(raw)
+            and all(is_machine(r.get("machine", {})) for r in raw["runs"])))
+
+
+def write_all(study, records, opts, info, out, complete):
+    summary, md = study.report(records, opts, info, complete)
     common.write_json(os.path.join(out, "results.json"), {
         "complete": complete, "options": vars(opts), "info": info, "summary": summary,
         "runs": records})
@@ -766,8 +808,6 @@ RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
           **{k: common.is_int for k in ("lr_k", "seed")}}
 
 
-def restore(raw, opts, folder):
-    return functools.partial(write_all, raw["runs"], opts, raw["info"], complete=raw["complete"])
 
 
 QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend": 0,
@@ -802,17 +842,20 @@ def variant_list(text):
 def parser():
     p = common.study_parser(
         "repeat", __doc__, "T 16 and 32, 24 steps, 2 seeds, one lr per unit, 16 held-out "
-        "documents", workers=1, seeds=5, seed=0, lr0=0.01, sweep=1, max_extend=2, batch_size=8,
-        n_embd=32, n_head=4, n_layer=2, val_docs=256, split_seed=42, n_lin=40, n_log=8,
-        max_memory=4.0)
+        "documents", workers=1, seeds=5, seed=0, tune_seeds=1, lr0=0.01, sweep=1, max_extend=2,
+        batch_size=8, n_embd=32, n_head=4, n_layer=2, val_docs=256, split_seed=42, n_lin=40,
+        n_log=8, max_memory=4.0)
     add = p.add_argument
     add("--contexts", type=common.int_list, default=[64, 128, 256],
         help="context lengths T (default 64,128,256)")
     add("--steps", type=common.pos_int, default=10000,
         help="optimizer steps per run, S (default 10000)")
-    add("--variants", type=variant_list, default=[v for v in VARIANTS if v != "qknorm64"],
-        help=f"diagnosis arms besides the two defaults (default all but qknorm64; known: "
+    add("--variants", type=variant_list,
+        default=[v for v in VARIANTS if v not in ("qknorm64", "alpha-L")],
+        help=f"diagnosis arms besides the defaults (default all but qknorm64, alpha-L; known: "
              f"{', '.join(VARIANTS)})")
+    add("--no-sphere-default", dest="sphere_default", action="store_false",
+        help="leave out the sphere/default unit (an arm's r is against rmsnorm/default)")
     add("--deadline", type=deadline, metavar="HH:MM", help="start no run after this UTC time; "
         "the runs under way finish, the report is written (the same command continues later)")
     return p
@@ -834,8 +877,8 @@ def check_options(opts):
     reach, before anything is allocated or trained."""
     common.check_flags(opts, {"contexts": "block_size"})
     reach, units = opts.sweep + opts.max_extend, len(units_of(opts))
-    anchors = 4 * opts.seeds * len(set(ANCHOR_CONTEXTS) & set(opts.contexts))
-    common.check_plan(units * (2 * reach + 1 + opts.seeds) + anchors)
+    anchors = 4 * opts.seeds * len(set(ANCHOR_CONTEXTS) & set(opts.contexts)) * opts.sphere_default
+    common.check_plan(units * ((2 * reach + 1) * opts.tune_seeds + opts.seeds) + anchors)
     common.check_lattice(opts, -reach, reach, lr_of, "lr0*10^(k/2)")
     shortest = opts.steps // 4 if set(ANCHOR_CONTEXTS) & set(opts.contexts) else opts.steps
     if opts.n_lin > shortest:
@@ -854,27 +897,35 @@ def is_machine(m):
     return isinstance(m, dict) and all(isinstance(v, (str, int)) for v in m.values())
 
 
-FILE = common.ResultsFile(RECORD, parser, check_options, rest=lambda raw: (
-    common.has_invocations(raw) and all(is_machine(r.get("machine", {})) for r in raw["runs"])))
+def report(records, opts, info, complete):
+    summary = summarize(records, opts)
+    return summary, markdown(summary, opts, info, records, complete)
 
 
-@common.cli
-def main(argv):
-    opts = common.parse(parser(), argv, QUICK)
+REPEAT = Study("repeat", parser, QUICK, report)
+
+
+def run_study(study, argv):
+    """A study's grid (or --from-json: its report again): the report's markdown."""
+    opts = common.parse(study.parser(), argv, study.quick)
     if opts.from_json:
-        return common.rerender(opts, restore, 1, FILE)
+        def restore(raw, opts, folder):
+            return functools.partial(write_all, study, raw["runs"], opts, raw["info"],
+                                     complete=raw["complete"])
+        return common.rerender(opts, restore, 1, study.file())
     check_options(opts)
     check_memory(opts)
-    out = common.output_folder(opts.out, "repeat", opts.quick)
+    out = common.output_folder(opts.out, study.name, opts.quick)
     path = os.path.join(out, "results.json")
-    cache, raw = common.previous_runs(path, opts, FILE, run_key, SAME)
+    cache, raw = common.previous_runs(path, opts, study.file(), run_key, SAME)
     invocations = raw["info"]["invocations"] if raw else []
     data = {T: held_out(T, opts.val_docs, opts.split_seed) for T in opts.contexts}
-    now = {"command": common.command_line("repeat.py", argv), "started": common.now_utc(),
+    now = {"command": common.command_line(f"{study.name}.py", argv), "started": common.now_utc(),
            "load_start": common.load_average(), "n_trained": 0, "finished": False,
            "machine": common.machine_info()}
     t0 = time.perf_counter()
-    log(f"repeat: T {opts.contexts}, {len(cache)} runs already in {path}; {opts.workers} workers")
+    log(f"{study.name}: T {opts.contexts}, {len(cache)} runs already in {path}; "
+        f"{opts.workers} workers")
 
     def info(records):
         now.update(wall_s=time.perf_counter() - t0, load_end=common.load_average())
@@ -888,17 +939,22 @@ def main(argv):
     def save(records):
         now["n_trained"] += 1
         records = with_the_rest(records)
-        common.save_runs(lambda: write_all(records, opts, info(records), out, False),
+        common.save_runs(lambda: write_all(study, records, opts, info(records), out, False),
                          path, len(records), "grid")
 
     grid = Grid(units_of(opts), opts, cache, save)
     records, n_trained = grid.grid(run_job, data)
     now["finished"] = grid.finished()
     records = sorted(with_the_rest(records), key=run_key)
-    md = write_all(records, opts, info(records), out, now["finished"])  # (--deadline: not yet)
+    md = write_all(study, records, opts, info(records), out, now["finished"])  # (--deadline)
     log(f"done: {n_trained} runs trained now, {len(records)} in all; wrote results.md, "
         f"results.json and curves.png to {out}")
     return md
+
+
+@common.cli
+def main(argv):
+    return run_study(REPEAT, argv)
 
 
 if __name__ == "__main__":

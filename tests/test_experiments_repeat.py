@@ -114,9 +114,9 @@ def test_each_run_records_its_machine_and_the_report_names_mixed_units():
             for cpu in ("AMD EPYC", "Intel Xeon")] + [{"T": 64, "norm": "rmsnorm", "variant":
                                                        "default"}]
     note = rp._machines(runs)[0]
-    assert "AMD EPYC 1, Intel Xeon 1, not recorded 1" in note
-    assert "more than one: T = 64, sphere/default (AMD EPYC, Intel Xeon)." in note
-    assert "Every unit's runs came from one." in rp._machines(runs[:1] + runs[2:])[0]
+    assert "AMD EPYC 1, Intel Xeon 1, not recorded 1 (not recorded: runs from before" in note
+    assert "more than one recorded CPU: T = 64, sphere/default (AMD EPYC, Intel Xeon)." in note
+    assert "recorded CPU: none." in rp._machines(runs[:1] + runs[2:])[0]
     assert {"cpu", "numpy", "blas"} <= set(rp.common.machine_info())
 
 
