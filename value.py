@@ -152,10 +152,9 @@ class Value:
         """Fill in .grad of every node reachable from this one (this node = the loss).
 
         Nodes are visited in reverse topological order: a node's grad is complete
-        before it is pushed on to its children. As in PyTorch, leaves (parameters,
-        inputs) ACCUMULATE: a second call adds the gradient again; call
-        zero_grad(params) between steps. Interior nodes are reset to 0 first: a node
-        shared by several parents (a diamond) is not pushed on twice.
+        before it goes on to its children. Leaves (parameters, inputs) ACCUMULATE, as
+        in PyTorch: call zero_grad(params) between steps. Interior nodes are reset to 0
+        first, so a node shared by several parents (a diamond) is not pushed on twice.
         """
         topo = topological_order(self)
         for node in topo:
@@ -247,10 +246,9 @@ def _domain_error(op, x, message=""):
 
 
 def _divide(a, b):
-    """(a / b, d(a/b)/da, d(a/b)/db) for the two division ops, with one clear error
-    instead of inf or NaN. d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would
-    underflow to 0 for |b| < 1e-162, and Python's bare "float division by zero" would
-    follow although b != 0."""
+    """(a / b, d(a/b)/da, d(a/b)/db), with one clear error instead of inf or NaN.
+    d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for
+    |b| < 1e-162, and Python would say "float division by zero" although b != 0."""
     if b == 0:
         raise NumericError(f"Value division (/): {a!r} / {b!r} divides by zero")
     out, inv = a / b, 1.0 / b
@@ -262,11 +260,10 @@ def _divide(a, b):
 
 
 def topological_order(root):
-    """All nodes reachable from root, children before parents: an iterative DFS (a chain
-    of a million nodes does not hit the recursion limit). A node first popped is pushed
-    back under a None marker, its children above; when the marker surfaces, all its
-    children are in the order, and so is the node (no (node, expanded) tuple
-    per visit)."""
+    """All nodes reachable from root, children before parents: an iterative DFS (no
+    recursion limit on a chain of a million nodes). A node first popped is pushed back
+    under a None marker, its children above; when the marker surfaces, its children
+    are all in the order, and it follows (no (node, expanded) tuple per visit)."""
     order, visited = [], set()
     stack = [root]
     while stack:
@@ -309,8 +306,7 @@ def gradient_check(f, inputs, eps=1e-6, rtol=1e-5, atol=1e-8, file=None, quiet=F
     (DeZero's gradient_check): (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), whose error
     is O(eps^2) from the Taylor series plus about 1e-16 / eps from rounding. An input
     passes when |backprop - numeric| <= atol + rtol * |numeric| (numpy.isclose's rule).
-    Prints a table (per input: value, backprop, numeric, absolute and relative error)
-    unless quiet; True when every input passes."""
+    Prints a table of the errors unless quiet; True when every input passes."""
     xs = [float(x) for x in inputs]
     if not xs:
         raise ValueError("gradient_check: inputs is empty; give at least one number to check at")
