@@ -1,23 +1,25 @@
-"""numpy_engine.py -- microgpt's GPT on arrays: gpt_forward and gpt_backward, both norms, batches.
+"""numpy_engine.py -- microgpt's GPT on arrays: forward, backward, both norms, batches.
 
-microgpt.gpt runs one position at a time on scalar Values, and value.py's backward() finds every
-gradient. This module computes the same numbers on arrays, for a whole batch of sequences at once,
-with the backward pass written out by hand, layer by layer, as llm.c writes it: each layer is a
-forward function and a backward function, and the forward keeps what the backward reads in a named
-record (Block, SphereBlock, ResidualStep, Activations; each field's shape in a comment). The layers:
+microgpt.gpt runs one position at a time on scalar Values, and value.py's backward()
+finds every gradient. This module computes the same numbers on arrays, for a batch of
+sequences at once, with the backward pass written out by hand, layer by layer, as llm.c
+writes it: each layer is a forward function and a backward function (the same name,
+_backward), and the forward keeps what the backward reads in a named record (Block,
+SphereBlock, ResidualStep, Activations; each field's shape in a comment). The layers:
 
-    embedding       wte[token] + wpe[position]               embedding_forward / _backward
-    matrix product  y = x W^T                                utils.linear_np / _backward
-    rmsnorm         x / rms(x)                               utils.rmsnorm_np / _backward
-    l2_normalize    x / |x|                                  sphere.l2_normalize_np / _backward
-    attention       causal softmax(q k^T scale) v, per head  attention_forward / _backward
-    residual step   nGPT's Norm(h + alpha (Norm(f(h)) - h))  residual_step_forward / _backward
-    cross-entropy   mean -log softmax(logits)[target]        utils.cross_entropy_np / _backward
+    embedding       wte[token] + wpe[position]               embedding_forward
+    matrix product  y = x W^T                                utils.linear_np
+    rmsnorm         x / rms(x)                               utils.rmsnorm_np
+    l2_normalize    x / |x|                                  sphere.l2_normalize_np
+    attention       causal softmax(q k^T scale) v, per head  attention_forward
+    residual step   nGPT's Norm(h + alpha (Norm(f(h)) - h))  residual_step_forward
+    cross-entropy   mean -log softmax(logits)[target]        utils.cross_entropy_np
 
-B sequences of T positions, N = B * T rows, C = n_embd, H heads of hd = C / H, V = vocab_size. The
-residual stream is (N, C); attention works on (B, H, T, hd) with a causal mask instead of a KV cache
-(position t attends to s <= t, what the cache holds). gpt_forward reads line for line as
-microgpt.gpt / gpt_sphere, gpt_backward is it read bottom up. The dtype is the parameters'.
+B sequences of T positions, N = B * T rows, C = n_embd, H heads of hd = C / H,
+V = vocab_size. The residual stream is (N, C); attention works on (B, H, T, hd) with a
+causal mask instead of a KV cache (position t attends to s <= t, what the cache holds).
+gpt_forward reads line for line as microgpt.gpt / gpt_sphere; gpt_backward is it read
+bottom up. The dtype is the parameters'.
 """
 import math
 from dataclasses import dataclass
@@ -39,7 +41,7 @@ from utils import (
     softmax_np_backward,
 )
 
-# ------------------------------------------------------------------ what the backward pass reads
+# --------------------------------------------------------- what the backward pass reads
 
 
 @dataclass
@@ -100,11 +102,11 @@ class SphereBlock:
 
 @dataclass
 class Activations:
-    """What gpt_forward keeps, for gpt_backward and for anyone who wants to look inside."""
+    """What gpt_forward keeps, for gpt_backward and for anyone who looks inside."""
     tokens: np.ndarray        # (B, T) the input ids
     embedding: np.ndarray     # (N, C) wte[token] + wpe[position]
-    hidden: list              # 1 + 2 n_layer arrays (B, T, C): the residual stream after the
-                              # embedding (and its norm), after each attention and each MLP block
+    hidden: list              # 1 + 2 n_layer arrays (B, T, C): the residual stream after
+                              # the embedding (and its norm), each attention, each MLP
     layers: list              # n_layer records: Block (rmsnorm) or SphereBlock (sphere)
     final: np.ndarray         # (N, C) the last hidden state: the input of lm_head
     embedding_inv_rms: np.ndarray = None  # (N, 1) rmsnorm: 1 / rms(embedding)
@@ -116,15 +118,15 @@ class Activations:
 # --------------------------------------------------------------------------- layers
 
 def embedding_forward(wte, wpe, tokens):
-    """(N, C): wte[token] + wpe[position] for every position of every sequence of tokens (B, T)."""
+    """(N, C): wte[token] + wpe[position] for every position of tokens (B, T)."""
     B, T = tokens.shape
     x = wte[tokens] + wpe[:T]
     return x.reshape(B * T, -1)
 
 
 def embedding_backward(dx, tokens, dwte, dwpe):
-    """Writes into dwte and dwpe: dwte = onehot(tokens)^T dx, so a token that occurs twice collects
-    both gradients and rows of tokens that do not occur get 0; positions beyond T get 0."""
+    """Writes into dwte and dwpe: dwte = onehot(tokens)^T dx, so a token that occurs
+    twice collects both gradients; rows of absent tokens, positions beyond T get 0."""
     B, T = tokens.shape
     one_hot = np.eye(dwte.shape[0], dtype=dx.dtype)[tokens.reshape(-1)]  # (N, V)
     dwte[...] = one_hot.T @ dx
@@ -138,23 +140,23 @@ def split_heads(x, B, T, H):
 
 
 def merge_heads(y):
-    """(B, H, T, hd) -> (N, C): the heads side by side, as microgpt's x_attn.extend(head_out)."""
+    """(B, H, T, hd) -> (N, C): the heads side by side (microgpt's x_attn.extend)."""
     B, H, T, hd = y.shape
     return y.transpose(0, 2, 1, 3).reshape(B * T, H * hd)
 
 
 @cache  # (made once per length and dtype: every step adds it)
 def causal_mask(T, dtype):
-    """(T, T) read-only: 0 where position t attends to s <= t, -inf above the diagonal."""
+    """(T, T) read-only: 0 where position t attends to s <= t, -inf where s > t."""
     mask = np.triu(np.full((T, T), -np.inf, dtype=dtype), 1)
     mask.flags.writeable = False
     return mask
 
 
 def attention_forward(q, k, v, scale):
-    """Causal attention of every head: weights = softmax(q k^T * scale) over the positions s <= t
-    (the logits of later positions are -inf, so their weights are 0); out = weights v.
-    q, k, v: (B, H, T, hd). Returns (out (B, H, T, hd), weights (B, H, T, T))."""
+    """Causal attention of every head: weights = softmax(q k^T * scale) over the
+    positions s <= t (the logits of later positions are -inf, so their weights are 0);
+    out = weights v. q, k, v: (B, H, T, hd). Returns (out, weights (B, H, T, T))."""
     T = q.shape[2]
     logits = (q * scale) @ k.swapaxes(-1, -2)  # the scale on q: T times fewer numbers than logits
     logits += causal_mask(T, q.dtype)
@@ -165,7 +167,7 @@ def attention_forward(q, k, v, scale):
 def attention_backward(dout, q, k, v, weights, scale):
     """(dq, dk, dv) of attention_forward.
         out = W v               dW = dout v^T, dv = W^T dout
-        W = softmax(logits)     dlogits = softmax_np_backward(dW, W)  (0 where W is masked)
+        W = softmax(logits)     dlogits = softmax_np_backward(dW, W)  (0 where masked)
         logits = q k^T scale    dq = dlogits k scale, dk = dlogits^T q scale
     """
     dweights = dout @ v.swapaxes(-1, -2)
@@ -179,10 +181,10 @@ def attention_backward(dout, q, k, v, weights, scale):
 
 
 def residual_step_forward(h, h_block, alpha):
-    """gpt_sphere's h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))). Every h here is a
-    normalization's output, so Norm(h) = h: not computed again, nor its backward (a projection
-    onto the tangent space at h, which the normalization that made h applies to all that
-    reaches h: projecting twice is projecting once). Returns (new h, record)."""
+    """gpt_sphere's h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))). Every h here
+    is a normalization's output, so Norm(h) = h: not computed again, nor its backward (a
+    projection onto the tangent space at h, which the normalization that made h applies
+    to all that reaches h: projecting twice is projecting once). Returns (h, record)."""
     block_unit, block_norm = l2_normalize_np(h_block, return_norm=True)
     direction = block_unit - h
     r = h + alpha * direction
@@ -192,7 +194,7 @@ def residual_step_forward(h, h_block, alpha):
 
 def residual_step_backward(dout, step):
     """(dh, dh_block, dalpha) of residual_step_forward, from
-        r = h (1 - alpha) + alpha Norm(h_block):  dalpha = sum over rows of dr * direction."""
+        r = h (1 - alpha) + alpha Norm(h_block):  dalpha = sum_rows(dr * direction)."""
     dr = l2_normalize_np_backward(dout, step.r, norm=step.r_norm, y=step.out)
     dalpha = (dr * step.direction).sum(axis=0)
     dh = dr * (1.0 - step.alpha)
@@ -202,14 +204,14 @@ def residual_step_backward(dout, step):
 
 
 def relu_backward(dy, preact):
-    """relu(u) = max(u, 0): the gradient passes where u > 0 (at 0 it is 0, as Value.relu)."""
+    """relu(u) = max(u, 0): the gradient passes where u > 0 (not at 0: Value.relu)."""
     return dy * (preact > 0.0)
 
 
 # --------------------------------------------------------------------------- forward
 
 def _token_array(tokens, cfg):
-    """tokens: 1-D ids, 2-D (B, T) int array, or a list of id lists (padded with 0 at the end)."""
+    """tokens: 1-D ids, a (B, T) array or a list of id lists (right-padded with 0)."""
     if isinstance(tokens, np.ndarray):
         idx = tokens
     elif len(tokens) and isinstance(tokens[0], (list, tuple, np.ndarray)):
@@ -230,11 +232,11 @@ def _token_array(tokens, cfg):
 
 
 def gpt_forward(params, tokens, cfg):
-    """The logits of every position of every sequence, and the Activations the backward pass reads.
+    """The logits of every position of every sequence, and what gpt_backward reads.
 
-    tokens: input ids, 1-D (T,), 2-D (B, T) or a list of id lists (right-padded with 0). Returns
-    (logits, acts): logits (B, T, V), or (T, V) for 1-D input. acts.hidden are always (B, T, C);
-    acts.layers[i].attn_weights (B, H, T, T) are layer i's attention weights.
+    tokens: input ids, 1-D (T,), 2-D (B, T) or a list of id lists (right-padded with 0).
+    Returns (logits, acts): logits (B, T, V), or (T, V) for 1-D input. acts.hidden are
+    always (B, T, C); acts.layers[i].attn_weights (B, H, T, T) are layer i's weights.
     """
     idx = _token_array(tokens, cfg)
     tokens2d = idx if idx.ndim == 2 else idx[None, :]
@@ -244,7 +246,7 @@ def gpt_forward(params, tokens, cfg):
 
 
 def _forward(params, tokens, cfg):
-    """gpt_forward for a checked (B, T) array of ids: logits (N, V) and the Activations."""
+    """gpt_forward of a checked (B, T) array of ids: logits (N, V), the Activations."""
     forward = _forward_sphere if cfg.norm == "sphere" else _forward_rmsnorm
     return forward(params, tokens, cfg)
 
@@ -280,13 +282,13 @@ def _forward_rmsnorm(params, tokens, cfg):
 
 
 def _effective(params, key, factor):
-    """A stored nGPT scale at the size gpt_sphere uses: stored * factor (|stored|: the alphas)."""
+    """A stored nGPT scale at gpt_sphere's size: stored * factor (alphas: |stored|)."""
     stored = params[key]
     return (np.abs(stored) if key.endswith("alpha") else stored) * factor[key.split(".")[-1]]
 
 
 def _forward_sphere(params, tokens, cfg):
-    """microgpt.gpt_sphere for every position at once: logits (N, V) and the Activations."""
+    """microgpt.gpt_sphere for all positions at once: logits (N, V), the Activations."""
     B, T = tokens.shape
     H, hd, scale = cfg.n_head, cfg.head_dim, cfg.head_dim ** 0.5
     f = scale_factors(cfg)
@@ -295,7 +297,7 @@ def _forward_sphere(params, tokens, cfg):
     hidden, layers = [h.reshape(B, T, -1)], []
     for li in range(cfg.n_layer):
         p = f"layer{li}."
-        # 1) attention: q and k of each head are unit vectors times s_qk (a scaled cosine)
+        # 1) attention: q and k of each head: unit vectors times s_qk (scaled cosines)
         h_in = h
         sqk = _effective(params, p + "attn_sqk", f).reshape(H, hd)
         q_raw = linear_np(h, params[p + "attn_wq"]).reshape(B, T, H, hd)
@@ -333,9 +335,9 @@ def _forward_sphere(params, tokens, cfg):
 # --------------------------------------------------------------------------- backward
 
 def gpt_backward(dlogits, acts, params, cfg, grads=None):
-    """The gradient of a scalar loss w.r.t. every parameter, from dloss/dlogits (B, T, V) or (N, V)
-    and the Activations of gpt_forward. grads: a dict of views from model_config.alloc_params to
-    write into (train reuses one); by default a new one. Returns grads."""
+    """The gradient of a scalar loss w.r.t. every parameter (returns grads), from
+    dloss/dlogits (B, T, V) or (N, V) and gpt_forward's Activations. grads: a dict of
+    views from model_config.alloc_params to write into (train reuses one), or new."""
     if grads is None:
         _, grads = alloc_params(cfg, params["wte"].dtype)
     dlogits = dlogits.reshape(-1, cfg.vocab_size)
@@ -345,7 +347,7 @@ def gpt_backward(dlogits, acts, params, cfg, grads=None):
 
 
 def _linear_backward(dy, x, key, params, grads):
-    """linear_np_backward of y = x params[key]^T: writes dW into grads[key] and returns dx."""
+    """linear_np_backward of y = x params[key]^T: dW into grads[key]; returns dx."""
     dx, grads[key][...] = linear_np_backward(dy, x, params[key])
     return dx
 
@@ -362,7 +364,7 @@ def _backward_rmsnorm(dlogits, acts, params, cfg, grads):
         du = relu_backward(da, layer.mlp_preact)
         dxn2 = _linear_backward(du, layer.mlp_in, p + "mlp_fc1", params, grads)
         dx_mid = dx + rmsnorm_np_backward(dxn2, layer.x_mid, layer.mlp_inv_rms)
-        # 1) attention block: x_mid = x_in + wo(attention(q, k, v)), q, k, v = rmsnorm(x_in) w^T
+        # 1) attention: x_mid = x_in + wo(attention(q, k, v)), q = rmsnorm(x_in) wq^T
         dx_attn = _linear_backward(dx_mid, layer.attn_heads, p + "attn_wo", params, grads)
         dq, dk, dv = attention_backward(split_heads(dx_attn, B, T, H), layer.q, layer.k, layer.v,
                                         layer.attn_weights, scale)
@@ -375,8 +377,8 @@ def _backward_rmsnorm(dlogits, acts, params, cfg, grads):
 
 
 def _scale_backward(deffective, key, params, grads, factor):
-    """Writes d loss / d stored into grads[key] from d loss / d effective (_effective): times the
-    factor, and for an alpha times sign(stored), +1 at 0 and at -0.0, as gpt_sphere's _abs."""
+    """grads[key] = d loss / d stored, from d loss / d effective (_effective): times the
+    factor, and an alpha's times sign(stored), +1 at 0 and -0.0 (gpt_sphere's _abs)."""
     d = deffective * factor[key.split(".")[-1]]
     grads[key][...] = np.where(params[key] >= 0, d, -d) if key.endswith("alpha") else d
 
@@ -420,7 +422,7 @@ def _backward_sphere(dlogits, acts, params, cfg, grads):
 # --------------------------------------------------------------------------- loss
 
 def make_batch(docs_tokens, block_size):
-    """Pad docs to the longest: inputs, targets (B, T) and a mask of the predicted positions."""
+    """Padded docs: inputs, targets (B, T) and a mask of the predicted positions."""
     ns = [min(block_size, len(t) - 1) for t in docs_tokens]
     inputs = np.zeros((len(docs_tokens), max(ns)), dtype=np.int64)
     targets, mask = np.zeros_like(inputs), np.zeros(inputs.shape, dtype=bool)
@@ -430,9 +432,9 @@ def make_batch(docs_tokens, block_size):
 
 
 def loss_and_grads_np(params, docs_tokens, cfg, out=None):
-    """The mean next-token NLL over all predicted positions of the batch, and its gradient (into
-    `out`, a grads dict from alloc_params, when given). docs_tokens are checked by
-    microgpt.loss_and_grads."""
+    """The mean next-token NLL over all predicted positions of the batch, and its
+    gradient (into `out`, a grads dict from alloc_params, when given). docs_tokens are
+    checked by microgpt.loss_and_grads."""
     inputs, targets, mask = make_batch(docs_tokens, cfg.block_size)
     # overflow shows as a non-finite result, which training reports
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -449,7 +451,7 @@ def loss_and_grads_np(params, docs_tokens, cfg, out=None):
 
 
 def evaluate(params, docs_tokens, cfg):
-    """Mean NLL over docs_tokens' predicted positions, no gradients, in chunks (chunk_rows)."""
+    """Mean NLL of the docs' predicted positions, no gradients, chunk_rows at a time."""
     total, count, chunk = 0.0, 0, chunk_rows(cfg)
     for i in range(0, len(docs_tokens), chunk):
         inputs, targets, mask = make_batch(docs_tokens[i:i + chunk], cfg.block_size)
@@ -461,13 +463,13 @@ def evaluate(params, docs_tokens, cfg):
     return total / count
 
 
-# --------------------------------------------------------------------------- what "good" means
+# -------------------------------------------------------------------- what "good" means
 
 def baselines(train_tokens, val_tokens, cfg):
-    """Val loss of models with no neural network, on the same positions the GPT predicts.
+    """Val loss of models with no neural network, on the positions the GPT predicts.
 
-    uniform: every token equally likely, log(V). unigram: train frequency of each target token.
-    bigram: P(next | previous character) counted on train. Both use add-one smoothing (as makemore).
+    uniform: every token equally likely, log(V). unigram: each target token's train
+    frequency. bigram: P(next | previous) counted on train. Both add one (as makemore).
     """
     V = cfg.vocab_size
 
@@ -490,17 +492,17 @@ def baselines(train_tokens, val_tokens, cfg):
             "bigram": float(-np.log(bigram[vp, vn]).mean())}
 
 
-# --------------------------------------------------------------- sampling (microgpt.iter_samples)
+# ----------------------------------------------------- sampling (microgpt.iter_samples)
 
 GREEDY_BELOW = 1e-100  # a temperature below this samples the argmax (see too_cold)
 
 
 def too_cold(logits, temperature):
-    """True (per row of logits) where the sampling distribution is taken as the argmax: below
-    GREEDY_BELOW, or where logits / T, or its derivative logits / T^2 that the Value engine
-    computes, would overflow. There softmax(logits / T) is one-hot in float64 anyway (unless two
-    logits tie to within T * 745). Logits that are not finite numbers are an InputError: such a
-    model cannot be sampled from."""
+    """True (per row of logits) where the sampling distribution is taken as the argmax:
+    below GREEDY_BELOW, or where logits / T, or its derivative logits / T^2 that the
+    Value engine computes, would overflow. There softmax(logits / T) is one-hot in
+    float64 anyway (unless two logits tie to within T * 745). Logits that are not finite
+    numbers are an InputError: such a model cannot be sampled from."""
     logits = np.asarray(logits, dtype=np.float64)
     if not np.isfinite(logits).all():
         raise InputError("the model's logits are not finite numbers (its weights are too large for "
@@ -512,8 +514,8 @@ def too_cold(logits, temperature):
 
 
 def draw(probs, u):
-    """Inverse-CDF draw (like random.choices): the first token whose cumulative probability reaches
-    u. probs (..., V), u (...) in [0, 1); the same arithmetic for one sample or a batch."""
+    """Inverse-CDF draw (as random.choices): the first token whose cumulative
+    probability reaches u. probs (..., V), u (...) in [0, 1); one sample or a batch."""
     probs = np.asarray(probs)
     below = (np.cumsum(probs, axis=-1) < np.expand_dims(u, -1)).sum(axis=-1)
     return np.minimum(below, probs.shape[-1] - 1)
@@ -523,9 +525,10 @@ SAMPLE_CHUNK = 1024  # samples_np advances at most this many names at once (fewe
 
 
 def samples_np(params, cfg, prefix, temperature, num_samples, rng):
-    """microgpt.sample_value's loop on arrays: the token ids (after BOS) of num_samples names, one
-    at a time, computed a chunk at a time (model_config.chunk_rows: memory stays bounded, whatever
-    num_samples is). The uniform numbers are rows of rng.random, in order, as the Value engine's."""
+    """microgpt.sample_value's loop on arrays: the token ids (after BOS) of num_samples
+    names, one at a time, computed a chunk at a time (model_config.chunk_rows: bounded
+    memory, whatever num_samples is). The uniform numbers are rng.random's rows, in
+    order, as the Value engine's."""
     rows = chunk_rows(cfg, most=SAMPLE_CHUNK)
     for start in range(0, num_samples, rows):
         u = rng.random((min(rows, num_samples - start), cfg.block_size))
@@ -533,8 +536,8 @@ def samples_np(params, cfg, prefix, temperature, num_samples, rng):
 
 
 def sample_np(params, cfg, prefix, temperature, u):
-    """len(u) names at once: each gpt_forward call advances all of them by one position; row i draws
-    its token at position p with u[i, p]. Returns each name's token ids after BOS."""
+    """len(u) names at once: each gpt_forward call advances all of them by one position;
+    row i draws its token at position p with u[i, p]. Returns their ids after BOS."""
     n, bos = len(u), cfg.vocab_size - 1
     tokens = np.array([[bos] + list(prefix)] * n, dtype=np.int64)
     done = np.zeros(n, dtype=bool)

@@ -1,16 +1,16 @@
-"""planetarium.py -- lecture 3's planetarium: one self-contained HTML page that replays training.
+"""planetarium.py -- lecture 3's planetarium: a self-contained page replaying training.
 
     python planetarium.py RUN_DIR [RUN_DIR ...] [--html PATH]
 
-Each RUN_DIR is the --out folder of a training run; its history.npz (about 50 snapshots of the
-weights) is all this needs. The page shows the token embeddings as stars on a sphere, the replay
-of training, the retraction, a typed name's hidden states and the readout (docs/planetarium.md).
-Data, styles, font (a subset of IPAexGothic) and scripts (web/) are inside the page, so it opens
-from file:// with no network. The tests check its JavaScript forward pass against gpt_forward, to
-1e-9, on exactly the weights the page holds (page_params, encode_weights).
+Each RUN_DIR is a training run's --out folder; its history.npz (about 50 snapshots of
+the weights) is all this needs. The page shows the token embeddings as stars on a
+sphere, the replay of training, the retraction, a typed name's hidden states and the
+readout (docs/planetarium.md). Data, styles, font (a subset of IPAexGothic) and scripts
+(web/) are in the page: it opens from file:// with no network. The tests check its
+JavaScript forward pass against gpt_forward, to 1e-9, on the weights the page holds.
 
-Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the page could
-not be written.
+Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the
+page could not be written.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
@@ -57,34 +57,35 @@ from model_config import (
 WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web")
 
 
-# --------------------------------------------------------------------------- the page's bounds
+# -------------------------------------------------------------------- the page's bounds
 
 MAX_RUNS = 4  # side by side on one page
 STAR_LIMIT = 400  # stars of one kind a sky draws at a time (the likeliest, those nearest h)
 PAGE_CURVE = 400  # points per loss curve on the page (the plot is a few hundred pixels wide)
 PAGE_BUDGET = 5 * 10**6  # the size a page aims at, leaving out snapshots where weights move least
-PAGE_LIMIT = 16 * 10**6  # the most a page takes: a history needing more is refused from its headers
-# The largest |weight| and |loss| a page draws (a real run's are O(1) to O(10)): the page's
-# float64 forward pass cannot overflow (no Infinity or NaN on the page).
+PAGE_LIMIT = 16 * 10**6  # the most a page takes: a history needing more is refused at once
+# The largest |weight| and |loss| a page draws (a real run's are O(1) to O(10)): the
+# page's float64 forward pass cannot overflow (no Infinity or NaN on the page).
 VALUE_LIMIT = 1e6
 FONT_FAMILY = "PlanetariumGothic"  # the embedded font's name in the page (a subset of IPAexGothic)
 
 
-# ------------------------------------------------------------------------ the weights a page holds
+# ------------------------------------------------------------- the weights a page holds
 
 def matrix_layout(cfg):
-    """([(key, offset, rows, cols)] of every matrix in the flat layout, total size): what the page
-    stores row by row. The nGPT scale vectors after them are stored apart, as effective values."""
+    """([(key, offset, rows, cols)] of the flat layout's matrices, total size): what the
+    page stores row by row. The nGPT scales after them are stored apart, effective."""
     mats = [(key, o, shape[0], shape[1]) for key, (o, shape) in param_offsets(cfg)[0].items()
             if len(shape) == 2]
     return mats, sum(rows * cols for _, _, rows, cols in mats)
 
 
 def snapshot_chars(cfg):
-    """The page's characters per snapshot (base64), (first, each later one): an int8 code per weight
-    (the first snapshot: int16) and a float32 step per matrix row, plus in sphere mode the scales
-    and the star rows' drift in float32. By formula (a test compares matrix_layout's sums), so a
-    history's claims are measured cheaply: 2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
+    """The page's characters per snapshot (base64), (first, each later one): an int8
+    code per weight (the first snapshot: int16) and a float32 step per matrix row, plus
+    in sphere mode the scales and the star rows' drift in float32. By formula (a test
+    checks it against matrix_layout), so a history's claims are measured cheaply:
+    2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
     V, C, T, L = cfg.vocab_size, cfg.n_embd, cfg.block_size, cfg.n_layer
     size, rows = 2 * V * C + T * C + 12 * L * C * C, 2 * V + T + 9 * L * C
     extra = 4 * (7 * L * C + V + 2 * V) if cfg.norm == "sphere" else 0
@@ -98,15 +99,15 @@ def page_chars(cfg, count):
 
 
 def encode_weights(W, cfg):
-    """The snapshots' matrices (K, size) as the page stores them: closed-loop delta coding by rows.
+    """The snapshots' matrices (K, size) as the page stores them: closed-loop deltas.
 
-    The first snapshot is rounded to steps of its row's largest |w| / 32767 (int16). Each later one
-    is stored as its difference from what the page holds of the one before, in steps of that
-    difference's largest |value| / 127 (int8; a float32 step per row). The page sums them up,
-    held[k] = held[k - 1] + code * step; as each difference is taken from what the page holds,
-    rounding errors do not add up: every snapshot is within half a step of the run's weights.
-    Returns (parts, held): the arrays to embed and the float64 weights the page decodes from them
-    (the same operations in the same order as the page's decoder)."""
+    The first snapshot is rounded to steps of its row's largest |w| / 32767 (int16).
+    Each later one is stored as its difference from what the page holds of the one
+    before, in steps of that difference's largest |value| / 127 (int8; a float32 step
+    per row). The page sums them up, held[k] = held[k - 1] + code * step; as each
+    difference is taken from what the page holds, rounding errors do not add up: every
+    snapshot is within half a step of the run's weights. Returns (parts, held): the
+    arrays to embed and the float64 weights the page decodes (in the page's order)."""
     mats, size = matrix_layout(cfg)
     K, nrows = len(W), sum(r for _, _, r, _ in mats)
     codes, steps = np.empty((K, size), np.int16), np.empty((K, nrows), np.float32)
@@ -129,8 +130,8 @@ def encode_weights(W, cfg):
 
 
 def unit_rows(held, cfg):
-    """Sphere mode: the stars (wte and lm_head rows) divided by their norms again after rounding
-    (x / sqrt(x . x), as the page computes it), so that a star's cosines are cosines."""
+    """Sphere mode: the stars (wte and lm_head rows) divided by their norms again after
+    rounding (x / sqrt(x . x), as the page does), so that their cosines are cosines."""
     if cfg.norm != "sphere":
         return held
     out = held.copy()
@@ -142,9 +143,9 @@ def unit_rows(held, cfg):
 
 
 def choose_snapshots(W, most):
-    """Indices of the snapshots a page keeps, at most `most` (at least the first and the last): a
-    snapshot equal to the one kept before it is left out, then, while there are too many, the one
-    whose neighbours' weights are closest (L2): where the weights move least."""
+    """Indices of the snapshots a page keeps, at most `most` (at least the first and the
+    last): a snapshot equal to the one kept before it is left out, then, while there are
+    too many, the one whose neighbours are closest (L2), where weights move least."""
     keep = [0]
     for k in range(1, len(W)):
         if k < len(W) - 1 and np.array_equal(W[k], W[keep[-1]]):
@@ -162,8 +163,8 @@ def choose_snapshots(W, most):
 
 
 def snapshot_counts(cfgs, counts, room):
-    """How many snapshots each run keeps to fit in `room` characters: the run whose snapshots take
-    the most gives one up, until they fit or every run is down to 2 (its first and last)."""
+    """How many snapshots each run keeps to fit in `room` characters: the run whose
+    snapshots take the most gives one up, until they fit or every run is down to 2."""
     counts = list(counts)
     while sum(page_chars(c, n) for c, n in zip(cfgs, counts)) > room:
         i = max((i for i in range(len(counts)) if counts[i] > 2),
@@ -175,9 +176,10 @@ def snapshot_counts(cfgs, counts, room):
 
 
 def check_claims(path):
-    """Refuse, from its array headers, a history claiming more than a page can hold: first and last
-    snapshots over PAGE_LIMIT, or more snapshot weights than a run keeps (SNAPSHOT_BUDGET, or two
-    snapshots of a model above it). A file this cannot read is left to load_history to explain."""
+    """Refuse, from its array headers, a history claiming more than a page can hold:
+    first and last snapshots over PAGE_LIMIT, or more snapshot weights than a run keeps
+    (SNAPSHOT_BUDGET, or two snapshots of a model above it). A file this cannot read
+    is left to load_history to explain."""
     try:
         with open(path, "rb") as f:
             cfg = read_meta(f, HISTORY_FORMAT, HISTORY_VERSION)[1]
@@ -199,7 +201,7 @@ def check_claims(path):
 
 
 def check_values(history, source):
-    """Refuse what a page cannot draw with finite numbers: weights or losses beyond VALUE_LIMIT."""
+    """Refuse what a page cannot draw: weights or losses beyond VALUE_LIMIT."""
     for what, values in (("weights", history.params), ("train_loss", history.train_loss[:, 1:]),
                          ("val_loss", history.val_loss[:, 1:])):
         top = float(np.abs(values).max()) if values.size else 0.0
@@ -212,9 +214,10 @@ def check_values(history, source):
 
 @dataclass
 class PageRun:
-    """One run as the page holds it: snapshots kept (history indices), their steps, the weights the
-    page decodes (float64, stars re-normalized), effective scales (float32), the embedded data, and
-    how many snapshots were left out for the page's size (repeats of the one before not counted)."""
+    """One run as the page holds it: snapshots kept (history indices), their steps, the
+    weights the page decodes (float64, stars re-normalized), effective scales (float32),
+    the embedded data, and how many snapshots were left out for the page's size (not
+    counting repeats of the one before)."""
     history: object
     name: str
     kept: list
@@ -239,9 +242,9 @@ def prepare_run(history, name, count):
 
 
 def prepare_runs(runs, room=None):
-    """PageRuns for [(history, name)], thinned so that the snapshots fit in `room` characters (by
-    default PAGE_BUDGET less the rest of the page); InputError if even the first and last
-    snapshots of every run exceed PAGE_LIMIT."""
+    """PageRuns for [(history, name)], thinned so that the snapshots fit in `room`
+    characters (default: PAGE_BUDGET less the rest of the page); InputError if even the
+    first and last snapshots of every run exceed PAGE_LIMIT."""
     if room is None:
         room = PAGE_BUDGET - page_overhead(runs)
     cfgs = [h.cfg for h, _ in runs]
@@ -255,8 +258,8 @@ def prepare_runs(runs, room=None):
 
 
 def page_params(page_run, k):
-    """Snapshot k of a PageRun (k counts the page's snapshots) exactly as the page holds it, as a
-    params dict: gpt_forward on it computes what the page's forward pass computes."""
+    """Snapshot k of a PageRun (k counts the page's snapshots) as the page holds it, as
+    a params dict: gpt_forward on it computes what the page's forward pass does."""
     cfg = page_run.history.cfg
     flat = np.zeros(n_params(cfg))
     flat[:page_run.held.shape[1]] = page_run.held[k]
@@ -275,8 +278,8 @@ def page_params(page_run, k):
 # --------------------------------------------------------------------------- the map
 
 def principal_directions(wte):
-    """The 3 principal directions of the embeddings (rows of wte, centered) and the share of the
-    variance each explains; each direction's largest entry is positive (the same page each time)."""
+    """The 3 principal directions of the wte rows (centered), and their variance shares;
+    each direction's largest entry is positive (the same page each time)."""
     centered = wte - wte.mean(axis=0)
     _, s, vt = np.linalg.svd(centered, full_matrices=False)
     basis = vt[:3].copy()
@@ -292,10 +295,11 @@ def unit(x):
 
 
 def aligned_bases(finals, vocabs):
-    """[(basis, share)]: each run's 3 principal directions of its final wte, every run after the
-    first turned (orthogonal Procrustes on the characters both know, BOS included) so that its
-    stars land near the first run's: a letter stands in about one place in every sky. The turn is
-    3 x 3 orthogonal, within the 3 directions, so the variance they explain is unchanged."""
+    """[(basis, share)]: each run's 3 principal directions of its final wte, every run
+    after the first turned (orthogonal Procrustes on the characters both know, BOS
+    included) so that its stars land near the first run's: a letter stands in about one
+    place in every sky. The turn is 3 x 3 orthogonal, within the 3 directions: the
+    variance they explain is unchanged."""
     out = [principal_directions(w) for w in finals]
     ref_basis, ref_index = out[0][0], {c: i for i, c in enumerate(vocabs[0])}
     for r in range(1, len(finals)):
@@ -309,16 +313,16 @@ def aligned_bases(finals, vocabs):
     return out
 
 
-# ------------------------------------------------------------------- what a page shows of a run
+# ----------------------------------------------------------- what a page shows of a run
 
 def b64(array, dtype):
-    """A numpy array as base64 of its little-endian bytes (the page makes a typed array of it)."""
+    """A numpy array as base64 of its little-endian bytes (the page's typed array)."""
     little_endian = np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<"))
     return base64.b64encode(little_endian.tobytes()).decode()
 
 
 def thin_curve(curve, most=PAGE_CURVE):
-    """At most `most` points of an (N, 2) loss curve: means over equal runs (no more pixels)."""
+    """At most `most` points of an (N, 2) loss curve: means over equal runs."""
     if len(curve) <= most:
         return curve
     edges = np.linspace(0, len(curve), most + 1).astype(np.int64)
@@ -326,7 +330,7 @@ def thin_curve(curve, most=PAGE_CURVE):
 
 
 def running_mean(curve):
-    """The train loss of one step (batch 1) jumps by a nat: its running mean over N/20 points."""
+    """A step's train loss (batch 1) jumps by a nat: its running mean, N/20 points."""
     if not len(curve):
         return curve
     w = max(1, round(len(curve) / 20))
@@ -335,8 +339,8 @@ def running_mean(curve):
 
 
 def shown(char, cmap):
-    """How the page writes a character: itself if the page's font has it, a space as ␣, anything
-    else (a control character, a lone surrogate, a glyph the font lacks) as U+XXXX."""
+    """How the page writes a character: itself if the page's font has it, a space as ␣,
+    anything else (a control character, lone surrogate, missing glyph) as U+XXXX."""
     if char == " ":
         return "␣"
     surrogate = 0xD800 <= ord(char) <= 0xDFFF
@@ -346,15 +350,15 @@ def shown(char, cmap):
 
 
 def export_run(page_run, basis, share, cmap=None):
-    """What the page needs of one run, as JSON-ready values (arrays as base64). The layout comes
-    from model_config: the page's script has no formula of its own for it."""
+    """What the page needs of one run, as JSON-ready values (arrays as base64). The
+    layout comes from model_config: the page's script has no formula of its own."""
     h, cfg = page_run.history, page_run.history.cfg
     V, T = cfg.vocab_size, cfg.block_size
     mats, size = matrix_layout(cfg)
     run = {"name": page_run.name,
            "config": {k: getattr(cfg, k) for k in ("vocab_size", "n_embd", "n_head", "n_layer",
                                                    "block_size", "norm", "alpha_init", "sz_init")},
-           # what a typed prefix is matched against (None for a lone surrogate: not UTF-8)
+           # what a typed prefix is matched against (None: a lone surrogate, not UTF-8)
            "vocab": [None if 0xD800 <= ord(c) <= 0xDFFF else c for c in h.vocab] + [None],
            "labels": [shown(c, cmap) for c in h.vocab] + ["BOS"],
            "steps": page_run.steps, "planned": h.steps, "recorded": len(h),
@@ -376,7 +380,7 @@ def export_run(page_run, basis, share, cmap=None):
     return run
 
 
-# --------------------------------------------------------------------------------------- the page
+# ----------------------------------------------------------------------------- the page
 
 def read_web(name):
     with open(os.path.join(WEB, name), encoding="utf-8") as f:
@@ -388,7 +392,7 @@ WEB_PARTS = {"CSS": "planetarium.css", "TEXT": "planetarium_text.js",
 
 
 def font_path():
-    """IPAexGothic as matplotlib-fontja ships it (found without importing the package), or None."""
+    """IPAexGothic as matplotlib-fontja ships it (found without an import), or None."""
     spec = importlib.util.find_spec("matplotlib_fontja")
     for folder in (spec.submodule_search_locations or []) if spec else []:
         path = os.path.join(folder, "fonts", "ipaexg.ttf")
@@ -399,14 +403,14 @@ def font_path():
 
 @lru_cache(maxsize=1)
 def font_cmap():
-    """The code points IPAexGothic has a glyph for (None without the font: all kept as they are)."""
+    """The code points IPAexGothic has glyphs for (None without the font: keep all)."""
     path = font_path()
     return None if path is None else frozenset(TTFont(path, lazy=True).getBestCmap())
 
 
 @lru_cache(maxsize=8)
 def font_subset(chars):
-    """IPAexGothic cut down to `chars` (a string) as a WOFF file, or None without the font."""
+    """IPAexGothic cut down to `chars` (a string) as WOFF; None without the font."""
     path = font_path()
     if path is None:
         return None
@@ -421,8 +425,8 @@ def font_subset(chars):
 
 
 def page_chars_needed(runs, cmap):
-    """Every character the page can show: its template, styles and scripts (the words of both
-    languages), printable ASCII, the runs' folder names and vocabularies as the page writes them."""
+    """Every character the page can show: its template, styles and scripts (the words
+    of both languages), printable ASCII, the runs' names and vocabularies as shown."""
     text = "".join(read_web(name) for name in ["planetarium.html", *WEB_PARTS.values()])
     text += "".join(map(chr, range(32, 127)))
     for h, name in runs:
@@ -441,15 +445,16 @@ def font_face(runs):
 
 
 def page_overhead(runs):
-    """A page's characters but its snapshots: web files, font, and per run ~40 kB (curves, map)."""
+    """A page's characters but its snapshots: web files, font, ~40 kB a run."""
     return (len(read_web("planetarium.html")) + sum(len(read_web(n)) for n in WEB_PARTS.values())
             + len(font_face(runs)) + 40_000 * len(runs))
 
 
 def make_page(runs, lang=None):
-    """(html, PageRuns) of one page for [(history, name)] that opens in `lang` (None: Japanese):
-    web/planetarium.html with the styles, font, scripts and data put in (the tests compare its
-    numbers with gpt_forward on the PageRuns). InputError if they make no page within PAGE_LIMIT."""
+    """(html, PageRuns) of one page for [(history, name)] that opens in `lang` (None:
+    Japanese): web/planetarium.html with the styles, font, scripts and data put in (the
+    tests compare its numbers with gpt_forward on the PageRuns). InputError if they make
+    no page within PAGE_LIMIT."""
     runs = [(h, clean_name(name)) for h, name in runs]
     for h, name in runs:
         check_values(h, f"run {name!r}")
@@ -468,7 +473,7 @@ def make_page(runs, lang=None):
                              .format(error=e)) from None
     try:
         payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        # in a <script> block "</" would end it: JSON may spell "<" as \u003c (only in strings)
+        # "</" would end the <script> block: JSON may spell "<" as \u003c (in strings)
         payload = payload.replace("<", "\\u003c")
     except ValueError as e:
         raise InputError(_("these runs hold numbers a page cannot store ({error})").format(
@@ -483,7 +488,7 @@ def make_page(runs, lang=None):
 
 
 def load_run(folder):
-    """The History of a run folder; InputError with one line saying what is wrong and what to do."""
+    """The History of a run folder; InputError: what is wrong and what to do."""
     name = clean_name(folder)
     if not os.path.exists(folder):
         raise InputError(_("run folder {name!r} not found").format(name=name))
@@ -505,8 +510,8 @@ def load_run(folder):
 
 
 def clean_name(text):
-    """A folder name as the page and messages can write it in UTF-8: a byte that was not UTF-8
-    (Python keeps it as a lone surrogate) is written \\xNN, any other lone surrogate U+XXXX."""
+    """A folder name as the page and messages can write it in UTF-8: a byte that was
+    not UTF-8 (Python keeps it as a lone surrogate) as \\xNN, other ones U+XXXX."""
     try:
         return os.fsencode(text).decode("utf-8", "backslashreplace")
     except UnicodeError:
@@ -573,9 +578,9 @@ def main(argv=None):
 
 
 def page_path(args, default="planetarium.html"):
-    """Where the page goes: --html, or beside the run (named `default`). Only a page's name is
-    taken (a typo such as --html RUN/checkpoint.npz would replace a run's file), and only a
-    regular file is replaced."""
+    """Where the page goes: --html, or beside the run (named `default`). Only a page's
+    name is taken (a typo such as --html RUN/checkpoint.npz would replace a run's file),
+    and only a regular file is replaced."""
     path = args.html
     if path is None:
         one_run = len(args.runs) == 1

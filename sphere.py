@@ -1,37 +1,39 @@
-"""sphere.py -- lecture 3: the unit hypersphere (nGPT, retraction, von Mises-Fisher) in NumPy.
+"""sphere.py -- lecture 3: the unit hypersphere (nGPT, retraction, von Mises-Fisher).
 
-Lecture 3 fixes every norm to 1 so that only directions carry meaning: representations live on
-S^{d-1} = {x in R^d : ||x|| = 1}, similarity is the angle between two points, and a learning step
-that leaves the sphere is pulled back onto it (a *retraction*). This module is the NumPy /
-scalar-Value counterpart of the lecture's PyTorch snippets:
+Lecture 3 fixes every norm to 1 so that only directions carry meaning: representations
+live on S^{d-1} = {x in R^d : ||x|| = 1}, similarity is the angle between two points,
+and a learning step that leaves the sphere is pulled back onto it (a *retraction*).
+This module is the NumPy / scalar-Value counterpart of the lecture's PyTorch snippets:
 
-  l2_normalize                                 x / max(||x||, eps), torch.nn.functional.normalize,
-  l2_normalize_np(+_backward)                  for a list of Values, and its NumPy twin with an
-                                               explicit backward
-  cosine_similarity(_np), geodesic_distance_np angles on the sphere
-  tangent_project, retract, exp_map,           Riemannian gradient g - (g.x) x, the projection
-  riemannian_sgd_step, projected_sgd_step      retraction, and the two kinds of step the lecture
-                                               contrasts
-  normalize_matrix                             unit rows / unit columns of a weight matrix (nGPT)
-  log_bessel_iv, vmf_*                         the von Mises-Fisher distribution on S^{d-1}, d >= 2
+  l2_normalize                        x / max(||x||, eps) (torch's F.normalize) for a
+  l2_normalize_np(+_backward)         list of Values, and its NumPy twin with an
+                                      explicit backward
+  cosine_similarity(_np),             angles on the sphere
+  geodesic_distance_np
+  tangent_project, retract, exp_map,  Riemannian gradient g - (g.x) x, the projection
+  riemannian_sgd_step,                retraction, and the two kinds of step the lecture
+  projected_sgd_step                  contrasts
+  normalize_matrix                    unit rows / unit columns of a weight matrix (nGPT)
+  log_bessel_iv, vmf_*                the von Mises-Fisher distribution on S^{d-1}
 
-Only NumPy and the standard library are used (no scipy): the modified Bessel function I_nu that the
-vMF normalizer needs is computed here, in log space, by three classical methods (see log_bessel_iv).
+Only NumPy and the standard library are used (no scipy): the modified Bessel function
+I_nu that the vMF normalizer needs is computed here, in log space, by three classical
+methods (see log_bessel_iv).
 """
 import math
 from fractions import Fraction
 
 import numpy as np
 
-# --------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # L2 normalization: the map from R^d \ {0} onto the sphere
 
 
 def l2_normalize(x, eps=1e-12):
-    """x / max(||x||, eps) for a list of Values (the semantics of torch.nn.functional.normalize).
+    """x / max(||x||, eps) for a list of Values (as torch.nn.functional.normalize).
 
-    When ||x|| < eps the denominator is the plain constant eps, so a zero vector maps to a zero
-    vector with finite gradients (1/eps); sqrt is never taken of 0 (no derivative there).
+    When ||x|| < eps the denominator is the plain constant eps, so a zero vector maps to
+    a zero vector with finite gradients (1/eps); no sqrt of 0 (no derivative there).
     """
     sq = sum(xi * xi for xi in x)
     if math.sqrt(getattr(sq, "data", sq)) < eps:
@@ -42,8 +44,7 @@ def l2_normalize(x, eps=1e-12):
 
 def l2_normalize_np(x, axis=-1, eps=1e-12, return_norm=False):
     """NumPy twin of l2_normalize along `axis`: y = x / max(||x||, eps).
-    return_norm: also return ||x|| (keepdims), which the backward pass can take instead of
-    recomputing it."""
+    return_norm: also return ||x|| (keepdims), so the backward need not recompute it."""
     n = np.sqrt(np.vecdot(x, x, axis=axis, keepdims=True))  # one call: sum(x * x) along axis
     y = x / np.maximum(n, eps)
     return (y, n) if return_norm else y
@@ -52,26 +53,28 @@ def l2_normalize_np(x, axis=-1, eps=1e-12, return_norm=False):
 def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12, norm=None, y=None):
     """dx for y = x / n, n = ||x|| (where n >= eps).
 
-    dy_i/dx_j = (delta_ij - y_i y_j) / n  (a projection onto the tangent space at y, times 1/n), so
+    dy_i/dx_j = (delta_ij - y_i y_j) / n  (the projection onto the tangent space at y,
+    times 1/n), so
         dx = (dy - y (y . dy)) / n.
-    Where the norm was clamped (n < eps) the denominator is the constant eps and dx = dy / eps.
-    norm, y: ||x|| and the output, as the forward pass returned them; by default recomputed.
+    Where the norm was clamped (n < eps) the denominator is the constant eps:
+    dx = dy / eps. norm, y: ||x|| and the output as the forward pass returned them
+    (by default recomputed).
     """
     n = np.sqrt(np.vecdot(x, x, axis=axis, keepdims=True)) if norm is None else norm
     den = np.maximum(n, eps)
     y = x / den if y is None else y
     dx = (dy - y * np.vecdot(y, dy, axis=axis, keepdims=True)) / den
-    if n.min() < eps:  # (one reduction; the mask is only built when some norm was really clamped)
+    if n.min() < eps:  # (one reduction; the mask only when some norm was really clamped)
         dx = np.where(n < eps, dy / eps, dx)
     return dx
 
 
-# --------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Angles: cosine similarity and geodesic (great-circle) distance
 
 
 def cosine_similarity(u, v, eps=1e-8):
-    """cos(theta) = u.v / (||u|| ||v||) for lists of Values, each norm clamped at eps (as torch)."""
+    """cos(theta) = u.v / (||u|| ||v||) for lists of Values (norms clamped at eps)."""
     return sum(a * b for a, b in zip(l2_normalize(u, eps), l2_normalize(v, eps)))
 
 
@@ -81,7 +84,7 @@ def cosine_similarity_np(u, v, axis=-1, eps=1e-8):
 
 
 def cosine_similarity_np_backward(dc, u, v, axis=-1, eps=1e-8):
-    """(du, dv) for c = uhat . vhat: dc/duhat = vhat, then back through the normalizations."""
+    """(du, dv) for c = uhat . vhat: dc/duhat = vhat, then back through l2_normalize."""
     dc = np.expand_dims(dc, axis)
     uh, vh = l2_normalize_np(u, axis, eps), l2_normalize_np(v, axis, eps)
     return (l2_normalize_np_backward(dc * vh, u, axis, eps),
@@ -89,12 +92,13 @@ def cosine_similarity_np_backward(dc, u, v, axis=-1, eps=1e-8):
 
 
 def geodesic_distance_np(u, v, axis=-1):
-    """Great-circle distance theta = arccos(u.v) between the directions of u and v (normalized).""
+    """Great-circle distance theta = arccos(u.v) between the directions of u and v.
 
-    Mathematically this is arccos(clip(u.v, -1, 1)); we evaluate it as theta = 2 atan2(||u-v||,
-    ||u+v||) (the chord identities ||u-v|| = 2 sin(theta/2), ||u+v|| = 2 cos(theta/2)). It never
-    gives NaN, is exactly 0 for identical and exactly pi for antipodal inputs, and keeps full
-    precision for tiny angles, where arccos(1 - theta^2/2) loses half of the digits.
+    Mathematically this is arccos(clip(u.v, -1, 1)); it is evaluated as
+    theta = 2 atan2(||u-v||, ||u+v||) (the chord identities ||u-v|| = 2 sin(theta/2),
+    ||u+v|| = 2 cos(theta/2)). It never gives NaN, is exactly 0 for identical and
+    exactly pi for antipodal inputs, and keeps full precision for tiny angles, where
+    arccos(1 - theta^2/2) loses half of the digits.
     """
     u, v = l2_normalize_np(u, axis), l2_normalize_np(v, axis)
     dif = np.sqrt(np.sum((u - v) ** 2, axis=axis))
@@ -102,29 +106,29 @@ def geodesic_distance_np(u, v, axis=-1):
     return 2.0 * np.arctan2(dif, tot)
 
 
-# --------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Optimization on the sphere: Riemannian gradient, retraction, and the two kinds of step
 
 
 def tangent_project(x, g, axis=-1):
-    """Riemannian gradient at a unit x: remove the radial part of g, grad_S = g - (g.x) x.
+    """Riemannian gradient at a unit x: g without its radial part, grad_S = g - (g.x) x.
 
-    The tangent space at x is {v : v.x = 0}; the radial component (g.x) x would only change ||x||.
+    The tangent space at x is {v : v.x = 0}; the radial part (g.x) x only changes ||x||.
     """
     return g - np.sum(g * x, axis=axis, keepdims=True) * x
 
 
 def retract(x, axis=-1):
-    """Projection retraction: map a point that left the sphere back onto it, R(x) = x / ||x||."""
+    """Projection retraction: back onto the sphere, R(x) = x / ||x||."""
     return l2_normalize_np(x, axis)
 
 
 def exp_map(x, v, axis=-1):
-    """Exponential map: walk ||v|| along the great circle leaving unit x in tangent direction v.
+    """Exponential map: walk ||v|| along the great circle leaving unit x in direction v.
 
-    exp_x(v) = cos(||v||) x + sin(||v||) v / ||v||. This is the exact geodesic step; the retraction
-    retract(x + v) turns by atan(||v||) instead of ||v||, so it agrees to second order (error
-    ||v||^3 / 3) and needs no trigonometry.
+    exp_x(v) = cos(||v||) x + sin(||v||) v / ||v||, the exact geodesic step. The
+    retraction retract(x + v) turns by atan(||v||) instead of ||v||: it agrees to second
+    order (error ||v||^3 / 3) and needs no trigonometry.
     """
     n = np.sqrt(np.sum(v * v, axis=axis, keepdims=True))
     safe = np.where(n > 0, n, 1.0)
@@ -134,51 +138,52 @@ def exp_map(x, v, axis=-1):
 def riemannian_sgd_step(x, g, lr, axis=-1):
     """Riemannian SGD with the projection retraction: x <- R(x - lr * (g - (g.x) x)).
 
-    The step is taken in the tangent plane, so before the retraction ||x - lr grad_S||^2 = 1 + lr^2
-    ||grad_S||^2: the drift off the sphere is second order in lr.
+    The step is taken in the tangent plane, so before the retraction
+    ||x - lr grad_S||^2 = 1 + lr^2 ||grad_S||^2: the drift off it is second order.
     """
     return retract(x - lr * tangent_project(x, g, axis), axis)
 
 
 def projected_sgd_step(x, g, lr, axis=-1):
-    """Projected (Euclidean) SGD, the lecture's pseudo code: x <- x - lr * g, then x <- x / ||x||.
+    """Projected SGD, the lecture's pseudo code: x <- x - lr g, then x <- x / ||x||.
 
-    The radial part of g also moves x, so the drift off the sphere before the projection is first
-    order in lr (and it rescales the effective step); for small lr it acts like the Riemannian one.
+    The radial part of g also moves x: the drift off the sphere before the projection is
+    first order in lr (and rescales the step); for small lr it acts as Riemannian SGD.
     """
     return retract(x - lr * g, axis)
 
 
 def normalize_matrix(w, axis):
-    """Unit rows (axis=1, e.g. an embedding table [vocab][d]) or unit columns (axis=0) of w."""
+    """Unit rows (axis=1, e.g. an embedding table [vocab][d]) or columns (axis=0)."""
     return l2_normalize_np(w, axis)
 
 
-# --------------------------------------------------------------------------------------------------
-# log I_nu(x): the modified Bessel function of the first kind, in log space, NumPy-free scalar core.
+# --------------------------------------------------------------------------------------
+# log I_nu(x): the modified Bessel function of the first kind, in log space.
 #
-# Three methods, each used where it gives log I_nu to a few ulps (checked in tests/test_sphere.py
-# against a 50-digit Decimal power series and the half-integer closed forms):
-#   x <= 40:                  power series  I_nu(x) = (x/2)^nu / Gamma(nu+1) * sum_k r_k,
-#                             r_k = prod_{j<=k} (x^2/4) / (j (j+nu)); every term positive, no
-#                             cancellation.
+# Three methods, each used where it gives log I_nu to a few ulps (tests/test_sphere.py
+# checks them against a 50-digit Decimal power series and half-integer closed forms):
+#   x <= 40:                  power series I_nu(x) = (x/2)^nu / Gamma(nu+1) sum_k r_k,
+#                             r_k = prod_{j<=k} (x^2/4) / (j (j+nu)); every term
+#                             positive, no cancellation.
 #   x > 40 and x >= nu^2 / 2: Hankel's large-x expansion
 #                             I_nu(x) ~ e^x / sqrt(2 pi x) * sum_k (-1)^k a_k(nu) / x^k,
-#                             a_k = a_{k-1} (4 nu^2 - (2k-1)^2) / (8k); the first ratio is <= 1 here
-#                             and the neglected exponentially small part is O(e^{-2x}) < 1e-34.
-#   x > 40 and x <  nu^2 / 2: Debye's uniform expansion for large order (so nu > 8.9 here),
+#                             a_k = a_{k-1} (4 nu^2 - (2k-1)^2) / (8k); the first ratio
+#                             is <= 1 here, the neglected part O(e^{-2x}) < 1e-34.
+#   x > 40 and x <  nu^2 / 2: Debye's uniform expansion for large order (nu > 8.9 here),
 #                             z = x / nu,
 #                             I_nu(nu z) ~ e^{nu eta} / (sqrt(2 pi nu) (1+z^2)^{1/4})
 #                                          * sum_k u_k(t) / nu^k,
-#                             t = 1/sqrt(1+z^2), eta = sqrt(1+z^2) + log(z / (1 + sqrt(1+z^2))).
-# The large-x methods return log I_nu(x) - x (the log of the exponentially scaled I), so that x =
-# 1e5 does not overflow and ratios like I_{nu+1}/I_nu keep their digits.
+#                             t = 1/sqrt(1+z^2),
+#                             eta = sqrt(1+z^2) + log(z / (1 + sqrt(1+z^2))).
+# The large-x methods return log I_nu(x) - x (the log of the exponentially scaled I):
+# x = 1e5 does not overflow, and ratios like I_{nu+1}/I_nu keep their digits.
 
 _SERIES_MAX_X = 40.0
 
 
 def _debye_polynomials(n):
-    """Coefficients (lowest power first) of Debye's u_0..u_{n-1}: exact rationals, as floats.
+    """Coefficients (lowest power first) of Debye's u_0..u_{n-1}, exact, as floats.
 
     u_0 = 1,  u_{k+1}(t) = 1/2 t^2 (1 - t^2) u_k'(t) + 1/8 int_0^t (1 - 5 s^2) u_k(s) ds
     (DLMF 10.41.11).
@@ -201,7 +206,7 @@ _DEBYE_U = _debye_polynomials(16)
 
 
 def _series_log_tail(nu, x):
-    """log(sum_k r_k) = log1p(sum_{k>=1} r_k) of the power series (see the comment block above)."""
+    """log(sum_k r_k) = log1p(sum_{k>=1} r_k) of the power series (see above)."""
     q = 0.25 * x * x
     tail, term, k = 0.0, 1.0, 0
     while True:
@@ -209,7 +214,7 @@ def _series_log_tail(nu, x):
         den = k * (k + nu)
         term *= q / den
         tail += term
-        # terms decrease geometrically once q/den < 1/2, so the rest is below one more term
+        # terms decrease geometrically once q/den < 1/2: the rest is below one more term
         if term <= 1e-17 * (1.0 + tail) and q < 0.5 * den:
             return math.log1p(tail)
 
@@ -233,7 +238,7 @@ def _log_iv_scaled(nu, x):
     z = x / nu  # Debye
     r = math.sqrt(1.0 + z * z)
     t = 1.0 / r
-    # nu (eta - z), with sqrt(1+z^2) - z = 1/(sqrt(1+z^2) + z) to avoid cancellation for large z
+    # nu (eta - z), with sqrt(1+z^2) - z = 1/(sqrt(1+z^2) + z): no cancellation
     eta_minus_z = 1.0 / (r + z) + math.log(z / (1.0 + r))
     s, p = 0.0, 1.0
     for u in _DEBYE_U:
@@ -278,19 +283,21 @@ def log_bessel_iv(nu, x):
     """log I_nu(x), the modified Bessel function of the first kind, for nu >= 0, x >= 0
     (broadcasts).
 
-    I_nu(0) is 1 for nu = 0 and 0 otherwise (log = -inf). The log is accurate to a few ulps, |error|
-    <~ 2e-15 * max(1, |log I_nu(x)|), from x = 1e-300 to x = 1e5 and beyond, for orders from 0 to
-    several hundred (tests: 50-digit reference up to nu = 100, spot checks to nu = 500). So I_nu
-    itself is good to ~1e-15 relative while |log I_nu| <= 1, and to ~1e-15 * |log I_nu| beyond (for
-    x = 1e5 that is ~1e-10: the limit of storing log I_nu ~ 1e5 in a float64). Methods: see above.
+    I_nu(0) is 1 for nu = 0 and 0 otherwise (log = -inf). The log is accurate to a few
+    ulps, |error| <~ 2e-15 * max(1, |log I_nu(x)|), from x = 1e-300 to x = 1e5 and
+    beyond, for orders from 0 to several hundred (tests: 50-digit reference up to
+    nu = 100, spot checks to nu = 500). So I_nu itself is good to ~1e-15 relative while
+    |log I_nu| <= 1, and to ~1e-15 * |log I_nu| beyond (for x = 1e5 that is ~1e-10: the
+    limit of storing log I_nu ~ 1e5 in a float64). Methods: see above.
     """
     out = np.vectorize(_log_iv_scalar, otypes=[float])(nu, x)
     return _as_output(out, nu, x)
 
 
-# --------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # von Mises-Fisher on S^{d-1}:  p(x | mu, kappa) = C_d(kappa) exp(kappa mu.x),
-#   C_d(kappa) = kappa^{d/2-1} / ((2 pi)^{d/2} I_{d/2-1}(kappa)),  C_d(0) = 1 / area(S^{d-1}).
+#   C_d(kappa) = kappa^{d/2-1} / ((2 pi)^{d/2} I_{d/2-1}(kappa)),
+#   C_d(0) = 1 / area(S^{d-1}).
 
 
 def _check_dim(name, d):
@@ -309,8 +316,8 @@ def _vmf_log_normalizer_scalar(d, kappa):
     _check_kappa("vmf_log_normalizer", kappa)
     nu = 0.5 * d - 1.0
     if kappa <= _SERIES_MAX_X:
-        # Insert the series for I_nu: kappa^nu / (kappa/2)^nu = 2^nu cancels analytically, so
-        # tiny kappa (and kappa = 0, where the tail is 0) lose no digits:
+        # The series for I_nu inserted: kappa^nu / (kappa/2)^nu = 2^nu cancels, so tiny
+        # kappa (and kappa = 0, where the tail is 0) lose no digits:
         #   log C = nu log 2 + lgamma(nu+1) - (d/2) log(2 pi) - log(sum_k r_k),
         # which at kappa = 0 is -log area(S^{d-1}).
         tail = _series_log_tail(nu, kappa) if kappa > 0 else 0.0
@@ -319,8 +326,8 @@ def _vmf_log_normalizer_scalar(d, kappa):
 
 
 def _vmf_log_peak(d, kappa):
-    """log C_d(kappa) + kappa = log p(mu | mu, kappa), the log density at the mode, without the
-    cancellation of adding kappa to log C ~ -kappa (at kappa = 1e300 it would lose every digit)."""
+    """log C_d(kappa) + kappa = log p(mu | mu, kappa), the log density at the mode,
+    without adding kappa to log C ~ -kappa (at kappa = 1e300 that loses every digit)."""
     nu = 0.5 * d - 1.0
     if kappa <= _SERIES_MAX_X:
         return _vmf_log_normalizer_scalar(d, kappa) + kappa
@@ -328,10 +335,11 @@ def _vmf_log_peak(d, kappa):
 
 
 def vmf_log_normalizer(d, kappa):
-    """log C_d(kappa) = (d/2-1) log kappa - (d/2) log(2 pi) - log I_{d/2-1}(kappa); kappa
-    broadcasts.
+    """log C_d(kappa) = (d/2-1) log kappa - (d/2) log(2 pi) - log I_{d/2-1}(kappa);
+    kappa broadcasts.
 
-    kappa = 0 gives the uniform density, -log area(S^{d-1}) = log Gamma(d/2) - log 2 - (d/2) log pi.
+    kappa = 0 gives the uniform density,
+    -log area(S^{d-1}) = log Gamma(d/2) - log 2 - (d/2) log pi.
     """
     _check_dim("vmf_log_normalizer", d)
     out = np.vectorize(_vmf_log_normalizer_scalar, otypes=[float])(d, kappa)
@@ -347,18 +355,18 @@ def _check_mu(name, mu):
     if not abs(n - 1.0) <= 1e-8:
         raise ValueError(f"{name}: mu must be a unit vector (got norm {n!r}); normalize it with "
                          "l2_normalize_np")
-    # renormalize only what rounding cannot explain: dividing a unit vector by 1 + 2e-16 moves it,
-    # and at kappa = 1e300 the density at x = (the caller's) mu would notice
+    # renormalize only what rounding cannot explain: dividing a unit vector by 1 + 2e-16
+    # moves it, and at kappa = 1e300 the density at x = (the caller's) mu would notice
     return mu if abs(n - 1.0) <= 4e-16 else mu / n
 
 
 def vmf_log_density(x, mu, kappa):
-    """log p(x | mu, kappa) = log C_d(kappa) + kappa mu.x for each row of x (..., d) on S^{d-1}.
+    """log p(x | mu, kappa) = log C_d(kappa) + kappa mu.x for each row of x (..., d).
 
-    Computed as (log C_d(kappa) + kappa) + kappa (mu.x - 1), with mu.x - 1 = -|x - mu|^2 / 2 for
-    unit vectors: near the mode both parts keep their digits at any kappa (the plain sum loses all
-    of them once kappa is large: at kappa = 1e300, log C ~ -1e300 and kappa mu.x ~ +1e300, while
-    their sum at x = mu is ~689).
+    Computed as (log C_d(kappa) + kappa) + kappa (mu.x - 1), with mu.x - 1 =
+    -|x - mu|^2 / 2 for unit vectors: near the mode both parts keep their digits at any
+    kappa (the plain sum loses all of them once kappa is large: at kappa = 1e300,
+    log C ~ -1e300 and kappa mu.x ~ +1e300, while their sum at x = mu is ~689).
     """
     mu = _check_mu("vmf_log_density", mu)
     kappa = float(kappa)
@@ -386,10 +394,10 @@ def _mean_resultant_length_scalar(d, kappa):
 
 
 def vmf_mean_resultant_length(d, kappa):
-    """A_d(kappa) = I_{d/2}(kappa) / I_{d/2-1}(kappa) = E[mu.x], the sample mean's expected length.
+    """A_d(kappa) = I_{d/2}(kappa) / I_{d/2-1}(kappa) = E[mu.x], the mean's length.
 
-    Rises from 0 (A_d ~ kappa/d for small kappa) to 1 (1 - A_d ~ (d-1)/(2 kappa) for large kappa);
-    it is also -d/dkappa log C_d(kappa). kappa broadcasts.
+    Rises from 0 (A_d ~ kappa/d for small kappa) to 1 (1 - A_d ~ (d-1)/(2 kappa) for
+    large kappa); it is also -d/dkappa log C_d(kappa). kappa broadcasts.
     """
     _check_dim("vmf_mean_resultant_length", d)
     out = np.vectorize(_mean_resultant_length_scalar, otypes=[float])(d, kappa)
@@ -397,15 +405,18 @@ def vmf_mean_resultant_length(d, kappa):
 
 
 def vmf_sample(mu, kappa, n, rng):
-    """n samples (n, d) from vMF(mu, kappa) on S^{d-1}, with Wood's (1994) rejection sampler.
+    """n samples (n, d) from vMF(mu, kappa) on S^{d-1}: Wood's (1994) rejection sampler.
 
     The density depends on x only through w = mu.x, whose marginal is proportional to
-    exp(kappa w) (1 - w^2)^{(d-3)/2}. Wood proposes w from a Beta((d-1)/2, (d-1)/2) variable z,
-        w = (1 - (1+b) z) / (1 - (1-b) z),  b = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2)),
-    and accepts when kappa w + (d-1) log(1 - x0 w) - c >= log u, u ~ U(0,1), x0 = (1-b)/(1+b), c =
-    kappa x0 + (d-1) log(1 - x0^2). Then x = w mu + sqrt(1 - w^2) v with v uniform on the unit
-    sphere of the tangent space at mu. kappa = 0 is the uniform distribution. Rejections are redrawn
-    in batches. Written in 1 - w and 1 - x0: exact for kappa up to 1e300. rng: a numpy Generator.
+    exp(kappa w) (1 - w^2)^{(d-3)/2}. Wood proposes w from a Beta((d-1)/2, (d-1)/2)
+    variable z,
+        w = (1 - (1+b) z) / (1 - (1-b) z),
+        b = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2)),
+    and accepts when kappa w + (d-1) log(1 - x0 w) - c >= log u, u ~ U(0,1),
+    x0 = (1-b)/(1+b), c = kappa x0 + (d-1) log(1 - x0^2). Then
+    x = w mu + sqrt(1 - w^2) v with v uniform on the unit sphere of the tangent space at
+    mu. kappa = 0 is the uniform distribution. Rejections are redrawn in batches.
+    Written in 1 - w and 1 - x0: exact for kappa up to 1e300. rng: a numpy Generator.
     """
     mu = _check_mu("vmf_sample", mu)
     kappa = float(kappa)
@@ -432,11 +443,12 @@ def vmf_sample(mu, kappa, n, rng):
 
 
 def _vmf_sample_w(d, kappa, n, rng):
-    """Wood's rejection step: n draws of w = mu.x, as (w, 1 - w) (1 - w keeps its digits near 1)."""
-    # Everything in terms of b, a = 1 - x0 and 1 - w, never x0 or w themselves: at large kappa x0
-    # and w round to 1.0 (kappa = 1e16 made log1p(-x0 * x0) a domain error), while b, a and 1 - w
-    # keep their digits up to kappa = 1e300. With t = 2 kappa / (d-1), b = 1 / (t + hypot(t, 1)):
-    # hypot neither overflows (kappa = 1e300) nor does 1 / t (kappa = 1e-300: b = 1, uniform).
+    """Wood's rejection step: n draws of w = mu.x, as (w, 1 - w) (exact near 1)."""
+    # All in terms of b, a = 1 - x0 and 1 - w, never x0 or w: at large kappa x0 and w
+    # round to 1.0 (kappa = 1e16 made log1p(-x0 * x0) a domain error), while b, a and
+    # 1 - w keep their digits up to kappa = 1e300. With t = 2 kappa / (d-1),
+    # b = 1 / (t + hypot(t, 1)): hypot does not overflow (kappa = 1e300), nor does 1 / t
+    # (kappa = 1e-300: b = 1, uniform).
     t = 2.0 * kappa / (d - 1)
     b = 1.0 / (t + math.hypot(t, 1.0))           # = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2))
     a = 2.0 * b / (1.0 + b)                      # 1 - x0
@@ -449,7 +461,8 @@ def _vmf_sample_w(d, kappa, n, rng):
         z = rng.beta(0.5 * (d - 1), 0.5 * (d - 1), size=m)
         u = rng.random(m)
         omw = 2.0 * b * z / (1.0 - (1.0 - b) * z)  # 1 - w
-        # kappa w + (d-1) log(1 - x0 w) - c, w - x0 = a - (1 - w), 1 - x0 w = a + (1 - a)(1 - w)
+        # kappa w + (d-1) log(1 - x0 w) - c, with w - x0 = a - (1 - w) and
+        # 1 - x0 w = a + (1 - a)(1 - w)
         ok = kappa * (a - omw) + (d - 1) * (np.log(a + (1.0 - a) * omw) - log_c_rest) >= np.log(u)
         w = np.concatenate([w, 1.0 - omw[ok]])
         one_minus_w = np.concatenate([one_minus_w, omw[ok]])
@@ -457,14 +470,15 @@ def _vmf_sample_w(d, kappa, n, rng):
 
 
 def vmf_estimate_kappa(samples):
-    """(mu_hat, kappa_hat) from unit vectors `samples` (shape (n, d)), the maximum likelihood
-    direction and Banerjee et al.'s (2005) approximation of the maximum likelihood concentration.
+    """(mu_hat, kappa_hat) from unit vectors `samples` (n, d): the maximum likelihood
+    direction and Banerjee et al.'s (2005) approximation of the ML concentration.
 
     With the mean resultant length R = ||mean(x)||:  mu_hat = mean(x) / R  and
         kappa_hat = R (d - R^2) / (1 - R^2),
-    an approximate inverse of A_d (A_d(kappa_hat) ~ R). Edge cases: R >= 1 gives kappa_hat = inf
-    (identical samples give R = 1 only up to rounding, so there kappa_hat is inf or a huge finite
-    ~1e15); R = 0 has no direction: mu_hat is the zero vector, with kappa_hat = 0 (uniform).
+    an approximate inverse of A_d (A_d(kappa_hat) ~ R). Edge cases: R >= 1 gives
+    kappa_hat = inf (identical samples give R = 1 only up to rounding: kappa_hat is inf
+    or a huge finite ~1e15); R = 0 has no direction: mu_hat is the zero vector, with
+    kappa_hat = 0 (uniform).
     """
     x = np.asarray(samples, dtype=float)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 2:

@@ -19,9 +19,9 @@ from contextlib import contextmanager
 
 
 class NumericError(ArithmeticError):
-    """The engine's own numeric failure: log of a non-positive number, division by zero, an
-    overflow (an int leaf too large for a float too), a NaN or inf reaching log / exp / sqrt.
-    Training reports it as divergence; any other exception is a bug in the calling code."""
+    """The engine's own numeric failure: log of a non-positive number, division by
+    zero, an overflow (also an int leaf too large for a float), a NaN or inf reaching
+    log / exp / sqrt. Training reports it as divergence; other exceptions are bugs."""
 
 
 class Value:
@@ -30,7 +30,7 @@ class Value:
     data         the float this node holds (forward value)
     grad         d(root)/d(this node), filled in by root.backward()
     _children    the Values this node was computed from
-    _local_grads d(this node)/d(child), one float per child, computed in the forward pass
+    _local_grads d(this node)/d(child), one float per child, from the forward pass
     _op          a short name of the op that made this node ('' for a leaf)
     """
 
@@ -48,7 +48,7 @@ class Value:
         self._local_grads = local_grads
         self._op = op
 
-    # -- binary ops. A plain number on either side is folded into the local gradient, not a node.
+    # -- binary ops. A plain number on either side is a factor of the local gradient.
 
     def __add__(self, other):
         if isinstance(other, Value):
@@ -111,7 +111,7 @@ class Value:
     def __abs__(self):  # d|x|/dx = sign(x), taken as +1 at 0
         return self if self.data >= 0 else -self
 
-    # -- unary functions. `not 0 < x < inf` also catches NaN: every comparison with NaN is False.
+    # -- unary functions. `not 0 < x < inf` also catches NaN (NaN compares False).
 
     def log(self):
         x = self.data
@@ -151,10 +151,10 @@ class Value:
     def backward(self):
         """Fill in .grad of every node reachable from this one (this node = the loss).
 
-        Nodes are visited in reverse topological order, so a node's grad is complete before it is
-        pushed on to its children. As in PyTorch, leaves (parameters, inputs) ACCUMULATE: a second
-        call adds the gradient again, so call zero_grad(params) between steps. Interior nodes are
-        reset to 0 first, so a node shared by several parents (a diamond) is not pushed on twice.
+        Nodes are visited in reverse topological order: a node's grad is complete
+        before it goes on to its children. Leaves (parameters, inputs) ACCUMULATE, as
+        in PyTorch: call zero_grad(params) between steps. Interior nodes are reset to 0
+        first, so a node shared by several parents (a diamond) is not pushed on twice.
         """
         topo = topological_order(self)
         for node in topo:
@@ -165,9 +165,9 @@ class Value:
             # The plain form is one loop for every node:
             #     for child, local_grad in zip(node._children, node._local_grads):
             #         child.grad += local_grad * node.grad
-            # Written out per number of children, a step runs 17% fewer instructions and takes
-            # 16% less time (benchmarks/vs_commits.py, the one loop as the base).
-            # (one local grad per child, or the unpacking or zip(strict=True) raises ValueError)
+            # Written out per number of children, a step runs 17% fewer instructions and
+            # takes 16% less time (benchmarks/vs_commits.py, the one loop as the base).
+            # (one local grad per child, or the unpacking or zip(strict=True) raises)
             children = node._children
             if len(children) == 2:  # a binary op
                 child, other = children
@@ -187,18 +187,18 @@ class Value:
 
 
 def _short(x):
-    """A number in a repr: a float to 6 significant digits; an int or a Fraction (exact arithmetic)
-    as itself, whatever its size (Python 3.12 gave Fraction a float format, which rounds it),
-    except an int beyond str()'s limit of 4300 digits."""
+    """A number in a repr: a float to 6 significant digits; an int or a Fraction (exact
+    arithmetic) as itself, whatever its size (Fraction's float format, new in Python
+    3.12, rounds it), except an int beyond str()'s limit of 4300 digits."""
     if isinstance(x, int) and x.bit_length() > 14000:
         return f"<an int of {x.bit_length()} bits>"
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
 def _check_real(data, leaf=None):
-    """A leaf must hold a real number (numbers.Real: int, float, bool, a Fraction, a NumPy scalar,
-    which becomes the Python number it holds: NumPy's int64 would overflow silently); an exact one
-    beyond float range makes the leaf a _BeyondFloat."""
+    """A leaf must hold a real number (numbers.Real: int, float, bool, a Fraction, a
+    NumPy scalar, which becomes the Python number it holds: NumPy's int64 would overflow
+    silently); an exact one beyond float range makes the leaf a _BeyondFloat."""
     if not isinstance(data, numbers.Real):
         raise TypeError("Value: data must be a real number (int, float, bool or a NumPy real "
                         f"scalar), got {type(data).__name__} {data!r}")
@@ -230,15 +230,15 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 
 
 def _not_finite(op, data, children):
-    """An op gave inf or NaN: it overflowed (as exp and log say too), or an input was not finite."""
+    """An op gave inf or NaN: it overflowed (as exp and log say), or an input did."""
     why = "an input is not finite" if any(c.data - c.data for c in children) else "overflow"
     inputs = ", ".join(_short(c.data) for c in children)
     return NumericError(f"Value {op}: {op!r} of {inputs} is {data!r} ({why})")
 
 
 def _domain_error(op, x, message=""):
-    """log / exp / sqrt / relu outside their domain: one clear error instead of a NaN that spreads
-    through the graph (a NaN or inf input: the number went wrong before it reached this op)."""
+    """log / exp / sqrt / relu outside their domain: one clear error instead of a NaN
+    that spreads through the graph (a NaN or inf input went wrong before this op)."""
     if not math.isfinite(x):
         message = (f"{op}({x!r}) is undefined here: the input is not a finite number "
                    "(something before it overflowed or became NaN)")
@@ -246,9 +246,9 @@ def _domain_error(op, x, message=""):
 
 
 def _divide(a, b):
-    """(a / b, d(a/b)/da, d(a/b)/db) for the two division ops, with one clear error instead of inf
-    or NaN. d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for
-    |b| < 1e-162 and turn into Python's bare "float division by zero" although b != 0."""
+    """(a / b, d(a/b)/da, d(a/b)/db), with one clear error instead of inf or NaN.
+    d(a/b)/db = -a/b^2 is computed as -(a/b) * (1/b): b*b would underflow to 0 for
+    |b| < 1e-162, and Python would say "float division by zero" although b != 0."""
     if b == 0:
         raise NumericError(f"Value division (/): {a!r} / {b!r} divides by zero")
     out, inv = a / b, 1.0 / b
@@ -260,10 +260,10 @@ def _divide(a, b):
 
 
 def topological_order(root):
-    """All nodes reachable from root, children before parents: an iterative DFS (a chain of a
-    million nodes does not hit the recursion limit). A node first popped is pushed back under a None
-    marker, its children above; when the marker surfaces, all below the node are emitted, so it is
-    (cheaper than (node, expanded) tuples: no tuple per visit; visited children skipped)."""
+    """All nodes reachable from root, children before parents: an iterative DFS (no
+    recursion limit on a chain of a million nodes). A node first popped is pushed back
+    under a None marker, its children above; when the marker surfaces, its children
+    are all in the order, and it follows (no (node, expanded) tuple per visit)."""
     order, visited = [], set()
     stack = [root]
     while stack:
@@ -279,17 +279,17 @@ def topological_order(root):
 
 
 def zero_grad(params):
-    """.grad = 0 for every Value in params, between steps: backward() accumulates into leaves."""
+    """.grad = 0 for every Value in params, between steps: backward() adds to leaves."""
     for p in params:
         p.grad = 0.0
 
 
 @contextmanager
 def no_cycle_gc():
-    """Pause Python's cyclic garbage collector inside a `with` block, around one training step.
-    A Value graph has no cycles: refcounting frees it. The collector runs every few hundred
-    allocations and re-walks the ~10^5 live nodes of a step each time: about half of a step's time
-    (benchmarks/bench.py)."""
+    """Pause Python's cyclic garbage collector in a `with` block, around one training
+    step. A Value graph has no cycles: refcounting frees it. The collector runs every
+    few hundred allocations and re-walks the ~10^5 live nodes of a step each time:
+    about half of a step's time (benchmarks/README.md)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -299,14 +299,14 @@ def no_cycle_gc():
             gc.enable()
 
 
-# ------------------------------------ checking: is backprop right? Against a numerical derivative.
+# ------------------------ checking: is backprop right? Against a numerical derivative.
 def gradient_check(f, inputs, eps=1e-6, rtol=1e-5, atol=1e-8, file=None, quiet=False):
     """Compare backprop's gradient of f (a list of Values -> one Value, e.g. lambda xs:
-    softmax(xs)[0]) at `inputs` (floats) with central differences, input by input (DeZero's
-    gradient_check): (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), whose error is O(eps^2) from the
-    Taylor series plus about 1e-16 / eps from rounding. An input passes when |backprop - numeric| <=
-    atol + rtol * |numeric| (numpy.isclose's rule). Prints a table (per input: value, backprop,
-    numeric, absolute and relative error) unless quiet; True when every input passes."""
+    softmax(xs)[0]) at `inputs` (floats) with central differences, input by input
+    (DeZero's gradient_check): (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), whose error
+    is O(eps^2) from the Taylor series plus about 1e-16 / eps from rounding. An input
+    passes when |backprop - numeric| <= atol + rtol * |numeric| (numpy.isclose's rule).
+    Prints a table of the errors unless quiet; True when every input passes."""
     xs = [float(x) for x in inputs]
     if not xs:
         raise ValueError("gradient_check: inputs is empty; give at least one number to check at")

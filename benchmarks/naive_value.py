@@ -1,7 +1,8 @@
-"""naive_value.py -- the reference scalar design, kept as a benchmark baseline and counter-example.
+"""naive_value.py -- the reference scalar design: a baseline and a counter-example.
 
-microgpt's `Value` as first written: constants wrapped in nodes, `a - b` as `a + (-b)`, `a / b` as
-`a * b**-1`, a recursive topological sort (notebook 02's 発展 part: RecursionError on a deep graph).
+microgpt's `Value` as first written: constants wrapped in nodes, `a - b` as `a + (-b)`,
+`a / b` as `a * b**-1`, a recursive topological sort (notebook 02's 発展 part:
+RecursionError on a deep graph).
 """
 import math
 

@@ -1,22 +1,23 @@
-"""vs_commits.py -- this working tree's training step against older commits, side by side.
+"""vs_commits.py -- this tree's training step against older commits, side by side.
 
-    python benchmarks/vs_commits.py                        # both comparisons, ~5 minutes on 2 cores
-    python benchmarks/vs_commits.py --quick                # a rough run in well under a minute
-    python benchmarks/vs_commits.py --clock instructions   # instructions per step (needs valgrind)
+    python benchmarks/vs_commits.py                        # both, ~5 minutes on 2 cores
+    python benchmarks/vs_commits.py --quick                # rough, well under a minute
+    python benchmarks/vs_commits.py --clock instructions   # needs valgrind
     python benchmarks/vs_commits.py --clock instructions --only numpy --size experiments
 
-"this tree / the old commit" (9eb093c: the fused NumPy engine) of one step: the Value engine's
-(batch 1, default config; mean over --value-steps), the NumPy engine's (both norms; median over
---numpy-steps). --size experiments: the NumPy engine at n_embd 32, n_layer 2, n_head 4,
-block_size 128, batch 8, float32, on names joined into lines of >= 129 characters.
+"this tree / the old commit" (9eb093c: the fused NumPy engine) of one step: the Value
+engine's (batch 1, default config; mean over --value-steps), the NumPy engine's (both
+norms; median over --numpy-steps). --size experiments: the NumPy engine at n_embd 32,
+n_layer 2, n_head 4, block_size 128, batch 8, float32, names joined to 129+ characters.
 
-Each figure is one fresh process running microgpt.train() of a checkout (old ones by `git
-archive`) on the same seeded sample of the corpus, timing the step (loss and gradients, the finite
-checks, Adam, the retraction) in CPU time (--clock wall: elapsed); old and new alternate, so the
-machine's drift hits both alike. The table gives each side's step-wise best (each step's best over
-the rounds, see figures()) and median over rounds. --clock instructions: the instructions a step
-executes under valgrind's callgrind, the same every run (hash seed fixed): processes of 5 and of
-5 + N steps, the difference over N. Not a time (a cache miss costs more than an add), but to 0.1%.
+Each figure is one fresh process running microgpt.train() of a checkout (old ones by
+`git archive`) on the same seeded sample of the corpus, timing the step (loss and
+gradients, the finite checks, Adam, the retraction) in CPU time (--clock wall: elapsed);
+old and new alternate, so the machine's drift hits both alike. The table gives each
+side's step-wise best (each step's best over the rounds, see figures()) and median over
+rounds. --clock instructions: the instructions a step executes under valgrind's
+callgrind, the same every run (hash seed fixed): processes of 5 and of 5 + N steps, the
+difference over N. Not a time (a cache miss costs more than an add), but to 0.1%.
 """
 
 import argparse
@@ -89,14 +90,14 @@ def _parse_args(argv):
     return args
 
 
-# ------------------------------------------------------------------------------------ child process
+# ------------------------------------------------------------------------ child process
 
 
 def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
-    """In a fresh process: microgpt.train() of the checkout in `folder` for `steps` steps; prints
-    the time of each step (ms) as one line of JSON. Older trees take a progress(info) callback that
-    reports the running mean after every step; newer ones an observer whose after_update is called
-    after every step."""
+    """In a fresh process: microgpt.train() of the checkout in `folder` for `steps`
+    steps; prints the time of each step (ms) as one line of JSON. Older trees take a
+    progress(info) callback that reports the running mean after every step; newer ones
+    an observer whose after_update is called after every step."""
     sys.path[0] = folder  # that checkout's modules, not this tree's
     if clock == "cpu":  # train() times its steps with time.perf_counter(): make it CPU time
         time.perf_counter = time.process_time
@@ -140,7 +141,7 @@ def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
 
 
 def run_probe(folder, engine, norm, steps, docs_file, clock="cpu", size="default"):
-    """One process's step times (ms); for clock "instructions", [instructions per step]."""
+    """One process's step times (ms); for clock "instructions", [instructions/step]."""
     if clock == "instructions":
         return [count_step(folder, engine, norm, steps, docs_file, size)]
     out = _probe_process(folder, engine, norm, steps, docs_file, clock, size)
@@ -163,9 +164,9 @@ WARMUP_STEPS = 5  # not counted: the first steps of a process also grow Python's
 
 
 def count_step(folder, engine, norm, steps, docs_file, size="default"):
-    """Instructions per training step, counted by callgrind: (count of WARMUP_STEPS + steps steps -
-    count of WARMUP_STEPS steps) / steps. Everything but the extra steps (start-up, loading, the
-    first steps, the evaluations) is the same in both processes."""
+    """Instructions per training step, counted by callgrind: (count of WARMUP_STEPS +
+    steps steps - count of WARMUP_STEPS steps) / steps. All but the extra steps
+    (start-up, loading, first steps, evaluations) is the same in both processes."""
     if shutil.which("valgrind") is None:
         raise SystemExit("vs_commits: --clock instructions needs valgrind (apt install valgrind)")
 
@@ -175,11 +176,11 @@ def count_step(folder, engine, norm, steps, docs_file, size="default"):
     return (count(WARMUP_STEPS + steps) - count(WARMUP_STEPS)) / steps
 
 
-# ----------------------------------------------------------------------------------- old code
+# ----------------------------------------------------------------------------- old code
 
 
 def export_commit(commit, into):
-    """The files of `commit` in a new folder under `into` (git archive), or a clear error."""
+    """The files of `commit` in a new folder under `into` (git archive), or an error."""
     def git(*cmd):
         try:
             return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, check=True)
@@ -197,11 +198,11 @@ def export_commit(commit, into):
     return folder
 
 
-# --------------------------------------------------------------------------------- comparison
+# --------------------------------------------------------------------------- comparison
 
 def side_by_side(new_dir, old_dir, engine, norm, steps, rounds, docs_file, log, clock="cpu",
                  size="default"):
-    """(new runs, old runs): each run one process's list of step times (ms), alternating rounds."""
+    """(new runs, old runs): each one process's step times (ms), rounds alternating."""
     runs = {"new": [], "old": []}
     for r in range(rounds):
         for side in ("new", "old") if r % 2 == 0 else ("old", "new"):
@@ -216,11 +217,11 @@ TARGETS = {("value", "default"): 1.15, ("numpy", "default"): 1.60, ("numpy", "ex
 
 
 def figures(engine, runs):
-    """(one figure per process, the step-wise best): the mean step (Value engine: 48 different docs)
-    or the median step (NumPy engine) of each process; and the same figure of each step's best over
-    all rounds. Every round runs the same docs from the same weights, so step i is the same work in
-    every round; another program on the machine only ever adds time, so a step's best over rounds is
-    its least disturbed measurement."""
+    """(one figure per process, the step-wise best): the mean step (Value engine: 48
+    different docs) or the median step (NumPy engine) of each process; and the same
+    figure of each step's best over all rounds. Every round runs the same docs from the
+    same weights, so step i is the same work in every round; another program on the
+    machine only ever adds time: a step's best over rounds is its least disturbed."""
     figure = statistics.fmean if engine == "value" else statistics.median
     return [figure(run) for run in runs], figure([min(step) for step in zip(*runs)])
 

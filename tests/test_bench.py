@@ -1,6 +1,5 @@
-"""benchmarks/floor.py's table of the step against its matrix products and
-benchmarks/vs_commits.py's table against older commits, in smoke versions (a few rounds and steps;
-nothing here judges a time)."""
+"""benchmarks/vs_commits.py's table against older commits, in smoke versions (a few rounds and
+steps; nothing here judges a time)."""
 import json
 import re
 import shutil
@@ -12,38 +11,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import floor  # noqa: E402
 import vs_commits  # noqa: E402
 
 import microgpt as mg  # noqa: E402
 
-
-def test_the_floor_has_the_matrix_products_of_a_step():
-    cfg = mg.GPTConfig(vocab_size=27, n_embd=32, n_head=4, n_layer=2, block_size=128)
-    shapes = floor.matmul_shapes(cfg, 8, 128)
-    # per layer: 6 weight matrices x (forward, dx, dW) and attention's 2 forward and 4 backward
-    # products
-    assert len(shapes) == 2 * (6 * 3 + 6) + 3
-    for a, b in shapes:
-        assert a[-1] == b[-2]  # every pair can be multiplied
-    assert ((8, 4, 128, 32 // 4), (8, 4, 32 // 4, 128)) in shapes  # q k^T
-    assert ((8 * 128, 32), (32, 4 * 32)) in shapes  # fc1's forward
-
-
-@pytest.mark.slow
-def test_the_floor_table_has_both_sizes_and_both_norms():
-    rows = floor.table(quick=True, log=lambda *a: None)
-    body = rows[2:]
-    assert [r.split(" | ")[:2] for r in body] == [["| default (batch 1, float64)", "rmsnorm"],
-                                                  ["| default (batch 1, float64)", "sphere"],
-                                                  ["| experiments (batch 8, float32)", "rmsnorm"],
-                                                  ["| experiments (batch 8, float32)", "sphere"]]
-    for r in body:
-        assert re.search(r"\| [\d.]+ \| [\d.]+ \| \d+% \|$", r), r
-
-
-# -----------------------------------------------------------------------------
-# benchmarks/vs_commits.py
 
 def _has_commits(*commits):
     if shutil.which("git") is None:

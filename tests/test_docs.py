@@ -237,7 +237,7 @@ LONG = {r"^python3 dev\.py test\b": "the tests themselves (CI runs them all)",
         r"^python3 dev\.py run$": "the first Quickstart command, run first as written",
         r"^python3 dev\.py python experiments/\S+ *$|--gate-pilot|--corpus names\.txt": "a whole study: minutes",
         r"--deadline|--anchor-contexts": "a part of a study: minutes",
-        r"archive/experiments/": "a finished study, run from its tag (git worktree add archive ...)",
+        r"archive/(experiments|benchmarks)/": "a finished study, run from its tag (git worktree add archive ...)",
         r"^\.venv/bin/python benchmarks/": "the benchmarks: minutes each",
         r"browser_helpers|runs/big": "the planetarium frame benchmark's recipe (its page is 4.6 MB)",
         r"tests/test_planetarium_browser\.py": "the browser tests' own checks (tests/test_planetarium_browser.py)"}

@@ -1,6 +1,6 @@
 """Tests for the performance work on value.py: the faster backward/topological sort compute exactly what the
 textbook versions compute, the graph is as lean as the math allows, and no_cycle_gc() is safe.
-Nothing here measures wall-clock time (benchmarks/bench.py does that)."""
+Nothing here measures wall-clock time (benchmarks/README.md has the timings)."""
 import gc
 import random
 import sys
