@@ -275,7 +275,7 @@ def test_the_documented_commands_run_in_a_fresh_clone_after_the_quickstart(tmp_p
                               input="c\nq\n" if words[1:3] == ["dev.py", "pdb"] else None)
 
     ran, failed = [], []
-    first = run("python3 dev.py run", 3000)  # (the setup and 35 s of training: 144 s on a quiet machine)
+    first = run("python3 dev.py run", 3000)  # (the setup and 35 s of training: 140 s measured)
     assert "dev.py: installing requirements.txt and requirements-nodeps.txt into .venv (first time" in first.stderr
     assert first.returncode == 0 and "sample 20: " in first.stdout, first.stderr
     again = run("python3 dev.py test tests/test_value.py", 900)
