@@ -97,12 +97,11 @@ def venv_ready():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not venv_ready(), reason="needs dev.py's .venv (python3 dev.py test makes it)")
-@pytest.mark.parametrize("where", ["parent", "notebooks", "elsewhere"])
+@pytest.mark.parametrize("where", ["notebooks", "elsewhere"])
 def test_paths_are_read_from_where_you_are_and_the_printed_command_continues_the_run(tmp_path, where):
-    """`python3 dev.py run` from the repository's parent folder, from notebooks/ or from anywhere: --corpus and
-    --out are read from there, and the resume command a Ctrl-C prints, pasted there, continues the run."""
-    here = {"parent": os.path.dirname(ROOT), "notebooks": os.path.join(ROOT, "notebooks"),
-            "elsewhere": str(tmp_path)}[where]
+    """`python3 dev.py run` from notebooks/ or from anywhere else: --corpus and --out are read from there, and
+    the resume command a Ctrl-C prints, pasted there, continues the run."""
+    here = {"notebooks": os.path.join(ROOT, "notebooks"), "elsewhere": str(tmp_path)}[where]
     name = f"dev test {os.getpid()} o u't"  # (spaces and a quote: the command must quote them)
     corpus = os.path.join(here, name + ".txt")
     with open(corpus, "w", encoding="utf-8") as f:

@@ -433,7 +433,7 @@ def trained(norm, steps=60):
 
 
 @pytest.mark.parametrize("norm", ["rmsnorm", "sphere"])
-@pytest.mark.parametrize("temperature, prompt", [(0.5, ""), (1.0, "ma"), (2.0, "e"), (1e-300, "")])
+@pytest.mark.parametrize("temperature, prompt", [(0.5, ""), (1.0, "ma"), (1e-300, "")])
 def test_value_and_numpy_sampling_agree_sample_for_sample(norm, temperature, prompt):
     cfg, params = trained(norm)
     kw = dict(num_samples=12, temperature=temperature, prompt=prompt, seed=7)
