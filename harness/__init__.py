@@ -12,6 +12,7 @@ checks.py. Around them:
     run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, folder lock
     memory.py       the memory a run will need, estimated before anything is allocated
     messages.py     what a run prints; errors.py: exit codes, and text made safe to print
+    i18n.py         the console in Japanese (--lang ja, a Japanese locale): po/ja.po
 
 quiet_startup and leave live here because a program calls them before (and after) everything else.
 """

@@ -13,9 +13,9 @@ from checks import check_state, check_step
 from corpora import fingerprint
 from harness.errors import InputError
 from harness.history import HISTORY_NAME
+from harness.i18n import N_, _
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
-from i18n import N_, _
 from model_config import TrainState, n_param_arrays, n_params, pack_params, param_shapes
 from settings import REQUIRED, STORED, check
 
@@ -80,22 +80,22 @@ def _load(file, where, max_gb):
     settings = {}
     for row in STORED:  # each by its rule; a setting the file predates takes its `before`
         if row.name not in meta and row.before is REQUIRED:
-            raise InputError(_("its meta has no {name!r}").format(name=row.name))
+            raise InputError("its meta has no {name!r}", name=row.name)
         settings[row.name] = check(row.name, meta.get(row.name, row.before))
     # weights, Adam's moments, a train loss per step (a file of zeros compresses well: a small file
     # can claim a lot) and the objects of every parameter array
     need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step + BYTES_PER_ARRAY * n_param_arrays(cfg)
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(_("it describes a model of {params:,} parameters trained {step:,} "
-                           "steps, about {size} with its optimizer state and history; {why}")
-                         .format(params=n_params(cfg), step=step, size=gigabytes(need), why=why))
+        raise InputError("it describes a model of {params:,} parameters trained {step:,} steps, "
+                         "about {size} with its optimizer state and history; {why}",
+                         params=n_params(cfg), step=step, size=gigabytes(need), why=why)
     count = n_param_arrays(cfg) + 5  # + adam_m, adam_v, train_loss, val_loss, meta
     headers = npz_headers(file, max_members=count + 16)
     if len(headers) < count:
-        raise InputError(_("it holds {n} arrays; a checkpoint of its config (n_layer {n_layer}, "
-                           "norm {norm}) holds {count}").format(
-                               n=len(headers), n_layer=cfg.n_layer, norm=cfg.norm, count=count))
+        raise InputError("it holds {n} arrays; a checkpoint of its config (n_layer {n_layer}, norm "
+                         "{norm}) holds {count}", n=len(headers), n_layer=cfg.n_layer,
+                         norm=cfg.norm, count=count)
     P, dtype = n_params(cfg), settings["dtype"]
     expected = {f"param:{key}": (shape, dtype) for key, shape in param_shapes(cfg)}
     def val_shape(got):  # at most one val loss per step, and step 0's and the last's

@@ -18,6 +18,7 @@ from harness import messages
 from harness.checkpoints import corpus_change, corpus_fingerprint, load_checkpoint, save_run
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
 from harness.history import HISTORY_NAME, load_history
+from harness.i18n import LANGUAGES, N_, _, language_from, translated, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -28,7 +29,6 @@ from harness.run_files import (
     write_json,
 )
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
-from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
 
@@ -298,7 +298,7 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
         h = load_history(path)
     except InputError as e:
         notes.append(_("note: the planetarium history is not continued ({error}); it starts "
-                       "again").format(error=e))
+                       "again").format(error=translated(e)))
         return None
     another = resume.run_id and h.run_id and h.run_id != resume.run_id
     if another or (h.cfg, h.vocab) != (cfg, vocab):

@@ -4,7 +4,7 @@
 (sysexits.h's EX_IOERR), 130 interrupted: docs/running.md (Exit codes) says what each promises.
 The shell (harness/shell.py) prints InputError (settings.py) and WriteError as one line with code.
 """
-from i18n import _
+from harness.i18n import _
 from settings import InputError  # noqa: F401  (re-exported: the run's machinery raises it too)
 
 EXIT_OK, EXIT_DIVERGED, EXIT_BAD_INPUT, EXIT_IO, EXIT_INTERRUPTED = 0, 1, 2, 74, 130

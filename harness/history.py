@@ -13,9 +13,9 @@ from dataclasses import asdict
 import numpy as np
 
 from harness.errors import InputError
+from harness.i18n import N_
 from harness.memory import BYTES_PER_ARRAY, SNAPSHOT_BUDGET
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
-from i18n import N_, _
 from model_config import (
     SCALE_NAMES,
     effective_scales,
@@ -184,31 +184,29 @@ def _load(file, max_bytes):
     """The History in an open history file, every claim checked before anything is loaded."""
     size = os.fstat(file.fileno()).st_size
     if size > max_bytes:
-        raise InputError(_("it is {mib:,.0f} MiB; the limit is {most:,.0f} MiB").format(
-            mib=size / 2**20, most=max_bytes / 2**20))
+        raise InputError("it is {mib:,.0f} MiB; the limit is {most:,.0f} MiB", mib=size / 2**20,
+                         most=max_bytes / 2**20)
     meta, cfg, vocab = read_meta(file, HISTORY_FORMAT, HISTORY_VERSION)
     headers = npz_headers(file, max_members=16)  # (a history has at most 7 arrays)
     steps, count, saved = meta.get("steps"), meta.get("count"), meta.get("step", meta.get("steps"))
     for name, value, least in (("steps", steps, 1), ("count", count, 2),
                                ("skipped", meta.get("skipped"), 0), ("step", saved, 0)):
         if type(value) is not int or value < least:
-            raise InputError(_("its {name} is not an integer >= {least}").format(
-                name=name, least=least))
+            raise InputError("its {name} is not an integer >= {least}", name=name, least=least)
     if steps > MAX_STEPS:  # (--steps has the same bound: 10**30 would break the snapshot plan)
-        raise InputError(_("its steps is beyond 2**53, the most a run may plan"))
+        raise InputError("its steps is beyond 2**53, the most a run may plan")
     if meta.get("dtype") not in ("float64", "float32") or type(meta.get("run_id", "")) is not str:
-        raise InputError(_("its dtype or run_id is malformed"))
+        raise InputError("its dtype or run_id is malformed")
     P, K, A = n_params(cfg), headers.get("params", ((0,),))[0][0], n_param_arrays(cfg)
     if not 1 <= K <= MAX_SNAPSHOTS:
-        raise InputError(_("it has {k} snapshots; a history has 1 to {most}").format(
-            k=K, most=MAX_SNAPSHOTS))
+        raise InputError("it has {k} snapshots; a history has 1 to {most}", k=K, most=MAX_SNAPSHOTS)
     # the weights, and the objects of every parameter array of every snapshot (the page takes the
     # snapshots apart array by array: n_layer 10^6 is millions of them, however narrow the model)
     need = 8 * K * P + K * A * BYTES_PER_ARRAY
     if need > max_bytes:
-        raise InputError(_("its {k} snapshots of {p:,} weights in {a:,} arrays would take "
-                           "{mib:,.0f} MiB; the limit is {most:,.0f} MiB").format(
-                               k=K, p=P, a=A, mib=need / 2**20, most=max_bytes / 2**20))
+        raise InputError("its {k} snapshots of {p:,} weights in {a:,} arrays would take {mib:,.0f} "
+                         "MiB; the limit is {most:,.0f} MiB", k=K, p=P, a=A, mib=need / 2**20,
+                         most=max_bytes / 2**20)
     expected = {"meta": ((), None), "step": ((K,), np.int64), "params": ((K, P), np.float64),
                 "train_loss": (curve_shape, np.float64), "val_loss": (curve_shape, np.float64)}
     if cfg.norm == "sphere":
@@ -243,20 +241,18 @@ def _check_values(h, data):
     """InputError for what History.save cannot have written."""
     step = data["step"]
     if step.min() < 0 or step.max() > h.steps or (np.diff(step) <= 0).any():
-        raise InputError(_("its snapshot steps are not increasing from 0 to its planned {steps}")
-                         .format(steps=h.steps))
+        raise InputError("its snapshot steps are not increasing from 0 to its planned {steps}",
+                         steps=h.steps)
     for name in ("params", "train_loss", "val_loss"):
         if not np.isfinite(data[name]).all():
-            raise InputError(_("its {name} is not all finite").format(
-                name="weights" if name == "params" else name))
+            raise InputError("its {name} is not all finite",
+                             name="weights" if name == "params" else name)
     if h.cfg.norm != "sphere":
         return
     off = max(off_sphere(h.params_at(k), h.cfg) for k in range(len(h)))  # (float32: unit to ~1e-7)
     if not off <= 1e-6:
-        raise InputError(_("its weights are not on the sphere (max | |v| - 1 | = {off:.2g})")
-                         .format(off=off))
+        raise InputError("its weights are not on the sphere (max | |v| - 1 | = {off:.2g})", off=off)
     if not np.allclose(data["scales"], h.scales, rtol=1e-12, atol=0):
-        raise InputError(_("its effective scales do not match its weights"))
+        raise InputError("its effective scales do not match its weights")
     if ((data["drift"] <= 0) | np.isinf(data["drift"])).any():
-        raise InputError(_("its drift (norms before the retraction) is not all positive and "
-                           "finite"))
+        raise InputError("its drift (norms before the retraction) is not all positive and finite")

@@ -9,7 +9,7 @@ import os
 from dataclasses import replace
 
 from corpora import BUILTIN, MAX_CORPUS_BYTES
-from i18n import _
+from harness.i18n import _
 from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
 from settings import DEFAULTS, InputError
 
@@ -87,13 +87,13 @@ def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(
             + corpus_memory(*corpus) + history_memory(cfg, steps))
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(_("this run would need about {size} of memory ({params:,} parameters, "
-                           "vocab_size {vocab:,}, n_embd {n_embd}, n_layer {n_layer}, block_size "
-                           "{block_size}, batch {batch}, engine {engine}, {docs:,} documents, "
-                           "{steps:,} steps); {why}").format(
-            size=gigabytes(need), params=n_params(cfg), vocab=cfg.vocab_size, n_embd=cfg.n_embd,
-            n_layer=cfg.n_layer, block_size=cfg.block_size, batch=batch_size, engine=engine,
-            docs=corpus[0], steps=steps, why=why))
+        raise InputError("this run would need about {size} of memory ({params:,} parameters, "
+                         "vocab_size {vocab:,}, n_embd {n_embd}, n_layer {n_layer}, block_size "
+                         "{block_size}, batch {batch}, engine {engine}, {docs:,} documents, "
+                         "{steps:,} steps); {why}", size=gigabytes(need), params=n_params(cfg),
+                         vocab=cfg.vocab_size, n_embd=cfg.n_embd, n_layer=cfg.n_layer,
+                         block_size=cfg.block_size, batch=batch_size, engine=engine, docs=corpus[0],
+                         steps=steps, why=why)
 
 
 def check_corpus_memory(name_or_path, max_gb):
@@ -109,6 +109,6 @@ def check_corpus_memory(name_or_path, max_gb):
     lines = raw.count(b"\n") + 1
     need, (most, why) = corpus_memory(lines, len(raw)), limit(max_gb)
     if need > most:
-        raise InputError(_("corpus file {path!r} has {lines:,} lines; keeping them as documents "
-                           "would need about {size} of memory; {why}").format(
-                               path=name_or_path, lines=lines, size=gigabytes(need), why=why))
+        raise InputError("corpus file {path!r} has {lines:,} lines; keeping them as documents "
+                         "would need about {size} of memory; {why}", path=name_or_path, lines=lines,
+                         size=gigabytes(need), why=why)

@@ -7,9 +7,9 @@ import sys
 
 from harness.checkpoints import save_run
 from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError, as_text
+from harness.i18n import _
 from harness.run_files import claim_run_folder
 from harness.shell import say
-from i18n import _
 from model_config import n_params
 from numpy_engine import GREEDY_BELOW
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from harness.checkpoints import save_run
 from harness.history import History
+from harness.i18n import _
 from harness.messages import fmt_loss, fmt_time
 from harness.shell import DeferSigint
-from i18n import _
 from model_config import off_sphere
 
 DIVERGED_NATS = 1.0     # a mean train loss this far above where training started: it has diverged

@@ -23,7 +23,7 @@ import numpy as np
 
 from checks import check_vocab
 from harness.errors import InputError, WriteError, as_text
-from i18n import N_, _
+from harness.i18n import N_, _
 from model_config import GPTConfig, cut_list
 from settings import short
 
@@ -92,17 +92,17 @@ def check_readable_file(path, what):
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise InputError(_("{what} {path!r} not found").format(what=what, path=path)) from None
+        raise InputError("{what} {path!r} not found", what=what, path=path) from None
     except OSError as e:
-        raise InputError(_("cannot read {what} {path!r}: {error}").format(
-            what=what, path=path, error=e.strerror or e)) from None
+        raise InputError("cannot read {what} {path!r}: {error}", what=what, path=path,
+                         error=e.strerror or e) from None
     if stat.S_ISDIR(mode):
-        raise InputError(_("{what} {path!r} is a folder, not a file").format(what=what, path=path))
+        raise InputError("{what} {path!r} is a folder, not a file", what=what, path=path)
     if not stat.S_ISREG(mode):
         kinds = {stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket")}
         kind = _(kinds.get(stat.S_IFMT(mode), N_("a device")))
-        raise InputError(_("{what} {path!r} is {kind}, not a regular file; give the file itself")
-                         .format(what=what, path=path, kind=kind))
+        raise InputError("{what} {path!r} is {kind}, not a regular file; give the file itself",
+                         what=what, path=path, kind=kind)
 
 
 def read_npz(path, what, load):
@@ -121,16 +121,16 @@ def read_npz(path, what, load):
                 file.seek(0)
                 return load(file, where)
     except OSError as e:
-        raise InputError(_("cannot read {where}: {error}").format(
-            where=where, error=e.strerror or e)) from None
+        raise InputError("cannot read {where}: {error}", where=where,
+                         error=e.strerror or e) from None
     except InputError as e:
-        raise InputError(_("{where} is incompatible or incomplete: {error}").format(
-            where=where, error=e)) from None
+        raise InputError("{where} is incompatible or incomplete: {error}", where=where,
+                         error=e) from None
     except Exception as e:
-        raise InputError(_("{where} is corrupt or not a microgpt {what} ({kind}: {error})").format(
-            where=where, what=what, kind=type(e).__name__, error=e)) from None
-    raise InputError(_("{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz "
-                       "archive)").format(what=what, path=path))
+        raise InputError("{where} is corrupt or not a microgpt {what} ({kind}: {error})",
+                         where=where, what=what, kind=type(e).__name__, error=e) from None
+    raise InputError("{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz "
+                     "archive)", what=what, path=path)
 
 
 def npz_headers(file, max_members=64, only=None):
@@ -165,27 +165,26 @@ def read_meta(file, fmt, version, max_chars=2**20):
     shape, dtype, _size = npz_headers(file, max_members=None, only=("meta",)).get("meta",
                                                                                  (None,) * 3)
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
-        raise InputError(_("no JSON 'meta' entry of the expected form"))
+        raise InputError("no JSON 'meta' entry of the expected form")
     with np.load(file, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
     file.seek(0)
     if not isinstance(meta, dict):
-        raise InputError(_("'meta' is not a JSON object"))
+        raise InputError("'meta' is not a JSON object")
     if (meta.get("format"), type(meta.get("version"))) != (fmt, int) or meta["version"] != version:
-        raise InputError(_("it has format {got!r} version {got_version!r}; this microgpt reads "
-                           "{fmt!r} version {version}").format(
-                               got=meta.get("format"), got_version=meta.get("version"), fmt=fmt,
-                               version=version))
+        raise InputError("it has format {got!r} version {got_version!r}; this microgpt reads "
+                         "{fmt!r} version {version}", got=meta.get("format"),
+                         got_version=meta.get("version"), fmt=fmt, version=version)
     config = meta.get("config")
     known = {f.name for f in fields(GPTConfig)}
     unknown = sorted(set(config) - known) if isinstance(config, dict) else config
     if unknown:
-        raise InputError(_("its config has settings this microgpt does not know: {unknown}")
-                         .format(unknown=short(unknown)))
+        raise InputError("its config has settings this microgpt does not know: {unknown}",
+                         unknown=short(unknown))
     try:
         cfg = GPTConfig(**config)
     except InputError as e:
-        raise InputError(_("its config: {error}").format(error=e)) from None
+        raise InputError("its config: {error}", error=e) from None
     check_vocab(meta.get("vocab"), cfg, "")
     return meta, cfg, meta["vocab"]
 
@@ -195,20 +194,19 @@ def check_arrays(headers, expected):
     whole. A shape may be a function (header's shape -> expected one); dtype None: not checked."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
-        raise InputError(_("its arrays do not match its config: missing {missing}, unexpected "
-                           "{unknown}").format(missing=cut_list(missing),
-                                               unknown=cut_list(unknown)))
+        raise InputError("its arrays do not match its config: missing {missing}, unexpected "
+                         "{unknown}", missing=cut_list(missing), unknown=cut_list(unknown))
     for name, (shape, dtype) in expected.items():
         got, got_dtype, stored = headers[name]
         if dtype is None:
             continue
         shape = shape(got) if callable(shape) else shape
         if got != shape or got_dtype != np.dtype(dtype):
-            raise InputError(_("array {name!r} has shape {got} and dtype {got_dtype}; expected "
-                               "{shape}, {dtype}").format(name=name, got=got, got_dtype=got_dtype,
-                                                          shape=shape, dtype=np.dtype(dtype)))
+            raise InputError("array {name!r} has shape {got} and dtype {got_dtype}; expected "
+                             "{shape}, {dtype}", name=name, got=got, got_dtype=got_dtype,
+                             shape=shape, dtype=np.dtype(dtype))
         if stored < np.dtype(dtype).itemsize * math.prod(shape):
-            raise InputError(_("array {name!r} is truncated").format(name=name))
+            raise InputError("array {name!r} is truncated", name=name)
 
 
 def write_json(path, obj):
@@ -270,11 +268,11 @@ def make_folder(out):
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
-        raise InputError(_("--out {out!r} is not a writable folder ({error})").format(
-            out=out, error=e.strerror or e)) from None
+        raise InputError("--out {out!r} is not a writable folder ({error})", out=out,
+                         error=e.strerror or e) from None
     except RecursionError:  # os.makedirs recurses per missing folder level: thousands overflow it
-        raise InputError(_("--out {out!r}... has too many folder levels to create").format(
-            out=out[:60])) from None
+        raise InputError("--out {out!r}... has too many folder levels to create",
+                         out=out[:60]) from None
 
 
 LOCK_NAME = ".microgpt.lock"
@@ -302,13 +300,12 @@ class RunLock:
                 self.fd = os.open(self.folder, os.O_RDONLY) if fcntl else \
                     os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as e:
-                raise InputError(_("cannot lock --out {out!r} ({error})").format(
-                    out=self.folder, error=e.strerror or e)) from None
+                raise InputError("cannot lock --out {out!r} ({error})", out=self.folder,
+                                 error=e.strerror or e) from None
             if not _try_lock(self.fd):
                 holder = self._holder() or _("its lock file was deleted")
-                raise InputError(_("--out {out!r} is in use by another run ({holder}); wait for it "
-                                   "to end, or choose another --out").format(
-                                       out=self.folder, holder=holder))
+                raise InputError("--out {out!r} is in use by another run ({holder}); wait for it "
+                                 "to end, or choose another --out", out=self.folder, holder=holder)
             if fcntl:
                 HELD[os.path.abspath(self.folder)] = self.fd
         except BaseException:
@@ -363,9 +360,9 @@ class RunLock:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | fresh | getattr(os, "O_NOFOLLOW", 0),
                          0o644, dir_fd=dir_fd)
         except OSError as e:
-            raise InputError(_("cannot use {path!r} as the lock of --out {out!r} ({error}); is it "
-                               "a symbolic link or a folder?").format(
-                                   path=self.path, out=self.folder, error=e.strerror)) from None
+            raise InputError("cannot use {path!r} as the lock of --out {out!r} ({error}); is it a "
+                             "symbolic link or a folder?", path=self.path, out=self.folder,
+                             error=e.strerror) from None
         self.claimed = True
         try:
             os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, {started}".encode())

@@ -23,7 +23,7 @@ import threading
 
 from harness import _late, _quiet_exit
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError
-from i18n import N_, _
+from harness.i18n import N_, _, translated
 from settings import InputError
 
 # argparse words its own messages with gettext's _ (a name in its module): the console's instead,
@@ -165,7 +165,7 @@ class Shell:
     def report(self, e):
         """The one line for an exception that ends the program, and its exit code (None: others)."""
         if isinstance(e, InputError):
-            say(_("{prog}: error: {message}").format(prog=self.prog, message=e))
+            say(_("{prog}: error: {message}").format(prog=self.prog, message=translated(e)))
             return EXIT_BAD_INPUT
         if isinstance(e, KeyboardInterrupt):
             say(f"\n{self.prog}: {self.interrupted()}")

@@ -1,14 +1,14 @@
-"""i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese locale in the
-environment (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, gettext's order); English otherwise. The standard
-library's gettext, with one catalogue, po/ja.po, read as msgfmt reads it and compiled in memory (so
-no binary .mo file is kept); a broken entry stays English, and so does a terminal that cannot show
-Japanese, each said in one line. A message is English in the code, `_("... {name} ...")`, and its
-placeholders are filled after translation with .format(), as the translation may reorder them. A
-message made before the language is known (a rule's text in settings.py) is marked N_("...") and
-translated where it is used, _(rule.says). It sits at the root, imports only the standard
-library, and stays English until use("ja"): the model's modules word their errors with it, and the
-harness prints them. argparse's own messages (usage:, unrecognized arguments, invalid choice) are
-in the catalogue too, as ARGPARSE lists them; harness/shell.py passes them through _()."""
+"""harness/i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese
+locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, gettext's order); English otherwise. The
+standard library's gettext, with one catalogue, po/ja.po, read as msgfmt reads it and
+compiled in memory (no .mo file is kept); a broken entry stays English, and so does a
+terminal that cannot show Japanese, each said in one line. A message is English in the
+code, `_("... {name} ...")`, its placeholders filled after translation with .format(),
+as the translation may reorder them; one made before the language is known is marked
+N_("...") and translated where it is used. The model's layer raises its errors in plain
+English (settings.InputError, settings.Text: a template and its fields); translated()
+words them in the console's language. argparse's own messages (usage:, invalid choice)
+are in the catalogue too, as ARGPARSE lists them; harness/shell.py passes them to _()."""
 import argparse
 import ast
 import gettext
@@ -38,6 +38,13 @@ def _(message):
 def N_(message):
     """message as it is: marks it for the catalogue, to be translated where it is used."""
     return message
+
+
+def translated(text):
+    """An InputError or a settings.Text in the console's language: its template translated,
+    then its fields filled in (a field that is a Text translated too)."""
+    fields = {k: translated(v) if hasattr(v, "template") else v for k, v in text.fields.items()}
+    return _(text.template).format(**fields) if fields else _(text.template)
 
 
 def read_po(path, problems=None):
@@ -98,16 +105,12 @@ def mo_bytes(messages):
     keys = [k.encode("utf-8") for k in ids]
     values = [messages[k].encode("utf-8") for k in ids]
     start = 7 * 4 + 16 * len(ids)  # the header, then the two tables of (length, offset)
-    key_offsets, offset = [], start
-    for k in keys:
-        key_offsets.append((len(k), offset))
-        offset += len(k) + 1
-    value_offsets = []
-    for v in values:
-        value_offsets.append((len(v), offset))
-        offset += len(v) + 1
+    offsets, offset = [], start  # the keys' (length, offset), then the values'
+    for s in keys + values:
+        offsets.append((len(s), offset))
+        offset += len(s) + 1
     out = struct.pack("<7I", 0x950412DE, 0, len(ids), 7 * 4, 7 * 4 + 8 * len(ids), 0, 0)
-    out += b"".join(struct.pack("<2I", *pair) for pair in key_offsets + value_offsets)
+    out += b"".join(struct.pack("<2I", *pair) for pair in offsets)
     return out + b"".join(s + b"\0" for s in keys + values)
 
 

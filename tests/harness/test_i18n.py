@@ -1,5 +1,6 @@
-"""i18n.py: the console in Japanese with --lang ja or a Japanese locale, English by default; one gettext
-catalogue (po/ja.po) that translates exactly the messages the project wraps, placeholders kept."""
+"""harness/i18n.py: the console in Japanese with --lang ja or a Japanese locale, English by default; one
+gettext catalogue (harness/po/ja.po) that translates exactly the messages the project wraps, placeholders
+kept: the harness's _() and N_(), and the model layer's English InputError and Text templates."""
 import ast
 import gettext
 import glob
@@ -12,17 +13,24 @@ import sys
 import pytest
 from cli_helpers import ROOT, TINY, write_corpus
 
-import i18n
+from harness import i18n
 from settings import SETTINGS
 
 
 def wrapped_messages():
-    """Every string literal the project passes to _() or N_() (adjacent literals joined, as Python does),
-    the argparse messages i18n.ARGPARSE names, and the settings table's help texts and group names (--help)."""
-    found = set(i18n.ARGPARSE) | {row.help for row in SETTINGS} | {row.group for row in SETTINGS}
+    """Every string literal the project passes to _() or N_(), or (outside experiments/) as the template
+    of InputError() or Text() (adjacent literals joined, as Python does; either branch of an `if`), the
+    argparse messages i18n.ARGPARSE names, and the settings table's help texts, group names and rules."""
+    found = set(i18n.ARGPARSE) | {t for row in SETTINGS for t in (row.help, row.group, row.rule.says)}
     for path in [p for folder in ("", "harness", "experiments") for p in glob.glob(os.path.join(ROOT, folder, "*.py"))]:
         tree = ast.parse(open(path, encoding="utf-8").read())
         for node in ast.walk(tree):
+            template = getattr(node, "func", None) and getattr(node.func, "id", None) in ("InputError", "Text")
+            if template and "experiments" not in path and not isinstance(node.args[0], ast.Call):
+                first = node.args[0]  # English: translated() words it as it is printed
+                assert not isinstance(first, ast.BinOp), f"{path}: a template made with +: {{where}} it"
+                branches = [first.body, first.orelse] if isinstance(first, ast.IfExp) else [first]
+                found |= {b.value for b in branches if isinstance(b, ast.Constant)}
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("_", "N_") and node.args:
                 if isinstance(node.args[0], ast.Constant):
                     found.add(node.args[0].value)
