@@ -1,21 +1,22 @@
-"""dev.py -- set up and run the project with one command; needs only Python >= 3.10 and venv.
+"""dev.py -- set up and run the project in one command; needs only Python >= 3.10, venv.
 
-    python3 dev.py run [flags]       train and sample: python microgpt.py [flags] (see --help)
-    python3 dev.py python FILE ...   any script with the project's Python: python FILE ...
-    python3 dev.py pdb FILE [flags]  a script in the debugger: python -m pdb -- FILE [flags]
-    python3 dev.py test [args]       the tests: python -m pytest [args]; --fast leaves out slow ones
+    python3 dev.py run [flags]       train and sample: python microgpt.py [flags]
+    python3 dev.py python FILE ...   a script with the project's Python: python FILE ...
+    python3 dev.py pdb FILE [flags]  in the debugger: python -m pdb -- FILE [flags]
+    python3 dev.py test [args]       python -m pytest [args]; --fast: not the slow ones
     python3 dev.py lint              ruff check .
-    python3 dev.py notebooks [NN]    rebuild and execute the notebooks (all, or those named *NN*)
-    python3 dev.py lab [args]        JupyterLab on notebooks/ (installed into .venv on first use)
+    python3 dev.py notebooks [NN]    rebuild and run the notebooks (all, or *NN*)
+    python3 dev.py lab [args]        JupyterLab on notebooks/ (installed on first use)
 
-The first call creates .venv and installs requirements.txt into it, then requirements-nodeps.txt
-with --no-deps (packages used only for their data files); later calls reinstall only when either
-file changes (their hash is kept in .venv). `lab` installs requirements-lab.txt the same way, on
-its first use only, so the runtime stays light (as root, JupyterLab needs `lab --allow-root`).
-Commands run with that Python, in this folder (`run`, `python`, `pdb`: in yours, which their paths
-are read from), so nothing is installed elsewhere. A broken .venv, a missing requirements file or
-package is one line that says what to do. To manage your own environment, install the files and
-run the commands on the right directly (README: "Setting up by hand").
+The first call creates .venv and installs requirements.txt into it, then
+requirements-nodeps.txt with --no-deps (packages used only for their data files); later
+calls reinstall only when either file changes (their hash is kept in .venv). `lab`
+installs requirements-lab.txt the same way, on its first use only, so the runtime stays
+light (as root, JupyterLab needs `lab --allow-root`). Commands run with that Python, in
+this folder (`run`, `python`, `pdb`: in yours, which their paths are read from), so
+nothing is installed elsewhere. A broken .venv, a missing requirements file or package
+is one line that says what to do. To manage your own environment, install the files
+and run the commands on the right directly (README: "Setting up by hand").
 """
 import hashlib
 import os
@@ -32,16 +33,16 @@ REQUIREMENTS_NODEPS = os.path.join(ROOT, "requirements-nodeps.txt")  # installed
 REQUIREMENTS_LAB = os.path.join(ROOT, "requirements-lab.txt")  # `lab` only
 STAMP = os.path.join(VENV, ".requirements-sha256")
 STAMP_LAB = os.path.join(VENV, ".requirements-lab-sha256")
-# `--` ends pdb's own options: Python 3.13.0's pdb refuses `pdb script --flag` without it
+# `--` ends pdb's own options: 3.13.0's pdb refuses `pdb script --flag` without it
 COMMANDS = {"run": ["microgpt.py"], "python": [], "pdb": ["-m", "pdb", "--"],  # (PDB_MAIN)
             "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
             "notebooks": ["notebooks/build.py"], "lab": ["-m", "jupyterlab"]}
 IN_USERS_FOLDER = ("run", "python", "pdb")  # their paths are read from where the user is
 NEEDS = {"test": ("pytest", REQUIREMENTS), "lint": ("ruff", REQUIREMENTS),  # (module, installed by)
          "notebooks": ("nbformat", REQUIREMENTS), "lab": ("jupyterlab", REQUIREMENTS_LAB)}
-# pdb as `python -m pdb` starts it. Python 3.13.0's pdb cannot set `b module.function` on a
-# function with default arguments (it takes the first constant of the compiled `def` for the
-# function's code; fixed in 3.13.1): there, its lookup is given the function's code first.
+# pdb as `python -m pdb` starts it. Python 3.13.0's pdb cannot set `b module.function`
+# on a function with default arguments (it takes the compiled `def`'s first constant for
+# its code; fixed in 3.13.1): there, its lookup is given the function's code first.
 PDB_MAIN = """import pdb, sys, types
 def fix_find_function(pdb, find, code_type):
     def compile_code_first(*args, **kwargs):  # (pdb runs the script in this module's globals:
@@ -85,7 +86,7 @@ def requirements_hash(paths=(REQUIREMENTS, REQUIREMENTS_NODEPS)):
 
 
 def ensure_venv():
-    """Create .venv and install the requirements into it, unless done for these files already."""
+    """Create .venv and install the requirements, unless done for these files before."""
     python = venv_python()
     if not os.path.exists(python):
         if os.path.exists(VENV):
@@ -116,7 +117,7 @@ def ensure_venv():
 
 
 def install(python, files, stamp):
-    """pip install each (path, flags) into .venv, unless the stamp holds these files' hash."""
+    """pip install each (path, flags) into .venv, unless the stamp holds their hash."""
     wanted = requirements_hash([path for path, _ in files])
     try:
         with open(stamp, "rb") as f:  # (bytes: a stamp that is not ASCII is simply not this hash)
@@ -144,8 +145,8 @@ def install(python, files, stamp):
 
 
 def check_installed(python, module, requirements):
-    """One line naming the missing package and the command that installs it, when the stamp says
-    the requirements are installed but `module` is not there (a pip uninstall since, say)."""
+    """One line naming the missing package and the command that installs it, when the
+    stamp says the requirements are in but `module` is not (a pip uninstall since)."""
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
     if subprocess.run([python, "-c", probe, module]).returncode == 1:
         fail(f"the package {module!r} is not installed in .venv; install it with: "

@@ -1,9 +1,9 @@
-"""microgpt.py -- chapter 22: a tiny GPT, trained from scratch, invents names; nGPT as a switch.
+"""microgpt.py -- chapter 22: a tiny GPT, trained from scratch, invents names.
 
-Read it top to bottom. norm="rmsnorm" is the reference microgpt; "sphere" keeps every vector on the
-unit hypersphere (nGPT, lecture 3). engine="value" runs this file's code on value.py's Values;
-"numpy" runs numpy_engine.py, the same math on arrays: it mirrors gpt() and gpt_sphere() without
-calling them; an edit to them runs on "value" only (a numpy run says so). main() adds harness/.
+norm="rmsnorm" is the reference microgpt; "sphere" keeps every vector on the unit
+hypersphere (nGPT, lecture 3). engine="value" runs this file on value.py's Values;
+"numpy" runs numpy_engine.py, which mirrors gpt() and gpt_sphere() on arrays (an edit
+to them runs on "value" only; a numpy run says so). main() adds harness/.
 """
 if __name__ == "__main__":  # Ctrl-C as NumPy loads, or a Python without it: one line, no traceback
     from harness import quiet_startup
@@ -25,7 +25,7 @@ from sphere import l2_normalize, tangent_project
 from utils import linear, rmsnorm, softmax
 from value import NumericError, Value, no_cycle_gc
 
-# =========================================================================== 1. dataset
+# ================================================================== 1. dataset
 def split_docs(docs, seed=42, val_fraction=0.1):
     """Seeded shuffle, then the last 10% (at least one doc) is the validation set."""
     order = np.random.default_rng(check_split(docs, seed, val_fraction)).permutation(len(docs))
@@ -34,14 +34,14 @@ def split_docs(docs, seed=42, val_fraction=0.1):
     return shuffled[:-n_val], shuffled[-n_val:]
 
 
-# =========================================================================== 2. tokenizer
+# ================================================================== 2. tokenizer
 def build_vocab(docs):
-    """The sorted unique characters: id i is vocab[i]; BOS (begin/end of sequence) is len(vocab)."""
+    """The sorted unique characters: id i is vocab[i]; BOS (start/end) is len(vocab)."""
     return sorted(set("".join(docs)))
 
 
 def encode(text, vocab):
-    """Characters -> ids (no BOS); an unknown character is an InputError that names it."""
+    """Characters -> ids (no BOS); an unknown character is an InputError naming it."""
     index = {ch: i for i, ch in enumerate(vocab)}
     check_known(text, index)
     return [index[ch] for ch in text]
@@ -53,15 +53,14 @@ def decode(ids, vocab):
 
 
 def doc_tokens(doc, vocab):
-    """[BOS] + characters + [BOS]: the model learns where a name starts and where it ends."""
-    bos = len(vocab)
-    return [bos] + encode(doc, vocab) + [bos]
+    """[BOS] + characters + [BOS]: the model learns where a name starts and ends."""
+    return [len(vocab)] + encode(doc, vocab) + [len(vocab)]
 
 
-# =========================================================================== 3. parameters
+# ================================================================== 3. parameters
 def init_params(cfg, seed=42, dtype=np.float64):
-    """Matrices ~ N(0, 0.08^2) in key order (the reference init), views of one flat buffer. Sphere:
-    unit vectors; nGPT's scales stored at 1/sqrt(C) (mlp_su at 1), scaled back up in gpt_sphere."""
+    """Matrices ~ N(0, 0.08^2) in key order, views of one buffer. Sphere: unit vectors;
+    nGPT's scales stored at 1/sqrt(C) (mlp_su at 1), scaled back up in gpt_sphere."""
     rng = np.random.default_rng(seed)
     _, params = alloc_params(cfg, dtype)
     for array in params.values():
@@ -77,14 +76,14 @@ def init_params(cfg, seed=42, dtype=np.float64):
 
 
 def values_from_params(params):
-    """The reference state_dict: key -> a matrix as a list of rows of Values (a vector: one row)."""
+    """The reference state_dict: key -> a matrix as rows of Values (a vector: a row)."""
     return {key: [[Value(x) for x in row] for row in a.tolist()] if a.ndim == 2 else
             [Value(x) for x in a.tolist()] for key, a in params.items()}
 
 
-# =========================================================================== 4. model
-# chapter 22: the reference forward pass for ONE position. keys/values are the KV cache: each call
-# appends this position's k and v and attends over all cached so far (causal by construction).
+# ================================================================== 4. model
+# chapter 22: the reference forward pass for ONE position. keys/values are the KV cache:
+# each call appends this position's k and v and attends over all cached so far (causal).
 def gpt(token_id, pos_id, keys, values, state_dict, cfg):
     n_layer, n_head, head_dim = cfg.n_layer, cfg.n_head, cfg.head_dim
     tok_emb = state_dict['wte'][token_id]  # token embedding
@@ -127,8 +126,8 @@ def gpt(token_id, pos_id, keys, values, state_dict, cfg):
     return logits
 
 
-# Lecture 3: the same network with every vector on the unit sphere (nGPT). Diff it against gpt():
-# rmsnorm becomes l2_normalize; `x + f(x)` becomes a step of size alpha from h towards Norm(f(h)).
+# Lecture 3: the same network, every vector on the unit sphere (nGPT). Diff it with
+# gpt(): rmsnorm becomes l2_normalize; `x + f(x)`, a step alpha from h to Norm(f(h)).
 def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
     n_layer, n_head, head_dim = cfg.n_layer, cfg.n_head, cfg.head_dim
     base = cfg.n_embd ** -0.5  # the scales are stored small: times (wanted initial value / base)
@@ -137,8 +136,8 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
     h = l2_normalize([t + p for t, p in zip(tok_emb, pos_emb)])  # a point on the sphere
 
     for li in range(n_layer):
-        # 1) attention: q and k of each head are unit vectors times a learnable s_qk, so a logit
-        #    is a scaled cosine; sqrt(head_dim) (not 1/sqrt) because cosines are small, in [-1, 1]
+        # 1) attention: each head's q and k are unit vectors times a learnable s_qk:
+        #    a logit is a scaled cosine, times sqrt(head_dim) as cosines are small
         sqk = [s * (1 / base) for s in state_dict[f'layer{li}.attn_sqk']]
         q = linear(h, state_dict[f'layer{li}.attn_wq'])
         k = linear(h, state_dict[f'layer{li}.attn_wk'])
@@ -163,11 +162,11 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
                         for j in range(head_dim)]
             x_attn.extend(head_out)
         h_attn = linear(x_attn, state_dict[f'layer{li}.attn_wo'])
-        # h <- Norm(Norm(h) + alpha (Norm(h_A) - Norm(h))): a step towards the block's output
+        # h <- Norm(Norm(h) + alpha (Norm(h_A) - Norm(h))): a step towards the output
         alpha = [abs(a) * (cfg.alpha_init / base) for a in state_dict[f'layer{li}.attn_alpha']]
         h_n, h_a = l2_normalize(h), l2_normalize(h_attn)
         h = l2_normalize([hi + ai * (hai - hi) for hi, ai, hai in zip(h_n, alpha, h_a)])
-        # 2) MLP, the hidden pre-activation scaled by s_u (times sqrt(C): unit vectors come in)
+        # 2) MLP, the hidden pre-activation scaled by s_u (times sqrt(C): h is unit)
         su = [s * cfg.n_embd**0.5 for s in state_dict[f'layer{li}.mlp_su']]
         u = [ui * si for ui, si in zip(linear(h, state_dict[f'layer{li}.mlp_fc1']), su)]
         u = [ui.relu() for ui in u]
@@ -176,16 +175,16 @@ def gpt_sphere(token_id, pos_id, keys, values, state_dict, cfg):
         h_n, h_m = l2_normalize(h), l2_normalize(h_mlp)
         h = l2_normalize([hi + ai * (hmi - hi) for hi, ai, hmi in zip(h_n, alpha, h_m)])
 
-    # logits are cosines with the (unit) lm_head rows: s_z gives them the range a softmax needs
+    # logits: cosines with the unit lm_head rows; s_z gives them the range softmax needs
     sz = [s * (cfg.sz_init / base) for s in state_dict['sz']]
     logits = [l * s for l, s in zip(linear(h, state_dict['lm_head']), sz)]
     return logits
 
 
-# =========================================================================== 5. loss
+# ================================================================== 5. loss
 def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
-    """Mean next-token NLL over the batch's predicted positions, and its gradient (a dict of arrays,
-    into `out` if given). engine="numpy": the same numbers on arrays (numpy_engine.py)."""
+    """Mean next-token NLL over the batch's predicted positions, and its gradient (a
+    dict of arrays, into `out` if given). engine="numpy": the same numbers on arrays."""
     check_loss_args(params, docs_tokens, cfg, engine, out)  # weights fit cfg, ids the vocabulary
     if engine == "numpy":
         return loss_and_grads_np(params, docs_tokens, cfg, out)
@@ -193,8 +192,7 @@ def loss_and_grads(params, docs_tokens, cfg, engine="value", out=None):
         return loss_and_grads_value(params, docs_tokens, cfg, out)
 
 
-# chapter 22's training step: forward each doc one token at a time through the KV cache, building up
-# the computation graph all the way to the loss; then backward() fills in every parameter's gradient
+# chapter 22's training step: each doc forward through the KV cache, then backward()
 def loss_and_grads_value(params, docs_tokens, cfg, out=None):
     state_dict = values_from_params(params)
     model = gpt_sphere if cfg.norm == "sphere" else gpt
@@ -217,10 +215,10 @@ def loss_and_grads_value(params, docs_tokens, cfg, out=None):
     return loss.data, grads
 
 
-# =========================================================================== 6. Adam (+ retraction)
+# ============================================================== 6. Adam (+ retraction)
 def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99, eps_adam=1e-8):
-    """The reference's Adam update with linear lr decay: flat, grad, m and v hold one number per
-    parameter, so each line is the reference's per-parameter line, on all of them at once."""
+    """The reference's Adam with linear lr decay: flat, grad, m and v hold a number per
+    parameter, so each line is the reference's per-parameter line, on all at once."""
     lr_t = lr * (1 - step / num_steps)  # linear learning rate decay
     m[:] = beta1 * m + (1 - beta1) * grad
     v[:] = beta2 * v + (1 - beta2) * grad ** 2
@@ -230,8 +228,8 @@ def adam_step(flat, grad, m, v, step, num_steps, lr=0.01, beta1=0.85, beta2=0.99
 
 
 def retract(params, cfg):
-    """Sphere mode: each matrix back on the sphere along its embedding dimension, w / |w|, in place.
-    Returns the norms it divided by: how far the update pushed each vector off (1: not at all)."""
+    """Sphere mode: each matrix back on the sphere along its embedding axis, w / |w|, in
+    place. Returns the norms it divided by: how far the update pushed each one off."""
     norms = []
     for key, axis in sphere_axes(cfg).items():
         vectors = params[key] if axis == 1 else params[key].T  # unit rows, or unit columns
@@ -242,20 +240,19 @@ def retract(params, cfg):
 
 
 def project_grads(params, grads, cfg):
-    """Riemannian option: keep only each matrix gradient's part tangent to its sphere (in place)."""
+    """Riemannian option: keep only each matrix gradient's tangent part (in place)."""
     for key, axis in sphere_axes(cfg).items():
         grads[key][...] = tangent_project(params[key], grads[key], axis=axis)
 
 
-# =========================================================================== 7. training
+# ================================================================== 7. training
 def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1, seed=42,
           engine="value", dtype="float64", riemannian=False, eval_every=100, resume=None,
           observer=None):
-    """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...). resume: a state
-    to continue, in a copy (it may change steps, engine, eval_every, and lower lr). observer: as
-    harness/run.py's, told of each update (True: stop); without one, each step's loss is printed.
-    A model that diverges (log(0), an overflow, NaN) raises value.NumericError, under a debugger
-    or not: the weights stay those of the last good step, in the state the observer was shown."""
+    """Train with Adam; returns a TrainState (.params, .train_loss, .val_loss, ...).
+    resume: a state to go on from, in a copy. observer: as harness/run.py's, told of
+    each update (True: stop); without one, each step's loss is printed. Divergence
+    (log(0), overflow, NaN) raises NumericError; the observer has the last good step."""
     settings = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed, engine=engine,
                     dtype=dtype, riemannian=riemannian, eval_every=eval_every)
     settings = check_training(cfg, vocab, train_docs, val_docs, settings, resume)  # or InputError
@@ -272,7 +269,6 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
     grad, grads = alloc_params(cfg, flat.dtype)  # the gradients: one buffer, a view per key
     if not state.val_loss:
         state.val_loss.append((0, evaluate(params, val_tokens, cfg)))  # before training
-    first_step, step_seconds = state.step, 0.0
     for step in range(state.step, steps):
         started = time.perf_counter()
         batch = [docs[(step * batch_size + j) % len(docs)] for j in range(batch_size)]  # its docs
@@ -285,10 +281,9 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
             project_grads(params, grads, cfg)
         adam_step(flat, grad, m, v, step, steps, lr)
         drift = retract(params, cfg) if cfg.norm == "sphere" else None  # back onto the sphere
-        step_seconds += time.perf_counter() - started
+        state.seconds += time.perf_counter() - started  # (state.ms_per_step: their mean)
         state.step = step + 1
         state.train_loss.append(loss)
-        state.ms_per_step = 1000 * step_seconds / (state.step - first_step)
         if state.step % eval_every == 0 or state.step == steps:
             state.val_loss.append((state.step, evaluate(params, val_tokens, cfg)))
         if observer is None:  # the reference's line
@@ -298,7 +293,7 @@ def train(train_docs, val_docs, vocab, cfg, *, steps=1000, lr=0.01, batch_size=1
     return state
 
 
-# =========================================================================== 8. inference
+# ================================================================== 8. inference
 def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42, engine="numpy"):
     """A list of num_samples new names (iter_samples gives them one at a time)."""
     check_names_fit(num_samples, cfg)  # the list holds every name at once: it must fit in memory
@@ -307,8 +302,8 @@ def sample(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=
 
 def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="", seed=42,
                  engine="numpy"):
-    """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once (samples_np).
-    Both draw position p of name i with the same uniform number u[i, p]: they invent the same."""
+    """New names, one at a time: chapter 22's loop (sample_value), or a chunk at once
+    (samples_np). Both draw position p of name i with one uniform number u[i, p]."""
     temperature = check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params)
     prefix, rng = encode(prompt, vocab), np.random.default_rng(seed)
     if engine == "numpy":
@@ -319,8 +314,8 @@ def iter_samples(params, cfg, vocab, num_samples=20, temperature=0.5, prompt="",
             for _ in range(num_samples))
 
 
-# chapter 22's inference loop for one name: feed BOS (then the prompt), then draw each token from
-# the model's prediction until it predicts BOS (the end of a name) or the block is full
+# chapter 22's inference loop for one name: feed BOS (then the prompt), then draw each
+# token from the prediction until it predicts BOS (a name's end) or the block is full
 def sample_value(state_dict, cfg, vocab, prefix, temperature, u):
     model = gpt_sphere if cfg.norm == "sphere" else gpt
     keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
@@ -343,20 +338,16 @@ def sample_value(state_dict, cfg, vocab, prefix, temperature, u):
     return "".join(sample)
 
 
-# =========================================================================== 9. main
+# ================================================================== 9. main
 def main(argv=None):
     """`python microgpt.py [flags]`: the sections above, in order, inside harness/."""
     from harness import cli, messages
     from harness.run import Run
     with cli.Shell("microgpt") as shell:  # bad input, a failed write, Ctrl-C: one line, exit code
         args = cli.parse_args(argv)  # every flag, checked by its rule
-        if args.sample_only:  # a saved model: inference alone
-            ckpt = cli.load_checkpoint_for(args)
-            how = cli.sampling(args, ckpt.seed, ckpt.engine)
-            messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how), how)
-            return shell.exit_code
-        resume = cli.load_checkpoint_for(args) if args.resume else None
-        opts = cli.run_settings(args, resume)  # the flags over the defaults or the checkpoint's
+        if args.sample_only:  # a saved model: inference alone (section 8)
+            return cli.sample_checkpoint(args, iter_samples, shell)
+        resume, opts = cli.run_settings(args)  # the flags over the defaults or the checkpoint's
         docs = load_corpus(opts.corpus)                                      # 1. dataset
         train_docs, val_docs = split_docs(docs, opts.seed)
         vocab = build_vocab(docs)                                            # 2. tokenizer
@@ -377,9 +368,9 @@ def main(argv=None):
                     state = run.diverged(e, resume)  # the last good state, or raised on
             shell.exit_code = messages.report(state, run, folder, opts, args)
             if shell.exit_code == 0:                                         # 8. inference
-                how = cli.sampling(args, opts.seed, opts.engine)
-                names = messages.print_samples(iter_samples(state.params, cfg, vocab, **how), how)
-                folder.write_run_files(state, names, base)
+                samples = iter_samples(state.params, cfg, vocab, **opts.sampling())
+                names = messages.print_samples(samples, opts.temperature, opts.prompt, opts.corpus)
+                shell.exit_code = folder.write_run_files(state, names, base)
     return shell.exit_code
 
 

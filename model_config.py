@@ -70,17 +70,18 @@ class TrainState:
     dtype: str = "float64"
     riemannian: bool = False
     eval_every: int = 100
-    corpus: str = "names"
-    # which run, on which documents: the same run_id for a run and all its resumes
-    run_id: str = ""
-    corpus_sha256: str = ""     # corpora.fingerprint of the train + val documents
-    corpus_docs: int = 0        # how many documents that was
     # what training measured
     train_loss: list = field(default_factory=list)  # one per step
     val_loss: list = field(default_factory=list)    # [(step, val loss), ...]
-    ms_per_step: float = 0.0    # mean wall time per step of the last train() call
+    seconds: float = 0.0        # wall time in the steps of the last train() call
+    first_step: int = 0         # the step that call started from
     interrupted: bool = False   # stopped by Ctrl-C
     error: str = ""             # why training diverged, said by its observer ("" if it did not)
+
+    @property
+    def ms_per_step(self):
+        """Mean wall time per step of the last train() call."""
+        return 1000 * self.seconds / max(1, self.step - self.first_step)
 
     def settings(self):
         """The training settings, as train() takes them."""
@@ -91,7 +92,8 @@ class TrainState:
         moments and losses, so that training the copy leaves this state as it is."""
         return replace(self, params=pack_params(self.params, self.cfg), m=self.m.copy(),
                        v=self.v.copy(), train_loss=list(self.train_loss),
-                       val_loss=list(self.val_loss), interrupted=False, error="", **settings)
+                       val_loss=list(self.val_loss), interrupted=False, error="", seconds=0.0,
+                       first_step=self.step, **settings)
 
 
 HUGE_GRADIENT = 1e150  # beyond it Adam's grad ** 2 overflows float64: as bad as an infinite one

@@ -21,6 +21,7 @@ microgpt.gpt / gpt_sphere, gpt_backward is it read bottom up. The dtype is the p
 """
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -61,16 +62,13 @@ class Block:
 
 @dataclass
 class ResidualStep:
-    """nGPT's step h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h)))."""
-    h: np.ndarray             # (N, C) the stream before the step
-    h_unit: np.ndarray        # (N, C) Norm(h)
-    h_norm: np.ndarray        # (N, 1) |h|
+    """nGPT's step h <- Norm(h + alpha (Norm(h_block) - h)), h a unit vector already."""
     h_block: np.ndarray       # (N, C) the block's output
     block_unit: np.ndarray    # (N, C) Norm(h_block)
     block_norm: np.ndarray    # (N, 1) |h_block|
     alpha: np.ndarray         # (C,) the effective alpha: |stored| * its scale factor
-    direction: np.ndarray     # (N, C) Norm(h_block) - Norm(h)
-    r: np.ndarray             # (N, C) Norm(h) + alpha * direction
+    direction: np.ndarray     # (N, C) Norm(h_block) - h
+    r: np.ndarray             # (N, C) h + alpha * direction
     out: np.ndarray           # (N, C) Norm(r): the stream after the step
     r_norm: np.ndarray        # (N, 1) |r|
 
@@ -145,13 +143,21 @@ def merge_heads(y):
     return y.transpose(0, 2, 1, 3).reshape(B * T, H * hd)
 
 
+@cache  # (made once per length and dtype: every step adds it)
+def causal_mask(T, dtype):
+    """(T, T) read-only: 0 where position t attends to s <= t, -inf above the diagonal."""
+    mask = np.triu(np.full((T, T), -np.inf, dtype=dtype), 1)
+    mask.flags.writeable = False
+    return mask
+
+
 def attention_forward(q, k, v, scale):
     """Causal attention of every head: weights = softmax(q k^T * scale) over the positions s <= t
     (the logits of later positions are -inf, so their weights are 0); out = weights v.
     q, k, v: (B, H, T, hd). Returns (out (B, H, T, hd), weights (B, H, T, T))."""
     T = q.shape[2]
     logits = (q * scale) @ k.swapaxes(-1, -2)  # the scale on q: T times fewer numbers than logits
-    logits += np.triu(np.full((T, T), -np.inf, dtype=q.dtype), 1)  # the causal mask
+    logits += causal_mask(T, q.dtype)
     weights = softmax_np(logits)
     return weights @ v, weights
 
@@ -173,26 +179,23 @@ def attention_backward(dout, q, k, v, weights, scale):
 
 
 def residual_step_forward(h, h_block, alpha):
-    """nGPT's residual step, as gpt_sphere writes it:
-        h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))),
-    a step of size alpha from h towards the block's output, back onto the sphere.
-    Returns (new h, record)."""
-    h_unit, h_norm = l2_normalize_np(h, return_norm=True)
+    """gpt_sphere's h <- Norm(Norm(h) + alpha (Norm(h_block) - Norm(h))). Every h here is a
+    normalization's output, so Norm(h) = h: not computed again, nor its backward (a projection
+    onto the tangent space at h, which the normalization that made h applies to all that
+    reaches h: projecting twice is projecting once). Returns (new h, record)."""
     block_unit, block_norm = l2_normalize_np(h_block, return_norm=True)
-    direction = block_unit - h_unit
-    r = h_unit + alpha * direction
+    direction = block_unit - h
+    r = h + alpha * direction
     out, r_norm = l2_normalize_np(r, return_norm=True)
-    return out, ResidualStep(h, h_unit, h_norm, h_block, block_unit, block_norm, alpha,
-                             direction, r, out, r_norm)
+    return out, ResidualStep(h_block, block_unit, block_norm, alpha, direction, r, out, r_norm)
 
 
 def residual_step_backward(dout, step):
     """(dh, dh_block, dalpha) of residual_step_forward, from
-        r = Norm(h) (1 - alpha) + alpha Norm(h_block):  dalpha = sum over rows of dr * direction."""
+        r = h (1 - alpha) + alpha Norm(h_block):  dalpha = sum over rows of dr * direction."""
     dr = l2_normalize_np_backward(dout, step.r, norm=step.r_norm, y=step.out)
     dalpha = (dr * step.direction).sum(axis=0)
-    dh = l2_normalize_np_backward(dr * (1.0 - step.alpha), step.h, norm=step.h_norm,
-                                  y=step.h_unit)
+    dh = dr * (1.0 - step.alpha)
     dh_block = l2_normalize_np_backward(dr * step.alpha, step.h_block, norm=step.block_norm,
                                         y=step.block_unit)
     return dh, dh_block, dalpha

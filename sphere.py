@@ -44,7 +44,7 @@ def l2_normalize_np(x, axis=-1, eps=1e-12, return_norm=False):
     """NumPy twin of l2_normalize along `axis`: y = x / max(||x||, eps).
     return_norm: also return ||x|| (keepdims), which the backward pass can take instead of
     recomputing it."""
-    n = np.sqrt((x * x).sum(axis=axis, keepdims=True))
+    n = np.sqrt(np.vecdot(x, x, axis=axis, keepdims=True))  # one call: sum(x * x) along axis
     y = x / np.maximum(n, eps)
     return (y, n) if return_norm else y
 
@@ -57,10 +57,10 @@ def l2_normalize_np_backward(dy, x, axis=-1, eps=1e-12, norm=None, y=None):
     Where the norm was clamped (n < eps) the denominator is the constant eps and dx = dy / eps.
     norm, y: ||x|| and the output, as the forward pass returned them; by default recomputed.
     """
-    n = np.sqrt((x * x).sum(axis=axis, keepdims=True)) if norm is None else norm
+    n = np.sqrt(np.vecdot(x, x, axis=axis, keepdims=True)) if norm is None else norm
     den = np.maximum(n, eps)
     y = x / den if y is None else y
-    dx = (dy - y * (y * dy).sum(axis=axis, keepdims=True)) / den
+    dx = (dy - y * np.vecdot(y, dy, axis=axis, keepdims=True)) / den
     if n.min() < eps:  # (one reduction; the mask is only built when some norm was really clamped)
         dx = np.where(n < eps, dy / eps, dx)
     return dx

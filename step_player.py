@@ -1,22 +1,23 @@
-"""step_player.py -- watch chapter 22 run: gpt() and backward(), line by line, in one page.
+"""step_player.py -- watch chapter 22 run: gpt() and backward(), line by line.
 
     python step_player.py [RUN_DIR ...] [--name NAME] [--into] [--html PATH]
 
-It runs the chapter's own training step on the Value engine over one name:
-microgpt.loss_and_grads_value, which calls gpt() (gpt_sphere() in sphere mode) one position at
-a time through the KV cache, then backward() on the name's loss. A trace function
-(sys.settrace), limited to the model's function (and with --into to linear / softmax / rmsnorm /
-l2_normalize, one level down), records every statement that runs: its line as the file holds it
-now, the locals it created or changed, and after backward() the gradient of every vector it made.
-An edited gpt() is recorded as edited; a mistake in it is Python's traceback at its line.
+One page shows the chapter's own training step on the Value engine over one name:
+microgpt.loss_and_grads_value, which calls gpt() (gpt_sphere() in sphere mode) one
+position at a time through the KV cache, then backward() on the name's loss. A trace
+function (sys.settrace), limited to the model's function (and with --into to linear /
+softmax / rmsnorm / l2_normalize, one level down), records each statement that runs:
+its line as the file holds it now, the locals it created or changed, and after
+backward() the gradient of every vector it made. An edited gpt() is recorded as edited;
+a mistake in it is Python's traceback at its line.
 
-RUN_DIR is the --out folder of a training run (its checkpoint.npz): one, or an rmsnorm run and a
-sphere run to show side by side. With none, both norms start from a fresh init (the names
-corpus, the default sizes, seed 42). The page (docs/step_player.md) holds its data, styles, font
-and scripts (web/step_player*), so it opens from file:// with no network.
+RUN_DIR is the --out folder of a training run (its checkpoint.npz): one, or an rmsnorm
+run and a sphere run side by side. With none, both norms start from a fresh init (the
+names corpus, the default sizes, seed 42). The page (docs/step_player.md) holds its
+data, styles, font and scripts (web/step_player*): it opens from file://, offline.
 
-Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the page could
-not be written, 130 interrupted.
+Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the
+page could not be written, 130 interrupted.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
@@ -58,12 +59,12 @@ WEB_PARTS = {"CSS": "step_player.css", "TEXT": "step_player_text.js",
              "PAGE": "step_player_page.js"}
 
 
-# --------------------------------------------------------------------------- what a line did
+# --------------------------------------------------------------------- what a line did
 
 @dataclass
 class Var:
-    """One local as a line left it: kind (vec, mat, val, num, cache, text), its numbers (or
-    text), and the Values behind them, whose .grad backward() fills in."""
+    """One local as a line left it: kind (vec, mat, val, num, cache, text), its numbers
+    (or text), and the Values behind them, whose .grad backward() fills in."""
     kind: str
     data: object
     nodes: list = None
@@ -85,8 +86,8 @@ def is_values(obj):
 
 
 def describe(name, obj):
-    """A local as the page shows it: a list of Values as its .data (a vector), a list of such
-    lists as a matrix, the KV cache (keys, values) as the positions it holds per layer."""
+    """A local as the page shows it: a list of Values as its .data (a vector), a list of
+    such lists as a matrix, the KV cache (keys, values) as its positions per layer."""
     if isinstance(obj, Value):
         return Var("val", obj.data, [obj])
     if isinstance(obj, bool) or not isinstance(obj, (int, float, list)):
@@ -103,19 +104,19 @@ def describe(name, obj):
 
 
 def signature(obj):
-    """What tells that a local changed: its identity, and for a list (grown in place by append or
-    extend) its length, per layer for the KV cache."""
+    """What tells that a local changed: its identity, and for a list (grown in place by
+    append or extend) its length, per layer for the KV cache."""
     if isinstance(obj, list):
         return id(obj), len(obj), tuple(len(x) for x in obj if isinstance(x, list))
     return (obj,) if isinstance(obj, (int, float)) else (id(obj),)
 
 
-# --------------------------------------------------------------------------- the functions' lines
+# ---------------------------------------------------------------- the functions' lines
 
 @dataclass
 class Code:
-    """A function as its file holds it now: its lines, the first line's number, which statement
-    each line belongs to, its for-loops, and the names only its comprehensions bind."""
+    """A function as its file holds it now: its lines, the first line's number, which
+    statement each line belongs to, its for-loops, the names its comprehensions bind."""
     name: str
     file: str
     first: int
@@ -141,9 +142,10 @@ class Code:
         return code
 
     def index(self, body, offset):
-        """Map each line to its statement: a simple statement's lines to its first line; a
-        compound one's header lines to the header, its blocks' lines as their statements. The same
-        on every Python, however a comprehension reports its lines (PEP 709)."""
+        """Map each line to its statement: a simple statement's lines to its first
+        line, a compound one's header lines to the header, its blocks' lines as their
+        statements. The same on every Python, however a comprehension reports its lines
+        (PEP 709)."""
         for stmt in body:
             start = stmt.lineno + offset
             blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
@@ -157,13 +159,13 @@ class Code:
                 self.index(block, offset)
 
 
-# --------------------------------------------------------------------------- the recorder
+# ------------------------------------------------------------------------ the recorder
 
 @dataclass
 class Step:
-    """One statement that ran: function, line, depth (0 the model, 1 one level down), position;
-    the locals it created or changed; on a call's first step its arguments, on its last what it
-    returned."""
+    """One statement that ran: function, line, depth (0 the model, 1 one level down),
+    position; the locals it created or changed; on a call's first step its arguments, on
+    its last what it returned."""
     function: str
     line: int
     depth: int
@@ -182,9 +184,10 @@ class Frame:
 
 
 class Recorder:
-    """sys.settrace's trace function for the model's code objects (and --into's, while the model
-    runs): each new statement of a traced frame opens a Step; the next one, or the return, closes
-    it with what changed. Every other frame (Value's ops, the loss loop) runs untraced."""
+    """sys.settrace's trace function for the model's code objects (and --into's, while
+    the model runs): each new statement of a traced frame opens a Step; the next one, or
+    the return, closes it with what changed. Every other frame (Value's ops, the loss
+    loop) runs untraced."""
 
     def __init__(self, model, into):
         self.model = Code.of(model)
@@ -225,7 +228,7 @@ class Recorder:
         return {k: v for k, v in frame.f_locals.items() if k not in code.hidden}
 
     def close(self, frame, state):
-        """The open step's changes: each local whose identity or length differs from before."""
+        """The open step's changes: each local whose identity or length has changed."""
         now = self.locals_of(frame, state.code)
         marks = {k: signature(v) for k, v in now.items()}
         if state.step is not None:
@@ -234,12 +237,12 @@ class Recorder:
         state.seen = marks
 
 
-# --------------------------------------------------------------------------- a recording
+# ------------------------------------------------------------------------- a recording
 
 @dataclass
 class Recording:
-    """The steps of gpt() (or gpt_sphere()) over one name, its positions, the name's loss and
-    every parameter's gradient, as loss_and_grads_value computed them."""
+    """The steps of gpt() (or gpt_sphere()) over one name, its positions, the name's
+    loss and every parameter's gradient, as loss_and_grads_value computed them."""
     norm: str
     cfg: object
     vocab: list
@@ -285,7 +288,7 @@ SPHERE_NAMES = {"h": "x", "hd": "h"}  # gpt_sphere calls the stream h, and its h
 
 
 def differing_lines(base, other):
-    """The lines of gpt_sphere (`other`, a Code) that compute something gpt's (`base`) do not:
+    """The lines of gpt_sphere (`other`, a Code) computing what gpt's (`base`) do not:
     comments, blank lines and the two renamed variables aside."""
     def plain(line, names):
         line = re.sub(r"\s*#.*$", "", line).strip()
@@ -299,10 +302,10 @@ def differing_lines(base, other):
     return marked
 
 
-# --------------------------------------------------------------------------- the page's data
+# --------------------------------------------------------------------- the page's data
 
 def rounded(x):
-    """A number with the page's DIGITS significant digits (a plain int stays as it is)."""
+    """A number to the page's DIGITS significant digits (a plain int stays as it is)."""
     return x if isinstance(x, int) else float(f"{x:.{DIGITS}g}")
 
 
@@ -361,8 +364,8 @@ def export(rec, differs=()):
 
 
 def page_data(recordings, name, lang):
-    """The page's DATA: one recording, or two side by side (gpt_sphere's lines that differ from
-    gpt's marked when one of each is shown)."""
+    """The page's DATA: one recording, or two side by side (gpt_sphere's lines that
+    differ from gpt's marked when one of each is shown)."""
     models = {r.codes[0].name: r.codes[0] for r in recordings}
     differs = (differing_lines(models["gpt"], models["gpt_sphere"])
                if set(models) == {"gpt", "gpt_sphere"} else [])
@@ -370,17 +373,17 @@ def page_data(recordings, name, lang):
             "recordings": [export(r, differs if r.norm == "sphere" else ()) for r in recordings]}
 
 
-# --------------------------------------------------------------------------- the page
+# ---------------------------------------------------------------------------- the page
 
 def page_chars(data_json):
-    """Every character the page can show: its web files, printable ASCII and the data's."""
+    """Each character the page can show: its web files', printable ASCII, the data's."""
     text = "".join(planetarium.read_web(n) for n in ["step_player.html", *WEB_PARTS.values()])
     text += "".join(map(chr, range(32, 127))) + data_json
     return "".join(sorted(set(text) - set("\n\r\t")))
 
 
 def make_page(recordings, name, lang="ja"):
-    """The page's HTML: web/step_player.html with its styles, font, scripts and data put in."""
+    """The page's HTML: web/step_player.html with its styles, font, scripts and data."""
     payload = json.dumps(page_data(recordings, name, lang), ensure_ascii=False, allow_nan=False,
                          separators=(",", ":"))
     payload = payload.replace("<", "\\u003c")  # "</" would end the <script> block
@@ -395,7 +398,7 @@ def make_page(recordings, name, lang="ja"):
                   planetarium.read_web("step_player.html"))
 
 
-# --------------------------------------------------------------------------- the command
+# ------------------------------------------------------------------------- the command
 
 def fresh_models(seed=42):
     """Both norms at the default sizes for the names corpus, freshly initialized."""
@@ -408,7 +411,7 @@ def fresh_models(seed=42):
 
 
 def load_model(folder):
-    """(params, cfg, vocab, run, step) of a run folder's checkpoint; InputError if it has none."""
+    """(params, cfg, vocab, run, step) of a run folder's checkpoint, or InputError."""
     name = planetarium.clean_name(folder)
     if not os.path.exists(folder):
         raise InputError(_("run folder {name!r} not found").format(name=name))
@@ -440,16 +443,16 @@ def check_name(name, cfg, vocab, run):
 
 
 def page_bytes(cfg, positions, into):
-    """About what a recording's page takes, from its sizes (measured: each number ~9 bytes, with
-    its gradient; per position and layer ~90 vectors' entries of width n_embd and the cached keys
-    and values of each head; --into about 5 times as many steps)."""
+    """About what a recording's page takes, from its sizes (measured: each number ~9
+    bytes, with its gradient; per position and layer ~90 vectors of width n_embd and the
+    cached keys and values of each head; --into about 5 times as many steps)."""
     per_layer = 90 * cfg.n_embd + 2 * positions * cfg.n_embd
     steps = positions * (cfg.n_layer * per_layer + 2 * cfg.vocab_size) * 18
     return steps * (5 if into else 1) + 12 * n_params(cfg)
 
 
 def check_size(models, name, into):
-    """InputError before anything is recorded when the page would be larger than PAGE_MOST."""
+    """InputError, before anything is recorded, when the page would exceed PAGE_MOST."""
     size = sum(page_bytes(cfg, min(len(name) + 1, cfg.block_size), into)
                for _params, cfg, *_ in models)
     if size > PAGE_MOST:

@@ -1,8 +1,8 @@
 """tracing.py -- follow backward() edge by edge, and draw a Value graph.
 
-value.py is the engine; this module only looks at its graphs (micrograd keeps its drawing in a
-notebook, DeZero its get_dot_graph in utils.py, apart from the engine). Nodes get short stable
-names n0, n1, ... in topological order (children first: leaves have small numbers, the root the
+value.py is the engine; this module only looks at its graphs (micrograd draws in a
+notebook, DeZero in utils.py: apart from the engine). Nodes get short stable names n0,
+n1, ... in topological order (children first: leaves have small numbers, the root the
 largest); a `labels` dict {Value: "name"} overrides any of them.
 """
 import math
@@ -12,7 +12,7 @@ from value import Value, topological_order
 
 
 def node_names(root, labels=None):
-    """(topo, names): the topological order of root's graph and {Value: name} for every node."""
+    """(topo, names): the graph's topological order; {Value: name} for each node."""
     topo = topological_order(root)
     names = {node: f"n{i}" for i, node in enumerate(topo)}
     names.update({node: str(name) for node, name in (labels or {}).items() if node in names})
@@ -22,8 +22,8 @@ def node_names(root, labels=None):
 def trace_backward(root, labels=None, file=None, quiet=False):
     """Run root.backward() while recording each step; print a table and return the rows.
 
-    Does exactly what Value.backward() does (same order, arithmetic and accumulation into
-    leaves), and records one dict for each node, in the order backward visits it:
+    Does exactly what Value.backward() does (same order, arithmetic and accumulation
+    into leaves), and records one dict for each node, in the order backward visits it:
 
         node         its name (n3, or the one given in `labels`)
         op           the op that made it ('' for a leaf)
@@ -80,10 +80,10 @@ DOT_ESCAPES = str.maketrans({ch: "\\" + ch for ch in '\\"{}|<>'})
 
 
 def to_dot(root, labels=None):
-    """Graphviz DOT text of root's graph (render with `dot -Tsvg`, or any online viewer).
+    """Graphviz DOT text of root's graph (render it with `dot -Tsvg`, or online).
 
-    One record node per Value (name | op | data | grad), one edge child -> parent per use,
-    labelled d(parent)/d(child). Ids are always n0, n1, ...; `labels` only change the text.
+    One record node per Value (name | op | data | grad), one edge child -> parent per
+    use, labelled d(parent)/d(child). Ids are always n0, n1, ...; `labels` set the text.
     """
     topo, names = node_names(root, labels)
     ids = {node: f"n{i}" for i, node in enumerate(topo)}
@@ -103,11 +103,11 @@ def to_dot(root, labels=None):
 def draw_graph(root, labels=None, ax=None, max_nodes=80):
     """Draw a small graph with matplotlib and return the Axes (for notebooks).
 
-    Columns by depth above the leaves (root at the right); each Value a box (name, data, grad),
-    each op a marker just left of the box it made; each edge child -> op carries the local
-    gradient, skips columns through free row slots (never through a box), and has its own ports
+    Columns by depth above the leaves (root at the right); each Value a box (name, data,
+    grad), each op a marker just left of its box; each edge child -> op carries the
+    local gradient, skips columns through free row slots (not boxes), has its own ports
     (both edges of `a*a` show). Sizes assume the figure made when ax=None. matplotlib is
-    imported here, not at module level, so `import tracing` stays fast.
+    imported here, not at the top, so `import tracing` stays fast.
     """
     topo, names = node_names(root, labels)
     if len(topo) > max_nodes:
@@ -133,8 +133,8 @@ def draw_graph(root, labels=None, ax=None, max_nodes=80):
     return ax
 
 
-# Sizes in data units. The default figure has S inches per unit; a monospace character of FONT
-# points is about 0.6 FONT points wide, so boxes and op markers are just wide enough for their text.
+# Sizes in data units. The default figure has S inches per unit; a monospace character
+# of FONT points is 0.6 FONT points wide: boxes and markers just fit their text.
 S, FONT = 0.5, 7
 
 
@@ -143,7 +143,7 @@ def _text_width(text, pt=FONT):
 
 
 def _columns(topo):
-    """A layout (filled in by _place and _ports): depth, columns {depth: items}, feeds, edges."""
+    """A layout, for _place and _ports to fill in: depth, columns, feeds, edges."""
     g = SimpleNamespace()
     # column = depth above the leaves; a leaf sits one column left of its first user
     g.depth, users = {}, {node: [] for node in topo}
@@ -156,8 +156,8 @@ def _columns(topo):
         if not node._children and users[node]:
             g.depth[node] = min(g.depth[p] for p in users[node]) - 1
         g.columns.setdefault(g.depth[node], []).append(node)
-    # An edge that skips columns gets a waypoint (node, i, column) in every column it passes. A
-    # waypoint takes a row slot like a node, so the edge is drawn through that empty slot.
+    # An edge that skips columns gets a waypoint (node, i, column) in each column it
+    # passes; a waypoint takes a row slot like a node: the edge is drawn through it.
     g.feeds = {node: [] for node in topo}  # item -> [(next item one hop right, edge index)]
     g.edges = []  # (child, node, i, waypoints)
     for node in topo:
@@ -197,7 +197,7 @@ def _place(g, topo, names):
 
 def _ports(g, topo):
     """Where each edge leaves its child's box and enters its op marker."""
-    # in-ports: on the op marker's left half-circle, spread by angle, the top edge to the top port
+    # in-ports: on the op marker's left half-circle, spread by angle, the top one on top
     g.in_port, r = {}, g.oh / 2
     for node in g.ow:
         incoming = sorted((e for e in g.edges if e[1] is node),
@@ -207,7 +207,7 @@ def _ports(g, topo):
             angle = spread * (1 - 2 * j / (len(incoming) - 1)) if len(incoming) > 1 else 0.0
             g.in_port[e[1], e[2]] = (g.ox[node] - g.ow[node] / 2 + r - r * math.cos(angle),
                                      g.y[node] + r * math.sin(angle))
-    # out-ports: on the right side of the child's box, in the order of where the edges go first
+    # out-ports: on the child box's right side, in the order of where the edges go first
     g.out_port = {}
     for child in topo:
         outgoing = [e for e in g.edges if e[0] is child]
@@ -251,7 +251,7 @@ def _draw_edges(ax, g):
             x, y = g.x[waypoint], g.y[waypoint]
             points += [(x - g.bw / 2 - g.op_slot, y), (x + g.bw / 2, y)]
         points.append(g.in_port[node, i])
-        # smooth S-curves between the points: horizontal tangents at both ends of every segment
+        # smooth S-curves between the points: horizontal tangents at each segment's ends
         verts, codes = [points[0]], [Path.MOVETO]
         for (x0, y0), (x1, y1) in zip(points, points[1:]):
             verts += [((x0 + x1) / 2, y0), ((x0 + x1) / 2, y1), (x1, y1)]

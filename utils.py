@@ -30,8 +30,7 @@ def linear(x, w):
 
 
 def linear_np(x, w):
-    """Twin of `linear`: y = x @ w.T for x of shape (..., in), w of shape (out, in) -> (..., out).
-    """
+    """Twin of `linear`: y = x @ w.T, x shaped (..., in), w (out, in) -> (..., out)."""
     if w.ndim != 2 or x.shape[-1] != w.shape[1]:
         raise ValueError(f"linear_np: x.shape {x.shape} does not match w.shape {w.shape} "
                          "(need x.shape[-1] == w.shape[1], w of shape (out, in))")
@@ -62,7 +61,7 @@ def linear_np_backward(dy, x, w):
 
 # chapter 21.1.2, microgpt.py L133-L138
 def softmax(logits):
-    """Softmax: logits into a probability distribution. Subtract the max before exp (stability)."""
+    """Softmax: logits into probabilities (the max subtracted before exp)."""
     if not logits:
         raise ValueError("softmax: the list of logits is empty (length 0); a distribution needs at "
                          "least one")
@@ -73,7 +72,7 @@ def softmax(logits):
 
 
 def softmax_np(logits):
-    """Twin of `softmax` over the last axis. The max is a constant (`.data` in the scalar code)."""
+    """Twin of `softmax` over the last axis (the max is a constant: `.data` there)."""
     if logits.shape[-1] == 0:
         raise ValueError(f"softmax_np: the last axis is empty (shape {logits.shape}); a "
                          "distribution needs an entry")
@@ -103,7 +102,7 @@ def softmax_np_backward(dprobs, probs):
 
 # chapter 21.1.3, microgpt.py L140-L144
 def rmsnorm(x):
-    """RMSNorm: normalize by the root mean square. A simplified LayerNorm (no mean subtraction)."""
+    """RMSNorm: divide by the root mean square (LayerNorm without the mean)."""
     if not x:
         raise ValueError("rmsnorm: the vector is empty (length 0); its mean square is undefined")
     ms = sum(xi * xi for xi in x) / len(x)
@@ -112,8 +111,8 @@ def rmsnorm(x):
 
 
 def rmsnorm_np(x, return_inv_rms=False):
-    """Twin of `rmsnorm` over the last axis: y = x * r, r = (mean(x^2) + 1e-5) ** -0.5 (no gain).
-    return_inv_rms: also return r (..., 1), for the backward to take instead of recomputing."""
+    """Twin of `rmsnorm` over the last axis: y = x * r, r = (mean(x^2) + 1e-5) ** -0.5.
+    return_inv_rms: also return r (..., 1), for the backward to take, not recompute."""
     if x.shape[-1] == 0:
         raise ValueError(f"rmsnorm_np: the last axis is empty (shape {x.shape}); its mean square "
                          "is undefined")
@@ -124,9 +123,9 @@ def rmsnorm_np(x, return_inv_rms=False):
 
 
 def rmsnorm_np_backward(dy, x, inv_rms=None):
-    """Gradient of y = x * s, s = (m + eps)^(-1/2), m = mean(x^2) over the last axis of length n.
+    """Gradient of y = x * s, s = (m + eps)^(-1/2), m = mean(x^2) over the last axis.
 
-    ds/dx_j = -1/2 (m + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
+    ds/dx_j = -1/2 (m + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n (n: the axis length), so
         dx_j = s dy_j + sum_i dy_i x_i ds/dx_j = s dy_j - s^3 x_j mean(dy * x)
     inv_rms: s as rmsnorm_np(x, return_inv_rms=True) returned it; by default recomputed.
     """
@@ -140,7 +139,7 @@ def rmsnorm_np_backward(dy, x, inv_rms=None):
     return dx
 
 
-# --------------------------------------------------------------------------- cross entropy
+# ---------------------------------------------------------------------- cross entropy
 
 
 def _check_targets(logits, targets, name):
@@ -162,11 +161,11 @@ def _check_targets(logits, targets, name):
 
 
 def cross_entropy_np(logits, targets):
-    """Mean negative log-likelihood of integer targets under softmax(logits), over all positions.
+    """Mean negative log-likelihood of integer targets under softmax(logits).
 
-    Scalar counterpart: mean of -softmax(logits)[t].log(). Computed as a stable log-softmax,
-        -log p_t = logsumexp(z) - z_t,   logsumexp(z) = m + log(sum(exp(z - m))),  m = max(z),
-    so huge logits never overflow and a tiny p_t never becomes log(0).
+    Scalar counterpart: mean of -softmax(logits)[t].log(). As a stable log-softmax,
+        -log p_t = logsumexp(z) - z_t,  logsumexp(z) = m + log(sum(exp(z - m))),
+    m = max(z), so huge logits never overflow and a tiny p_t never becomes log(0).
     logits: (..., V) float64; targets: int array of shape (...). Returns a python float.
     """
     targets = _check_targets(logits, targets, "cross_entropy_np")
@@ -182,7 +181,7 @@ def cross_entropy_np(logits, targets):
 def cross_entropy_np_backward(logits, targets, dloss=1.0):
     """Gradient of loss = mean_n (logsumexp(z_n) - z_n[t_n]) w.r.t. logits.
 
-    d/dz_j (logsumexp(z) - z_t) = softmax(z)_j - [j == t], and the mean divides by N positions:
+    d/dz_j (logsumexp(z) - z_t) = softmax(z)_j - [j == t]; the mean divides by N:
         dlogits = (softmax(logits) - onehot(targets)) * dloss / N
     """
     targets = _check_targets(logits, targets, "cross_entropy_np_backward")

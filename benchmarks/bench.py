@@ -32,11 +32,8 @@ def _parse_args(argv):
     p.add_argument("--corpus", default="names", help="'names' or a text file, one doc per line")
     p.add_argument("--batch", type=int, default=16, help="the larger batch size (default 16)")
     p.add_argument("--blas-threads", type=int, default=1, help="for the NumPy engine (default 1)")
-    for flag, what in (("--skip-scaling", "leave out the scaling tables"),
-                       ("--skip-commits", "leave out the table against older commits"),
-                       ("--only-commits", "only the table against older commits (vs_commits.py)"),
-                       ("--only-scaling", "only the scaling tables")):
-        p.add_argument(flag, action="store_true", help=what)
+    p.add_argument("--skip-scaling", action="store_true", help="leave out the scaling tables")
+    p.add_argument("--only-scaling", action="store_true", help="only the scaling tables")
     p.add_argument("--threads-probe", action="store_true", help=argparse.SUPPRESS)  # see below
     return p.parse_args(argv)
 
@@ -48,18 +45,10 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS") if ARG
 
 import floor  # noqa: E402
 import numpy as np  # noqa: E402
-import vs_commits  # noqa: E402
 from naive_value import NaiveValue  # noqa: E402
 
 import microgpt  # noqa: E402
-import numpy_engine  # noqa: E402
 from microgpt import GPTConfig, init_params, loss_and_grads  # noqa: E402
-
-try:  # PyTorch is never a requirement: its rows appear only where it happens to be installed
-    import torch  # noqa: E402
-    import torch_microgpt  # noqa: E402
-except ImportError:
-    torch = None
 from utils import softmax  # noqa: E402
 from value import Value, no_cycle_gc, topological_order  # noqa: E402
 
@@ -154,19 +143,10 @@ def value_step_memory(cfg, batch, steps=12):
 
 
 def machine_info(blas_threads):
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        blas_name = f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
-    except Exception:  # older numpy: no dict mode
-        blas_name = "unknown"
-    cpus = os.cpu_count()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cpus
-    return [f"- machine: {platform.machine()}, {platform.processor() or platform.system()}, "
-            f"{cpus} CPUs ({usable} usable); Python {platform.python_version()}",
-            f"- numpy {np.__version__}, BLAS {blas_name}, BLAS threads {blas_threads} "
-            f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')})",
-            f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')} "
-            "(a forced core type can make OpenBLAS pick slower kernels)"]
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    return [f"- machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}; numpy {np.__version__}, BLAS {blas.get('name', '?')} "
+            f"{blas.get('version', '')}, {blas_threads} BLAS thread(s)"]
 
 
 def scalar_and_numpy_rows(cfg, batches, n_warm, quick, log):
@@ -312,53 +292,20 @@ def big_models(vocab_size, quick):
     for n_embd, n_layer, block_size, batch in BIG_CONFIGS[:2] if quick else BIG_CONFIGS:
         cfg = GPTConfig(vocab_size=vocab_size, n_embd=n_embd, n_layer=n_layer, n_head=4,
                         block_size=block_size)
-        rng = np.random.default_rng(0)
-        docs = [[vocab_size - 1] + rng.integers(0, vocab_size - 1, block_size).tolist()
-                for _ in range(batch)]
+        ids = np.random.default_rng(0).integers(0, vocab_size - 1, (batch, block_size))
+        docs = [[vocab_size - 1] + row for row in ids.tolist()]
         steps = max(5, min(200, int(2e9 / (flops_per_step(cfg, block_size) * batch))))
         yield cfg, batch, docs, 3 if quick else steps
 
 
-def median_ms(step, n):
-    """The median ms of n calls of step(), after two warm-up calls."""
+def numpy_ms(cfg, dtype, docs, n):
+    """The median ms of n NumPy training steps, after two warm-up steps."""
+    step = partial(Trainer("numpy", cfg, dtype=dtype).update, docs)
     return floor.time_calls(step, n, pick=statistics.median, warmup=2) * 1e3
 
 
-def numpy_ms(cfg, dtype, docs, n):
-    return median_ms(partial(Trainer("numpy", cfg, dtype=dtype).update, docs), n)
-
-
-def bigger_models(vocab_size, args, log):
-    """rmsnorm, forward + backward + Adam, full-length docs: the NumPy engine in float64 and float32
-    and, where installed, PyTorch eager in both (1 thread each): same model, batch and weights."""
-    head = "| n_embd | n_layer | T | batch | numpy f64 ms | numpy f32 ms | f64/f32"
-    if torch is not None:
-        torch.set_num_threads(args.blas_threads)
-        head += " | torch f64 ms | torch f32 ms | numpy f64 / torch f64 | numpy f32 / torch f32"
-    rows = [head + " |", "|" + "---|" * (head.count("|"))]
-    for cfg, batch, docs, n in big_models(vocab_size, args.quick):
-        log(f"  bigger models n_embd {cfg.n_embd}, n_layer {cfg.n_layer}, T {cfg.block_size}, "
-            f"batch {batch}: {n} steps each ...")
-        np64, np32 = numpy_ms(cfg, "float64", docs, n), numpy_ms(cfg, "float32", docs, n)
-        cells = [fmt_ms(np64), fmt_ms(np32), f"{np64 / np32:.2f}x"]
-        if torch is not None:
-            inputs, targets, _ = numpy_engine.make_batch(docs, cfg.block_size)
-            params = init_params(cfg, seed=42)
-            numpy_loss = loss_and_grads(params, docs, cfg, engine="numpy")[0]
-            torch_microgpt.check_same_model(params, cfg, inputs, targets, numpy_loss)
-            ti, tt = torch.as_tensor(inputs), torch.as_tensor(targets)
-            t64, t32 = (median_ms(partial(torch_microgpt.TorchGPT(params, cfg, tdt).train_step,
-                                          ti, tt), n)
-                        for tdt in (torch.float64, torch.float32))
-            cells += [fmt_ms(t64), fmt_ms(t32), f"{np64 / t64:.2f}x", f"{np32 / t32:.2f}x"]
-        rows.append(f"| {cfg.n_embd} | {cfg.n_layer} | {cfg.block_size} | {batch} | "
-                    + " | ".join(cells) + " |")
-    return rows
-
-
 def threads_probe(vocab_size, args):
-    """--threads-probe: the bigger models' NumPy step times with whatever BLAS threads this process
-    has (printed as one line of JSON for the parent, which runs this with 1 and with 2 threads)."""
+    """--threads-probe: the bigger models' NumPy step times with this process's BLAS threads."""
     print(json.dumps({f"{cfg.n_embd},{cfg.n_layer},{cfg.block_size},{batch},{dt}":
                       numpy_ms(cfg, dt, docs, n)
                       for cfg, batch, docs, n in big_models(vocab_size, args.quick)
@@ -366,9 +313,8 @@ def threads_probe(vocab_size, args):
 
 
 def threads_table(args, log):
-    """Does a second BLAS thread help? The same steps in child processes with 1 and with 2 BLAS
-    threads, in alternating rounds (1, 2, then 2, 1, ...): this machine's speed drifts over minutes,
-    so the speed-up is the median of the per-round ratios and the times are medians over rounds."""
+    """Does a second BLAS thread help? Child processes with 1 and 2 BLAS threads, alternating
+    (the machine drifts): medians over rounds, and the median of the per-round ratios."""
     rounds = 1 if args.quick else 3
     runs = {1: [], 2: []}
     for r in range(rounds):
@@ -390,15 +336,6 @@ def threads_table(args, log):
     return rows
 
 
-def commits_section(args, log):
-    log("this tree against older commits, alternating processes ...")
-    head = ["## This tree against older commits, side by side", "",
-            "Each figure: one fresh process running microgpt.train() of one checkout (old ones by "
-            "`git archive`) on the same docs, old and new in turn; CPU time (vs_commits.py).", ""]
-    vs_args = vs_commits._parse_args(["--corpus", args.corpus] + (["--quick"] * args.quick))
-    return head + vs_commits.table(vs_args, log) + [""]
-
-
 def floor_section(args, log):
     log("the NumPy step against its matrix products ...")
     return ["## The NumPy step against its floor (benchmarks/floor.py)", "",
@@ -411,16 +348,8 @@ def scaling_sections(docs_tokens, vocab_size, args, log):
     rows, notes = scaling_table(docs_tokens, vocab_size, args, log)
     lines = ["", "## Scaling (rmsnorm, batch 1, docs of exactly block_size tokens; value engine "
              "with GC paused)", ""] + rows + [""] + [f"- {n}" for n in notes] + [""]
-    log("bigger models ...")
-    lines += ["## Bigger models: NumPy engine in float64 and float32"
-              + (", beside PyTorch eager" if torch else "")
-              + f" (rmsnorm, forward + backward + Adam, {args.blas_threads} BLAS thread(s))", ""]
-    lines += [f"PyTorch {torch.__version__}, eager, torch.set_num_threads({args.blas_threads}); "
-              "the loss of the same weights and batch is checked equal to the NumPy engine's "
-              "(1e-12) first." if torch else "(PyTorch is not installed here: no PyTorch columns.)",
-              ""]
-    lines += bigger_models(vocab_size, args, log) + [""]
-    lines += ["## BLAS threads: does the second core help the NumPy engine?", ""]
+    lines += ["## Bigger models, float64 and float32: does the second core help the NumPy "
+              "engine? (PyTorch beside it: torch_microgpt.py)", ""]
     return lines + threads_table(args, log) + [""]
 
 
@@ -440,10 +369,6 @@ def main(args):
     lines += [f"- corpus: {args.corpus} ({len(docs)} docs, vocab {vocab_size}, mean predicted "
               f"positions per doc {mean_len:.1f}); default config n_embd 16, n_head 4, n_layer 1, "
               "block_size 16", ""]
-    if not args.skip_commits and not args.only_scaling:
-        lines += commits_section(args, log)
-    if args.only_commits:
-        args.only_scaling = args.skip_scaling = True
     if not args.only_scaling:
         lines += floor_section(args, log) + [""]
         log("main table ...")

@@ -3,10 +3,9 @@
     python benchmarks/floor.py           # batch 1 (default config) and the experiments' size
     python benchmarks/floor.py --quick   # fewer rounds (rough numbers)
 
-The floor: the same matrix products as a step (same shapes and dtype, see matmul_shapes) run back
-to back on arrays made in advance. floor / step is the share of a step that is arithmetic; the rest
-is elementwise NumPy calls, Python and the optimizer. Each figure is the best of rounds over the
-same batches (other programs only ever add time), 1 BLAS thread.
+The floor: a step's matrix products (shapes and dtype: matmul_shapes) back to back on arrays made
+in advance; floor / step is the share of a step that is arithmetic. Each figure is the best of
+rounds over the same batches (other programs only ever add time), 1 BLAS thread.
 """
 import argparse
 import os

@@ -1,9 +1,7 @@
 """naive_value.py -- the reference scalar design, kept as a benchmark baseline and counter-example.
 
-The `Value` of Karpathy's microgpt / micrograd as most people first write it: constants wrapped in
-nodes of their own, `a - b` as `a + (-b)` and `a / b` as `a * b**-1`, a recursive topological sort.
-Same numbers as value.py (bench.py runs the chapter code on both); notebook 02's 発展 part shows
-its recursive sort failing (RecursionError) on a deep graph that value.py handles.
+microgpt's `Value` as first written: constants wrapped in nodes, `a - b` as `a + (-b)`, `a / b` as
+`a * b**-1`, a recursive topological sort (notebook 02's 発展 part: RecursionError on a deep graph).
 """
 import math
 

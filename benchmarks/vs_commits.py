@@ -5,27 +5,18 @@
     python benchmarks/vs_commits.py --clock instructions   # instructions per step (needs valgrind)
     python benchmarks/vs_commits.py --clock instructions --only numpy --size experiments
 
-Two comparisons, each the ratio "this tree / the old commit" of the time of one training step:
-  value  the Value engine, rmsnorm, batch 1, default config, against 9eb093c;
-         per process: the mean ms/step over --value-steps steps (48 by default)
-  numpy  the NumPy engine, both norms, against 9eb093c (the fused engine before it was written as
-         layer pairs); per process: the median ms/step over --numpy-steps steps (2000 by default)
---size experiments runs the NumPy comparison at the experiments' size instead of the default config
-at batch 1: n_embd 32, n_layer 2, n_head 4, block_size 128, batch 8, float32, on names joined into
-lines of at least 129 characters, so that every sequence fills block_size.
+"this tree / the old commit" (9eb093c: the fused NumPy engine) of one step: the Value engine's
+(batch 1, default config; mean over --value-steps), the NumPy engine's (both norms; median over
+--numpy-steps). --size experiments: the NumPy engine at n_embd 32, n_layer 2, n_head 4,
+block_size 128, batch 8, float32, on names joined into lines of >= 129 characters.
 
-The old code comes from git (`git archive COMMIT` into a temporary folder). Each figure is one
-fresh process running microgpt.train() of that checkout on the same docs (a fixed, seeded sample of
-the corpus), timing the step itself (loss and gradients, the finite checks, Adam, the retraction).
-The clock is the process's CPU time (--clock wall: elapsed time); processes alternate, old and new
-in turn, so the machine's drift hits both alike. The table gives each side's step-wise best (each
-step's best over the rounds: the same work every round, see figures()) and median over rounds.
-
---clock instructions counts instead of timing: the instructions one step executes, under valgrind's
-callgrind, the same count every run whatever else the machine is doing (hash seed fixed). A process
-of 5 steps and one of 5 + N steps are counted; the difference divided by N is the instructions per
-step (start-up, loading, the evaluations and the first steps cancel out). A count is not a time (a
-cache miss costs more than an add), but it resolves 0.1% where alternating processes resolve 2-5%.
+Each figure is one fresh process running microgpt.train() of a checkout (old ones by `git
+archive`) on the same seeded sample of the corpus, timing the step (loss and gradients, the finite
+checks, Adam, the retraction) in CPU time (--clock wall: elapsed); old and new alternate, so the
+machine's drift hits both alike. The table gives each side's step-wise best (each step's best over
+the rounds, see figures()) and median over rounds. --clock instructions: the instructions a step
+executes under valgrind's callgrind, the same every run (hash seed fixed): processes of 5 and of
+5 + N steps, the difference over N. Not a time (a cache miss costs more than an add), but to 0.1%.
 """
 
 import argparse
@@ -120,8 +111,7 @@ def probe(folder, engine, norm, steps, docs_file, clock, size="default"):
         times = []
 
         class StepTimer:  # an observer: train() calls it twice a step
-            def __init__(self):
-                self.last = time.perf_counter()
+            last = time.perf_counter()
 
             def before_update(self, state, loss, grad):
                 return False
@@ -203,10 +193,7 @@ def export_commit(commit, into):
     folder = Path(into) / sha[:12]
     folder.mkdir()
     with tarfile.open(fileobj=io.BytesIO(git("archive", "--format=tar", sha).stdout)) as tar:
-        if hasattr(tarfile, "data_filter"):  # Python >= 3.12 (and later patch releases of 3.8-3.11)
-            tar.extractall(folder, filter="data")
-        else:
-            tar.extractall(folder)
+        tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     return folder
 
 

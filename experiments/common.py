@@ -1,6 +1,6 @@
-"""experiments/common.py -- what the experiment scripts share: the command line's parser and
-argument types, the output folder and files, the steps to a target loss, the lr sweep on a
-lattice, and the process pool that trains the runs."""
+"""experiments/common.py -- what the experiment scripts share: the command line's parser
+and argument types, the output folder and files, the steps to a target loss, the lr
+sweep on a lattice, and the process pool that trains the runs."""
 import argparse
 import gc
 import json
@@ -32,10 +32,7 @@ from harness.shell import DeferSigint, Shell, say  # noqa: E402
 from microgpt import NumericError, train  # noqa: E402
 from settings import InputError, check  # noqa: E402
 
-SCALE_GROUPS = ("alpha_A", "alpha_M", "s_qk", "s_u", "s_z")
-
-
-# =========================================================================== the command line
+# ==================================================================== the command line
 
 class Parser(argparse.ArgumentParser):
     def __init__(self, prog, doc):  # --help shows the module docstring as written, examples too
@@ -47,7 +44,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse(parser, argv, quick):
-    """The options; with --quick, the sizes in `quick` become the defaults (flags still win)."""
+    """The options; with --quick, the sizes in `quick` are the defaults (flags win)."""
     opts = parser.parse_args(argv)
     if opts.quick:
         parser.set_defaults(**quick)
@@ -65,16 +62,6 @@ def _numbers(text, kind, ok, what):
     if not xs or not all(ok(x) for x in xs):
         raise argparse.ArgumentTypeError(f"expected positive {what}, got {text!r}")
     return xs
-
-
-def float_list(text):
-    """"0.001,0.01" -> [0.001, 0.01]: positive finite numbers."""
-    return _numbers(text, float, lambda x: math.isfinite(x) and x > 0, "numbers")
-
-
-def float_list_or_empty(text):
-    """float_list, or [] for "" and "none" (an axis switched off)."""
-    return [] if text.strip().lower() in ("", "none") else float_list(text)
 
 
 def int_list(text):
@@ -100,9 +87,10 @@ def nonneg_int(text):
     return _int_at_least(text, 0, "an integer >= 0")
 
 
-# The flags the studies share: name -> (type, help). A study names those it has, with its own
-# defaults (study_parser), and adds the few that are its own; every one is checked at the door by
-# the settings table's rule of the same meaning (RULES; check_flags).
+# The flags the studies share: name -> (type, help). A study names those it has, with
+# its own defaults (study_parser), and adds the few that are its own; every one is
+# checked at the door by the settings table's rule of the same meaning (RULES;
+# check_flags).
 SHARED = {
     "workers": (pos_int, "worker processes"),
     "seeds": (pos_int, "seeds per unit at its chosen lr: SEED+1..SEED+N"),
@@ -114,7 +102,6 @@ SHARED = {
     "n_embd": (pos_int, "embedding width"),
     "n_head": (pos_int, "attention heads"),
     "n_layer": (pos_int, "layers"),
-    "block_size": (pos_int, "max positions per document"),
     "val_docs": (pos_int, "held-out documents the val loss is measured on"),
     "split_seed": (int, "seed of the held-out split"),
     "n_lin": (pos_int, "evenly spaced eval points per run"),
@@ -124,21 +111,20 @@ SHARED = {
 }
 RULES = {"seed": "seed", "split_seed": "seed", "lr0": "lr", "steps": "steps",
          "batch_size": "batch_size", "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer",
-         "block_size": "block_size", "max_memory": "max_memory", "corpus": "corpus"}
+         "max_memory": "max_memory"}
 MAX_RUNS = 20000  # a grid's planned runs, at most: the largest one run so far had a few hundred
 
 
-def study_parser(study, doc, quick, from_json=True, **defaults):
-    """The parser of experiments/STUDY.py: --out, --quick (its help: `quick`), --from-json and the
-    SHARED flags named in `defaults`, each with its default."""
+def study_parser(study, doc, quick, **defaults):
+    """The parser of experiments/STUDY.py: --out, --quick (its help: `quick`),
+    --from-json and the SHARED flags named in `defaults`, each with its default."""
     p = Parser(f"{study}.py", doc)
     p.add_argument("--out", help=f"output directory (default experiments/results/{study}"
                                  "[-quick]/)")
     p.add_argument("--quick", action="store_true", help=f"smoke test in seconds: {quick} (the "
                    "defaults below become these; explicit flags still win)")
-    if from_json:
-        p.add_argument("--from-json", metavar="PATH", help="train nothing: write results.md and "
-                       "the figures again from a results.json (into --out, default PATH's folder)")
+    p.add_argument("--from-json", metavar="PATH", help="train nothing: write results.md and "
+                   "the figures again from a results.json (into --out, default PATH's folder)")
     for name, default in defaults.items():
         kind, text = SHARED[name]
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=default,
@@ -155,8 +141,9 @@ class Diverged(Exception):
 
 
 class ExperimentShell(Shell):
-    """harness/shell.py's shell (signals, exit codes, one-line errors) for an experiment: the --out
-    folder it holds is released however it ends, and an interrupted grid says what it kept."""
+    """harness/shell.py's shell (signals, exit codes, one-line errors) for an
+    experiment: the --out folder it holds is released however it ends, and an
+    interrupted grid says what it kept."""
 
     def __init__(self, prog):
         super().__init__(prog)
@@ -180,8 +167,9 @@ SHELL = ExperimentShell("experiment")  # the running script's (cli() makes it)
 
 
 def cli(main):
-    """Decorate main(argv) -> markdown or None: run it inside the shell, print the markdown; bad
-    input is one line and exit 2, Ctrl-C, SIGTERM or SIGHUP one line and exit 130."""
+    """Decorate main(argv) -> markdown or None: run it inside the shell, print the
+    markdown; bad input is one line and exit 2, Ctrl-C, SIGTERM or SIGHUP one line and
+    exit 130."""
     def run(argv=None):
         global SHELL
         SHELL = ExperimentShell(os.path.basename(main.__code__.co_filename))
@@ -200,17 +188,18 @@ def kept(text):
 
 
 def other_runs(previous, records, key):
-    """The runs of an earlier results.json (previous: key -> record) that this invocation does
-    not plan (other T, seeds or arms): written beside its own as "other_runs" and read back by
-    the next invocation, so that a narrower invocation never drops what an earlier one trained."""
+    """The runs of an earlier results.json (previous: key -> record) that this
+    invocation does not plan (other T, seeds or arms): written among its own and read
+    back by the next invocation, so that a narrower invocation never drops what an
+    earlier one trained."""
     mine = {key(r) for r in records}
     return [r for k, r in previous.items() if k not in mine]
 
 
 def save_runs(write, path, n, what):
-    """write() the record of an unfinished grid (n finished runs, in `path`) and name it in the
-    line an interruption prints; a signal meanwhile waits until both are done, so the line says
-    what the file holds."""
+    """write() the record of an unfinished grid (n finished runs, in `path`) and name it
+    in the line an interruption prints; a signal meanwhile waits until both are done, so
+    the line says what the file holds."""
     with DeferSigint() as deferred:
         write()
         kept(f"the {n} finished runs are saved in {path}: the same command continues the {what}")
@@ -219,13 +208,13 @@ def save_runs(write, path, n, what):
 
 
 def outside_repo(path):
-    """A path as a record may name it: relative to the repository, or (outside it) its name only."""
+    """A path as a record names it: relative to the repository, or else its name."""
     relative = os.path.relpath(os.path.abspath(path), REPO)
     return os.path.basename(path) if relative.startswith(os.pardir) else relative
 
 
 def command_line(script, argv):
-    """The command, to record: a path outside the repository is named by its last part only."""
+    """The command, to record: a path outside the repository by its last part."""
     words = []
     for a in argv:
         flag, eq, value = a.rpartition("=") if a.startswith("--") else ("", "", a)
@@ -236,9 +225,9 @@ def command_line(script, argv):
 
 
 def check_flags(opts, rules=()):
-    """Every flag by the settings table's rule of the same meaning (settings.check), at the door:
-    --seed -1 is refused here, not by train() in a worker after other runs. rules: option -> row,
-    besides the shared RULES (of the flags the study has)."""
+    """Every flag by the settings table's rule of the same meaning (settings.check), at
+    the door: --seed -1 is refused here, not by train() in a worker after other runs.
+    rules: option -> row, besides the shared RULES (of the flags the study has)."""
     for name, row in {**RULES, **dict(rules)}.items():
         if not hasattr(opts, name):
             continue
@@ -247,32 +236,33 @@ def check_flags(opts, rules=()):
             check(row, value, "--" + name.replace("_", "-"))
 
 
-def check_lattice(opts, k_low, k_high, lr_at=None, lattice="lr0*2^(k/2)"):
-    """Every learning rate the sweeps may reach, lr_at(opts, k) (default lr_of) for k_low <= k <=
-    k_high, is a positive finite number (the lr rule): a --center, --sweep or --lr0 far out is
+def check_lattice(opts, k_low, k_high, lr_at, lattice):
+    """Every learning rate the sweeps may reach, lr_at(opts, k) for k_low <= k <=
+    k_high, is a positive finite number (the lr rule): a --sweep or --lr0 far out is
     refused at the door, before any run."""
     for k in (k_low, k_high):
         try:
-            lr = (lr_at or lr_of)(opts, k)
+            lr = lr_at(opts, k)
         except OverflowError:
             lr = math.inf
         check("lr", lr, f"the lr {lattice} at k = {k} (--lr0 {opts.lr0:g}, the sweep's reach)")
 
 
 def check_plan(n_runs):
-    """A grid of n_runs runs, larger than any this machine could run, is refused before anything
-    is allocated: --seeds 10^8 would fill the memory with plans before the first run."""
+    """A grid of n_runs runs, larger than any this machine could run, is refused before
+    anything is allocated: --seeds 10^8 would fill the memory with plans before the
+    first run."""
     if n_runs > MAX_RUNS:
         raise InputError(f"this grid plans about {n_runs:,} runs, more than {MAX_RUNS:,}: "
                          "fewer seeds, lrs or units (or run it in parts)")
 
 
-def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb, positions=None):
-    """InputError unless `workers` runs of the largest config fit in memory (harness/memory.py's
-    estimate: a training step, the loss per step, the run's own documents), with the data
-    every worker and this process keep. docs: (n_docs, n_chars) of a run's documents;
-    positions: the most a document has (its length + 1), where it is less than block_size."""
-    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8, positions)
+def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb):
+    """InputError unless `workers` runs of the largest config fit in memory
+    (harness/memory.py's estimate: a training step, the loss per step, the run's own
+    documents), with the data every worker and this process keep. docs: (n_docs,
+    n_chars) of a run's documents."""
+    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8)
                + memory.history_memory(cfg, steps) for cfg in configs)
     need = workers * (runs + memory.corpus_memory(*docs)) + memory.corpus_memory(*docs)
     most, why = memory.limit(max_gb)
@@ -284,11 +274,12 @@ def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb, positio
                          f"{batch_size}); {why}")
 
 
-# =========================================================================== files
+# =============================================================================== files
 
 def output_folder(out, study="", quick=False):
-    """The --out folder (default results/<study>[-quick]), created and held until the script
-    ends, as microgpt holds its own: a second invocation on it is refused ("in use by ...")."""
+    """The --out folder (default results/<study>[-quick]), created and held until the
+    script ends, as microgpt holds its own: a second invocation on it is refused ("in
+    use by ...")."""
     if out is not None:
         check("out", out, "--out")  # an empty --out is refused, never taken for the default
     out = out or os.path.join(HERE, "results", study + ("-quick" if quick else ""))
@@ -310,9 +301,9 @@ MAX_RESULTS_BYTES = 256 * 2**20  # a results.json of a long grid is a few MB
 
 
 def read_json(path, what, keys=("options", "runs")):
-    """An earlier results file, a JSON object with `keys` (runs: a list, the others: any value);
-    InputError with one line when it cannot be read (a FIFO or device is refused, never waited
-    on)."""
+    """An earlier results file, a JSON object with `keys` (runs: a list, the others: any
+    value); InputError with one line when it cannot be read (a FIFO or device is
+    refused, never waited on)."""
     check_readable_file(path, "results file")
     try:
         with open(path, encoding="utf-8") as f:
@@ -328,8 +319,9 @@ def read_json(path, what, keys=("options", "runs")):
 
 
 def check_records(runs, fields):
-    """The run records of a results.json, each a dict with `fields` (name -> a test of its value):
-    what the report and the resume read. InputError naming the first that is not."""
+    """The run records of a results.json, each a dict with `fields` (name -> a test of
+    its value): what the report and the resume read. InputError naming the first that is
+    not."""
     for i, r in enumerate(runs):
         bad = [name for name, ok in fields.items()
                if not (isinstance(r, dict) and name in r and ok(r[name]))]
@@ -347,7 +339,7 @@ def is_int(x):
 
 
 def is_loss(x):
-    """A loss as a record holds it: a finite number >= 0 (a cross-entropy is never negative)."""
+    """A loss as a record holds it: finite, >= 0 (a cross-entropy)."""
     return is_number(x) and x >= 0
 
 
@@ -361,19 +353,17 @@ def is_curve(curve):
         isinstance(p, list) and len(p) == 2 and is_number(p[0]) and is_loss(p[1]) for p in curve)
 
 
-ROUND_TRIP = (int, float, pos_int, nonneg_int, int_list, float_list, float_list_or_empty)
+ROUND_TRIP = (int, float, pos_int, nonneg_int, int_list)
 
 
-def check_options(options, parser, derived=()):
-    """The options of a results.json are the parser's flags (and the `derived` ones a study adds
-    after parsing), each a value its flag's type gives back unchanged: "seeds": 1e9, "seeds": 0,
-    a list written as a string or a NaN lr are refused, as the flags would be."""
+def check_options(options, parser):
+    """The options of a results.json are the parser's flags, each a value its flag's
+    type gives back unchanged: "seeds": 1e9, "seeds": 0, a list written as a string or a
+    NaN lr are refused, as the flags would be."""
     actions = {a.dest: a for a in parser._actions}
     for name, value in options.items():
         action = actions.get(name)
         if action is None:
-            if name in derived:
-                continue
             raise InputError(f"an unknown option {name!r}")
         if action.nargs == 0:  # a switch
             ok = isinstance(value, bool)
@@ -392,23 +382,21 @@ def check_options(options, parser, derived=()):
 
 @dataclass(frozen=True)
 class ResultsFile:
-    """What a study's results.json holds, for read_results: `fields` (name -> a test) of every
-    run record, the study's parser() and door checks check(opts), the options it derives after
-    parsing, where its runs are (runs_of) and rest(raw), a test of what else its report reads."""
+    """What a study's results.json holds, for read_results: `fields` (name -> a test) of
+    every run record, the study's parser() and door checks check(opts), and rest(raw), a
+    test of what else its report reads."""
     fields: dict
     parser: Callable
     check: Callable
-    derived: tuple = ()
-    runs_of: Callable = staticmethod(lambda raw: raw["runs"])
     rest: Callable = staticmethod(lambda raw: True)
 
 
 def read_results(path, what, kind, finished=False):
-    """An earlier results.json through one validator, before anything is trained or rewritten:
-    its options (check_options, then the study's door checks: a grid of 10^9 seeds never ran),
-    "complete" a bool and never true of a grid that ran nothing (nor false, if `finished`), every
-    run record by kind.fields, and kind.rest(raw). Returns (raw, its runs, "other_runs" too);
-    InputError with one line for anything that cannot be true."""
+    """An earlier results.json through one validator, before anything is trained or
+    rewritten: its options (check_options, then the study's door checks: a grid of 10^9
+    seeds never ran), "complete" a bool and never true of a grid that ran nothing (nor
+    false, if `finished`), every run record by kind.fields, and kind.rest(raw). Returns
+    (raw, its runs); InputError with one line for anything that cannot be true."""
     raw = read_json(path, what)
     if finished and raw.get("complete") is False:
         raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
@@ -417,9 +405,9 @@ def read_results(path, what, kind, finished=False):
     try:
         if not isinstance(raw.get("complete", True), bool):
             raise InputError(f'"complete" is {raw["complete"]!r}, not true or false')
-        check_options(raw["options"], kind.parser(), kind.derived)
+        check_options(raw["options"], kind.parser())
         kind.check(SimpleNamespace(**raw["options"]))  # (a copy: a check may sort a list)
-        runs = kind.runs_of(raw) + raw.get("other_runs", [])
+        runs = raw["runs"]
         if raw.get("complete", True) and not runs:
             raise InputError("it holds no run, yet says it is complete")
         check_records(runs, kind.fields)
@@ -433,7 +421,7 @@ def read_results(path, what, kind, finished=False):
 
 
 def has_invocations(raw):
-    """raw["info"]: the machine and every invocation, each with what a report's header says."""
+    """raw["info"]: the machine and each invocation (a report's header)."""
     info = raw.get("info")
     return isinstance(info, dict) and isinstance(info.get("invocations"), list) and all(
         isinstance(v, dict) and {"command", "started", "wall_s", "n_trained", "load_start",
@@ -441,9 +429,9 @@ def has_invocations(raw):
 
 
 def previous_runs(path, opts, kind, key, same):
-    """The runs (key(run) -> record) of the results.json in --out and the file, if there is one
-    and it was made with the options in `same` as now (else InputError): the same command
-    continues an interrupted grid."""
+    """The runs (key(run) -> record) of the results.json in --out and the file, if there
+    is one and it was made with the options in `same` as now (else InputError): the same
+    command continues an interrupted grid."""
     if not os.path.lexists(path):
         return {}, None
     raw, runs = read_results(path, "continue from", kind)
@@ -456,9 +444,9 @@ def previous_runs(path, opts, kind, key, same):
 
 
 def rerender(opts, restore, n_png, kind):
-    """--from-json: restore(raw, its options, PATH's folder) -> write(out), which writes the
-    report, from a finished grid's file that read_results accepts; any part of the file the
-    report cannot use is one line naming it, never a traceback."""
+    """--from-json: restore(raw, its options, PATH's folder) -> write(out), which writes
+    the report, from a finished grid's file that read_results accepts; any part of the
+    file the report cannot use is one line naming it, never a traceback."""
     path = opts.from_json
     raw, _ = read_results(path, "read results from", kind, finished=True)
     folder = os.path.dirname(os.path.abspath(path))
@@ -489,25 +477,13 @@ def pyplot():
 
 
 def save_fig(fig, path, title=None):
-    """Write the figure as a PNG (under the title `title`, laid out tight) and close it."""
+    """Write the figure as a PNG (titled `title`, laid out tight) and close it."""
     import matplotlib.pyplot as plt
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
     plt.close(fig)
-
-
-def band(ax, runs, label, color):
-    """The val curves' mean over seeds and min-max band, on a log step axis (without step 0)."""
-    steps = np.array([step for step, _ in runs[0]["val_curve"]])
-    vals = np.array([[v for _, v in r["val_curve"]] for r in runs if r["final_val"] is not None])
-    if not len(vals):
-        return
-    steps, vals = steps[1:], vals[:, 1:]
-    ax.set_xscale("log")
-    ax.plot(steps, vals.mean(axis=0), color=color, label=label)
-    ax.fill_between(steps, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2, linewidth=0)
 
 
 def machine_info():
@@ -518,8 +494,13 @@ def machine_info():
         cpu = names[0] if names else cpu
     except OSError:
         pass
+    try:  # the BLAS NumPy was built with (NumPy 1.25 and later say)
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas = f"{blas['name']} {blas.get('version', '')}".strip()
+    except (TypeError, KeyError):
+        blas = "unknown"
     return {"cpu": cpu or "unknown", "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__}
+            "python": platform.python_version(), "numpy": np.__version__, "blas": blas}
 
 
 def load_average():
@@ -545,29 +526,12 @@ def plural(n, word):
     return f"{n} {word}{'s' if n > 1 else ''}"
 
 
-class Progress:
-    """One stderr line per finished run: runs done / total, elapsed time, and an ETA: the seconds a
-    step of the runs timed so far took, times the steps still to run, over the workers."""
-
-    def __init__(self, workers=1):
-        self.workers, self.t0, self.done = workers, time.perf_counter(), 0
-        self.seconds, self.steps = 0.0, 0
-
-    def line(self, text, rec, steps, total, steps_left, timed=True):
-        self.done += 1
-        if timed:
-            self.seconds, self.steps = self.seconds + rec["seconds"], self.steps + steps
-        eta = fmt_time(self.seconds / self.steps * steps_left / self.workers) if self.steps else "?"
-        final = "diverged" if rec["final_val"] is None else f"{rec['final_val']:.4f}"
-        return (f"[{self.done}/{total}] {text}: val {final} ({rec['seconds']:.1f}s) | elapsed "
-                f"{fmt_time(time.perf_counter() - self.t0)}, ETA {eta}")
-
-
 # =========================================================================== measuring
 
 class MeasureAt:
-    """A silent observer of microgpt.train: measure(step, params) after the updates at `steps`.
-    It holds the run's state as train() last showed it: its last good step (train_observed)."""
+    """A silent observer of microgpt.train: measure(step, params) after the updates at
+    `steps`. It holds the run's state as train() last showed it: its last good step
+    (train_observed)."""
 
     def __init__(self, steps, measure):
         self.steps, self.measure, self.state = steps, measure, None
@@ -583,9 +547,10 @@ class MeasureAt:
 
 
 def train_observed(observer, *args, **kwargs):
-    """microgpt.train(*args, observer=observer, **kwargs); a run that diverges (the engine's
-    NumericError) is the last good state the observer holds, its .error naming the step. A failure
-    before any update (the model's code, not the lr) is let through."""
+    """microgpt.train(*args, observer=observer, **kwargs); a run that diverges (the
+    engine's NumericError) is the last good state the observer holds, its .error naming
+    the step. A failure before any update (the model's code, not the lr) is let
+    through."""
     try:
         return train(*args, observer=observer, **kwargs)
     except NumericError as e:
@@ -596,7 +561,7 @@ def train_observed(observer, *args, **kwargs):
 
 
 def steps_to_target(curve, target):
-    """First step at which [(step, loss), ...] reaches `target`, linear between points; or None."""
+    """The step where [(step, loss), ...] reaches `target` (linear between), or None."""
     for i, (step, loss) in enumerate(curve):
         if loss is not None and loss <= target:
             if i == 0:
@@ -606,16 +571,10 @@ def steps_to_target(curve, target):
     return None
 
 
-def final_loss(curve, steps, error):
-    """The curve's last loss if the run finished all its steps with a finite loss, else None."""
-    if error or curve[-1][0] != steps or not math.isfinite(curve[-1][1]):
-        return None
-    return curve[-1][1]
-
-
 def iso_length(lengths, finals, target):
-    """The run length whose final loss equals `target`: linear in log(steps) between the measured
-    lengths around it; ["<", shortest] or [">", longest] when the target lies outside them."""
+    """The run length whose final loss equals `target`: linear in log(steps) between the
+    measured lengths around it; ["<", shortest] or [">", longest] when the target lies
+    outside them."""
     points = sorted((n, f) for n, f in zip(lengths, finals) if f is not None)
     if len(points) < 2 or target is None:
         return None
@@ -628,30 +587,20 @@ def iso_length(lengths, finals, target):
     return [">", points[-1][0]] if target < points[-1][1] else ["=", float(points[-1][0])]
 
 
-# =========================================================================== the lr sweep
-
-def lr_of(opts, k):
-    """The lattice of learning rates: lr0 * 2^(k/2)."""
-    return opts.lr0 * 2.0 ** (k / 2)
-
+# ======================================================================== the lr sweep
 
 def eval_points(steps, n_log, n_lin):
-    """Steps at which the val curve is measured (besides step 0): n_lin evenly spaced up to the
-    last step, and before the first of them up to n_log log-spaced ones (dense early)."""
+    """Steps at which the val curve is measured (besides step 0): n_lin evenly spaced up
+    to the last step, and before the first of them up to n_log log-spaced ones (dense
+    early)."""
     lin = np.linspace(0, steps, n_lin + 1)[1:].round().astype(int)
     early = np.geomspace(1, lin[0], n_log + 1)[:-1].round().astype(int)
     return sorted(p for p in set(lin.tolist()) | set(early.tolist()) if 0 < p <= steps)
 
 
-def best_final(runs):
-    """The index of the run with the lowest final val loss (ties: the first, the lower lr; a
-    diverged run never wins)."""
-    return min(range(len(runs)), key=lambda i: math.inf if runs[i]["final_val"] is None
-               else runs[i]["final_val"])
-
-
 class Sweep:
-    """One model's lr sweep on the lattice, the chosen lr and the runs at it."""
+    """One model's lr sweep on the lattice, the chosen lr and the runs at it; a study
+    says how it ranks the lrs swept (best(): the k of the best)."""
 
     def __init__(self):
         self.sweep = {}       # lattice k -> record (None while running)
@@ -659,15 +608,10 @@ class Sweep:
         self.best_k = None
         self.at_edge = False  # the best lr is still at the edge after the extensions
         self.seeds = {}       # seed -> record (None while running)
-        self.anchors = {}     # (steps, seed) -> record: context_length.py's anchor runs
-
-    def best(self):
-        """The k of the best lr swept (best_final's; repeat.py ranks its own way)."""
-        ks = sorted(self.sweep)
-        return ks[best_final([self.sweep[k] for k in ks])]
+        self.anchors = {}     # (steps, seed) -> record: the anchors' separate runs
 
     def next_k(self, max_extend):
-        """After the sweep: the k past the best lr's edge (max_extend times), else None: best_k."""
+        """the k past the best lr's edge (max_extend times), or None."""
         ks = sorted(self.sweep)
         best = self.best()
         edge = best in (ks[0], ks[-1])
@@ -678,7 +622,7 @@ class Sweep:
         return None
 
     def add(self, rec):
-        """Keep a finished run by its lattice k (sweep), seed (seeds) or (steps, seed) (anchor)."""
+        """Keep a finished run by k (sweep), seed (seeds) or (steps, seed) (anchor)."""
         if rec["phase"] == "sweep":
             self.sweep[rec["lr_k"]] = rec
         elif rec["phase"] == "seeds":
@@ -686,30 +630,22 @@ class Sweep:
         else:
             self.anchors[(rec["steps"], rec["seed"])] = rec
 
-    def restore(self, n_planned, name):
-        """With every record of a finished study back in: the chosen lr, the extensions and the
-        edge, as the study found them (n_planned: the lrs swept before any extension)."""
-        if not self.sweep or not self.seeds:
-            raise InputError(f"results.json has no complete runs of {name}: not a finished study")
-        ks = sorted(self.sweep)
-        self.best_k = self.best()
-        self.extended, self.at_edge = len(ks) - n_planned, self.best_k in (ks[0], ks[-1])
 
-
-# =========================================================================== the process pool
+# ==================================================================== the process pool
 
 WORKER_DATA = None  # the corpus data, set once in each worker process
 
 
 def _init_worker(data):
-    """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), a watch
-    that ends this process if the parent is gone (kill -9: nothing else would), and NumPy quiet
-    about overflow: a run that diverges (a sweep's largest lr often does) is recorded as diverged,
-    without a burst of RuntimeWarnings on the way."""
+    """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), a
+    watch that ends this process if the parent is gone (kill -9: nothing else would),
+    and NumPy quiet about overflow: a run that diverges (a sweep's largest lr often
+    does) is recorded as diverged, without a burst of RuntimeWarnings on the way."""
     global WORKER_DATA
     WORKER_DATA = data
     np.seterr(over="ignore", invalid="ignore", divide="ignore")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (blocked while it started)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
 
@@ -719,15 +655,28 @@ def _exit_with_parent(parent):
     os._exit(1)
 
 
+class Pool(ProcessPoolExecutor):
+    """A process pool whose workers start with SIGINT blocked (a process inherits its
+    signal mask): a Ctrl-C while one is starting reaches only this process, which ends
+    the workers itself, never a worker halfway through its imports (a traceback)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # (a submit is what starts a worker)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return super().submit(fn, *args, **kwargs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 @contextmanager
 def pool(data, workers):
-    """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA. However
-    the block ends (an error, Ctrl-C, SIGTERM), the queued runs are cancelled and the workers
-    ended before it is left: no worker outlives the script."""
+    """`workers` spawned processes, each with one BLAS thread and `data` as WORKER_DATA.
+    However the block ends (an error, Ctrl-C, SIGTERM), the queued runs are cancelled
+    and the workers ended before it is left: no worker outlives the script."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"  # inherited by the workers before they import numpy
-    executor = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(data,),
-                                   mp_context=multiprocessing.get_context("spawn"))
+    executor = Pool(max_workers=workers, initializer=_init_worker, initargs=(data,),
+                    mp_context=multiprocessing.get_context("spawn"))
     try:
         yield executor
     except BaseException:
@@ -738,11 +687,12 @@ def pool(data, workers):
 
 
 def stop(executor):
-    """Cancel what is queued and end the running workers now (SIGTERM), then wait for them and
-    for the pool's manager thread. That thread holds the pool's queues; their semaphores are
-    released when the queues are collected, and leave() ends the program with os._exit, where
-    nothing else would release them (the resource tracker then warns of leaked semaphores).
-    shutdown(wait=False) lets go of the thread without waiting for it: it is joined here."""
+    """Cancel what is queued and end the running workers now (SIGTERM), then wait for
+    them and for the pool's manager thread. That thread holds the pool's queues; their
+    semaphores are released when the queues are collected, and leave() ends the program
+    with os._exit, where nothing else would release them (the resource tracker then
+    warns of leaked semaphores). shutdown(wait=False) lets go of the thread without
+    waiting for it: it is joined here."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
     manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
@@ -756,12 +706,11 @@ def stop(executor):
 
 
 class Scheduler:
-    """Every unit's lr sweep, then the runs at the chosen lr, in a pool, until --deadline. A
-    subclass says what names a unit (KEY: its job's fields, as the unit's .key), what a run is a
-    pure function of (key), its lattice (lr_at), and what to log (describe, line)."""
-    KEY = ("norm", "T")
+    """Every unit's lr sweep, then the runs at the chosen lr, in a pool, until
+    --deadline. A subclass says what names a unit (KEY: its job's fields, as the unit's
+    .key), what a run is a pure function of (key), its lattice (lr_at), and what to log
+    (describe, line)."""
     MODEL = ("n_log", "n_lin", "batch_size", "n_embd", "n_head", "n_layer")  # every job's options
-    lr_at = staticmethod(lr_of)
 
     def __init__(self, units, opts, cache, save=None):
         self.units, self.opts, self.cache, self.save = units, opts, cache, save
@@ -787,8 +736,8 @@ class Scheduler:
                 + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
 
     def finish(self, job, rec, reused):
-        """Keep a finished run, save them all if it was trained now, and log it (line(job, rec))
-        and what it unlocked."""
+        """Keep a finished run, save them all if it was trained now, and log it
+        (line(job, rec)) and what it unlocked."""
         note = self.store(job, rec)
         if not reused:
             self.n_trained += 1
@@ -800,16 +749,15 @@ class Scheduler:
         self.past_deadline()
 
     def grid(self, run_job, data):
-        """Every unit's sweep, k = --center-N..--center+N (centre 0 without the flag), and what it
-        unlocks: the records (from the cache when there), how many were trained now."""
-        center, half = getattr(self.opts, "center", 0), self.opts.sweep
+        """Every unit's sweep, k = -N..N (N: --sweep), and what it unlocks: the records
+        (from the cache when there), how many were trained now."""
         for unit in self.units.values():
-            self.sweep(unit, range(center - half, center + half + 1))
+            self.sweep(unit, range(-self.opts.sweep, self.opts.sweep + 1))
         self.run(run_job, data)
         return self.records, self.n_trained
 
     def past_deadline(self):
-        """After --deadline: no new run starts (those in results.json are still taken)."""
+        """After --deadline: no new run starts; results.json's are kept."""
         if getattr(self.opts, "deadline", None) and time.time() >= self.opts.deadline:
             kept = [job for job in self.ready if self.key(job) in self.cache]
             self.left_unrun += len(self.ready) - len(kept)
@@ -821,8 +769,9 @@ class Scheduler:
             self.ready.append(self.job(unit, "sweep", k, self.opts.seed))
 
     def store(self, job, rec):
-        """Keep a finished run in its unit. If it completes the sweep: one more lr beyond the
-        edge, or the chosen lr's runs (and chosen(unit)'s note to log is returned)."""
+        """Keep a finished run in its unit. If it completes the sweep: one more lr
+        beyond the edge, or the chosen lr's runs (and chosen(unit)'s note to log is
+        returned)."""
         self.records.append(rec)
         unit = self.unit_of(job)
         unit.add(rec)
@@ -841,12 +790,13 @@ class Scheduler:
                 self.ready.append(self.job(unit, "anchor", unit.best_k, seed, steps))
         return self.chosen(unit)
 
-    def anchor_steps(self, unit):  # the lengths of the anchor runs per seed: context_length.py
+    def anchor_steps(self, unit):  # a unit's anchor run lengths per seed: none here
         return ()
 
     def run(self, run_job, data):
-        """Train the ready jobs with run_job(job) in a pool(); finish(job, record, reused) may add
-        jobs. A run is a pure function of its job: one whose key(job) is in the cache is reused."""
+        """Train the ready jobs with run_job(job) in a pool(); finish(job, record,
+        reused) may add jobs. A run is a pure function of its job: one whose key(job) is
+        in the cache is reused."""
         ready, running, workers, key = self.ready, self.running, self.opts.workers, self.key
         with pool(data, workers) as executor:
             self.past_deadline()
@@ -867,12 +817,13 @@ class Scheduler:
         self.check_diverged()
 
     def finished(self):
-        """Every planned run is in: none waits, and --deadline kept none from starting."""
+        """Every planned run is in: none waits, --deadline kept none from starting."""
         return not self.ready and not self.left_unrun
 
     def check_diverged(self):
-        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged (of those
-        that ran: a --deadline leaves the rest of a unit's seeds unrun, as None)."""
+        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged
+        (of those that ran: a --deadline leaves the rest of a unit's seeds unrun, as
+        None)."""
         for unit in self.units.values():
             ran = [r for r in unit.seeds.values() if r is not None]
             if ran and all(r["final_val"] is None for r in ran):

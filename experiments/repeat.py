@@ -1,17 +1,18 @@
-"""Where context provably matters: a random string written twice. Is the sphere (nGPT) faster?
+"""Where context provably matters: a random string written twice. Is nGPT faster?
 
-Each document is a random string of L letters (L uniform in [T/4, T/2)) written twice. The first
-copy cannot be predicted (ln 26 nats a letter at best); the second can only be read from the
-first, so its loss measures the use of context and nothing else. The chapter's model, unchanged
-(learned wpe, ReLU, batch 8, lr decaying linearly), trains with each norm at its own lr; the
-runs record the copy-2 loss, the steps to reach 3.0 / 2.0 / 1.0 nats, the same loss when the
-first copy is replaced by other letters, and the attention at the copy positions. Diagnosis arms
-(`variant`) ask why the sphere is slow here. experiments/README.md gives the protocol and the
-verdict fixed before the runs. results.json is rewritten after every run: the same command
-continues an interrupted grid.
+Each document is a random string of L letters (L uniform in [T/4, T/2)) written twice.
+The first copy cannot be predicted (ln 26 nats a letter at best); the second can only be
+read from the first, so its loss measures the use of context and nothing else. The
+chapter's model, unchanged (learned wpe, ReLU, batch 8, lr decaying linearly), trains
+with each norm at its own lr; the runs record the copy-2 loss, the steps to reach 3.0 /
+2.0 / 1.0 nats, the same loss when the first copy is replaced by other letters, and the
+attention at the copy positions. Diagnosis arms (`variant`) ask why the sphere is slow
+here. experiments/README.md gives the protocol and the verdict fixed before the runs.
+results.json is rewritten after every run: the same command continues an interrupted
+grid.
 
     python experiments/repeat.py                          # the full grid, CPU-hours
-    python experiments/repeat.py --contexts 64 --seeds 2 --deadline 05:10   # a first part
+    python experiments/repeat.py --contexts 64 --seeds 2 --deadline 05:10  # a part
     python experiments/repeat.py --quick --out /tmp/q     # smoke test, seconds
     python experiments/repeat.py --from-json experiments/results/repeat/results.json
 """
@@ -43,6 +44,11 @@ TARGETS = (3.0, 2.0, 1.0)  # copy-2 loss (nats): the steps to reach each are rec
 EVAL_POSITIONS = 4096      # positions per forward call when evaluating
 # The diagnosis arms: variant -> (norm, what it changes). "default" runs for both norms.
 ALPHA_ARM = 0.25  # alpha25: alpha_init (attention and MLP steps), 5 times the default 0.05
+# The alpha arms: (alpha_init, stored start x). alpha = |stored| alpha_init / base, the
+# stored value starting at base; Adam moves it by about lr a step, so alpha_init sets
+# alpha's start and its step together, and the stored start sets the start alone.
+ALPHAS = {"alpha25": (ALPHA_ARM, 1.0), "alpha-start": (GPTConfig.alpha_init, 5.0),
+          "alpha-step": (ALPHA_ARM, 0.2)}
 VARIANTS = {
     "sqk64": ("sphere", "s_qk initialized at (64/head_dim)^(1/4): the initial attention logit "
               "range s_qk^2 sqrt(head_dim) is sqrt(64) = 8, the paper's head_dim 64, not sqrt(8)"),
@@ -51,37 +57,41 @@ VARIANTS = {
     "qknorm64": ("rmsnorm", "as qknorm with logits = cos * sqrt(64) = 8 (the paper's range)"),
     "alpha25": ("sphere", f"the residual steps' alpha initialized at {ALPHA_ARM} instead of "
                 f"{GPTConfig.alpha_init}: each block moves h a quarter of the way to its output"),
+    "alpha-start": ("sphere", "alpha starts 5 times larger (0.25), its Adam step unchanged"),
+    "alpha-step": ("sphere", "alpha's Adam step 5 times larger, its start unchanged (0.05)"),
 }
-# ---- the pre-registration (fixed before the grid ran; experiments/README.md says the same) ----
+# ---- the pre-registration (fixed before the grid ran; experiments/README.md too) ----
 GATE_COPY2 = 1.0      # G1: every rmsnorm seed at T reaches copy-2 <= 1.0 within the run
 GATE_LEAK = 0.02      # G3: copy-1 >= ln 26 - 0.02 (no leak of the string into copy 1)
 R_TARGETS = (2.0, 1.0)  # r = rmsnorm steps / sphere steps to these copy-2 losses, per paired seed
 ANCHOR_CONTEXTS = (64,)  # the anchors' separate-run protocol (S/4, S/2, S) at these T
-# what a run depends on besides its job: a results.json made with others cannot be continued
+# a run's inputs besides its job (a results.json made with others: not continued)
 SAME = ("batch_size", "n_embd", "n_head", "n_layer", "lr0", "val_docs", "split_seed",
         "n_log", "n_lin")
 
 
-# =========================================================================== data
+# ================================================================================ data
 
 def random_strings(T, n, rng):
-    """n (letters, L): L uniform in [T/4, T/2), letters ids in 0..25 (a (n, T//2) array)."""
+    """n (letters, L): L uniform in [T/4, T/2), letters ids in 0..25, (n, T//2)."""
     lengths = rng.integers(T // 4, T // 2, size=n)
     return rng.integers(0, 26, size=(n, T // 2)), lengths
 
 
 def train_docs(T, n, seed):
-    """n training documents (strings): each a random string written twice; the draws depend on
-    (seed, T) only, so both norms of a seed pair see the same documents in the same order."""
+    """n training documents (strings): each a random string written twice; the draws
+    depend on (seed, T) only, so both norms of a seed pair see the same documents in the
+    same order."""
     letters, lengths = random_strings(T, n, np.random.default_rng([seed, T, 1]))
     chars = np.array(VOCAB)[letters]
     return ["".join(row[:L]) * 2 for row, L in zip(chars, lengths.tolist())]
 
 
 def held_out(T, n, seed):
-    """n fixed held-out documents and their ablated twins, as (inputs, targets, L) arrays: inputs
-    [BOS] s s (padded with BOS), targets s s [BOS] (padded); in the twin, the first copy's letters
-    are replaced, each by another letter (never the same one), and the second copy is kept."""
+    """n fixed held-out documents and their ablated twins, as (inputs, targets, L)
+    arrays: inputs [BOS] s s (padded with BOS), targets s s [BOS] (padded); in the twin,
+    the first copy's letters are replaced, each by another letter (never the same one),
+    and the second copy is kept."""
     rng = np.random.default_rng([seed, T, 2])
     letters, lengths = random_strings(T, n, rng)
     other = (letters + rng.integers(1, 26, size=letters.shape)) % 26
@@ -95,16 +105,16 @@ def held_out(T, n, seed):
 
 
 def masks(L, T):
-    """(n, T) masks of the target positions: copy 1 (j < L), copy 2 (L <= j < 2L), all (<= 2L)."""
+    """(n, T) target masks: copy 1 (j < L), copy 2 (L <= j < 2L), all (<= 2L)."""
     j = np.arange(T)[None, :]
     L = np.asarray(L)[:, None]
     return {"copy1": j < L, "copy2": (j >= L) & (j < 2 * L), "all": j <= 2 * L}
 
 
-# =========================================================================== the model's variants
+# ================================================================ the model's variants
 
 def qknorm_forward(q, k, v, scale, logit_scale):
-    """QK-norm attention: q and k of each head as unit vectors, logits = cos * logit_scale."""
+    """QK-norm: each head's q, k unit vectors, logits = cos * logit_scale."""
     return ATTENTION[0](l2_normalize_np(q), l2_normalize_np(k), v, logit_scale)
 
 
@@ -119,9 +129,10 @@ ATTENTION = (numpy_engine.attention_forward, numpy_engine.attention_backward)
 
 
 class attention_of:
-    """`with attention_of(variant, head_dim):` the NumPy engine's attention is the variant's
-    (QK-norm for the qknorm arms; the engine's own otherwise), restored at the end. The engine's
-    rmsnorm forward and backward look their attention up at each call, so nothing else changes."""
+    """`with attention_of(variant, head_dim):` the NumPy engine's attention is the
+    variant's (QK-norm for the qknorm arms; the engine's own otherwise), restored at the
+    end. The engine's rmsnorm forward and backward look their attention up at each call,
+    so nothing else changes."""
 
     def __init__(self, variant, head_dim):
         scale = {"qknorm": head_dim ** 0.5, "qknorm64": 8.0}.get(variant)
@@ -137,20 +148,25 @@ class attention_of:
 
 
 def initial_params(job, cfg):
-    """The init train() would build from the seed; sqk64: s_qk raised so s_qk^2 sqrt(hd) = 8."""
+    """train()'s init from the seed; sqk64: s_qk raised so that s_qk^2 sqrt(hd) = 8; the
+    alpha arms: the stored alphas' start (ALPHAS)."""
     params = init_params(cfg, job["seed"], np.float32)
-    if job["variant"] == "sqk64":
-        for i in range(cfg.n_layer):
+    start = ALPHAS.get(job["variant"], (None, 1.0))[1]
+    for i in range(cfg.n_layer):
+        if job["variant"] == "sqk64":
             params[f"layer{i}.attn_sqk"] *= np.float32((64 / cfg.head_dim) ** 0.25)
+        for name in ("attn_alpha", "mlp_alpha") if start != 1.0 else ():
+            params[f"layer{i}.{name}"] *= np.float32(start)
     return params
 
 
-# =========================================================================== one run (in a worker)
+# =============================================================== one run (in a worker)
 
 def measure(params, cfg, held):
-    """The mean losses on the held-out documents (copy1, copy2, all) and their ablated twins'
-    copy 2; and, per layer and head at the copy-2 positions, the attention's entropy (nats) and
-    its weight on the key that holds the letter to copy (an induction head puts ~1 there)."""
+    """The mean losses on the held-out documents (copy1, copy2, all) and their ablated
+    twins' copy 2; and, per layer and head at the copy-2 positions, the attention's
+    entropy (nats) and its weight on the key that holds the letter to copy (an induction
+    head puts ~1 there)."""
     T, L = cfg.block_size, held["L"]
     m, out = masks(L, T), {}
     chunk = max(1, EVAL_POSITIONS // T)
@@ -178,9 +194,10 @@ def measure(params, cfg, held):
 
 
 def attention_at_copy(acts, L, copy2):
-    """(entropy, weight on the source) of every layer and head at each copy-2 query: arrays
-    (layers, queries, heads). The query at j (L <= j < 2L) predicts letter j - L, held by key
-    j - L + 1 (the position after the matching letter of copy 1: what an induction head reads)."""
+    """(entropy, weight on the source) of every layer and head at each copy-2 query:
+    arrays (layers, queries, heads). The query at j (L <= j < 2L) predicts letter j - L,
+    held by key j - L + 1 (the position after the matching letter of copy 1: what an
+    induction head reads)."""
     b, j = np.nonzero(copy2)
     source = j - L[b] + 1
     ent, mass = [], []
@@ -192,7 +209,7 @@ def attention_at_copy(acts, L, copy2):
 
 
 def model_config(job):
-    alpha = ALPHA_ARM if job.get("variant") == "alpha25" else GPTConfig.alpha_init
+    alpha = ALPHAS.get(job.get("variant"), (GPTConfig.alpha_init,))[0]
     return GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=job["n_embd"], n_head=job["n_head"],
                      n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"],
                      alpha_init=alpha)
@@ -206,14 +223,14 @@ def effective_sqk(params, cfg):
 
 
 def effective_alpha(params, cfg):
-    """Sphere: each layer's effective alpha_A and alpha_M (|alpha| as used), mean over C."""
+    """Sphere: each layer's effective alpha_A, alpha_M (|alpha|), mean over C."""
     f = scale_factors(cfg)
     return [[float(np.abs(params[f"layer{i}.{name}"]).mean() * f[name])
              for name in ("attn_alpha", "mlp_alpha")] for i in range(cfg.n_layer)]
 
 
 def run_job(job):
-    """Train one model (a pure function of `job` and the held-out data); return its record."""
+    """Train one model (a pure function of `job` and the held-out data); its record."""
     T, cfg = job["T"], model_config(job)
     held = common.WORKER_DATA[T]
     curves = {k: [] for k in ("step", "copy1", "copy2", "copy2_ablated", "val")}
@@ -250,14 +267,15 @@ def run_job(job):
     for k in ("copy1", "copy2", "copy2_ablated", "val"):
         rec[k] = curves[k][-1] if finished and math.isfinite(curves[k][-1]) else None
     rec["final_val"] = rec["val"]
-    rec.update(seconds=time.perf_counter() - wall0, cpu_seconds=time.process_time() - cpu0)
+    rec.update(seconds=time.perf_counter() - wall0, cpu_seconds=time.process_time() - cpu0,
+               machine=common.machine_info())
     return rec
 
 
-# =========================================================================== the grid
+# ============================================================================ the grid
 
 def lr_of(opts, k):
-    """The lattice of learning rates: lr0 * 10^(k/2) (k = -1, 0, 1: 0.00316, 0.01, 0.0316)."""
+    """The lattice of lrs: lr0 * 10^(k/2) (k = -1, 0, 1: 0.00316, 0.01, 0.0316)."""
     return opts.lr0 * 10.0 ** (k / 2)
 
 
@@ -266,15 +284,15 @@ def run_key(r):
 
 
 def goodness(rec):
-    """How the sweep ranks a run (lower is better): the steps to copy-2 <= 1.0 nat, then (for runs
-    that never get there) the final copy-2 loss; a diverged run is last."""
+    """How the sweep ranks a run (lower is better): the steps to copy-2 <= 1.0 nat, then
+    (for runs that never get there) the final copy-2 loss; a diverged run is last."""
     reached = rec["steps_to"][str(GATE_COPY2)]
     final = math.inf if rec["copy2"] is None else rec["copy2"]
     return (math.inf if reached is None else reached, final)
 
 
 class Unit(common.Sweep):
-    """One norm and variant at one T: its lr sweep (ranked by goodness), chosen lr and seeds."""
+    """A norm and variant at one T: its lr sweep (by goodness), lr, seeds."""
 
     def __init__(self, norm, variant, T):
         super().__init__()
@@ -293,8 +311,8 @@ def units_of(opts):
 
 class Grid(common.Scheduler):
     """Every unit's lr sweep on seed --seed, then --seeds paired seeds at its lr (and at
-    ANCHOR_CONTEXTS the default norms' runs of S/4 and S/2 steps); stops starting runs at
-    --deadline (the runs under way finish; the same command continues later)."""
+    ANCHOR_CONTEXTS the default norms' runs of S/4 and S/2 steps); stops starting runs
+    at --deadline (the runs under way finish; the same command continues later)."""
     KEY, key, lr_at = ("norm", "variant", "T"), staticmethod(run_key), staticmethod(lr_of)
 
     def anchor_steps(self, unit):
@@ -314,12 +332,13 @@ class Grid(common.Scheduler):
                 f"{fmt(rec['steps_to']['1.0'], 0)}")
 
 
-# =========================================================================== the measurements
+# ==================================================================== the measurements
 
 def paired_ratio(rms, sph, target, steps):
-    """r = rmsnorm steps / sphere steps to copy-2 <= target, censored, never imputed: ["=", r]
-    if both get there; ["<", rms / S] if only rmsnorm does (the sphere would need more than S);
-    [">", S / sph] if only the sphere does; None if neither (or a run is missing)."""
+    """r = rmsnorm steps / sphere steps to copy-2 <= target, censored, never imputed:
+    ["=", r] if both get there; ["<", rms / S] if only rmsnorm does (the sphere would
+    need more than S); [">", S / sph] if only the sphere does; None if neither (or a run
+    is missing)."""
     if rms is None or sph is None:
         return None
     a, b = rms["steps_to"][str(target)], sph["steps_to"][str(target)]
@@ -331,8 +350,8 @@ def paired_ratio(rms, sph, target, steps):
 
 
 def gate(runs_at, seeds, steps):
-    """G1-G4 at one T from the seed runs {(norm, variant, seed): record}: passed only when every
-    planned rmsnorm seed has run; each entry says what it saw."""
+    """G1-G4 at one T from the seed runs {(norm, variant, seed): record}: passed only
+    when every planned rmsnorm seed has run; each entry says what it saw."""
     rms = [runs_at.get(("rmsnorm", "default", s)) for s in seeds]
     done = [r for r in rms if r is not None]
     sph = [r for (n, v, s), r in runs_at.items() if n == "sphere" and v == "default"
@@ -350,9 +369,10 @@ def gate(runs_at, seeds, steps):
 
 
 def verdict_at(ratios):
-    """The pre-registered reading of one T's paired r at 1.0 nat: 'sphere faster' if every seed's
-    r is > 1 (a censored '> x' with x >= 1 counts), 'sphere slower' if every seed's r is < 1 (a
-    censored '< x' with x <= 1 counts), 'mixed' otherwise; 'undecided' if a pair has no r."""
+    """The pre-registered reading of one T's paired r at 1.0 nat: 'sphere faster' if
+    every seed's r is > 1 (a censored '> x' with x >= 1 counts), 'sphere slower' if
+    every seed's r is < 1 (a censored '< x' with x <= 1 counts), 'mixed' otherwise;
+    'undecided' if a pair has no r."""
     if not ratios or any(r is None for r in ratios):
         return "undecided"
     above = [x > 1 if kind == "=" else kind == ">" and x >= 1 for kind, x in ratios]
@@ -361,9 +381,9 @@ def verdict_at(ratios):
 
 
 def verdict(rows):
-    """Against the anchors' direction, over the T whose gate passed: 'supports' if the sphere is
-    faster at every such T and the median r rises with T; 'contradicts' if it is slower at every
-    such T; 'neither' otherwise; no verdict where no gate passed."""
+    """Against the anchors' direction, over the T whose gate passed: 'supports' if the
+    sphere is faster at every such T and the median r rises with T; 'contradicts' if it
+    is slower at every such T; 'neither' otherwise; no verdict where no gate passed."""
     gated = [row for row in rows if row["gate"]["passed"]]
     if not gated:
         return "no verdict: the gate has not passed at any T (see the gate table)"
@@ -379,7 +399,7 @@ def verdict(rows):
 
 
 def unit_summary(unit_runs, opts):
-    """One unit's sweep (lr -> goodness numbers), its chosen lr (None: sweep not finished)."""
+    """One unit's sweep (lr -> goodness numbers), its chosen lr (None: not finished)."""
     sweep = sorted((r for r in unit_runs if r["phase"] == "sweep"), key=lambda r: r["lr_k"])
     seeds = [r for r in unit_runs if r["phase"] == "seeds"]
     chosen = seeds[0]["lr"] if seeds else None
@@ -394,7 +414,7 @@ def unit_summary(unit_runs, opts):
 
 
 def summarize_T(T, records, opts, seeds):
-    """The numbers of one context length from the records there are (a partial grid included)."""
+    """The numbers of one context length from the records (a partial grid too)."""
     at = [r for r in records if r["T"] == T]
     runs_at = {(r["norm"], r["variant"], r["seed"]): r for r in at if r["phase"] == "seeds"}
     units = {f"{n}/{v}": unit_summary([r for r in at if (r["norm"], r["variant"]) == (n, v)], opts)
@@ -421,8 +441,8 @@ def summarize_T(T, records, opts, seeds):
 
 def tuning_ratios(at, units, opts):
     """Seed 0, where every unit ran its sweep: each unit's run at its chosen lr against
-    rmsnorm/default's at its own, r at 2.0 and 1.0 (censored): a first look, one seed, and the
-    seed the lrs were chosen on (so each side's best case)."""
+    rmsnorm/default's at its own, r at 2.0 and 1.0 (censored): a first look, one seed,
+    and the seed the lrs were chosen on (so each side's best case)."""
     def chosen(name):
         u = units.get(name)
         return None if u is None or u["lr"] is None else next(
@@ -435,8 +455,9 @@ def tuning_ratios(at, units, opts):
 
 
 def anchors_at(T, at, opts, seeds):
-    """The anchors' protocol: final copy-2 loss of separate runs of S/4, S/2 and S steps, mean
-    over the seeds that ran all three, and the iso-loss lengths (common.iso_length)."""
+    """The anchors' protocol: final copy-2 loss of separate runs of S/4, S/2 and S
+    steps, mean over the seeds that ran all three, and the iso-loss lengths
+    (common.iso_length)."""
     lengths = [opts.steps // 4, opts.steps // 2, opts.steps]
     by = {(r["norm"], r["steps"], r["seed"]): r["copy2"] for r in at
           if r["variant"] == "default" and r["phase"] in ("seeds", "anchor")}
@@ -464,7 +485,7 @@ def summarize(records, opts):
     return {"rows": rows, "seeds": seeds, "verdict": verdict(rows)}
 
 
-# =========================================================================== report
+# ============================================================================== report
 
 def _ratio(r, nd=2):
     if r is None:
@@ -495,7 +516,23 @@ def _header(opts, info, records):
         f"Python {m['python']}, NumPy "
         f"{m['numpy']}; shared with other work. Compute: {len(records)} runs, "
         f"**{info['cpu_s'] / 3600:.2f} CPU hours**, {fmt_time(info['wall_s'])} wall over "
-        f"{len(info['invocations'])} invocation(s):", *lines, ""]
+        f"{len(info['invocations'])} invocation(s):", *lines, "", *_machines(records), ""]
+
+
+def _machines(records):
+    """Which CPU ran how many runs, and the units whose runs came from more than one."""
+    cpus, by_unit = {}, {}
+    for r in records:
+        cpu = r.get("machine", {}).get("cpu", "not recorded")
+        cpus[cpu] = cpus.get(cpu, 0) + 1
+        by_unit.setdefault((r["T"], f"{r['norm']}/{r['variant']}"), set()).add(cpu)
+    mixed = [f"T = {T}, {name} ({', '.join(sorted(c))})"
+             for (T, name), c in sorted(by_unit.items()) if len(c) > 1]
+    return ["Runs by CPU (each run records its machine; 'not recorded': a run from before "
+            "runs did, its invocation above names the machine): "
+            + ", ".join(f"{cpu} {n}" for cpu, n in sorted(cpus.items())) + ". "
+            + (f"Units whose runs came from more than one: {'; '.join(mixed)}." if mixed
+               else "Every unit's runs came from one.")]
 
 
 def _status(summary, opts, records, complete):
@@ -510,15 +547,18 @@ def _status(summary, opts, records, complete):
         f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in ANCHOR_CONTEXTS
         else "") for T in full.contexts)
     rows = {row["T"]: row for row in summary["rows"]}
-    partial = not complete or any(
-        T not in rows or len(rows[T]["units"]) < units
-        or any(len(u["seeds_done"]) < full.seeds for u in rows[T]["units"].values())
-        for T in full.contexts)
+    names = sorted({f"{n}/{v}" for n, v, _ in units_of(full)})
+    absent = {T: [n for n in names if n not in rows.get(T, {"units": {}})["units"]]
+              for T in full.contexts}
+    partial = not complete or any(absent.values()) or any(
+        len(u["seeds_done"]) < full.seeds for row in rows.values() for u in row["units"].values())
+    not_run = "; ".join(f"T = {T}: {', '.join(a)}" for T, a in absent.items() if a)
     L = ["## Which runs exist", "",
          ("**Partial results.** " if partial else "") + f"The planned grid ({units} units per T, "
          f"each {2 * full.sweep + 1} lrs on seed {full.seed} (more if the best is at an edge), "
          f"then {full.seeds} seeds; the anchors' runs at T = "
-         f"{', '.join(map(str, ANCHOR_CONTEXTS))}): {planned}.", "",
+         f"{', '.join(map(str, ANCHOR_CONTEXTS))}): {planned}."
+         + (f" Units never run: {not_run}." if not_run else ""), "",
          "| T | unit | lr sweep (seed 0): lr → final copy-2 / steps "
          "to 1.0 | chosen lr | seeds done |", "|---|---|---|---|---|"]
     for row in summary["rows"]:
@@ -528,7 +568,28 @@ def _status(summary, opts, records, complete):
             L.append(f"| {row['T']} | {name} | {cells or 'pending'} | "
                      f"{'pending' if u['lr'] is None else format(u['lr'], '.3g')} | "
                      f"{', '.join(map(str, u['seeds_done'])) or 'none'} of {opts.seeds} |")
-    return L + [""]
+    return L + [""] + _chosen_blind(summary, opts) + [""]
+
+
+def _chosen_blind(summary, opts):
+    """The units whose lr no sweep run could rank by speed: none reached copy-2 <= 1.0,
+    so the final copy-2 alone chose it; under 0.001 nats ahead of the next lr is a
+    tie."""
+    L = []
+    for row in summary["rows"]:
+        for name, u in row["units"].items():
+            finals = sorted(s["copy2"] for s in u["sweep"])
+            if len(finals) < 2 or u["lr"] is None or any(
+                    s["steps_to"][str(GATE_COPY2)] is not None for s in u["sweep"]):
+                continue
+            margin = finals[1] - finals[0]
+            L.append(f"- T = {row['T']}, {name}: no lr of the sweep reached copy-2 ≤ "
+                     f"{GATE_COPY2}; the final copy-2 alone chose {u['lr']:.3g}, "
+                     f"{margin:.4f} nats ahead of the next lr"
+                     + (f" (a tie: its {len(finals)} finals lie within "
+                        f"{finals[-1] - finals[0]:.4f} nats)" if margin < 0.001 else "")
+                     + f"; seeds {opts.seed + 1}–{opts.seed + opts.seeds} ran at that lr only.")
+    return L
 
 
 def _gate_and_r(summary):
@@ -555,9 +616,10 @@ def _gate_and_r(summary):
 
 
 def _arms(records, summary):
-    """Every unit's runs side by side: when copy 2 reached each target, where it ended, and what
-    the attention did at the copy-2 positions by the end (last layer: the head with the most
-    weight on the source key, and its entropy; the sphere's effective s_qk, mean over layers)."""
+    """Every unit's runs side by side: when copy 2 reached each target, where it ended,
+    and what the attention did at the copy-2 positions by the end (last layer: the head
+    with the most weight on the source key, and its entropy; the sphere's effective
+    s_qk, mean over layers)."""
     L = ["## The arms side by side", "",
          "Per run: the steps at which copy-2 loss first reached 3.0 / 2.0 / 1.0 nats (linear "
          "between eval points; — never), the final copy-2, its ablated twin and copy-1 losses; at "
@@ -565,7 +627,8 @@ def _arms(records, summary):
          "the source key (an induction head: ~1) and that head's entropy (nats; uniform "
          "weights over k keys: ln k); the sphere's effective s_qk (mean over layers; the "
          "attention logit is s_qk² √head_dim cos) and α_A / α_M (mean over layers; at init "
-         f"{GPTConfig.alpha_init}, {ALPHA_ARM} in alpha25; — where a run did not record it).", "",
+         f"{GPTConfig.alpha_init}; {ALPHA_ARM} in alpha25 and alpha-start; — where a run did "
+         "not record it).", "",
          "| T | unit | phase | lr | seed | steps to 3.0 / 2.0 / 1.0 | copy-2 | ablated | copy-1 | "
          "source weight | entropy | s_qk | α_A / α_M |", "|---" * 13 + "|"]
     for r in sorted(records, key=lambda r: (r["T"], r["phase"] == "anchor", r["seed"],
@@ -624,9 +687,10 @@ def markdown(summary, opts, info, records, complete=True):
 
 
 def plots(records, opts, out):
-    """curves.png, per T (columns): the copy-2 loss (solid) and its ablated twin (dashed) of each
-    unit's best sweep run (seed 0); the last layer's largest weight on the
-    source key at the copy-2 positions; the effective s_qk (sphere arms, mean over layers)."""
+    """curves.png, per T (columns): the copy-2 loss (solid) and its ablated twin
+    (dashed) of each unit's best sweep run (seed 0); the last layer's largest weight on
+    the source key at the copy-2 positions; the effective s_qk (sphere arms, mean over
+    layers)."""
     plt = common.pyplot()
     Ts = [T for T in contexts_of(records, opts) if any(r["T"] == T for r in records)]
     if not Ts:
@@ -660,7 +724,7 @@ def plots(records, opts, out):
 
 
 def best_runs(records, T):
-    """Per unit at T: its best sweep run (seed 0 for every unit, so the curves share a seed)."""
+    """Per unit at T: its best sweep run (seed 0, for every unit)."""
     out = {}
     for r in records:
         key = (r["norm"], r["variant"])
@@ -670,7 +734,7 @@ def best_runs(records, T):
     return list(out.values())
 
 
-# =========================================================================== files and CLI
+# ======================================================================= files and CLI
 
 def write_all(records, opts, info, out, complete):
     summary = summarize(records, opts)
@@ -684,7 +748,7 @@ def write_all(records, opts, info, out, complete):
 
 
 def is_curves(c):
-    """A run's curves: the steps, and copy1, copy2, copy2_ablated and val losses at them."""
+    """A run's curves: steps, and copy1, copy2, copy2_ablated, val losses at them."""
     return all(len(c[k]) == len(c["step"]) and common.is_curve([list(p) for p in zip(
         c["step"], c[k])]) for k in ("copy1", "copy2", "copy2_ablated", "val"))
 
@@ -711,8 +775,9 @@ QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend"
 
 
 def deadline(text):
-    """"05:10" -> that UTC time as a Unix time: today's, or tomorrow's if today's was more than
-    12 hours ago (a time a few hours past is a deadline already passed: no run starts)."""
+    """"05:10" -> that UTC time as a Unix time, the one within 12 hours of now: a time a
+    few hours past (yesterday's, just after midnight) is a deadline already passed: no
+    run starts."""
     try:
         hh, mm = (int(x) for x in text.split(":"))
         assert 0 <= hh < 24 and 0 <= mm < 60
@@ -720,6 +785,8 @@ def deadline(text):
         raise common.argparse.ArgumentTypeError(f"expected HH:MM (UTC), got {text!r}") from None
     now = time.time()
     t = now - now % 86400 + hh * 3600 + mm * 60
+    if t > now + 12 * 3600:
+        return t - 86400
     return t + 86400 if now - t > 12 * 3600 else t
 
 
@@ -743,8 +810,8 @@ def parser():
         help="context lengths T (default 64,128,256)")
     add("--steps", type=common.pos_int, default=10000,
         help="optimizer steps per run, S (default 10000)")
-    add("--variants", type=variant_list, default=["sqk64", "qknorm", "alpha25"],
-        help=f"diagnosis arms besides the two defaults (default sqk64,qknorm,alpha25; known: "
+    add("--variants", type=variant_list, default=[v for v in VARIANTS if v != "qknorm64"],
+        help=f"diagnosis arms besides the two defaults (default all but qknorm64; known: "
              f"{', '.join(VARIANTS)})")
     add("--deadline", type=deadline, metavar="HH:MM", help="start no run after this UTC time; "
         "the runs under way finish, the report is written (the same command continues later)")
@@ -752,8 +819,9 @@ def parser():
 
 
 def check_memory(opts):
-    """The longest T's runs on --workers workers against --max-memory, before any run: each
-    holds its documents (steps x batch, each at most T characters) and a model of block_size T."""
+    """The longest T's runs on --workers workers against --max-memory, before any run:
+    each holds its documents (steps x batch, each at most T characters) and a model of
+    block_size T."""
     job = {"T": max(opts.contexts), "norm": "sphere", "n_embd": opts.n_embd,
            "n_head": opts.n_head, "n_layer": opts.n_layer}
     n = opts.steps * opts.batch_size
@@ -762,8 +830,8 @@ def check_memory(opts):
 
 
 def check_options(opts):
-    """The flags by the settings table's rules, the grid's size and the lrs it may reach, before
-    anything is allocated or trained."""
+    """The flags by the settings table's rules, the grid's size and the lrs it may
+    reach, before anything is allocated or trained."""
     common.check_flags(opts, {"contexts": "block_size"})
     reach, units = opts.sweep + opts.max_extend, len(units_of(opts))
     anchors = 4 * opts.seeds * len(set(ANCHOR_CONTEXTS) & set(opts.contexts))
@@ -782,7 +850,12 @@ def check_options(opts):
     opts.contexts = sorted(opts.contexts)
 
 
-FILE = common.ResultsFile(RECORD, parser, check_options, rest=common.has_invocations)
+def is_machine(m):
+    return isinstance(m, dict) and all(isinstance(v, (str, int)) for v in m.values())
+
+
+FILE = common.ResultsFile(RECORD, parser, check_options, rest=lambda raw: (
+    common.has_invocations(raw) and all(is_machine(r.get("machine", {})) for r in raw["runs"])))
 
 
 @common.cli

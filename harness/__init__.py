@@ -1,20 +1,20 @@
-"""harness -- the machinery around chapter 22's script: what makes a run safe and pleasant.
+"""harness -- the machinery around chapter 22's script, making a run safe and pleasant.
 
-The chapter (microgpt.py) makes its data (corpora.py), weights and Adam moments and runs the loops;
-each setting's rule is in settings.py, what the chapter's functions check at their door in
-checks.py. Around them:
+The chapter (microgpt.py) makes its data (corpora.py), weights and Adam moments and runs
+the loops; each setting's rule is in settings.py, what the chapter's functions check at
+their door in checks.py. Around them:
 
-    shell.py        the one shell every program runs in: signals, exit codes, one-line errors
-    cli.py          microgpt.py's command line: flags from the settings table, the steps of main()
+    shell.py        the shell each program runs in: signals, exit codes, one-line errors
+    cli.py          microgpt.py's command line: the settings table's flags, main()
     run.py          Run, the command line's observer of the training loop
     checkpoints.py  a TrainState's .npz file; a run's folder written as one unit
     history.py      the snapshots a run keeps for the planetarium: OUT/history.npz
-    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png, folder lock
+    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png
     memory.py       the memory a run will need, estimated before anything is allocated
-    messages.py     what a run prints; errors.py: exit codes, and text made safe to print
+    messages.py     what a run prints; errors.py: exit codes, text made safe to print
     i18n.py         the console in Japanese (--lang ja, a Japanese locale): po/ja.po
 
-quiet_startup and leave live here because a program calls them before (and after) everything else.
+quiet_startup and leave live here: a program calls them before (and after) all else.
 """
 import _signal  # (the C module: `import signal` first imports enum, time for a signal to come in)
 import os
@@ -33,10 +33,10 @@ PIP_NAMES = {"fontTools": "fonttools", "matplotlib_fontja": "matplotlib-fontja"}
 
 
 def name_missing_packages(prog, how=None):
-    """Run by a Python without this project's packages, the program says in one line which one is
-    missing and how to run it with them (exit 2), instead of an ImportError's traceback. how: the
-    command that does, after dev.py's path (default: set up .venv, then run this script with its
-    Python)."""
+    """Run by a Python without this project's packages, the program says in one line
+    which one is missing and how to run it with them (exit 2), instead of an
+    ImportError's traceback. how: the command that does, after dev.py's path (default:
+    set up .venv, then run this script with its Python)."""
     previous = sys.excepthook
 
     def hook(kind, error, tb):
@@ -58,9 +58,9 @@ def name_missing_packages(prog, how=None):
 
 
 def quiet_startup(prog, how=None):
-    """A signal ends the program quietly (one line, exit 130) until the shell takes over; a signal
-    set to be ignored (nohup) stays ignored, and a debugger keeps its Ctrl-C. A missing package is
-    one line too (name_missing_packages, with `how`)."""
+    """A signal ends the program quietly (one line, exit 130) until the shell takes
+    over; a signal set to be ignored (nohup) stays ignored, and a debugger keeps its
+    Ctrl-C. A missing package is one line too (name_missing_packages, with `how`)."""
     name_missing_packages(prog, how)
     _late["prog"] = prog
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
@@ -73,10 +73,10 @@ def quiet_startup(prog, how=None):
 
 
 def leave(code):
-    """End the program with `code` once its output is flushed, without the interpreter's teardown: a
-    signal there would meet Python's handlers already gone and kill the process (exit 143 for
-    SIGTERM), after every file was written. Under a debugger (bdb: pdb) the program ends the usual
-    way, so the debugger keeps it."""
+    """End the program with `code` once its output is flushed, without the interpreter's
+    teardown: a signal there would meet Python's handlers already gone and kill the
+    process (exit 143 for SIGTERM), after every file was written. Under a debugger (bdb:
+    pdb) the program ends the usual way, so the debugger keeps it."""
     if "bdb" in sys.modules:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):

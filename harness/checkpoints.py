@@ -1,11 +1,12 @@
-"""harness/checkpoints.py -- everything a run needs to continue exactly where it stopped, and its
-file: check_state (on load, save and resume), save_checkpoint and load_checkpoint (one .npz without
-pickle, its claims checked from the headers before anything is loaded), save_run (the checkpoint and
-the history as one unit), and the documents' fingerprint. The batch of step s is fixed by s and the
-seeded split, so no random state is saved: a resumed run continues bit for bit. """
+"""harness/checkpoints.py -- everything a run needs to continue exactly where it
+stopped, and its file: save_checkpoint and load_run (one .npz without pickle, its claims
+checked from the headers before anything is loaded; check_state on load and save), the
+run's identity, save_run (the checkpoint and the history as one unit), and the
+documents' fingerprint. The batch of step s is fixed by s and the seeded split, so no
+random state is saved: a resumed run continues bit for bit."""
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -16,8 +17,15 @@ from harness.history import HISTORY_NAME
 from harness.i18n import N_, _
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
-from model_config import TrainState, n_param_arrays, n_params, pack_params, param_shapes
-from settings import REQUIRED, STORED, check
+from model_config import (
+    TRAINING_FIELDS,
+    TrainState,
+    n_param_arrays,
+    n_params,
+    pack_params,
+    param_shapes,
+)
+from settings import NON_NEGATIVE_INT, REQUIRED, STORED, check
 
 
 def corpus_fingerprint(train_docs, val_docs):
@@ -25,17 +33,36 @@ def corpus_fingerprint(train_docs, val_docs):
     return fingerprint(list(train_docs) + list(val_docs)), len(train_docs) + len(val_docs)
 
 
-def corpus_change(state, train_docs, val_docs, corpus):
-    """Why the docs, split by the checkpoint's seed, are not the ones it was trained on (by its
-    fingerprint), in words; None if they are, or it has none. The batches would differ, and the
-    resumed run would not be the run it continues. With as many documents as then, either their
-    text changed or the seed is not the one the run split them with (the fingerprint cannot say)."""
+@dataclass(frozen=True)
+class RunIdentity:
+    """Which run a checkpoint is of, on which documents: the same run_id for a run and
+    all its resumes; corpus_sha256 is corpora.fingerprint of the train + val documents
+    in split order, corpus_docs how many they were ("" and 0 in a file written before
+    either was kept)."""
+    corpus: str = "names"
+    run_id: str = ""
+    corpus_sha256: str = ""
+    corpus_docs: int = 0
+
+
+def check_identity(identity, where):
+    if not (isinstance(identity.corpus_sha256, str) and len(identity.corpus_sha256) in (0, 64)
+            and isinstance(identity.run_id, str) and NON_NEGATIVE_INT.ok(identity.corpus_docs)):
+        raise InputError("{where}: its corpus fingerprint or run id is malformed", where=where)
+
+
+def corpus_change(state, identity, train_docs, val_docs, corpus):
+    """Why the docs, split by the checkpoint's seed, are not the ones it was trained on
+    (by its fingerprint), in words; None if they are, or it has none. The batches would
+    differ, and the resumed run would not be the run it continues. With as many
+    documents as then, either their text changed or the seed is not the one the run
+    split them with (the fingerprint cannot say)."""
     sha, count = corpus_fingerprint(train_docs, val_docs)
-    if not state.corpus_sha256 or sha == state.corpus_sha256:
+    if not identity.corpus_sha256 or sha == identity.corpus_sha256:
         return None
-    if count != state.corpus_docs:
+    if count != identity.corpus_docs:
         return _("corpus {corpus!r} has changed since the checkpoint was written ({then} documents "
-                 "then, {now} now)").format(corpus=corpus, then=state.corpus_docs, now=count)
+                 "then, {now} now)").format(corpus=corpus, then=identity.corpus_docs, now=count)
     return _("corpus {corpus!r} split with the checkpoint's seed {seed} does not give the "
              "documents the run was trained on: it has as many ({now}), so their text changed, or "
              "the seed is not the run's").format(corpus=corpus, seed=state.seed, now=count)
@@ -44,15 +71,14 @@ def corpus_change(state, train_docs, val_docs, corpus):
 CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1
 
 
-def save_checkpoint(path, state):
-    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss"
-    (K, 2), and "meta", JSON: format, version, config, vocab, step, every stored setting, run_id,
-    corpus_sha256 and corpus_docs."""
+def save_checkpoint(path, state, identity=RunIdentity()):
+    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss",
+    "val_loss" (K, 2), and "meta", JSON: format, version, config, vocab, step, every
+    stored setting, run_id, corpus_sha256 and corpus_docs."""
     check_state(state, _("cannot save checkpoint"))
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step,
-            **{row.name: getattr(state, row.name) for row in STORED}, "run_id": state.run_id,
-            "corpus_sha256": state.corpus_sha256, "corpus_docs": state.corpus_docs}
+            **{name: getattr(state, name) for name in TRAINING_FIELDS}, **asdict(identity)}
     arrays = {f"param:{k}": a for k, a in state.params.items()}
     arrays.update(adam_m=state.m, adam_v=state.v,
                   train_loss=np.asarray(state.train_loss, dtype=np.float64),
@@ -61,16 +87,23 @@ def save_checkpoint(path, state):
     atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
-def load_checkpoint(path, max_gb=None):
-    """A TrainState from save_checkpoint's file; InputError if it is missing, corrupt or
-    incompatible. Before anything big is read: its meta (each setting by its rule), the memory the
-    model and history it describes would take (against max_gb, like --max-memory), and every array's
-    header."""
-    state = read_npz(path, N_("checkpoint"), lambda file, where: _load(file, where, max_gb))
+def load_run(path, max_gb=None):
+    """The TrainState and RunIdentity in save_checkpoint's file; InputError if it is
+    missing, corrupt or incompatible. Before anything big is read: its meta (each
+    setting by its rule), the memory the model and history it describes would take
+    (against max_gb, like --max-memory), and every array's header."""
+    state, identity = read_npz(path, N_("checkpoint"),
+                               lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
     check_state(state, where)
+    check_identity(identity, where)
     state.val_loss = [(int(s), x) for s, x in state.val_loss]  # (whole: check_state made sure)
-    return state
+    return state, identity
+
+
+def load_checkpoint(path, max_gb=None):
+    """load_run's TrainState alone: the model, what sampling and the pages read."""
+    return load_run(path, max_gb)[0]
 
 
 def _load(file, where, max_gb):
@@ -82,8 +115,8 @@ def _load(file, where, max_gb):
         if row.name not in meta and row.before is REQUIRED:
             raise InputError("its meta has no {name!r}", name=row.name)
         settings[row.name] = check(row.name, meta.get(row.name, row.before))
-    # weights, Adam's moments, a train loss per step (a file of zeros compresses well: a small file
-    # can claim a lot) and the objects of every parameter array
+    # weights, Adam's moments, a train loss per step (a file of zeros compresses well: a
+    # small file can claim a lot) and the objects of every parameter array
     need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step + BYTES_PER_ARRAY * n_param_arrays(cfg)
     most, why = limit(max_gb)
     if need > most:
@@ -107,22 +140,22 @@ def _load(file, where, max_gb):
         data = {k: z[k] for k in expected if k != "meta"}
     weights = {k[len("param:"):]: a for k, a in data.items() if k.startswith("param:")}
     params = pack_params(weights, cfg)
+    identity = RunIdentity(settings.pop("corpus"), meta.get("run_id", ""),
+                           meta.get("corpus_sha256", ""), meta.get("corpus_docs", 0))
     return TrainState(cfg, vocab, params, data["adam_m"], data["adam_v"], step, **settings,
-                      run_id=meta.get("run_id", ""), corpus_sha256=meta.get("corpus_sha256", ""),
-                      corpus_docs=meta.get("corpus_docs", 0),
                       train_loss=data["train_loss"].tolist(),
-                      val_loss=[tuple(row) for row in data["val_loss"].tolist()])
+                      val_loss=[tuple(row) for row in data["val_loss"].tolist()]), identity
 
 
-def save_run(folder, state, history=None):
-    """The checkpoint and (when the run keeps one) the planetarium's history, written as one unit:
-    the history first, recording the step it belongs to, the checkpoint last. A resume continues
-    from the checkpoint, so whenever a run stops (kill -9 between or during the writes, a full disk
-    at the second), the history is at its step or ahead, never behind: the resume drops the
-    snapshots after that step and continues both exactly. (One file would do too, but the
-    planetarium would read optimizer state it never needs; a manifest would be a third file to keep
-    consistent.)"""
+def save_run(folder, state, history=None, identity=RunIdentity()):
+    """The checkpoint and (when the run keeps one) the planetarium's history, written as
+    one unit: the history first, recording the step it belongs to, the checkpoint last.
+    A resume continues from the checkpoint, so whenever a run stops (kill -9 between or
+    during the writes, a full disk at the second), the history is at its step or ahead,
+    never behind: the resume drops the snapshots after that step and continues both
+    exactly. (One file would do too, but the planetarium would read optimizer state it
+    never needs; a manifest would be a third file to keep consistent.)"""
     if history is not None:
         history.save(os.path.join(folder, HISTORY_NAME), state.train_loss, state.val_loss,
-                     state.run_id)
-    save_checkpoint(os.path.join(folder, "checkpoint.npz"), state)
+                     identity.run_id)
+    save_checkpoint(os.path.join(folder, "checkpoint.npz"), state, identity)

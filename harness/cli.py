@@ -1,23 +1,24 @@
-"""harness/cli.py -- the command line of microgpt.py: a flag per row of settings.SETTINGS, and the
-steps microgpt.main() takes around the chapter, in its order: parse_args (every flag checked),
-load_checkpoint_for (--resume, --sample-only), run_settings (the flags over the defaults or over the
-checkpoint's), model_config, check_run (the corpus against the checkpoint, the prompt, the memory),
-RunFolder (the --out folder held, the history continued, the run's files written at the end). Every
+"""harness/cli.py -- the command line of microgpt.py: a flag per row of
+settings.SETTINGS, and the steps microgpt.main() takes around the chapter, in its order:
+parse_args (every flag checked), load_checkpoint_for (--resume, --sample-only),
+run_settings (the flags over the defaults or over the checkpoint's), model_config,
+check_run (the corpus against the checkpoint, the prompt, the memory), RunFolder (the
+--out folder held, the history continued, the run's files written at the end). Every
 check comes before a step is taken or a file written: a refused run changes nothing.
 """
 import argparse
 import importlib.util
 import os
+import secrets
 import sys
-from dataclasses import asdict
-from types import SimpleNamespace
+from dataclasses import asdict, dataclass, field
 
 from checks import check_forward, check_sampling, computes_the_mirrors_logits
 from corpora import BUILTIN, MAX_CORPUS_BYTES, corpus_id
 from harness import messages
-from harness.checkpoints import corpus_change, corpus_fingerprint, load_checkpoint, save_run
-from harness.errors import EXIT_INTERRUPTED, EXIT_IO, InputError, as_text
-from harness.history import HISTORY_NAME, load_history
+from harness.checkpoints import RunIdentity, corpus_change, corpus_fingerprint, load_run, save_run
+from harness.errors import EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, as_text
+from harness.history import HISTORY_NAME, History, load_history
 from harness.i18n import LANGUAGES, N_, _, language_from, translated, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
@@ -30,7 +31,7 @@ from harness.run_files import (
 )
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
-from settings import DEFAULTS, SETTINGS, STORED, check, check_combination, resumed
+from settings import DEFAULTS, SETTINGS, check, check_combination, resumed
 
 EPILOG = N_("""examples:
   python microgpt.py
@@ -44,19 +45,68 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 130 interrupted (docs/running.md says what each promises)""")
 
 
-class RunSettings(SimpleNamespace):
-    """Every setting of one run (settings.SETTINGS' names), and what the harness learned on the way:
-    lr_lowered_from, corpus_moved_from, run_id, fingerprint, notes."""
+SAMPLING_FIELDS = ("num_samples", "temperature", "prompt", "seed", "engine")
+
+
+@dataclass
+class RunSettings:
+    """Every setting of one run, a field per row of settings.SETTINGS (whose defaults
+    and rules are the table's), then what the harness learns on the way."""
+    n_embd: int
+    n_head: int
+    n_layer: int
+    block_size: int
+    norm: str
+    alpha_init: float
+    sz_init: float
+    engine: str
+    dtype: str
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
+    riemannian: bool
+    eval_every: int
+    corpus: str
+    max_memory: float
+    out: str | None
+    resume: bool
+    checkpoint: str | None
+    sample_only: bool
+    num_samples: int
+    temperature: float
+    prompt: str
+    lr_lowered_from: float | None = None  # a resume's --lr, lowered from the checkpoint's
+    corpus_moved_from: str | None = None  # a resume's corpus, read before from this path
+    run_id: str = ""                      # the same for a run and all its resumes
+    resumed_from: RunIdentity = None      # the checkpoint's identity, on --resume
+    notes: list = field(default_factory=list)  # lines the header prints
+    fingerprint: tuple = ("", 0)          # the documents' (sha256, count), as check_run read them
+    docs: dict = None                     # their counts: {"train", "val", "cropped"}
 
     def training(self):
         """train()'s settings."""
         return {name: getattr(self, name) for name in TRAINING_FIELDS}
 
+    def sampling(self):
+        """sample()'s settings."""
+        return {name: getattr(self, name) for name in SAMPLING_FIELDS}
+
+    def identity(self):
+        """Who the run is and what it trains on, as its checkpoints record it."""
+        return RunIdentity(self.corpus, self.run_id, *self.fingerprint)
+
+    def read_corpus(self, train_docs, val_docs, cropped):
+        """What check_run learned of the documents: their fingerprint and counts."""
+        self.fingerprint = corpus_fingerprint(train_docs, val_docs)
+        self.docs = {"train": len(train_docs), "val": len(val_docs), "cropped": cropped}
+
 
 def build_parser():
-    """A flag per row of the table, in its groups; every default None, so that a resumed run can
-    tell a flag given from one that was not (the table's default comes later). The table's help
-    texts and group names are in the catalogue too (tests/test_i18n.py adds them)."""
+    """A flag per row of the table, in its groups; every default None, so that a resumed
+    run can tell a flag given from one that was not (the table's default comes later).
+    The table's help texts and group names are in the catalogue too (tests/test_i18n.py
+    adds them)."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                description=_("Train a tiny GPT on names and sample new ones. --norm sphere "
                              "switches to the nGPT hypersphere model; --engine numpy runs the "
@@ -83,7 +133,7 @@ def build_parser():
 
 
 def check_args(a):
-    """Every given flag by its rule (as a checkpoint's value), and which flags go together."""
+    """Each given flag by its rule (as a checkpoint's value), and which go together."""
     for row in SETTINGS:
         if getattr(a, row.name) is not None:
             check(row.name, getattr(a, row.name), row.flag)
@@ -111,14 +161,14 @@ def new_settings(a):
          for name, default in DEFAULTS.items()}
     values["corpus"] = corpus_id(values["corpus"])
     check_combination(values["engine"], values["dtype"], values["norm"], values["riemannian"])
-    return RunSettings(**values, lr_lowered_from=None, corpus_moved_from=None, run_id="", notes=[])
+    return RunSettings(**values, run_id=secrets.token_hex(8))
 
 
-def resumed_settings(a, resume, ckpt_path):
-    """A resumed run's settings: the checkpoint's, with what a resume may change (settings.resumed);
-    a corpus at another path is taken if its documents are the checkpoint's (checked once read)."""
-    kept = {**asdict(resume.cfg), **{row.name: getattr(resume, row.name) for row in STORED}}
-    kept["corpus"] = corpus_id(resume.corpus)
+def resumed_settings(a, resume, identity, ckpt_path):
+    """A resumed run's settings: the checkpoint's, with what a resume may change
+    (settings.resumed); a corpus at another path is taken if its documents are the
+    checkpoint's (checked once read)."""
+    kept = {**asdict(resume.cfg), **resume.settings(), "corpus": corpus_id(identity.corpus)}
     given = {name: getattr(a, name, None) for name in kept}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled
     moved_from = None
@@ -132,13 +182,17 @@ def resumed_settings(a, resume, ckpt_path):
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
                       _("checkpoint {path!r}: ").format(path=ckpt_path))
     out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
-    return RunSettings(**{**DEFAULTS, **merged, "out": out}, lr_lowered_from=lowered.get("lr"),
-                       corpus_moved_from=moved_from, run_id=resume.run_id, notes=[])
+    flags = {name: getattr(a, name) for name in DEFAULTS.keys() - kept.keys()}  # --max-memory...
+    values = {**DEFAULTS, **{k: v for k, v in flags.items() if v is not None}, **merged,
+              "out": out, "checkpoint": ckpt_path}
+    return RunSettings(**{name: values[name] for name in DEFAULTS},
+                       lr_lowered_from=lowered.get("lr"), corpus_moved_from=moved_from,
+                       run_id=identity.run_id or secrets.token_hex(8), resumed_from=identity)
 
 
 def parse_args(argv=None):
-    """The flags, each checked by its rule, and which go together (argparse's errors: one line);
-    the console speaks --lang (or the locale's language) from here on."""
+    """The flags, each checked by its rule, and which go together (argparse's errors:
+    one line); the console speaks --lang (or the locale's language) from here on."""
     argv = sys.argv[1:] if argv is None else list(argv)
     use(language_from(argv))
     args = build_parser().parse_args(argv)
@@ -148,18 +202,24 @@ def parse_args(argv=None):
 
 
 def load_checkpoint_for(args):
-    """--resume, --sample-only: the checkpoint (at args.checkpoint), its forward pass checked."""
-    args.checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
-    state = load_checkpoint(args.checkpoint, args.max_memory)
-    check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=args.checkpoint))
-    return state
+    """--resume, --sample-only: the checkpoint's state and identity (at --checkpoint, or
+    in --out), its forward pass checked."""
+    path = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
+    state, identity = load_run(path, args.max_memory)
+    check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=path))
+    return state, identity, path
 
 
-def run_settings(args, resume):
-    """A new run's settings (the flags over the defaults), or a resumed run's (over the
-    checkpoint's); a corpus file too large for --max-memory is refused before it is read."""
-    opts = new_settings(args) if resume is None else resumed_settings(args, resume, args.checkpoint)
-    opts.checkpoint = args.checkpoint
+def run_settings(args):
+    """The state to resume (--resume; else None) and the run's settings: a new run's
+    (the flags over the defaults), or a resumed run's (over the checkpoint's); a corpus
+    file too large for --max-memory is refused before it is read."""
+    resume = None
+    if args.resume:
+        resume, identity, path = load_checkpoint_for(args)
+        opts = resumed_settings(args, resume, identity, path)
+    else:
+        opts = new_settings(args)
     if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
         opts.notes.append(_("note: --corpus {corpus} is the built-in corpus; for the file of that "
                             "name here give its path, ./{corpus}").format(corpus=args.corpus))
@@ -167,38 +227,38 @@ def run_settings(args, resume):
         # writer: refused, never read; a missing file is load_corpus's to explain)
         check_readable_file(opts.corpus, N_("corpus file"))
     check_corpus_memory(opts.corpus, opts.max_memory)
-    return opts
+    return resume, opts
 
 
 def model_config(opts, vocab, resume):
-    """The model's config: the checkpoint's, or the flags' sizes for this vocabulary (+ BOS)."""
+    """The model's config: the checkpoint's, or the flags' sizes for this vocabulary."""
     if resume is not None:
         return resume.cfg
     return GPTConfig(len(vocab) + 1, **{name: getattr(opts, name) for name in MODEL_FIELDS})
 
 
 def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params):
-    """Before anything is written: a resumed run's documents are the checkpoint's, the prompt can be
-    sampled, the run fits in memory, and the weights it starts from (init_params: the chapter's)
-    compute within floating point. Records the documents' fingerprint and counts in opts."""
+    """Before anything is written: a resumed run's documents are the checkpoint's, the
+    prompt can be sampled, the run fits in memory, and the weights it starts from
+    (init_params: the chapter's) compute within floating point. Records the documents'
+    fingerprint and counts in opts."""
     if resume is not None:
         check_resumed_corpus(opts, resume, vocab, train_docs, val_docs)
     docs = train_docs + val_docs  # (the machine's memory first: its message names the machine)
     check_memory(cfg, opts.batch_size, opts.engine, opts.max_memory, opts.dtype,
                  (len(docs), sum(map(len, docs))), opts.steps, max(map(len, docs)) + 1)
-    how = sampling(args, opts.seed, opts.engine)
+    how = opts.sampling()
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
-    opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
-    opts.docs = {"train": len(train_docs), "val": len(val_docs),
-              "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
+    opts.read_corpus(train_docs, val_docs, sum(len(d) + 1 > cfg.block_size for d in docs))
 
 
 def note_gpt_edits(opts, cfg, model, init_params):
-    """--engine numpy runs numpy_engine.py, which mirrors the chapter's gpt() and gpt_sphere()
-    without calling them: a note when `model` (cfg.norm's, as the file has it now) computes other
-    logits or raises (a learner's edit: --engine value runs it, to its traceback if it fails)."""
+    """--engine numpy runs numpy_engine.py, which mirrors the chapter's gpt() and
+    gpt_sphere() without calling them: a note when `model` (cfg.norm's, as the file has
+    it now) computes other logits or raises (a learner's edit: --engine value runs it,
+    to its traceback if it fails)."""
     if opts.engine == "numpy" and not computes_the_mirrors_logits(model, cfg, init_params):
         opts.notes.append(_("note: {name}() no longer computes what numpy_engine.py does, and "
                             "--engine numpy runs numpy_engine.py, not {name}(): this run does not "
@@ -206,8 +266,8 @@ def note_gpt_edits(opts, cfg, model, init_params):
 
 
 def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
-    """The checkpoint's documents (by their fingerprint, or else by the vocabulary), wherever."""
-    change = corpus_change(resume, train_docs, val_docs, opts.corpus)
+    """The checkpoint's documents (by fingerprint, else by vocabulary), wherever."""
+    change = corpus_change(resume, opts.resumed_from, train_docs, val_docs, opts.corpus)
     if opts.corpus_moved_from and (vocab != resume.vocab or change):
         raise InputError(_("--corpus {corpus!r} differs from the checkpoint's corpus {moved!r}: "
                            "its documents are not the ones the run was trained on").format(
@@ -220,7 +280,7 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
                            "start a new run").format(change=change))
     if opts.corpus_moved_from:
         how = (_("its documents are the checkpoint's (their fingerprint matches)")
-               if resume.corpus_sha256 else
+               if opts.resumed_from.corpus_sha256 else
                _("the checkpoint has no fingerprint of its documents, so only its vocabulary "
                  "could be compared (it matches); from now on the checkpoint has one"))
         opts.notes.append(_("note: the corpus is now {corpus!r} (the checkpoint read it from "
@@ -234,17 +294,26 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
 
 
 def sampling(args, seed, engine):
-    """sample()'s settings: the sampling flags (or their defaults), the run's seed and engine."""
+    """sample()'s settings: sampling flags or defaults, the run's seed and engine."""
     values = {name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
               for name in ("num_samples", "temperature", "prompt")}
     return {**values, "seed": seed if args.seed is None else args.seed,
             "engine": engine if args.engine is None else args.engine}
 
 
+def sample_checkpoint(args, iter_samples, shell):
+    """--sample-only: a checkpoint's names (iter_samples: the chapter's), exit code."""
+    ckpt, identity, _path = load_checkpoint_for(args)
+    how = sampling(args, ckpt.seed, ckpt.engine)
+    messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how),
+                           how["temperature"], how["prompt"], identity.corpus)
+    return shell.exit_code
+
+
 def finished(resume, opts, args, iter_samples):
-    """Is this a resumed run with no step left? Then it says so, and samples (iter_samples: the
-    chapter's) if a sampling flag asks; its files are left as they are (metrics.json keeps its
-    timing and names). True."""
+    """Is this a resumed run with no step left? Then it says so, and samples
+    (iter_samples: the chapter's) if a sampling flag asks; its files are left as they
+    are (metrics.json keeps its timing and names). True."""
     if resume is None or resume.step < opts.steps:
         return False
     asked = _(" Its names, with the sampling flags given:") if sampling_asked(args) else _(
@@ -253,8 +322,8 @@ def finished(resume, opts, args, iter_samples):
             "files stay as they are (to train on, give a larger --steps).").format(
                 path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + asked)
     if sampling_asked(args):
-        how = sampling(args, opts.seed, opts.engine)
-        messages.print_samples(iter_samples(resume.params, resume.cfg, resume.vocab, **how), how)
+        samples = iter_samples(resume.params, resume.cfg, resume.vocab, **opts.sampling())
+        messages.print_samples(samples, opts.temperature, opts.prompt, opts.corpus)
     return True
 
 
@@ -263,9 +332,10 @@ def sampling_asked(args):
 
 
 def check_out_folder(out, resume, ckpt_path):
-    """InputError unless --out may take this run's files: a new run's folder holds no run's files, a
-    resumed run's is its checkpoint's or holds none, and every run file there is a regular file (a
-    symbolic link planted as checkpoint.npz is refused now, not at the first save)."""
+    """InputError unless --out may take this run's files: a new run's folder holds no
+    run's files, a resumed run's is its checkpoint's or holds none, and every run file
+    there is a regular file (a symbolic link planted as checkpoint.npz is refused now,
+    not at the first save)."""
     ckpt = os.path.join(out, "checkpoint.npz")
     own = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
@@ -287,11 +357,11 @@ def check_out_folder(out, resume, ckpt_path):
                                    path=path, kind=_(not_a_regular_file(path))))
 
 
-def previous_history(path, resume, cfg, vocab, own_folder, notes):
-    """On --resume, the run's history so far (beside its checkpoint), to continue: written before
-    the checkpoint, it is at its step or ahead (the later snapshots are dropped); one behind or
-    unreadable is a note. Another run's is refused in the run's own folder and left alone
-    elsewhere."""
+def previous_history(path, resume, run_id, own_folder, notes):
+    """On --resume, the run's history so far (beside its checkpoint), to continue:
+    written before the checkpoint, it is at its step or ahead (the later snapshots are
+    dropped); one behind or unreadable is a note. Another run's is refused in the run's
+    own folder and left alone elsewhere."""
     if not os.path.lexists(path):
         return None
     try:
@@ -300,8 +370,8 @@ def previous_history(path, resume, cfg, vocab, own_folder, notes):
         notes.append(_("note: the planetarium history is not continued ({error}); it starts "
                        "again").format(error=translated(e)))
         return None
-    another = resume.run_id and h.run_id and h.run_id != resume.run_id
-    if another or (h.cfg, h.vocab) != (cfg, vocab):
+    another = run_id and h.run_id and h.run_id != run_id
+    if another or (h.cfg, h.vocab) != (resume.cfg, resume.vocab):
         if own_folder:
             raise InputError(_("{path!r} is the history of another run; a run writes only its "
                                "own files: move it away, or resume into another --out").format(
@@ -323,9 +393,10 @@ DEFAULT_OUT = "out"  # where a run without --out saves when stopped: out/run-N
 
 
 def check_default_out(base):
-    """InputError unless a stopped run without --out could save to a new base/run-N: `base` is a
-    writable folder, or can be made here. Checked before the first step, as --out is: a file,
-    a dangling link or a read-only folder there would lose the run at Ctrl-C."""
+    """InputError unless a stopped run without --out could save to a new base/run-N:
+    `base` is a writable folder, or can be made here. Checked before the first step, as
+    --out is: a file, a dangling link or a read-only folder there would lose the run at
+    Ctrl-C."""
     if os.path.lexists(base) and not os.path.isdir(base):
         what = N_("a dangling link") if os.path.islink(base) and not os.path.exists(base) else \
             not_a_regular_file(base) or N_("a file")
@@ -341,9 +412,9 @@ def check_default_out(base):
 
 class RunFolder:
     """`with RunFolder(opts, resume, shell) as folder:` holds --out while the run runs
-    (harness.run_files .RunLock: a second run is refused), continues the run's history on --resume,
-    and tells the shell what a Ctrl-C or a failed write leaves behind. write_run_files() ends a
-    finished run."""
+    (harness.run_files .RunLock: a second run is refused), continues the run's history
+    on --resume, and tells the shell what a Ctrl-C or a failed write leaves behind.
+    write_run_files() ends a finished run."""
 
     def __init__(self, opts, resume, shell):
         self.opts, self.resume, self.shell = opts, resume, shell
@@ -366,18 +437,34 @@ class RunFolder:
             if self.resume is not None:
                 folder = os.path.dirname(os.path.abspath(opts.checkpoint))
                 self.previous_history = previous_history(
-                    os.path.join(folder, HISTORY_NAME), self.resume, self.resume.cfg,
-                    self.resume.vocab, os.path.samefile(folder, opts.out), self.notices)
+                    os.path.join(folder, HISTORY_NAME), self.resume,
+                    self.opts.resumed_from.run_id, os.path.samefile(folder, opts.out),
+                    self.notices)
             self.lock.claim()
         except BaseException:
             self.lock.__exit__()  # a refusal releases the folder: nothing changed
             raise
         self.notices.insert(0, self.lock.notice)
-        self.shell.interrupted, self.shell.write_failed = self.interrupted, self.write_failed
+        self.shell.hold(self)  # a stop or a failed write is now told as this folder sees it
         return self
 
     def __exit__(self, *exc):
         self.lock.__exit__()  # the --out folder is free again, however the run ended
+
+    def start_history(self, cfg, vocab):
+        """The run's planetarium snapshots, going on from the ones beside the checkpoint
+        on --resume; saved with every checkpoint."""
+        self.history = History(cfg, vocab, self.opts.steps, previous=self.previous_history)
+        return self.history
+
+    def save(self, state, out=None):
+        """At a val loss: the checkpoint and the history; from now on the last good one.
+        out: another folder (a stopped run without --out saves to out/run-N)."""
+        if out is None:
+            self.lock.check_held()  # --out still names the folder this run holds
+        out = out or self.opts.out
+        save_run(out, state, self.history, self.opts.identity())
+        self.last_good = (os.path.join(out, "checkpoint.npz"), state.step)
 
     def interrupted(self):
         files = ", ".join(self.written)
@@ -398,15 +485,17 @@ class RunFolder:
         return EXIT_IO
 
     def write_run_files(self, state, names, base):
-        """metrics.json, loss.png, the history, the checkpoint (last: a stop before it resumes)."""
+        """metrics.json, loss.png, the history, the checkpoint (last: a stop before it
+        resumes); the exit code."""
         if not self.opts.out:
-            return
+            return EXIT_OK
         with DeferSigint() as signal:
             paths = self.write_files(state, names, base)
         print(as_text(_("wrote {paths}").format(paths=", ".join(paths[i] for i in (3, 2, 0, 1)))))
         if signal.hit:
             say(_("microgpt: interrupted while writing the run's files; all of them were written"))
-            self.shell.exit_code = EXIT_INTERRUPTED
+            return EXIT_INTERRUPTED
+        return EXIT_OK
 
     def write_files(self, state, names, base):
         opts, cfg, out = self.opts, state.cfg, self.opts.out
@@ -427,6 +516,6 @@ class RunFolder:
         plot_losses(paths[1], state, base, f"microgpt, norm={cfg.norm}, engine={opts.engine}, "
                                            f"corpus={os.path.basename(opts.corpus)}")
         self.written.append(paths[1])
-        save_run(out, state, self.history)
+        save_run(out, state, self.history, opts.identity())
         self.written += paths[2:]
         return paths

@@ -1,10 +1,10 @@
-"""harness/history.py -- the snapshots a run keeps for the planetarium: the stars as they move.
+"""harness/history.py -- the snapshots a run keeps for the planetarium's sky.
 
-A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser early, always
-step 0 and the last planned step (Run calls due() and record(); save() comes with every checkpoint,
-before it). The file's arrays and meta are listed in docs/planetarium.md (The history file).
-load_history checks every header against the config before anything is loaded: a bad file is one
-line (InputError).
+A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser
+early, always step 0 and the last planned step (Run calls due() and record(); save()
+comes with every checkpoint, before it). The file's arrays and meta are listed in
+docs/planetarium.md (The history file). load_history checks every header against the
+config before anything is loaded: a bad file is one line (InputError).
 """
 import json
 import os
@@ -38,9 +38,10 @@ MAX_FILE_BYTES = 2**30          # load_history refuses bigger files before readi
 
 
 def snapshot_steps(steps, count=DEFAULT_COUNT):
-    """The steps a run of `steps` steps keeps: every step if there are at most `count`, else `count`
-    of them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3, 4, 6, ...: the first steps
-    move the stars most), the rest split the largest gaps (so later steps are evenly spaced)."""
+    """The steps a run of `steps` steps keeps: every step if there are at most `count`,
+    else `count` of them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3,
+    4, 6, ...: the first steps move the stars most), the rest split the largest gaps (so
+    later steps are evenly spaced)."""
     if steps + 1 <= count:
         return list(range(steps + 1))
     chosen = {0, steps} | {int(round(s)) for s in np.geomspace(1, steps, max(1, count // 2))}
@@ -53,14 +54,15 @@ def snapshot_steps(steps, count=DEFAULT_COUNT):
 
 
 def flat_scales(params, cfg):
-    """model_config.effective_scales as one vector: alpha_A | alpha_M | s_qk | s_u | s_z."""
+    """effective_scales as one vector: alpha_A | alpha_M | s_qk | s_u | s_z."""
     eff = effective_scales(params, cfg)
     return np.concatenate([np.asarray(eff[label], dtype=np.float64) for label in SCALE_NAMES])
 
 
 class History:
-    """Snapshots of one training run. previous: the run's History so far, on --resume (same plan:
-    the snapshots an uninterrupted run keeps; a longer one: those to come evenly spaced)."""
+    """Snapshots of one training run. previous: the run's History so far, on --resume
+    (same plan: the snapshots an uninterrupted run keeps; a longer one: those to come
+    evenly spaced)."""
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -80,12 +82,13 @@ class History:
             self._due.add(self.steps)  # the snapshots still to come split what is left evenly
 
     def due(self, step):
-        """Should the weights after `step` optimizer steps be recorded (0 = the initial weights)?"""
+        """Are the weights after `step` steps recorded (0: the initial weights)?"""
         return step in self._due
 
     def record(self, step, params, drift=None):
-        """A copy of the weights after `step` steps (and, sphere: what retract returned, None at
-        step 0), replacing any snapshot from `step` on. Weights that are not finite are not kept."""
+        """A copy of the weights after `step` steps (and, sphere: what retract returned,
+        None at step 0), replacing any snapshot from `step` on. Weights that are not
+        finite are not kept."""
         flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel()
                                for k, _ in param_shapes(self.cfg)])
         if not np.isfinite(flat).all():
@@ -99,7 +102,7 @@ class History:
         self._steps.append(int(step)), self._params.append(flat), self._drift.append(drift)
 
     def rewind(self, step):
-        """Drop the snapshots after `step` (a resume from its checkpoint records them again)."""
+        """Drop the snapshots after `step` (a resume from there records them again)."""
         while self._steps and self._steps[-1] > step:
             self._steps.pop(), self._params.pop(), self._drift.pop()
 
@@ -114,28 +117,29 @@ class History:
 
     @property
     def drift(self):
-        """(K, U) in sphere mode (NaN where no Adam step preceded the snapshot); rmsnorm: None."""
+        """(K, U) in sphere mode (NaN where no Adam step came before); rmsnorm: None."""
         U, sphere = unit_vector_count(self.cfg), self.cfg.norm == "sphere"
         return np.array(self._drift, np.float64).reshape(len(self), U) if sphere else None
 
     @property
     def scales(self):
-        """(K, S) effective scales (alpha_A | alpha_M | s_qk | s_u | s_z), sphere; rmsnorm: None."""
+        """(K, S) effective scales (as flat_scales) in sphere mode; rmsnorm: None."""
         if self.cfg.norm == "sphere":
             scales = [flat_scales(self.params_at(k), self.cfg) for k in range(len(self))]
             return np.array(scales).reshape(len(self), sum(scale_sizes(self.cfg).values()))
         return None
 
     def params_at(self, k):
-        """Snapshot k's weights as a params dict (views of a fresh flat float64 buffer)."""
+        """Snapshot k's weights as a params dict (views of a fresh float64 buffer)."""
         return param_views(np.array(self._params[k], dtype=np.float64), self.cfg)
 
     def __len__(self):
         return len(self._steps)
 
     def save(self, path, train_loss, val_loss, run_id=""):
-        """Write the history to `path` atomically. train_loss: one float per step (its length is the
-        run's step: the checkpoint this history belongs to); val_loss: [(step, val loss), ...]."""
+        """Write the history to `path` atomically. train_loss: one float per step (its
+        length is the run's step: the checkpoint this history belongs to); val_loss:
+        [(step, val loss), ...]."""
         sphere = self.cfg.norm == "sphere"
         meta = {"format": HISTORY_FORMAT, "version": HISTORY_VERSION, "config": asdict(self.cfg),
                 "vocab": self.vocab, "steps": self.steps, "count": self.count, "dtype": self.dtype,
@@ -150,8 +154,8 @@ class History:
 
 
 def train_curve(train_loss):
-    """(N, 2) (step, loss) from one loss per step, finite ones only; more than MAX_CURVE steps are
-    averaged in MAX_CURVE equal runs (step and loss both the run's mean)."""
+    """(N, 2) (step, loss) from one loss per step, finite ones only; more than MAX_CURVE
+    steps are averaged in MAX_CURVE equal runs (step and loss both the run's mean)."""
     losses = np.asarray(train_loss, dtype=np.float64).reshape(-1)
     steps = np.arange(1, losses.size + 1, dtype=np.float64)
     steps, losses = steps[np.isfinite(losses)], losses[np.isfinite(losses)]
@@ -162,7 +166,7 @@ def train_curve(train_loss):
 
 
 def val_curve(val_loss):
-    """(M, 2) (step, val loss), finite ones only; more than MAX_CURVE points thinned evenly."""
+    """(M, 2) (step, val loss), finite ones; over MAX_CURVE points thinned evenly."""
     points = np.asarray(val_loss, dtype=np.float64).reshape(-1, 2)
     points = points[np.isfinite(points).all(axis=1)]
     if len(points) > MAX_CURVE:
@@ -176,12 +180,12 @@ def curve_shape(got):
 
 
 def load_history(path, max_bytes=MAX_FILE_BYTES):
-    """A History from History.save's file; InputError (one line) for what no run writes."""
+    """A History from History.save's file; InputError for what no run writes."""
     return read_npz(path, N_("history"), lambda file, where: _load(file, max_bytes))
 
 
 def _load(file, max_bytes):
-    """The History in an open history file, every claim checked before anything is loaded."""
+    """The History in an open history file, every claim checked before it is loaded."""
     size = os.fstat(file.fileno()).st_size
     if size > max_bytes:
         raise InputError("it is {mib:,.0f} MiB; the limit is {most:,.0f} MiB", mib=size / 2**20,
@@ -200,8 +204,9 @@ def _load(file, max_bytes):
     P, K, A = n_params(cfg), headers.get("params", ((0,),))[0][0], n_param_arrays(cfg)
     if not 1 <= K <= MAX_SNAPSHOTS:
         raise InputError("it has {k} snapshots; a history has 1 to {most}", k=K, most=MAX_SNAPSHOTS)
-    # the weights, and the objects of every parameter array of every snapshot (the page takes the
-    # snapshots apart array by array: n_layer 10^6 is millions of them, however narrow the model)
+    # the weights, and the objects of every parameter array of every snapshot (the page
+    # takes the snapshots apart array by array: n_layer 10^6 is millions of them,
+    # however narrow the model)
     need = 8 * K * P + K * A * BYTES_PER_ARRAY
     if need > max_bytes:
         raise InputError("its {k} snapshots of {p:,} weights in {a:,} arrays would take {mib:,.0f} "
@@ -226,9 +231,9 @@ def _load(file, max_bytes):
 
 
 def in_order(curve, planned):
-    """The points of a (step, loss) curve a run can have made: at steps from 0 to the planned ones,
-    each after the last one kept (a crafted file's negative, later or repeated steps are dropped,
-    not drawn)."""
+    """The points of a (step, loss) curve a run can have made: at steps from 0 to the
+    planned ones, each after the last one kept (a crafted file's negative, later or
+    repeated steps are dropped, not drawn)."""
     keep, last = [], -1.0
     for i, step in enumerate(curve[:, 0]):
         if last < step <= planned:

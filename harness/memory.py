@@ -1,9 +1,9 @@
-"""harness/memory.py -- the memory a run will need, estimated before anything is allocated.
+"""harness/memory.py -- the memory a run will need, estimated before it is allocated.
 
-A run is refused (exit 2) when the estimate exceeds --max-memory or the machine's memory: a training
-step, the bigram baseline's V x V table, the corpus, a loss per planned step, the planetarium's
-snapshots, and the Python objects of every parameter array. Checkpoints and histories are measured
-from their headers alike.
+A run is refused (exit 2) when the estimate exceeds --max-memory or the machine's
+memory: a training step, the bigram baseline's V x V table, the corpus, a loss per
+planned step, the planetarium's snapshots, and the Python objects of every parameter
+array. Checkpoints and histories are measured from their headers alike.
 """
 import os
 from dataclasses import replace
@@ -13,22 +13,23 @@ from harness.i18n import _
 from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
 from settings import DEFAULTS, InputError
 
-# What each parameter array costs in Python objects besides its numbers: its key string, dict
-# entries (params, grads, offsets, sphere axes), NumPy views of the flat buffers and the per-layer
-# objects of a step. Measured with tracemalloc around a 1-step numpy-engine train() of n_layer =
-# 10,000, n_embd = 1: 1.2-1.4 kB an array. A deep, narrow model (n_layer 10^6, n_embd 1) is made of
-# these, not of its numbers.
+# What each parameter array costs in Python objects besides its numbers: its key string,
+# dict entries (params, grads, offsets, sphere axes), NumPy views of the flat buffers
+# and the per-layer objects of a step. Measured with tracemalloc around a 1-step
+# numpy-engine train() of n_layer = 10,000, n_embd = 1: 1.2-1.4 kB an array. A deep,
+# narrow model (n_layer 10^6, n_embd 1) is made of these, not of its numbers.
 BYTES_PER_ARRAY = 1500
 BYTES_PER_STEP = 80  # each step's loss: a float in a list (32), checkpoint (8), metrics.json (~25)
 SNAPSHOT_BUDGET = 32 * 2**20  # the history's snapshots of weights (a big model keeps fewer)
 
 
 def step_memory(cfg, batch_size, engine, itemsize=8, positions=None):
-    """An upper estimate of a training step's peak bytes: the weights, Adam's moments, the gradients
-    and the update's temporaries (8 arrays of P), the evaluation chunk; numpy: the batch's forward
-    cache, twice; value: a Value node (~300 bytes) per multiply and add, 24 C^2 + 4 C T per position
-    and layer, 2 V C for lm_head. positions: the most a document has (its length + 1, cropped to
-    block_size): a step computes only those, so short names under a large block_size cost little."""
+    """An upper estimate of a training step's peak bytes: the weights, Adam's moments,
+    the gradients and the update's temporaries (8 arrays of P), the evaluation chunk;
+    numpy: the batch's forward cache, twice; value: a Value node (~300 bytes) per
+    multiply and add, 24 C^2 + 4 C T per position and layer, 2 V C for lm_head.
+    positions: the most a document has (its length + 1, cropped to block_size): a step
+    computes only those, so short names under a large block_size cost little."""
     T = cfg.block_size if positions is None else max(1, min(cfg.block_size, positions))
     C, L, V = cfg.n_embd, cfg.n_layer, cfg.vocab_size
     P = n_params(cfg)
@@ -41,13 +42,14 @@ def step_memory(cfg, batch_size, engine, itemsize=8, positions=None):
 
 
 def corpus_memory(n_docs, n_chars):
-    """The documents as a run keeps them (a str, a list of token ids, bigram pairs): about 350 bytes
-    a document and 50 a character (measured: 2 million 3-character names take about 0.7 GB)."""
+    """The documents as a run keeps them (a str, a list of token ids, bigram pairs):
+    about 350 bytes a document and 50 a character (measured: 2 million 3-character names
+    take about 0.7 GB)."""
     return 350 * n_docs + 50 * n_chars
 
 
 def history_memory(cfg, steps):
-    """What a run keeps besides its model: a loss per step, and the planetarium's snapshots."""
+    """What a run keeps beside its model: a loss a step, the planetarium's snapshots."""
     return BYTES_PER_STEP * steps + min(SNAPSHOT_BUDGET, 50 * 8 * n_params(cfg))
 
 
@@ -65,12 +67,12 @@ def machine_memory():
 
 
 def gigabytes(n):
-    """A size in a message: '1.5 GB', or '12 MB' for a small one (never 'about 0.0 GB')."""
+    """A size in a message: '1.5 GB', or '12 MB' when small (never 'about 0.0 GB')."""
     return f"{n / 1e9:,.1f} GB" if n >= 1e8 else f"{n / 1e6:,.1f} MB"
 
 
 def limit(max_gb=None):
-    """(bytes, why) of the memory a run may use: --max-memory, or the machine's if that is less."""
+    """(bytes, why): the memory a run may use, --max-memory or the machine's if less."""
     max_gb = DEFAULTS["max_memory"] if max_gb is None else max_gb
     ram = machine_memory()
     if 0 < ram < max_gb * 1e9:
@@ -80,8 +82,8 @@ def limit(max_gb=None):
 
 def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(0, 0), steps=0,
                  positions=None):
-    """InputError with the estimate if a run needs more than allowed; corpus: (n_docs, n_chars);
-    positions: the longest document's tokens (step_memory)."""
+    """InputError with the estimate if a run needs more than allowed; corpus: the
+    documents' (n_docs, n_chars); positions: the longest one's tokens (step_memory)."""
     itemsize = check_dtype(dtype).itemsize
     need = (step_memory(cfg, batch_size, engine, itemsize, positions) + baseline_memory(cfg)
             + corpus_memory(*corpus) + history_memory(cfg, steps))
@@ -97,8 +99,9 @@ def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(
 
 
 def check_corpus_memory(name_or_path, max_gb):
-    """InputError if a corpus file holds more documents than --max-memory allows, before it is
-    decoded and split (what takes time and memory: 64 MiB of short lines is 16M documents)."""
+    """InputError if a corpus file holds more documents than --max-memory allows, before
+    it is decoded and split (what takes time and memory: 64 MiB of short lines is 16M
+    documents)."""
     if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
         return  # (load_corpus says what is wrong with a path that is not a file)
     try:

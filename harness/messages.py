@@ -1,11 +1,10 @@
-"""harness/messages.py -- what `python microgpt.py` prints: the header, the progress line with its
-ETA, the final line, the names, and one line on stderr for a diverged, interrupted or failed run
-(what was kept, what to do next)."""
+"""harness/messages.py -- what `python microgpt.py` prints: the header, the progress
+line with its ETA, the final line, the names, and one line on stderr for a diverged,
+interrupted or failed run (what was kept, what to do next)."""
 import os
 import shlex
 import sys
 
-from harness.checkpoints import save_run
 from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError, as_text
 from harness.i18n import _
 from harness.run_files import claim_run_folder
@@ -17,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the projec
 
 
 def fmt_loss(x):
-    """A loss in a message: 4 decimals, but a huge one as 1.234e+300, never a 300-digit number."""
+    """A loss in a message: 4 decimals, a huge one as 1.234e+300 (never 300 digits)."""
     return f"{x:.4f}" if abs(x) < 1e4 else f"{x:.3e}"
 
 
@@ -26,13 +25,10 @@ def fmt_time(seconds):
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{seconds:02d}s"
 
 
-HEADER = {"corpus": "names"}  # the corpus the header named (print_samples' word for a sample)
-
-
 def print_header(opts, cfg, base, resume, notices):
-    """The corpus, the model, the baselines, notes; opts.docs: the counts {"train", "val",
-    "cropped"}."""
-    docs, HEADER["corpus"] = opts.docs, opts.corpus
+    """The corpus, the model, the baselines, notes; opts.docs: the counts {"train",
+    "val", "cropped"}."""
+    docs = opts.docs
     print(_("corpus {corpus}: {docs} docs ({train} train / {val} val), vocab size {vocab} "
             "({chars} characters + BOS)").format(
         corpus=as_text(repr(opts.corpus)), docs=docs["train"] + docs["val"], train=docs["train"],
@@ -56,7 +52,7 @@ def print_header(opts, cfg, base, resume, notices):
 
 
 def report(state, run, folder, opts, args):
-    """How training ended, said; the exit code: 0 finished, 1 diverged, 130 interrupted (saved)."""
+    """How training ended, said; exit code 0 finished, 1 diverged, 130 interrupted."""
     if state.error:
         return report_divergence(state, folder, opts, args, engine_failed=not run.stopped)
     if run.interrupted and state.step < state.steps:
@@ -79,8 +75,8 @@ def kept_checkpoint(last_good, out, eval_every, steps, what="stopped"):
 
 
 def report_divergence(state, folder, opts, args, engine_failed=False):
-    """Nothing new is written: the weights before the bad step would only repeat it. When the
-    engine failed (value.NumericError), how to see where in a debugger."""
+    """Nothing new is written: the weights before the bad step would only repeat it.
+    When the engine failed (value.NumericError), how to see where in a debugger."""
     kept = kept_checkpoint(folder.last_good, opts.out, opts.eval_every, opts.steps, "diverged")
     where = (" " + _("To see where it broke: {command}, then `{line}`, `c` (pdb stops there as the "
                      "error arrives) and `c` again (under a breakpoint main() lets the error "
@@ -93,25 +89,25 @@ def report_divergence(state, folder, opts, args, engine_failed=False):
 
 
 def debugger_command(argv):
-    """python3 dev.py pdb microgpt.py ARGV: both paths seen from here, every word quoted."""
+    """python3 dev.py pdb microgpt.py ARGV: paths seen from here, every word quoted."""
     here = os.getcwd()
     return shlex.join(["python3", shown_path(os.path.join(ROOT, "dev.py"), here), "pdb",
                        shown_path(os.path.join(ROOT, "microgpt.py"), here), *argv])
 
 
 def breakpoint_line():
-    """`b microgpt.py:LINE`, the line of main() that catches the engine's NumericError: a
-    breakpoint there (any breakpoint: pdb then traces) makes main() let it through."""
+    """`b microgpt.py:LINE`, the line of main() that catches the engine's NumericError:
+    a breakpoint there (any breakpoint: pdb then traces) makes main() let it through."""
     with open(os.path.join(ROOT, "microgpt.py"), encoding="utf-8") as f:
         line = next(i for i, text in enumerate(f, 1) if "except NumericError" in text)
     return f"b microgpt.py:{line}"
 
 
 def save_interrupted(state, folder, opts, args):
-    """Ctrl-C: save to --out (or a new out/run-N), and print the command that continues the run."""
+    """Ctrl-C: save to --out (or a new out/run-N); print the command that continues."""
     try:
         out = opts.out or claim_run_folder("out")
-        save_run(out, state, folder.history)
+        folder.save(state, out)
     except WriteError as e:
         say(_("microgpt: error: interrupted at step {step}/{steps}, but {error}; {kept}").format(
             step=state.step, steps=opts.steps, error=e,
@@ -125,31 +121,33 @@ def save_interrupted(state, folder, opts, args):
 
 
 def shown_path(path, here):
-    """path as seen from `here`: relative when that is short, else absolute (not ../../work/...)."""
+    """path seen from `here`: relative when short, else absolute (not ../../a/...)."""
     path = os.path.abspath(path)
     relative = os.path.relpath(path, here)
     return path if relative.startswith(os.path.join(os.pardir, os.pardir)) else relative
 
 
 def flag_words(flag, value):
-    """[flag, value], or [flag=value] when the value starts with "-" (argparse would take it for a
-    flag of its own: --prompt -x fails, --prompt=-x does not)."""
+    """[flag, value], or [flag=value] when the value starts with "-" (argparse would
+    take it for a flag of its own: --prompt -x fails, --prompt=-x does not)."""
     value = str(value)
     return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
 
 
 def microgpt_command(words):
-    """python microgpt.py WORDS, to paste where this program was started: the interpreter that runs
-    it (a bare `python` may lack this project's packages) or the launcher typed (dev.py:
-    MICROGPT_LAUNCHER), the script's path seen from here, every word quoted (shlex.join)."""
+    """python microgpt.py WORDS, to paste where this program was started: the
+    interpreter that runs it (a bare `python` may lack this project's packages) or the
+    launcher typed (dev.py: MICROGPT_LAUNCHER), the script's path seen from here, every
+    word quoted (shlex.join)."""
     launcher = os.environ.get("MICROGPT_LAUNCHER")
     script = shown_path(os.path.join(ROOT, "microgpt.py"), os.getcwd())
     return shlex.join((shlex.split(launcher) if launcher else [sys.executable, script]) + words)
 
 
 def resume_command(out, args):
-    """The command that continues this run: --out as given (or the folder claimed, seen from here),
-    and the flags a checkpoint does not keep (--lang, --max-memory, the sampling flags) if given."""
+    """The command that continues this run: --out as given (or the folder claimed, seen
+    from here), and the flags a checkpoint does not keep (--lang, --max-memory, the
+    sampling flags) if given."""
     words = ["--resume"] + flag_words("--out", args.out or shown_path(out, os.getcwd()))
     for name in ("lang", "max_memory", "num_samples", "temperature", "prompt"):
         if getattr(args, name) is not None:
@@ -174,16 +172,14 @@ def final_train_loss(state):
 KEEP_SAMPLES = 1000  # how many of the printed names metrics.json keeps
 
 
-def print_samples(samples, how):
-    """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES of them.
-    how: sample()'s settings (harness.cli.sampling). A name corpus's samples are called names (the
-    corpus is the header's; --sample-only prints no header, and says names)."""
-    temperature, prompt = how["temperature"], how["prompt"]
+def print_samples(samples, temperature, prompt, corpus):
+    """Print each sample as it arrives from an iterator; returns the first KEEP_SAMPLES
+    of them. A name corpus's samples are called names."""
     if temperature < GREEDY_BELOW:
         print(_("note: temperature {t:g} is below {least:g}: taking the most likely character "
                 "each time (greedy)").format(t=temperature, least=GREEDY_BELOW))
     what = (_("--- inference (new, hallucinated names; temperature {t}{prompt}) ---")
-            if HEADER["corpus"] in ("names", "jp-names")
+            if corpus in ("names", "jp-names")
             else _("--- inference (new, hallucinated samples; temperature {t}{prompt}) ---"))
     print(what.format(t=temperature, prompt=_(", prompt {prompt}").format(
         prompt=as_text(repr(prompt))) if prompt else ""))

@@ -1,21 +1,18 @@
 """harness/run.py -- Run, the command line's observer of microgpt.train().
 
-microgpt.train() calls an observer twice a step. Run is the one `python microgpt.py` uses: before
-the first update it records who the run is and its initial weights; after each update it records
-the planetarium's snapshots, stops a run whose loss exploded or whose weights left the sphere,
-prints progress with an ETA and the val loss beside the baselines, saves a checkpoint at every val
-loss (with --out), and turns the first Ctrl-C into a stop after the step in progress. It creates
-nothing of the run: the chapter makes the data, the weights and Adam's moments.
+microgpt.train() calls an observer twice a step. Run is the one `python microgpt.py`
+uses: before the first update it records who the run is and its initial weights; after
+each update it records the planetarium's snapshots, stops a run whose loss exploded or
+whose weights left the sphere, prints progress with an ETA and the val loss beside the
+baselines, saves a checkpoint at every val loss (with --out), and turns the first Ctrl-C
+into a stop after the step in progress. It creates nothing of the run: the chapter makes
+the data, the weights and Adam's moments.
 """
 import math
-import os
-import secrets
 import sys
 
 import numpy as np
 
-from harness.checkpoints import save_run
-from harness.history import History
 from harness.i18n import _
 from harness.messages import fmt_loss, fmt_time
 from harness.shell import DeferSigint
@@ -26,14 +23,13 @@ DIVERGED_WINDOW = 50    # the mean is over this many steps
 
 
 class Run:
-    """`with Run(settings, cfg, vocab, base, folder, docs) as run: train(..., observer=run)`.
-    folder: the run's harness.cli.RunFolder (where checkpoints go, and the history it continues)."""
+    """`with Run(opts, cfg, vocab, base, folder) as run: train(..., observer=run)`.
+    folder: the run's harness.cli.RunFolder (where checkpoints go, and the history it
+    continues)."""
 
     def __init__(self, opts, cfg, vocab, base, folder):
         self.opts, self.cfg, self.base, self.folder = opts, cfg, base, folder
-        folder.history = History(cfg, vocab, opts.steps, previous=folder.previous_history)
-        self.history = folder.history  # saved with every checkpoint
-        self.run_id = opts.run_id or secrets.token_hex(8)  # the same for a run and all its resumes
+        self.history = folder.start_history(cfg, vocab)  # saved with every checkpoint
         self.tty = sys.stdout.isatty()
         self.every_line = max(1, opts.steps // 10)  # no terminal: a line every tenth of the run
         self.start = None
@@ -57,9 +53,10 @@ class Run:
         return self.sigint.hit
 
     def diverged(self, error, resume=None):
-        """The engine's NumericError out of train(): the last good state, its .error naming the
-        step; let through before any update (the model's code failed) or under a debugger (pdb
-        then stops post-mortem at the line where the number broke)."""
+        """The engine's NumericError out of train(): the last good state, its .error
+        naming the step; let through before any update (the model's code failed) or
+        under a debugger (pdb then stops post-mortem at the line where the number
+        broke)."""
         state = self.state or resume
         if state is None or state.step == 0 or sys.gettrace():
             raise error
@@ -69,9 +66,7 @@ class Run:
     def before_update(self, state, loss, grad):
         self.state = state
         if self.start is None:  # the first step of this call: who the run is, where it started
-            state.corpus, state.run_id = self.opts.corpus, self.run_id
-            state.corpus_sha256, state.corpus_docs = self.opts.fingerprint
-            # where training started: guessing (log V), or the initial weights if they are worse
+            # where training started: guessing (log V), or the initial weights if worse
             self.start = max(math.log(self.cfg.vocab_size), state.val_loss[0][1])
             if state.step == 0 and self.history.due(0):
                 self.history.record(0, state.params)
@@ -98,8 +93,8 @@ class Run:
         return self.sigint.hit
 
     def progress(self, state, loss, evaluated):
-        """A live line on a terminal (else a line every tenth of the run), a line that stays at
-        every val loss, and with --out a checkpoint then."""
+        """A live line on a terminal (else a line every tenth of the run), a line that
+        stays at every val loss, and with --out a checkpoint then."""
         eta = (state.steps - state.step) * state.ms_per_step / 1000
         line = _("step {step:4d}/{steps} | loss {loss} | {ms} ms/step | ETA {eta}").format(
             step=state.step, steps=state.steps, loss=fmt_loss(loss),
@@ -110,19 +105,17 @@ class Run:
             print(("\r" if self.tty else "") + line + _(" | val loss {val} ({base})").format(
                 val=fmt_loss(state.val_loss[-1][1]), base=base), flush=True)
             if self.opts.out:
-                self.folder.lock.check_held()  # --out still names the folder this run holds
-                save_run(self.opts.out, state, self.history)
-                self.folder.last_good = (os.path.join(self.opts.out, "checkpoint.npz"), state.step)
+                self.folder.save(state)
         elif self.tty:  # a live line, overwritten in place
             print("\r" + line + "   ", end="", flush=True)
         elif state.step % self.every_line == 0:
             print(line, flush=True)
 
     def exploded(self, state):
-        """The mean train loss of the last DIVERGED_WINDOW steps is DIVERGED_NATS above where
-        training started (log V, or the first val loss if worse): the model fits its own data worse
-        than guessing. (Not the val loss: on a tiny corpus overfitting can lift that above
-        uniform.)"""
+        """The mean train loss of the last DIVERGED_WINDOW steps is DIVERGED_NATS above
+        where training started (log V, or the first val loss if worse): the model fits
+        its own data worse than guessing. (Not the val loss: on a tiny corpus
+        overfitting can lift that above uniform.)"""
         recent = state.train_loss[-DIVERGED_WINDOW:]
         mean = sum(recent) / len(recent)
         if mean <= self.start + DIVERGED_NATS:

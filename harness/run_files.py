@@ -1,10 +1,10 @@
-"""harness/run_files.py -- files written safely, .npz files read warily, the --out folder's lock.
+"""harness/run_files.py -- files written safely, .npz files read warily, --out's lock.
 
-    atomic_write      temp file + os.replace: readers never see half a file; failure: WriteError
+    atomic_write      temp file + os.replace: never half a file; failure: WriteError
     read_npz, npz_headers, read_meta, check_arrays
-                      a checkpoint's or history's claims, checked from its headers before loading
+                      a checkpoint's or history's claims, checked from its headers first
     write_json, plot_losses   metrics.json and loss.png
-    RunLock, claim_run_folder  the --out folder a run holds; Ctrl-C without --out: a new out/run-N
+    RunLock, claim_run_folder  the --out folder a run holds; without --out: out/run-N
 """
 import datetime
 import errno
@@ -38,8 +38,8 @@ TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # short: a temp file fits where
 
 
 def not_a_regular_file(path):
-    """What `path` is if there and not a regular file ("a symbolic link", "a FIFO"), or None (in
-    English: _(kind) translates it)."""
+    """What `path` is if there and not a regular file ("a symbolic link", "a FIFO"), or
+    None (in English: _(kind) translates it)."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # not there (or not reachable: the write itself will say why)
@@ -53,12 +53,13 @@ def not_a_regular_file(path):
 
 
 def atomic_write(path, write):
-    """write(f) (f a binary file) into a temp file in the same folder, then os.replace: readers
-    never see half a file, and an existing file is only replaced by a complete new one. An OSError
-    (disk full, no permission) is a WriteError naming `path`; the file that was there stays as it
-    was. Whatever ends the write (an error, Ctrl-C, SIGTERM: the shell makes signals
-    KeyboardInterrupt), the temp file is removed. Only a regular file is replaced: os.replace would
-    put one in the place of a symbolic link, a FIFO or /dev/null."""
+    """write(f) (f a binary file) into a temp file in the same folder, then os.replace:
+    readers never see half a file, and an existing file is only replaced by a complete
+    new one. An OSError (disk full, no permission) is a WriteError naming `path`; the
+    file that was there stays as it was. Whatever ends the write (an error, Ctrl-C,
+    SIGTERM: the shell makes signals KeyboardInterrupt), the temp file is removed. Only
+    a regular file is replaced: os.replace would put one in the place of a symbolic
+    link, a FIFO or /dev/null."""
     if kind := not_a_regular_file(path):
         raise WriteError(path, OSError(errno.EEXIST,
                                        f"it is {kind}, not a regular file; it is left as it is"))
@@ -86,8 +87,9 @@ def atomic_write(path, write):
 
 
 def check_readable_file(path, what):
-    """InputError unless `path` (a symbolic link is followed) is a regular file: reading a FIFO, a
-    device or a socket would wait for a writer, or never end. what: N_("corpus file"), say."""
+    """InputError unless `path` (a symbolic link is followed) is a regular file: reading
+    a FIFO, a device or a socket would wait for a writer, or never end. what, say:
+    N_("corpus file")."""
     what = _(what)
     try:
         mode = os.stat(path).st_mode
@@ -106,11 +108,12 @@ def check_readable_file(path, what):
 
 
 def read_npz(path, what, load):
-    """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through one open
-    file (a run replacing it meanwhile cannot mix two versions); whatever is wrong is one InputError
-    naming the file: not a regular file, unreadable, not a zip archive as every .npz is (np.load
-    would take any other file for a pickle, refuse it, and say so, which misleads), refused by load
-    (InputError), or corrupt (zip, header, JSON)."""
+    """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through
+    one open file (a run replacing it meanwhile cannot mix two versions); whatever is
+    wrong is one InputError naming the file: not a regular file, unreadable, not a zip
+    archive as every .npz is (np.load would take any other file for a pickle, refuse it,
+    and say so, which misleads), refused by load (InputError), or corrupt (zip, header,
+    JSON)."""
     path = os.fsdecode(path)
     check_readable_file(path, what)
     what = _(what)
@@ -134,10 +137,10 @@ def read_npz(path, what, load):
 
 
 def npz_headers(file, max_members=64, only=None):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those named in
-    `only`), from the .npy headers alone: a header that claims a huge array costs nothing until it
-    is compared with what the file should hold. ValueError for a member that is not an array, or too
-    many (max_members None: any number)."""
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those
+    named in `only`), from the .npy headers alone: a header that claims a huge array
+    costs nothing until it is compared with what the file should hold. ValueError for a
+    member that is not an array, or too many (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
         infos = zf.infolist()
@@ -159,9 +162,9 @@ def npz_headers(file, max_members=64, only=None):
 
 
 def read_meta(file, fmt, version, max_chars=2**20):
-    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what is wrong
-    with its format, its config or its vocabulary. Only the meta entry is read: a 0-d string whose
-    header says it holds at most max_chars characters."""
+    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what
+    is wrong with its format, its config or its vocabulary. Only the meta entry is read:
+    a 0-d string whose header says it holds at most max_chars characters."""
     shape, dtype, _size = npz_headers(file, max_members=None, only=("meta",)).get("meta",
                                                                                  (None,) * 3)
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
@@ -190,8 +193,9 @@ def read_meta(file, fmt, version, max_chars=2**20):
 
 
 def check_arrays(headers, expected):
-    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)), each stored
-    whole. A shape may be a function (header's shape -> expected one); dtype None: not checked."""
+    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)),
+    each stored whole. A shape may be a function (header's shape -> expected one); dtype
+    None: not checked."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
         raise InputError("its arrays do not match its config: missing {missing}, unexpected "
@@ -218,8 +222,9 @@ MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
 
 
 def plot_losses(path, state, base, title):
-    """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title holds the
-    user's text (a corpus file's name): drawn as text, never as matplotlib's $math$."""
+    """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title
+    holds the user's text (a corpus file's name): drawn as text, never as matplotlib's
+    $math$."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -250,7 +255,7 @@ def plot_losses(path, state, base, title):
     atomic_write(path, lambda f: f.write(buf.getvalue()))
 
 
-# --------------------------------------------------------------------------- the --out folder
+# --------------------------------------------------------------------- the --out folder
 
 def missing_folders(out):
     """The folders creating `out` would create, innermost first."""
@@ -262,7 +267,7 @@ def missing_folders(out):
 
 
 def make_folder(out):
-    """Create --out (and its parents) and check that files can be written there, before training."""
+    """Create --out (and its parents); check, before training, that it takes files."""
     try:
         os.makedirs(out, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
@@ -280,10 +285,11 @@ HELD = {}  # the --out folders this process holds (POSIX): absolute path -> the 
 
 
 class RunLock:
-    """A run holds its --out folder until it ends: the folder carries the OS's lock (released when
-    the process ends, kill -9 too; on Windows the lock file does), a lock file says who holds it.
-    __enter__ refuses a folder a live run holds; claim() writes this run's pid (taking over a file a
-    killed run left); __exit__ releases it and removes the folders it made, if empty."""
+    """A run holds its --out folder until it ends: the folder carries the OS's lock
+    (released when the process ends, kill -9 too; on Windows the lock file does), a lock
+    file says who holds it. __enter__ refuses a folder a live run holds; claim() writes
+    this run's pid (taking over a file a killed run left); __exit__ releases it and
+    removes the folders it made, if empty."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
@@ -320,12 +326,13 @@ class RunLock:
             return f.read(4096).strip()
 
     def _at(self):
-        """The lock file's name and dir_fd: in the folder held, wherever its path points now."""
+        """The lock file's name and dir_fd, in the folder held (wherever it is now)."""
         return (LOCK_NAME, self.fd) if fcntl and self.fd is not None else (self.path, None)
 
     def check_held(self):
-        """WriteError unless --out still names the folder this run holds (a rename or a retargeted
-        link since: writing by its path would mix this run's files with another's)."""
+        """WriteError unless --out still names the folder this run holds (a rename or a
+        retargeted link since: writing by its path would mix this run's files with
+        another's)."""
         if not self._still_here():
             proc = f"/proc/self/fd/{self.fd}"  # (Linux: where the folder held is now)
             self.moved_to = os.readlink(proc) if os.path.exists(proc) else None
@@ -340,8 +347,9 @@ class RunLock:
         return here is not None and (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
 
     def claim(self):
-        """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is refused, not
-        followed); the temp files a killed run left are removed (atomic_write's, nothing else)."""
+        """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is
+        refused, not followed); the temp files a killed run left are removed
+        (atomic_write's, nothing else)."""
         if not self.folder:
             return
         previous = self._holder()
@@ -411,8 +419,9 @@ def _try_lock(fd):
 
 
 def claim_run_folder(base="out"):
-    """Ctrl-C without --out: a new folder base/run-N, the first N that is free. (mkdir is atomic and
-    fails if the folder exists: two runs stopped at the same moment get two folders.)"""
+    """Ctrl-C without --out: a new folder base/run-N, the first N that is free. (mkdir
+    is atomic and fails if the folder exists: two runs stopped at the same moment get
+    two folders.)"""
     n = 1
     while True:
         folder = os.path.join(base, f"run-{n}")

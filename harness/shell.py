@@ -1,19 +1,20 @@
-"""harness/shell.py -- the one shell every program runs in: signals, exit codes, one-line errors.
+"""harness/shell.py -- the shell each program runs in: signals, exit codes, errors.
 
-    with Shell("planetarium") as shell:  # (after quiet_startup, harness/__init__.py, the imports)
+    with Shell("planetarium") as shell:  # (after quiet_startup, then the imports)
         ...the program...
     return shell.exit_code
 
-Inside it (exit codes: harness/errors.py): bad input (InputError) or too little memory is one line
-and exit 2; a file that cannot be written, or standard output closed, full or broken, one line and
-exit 74 (a reader that left a pipe: quietly); Ctrl-C, SIGTERM and SIGHUP raise KeyboardInterrupt
-where the program is, so every `with` block unwinds (the --out folder is released, a half-written
-temp file removed), then one line and exit 130, also when the signal comes during the shell's own
-cleanup; any text prints, on any terminal encoding; any other exception is a bug, with Python's
-traceback at its line. Training defers signals further (DeferSigint). Ctrl-C is never taken from a
-debugger: under `python -m pdb` it breaks into the (Pdb) prompt, and `c` continues. A signal the
-parent set to be ignored (nohup: SIGHUP) stays ignored. A program with more to say (microgpt.py:
-what was saved, how to resume) subclasses Shell (harness/cli.py).
+Inside it (exit codes: harness/errors.py): bad input (InputError) or too little memory
+is one line and exit 2; a file that cannot be written, or standard output closed, full
+or broken, one line and exit 74 (a reader that left a pipe: quietly); Ctrl-C, SIGTERM
+and SIGHUP raise KeyboardInterrupt where the program is, so every `with` block unwinds
+(the --out folder is released, a half-written temp file removed), then one line and exit
+130, also when the signal comes during the shell's own cleanup; any text prints, on any
+terminal encoding; any other exception is a bug, with Python's traceback at its line.
+Training defers signals further (DeferSigint). Ctrl-C is never taken from a debugger:
+under `python -m pdb` it breaks into the (Pdb) prompt, and `c` continues. A signal the
+parent set to be ignored (nohup: SIGHUP) stays ignored. A program with more to say
+(microgpt.py: what was saved, how to resume) subclasses Shell (harness/cli.py).
 """
 import argparse
 import os
@@ -26,14 +27,15 @@ from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, W
 from harness.i18n import N_, _, translated
 from settings import InputError
 
-# argparse words its own messages with gettext's _ (a name in its module): the console's instead,
-# so that "unrecognized arguments", "invalid choice" and "usage:" speak its language (i18n.ARGPARSE)
+# argparse words its own messages with gettext's _ (a name in its module): the console's
+# instead, so that "unrecognized arguments", "invalid choice" and "usage:" speak its
+# language (i18n.ARGPARSE)
 argparse._ = _
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 def say(message):
-    """One line on stderr, if there is one to write to (closed, or a full device: nothing to do)."""
+    """One line on stderr, if it takes one (closed or full: nothing to do)."""
     try:
         if sys.stderr is not None:
             print(message, file=sys.stderr, flush=True)
@@ -58,9 +60,9 @@ def _raise_keyboard_interrupt(signum, frame):
 
 
 def _takeable(sig):
-    """May this program handle `sig` now? Only in the main thread, not one the parent set to be
-    ignored, and not SIGINT under a debugger: a trace function set (pdb stepping), or a SIGINT
-    handler neither Python's nor ours (pdb's, after `c`)."""
+    """May this program handle `sig` now? Only in the main thread, not one the parent
+    set to be ignored, and not SIGINT under a debugger: a trace function set (pdb
+    stepping), or a SIGINT handler neither Python's nor ours (pdb's, after `c`)."""
     handler = signal.getsignal(sig)
     if threading.current_thread() is not threading.main_thread() or handler == signal.SIG_IGN:
         return False
@@ -70,13 +72,14 @@ def _takeable(sig):
 
 
 def take(handler):
-    """Point every takeable signal at `handler`; returns the handlers replaced (for restore)."""
+    """Point each takeable signal at `handler`; returns those it replaced."""
     return {sig: signal.signal(sig, handler) for sig in SIGNALS if _takeable(sig)}
 
 
 class DeferSigint:
-    """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so the step in progress finishes and
-    the caller can save a consistent state; a second one interrupts at once."""
+    """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so the step in progress
+    finishes and the caller can save a consistent state; a second one interrupts at
+    once."""
 
     def __init__(self):
         self.hit, self.old = False, {}
@@ -109,10 +112,17 @@ class Parser(argparse.ArgumentParser):
 
 
 class Shell:
-    """A program's `with` block: see the module docstring. exit_code is the program's exit code."""
+    """A program's `with` block (the module docstring); exit_code: the program's."""
 
     def __init__(self, prog):
         self.prog, self.exit_code, self.handlers = prog, EXIT_OK, {}
+        self.folder = None  # a run's --out folder, once the program holds one (hold)
+
+    def hold(self, folder):
+        """From now on a stop or a failed write is told as `folder`
+        (harness.cli.RunFolder) sees it: what it has written, and its last good
+        checkpoint."""
+        self.folder = folder
 
     def __enter__(self):
         if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print
@@ -153,17 +163,21 @@ class Shell:
         return True
 
     def close(self):
-        """What the program releases however it ends (a subclass's --out folder); nothing here."""
+        """What the program releases however it ends; nothing here (a subclass's)."""
 
     def interrupted(self):
+        if self.folder is not None:
+            return self.folder.interrupted()
         return _("interrupted; nothing was written")
 
     def write_failed(self, error):
+        if self.folder is not None:
+            return self.folder.write_failed(error)
         say(_("{prog}: error: {message}").format(prog=self.prog, message=error))
         return EXIT_IO
 
     def report(self, e):
-        """The one line for an exception that ends the program, and its exit code (None: others)."""
+        """The line for an exception ending the program, and its exit code (or None)."""
         if isinstance(e, InputError):
             say(_("{prog}: error: {message}").format(prog=self.prog, message=translated(e)))
             return EXIT_BAD_INPUT

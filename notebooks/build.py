@@ -82,9 +82,9 @@ ADVANCED = "## 発展"
 
 
 def fold_advanced_parts(nb):
-    """Fold the code of a 発展 part (a markdown cell opening with '## 発展', up to the next '## '
-    heading): Jupyter shows such a cell collapsed until the reader opens it, so a detour the sitting
-    can do without stays one click away."""
+    """Fold the code of a 発展 part (a markdown cell opening with '## 発展', up to the
+    next '## ' heading): Jupyter shows such a cell collapsed until the reader opens it,
+    so a detour the sitting can do without stays one click away."""
     folding = False
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.startswith("## "):
@@ -97,8 +97,8 @@ def fold_advanced_parts(nb):
 def _client(nb, timeout, cwd):
     from nbclient import NotebookClient
 
-    # coalesce_streams: consecutive stdout chunks become one output, however the kernel happened to
-    # flush them
+    # coalesce_streams: consecutive stdout chunks become one output, however the kernel
+    # happened to flush them
     return NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                           coalesce_streams=True, resources={"metadata": {"path": str(cwd)}})
 
@@ -109,32 +109,33 @@ def _tidy(nb):
     return nb
 
 
-# A headless run keeps each movable figure static (notebooks/figures.py: slider_figure) instead of
-# showing widgets.
+# A headless run keeps each movable figure static (notebooks/figures.py: slider_figure)
+# instead of showing widgets.
 STATIC = {"NOTEBOOK_STATIC": "1"}
 
 
 def execute(nb, timeout=600, cwd=NB_DIR):
-    """Run every cell in a fresh kernel whose working directory is cwd; raises on the first cell
-    error."""
+    """Run every cell in a fresh kernel whose working directory is cwd; raises on the
+    first cell error."""
     import os
 
     _client(nb, timeout, cwd).execute(env={**os.environ, **STATIC})
     return _tidy(nb)
 
 
-# With several kernels at once, each gets one BLAS thread: two kernels that each start a BLAS thread
-# per core would fight over two cores (OpenBLAS threads spin while they wait), and a BLAS-heavy
-# notebook then runs several times slower than alone.
+# With several kernels at once, each gets one BLAS thread: two kernels that each start a
+# BLAS thread per core would fight over two cores (OpenBLAS threads spin while they
+# wait), and a BLAS-heavy notebook then runs several times slower than alone.
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def execute_all(jobs, timeout=600):
-    """Run several notebooks at once, each job (nb, cwd) in a fresh kernel of its own; raises on the
-    first cell error.
+    """Run several notebooks at once, each job (nb, cwd) in a fresh kernel of its own;
+    raises on the first cell error.
 
-    The kernels are processes of their own with one BLAS thread each, so two of them keep two cores
-    busy (a pass costs about the time of the slower notebook, not of both).
+    The kernels are processes of their own with one BLAS thread each, so two of them
+    keep two cores busy (a pass costs about the time of the slower notebook, not of
+    both).
     """
     import asyncio
     import os
@@ -149,12 +150,13 @@ def execute_all(jobs, timeout=600):
     return [_tidy(nb) for nb, _ in jobs]
 
 
-# How long a sitting takes, from what the executed notebook holds, at a learner's pace (read, run,
-# think), not a reader's: Japanese prose at 400 characters a minute, code at 10 lines a minute,
-# printed output at 30 lines a minute, a minute per figure, 5 minutes per build step (a code cell
-# of the sitting's body that still raises NotImplementedError in the executed notebook) and 10
-# minutes per exercise piece (such a cell in 練習問題, or a written exercise 「**練習 k.**」). Two
-# numbers: the body (本編: up to 練習問題, without its folded 発展 parts) and the exercises.
+# How long a sitting takes, from what the executed notebook holds, at a learner's pace
+# (read, run, think), not a reader's: Japanese prose at 400 characters a minute, code at
+# 10 lines a minute, printed output at 30 lines a minute, a minute per figure, 5 minutes
+# per build step (a code cell of the sitting's body that still raises
+# NotImplementedError in the executed notebook) and 10 minutes per exercise piece (such
+# a cell in 練習問題, or a written exercise 「**練習 k.**」). Two numbers: the body
+# (本編: up to 練習問題, without its folded 発展 parts) and the exercises.
 PROSE_CHARS_PER_MIN, CODE_LINES_PER_MIN, OUTPUT_LINES_PER_MIN = 400, 10, 30
 MIN_PER_FIGURE, MIN_PER_BUILD_STEP, MIN_PER_EXERCISE_PIECE = 1, 5, 10
 EXERCISES = "## 練習問題"
@@ -162,7 +164,7 @@ WRITTEN_EXERCISE = re.compile(r"^\*\*練習 \d+\.\*\*", re.M)
 
 
 def parts(nb):
-    """The cells of the body (本編), of its folded 発展 parts, and of the exercises (練習問題)."""
+    """The cells of the body (本編), its folded 発展 parts, the exercises (練習問題)."""
     body, advanced, exercises = [], [], []
     part = body
     for cell in nb.cells:
@@ -189,8 +191,8 @@ def _minutes(cells, min_per_piece):
 
 
 def reading_minutes(nb):
-    """(本編, 練習問題): the honest time of an executed notebook's body and of its exercises, in
-    whole minutes (the formula above)."""
+    """(本編, 練習問題): the honest time of an executed notebook's body and of its
+    exercises, in whole minutes (the formula above)."""
     body, _, exercises = parts(nb)
     return (round(_minutes(body, MIN_PER_BUILD_STEP)),
             round(_minutes(exercises, MIN_PER_EXERCISE_PIECE)))
@@ -200,8 +202,8 @@ STATED_TIME = re.compile(r"（目安：本編 約(\d+)分、練習問題 約(\d+
 
 
 def stated_minutes(nb):
-    """The times a notebook states under its title, `（目安：本編 約NN分、練習問題 約MM分）`, as
-    (本編, 練習問題), or None."""
+    """The times a notebook states under its title, `（目安：本編 約NN分、練習問題
+    約MM分）`, as (本編, 練習問題), or None."""
     found = STATED_TIME.findall(nb.cells[0].source) if nb.cells else []
     return tuple(map(int, found[0])) if found else None
 

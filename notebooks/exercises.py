@@ -1,13 +1,14 @@
 """exercises.py -- the checks of the notebooks' build steps and 練習問題 (exercises).
 
-Each check runs the learner's code at telling points (a kink, saturation, logits of +-5000, entries
-of very different sizes) and prints a table in the manner of Karpathy's cmp(): exact, close, and the
-largest difference. It returns True (正解), False (不正解) or None (未回答: the stub still raises
-NotImplementedError). The project's own functions compute every answer: the point is to derive it.
-Under each table the worked solution (worked_solutions.md) is shown folded. What cannot be graded is
-a row that says why: a forgotten return, complex numbers, text, an exception (its type and message);
-a learner's iterator is read to one item more than the answer has, so an endless one cannot hang.
-tests/test_exercises_NN.py shows each check telling right from wrong.
+Each check runs the learner's code at telling points (a kink, saturation, logits of
++-5000, entries of very different sizes) and prints a table in the manner of Karpathy's
+cmp(): exact, close, and the largest difference. It returns True (正解), False (不正解)
+or None (未回答: the stub still raises NotImplementedError). The project's own functions
+compute every answer: the point is to derive it. Under each table the worked solution
+(worked_solutions.md) is shown folded. What cannot be graded is a row that says why: a
+forgotten return, complex numbers, text, an exception (its type and message); a
+learner's iterator is read to one item more than the answer has, so an endless one
+cannot hang. tests/test_exercises_NN.py shows each check telling right from wrong.
 """
 import dataclasses
 import itertools
@@ -35,12 +36,13 @@ SOLUTIONS_FILE = Path(__file__).resolve().parent / "worked_solutions.md"
 
 
 class NotAnAnswer(Exception):
-    """What the learner's function gave cannot be graded; compare() shows why in the point's row."""
+    """The learner's function gave what cannot be graded; compare() says why."""
 
 
 def _returning(f):
-    """The learner's f, but None (a forgotten `return`) raises NotAnAnswer(FORGOT_RETURN): a check
-    that uses f's result before compare() sees it says so in the same words as every other."""
+    """The learner's f, but None (a forgotten `return`) raises
+    NotAnAnswer(FORGOT_RETURN): a check that uses f's result before compare() sees it
+    says so in the same words as every other."""
     def answer(*args):
         got = f(*args)
         if got is None:
@@ -50,8 +52,9 @@ def _returning(f):
 
 
 def _numbers(got):
-    """The learner's answer as a float array; NotAnAnswer if it holds complex numbers or anything
-    but real numbers (np.asarray(got, dtype=float) would drop an imaginary part, parse a string)."""
+    """The learner's answer as a float array; NotAnAnswer if it holds complex numbers or
+    anything but real numbers (np.asarray(got, dtype=float) would drop an imaginary
+    part, parse a string)."""
     a = np.asarray(got)
     if a.dtype.kind in "biuf":  # bool, int, unsigned, float
         return a.astype(float)
@@ -71,7 +74,7 @@ def _numbers(got):
 
 
 def _described(e):
-    """An exception from the learner's code as "Type: message", even if its message fails."""
+    """An exception from the learner's code as "Type: message", even if str() fails."""
     try:
         message = str(e)
     except Exception:  # noqa: BLE001 (the learner's __str__ may raise anything)
@@ -79,10 +82,10 @@ def _described(e):
     return f"{type(e).__name__}: {message}"
 
 
-# ===================================================================== tables and worked solutions
+# ========================================================= tables and worked solutions
 
 def show_solution(markdown, ok=True):
-    """Show a worked solution folded (<details>) in a notebook; nothing outside IPython."""
+    """Show a worked solution folded (<details>) in a notebook (only in IPython)."""
     try:
         from IPython import get_ipython
         from IPython.display import Markdown, display
@@ -95,18 +98,19 @@ def show_solution(markdown, ok=True):
 
 
 def solution(key):
-    """The worked solution of exercise `key` ("01-1", ...): its section of worked_solutions.md."""
+    """Exercise `key`'s worked solution ("01-1", ...), from worked_solutions.md."""
     text = SOLUTIONS_FILE.read_text(encoding="utf-8")
     section = text.split(f"\n## {key}\n")[1]
     return section.split("\n## ")[0].strip()
 
 
 def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
-    """Table learner(*args) against reference(*args) at each (label, args) of points: exact, close
-    (|got - want| <= atol + rtol |want|), largest difference. True if all close, None if a stub.
-    An answer of several parts (reference.part_names, set by _flat) that is not close at a point
-    gets a line per part under the table: its largest difference, with got, want and the relative
-    difference at that entry. Under it all, exercise `key`'s worked solution, folded."""
+    """Table learner(*args) against reference(*args) at each (label, args) of points:
+    exact, close (|got - want| <= atol + rtol |want|), largest difference. True if all
+    close, None if a stub. An answer of several parts (reference.part_names, from
+    _flat) that is not close at a point gets a line per part under the table: its
+    largest difference, with got, want and the relative difference at that entry. Under
+    it all, exercise `key`'s worked solution, folded."""
     markdown = solution(key) if key else None
     rows = []  # (label, exact, close, largest difference, close as a bool)
     per_part = []  # (label, [a line per part]) of the points that are not close
@@ -155,8 +159,8 @@ def compare(name, learner, reference, points, key=None, rtol=1e-9, atol=1e-12):
 
 
 def _part_lines(got, want, names, shapes, atol, rtol):
-    """A line per part of a flat answer: close or not, the largest difference, and at that entry
-    (its index in the part) got, want and |got - want| / |want|."""
+    """A line per part of a flat answer: close or not, the largest difference, and at
+    that entry (its index in the part) got, want and |got - want| / |want|."""
     lines, start = [], 0
     for name, shape in zip(names, shapes):
         n = int(np.prod(shape))
@@ -178,7 +182,7 @@ def _part_lines(got, want, names, shapes, atol, rtol):
 
 
 def _columns(text):
-    """How many terminal columns text takes: a full-width character (kana, kanji) takes two."""
+    """Columns text takes: a full-width character (kana, kanji) is two."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
@@ -187,9 +191,10 @@ def _pad(text, width):
 
 
 def _flat(f, names=None):
-    """f's answer (an array, or a tuple of arrays and numbers) as one flat array: a table row
-    (None, a forgotten return, stays None: compare() says so). With names (one per part), the
-    shapes of the last answer's parts are kept in flat.part_shapes (for compare()'s lines)."""
+    """f's answer (an array, or a tuple of arrays and numbers) as one flat array: a
+    table row (None, a forgotten return, stays None: compare() says so). With names (one
+    per part), the shapes of the last answer's parts are kept in flat.part_shapes (for
+    compare()'s lines)."""
     def flat(*args):
         parts = f(*args)
         if parts is None:
@@ -204,14 +209,14 @@ def _flat(f, names=None):
 
 
 def _copies(args):
-    """The arrays among args copied: an answer that changes its input cannot change the check."""
+    """args, arrays copied: an answer that changes its input cannot fool the check."""
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
 def _scaled(name, learner, reference, points, key, scale=None, names=None):
-    """compare() on flat answers over their size: scale(*args), or by default each part's (y, dx,
-    ...) largest reference entry, so a tiny y beside a huge dx is still compared at its own size.
-    names: the parts', for compare()'s lines per part."""
+    """compare() on flat answers over their size: scale(*args), or by default each
+    part's (y, dx, ...) largest reference entry, so a tiny y beside a huge dx is still
+    compared at its own size. names: the parts', for compare()'s lines per part."""
     def size(*args):
         if scale:
             return scale(*args)
@@ -233,10 +238,10 @@ def _scaled(name, learner, reference, points, key, scale=None, names=None):
     return compare(name, over_size(learner), over_size(reference), points, key, 1e-10, 1e-12)
 
 
-# ========================================================== 01-02 autograd: the learner's own Value
+# ============================================= 01-02 autograd: the learner's own Value
 
 def _op(name, key, Value, op, reference_op, points, **tolerances):
-    """The learner's op on their own Value against value.py's: [data, local gradients]."""
+    """The learner's op on their own Value against value.py's: [data, local grads]."""
     def node(make, V, *xs):
         v = make(*map(V, xs))
         return [v.data, *v._local_grads]
@@ -299,7 +304,7 @@ EXPRESSIONS_01 = [  # (label, leaf values, the expression as a function of its l
 
 
 def grads_01(Value, run_backward, expression, xs):
-    """[the root's data, then the leaves' grads] of expression(*leaves) after run_backward(root)."""
+    """[root's data, the leaves' grads] of expression(*leaves) after run_backward."""
     leaves = [Value(x) for x in xs]
     root = expression(*leaves)
     run_backward(root)
@@ -313,8 +318,9 @@ def check_01_backward(Value, backward):
 
 
 def _check_order(name, key, topological_order, roots):
-    """Compares [nodes listed, distinct nodes, children listed after a parent or not at all]. The
-    learner's iterator is read to one node more than the graph has: an endless one cannot hang."""
+    """Compares [nodes listed, distinct nodes, children listed after a parent or not at
+    all]. The learner's iterator is read to one node more than the graph has: an endless
+    one cannot hang."""
     topological_order = _returning(topological_order)
 
     def numbers(root):
@@ -362,10 +368,10 @@ def check_02_grad_a(grad_a):
     return compare("練習問題 1（grad_a）", grad_a, reference, points, "02-1")
 
 
-# ============================================================ 03-04 chapter 21: the three functions
+# =============================================== 03-04 chapter 21: the three functions
 
 def _on_values(name, key, learner, reference, points):
-    """learner and reference take and return lists of value.Values; points hold float lists."""
+    """learner and reference take and return lists of Values; points: float lists."""
     learner = _returning(learner)
 
     def on_values(fn):
@@ -405,7 +411,7 @@ def check_03_log_softmax(log_softmax):
 
 
 def layernorm_values(xs, eps=1e-5):
-    """LayerNorm (no gain, no bias) on a list of Values: (x - mean) / sqrt(var + eps)."""
+    """LayerNorm (no gain or bias) of a list of Values: (x - mean) / sqrt(var + eps)."""
     mean = sum(xs) / len(xs)
     centered = [v - mean for v in xs]
     inv_std = (sum(c * c for c in centered) / len(xs) + eps) ** -0.5
@@ -419,7 +425,7 @@ def check_03_layernorm(layernorm):
 
 
 def backward_points_04():
-    """(label, (dy, x)): a random row, a batch, entries 16 orders apart, nearly constant rows."""
+    """(label, (dy, x)): a row, a batch, entries 16 orders apart, near-constant rows."""
     rng = np.random.default_rng(2101)
     mixed = np.array([[1e8, -3e-8, 2.0, 5e-9, -7e7], [-4e-9, 6e7, 1e-8, -2.5e8, 3.0]])
     xs = [("ランダムな行", rng.normal(size=5)), ("バッチ (2, 3, 4)", rng.normal(size=(2, 3, 4))),
@@ -471,10 +477,10 @@ def check_04_layernorm_backward(layernorm_backward):
                    backward_points_04(), "04-5", atol=1e-20)
 
 
-# ======================================================= 05-07 PyTorch concepts, built and measured
+# ========================================== 05-07 PyTorch concepts, built and measured
 
 def module_setattr_05(self, name, attr):
-    """Module.__setattr__: a Parameter or a Module set as an attribute is registered as well."""
+    """Module.__setattr__: a Parameter or a Module set as an attribute is registered."""
     for registry, cls in (("_parameters", "Parameter"), ("_modules", "Module")):
         if any(c.__name__ == cls for c in type(attr).__mro__):
             getattr(self, registry)[name] = attr
@@ -482,8 +488,8 @@ def module_setattr_05(self, name, attr):
 
 
 def _05_build(classes, setattr_, depth):
-    """`depth` nested modules (m.w = 2, a Parameter; m.scale = 5, a plain tensor; outer ones w = 4,
-    inner, b = 3)."""
+    """`depth` nested modules (m.w = 2, a Parameter; m.scale = 5, a plain tensor; outer
+    ones w = 4, inner, b = 3)."""
     Module, Parameter, Tensor = classes
     base = type("Base", (Module,), {"__setattr__": setattr_})
     m = base()
@@ -505,7 +511,7 @@ def check_05_setattr(module_setattr, *classes):
 
 
 def no_grad_05(Tensor):
-    """A no_grad for the notebook's Tensor: off inside, the previous state back after, always."""
+    """A no_grad for the notebook's Tensor: off inside, then always as before."""
     @contextmanager
     def no_grad():
         before, Tensor.grad_enabled = Tensor.grad_enabled, False
@@ -626,7 +632,7 @@ def check_07_key_value_grads(key_value_grads):
                    _flat(reference, ["dK", "dV"]), points, "07-2")
 
 
-# ===================================================== 08-10 chapter 22 (gpt, training, sampling)
+# ========================================== 08-10 chapter 22 (gpt, training, sampling)
 
 def check_08_causal_attention(causal_attention):
     def reference(q, k, v, n_head):  # numpy_engine's attention on (T, C): heads side by side
@@ -644,7 +650,7 @@ def check_08_causal_attention(causal_attention):
 
 
 def _08_size(cfg, norm=None):
-    """The number of parameters of cfg (with norm, if given), from microgpt.init_params."""
+    """How many parameters cfg (with norm, if given), by microgpt.init_params."""
     cfg = dataclasses.replace(cfg, norm=norm or cfg.norm)
     return sum(a.size for a in microgpt.init_params(cfg).values())
 
@@ -660,7 +666,7 @@ def check_08_count_params(count_params):
 
 
 def adam_update_09(p, g, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
-    """One Adam step at step t = 1, 2, ... (m and v updated in place); returns the new p."""
+    """One Adam step at t = 1, 2, ... (m and v updated in place); returns the new p."""
     m[:] = beta1 * m + (1 - beta1) * g
     v[:] = beta2 * v + (1 - beta2) * g ** 2
     return p - lr * (m / (1 - beta1 ** t)) / ((v / (1 - beta2 ** t)) ** 0.5 + eps)
@@ -718,10 +724,132 @@ def check_10_temperature_probs(temperature_probs):
                    lambda z, T: utils.softmax_np(z / T), points, "10-2", atol=1e-15)
 
 
-# ======================================================== 11-17 lecture 3 (sphere, vMF, nGPT)
+# ============================= 06, 08, 10: exp, log, ** for notebook 01's Value; 10 §3
+
+def _one_node(name, key, Value, op, f, points):
+    """The learner's op(Value(x), *k) as one node: [data, local gradient] against
+    [f(x, *k), the central difference (f(x + h) - f(x - h)) / 2h], h = 1e-6 |x| (1e-6
+    at 0). Its error is far below rtol = 1e-7 at these points: "close" is right, and
+    the gradient is never "exact"."""
+    op = _returning(op)
+
+    def learner(x, *k):
+        v = Value(x)
+        out = op(v, *k)
+        if list(out._children) != [v]:
+            raise NotAnAnswer("1つのノード（子は a だけ）にしてください")
+        return [out.data, *out._local_grads]
+
+    def reference(x, *k):
+        h = 1e-6 * (abs(x) or 1.0)
+        return [f(x, *k), (f(x + h, *k) - f(x - h, *k)) / (2 * h)]
+    print("比べる数：[値, 局所勾配]。正しい値は math の関数と、その中心差分（数値微分）")
+    return compare(name, learner, reference, points, key, rtol=1e-7)
+
+
+def check_06_exp(Value, exp):
+    return _one_node("組み立て：exp", "06-3", Value, exp, math.exp,
+                     [(f"x = {x:g}", (x,)) for x in (1.0, -2.5, 0.0, 50.0)])
+
+
+def check_08_log(Value, log):
+    return _one_node("組み立て：log", "08-3", Value, log, math.log,
+                     [(f"x = {x:g}", (x,)) for x in (1.0, 0.5, 1e-3, 1e6)])
+
+
+def check_10_power(Value, power):
+    return _one_node("組み立て：power", "10-3", Value, power, lambda x, k: x ** k,
+                     [("2 ** 3", (2.0, 3)), ("12.5 ** -0.5（rmsnorm の例）", (12.5, -0.5)),
+                      ("1e-5 ** -0.5（ゼロベクトルの rmsnorm）", (1e-5, -0.5)),
+                      ("4 ** -1（割り算 a / b = a · b ** -1）", (4.0, -1))])
+
+
+def value_01():
+    """A fresh class as notebook 01's Value, its pieces as worked_solutions.md writes
+    them (01-1 to 01-5, a recursive topological order): 10 §3 runs on it where the
+    learner's own is not pasted."""
+    class Value:
+        def __init__(self, data, children=(), local_grads=(), op=""):
+            self.data, self.grad = data, 0.0
+            self._children, self._local_grads, self._op = children, local_grads, op
+
+        def __add__(self, other):
+            other = other if isinstance(other, Value) else Value(other)
+            return Value(self.data + other.data, (self, other), (1.0, 1.0), "+")
+
+        def __mul__(self, other):
+            other = other if isinstance(other, Value) else Value(other)
+            local_grads = (other.data, self.data)
+            return Value(self.data * other.data, (self, other), local_grads, "*")
+
+        __radd__, __rmul__ = __add__, __mul__
+
+        def backward(self):
+            order, visited = [], set()
+
+            def visit(v):
+                if v not in visited:
+                    visited.add(v)
+                    for child in v._children:
+                        visit(child)
+                    order.append(v)
+            visit(self)
+            self.grad = 1.0
+            for node in reversed(order):
+                for child, local_grad in zip(node._children, node._local_grads):
+                    child.grad += local_grad * node.grad
+    return Value
+
+
+def compare_on_values_10(Value, linear, softmax, rmsnorm):
+    """10 §3: the learner's three functions on their Value against the chapter's on
+    value.py's, as [L, dL/d(each input)] for L = sum_i c_i f(...)_i (weighted: softmax's
+    outputs sum to 1)."""
+    def run(V, fn, args):
+        def values(a):
+            return [values(t) for t in a] if isinstance(a, list) else V(float(a))
+
+        def leaves(a):
+            return [v for t in a for v in leaves(t)] if isinstance(a, list) else [a]
+        inputs = [values(a) for a in args]
+        loss = sum(c * y for c, y in zip((0.5, -2.0, 3.0, 1.5), fn(*inputs)))
+        loss.backward()
+        return [loss.data] + [v.grad for v in leaves(inputs)]
+    mine = {"linear": linear, "softmax": softmax, "rmsnorm": rmsnorm}
+    chapter = {name: getattr(utils, name) for name in mine}
+    w = [[1, 2, 3], [-0.5, 0.25, 4]]
+    points = [("linear：入力3個・出力2個", ("linear", ([0.5, -1, 2], w))),
+              ("softmax：±1000", ("softmax", ([1000, 999, 990, -1000],))),
+              ("rmsnorm：章の例 [3, 4]", ("rmsnorm", ([3, 4],))),
+              ("rmsnorm：ゼロベクトル", ("rmsnorm", ([0, 0, 0],)))]
+    print("比べる数：[L の値, L の各入力での勾配]（L は出力の重みつきの和）")
+    return compare("自分の Value の上の3つの関数と、value.py の上の章の関数",
+                   lambda name, args: run(Value, mine[name], args),
+                   lambda name, args: run(value.Value, chapter[name], args), points)
+
+
+# The worked solutions of 01-6, 06-3, 08-3 and 10-3, on whichever Value class a is of.
+def relu_01(a):
+    return type(a)(max(a.data, 0.0), (a,), (1.0 if a.data > 0 else 0.0,), "relu")
+
+
+def exp_06(a):
+    e = math.exp(a.data)
+    return type(a)(e, (a,), (e,), "exp")
+
+
+def log_08(a):
+    return type(a)(math.log(a.data), (a,), (1 / a.data,), "log")
+
+
+def power_10(a, k):
+    return type(a)(a.data ** k, (a,), (k * a.data ** (k - 1),), f"**{k}")
+
+
+# ================================================= 11-17 lecture 3 (sphere, vMF, nGPT)
 
 def sphere_points(rng, d, around=0.0, spread=1.0):
-    """Norms 1, 4, 3e-7 and both sides of the clamp's kink at eps = 1e-12 (and far below it)."""
+    """Norms 1, 4, 3e-7, both sides of the clamp's kink at eps = 1e-12, far below."""
     points = []
     for norm in (1.0, 4.0, 3e-7, 1e-12 * (1 + 1e-9), 1e-12 * (1 - 1e-9), 2e-13):
         u = around + spread * rng.standard_normal(d)
@@ -742,14 +870,15 @@ def check_11_safe_normalize(safe_normalize, safe_normalize_backward):
 
 
 def adam_retract_step_12(w, grad, m, v, t, lr, adam_update=adam_update_09):
-    """One Adam step on the flattened w (m, v updated in place), then each row back to length 1."""
+    """An Adam step on the flat w (m, v updated in place), then each row to length 1."""
     w_new = adam_update(w.ravel(), grad.ravel(), m, v, t, lr).reshape(w.shape)
     return sphere.normalize_matrix(w_new, axis=1)
 
 
 def check_12_adam_retract(adam_retract_step):
-    """Steps of the learner's Adam with retraction against microgpt.adam_step + normalize_matrix:
-    rows on the sphere or off it, a row whose gradient is 0, gradients from 1e-12 to 5000."""
+    """Steps of the learner's Adam with retraction against microgpt.adam_step +
+    normalize_matrix: rows on the sphere or off it, a row whose gradient is 0, gradients
+    from 1e-12 to 5000."""
     adam_retract_step = _returning(adam_retract_step)
 
     def run(step, w0, grads):
@@ -776,7 +905,7 @@ def check_12_adam_retract(adam_retract_step):
 
 
 def _sphere_steps_points(rng):
-    """(x, g, lr): g with a radial part, purely radial, purely tangent; lr from 1e-3 to 2."""
+    """(x, g, lr): g with a radial part, purely radial, purely tangent; lr 1e-3 to 2."""
     points = []
     for d, lr in ((3, 0.05), (10, 1e-3), (10, 2.0)):
         x = sphere.l2_normalize_np(rng.standard_normal(d))
@@ -788,7 +917,7 @@ def _sphere_steps_points(rng):
 
 
 def check_14_sphere_steps(riemannian_step, projected_step):
-    """Both steps on the sphere against sphere.riemannian_sgd_step and projected_sgd_step."""
+    """Both steps on the sphere, against sphere's riemannian_ and projected_sgd_step."""
     riemannian_step, projected_step = _returning(riemannian_step), _returning(projected_step)
     return compare("組み立て：リーマン勾配の1歩と射影勾配法の1歩を並べたもの",
                    _flat(lambda x, g, lr: (riemannian_step(x.copy(), g.copy(), lr),
@@ -800,8 +929,9 @@ def check_14_sphere_steps(riemannian_step, projected_step):
 
 
 def check_14_estimate_kappa(estimate_kappa):
-    """(mu_hat, kappa_hat) of vMF samples against sphere.vmf_estimate_kappa: d = 3 and 16, kappa
-    from 0.1 (R near 0) to 1e4 (R near 1, where 1 - R^2 cancels), and two samples."""
+    """(mu_hat, kappa_hat) of vMF samples against sphere.vmf_estimate_kappa: d = 3 and
+    16, kappa from 0.1 (R near 0) to 1e4 (R near 1, where 1 - R^2 cancels), and two
+    samples."""
     rng, points = np.random.default_rng(1402), []
     for d, kappa, n in ((3, 0.1, 50), (3, 5.0, 1000), (16, 40.0, 500), (3, 1e4, 200), (3, 2.0, 2)):
         sample = sphere.vmf_sample(sphere.l2_normalize_np(rng.standard_normal(d)), kappa, n, rng)
@@ -812,8 +942,8 @@ def check_14_estimate_kappa(estimate_kappa):
 
 
 def heavy_ball_step_15(x, m, g, lr, beta, transport):
-    """Heavy-ball on the sphere: m <- beta m + g, x <- R(x - lr m); with transport, m is then
-    projected onto the tangent space at the new x. Returns (x, m)."""
+    """Heavy-ball on the sphere: m <- beta m + g, x <- R(x - lr m); with transport, m is
+    then projected onto the tangent space at the new x. Returns (x, m)."""
     m = beta * m + g
     x = sphere.retract(x - lr * m)
     return x, (sphere.tangent_project(x, m) if transport else m)
@@ -835,7 +965,7 @@ def check_15_heavy_ball(heavy_ball_step):
 
 
 def check_13_vmf_s2(log_c3, mean_cos_s2):
-    """(log C_3, E[mu . x]) on S^2, kappa from 1e-6 (cancellation) to 1000 (sinh overflows)."""
+    """(log C_3, E[mu . x]) on S^2, kappa 1e-6 (cancels) to 1000 (sinh overflow)."""
     log_c3, mean_cos_s2 = _returning(log_c3), _returning(mean_cos_s2)
     points = [(f"κ = {k:g}", (k,)) for k in (1e-6, 1e-3, 5e-3, 9.9e-3, 0.0126, 0.02, 0.5, 3.0,
                                               40.0, 700.0, 1000.0)]  # the series band, both sides
@@ -847,7 +977,7 @@ def check_13_vmf_s2(log_c3, mean_cos_s2):
 
 
 def check_16_readout_grad(readout_grad):
-    """(dh, ds_z) of -log softmax(s_z * (lm_head @ Norm(h)))[target], s_z from 1 to 9 and 1000."""
+    """(dh, ds_z) of -log softmax(s_z * (lm_head @ Norm(h)))[target]; s_z 1-9, 1000."""
     def reference(h, lm_head, s_z, target):
         cos = lm_head @ sphere.l2_normalize_np(h)
         dlogits = utils.cross_entropy_np_backward((s_z * cos)[None, :], np.array([target]))[0]
@@ -864,7 +994,7 @@ def check_16_readout_grad(readout_grad):
 
 
 def check_17_vmf_posterior_grad(vmf_posterior_grad):
-    """d/dr log p(k | Norm(r)) in a vMF mixture, one shared kappa to kappas up to 1000."""
+    """d/dr log p(k | Norm(r)) in a vMF mixture, one shared kappa, kappas up to 1000."""
     def reference(r, mus, kappas, priors, k):  # by the scalar engine's backward()
         log_const = np.log(priors) + sphere.vmf_log_normalizer(len(r), kappas)
         rs = [value.Value(float(v)) for v in r]

@@ -1,13 +1,15 @@
-"""The two microgpt runs that lecture 3's sittings share: norm="rmsnorm" and norm="sphere" (nGPT),
-trained on the names corpus with the NumPy engine (batch 16, 1500 steps, seed 42; about 3 s).
+"""The two microgpt runs that lecture 3's sittings share: norm="rmsnorm" and
+norm="sphere" (nGPT), trained on the names corpus with the NumPy engine (batch 16, 1500
+steps, seed 42; about 3 s).
 
     import lecture3_runs
-    data = lecture3_runs.train_both()      # data.runs["sphere"] == (cfg, state), data.mask, ...
+    data = lecture3_runs.train_both()  # data.runs["sphere"] == (cfg, state), data.mask
 
-Each sitting trains them afresh (the same seed gives the same weights), so that a sitting can be
-opened on its own. Besides the runs it returns the validation positions that the sittings read
-(the first 200 validation names, padded at the end as gpt_forward pads them), the gradient's norm
-every 100 steps on a fixed batch, and the weights' snapshots for the planetarium page.
+Each sitting trains them afresh (the same seed gives the same weights), so that a
+sitting can be opened on its own. Besides the runs it returns the validation positions
+that the sittings read (the first 200 validation names, padded at the end as gpt_forward
+pads them), the gradient's norm every 100 steps on a fixed batch, and the weights'
+snapshots for the planetarium page.
 """
 from types import SimpleNamespace
 
@@ -20,8 +22,8 @@ STEPS, BATCH_SIZE, SEED = 1500, 16, 42
 
 
 class Probe:
-    """An observer of train(), called twice a step: every 100 steps the norm of the whole gradient
-    on a fixed batch, and the weights' snapshots for the planetarium."""
+    """An observer of train(), called twice a step: every 100 steps the norm of the
+    whole gradient on a fixed batch, and the weights' snapshots for the planetarium."""
 
     def __init__(self, cfg, history, grad_batch):
         self.cfg, self.history, self.grad_batch, self.record = cfg, history, grad_batch, []
@@ -43,7 +45,7 @@ class Probe:
 
 
 def validation_positions(val_docs, vocab, block_size, n_names=200):
-    """Inputs, a mask of the real (unpadded) positions and the target id at each position."""
+    """Inputs, a mask of the real (unpadded) positions and each position's target id."""
     val_tokens = [microgpt.doc_tokens(d, vocab) for d in val_docs[:n_names]]
     inputs = [t[:-1][:block_size] for t in val_tokens]      # every position that predicts a token
     targets = [t[1:][:block_size] for t in val_tokens]
@@ -56,7 +58,7 @@ def validation_positions(val_docs, vocab, block_size, n_names=200):
 
 
 def train_both(norms=("rmsnorm", "sphere"), steps=STEPS):
-    """Train one model per norm and return everything the sittings read, in one namespace."""
+    """Train a model per norm; return everything the sittings read, in one namespace."""
     docs = microgpt.load_corpus("names")
     vocab = microgpt.build_vocab(docs)
     train_docs, val_docs = microgpt.split_docs(docs, seed=SEED)

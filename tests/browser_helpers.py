@@ -29,3 +29,23 @@ def chromium_or_skip(page):
                     "(Debian/Ubuntu; .ci/run does it) and `pip install playwright` (requirements.txt), "
                     "or set PLANETARIUM_CHROMIUM", allow_module_level=True)
     return chromium, sync_playwright
+
+
+def write_big_vocab_run(folder):
+    """A run of 3,000 characters and BOS in `folder` (random weights, 5 snapshots of 20
+    steps): the planetarium's big vocabulary, for its browser test and the frame
+    benchmark."""
+    import numpy as np
+
+    import microgpt as mg
+    from harness.history import HISTORY_NAME, History
+    from model_config import GPTConfig
+    vocab = [chr(0x4E00 + i) for i in range(3000)]
+    cfg = GPTConfig(vocab_size=len(vocab) + 1)
+    h, rng, params = History(cfg, vocab, 20, count=5), np.random.default_rng(0), mg.init_params(cfg)
+    for step in range(21):
+        if h.due(step):
+            h.record(step, {k: v + 0.01 * step * rng.normal(size=np.shape(v)) for k, v in params.items()})
+    os.makedirs(folder, exist_ok=True)
+    h.save(os.path.join(folder, HISTORY_NAME), [3.0 - 0.01 * i for i in range(20)], [(20, 2.9)])
+    return str(folder)

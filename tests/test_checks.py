@@ -2,7 +2,6 @@
 pass are refused the same on both engines, and the Python API's arguments obey the flags' rules."""
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -81,16 +80,14 @@ def test_the_apis_doors_say_what_is_wrong_instead_of_a_numpy_error():
         mg.sample(params, cfg, VOCAB, num_samples=2, prompt="Zed")
 
 
-def test_the_mirror_check_tells_the_chapters_models_from_edited_ones_in_a_few_ms():
+def test_the_mirror_check_tells_the_chapters_models_from_edited_ones():
     """gpt() and gpt_sphere() compute numpy_engine.py's logits; doubled logits, the other norm's model, or one
     that raises do not (each cheap: a tiny model on Values, at three positions)."""
     def raises(*args):
         raise IndexError("a learner's mistake")
     for norm, model, other in [("rmsnorm", mg.gpt, mg.gpt_sphere), ("sphere", mg.gpt_sphere, mg.gpt)]:
         cfg = mg.GPTConfig(vocab_size=27, norm=norm)
-        started = time.perf_counter()
         assert checks.computes_the_mirrors_logits(model, cfg, mg.init_params)
-        assert time.perf_counter() - started < 0.5  # (about 5 ms)
         doubled = lambda *args, model=model: [2 * logit for logit in model(*args)]  # noqa: E731
         for edited in (doubled, other, raises):
             assert not checks.computes_the_mirrors_logits(edited, cfg, mg.init_params)

@@ -1,5 +1,6 @@
 """Notebook 06's exercise checks (the backward of relu(linear + b), dropout's backward): True on a
 right answer, False on a wrong one, None while unanswered."""
+import math
 import sys
 from pathlib import Path
 
@@ -64,3 +65,27 @@ def test_dropout_backward_wrong_answers():
     assert exercises.check_06_dropout_backward(lambda dy, keep, p: dy * keep) is False
     assert exercises.check_06_dropout_backward(lambda dy, keep, p: dy / (1 - p)) is False
     assert exercises.check_06_dropout_backward(lambda dy, keep, p: dy * keep * (1 - p)) is False
+
+
+# §6: exp for notebook 01's Value, its local gradient against the central difference
+def exp(a):
+    e = math.exp(a.data)
+    return type(a)(e, (a,), (e,), "exp")
+
+
+def test_exp_on_notebook_01s_value_and_on_value_py():
+    import value
+    assert exercises.check_06_exp(exercises.value_01(), exp) is True
+    assert exercises.check_06_exp(value.Value, exp) is True
+    assert exercises.check_06_exp(value.Value, stub) is None
+
+
+def test_exp_wrong_answers(capsys):
+    Value = exercises.value_01()
+
+    def exp_with_local_grad(local_grad):
+        return lambda a: Value(math.exp(a.data), (a,), (local_grad(a.data),), "exp")
+    assert exercises.check_06_exp(Value, exp_with_local_grad(lambda x: x)) is False
+    assert exercises.check_06_exp(Value, exp_with_local_grad(lambda x: 1.0)) is False
+    two_nodes = exercises.check_06_exp(Value, lambda a: a * Value(math.exp(a.data) / a.data))
+    assert two_nodes is False and "1つのノード" in capsys.readouterr().out

@@ -62,3 +62,22 @@ def test_count_params_wrong_answers():
                                            * cfg.n_embd) is False        # no wpe
     assert exercises.check_08_count_params(lambda cfg: count_params(cfg) - 4 * cfg.n_layer
                                            * cfg.n_embd ** 2) is False   # MLP 4C^2, not 8C^2
+
+
+# §5: log for notebook 01's Value, its local gradient against the central difference
+def log(a):
+    return type(a)(math.log(a.data), (a,), (1 / a.data,), "log")
+
+
+def test_log():
+    assert exercises.check_08_log(exercises.value_01(), log) is True
+    assert exercises.check_08_log(exercises.value_01(), stub) is None
+
+
+def test_log_wrong_answers():
+    Value = exercises.value_01()
+
+    def node(f, local_grad):
+        return lambda a: Value(f(a.data), (a,), (local_grad(a.data),), "log")
+    assert exercises.check_08_log(Value, node(math.log, lambda x: 1 / x ** 2)) is False
+    assert exercises.check_08_log(Value, node(math.log10, lambda x: 1 / x)) is False

@@ -93,13 +93,31 @@ def test_the_sqk64_arm_starts_with_the_papers_logit_range():
         assert s1 ** 2 * cfg.head_dim ** 0.5 == pytest.approx(8.0, rel=1e-6)  # the paper's: sqrt(64)
 
 
-def test_the_alpha25_arm_starts_each_residual_step_a_quarter_of_the_way():
-    job = {"seed": 1, "variant": "alpha25", "T": 16, "norm": "sphere", "n_embd": 32, "n_head": 4,
+@pytest.mark.parametrize("variant, start, step", [("default", 0.05, 1), ("alpha25", 0.25, 5),
+                                                  ("alpha-start", 0.25, 1), ("alpha-step", 0.05, 5)])
+def test_the_alpha_arms_set_alphas_start_and_its_step_apart(variant, start, step):
+    """alpha at init, and how far one Adam step (the stored value moved by about lr) moves it,
+    against the default's: the start and the step are the two levers alpha25 moves together."""
+    job = {"seed": 1, "variant": variant, "T": 16, "norm": "sphere", "n_embd": 32, "n_head": 4,
            "n_layer": 2}
-    for variant, alpha in (("default", 0.05), ("alpha25", 0.25)):
-        cfg = rp.model_config(dict(job, variant=variant))
-        for a_attn, a_mlp in rp.effective_alpha(rp.initial_params(job, cfg), cfg):
-            assert a_attn == pytest.approx(alpha, rel=1e-6) and a_mlp == pytest.approx(alpha, rel=1e-6)
+    cfg = rp.model_config(job)
+    params = rp.initial_params(job, cfg)
+    for a_attn, a_mlp in rp.effective_alpha(params, cfg):
+        assert a_attn == pytest.approx(start, rel=1e-6) and a_mlp == pytest.approx(start, rel=1e-6)
+    params["layer0.attn_alpha"] += np.float32(1e-3)  # one step of size lr = 1e-3
+    moved = rp.effective_alpha(params, cfg)[0][0] - start
+    assert moved == pytest.approx(step * 1e-3 * 0.05 * 32 ** 0.5, rel=1e-3)
+
+
+def test_each_run_records_its_machine_and_the_report_names_mixed_units():
+    runs = [{"T": 64, "norm": "sphere", "variant": "default", "machine": {"cpu": cpu}}
+            for cpu in ("AMD EPYC", "Intel Xeon")] + [{"T": 64, "norm": "rmsnorm", "variant":
+                                                       "default"}]
+    note = rp._machines(runs)[0]
+    assert "AMD EPYC 1, Intel Xeon 1, not recorded 1" in note
+    assert "more than one: T = 64, sphere/default (AMD EPYC, Intel Xeon)." in note
+    assert "Every unit's runs came from one." in rp._machines(runs[:1] + runs[2:])[0]
+    assert {"cpu", "numpy", "blas"} <= set(rp.common.machine_info())
 
 
 def test_the_attention_at_the_copy_positions():
@@ -172,10 +190,14 @@ def test_runs_a_deadline_keeps_from_starting_are_counted():
     assert len(grid.ready) == 2 and grid.left_unrun == 2
 
 
-def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not():
-    hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(time.time() + dt))  # noqa: E731
-    assert rp.deadline(hhmm(-2 * 3600)) < time.time() < rp.deadline(hhmm(2 * 3600))
-    assert rp.deadline(hhmm(2 * 3600)) - time.time() < 3 * 3600
+@pytest.mark.parametrize("now", ["00:25", "12:00", "23:40"])
+def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not(now, monkeypatch):
+    hh, mm = map(int, now.split(":"))
+    t = 1796515200 + hh * 3600 + mm * 60  # a day's midnight (UTC), then `now`
+    monkeypatch.setattr(rp.time, "time", lambda: t)
+    hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(t + dt))  # noqa: E731
+    assert rp.deadline(hhmm(-2 * 3600)) < t < rp.deadline(hhmm(2 * 3600))
+    assert rp.deadline(hhmm(2 * 3600)) - t < 3 * 3600 and t - rp.deadline(hhmm(-2 * 3600)) < 3 * 3600
 
 
 # ----------------------------------------------------------------------------- the script

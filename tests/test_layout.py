@@ -82,7 +82,7 @@ def test_the_root_holds_the_chapters_and_harness_the_run():
 
 def test_microgpt_is_short_and_in_the_references_order():
     text = source("microgpt")
-    assert len(text.splitlines()) <= 390
+    assert len(text.splitlines()) <= 380
     tree = ast.parse(text)
     raises = sum(isinstance(n, ast.Raise) for n in ast.walk(tree))
     assert raises <= 2, f"{raises} raise statements: the checks belong in checks.py and harness/"
@@ -147,23 +147,27 @@ def python_files():
             and os.path.exists(os.path.join(ROOT, p))]
 
 
-# Lines of non-test Python each part of the project may hold today: no part grows. The design's bound
-# is TOTAL_BOUND for all of them together, which the parts are over (the test below says so).
-BUDGETS = {"root": 4580, "harness": 2170, "experiments": 4000, "benchmarks": 1100}
+# The design's bound on the non-test Python outside notebooks/, all parts together. The lines
+# per part (the root's modules, harness/, experiments/, benchmarks/) are printed as information.
 TOTAL_BOUND = 9000
 
 
-def test_the_code_is_plain_short_lines_short_functions_and_few_of_them():
-    """Lines of at most 100 characters (at most 1% over), functions of at most 60 lines, and each part
-    of the project (the root's modules, harness/, experiments/, benchmarks/) within its budget."""
+def lines_per_part():
+    per_part = {}
+    for path in python_files():
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            part = path.split("/")[0] if "/" in path else "root"
+            per_part[part] = per_part.get(part, 0) + len(f.read().splitlines())
+    return per_part
+
+
+def test_the_code_is_plain_short_lines_short_functions():
+    """Lines of at most 100 characters (at most 1% over), functions of at most 60 lines."""
     lines, long_functions = [], []
-    per_part = dict.fromkeys(BUDGETS, 0)
     for path in python_files():
         with open(os.path.join(ROOT, path), encoding="utf-8") as f:
             text = f.read()
         lines += text.splitlines()
-        part = path.split("/")[0] if "/" in path else "root"
-        per_part[part] = per_part.get(part, 0) + len(text.splitlines())
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1
@@ -172,17 +176,15 @@ def test_the_code_is_plain_short_lines_short_functions_and_few_of_them():
     long_lines = [line for line in lines if len(line) > 100]
     assert not long_functions, long_functions
     assert len(long_lines) <= 0.01 * len(lines), f"{len(long_lines)} of {len(lines)} lines"
-    over = {part: n for part, n in per_part.items() if n > BUDGETS.get(part, 0)}
-    assert not over, f"lines per part {per_part}, budgets {BUDGETS}"
 
 
 @pytest.mark.xfail(strict=True, reason="the non-test Python outside notebooks/ is over 9,000 lines")
 def test_the_whole_is_under_its_bound():
-    """All parts together within TOTAL_BOUND: expected to fail until the annexes are lighter (strict:
-    once it passes, the mark goes and the bound holds)."""
-    total = sum(len(open(os.path.join(ROOT, p), encoding="utf-8").read().splitlines())
-                for p in python_files())
-    assert total <= TOTAL_BOUND, f"{total} lines of non-test Python, bound {TOTAL_BOUND}"
+    """All parts together within TOTAL_BOUND (the parts are printed as information). Expected
+    to fail until the total is under the bound; strict, so the mark goes the day it holds."""
+    per_part = lines_per_part()
+    print(f"lines of non-test Python per part: {per_part}")
+    assert sum(per_part.values()) <= TOTAL_BOUND, f"{per_part}: bound {TOTAL_BOUND}"
 
 
 MODEL_LAYER = ["value", "utils", "sphere", "model_config", "numpy_engine", "tracing", "settings", "checks",

@@ -7,7 +7,7 @@ from cli_helpers import TINY, run
 
 import microgpt as mg
 import numpy_engine
-from harness.checkpoints import load_checkpoint, save_checkpoint
+from harness.checkpoints import RunIdentity, load_checkpoint, load_run, save_checkpoint
 from harness.errors import EXIT_OK, InputError
 from microgpt import GPTConfig, init_params, loss_and_grads
 
@@ -341,13 +341,13 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, norm, engine):
 def test_checkpoint_roundtrip_without_pickle(tmp_path):
     cfg = GPTConfig(vocab_size=V, n_embd=8, n_head=2, norm="sphere", alpha_init=0.2, sz_init=3.0)
     st = mg.train(WORDS[:9], WORDS[9:], VOCAB, cfg, steps=3, engine="numpy", riemannian=True)
-    st.corpus = "x.txt"
     path = tmp_path / "ck.npz"
-    save_checkpoint(path, st)
+    save_checkpoint(path, st, RunIdentity(corpus="x.txt", run_id="r1", corpus_docs=10))
     with np.load(path, allow_pickle=False) as z:  # every member loads without pickle
         assert "meta" in z.files and all(z[k].dtype != object for k in z.files)
-    back = load_checkpoint(path)
-    assert back.cfg == cfg and back.vocab == VOCAB and back.step == 3 and back.riemannian and back.corpus == "x.txt"
+    back, identity = load_run(path)
+    assert back.cfg == cfg and back.vocab == VOCAB and back.step == 3 and back.riemannian
+    assert identity == RunIdentity(corpus="x.txt", run_id="r1", corpus_docs=10)
     for key in st.params:
         np.testing.assert_array_equal(back.params[key], st.params[key])
     assert not list(tmp_path.glob(".tmp-*"))  # the atomic write leaves no temp file behind

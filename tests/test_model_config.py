@@ -112,3 +112,13 @@ def test_off_sphere_measures_every_vector_kept_on_the_sphere():
     assert off_sphere(pack_params(separate, cfg), cfg) == pytest.approx(0.25)
     p["wpe"][2] = np.inf
     assert not off_sphere(p, cfg) <= 1e-6
+
+
+def test_a_train_state_holds_training_state_only():
+    """Who the run is and which documents it read (run id, corpus, fingerprint) are the
+    checkpoint's (harness.checkpoints.RunIdentity), not the training state's."""
+    from dataclasses import fields
+
+    from model_config import TrainState
+    names = {f.name for f in fields(TrainState)}
+    assert not names & {"corpus", "run_id", "corpus_sha256", "corpus_docs"}, names

@@ -23,7 +23,7 @@ import statistics
 
 import numpy as np
 import pytest
-from browser_helpers import ARGS, chromium_or_skip
+from browser_helpers import ARGS, chromium_or_skip, write_big_vocab_run
 from cli_helpers import make_runs
 from test_planetarium import asks, check_page_numbers
 
@@ -121,12 +121,20 @@ def page(browser, runs):
 
 
 def wait_until(page, condition, seconds=5):
-    """Poll a JavaScript condition from here: the page's policy forbids the eval behind page.wait_for_function."""
-    for _ in range(int(seconds / 0.05)):
-        if page.evaluate(condition):
-            return
-        page.wait_for_timeout(50)
-    raise AssertionError(f"{condition} did not become true within {seconds} s")
+    """Wait until a JavaScript condition holds, checked in the page at every animation
+    frame (its policy forbids the eval behind page.wait_for_function); `seconds` only
+    bounds a wait that never ends."""
+    held = page.evaluate(f"""new Promise(done => {{ const end = performance.now() + {seconds * 1000};
+        (function check() {{ if ({condition}) done(true); else if (performance.now() > end) done(false);
+                             else requestAnimationFrame(check); }})(); }})""")
+    assert held, f"{condition} did not become true within {seconds} s"
+
+
+# the page's scroll at rest: the same scrollY over 10 animation frames in a row (a
+# touch's fling has ended)
+SCROLL_AT_REST = """new Promise(done => { let last = null, same = 0;
+    (function look() { same = window.scrollY === last ? same + 1 : 0; last = window.scrollY;
+                       if (same >= 10) done(last); else requestAnimationFrame(look); })(); })"""
 
 
 def picture(page, i):
@@ -154,7 +162,8 @@ def reset(page, prefix="", time=None, T=50):
     """Back to a known view: everything but the retraction and trails on, a prefix, the time (default: the end)."""
     page.evaluate("""([prefix, time, T]) => {
         const P = window.__planetarium;
-        Object.assign(P.state.show, {stars: true, out: true, path: true, drift: false, trail: false, trueH: true});
+        Object.assign(P.state.show, {stars: true, out: true, path: true, drift: false, trail: false, trueH: true,
+                                      allCaps: true});
         P.state.selected = []; P.state.hover = null;
         P.state.R = [[0.8253, 0, 0.5646], [0.2456, 0.9004, -0.3590], [-0.5084, 0.4350, 0.7431]];
         document.getElementById('prefix').value = prefix; P.state.prefix = prefix;
@@ -930,11 +939,42 @@ def test_the_page_opens_on_a_typed_name_facing_h(browser, runs):
     assert "BOS（終わり）" in pg.inner_text(".readout >> nth=0") + pg.inner_text("#probs")
     assert "1/e" in pg.inner_text("#capLine") and pg.is_visible("#capLine")
     pg.click("#lang")
-    assert "BOS (end)" in pg.inner_text("#probs") and "not where it wins" in pg.inner_text("#capLine")
+    assert "BOS (end)" in pg.inner_text("#probs") and "not on h" in pg.inner_text("#capLine")
     assert "fresh" in pg.get_attribute("#tourButton", "class")  # (lit until first used)
     pg.click("#tourButton")
     pg.click("#tourClose")
     assert "fresh" not in pg.get_attribute("#tourButton", "class")
+    close_page(pg)
+
+
+def test_the_sphere_sky_opens_with_the_likeliest_characters_cap_alone(browser, runs):
+    """The caps do not fill the first screen: the sphere sky draws the likeliest
+    character's cap alone (the pixels on the other two rims change only when the visible
+    option asks for all three); the tour's caps step draws all three; the line under the
+    skies says that a cap's size is set by κ alone and that h may lie outside the
+    likeliest character's cap (as it does here)."""
+    pg = open_page(browser, runs["html"], 1440, 900)
+    option = pg.locator("#options input[data-opt=allCaps]")
+    assert option.is_visible() and not option.is_checked()
+    one = pg.evaluate("window.__planetarium.projected(1)")
+    pg.click("#options input[data-opt=allCaps]")
+    three = pg.evaluate("window.__planetarium.projected(1)")
+    others = [p for key in ("stars", "out", "path") for p in three[key]] + one["caps"]
+    added = [p for p in three["caps"] if p not in one["caps"] and
+             all((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 > 14 ** 2 for q in others)]
+    assert len(added) >= 10, len(added)
+    on = pixels_at(pg, 1, added)
+    pg.click("#options input[data-opt=allCaps]")
+    assert changed_share(on, pixels_at(pg, 1, added)) >= 0.6
+    top = pg.evaluate("window.__planetarium.view(1).top[0]")
+    cap, cosines = pg.evaluate(f"window.__planetarium.cap(1, {top!r})"), pg.evaluate("window.__planetarium.cosToH(1)")
+    # h outside the likeliest character's cap
+    assert cosines[cap["i"]][1] < np.cos(cap["theta"])
+    assert "h にはよりません" in pg.inner_text("#capLine")
+    pg.click("#lang")
+    assert "not on h" in pg.inner_text("#capLine") and "outside the likeliest" in pg.inner_text("#capLine")
+    pg.evaluate("window.__planetarium.tour(3)")  # the caps step
+    assert "cap" in pg.inner_text("#tourText").lower() and option.is_checked()
     close_page(pg)
 
 
@@ -977,7 +1017,7 @@ def test_a_replay_is_announced_once_not_per_frame(page):
     page.evaluate("window.__liveChanges = []")
     page.press("#prefix", "End")
     page.type("#prefix", "xyz", delay=50)
-    page.wait_for_timeout(900)
+    wait_until(page, "window.__liveChanges.some(c => c.includes('emmaxyz'))")
     changes = page.evaluate("window.__liveChanges")
     assert len(changes) == 1 and "emmaxyz" in changes[0], changes
     page.select_option("#speed", "1")
@@ -1004,9 +1044,9 @@ def test_reduced_motion_steps_between_snapshots(browser, runs):
     pg.click("#play")
     pg.evaluate("""() => { const P = window.__planetarium; window.__between = [];
         (function look() { window.__between.push(P.view(1).f); if (P.state.playing) requestAnimationFrame(look); })(); }""")
-    pg.wait_for_timeout(1500)
+    # (fails if no frame falls between two snapshots)
+    wait_until(pg, "window.__between.some(f => f > 0)", seconds=10)
     pg.click("#play")
-    assert max(pg.evaluate("window.__between")) > 0
     close_page(pg)
 
 
@@ -1108,7 +1148,7 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
         for i in range(1, 11):
             cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": at(i / 10)})
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-        pg.wait_for_timeout(400)
+        pg.evaluate(SCROLL_AT_REST)
 
     R = pg.evaluate("window.__planetarium.state.R")
     swipe(120, 0)
@@ -1117,7 +1157,6 @@ def test_a_vertical_swipe_on_a_sky_scrolls_the_page_and_a_sideways_drag_turns_it
     swipe(0, -150)
     assert pg.evaluate("window.scrollY") > scrolled + 50
     assert pg.evaluate("window.__planetarium.state.R") == R2
-    pg.wait_for_timeout(700)  # (the scroll's fling settles)
     pg.evaluate(f"window.scrollTo(0, {scrolled})")  # (the sky back under the fingers)
     scrolled = pg.evaluate("window.scrollY")
     swipe(0, -80, fingers=2)  # two fingers turn the sky, vertically too, and leave the page where it is
@@ -1129,6 +1168,11 @@ def test_on_a_phone_a_typed_name_is_drawn_where_the_learner_looks(browser, runs)
     """At 375 x 667 the name box and the replay come before the skies and stay at the top; focusing the name box brings
     the first sky up under them: at least 60% of its canvas is on the screen, uncovered."""
     pg = open_page(browser, runs["html"], 375, 667, 2)
+    # the first sky starts so high that 60% of it is on the first screen, both languages
+    for _ in range(2):
+        sky = pg.locator(".dome canvas").first.bounding_box()
+        assert 667 - sky["y"] >= 0.6 * sky["height"], (pg.evaluate("document.documentElement.lang"), sky)
+        pg.click("#lang")
     quick, sky = pg.locator("#quick").bounding_box(), pg.locator(".dome canvas").first.bounding_box()
     assert quick["y"] + quick["height"] <= sky["y"] and quick["y"] < 667 / 2
     pg.focus("#prefix")
@@ -1255,12 +1299,12 @@ def test_a_screen_reader_hears_values_and_the_keyboard_reaches_everything(page):
 
 def test_a_scrub_is_announced_once_when_it_ends(page):
     """A mouse drag along the replay slider across many snapshots changes the live region once, on release."""
-    reset(page, prefix="emma")
-    for _ in range(100):  # (the page's CSP refuses wait_for_function's eval: poll)
-        if "emma" in page.evaluate("document.getElementById('announce').textContent"):
-            break
-        page.wait_for_timeout(50)
-    page.evaluate(LIVE_COUNTER)  # (after the name's own announcement, which comes a moment later)
+    reset(page)
+    page.evaluate("document.getElementById('announce').textContent = ''")
+    # typed: announced once the typing pauses; the count starts after that
+    page.fill("#prefix", "emma")
+    wait_until(page, "document.getElementById('announce').textContent.includes('「emma」')")
+    page.evaluate(LIVE_COUNTER)
     box = page.locator("#replay").bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.9, y)
@@ -1315,6 +1359,9 @@ def test_the_guided_tour_moves_through_five_steps(page):
 
 CANVAS_SIZE = "(() => { const c = document.querySelector('.dome canvas'); " \
               "return [c.width, c.getBoundingClientRect().width]; })()"
+# the first sky's canvas has its box's size in device pixels (what a resize or a new
+# pixel ratio waits for)
+FITTED = f"(Math.abs({CANVAS_SIZE}[0] - {CANVAS_SIZE}[1] * window.devicePixelRatio) <= 1)"
 
 
 def overlaps(a, b):
@@ -1383,13 +1430,11 @@ def test_no_control_covers_a_sky_and_nothing_scrolls_sideways(browser, runs, wid
     cdp = pg.context.new_cdp_session(pg)
     cdp.send("Emulation.setDeviceMetricsOverride", {"width": width - 10, "height": height,
                                                     "deviceScaleFactor": scale + 1, "mobile": False})
-    pg.wait_for_timeout(300)
-    dims = pg.evaluate(CANVAS_SIZE)
-    assert abs(dims[0] - dims[1] * (scale + 1)) <= 1, dims
+    wait_until(pg, f"window.devicePixelRatio === {scale + 1} && {FITTED}")
     cdp.send("Emulation.clearDeviceMetricsOverride")
     # a resize redraws at the new size
     pg.set_viewport_size({"width": max(360, width - 100), "height": height})
-    pg.wait_for_timeout(300)
+    wait_until(pg, f"window.innerWidth === {max(360, width - 100)} && {FITTED}")
     dims, ratio = pg.evaluate(CANVAS_SIZE), pg.evaluate("window.devicePixelRatio")
     assert dims[1] <= max(360, width - 100) and abs(dims[0] - dims[1] * ratio) <= 1, (dims, ratio)
     assert pg.evaluate("document.documentElement.scrollWidth") <= max(360, width - 100)
@@ -1489,18 +1534,9 @@ def test_a_big_vocabulary_draws_a_bounded_subset_of_its_stars(browser, tmp_path,
     """A run of 3,000 characters (random weights, 5 snapshots): planetarium.py says in one line that each sky draws
     400 of its stars; the page draws the likeliest and those nearest h (the top 3 among them), and prints the time a
     frame takes while the camera turns (a measurement, not a limit)."""
-    from harness.history import History
-    from model_config import GPTConfig
-    vocab = [chr(0x4E00 + i) for i in range(3000)]
-    cfg = GPTConfig(vocab_size=len(vocab) + 1)
-    h, rng, params = History(cfg, vocab, 20, count=5), np.random.default_rng(0), mg.init_params(cfg)
-    for step in range(21):
-        if h.due(step):
-            h.record(step, {k: v + 0.01 * step * rng.normal(size=np.shape(v)) for k, v in params.items()})
-    (tmp_path / "big").mkdir()
-    h.save(str(tmp_path / "big" / HISTORY_NAME), [3.0 - 0.01 * i for i in range(20)], [(20, 2.9)])
     html = tmp_path / "big.html"
-    assert planetarium.main([str(tmp_path / "big"), "--html", str(html), "--lang", "en"]) == 0
+    run = write_big_vocab_run(tmp_path / "big")
+    assert planetarium.main([run, "--html", str(html), "--lang", "en"]) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if "3,001" in line]
     assert len(notes) == 1 and str(planetarium.STAR_LIMIT) in notes[0], notes
     pg = open_page(browser, html)
@@ -1519,14 +1555,19 @@ def test_a_big_vocabulary_draws_a_bounded_subset_of_its_stars(browser, tmp_path,
 
 
 def test_the_docs_screenshots(browser, runs, tmp_path):
-    """The page as docs/planetarium.md shows it, at 1440 x 900 and 375 x 667: a name typed, the sphere sky facing its
-    h, T = 0.5, the retraction on, a third of the way through training for the wide one."""
+    """The page as docs/planetarium.md shows it (and names it), at 1440 x 900 and 375 x
+    667: a name typed, the sphere sky facing its h with the likeliest character's cap, T
+    = 0.5, the retraction on, a third of the way through training for the wide one."""
     folder = os.environ.get("PLANETARIUM_SCREENSHOTS") or str(tmp_path)
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "planetarium.md"), encoding="utf-8") as f:
+        docs = f.read()
     for width, height, scale in ((1440, 900, 1), (375, 667, 2)):
+        assert f"planetarium-{width}.png" in docs
         pg = open_page(browser, runs["html"], width, height, scale)
         steps = pg.evaluate("window.__planetarium.view(1).steps")
         reset(pg, prefix="emma", time=None if width < 900 else steps[25], T=25)
-        pg.evaluate("window.__planetarium.show('drift', true); window.__planetarium.state.selected = ['a'];"
+        pg.evaluate("window.__planetarium.state.show.allCaps = false;"
+                    "window.__planetarium.show('drift', true); window.__planetarium.state.selected = ['a'];"
                     "window.__planetarium.update(); window.__planetarium.faceH(1); window.__planetarium.drawFrame();"
                     "document.activeElement.blur(); window.scrollTo(0, 0)")
         path = os.path.join(folder, f"planetarium-{width}.png")

@@ -9,6 +9,7 @@ from cli_helpers import ROOT
 import microgpt
 import settings
 from harness import cli
+from harness.checkpoints import RunIdentity
 from model_config import TRAINING_FIELDS, GPTConfig, TrainState
 from settings import BY_NAME, DEFAULTS, SETTINGS, STORED, InputError, check, resumed
 
@@ -33,9 +34,12 @@ def test_the_flags_the_config_and_the_state_come_from_the_table():
     model = [s.name for s in SETTINGS if s.group == "model"]
     assert [f for f in GPTConfig.__dataclass_fields__ if f != "vocab_size"] == model
     assert {n: GPTConfig.__dataclass_fields__[n].default for n in model} == {n: DEFAULTS[n] for n in model}
+    # the state holds every stored setting but the corpus, which the run's identity holds
     fields = TrainState.__dataclass_fields__
-    assert all(fields[s.name].default == s.default for s in STORED)
-    assert not [s.name for s in SETTINGS if s.resume and s.group != "model" and s.name not in fields]
+    training = [s for s in STORED if s.name != "corpus"]
+    assert [s.name for s in STORED if s not in training] == ["corpus"]
+    assert all(s.name in fields and fields[s.name].default == s.default for s in training)
+    assert RunIdentity().corpus == DEFAULTS["corpus"]
     # train() takes every stored setting but the corpus (the harness records it), with its default
     train = inspect.signature(microgpt.train).parameters
     assert {name: train[name].default for name in TRAINING_FIELDS} == \

@@ -50,16 +50,19 @@ MISTAKES = {
     "05-4": ("Tensor.grad_enabled = before", "Tensor.grad_enabled = True"),
     "06-1": ("da.reshape(-1, da.shape[-1]).sum(axis=0)", "da.sum(axis=0)"),  # one batch axis
     "06-2": ("dy * keep / (1 - p)", "dy * keep"),
+    "06-3": ("(e,)", "(a.data,)"),                                     # the input, not e^x
     "07-1": ("6.0 / fan_in", "3.0 / fan_in"),
     "07-2": ("return alpha * np.outer(ds, q)", "return np.outer(ds, q)"),
     "07-3": ("2 / (fan_in + fan_out)", "1 / fan_in"),
     "08-1": ("np.tril(", "np.triu("),
     "08-2": ("T * C + ", ""),
+    "08-3": ("(1 / a.data,)", "(1 / a.data ** 2,)"),
     "09-1": ("np.ones((vocab_size, vocab_size))", "np.zeros((vocab_size, vocab_size)) + 0.5"),
     "09-2": ("np.abs(g) + eps", "np.abs(g)"),
     "09-3": ("m[:] = beta1", "m = beta1"),
     "10-1": ("4 * C", "3 * C"),
     "10-2": ("/ temperature", "* temperature"),
+    "10-3": ("k * a.data ** (k - 1)", "k * a.data ** k"),
     "11-1": ("return dy / eps", "return dy"),
     "12-1": ("axis=1, keepdims", "axis=0, keepdims"),           # unit columns, not rows
     "13-1": ("(1 - 2 * k2 / 21)", "(1 - 2 * k2 / 63)"),     # a wrong coefficient in the series
@@ -103,21 +106,24 @@ def check_line(key):
 
 
 def namespace(number):
-    """What the notebook has defined when its checks run: imports, and its own classes."""
+    """What the notebook has defined when its checks run: imports, and its own classes (06,
+    08 and 10 extend notebook 01's Value: theirs is checked on it)."""
     import sphere
     import utils
     ns = {"math": math, "np": np, "contextmanager": contextmanager, "exercises": exercises,
           "sphere": sphere, "linear_np": utils.linear_np,
           "linear_np_backward": utils.linear_np_backward, "softmax_np": utils.softmax_np}
-    for code in notebook_cells(number):
+    on_value_01 = number in ("06", "08", "10")
+    for code in notebook_cells("01" if on_value_01 else number):
         if code.startswith(("class Value", "class Tensor", "class Parameter")) or \
                 code.startswith("import exercises") and "def mixture_posterior" in code:
             exec(code, ns)
     return ns
 
 
-# The pieces a notebook carries forward from an earlier one: 12 runs the learner's Adam of 09.
-CARRIED = {"12": ["09-3"]}
+# The pieces a notebook carries forward from an earlier one: 12 runs the learner's Adam of 09;
+# exp (06), log (08) and ** (10) are nodes of notebook 01's Value, built by its five pieces.
+CARRIED = {"12": ["09-3"], **{n: [f"01-{k}" for k in range(1, 6)] for n in ("06", "08", "10")}}
 
 
 def run(key, code):
@@ -204,11 +210,20 @@ def test_notebook_03_runs_the_learners_linear_on_their_value_of_notebook_01(tmp_
 
 @pytest.mark.slow
 def test_notebook_10_trains_like_microgpt_with_the_learners_pasted_pieces(tmp_path):
-    # 10 §3 closes chapter 22: with the worked solutions of 03 and 09 pasted where it asks, the
-    # learner's linear, softmax, rmsnorm and Adam train gpt's code to microgpt.train's losses
-    pasted = "\n\n".join(code_of(key) for key in ("03-1", "03-2", "03-3"))
-    text = executed_with_pasted("10", tmp_path, [("linear = softmax = rmsnorm = None", pasted),
-                                                 ("adam_update = None", code_of("09-3"))])
-    assert "この先は参照の実装で続けます" not in text, "a pasted piece was not accepted"
-    worst = float(re.search(r"30 ステップの損失の差の最大：([0-9.e+-]+)", text).group(1))
+    # 10 §3 closes chapter 22: with notebook 01's Value and the worked solutions of 01, 06, 08,
+    # 03, 09 and 10 pasted where it asks, the learner's own engine, functions and Adam train
+    # gpt's code to microgpt.train's losses (to rounding: a / b as a * b ** -1, another order)
+    value_class = next(code for code in notebook_cells("01") if code.startswith("class Value"))
+    engine = "\n\n".join([value_class] + [code_of(f"01-{k}") for k in range(1, 7)])
+    functions = "\n\n".join(code_of(key) for key in ("03-1", "03-2", "03-3"))
+    stub = ('def power(a, k):\n    # ここに書く：Value(a.data ** k, (a,), (局所勾配,), f"**{k}")\n'
+            "    raise NotImplementedError")
+    text = executed_with_pasted("10", tmp_path, [
+        ("Value = relu = None", engine), ("exp = log = None", code_of("06-3") + code_of("08-3")),
+        ("linear = softmax = rmsnorm = None", functions), ("adam_update = None", code_of("09-3")),
+        (stub, code_of("10-3").rstrip())])
+    assert "この先は解答例で続ける部品： なし" in text, "a pasted piece was not accepted"
+    table = text[text.index("自分の Value の上の3つの関数"):].split("→", 1)[1].split("\n", 1)[0]
+    assert "すべての点で一致しました" in table, text
+    worst = float(re.search(r"損失の差の最大 ([0-9.e+-]+)", text).group(1))
     assert worst < 1e-12, text

@@ -11,7 +11,7 @@
   const FONT = DATA.font ? `"${DATA.font}", sans-serif` : "sans-serif";
   const runs = DATA.runs.map(M.decodeRun);
   const RUN_COLORS = ["#5cc8ff", "#ffb454", "#c792ea", "#7fd962"];
-  const TOP = 3;  // characters labelled on the sky, with caps (sphere mode)
+  const TOP = 3;  // characters labelled on the sky, with caps (sphere mode: the first only, until all are asked for)
   const REPLAY_SECONDS = 12;  // the whole run at speed x1
   const REDUCED_MOTION = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)");
   const SLIDER = 1000;  // the replay slider's resolution
@@ -21,7 +21,7 @@
   const allSteps = Array.from(new Set(runs.flatMap((r) => r.data.steps))).sort((a, b) => a - b);
   const state = {
     lang: DATA.lang === "en" ? "en" : "ja", time: allSteps[allSteps.length - 1], playing: false, speed: 1, prefix: "", T: 1,
-    show: { stars: true, out: true, path: true, drift: false, trail: false, trueH: true },
+    show: { stars: true, out: true, path: true, drift: false, trail: false, trueH: true, allCaps: false },
     selected: [], hover: null, R: mul(rotX(-0.45), rotY(0.6)), drag: null, tour: -1, turning: null,
   };
   function t(key, vars) {
@@ -441,7 +441,7 @@
     items.lm3 = lm3;
     for (let i = 0; i < r.V; i++) items.out.push(scr(lm3[i]));
     if (r.sphere) {
-      for (const i of v.top) {
+      for (const i of state.show.allCaps ? v.top : v.top.slice(0, 1)) {
         const cap = capOf(r, i, lm3);
         cap.i = i;
         cap.rim = cap.whole ? null : circle(cap.c, cap.th, 48).map(scr);
@@ -963,14 +963,17 @@
     if (show.stars) parts.push(item("●", "#f4f7ff", "legendIn") + (r.sphere ? "" : `<span>${esc(t("legendSize"))}</span>`));
     if (show.stars) parts.push(item("●", "#ffd166", "legendBos"));
     if (show.out) parts.push(item("◆", "#ff9a76", "legendOut"));
-    if (show.out && r.sphere) parts.push(item("○", "#ff9a76", "legendCap"));
+    if (show.out && r.sphere) parts.push(item("○", "#ff9a76", show.allCaps ? "legendCaps" : "legendCap"));
     if (show.path) parts.push(item("◎", "#67e3c0", "legendH"));
     return parts.join("");
   }
   function buildOptions() {
     const opts = [["stars", "optStars", "●", "#f4f7ff"], ["out", runs.some((r) => r.sphere) ? "optOut" : "optOutRms", "◆", "#ff9a76"], ["trueH", "optTrueH", "◇", "#ff9a76"],
       ["path", "optPath", "◎", "#67e3c0"], ["trail", "optTrail", "∼", "#c9d2e8"]];
-    if (runs.some((r) => r.sphere)) opts.splice(3, 0, ["drift", "optDrift", "↑", "#ff5d9e"]);
+    if (runs.some((r) => r.sphere)) {
+      opts.splice(3, 0, ["drift", "optDrift", "↑", "#ff5d9e"]);
+      opts.splice(2, 0, ["allCaps", "optAllCaps", "○", "#ff9a76"]);
+    }
     const box = document.getElementById("options");
     box.querySelectorAll("label").forEach((el) => el.remove());
     box.insertAdjacentHTML("beforeend", opts.map(([key, label, sym, col]) =>
@@ -1228,7 +1231,7 @@
                  act: () => { setPlaying(false); setTime(planned); state.prefix = EXAMPLE; setT(50); update(); faceH(lastRun); } });
     if (sphereRun >= 0) {
       steps.push({ key: "caps", vars: { run: title(sphereRun) }, sky: sphereRun,
-                   act: () => { setPlaying(false); state.show.out = true; setT(25); update(); faceH(sphereRun); } });
+                   act: () => { setPlaying(false); Object.assign(state.show, { out: true, allCaps: true }); setT(25); update(); faceH(sphereRun); } });
       steps.push({ key: "retraction", vars: { run: title(sphereRun) }, sky: sphereRun, act: () => {
         setPlaying(false); state.show.drift = true; setTime(runs[sphereRun].data.steps[Math.min(2, runs[sphereRun].K - 1)]); update();
       } });
@@ -1335,7 +1338,7 @@
     // the cap of output star `label` of run ri as the sky draws it: its center and the star's direction (map)
     cap(ri, label) {
       const r = runs[ri], i = r.data.labels.indexOf(label), lm3 = skyItems(r).lm3, cap = capOf(r, i, lm3);
-      return { center: cap.c, star: lm3[i], anti: cap.anti, whole: cap.whole, theta: cap.th, kappa: cap.kappa };
+      return { i, center: cap.c, star: lm3[i], anti: cap.anti, whole: cap.whole, theta: cap.th, kappa: cap.kappa };
     },
     // each output star's cosine with h on the map and in C dimensions (the true-angle option makes them equal)
     cosToH(ri) {

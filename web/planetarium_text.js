@@ -34,7 +34,7 @@ const PlanetText = {
     layers: "表示するもの",
     optStars: "入力の星（埋め込み wte の行）",
     optOut: "出力の星（lm_head の行）と vMF キャップ", optOutRms: "出力の星（lm_head の行）",
-    optTrueH: "出力の星を h からの本当の角度に置く",
+    optAllCaps: "vMF キャップを上位 3 文字すべてに", optTrueH: "出力の星を h からの本当の角度に置く",
     optPath: "名前の道（隠れ状態 h と残差ステップ）",
     optDrift: "リトラクション前の位置（Adam の一歩）",
     optTrail: "星の軌跡（ステップ 0 から）",
@@ -64,9 +64,10 @@ const PlanetText = {
     bosEnd: "BOS（終わり）",
     quickHeading: "名前と再生", controlsHeading: "設定と数値", skiesHeading: "空（各 run の星）", notesHeading: "この図の読み方",
     legendIn: "入力の星", legendOut: "出力の星", legendBos: "BOS（名前の始まり・終わり）", legendH: "h（最後の位置）",
-    legendCap: "vMF キャップ", legendSize: "（大きさ＝ノルム）", legendUnit: "どれもノルム 1",
-    capLine: "○ キャップは、その文字自身の vMF 密度が 1/e に落ちる範囲です。その文字が「勝つ」範囲ではありません：" +
-      "h がキャップの中でも、ほかの文字の確率のほうが高いことがあります。",
+    legendCap: "vMF キャップ（1 位）", legendCaps: "vMF キャップ（上位 3）", legendSize: "（大きさ＝ノルム）", legendUnit: "どれもノルム 1",
+    capLine: "○ キャップは、その文字自身の vMF 密度 exp(κ w·h) がピークの 1/e に落ちる範囲で、半径 arccos(1 − 1/κ) は" +
+      " κ = s_z / T だけで決まり、h にはよりません。どの文字が勝つかは全文字の κ w·h の比べ合いで決まるので、最も確率の" +
+      "高い文字のキャップの外に h があることも、キャップの中でほかの文字が勝つこともあります。",
     announceTop: "{run}：次の文字 {list}。",
     announcePause: "停止：ステップ {s}。", announceStep: "ステップ {s}。",
     skip: "空へ移動", tempValue: "T = {T}",
@@ -81,7 +82,7 @@ const PlanetText = {
         "来るよう回転してあります（直交プロクラステス）。図の上の角度は本当の角度から歪みます。射影で長さの多くを失った星ほど薄く" +
         "描きます。出力の星は、h との角度だけは正確になるよう、h を通る大円に沿って本当の角度 arccos(w·h) の位置に置きます" +
         "（オプションで切り替え）：h に近い出力の星ほど、その文字が次に来やすい。正確な値（コサイン、確率）は数値で示します。",
-      caps: "<b>vMF キャップ。</b>確率の上位 3 文字の出力の星 w_k を囲む円は、vMF 分布 exp(κ w_k·h) の密度がピークの 1/e に落ちる角度 " +
+      caps: "<b>vMF キャップ。</b>確率が 1 位の文字（オプションで上位 3 文字）の出力の星 w_k を囲む円は、vMF 分布 exp(κ w_k·h) の密度がピークの 1/e に落ちる角度 " +
         "cos θ = 1 − 1/κ です（κ = s_z,k / T）。κ が大きいほどキャップは小さく、その文字の確率は h の向きに敏感です。" +
         "|κ| ≦ 1/2 ならキャップは球面全体。s_z が負の文字は、h が w_k から離れるほど確率が上がります：密度のピークは反対側の点 −w_k" +
         " にあり、キャップはそこに破線で描きます。",
@@ -133,7 +134,7 @@ const PlanetText = {
     subtitle: "Lecture 3, “Building the planetarium”: stars (token embeddings) get their meaning from their " +
       "direction on the unit sphere. Drag or use the arrow keys to rotate, click stars to pick them.",
     subtitleShort: "Stars (token embeddings) get their meaning from their direction on the unit sphere.",
-    hint: "▶ replays training · type a name · take the guided tour",
+    hint: "▶ replays training · type a name · the guided tour",
     capKappa: "κ = {k}",
     lang: "日本語", langLabel: "日本語に切り替える",
     tourOpen: "Guided tour", tourBack: "◀ Back", tourNext: "Next ▶", tourClose: "Close", tourCount: "{i} / {n}",
@@ -158,7 +159,7 @@ const PlanetText = {
     layers: "Show",
     optStars: "Input stars (rows of the embedding wte)",
     optOut: "Output stars (rows of lm_head) and vMF caps", optOutRms: "Output stars (rows of lm_head)",
-    optTrueH: "Output stars at their true angle from h",
+    optAllCaps: "vMF caps for all top 3 characters", optTrueH: "Output stars at their true angle from h",
     optPath: "A name's path (hidden states h, residual steps)",
     optDrift: "Position before the retraction (Adam's step)",
     optTrail: "Star trails (from step 0)",
@@ -190,9 +191,11 @@ const PlanetText = {
     quickHeading: "Name and replay", controlsHeading: "Settings and numbers", skiesHeading: "Skies (the stars of each run)",
     notesHeading: "How to read this map",
     legendIn: "input star", legendOut: "output star", legendBos: "BOS (start and end of a name)", legendH: "h (last position)",
-    legendCap: "vMF cap", legendSize: "(size = norm)", legendUnit: "all of norm 1",
-    capLine: "○ A cap is where that character's own vMF density falls to 1/e: not where it wins. h can lie inside a cap " +
-      "while another character is likelier.",
+    legendCap: "vMF cap (the likeliest)", legendCaps: "vMF caps (top 3)", legendSize: "(size = norm)", legendUnit: "all of norm 1",
+    capLine: "○ A cap is where that character's own vMF density exp(κ w·h) falls to 1/e of its peak: its radius " +
+      "arccos(1 − 1/κ) depends on κ = s_z / T alone, not on h. Which character wins is decided by comparing κ w·h " +
+      "across all characters, so h can lie outside the likeliest character's cap, and inside a cap while another " +
+      "character is likelier.",
     announceTop: "{run}: next {list}.",
     announcePause: "Paused at step {s}.", announceStep: "Step {s}.",
     skip: "Skip to the skies", tempValue: "T = {T}",
@@ -205,8 +208,8 @@ const PlanetText = {
         "Procrustes). Angles on the map are distorted; a star is the fainter the more of its length the projection " +
         "lost. Output stars are placed at their true angle arccos(w·h) from h, along the map's great circle through h " +
         "(an option): their nearness to h is the real one. The exact values (cosines, probabilities) are shown as numbers.",
-      caps: "<b>vMF caps.</b> The circle around the output star w_k of each of the top 3 characters is where the vMF density " +
-        "exp(κ w_k·h) falls to 1/e of its peak: cos θ = 1 − 1/κ with κ = s_z,k / T. The larger κ, the smaller the cap " +
+      caps: "<b>vMF caps.</b> The circle around the output star w_k of the likeliest character (of each of the top 3, " +
+        "as an option) is where the vMF density exp(κ w_k·h) falls to 1/e of its peak: cos θ = 1 − 1/κ with κ = s_z,k / T. The larger κ, the smaller the cap " +
         "and the more that character's probability depends on the direction of h; for |κ| ≦ 1/2 the cap is the whole " +
         "sphere. A character with a negative s_z gets likelier the further h points from w_k: its density peaks at " +
         "the opposite point −w_k, where its cap is drawn dashed.",

@@ -213,7 +213,7 @@ print("出力の二乗平均         =", sum(v.data**2 for v in y) / 2)
 # `linear` が使う演算は `+` と `*` だけで、どちらもノート 01 で自分で書きました。ノート 01 の `Value` のクラスと `add`、`mul`、`tanh`、`topological_order`、`backward` の
 # セルを、下のセルの `r'''` と `'''` の間に貼ると、ここで書いた `linear` を **自分のエンジンの上で** 動かし、値と勾配を `value.py` の `Value` と `utils.linear` に比べます。
 # 貼ったコードは、このノートの `Value`（`value.py` のもの）と混ざらないよう、別の名前空間で実行します（`exec`）。
-# 貼らなければ、この比較は飛ばします。`softmax` の `exp` と `rmsnorm` の累乗はノート 01 の `Value` にないので、この2つは `value.py` の `Value` で動かします。
+# 貼らなければ、この比較は飛ばします。`softmax` の `exp` と `rmsnorm` の累乗はノート 01 の `Value` にないので、この2つは `value.py` の `Value` で動かします（06、08、10 で足し、ノート 10 で3つとも自分の `Value` の上で動かします）。
 
 # %%
 NOTEBOOK_01 = r'''

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 第22章 `gpt`（1）：順伝播、KV キャッシュ、1つの位置を数値で追う
 #
-# （目安：本編 約34分、練習問題 約25分）
+# （目安：本編 約40分、練習問題 約25分）
 #
 # **対応する章:** microgpt 本 第22章（`gpt` 関数）。第21章の `linear` / `softmax` / `rmsnorm` を組み合わせて、
 # 1トークンずつ進む GPT の順伝播を作る章です。実装は `microgpt.py` の `gpt(token_id, pos_id, keys, values, state_dict, cfg)`。
@@ -14,8 +14,9 @@
 # 3. 短い名前 `emma` を1文字ずつ `gpt` に通し、**KV キャッシュが位置ごとに伸びていく** 様子。スカラーエンジンと NumPy エンジンが同じ値を出すこと。
 # 4. **`gpt` の1つの位置を数値で追う**：学習済みのモデルで、q、k、注意のロジット、注意の重み、各ヘッドの出力を表示し、
 #    手で追った計算が `gpt` の返すロジットとビット単位で一致することを確かめる。
-# 5. **発展**（読み飛ばしてかまいません）：注意の重みのヒートマップと、ヘッドの役割分担。因果マスクはどこにあるのか。
-# 6. まとめ、理解度チェックと練習問題（全位置・全ヘッドの因果的注意、パラメータの個数）。
+# 5. ノート 01 の自分の `Value` に `log` を足す（ノート 06 の `exp` に続く2つ目。ノート 10 で自分の部品だけで学習する準備）。
+# 6. **発展**（読み飛ばしてかまいません）：注意の重みのヒートマップと、ヘッドの役割分担。因果マスクはどこにあるのか。
+# 7. まとめ、理解度チェックと練習問題（全位置・全ヘッドの因果的注意、パラメータの個数）。
 #
 # §3 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
 
@@ -23,6 +24,7 @@
 import contextlib
 import inspect
 import io
+import math  # noqa: F401  (math.log: for your answer in §5)
 import sys
 from pathlib import Path
 
@@ -41,7 +43,7 @@ import numpy as np
 
 import microgpt
 from utils import linear, rmsnorm, softmax, softmax_np
-from value import topological_order
+from value import Value, topological_order
 
 plt.rcParams["figure.dpi"] = 100
 np.set_printoptions(precision=4, suppress=True)
@@ -324,6 +326,23 @@ print("手で追った重みと gpt_forward の重み（3 行目）の差の最�
       max(np.abs(weights_by_head[h] - att_np[h, POS, :POS + 1]).max() for h in range(n_head)))
 
 # %% [markdown]
+# ## 5. 自分の `Value` に `log` を足す
+#
+# 損失 $-\log p_t$ には `log` が要ります（ノート 06 の `exp` に続く2つ目。累乗はノート 10 で足します）。
+# $y = \log x$ の微分は $1/x$ なので、局所勾配は入力の値で書けます。`log(a)` を1つのノードとして書いてください。
+# ここの `Value` は `value.py` のものですが、作り方はノート 01 と同じなので、ノート 10 で自分の `Value` とそのまま使えます。
+# チェックは 06 と同じく、局所勾配を数値微分と比べます（「近い」が正解）。
+
+# %%
+def log(a):
+    # ここに書く：Value(math.log(a.data), (a,), (局所勾配,), "log")
+    raise NotImplementedError
+
+
+# %%
+exercises.check_08_log(Value, log)
+
+# %% [markdown]
 # ## 発展：注意の重みのヒートマップと、因果マスク（読み飛ばしてよい）
 #
 # §4 で追った注意の重みを、名前全体と検証用の名前で眺めます。
@@ -431,6 +450,7 @@ for pos in range(len(emma)):
 # | KV キャッシュ | `gpt` は1回に1位置。キャッシュにはそこまでのキーとバリューしかないので、因果マスクなしで未来を見ない | §3, §4 |
 # | 2つのエンジン | 1位置ずつの `gpt`（スカラー）と全位置を一度に計算する `gpt_forward`（NumPy）は、ロジットも勾配も丸め誤差の範囲で一致する | §3 |
 # | 1つの位置 | 手で追った計算は `gpt` のロジットとビット単位で一致する。注意の重みの比はロジットの差の指数 | §4 |
+# | 自分の `Value` に `log` | 局所勾配は $1/x$。数値微分と「近い」で確かめる | §5 |
 # | 注意の重み | ヘッドが見る場所を分担する（直前の文字を見るヘッドはバイグラムと同じ情報を運ぶ） | 発展 |
 #
 # ## 理解度チェック

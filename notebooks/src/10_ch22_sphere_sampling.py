@@ -1,16 +1,16 @@
 # %% [markdown]
 # # 第22章 `gpt`（3）：球面版 `gpt_sphere` との差分と、温度つきサンプリング
 #
-# （目安：本編 約33分、練習問題 約24分）
+# （目安：本編 約39分、練習問題 約24分）
 #
 # **対応する章:** microgpt 本 第22章（推論）と、講義3「プラネタリウムの建設: 球面へのパラダイムシフト」への橋渡し。
 # ノート 08 の `gpt` と、同じ引数を取る超球面版（nGPT）`gpt_sphere` を行単位で比べ、学習したモデルから温度を変えて名前を生成します。
 #
 # このノートで見られるもの：
 #
-# 1. `gpt` と `gpt_sphere` の **行単位の差分** と、違いの一つひとつの説明。$s_u$ が共通の倍率では何も変えないこと、初期化直後の球面版の確率に上限があること。
+# 1. `gpt` と `gpt_sphere` の **行単位の差分** と、違いの一つひとつの説明。初期化直後の球面版の確率に上限があること（$s_u$ が共通の倍率では何も変えないことは発展で）。
 # 2. 温度を変えたときの最初の文字の分布と、各温度で生成した名前。第22章の推論ループ（`engine="value"`）と NumPy 版が同じ名前を出すこと。
-# 3. **第22章のしめくくり**：ノート 03 の `linear`、`softmax`、`rmsnorm` とノート 09 の `adam_update` を貼り、自分の部品だけで tiny GPT を学習して `microgpt.train` と比べる。
+# 3. **第22章のしめくくり**：自分の `Value` に累乗を足し、ノート 03 の3つの関数をその上で動かし、01 の `Value`、06 の `exp`、08 の `log`、09 の Adam も合わせた自分の部品だけで tiny GPT を学習して `microgpt.train` と比べる。
 # 4. まとめ、理解度チェックと練習問題（球面モードで増えるパラメータ、温度つき softmax）。
 #
 # §1 には「予想してから確かめる」問いがあります。答えを開く前に、次のセルが何を表示するか予想してみてください。
@@ -20,6 +20,7 @@ import contextlib
 import difflib
 import inspect
 import io
+import math  # noqa: F401  (math.exp, math.log, math.tanh: for the pieces pasted in §3)
 import sys
 from pathlib import Path
 
@@ -76,40 +77,13 @@ print("\n".join(difflib.unified_diff(src_gpt, src_sphere, "gpt", "gpt_sphere", n
 # | ブロック入口の `x = rmsnorm(x)` | なし | 隠れ状態 $h$ はすでに単位ベクトルなので、入口の正規化は要りません。 |
 # | $q, k$ はそのまま、ロジットは $q_h \cdot k_h / \sqrt{d}$ | ヘッドごとに $q_h, k_h$ を `l2_normalize` して学習可能な $s_{qk}$ を掛け、ロジットは $q_h \cdot k_h \cdot \sqrt{d}$ | 単位ベクトル同士の内積はコサインで $[-1, 1]$ に収まります。$\sqrt{d}$ で割るとロジットがさらに小さくなり注意がほぼ一様になるので、逆に $\sqrt{d}$ を掛け、残りの倍率は $s_{qk}$（初期値 1）に学ばせます。`gpt` の $1/\sqrt{d}$ は、ノルムが制御されていない内積の分散を抑えるためのものです。 |
 # | 残差 `x = x + f(x)`（注意と MLP の2か所） | $h \leftarrow \mathrm{Norm}(h + \alpha\,(\mathrm{Norm}(f(h)) - h))$ | ブロックの出力を足し込むのではなく、球面上の $h$ から正規化した出力 $\mathrm{Norm}(f(h))$ の方向へ、次元ごとの学習可能な歩幅 $\alpha$（初期値 `alpha_init` = 0.05）だけ進み、`l2_normalize` で球面に戻します。コードは $h$ を `l2_normalize(h)` と書きますが、$h$ はすでに単位ベクトルなので同じものです。 |
-# | `mlp_fc1` の出力をそのまま ReLU へ | `mlp_fc1` の出力に $s_u$ を掛けてから ReLU | 入力が単位ベクトルなので `mlp_fc1` の出力（コサイン）は小さくなります。学習可能な $s_u$（初期値 $\sqrt{C} = 4$、隠れ層のユニットごとに1つ）を掛けます。ただし ReLU の後には正規化 $\mathrm{Norm}(h_M)$ が来るので、**全ユニットの $s_u$ を同じ倍率で変えても何も変わりません**。効くのはユニットどうしの比だけです（表のすぐ後のセル）。 |
+# | `mlp_fc1` の出力をそのまま ReLU へ | `mlp_fc1` の出力に $s_u$ を掛けてから ReLU | 入力が単位ベクトルなので `mlp_fc1` の出力（コサイン）は小さくなります。学習可能な $s_u$（初期値 $\sqrt{C} = 4$、隠れ層のユニットごとに1つ）を掛けます。ただし ReLU の後には正規化 $\mathrm{Norm}(h_M)$ が来るので、**全ユニットの $s_u$ を同じ倍率で変えても何も変わりません**。効くのはユニットどうしの比だけです（発展で確かめます）。 |
 # | `logits = linear(x, lm_head)` | `linear(h, lm_head)` に $s_z$ を掛ける | `lm_head` の行も $h$ も単位ベクトルなので、ロジットはコサイン（$[-1, 1]$）。そのままでは softmax がほとんど平らにしかならないので、トークンごとの学習可能な $s_z$ がロジットの幅を決めます。講義3 の von Mises–Fisher 分布の集中度 κ にあたるのがこの $s_z$ です（講義3 のノート 16 §1）。 |
 # | — | `base = n_embd ** -0.5`、`_abs(a)` | 倍率 $s_{qk}, \alpha, s_z$ は小さな値（`base` = $1/\sqrt{C}$）で保存し、順伝播で掛け戻します（Adam の一歩がちょうどよい大きさになる、nGPT の工夫）。$\alpha$ は絶対値を取って正に保ちます。 |
 # | ヘッドのループ変数 `h` | `hd` | 球面版では `h` が隠れ状態の名前なので、ループ変数の名前を変えただけです。 |
-#
-# $s_u$ の行を確かめます。ReLU は正の数倍と入れ替えられる（$\mathrm{relu}(cu) = c\,\mathrm{relu}(u)$、$c > 0$：正の同次性）ので、
-# 全ユニットの $s_u$ を $c$ 倍すると MLP の出力 $h_M$ も $c$ 倍になり、その後の $\mathrm{Norm}(h_M)$ で消えます。$\sqrt{C}$ の因子も含めて、
-# 共通の倍率は何も変えません。ランダムな球面モデル（$s_u$ もユニットごとにばらつかせる）で、全部を 7.3 倍したときと、半分のユニットだけ 7.3 倍したときのロジットの変化を比べます。
 
-# %%
-cfg_su = microgpt.GPTConfig(vocab_size=cfg.vocab_size, norm="sphere")
-p_su = microgpt.init_params(cfg_su, seed=3)
-p_su["layer0.mlp_su"][...] = np.random.default_rng(0).uniform(0.5, 2.0, p_su["layer0.mlp_su"].shape)  # unequal units
-emma = microgpt.doc_tokens("emma", vocab)[:-1]
-before, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
-p_su["layer0.mlp_su"] *= 7.3                                  # every unit's s_u times 7.3
-after_all, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
-p_su["layer0.mlp_su"][: p_su["layer0.mlp_su"].size // 2] /= 7.3  # undo it for half of the units
-after_half, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
-print(f"全ユニットの s_u を 7.3 倍：ロジットの変化の最大 = {np.abs(after_all - before).max():.1e}")
-print(f"半分のユニットだけ 7.3 倍：ロジットの変化の最大 = {np.abs(after_half - before).max():.3f}")
-u = np.linspace(-3, 3, 7)
-silu = lambda t: t / (1 + np.exp(-t))  # noqa: E731  (nGPT's SwiGLU gate)
-print("7.3 倍して割り戻した差の最大：relu(7.3 u) / 7.3 - relu(u) =", np.abs(np.maximum(7.3 * u, 0) / 7.3 - np.maximum(u, 0)).max(),
-      "、silu(7.3 u) / 7.3 - silu(u) =", np.round(np.abs(silu(7.3 * u) / 7.3 - silu(u)).max(), 3))
 
 # %% [markdown]
-# 全ユニットを同じ倍率で変えたときのロジットの変化は丸め誤差の大きさで、半分だけ変えると目に見えて変わります（上の出力の2行）。
-# $s_u$ が決めるのは「隠れ層の大きさ」ではなく、**ユニットどうしの相対的な重み** です。
-# nGPT の論文とコードでは、MLP は ReLU ではなく SwiGLU（$\mathrm{SiLU}(s_v \odot v) \odot (s_u \odot u)$）で、$\sqrt{d_{\text{model}}}$ の因子は
-# $s_u$ ではなく SiLU のゲートに入る $s_v$ の側にあります。SiLU は正の同次性を持たない（最後の行：7.3 倍して割り戻すと値が変わる）ので、
-# そちらの倍率には意味があるからです。このプロジェクトが論文から変えている点（ReLU と $s_u$ だけ、学習する位置埋め込み `wpe`）は、
-# 講義3 のノート 15 の発展 にまとめています。
-#
 # 表の $s_z$ の行の意味を数値で見ておきます。球面版を初期化して（学習なし）`emma` を通すと、$s_z$ の初期値は 1 なのでロジットはコサインそのもので、
 # 絶対値は 1 を超えません。
 #
@@ -196,43 +170,76 @@ print("engine='value' の名前：", ", ".join(by_value))
 print("engine='numpy' と同じ名前：", by_value == by_numpy)
 
 # %% [markdown]
-# %% [markdown]
-# ## 3. 第22章のしめくくり：自分の部品で学習する
+# ## 3. 第22章のしめくくり：自分の部品だけで学習する
 #
-# 第22章の部品は、ここまでにすべて自分で書いてきました。ノート 03 の `linear`、`softmax`、`rmsnorm` と、ノート 09 の `adam_update` です。
-# 最後に、それらだけで tiny GPT を学習し、損失を `microgpt.train` と比べます。
+# 第22章の部品は、ここまでにすべて自分で書いてきました。ノート 01 の `Value`（と練習問題 1 の `relu`）、06 の `exp`、08 の `log`、03 の `linear`、`softmax`、`rmsnorm`、09 の `adam_update` です。
+# 残る累乗をここで足し、それらだけで tiny GPT を学習して、損失を `microgpt.train` と比べます。
 #
-# **組み立て（貼り付け）：** 下の2つのセルの `= None` の行を、ノート 03 の3つの関数の `def` のセルと、ノート 09 の `adam_update` の `def` のセルに置き換えてください。
-# 貼ったものは、それぞれのノートと同じチェックにもう一度かけます（貼らなければ、参照の実装で先へ進みます）。
-# ノート 01 の `Value` は使いません。`+`、`*`、`tanh` しかなく、`softmax` の `exp` と損失の `log`、`rmsnorm` の累乗がないからです。数の入れ物は `value.py` の `Value` です。
+# **組み立て（貼り付け）：** 下のセルの `= None` の4行を、それぞれのノートのセル（`def` や `class` のセル）に置き換えてください。
+# 貼ったものはそれぞれのノートと同じチェックにもう一度かけ、貼らなければ解答例（`worked_solutions.md` と同じもの）で先へ進みます。
 
 # %%
-linear = softmax = rmsnorm = None   # ここにノート 03 の linear、softmax、rmsnorm を貼る (paste notebook 03's)
-
-# %%
-adam_update = None                   # ここにノート 09 の adam_update を貼る (paste notebook 09's)
+Value = relu = None                 # ここにノート 01 の Value のクラスと add、mul、tanh、topological_order、backward、relu を貼る
+exp = log = None                    # ここにノート 06 の exp とノート 08 の log を貼る
+linear = softmax = rmsnorm = None   # ここにノート 03 の linear、softmax、rmsnorm を貼る
+adam_update = None                  # ここにノート 09 の adam_update を貼る
 
 # %%
 import utils  # (the chapter's functions: where a piece is not pasted yet, or not yet right)
 
-for name, check, reference in (("linear", exercises.check_03_linear, utils.linear),
+worked = []                         # the pieces that continue as the worked solutions
+if Value is None:
+    Value = exercises.value_01()
+    worked.append("Value")
+for name, check, reference in (("relu", lambda f: exercises.check_01_relu(Value, f), exercises.relu_01),
+                               ("exp", lambda f: exercises.check_06_exp(Value, f), exercises.exp_06),
+                               ("log", lambda f: exercises.check_08_log(Value, f), exercises.log_08),
+                               ("linear", exercises.check_03_linear, utils.linear),
                                ("softmax", exercises.check_03_softmax, utils.softmax),
                                ("rmsnorm", exercises.check_03_rmsnorm, utils.rmsnorm),
                                ("adam_update", exercises.check_09_adam, exercises.adam_update_09)):
     if globals().get(name) is None or not check(globals()[name]):   # not pasted, or not yet right
         globals()[name] = reference
-        print(f"{name}：この先は参照の実装で続けます")
+        worked.append(name)
+print("この先は解答例で続ける部品：", "、".join(worked) if worked else "なし（すべて自分の部品）")
+
+# %% [markdown]
+# 累乗 $a^k$（$k$ はただの数）の微分は $k a^{k-1}$ です。`rmsnorm` の $(ms + \epsilon)^{-1/2}$ と、割り算 $a/b = a \cdot b^{-1}$ がこれを使います。
+# `power(a, k)` を1つのノードとして書いてください。チェックは 06、08 と同じく、局所勾配を数値微分と比べます。
+
+# %%
+def power(a, k):
+    # ここに書く：Value(a.data ** k, (a,), (局所勾配,), f"**{k}")
+    raise NotImplementedError
+
+
+# %%
+if not exercises.check_10_power(Value, power):   # 未回答か、まだ合わなければ、この先は解答例で
+    power = exercises.power_10
+
+# %% [markdown]
+# 関数をクラスの属性にすると、メソッドになります（`Value.exp = exp` なら `v.exp()` は `exp(v)`）。
+# 引き算と割り算は新しいノードを作らず、`*`、`+`、累乗の組み合わせで書きます。これで `softmax` と `rmsnorm` も自分の `Value` の上で動くので、
+# 3つの関数の値と勾配を、章の関数を `value.py` の `Value` で動かしたものと比べます。
+
+# %%
+Value.exp, Value.log, Value.relu, Value.__pow__ = exp, log, relu, power
+Value.__neg__ = lambda a: a * -1.0               # -a = a · (-1)
+Value.__sub__ = lambda a, b: a + -b              # a - b = a + (-b)（b がただの数でも）
+Value.__truediv__ = lambda a, b: a * b ** -1     # a / b = a · b^(-1)
+exercises.compare_on_values_10(Value, linear, softmax, rmsnorm)
 
 # %% [markdown]
 # `gpt` のコードは第22章のままで、その中の名前 `linear`、`softmax`、`rmsnorm` だけを自分の関数に差し替えて実行します（`types.FunctionType` で、同じコードを別の名前の表で動かす）。
-# 学習ループはノート 09 §2 と同じ4つの手順で、Adam は自分の `adam_update` です。30 ステップの損失を、同じシードの `microgpt.train` と並べます。
+# パラメータは自分の `Value` に入れ、学習ループはノート 09 §2 と同じ4つの手順、Adam は自分の `adam_update` です。30 ステップの損失を、同じデータ、シード、初期値の `microgpt.train` と並べます。
 
 # %%
 import types
 
 my_gpt = types.FunctionType(microgpt.gpt.__code__, {**vars(microgpt), "linear": linear,
                                                     "softmax": softmax, "rmsnorm": rmsnorm})
-model = microgpt.values_from_params(microgpt.init_params(cfg, seed=42))
+model = {key: [[Value(x) for x in row] for row in w.tolist()]
+         for key, w in microgpt.init_params(cfg, seed=42).items()}
 param_list = [p for mat in model.values() for row in mat for p in row]
 m_adam, v_adam = np.zeros(len(param_list)), np.zeros(len(param_list))
 train_tokens = [microgpt.doc_tokens(d, vocab) for d in train_docs]
@@ -254,16 +261,100 @@ for step in range(30):
 with contextlib.redirect_stdout(io.StringIO()):        # train prints each step's loss; not needed here
     reference_run = microgpt.train(train_docs, val_docs, vocab, cfg, steps=30, batch_size=1, engine="value",
                                    eval_every=30, seed=42)
+diff = np.abs(np.array(my_losses) - reference_run.train_loss)
 print("ステップ          1       2       3  ...      28      29      30")
-print("自分の部品     ", " ".join(f"{x:7.4f}" for x in my_losses[:3]), "...",
-      " ".join(f"{x:7.4f}" for x in my_losses[-3:]))
-print("microgpt.train ", " ".join(f"{x:7.4f}" for x in reference_run.train_loss[:3]), "...",
-      " ".join(f"{x:7.4f}" for x in reference_run.train_loss[-3:]))
-print(f"30 ステップの損失の差の最大：{np.abs(np.array(my_losses) - reference_run.train_loss).max():.1e}")
+for label, losses in (("自分の部品     ", my_losses), ("microgpt.train ", reference_run.train_loss)):
+    print(label, " ".join(f"{x:7.4f}" for x in losses[:3]), "...", " ".join(f"{x:7.4f}" for x in losses[-3:]))
+print(f"完全一致したステップ {int((diff == 0).sum())} / 30（最初に差が出たのはステップ "
+      f"{int(np.argmax(diff > 0)) + 1 if diff.any() else '—'}）、損失の差の最大 {diff.max():.1e}")
 
 # %% [markdown]
-# 損失が `microgpt.train` と一致すれば（差が丸め誤差の大きさ、$10^{-15}$ 程度まで）、第22章の学習は、自分で書いた部品だけで再現できたことになります。
-# 貼らずに実行した場合は、参照の実装どうしの比較なので差は 0 です。自分の関数で差が出るときは、上のチェックの表のどの点で外れたかを見てください。
+# 自分の部品だけで、第22章の学習が再現できました。解答例の部品では、30 ステップのうち 19 が完全一致し（最初に差が出るのはステップ 6）、差の最大は $8.9 \times 10^{-16}$（損失の最後の桁）です（上の出力）。
+# 差の出どころは2つで、どちらも丸めです：割り算を $a \cdot b^{-1}$ と計算すると丸めが1回増えること（`value.py` は $a/b$ を1回で計算する。3つの関数の表で `softmax` の行だけが完全一致しないのはこのため）と、
+# 何度も使われるノードで、勾配を足し合わせる順番がトポロジカル順の違いで変わること（浮動小数点の足し算は順番で最後の桁が変わる）です。
+# 2つとも `value.py` と同じにすると、勾配も損失も完全に一致します（発展で、1ステップ目の勾配で確かめます）。
+# 自分の部品で差が $10^{-12}$ より大きければ、上のチェックの表のどの点で外れたかを見てください。
+
+# %% [markdown]
+# ## 発展：共通の $s_u$ は何も変えない（読み飛ばしてよい）
+#
+# §1 の表の $s_u$ の行を確かめます。ReLU は正の数倍と入れ替えられる（$\mathrm{relu}(cu) = c\,\mathrm{relu}(u)$、$c > 0$：正の同次性）ので、
+# 全ユニットの $s_u$ を $c$ 倍すると MLP の出力 $h_M$ も $c$ 倍になり、その後の $\mathrm{Norm}(h_M)$ で消えます。$\sqrt{C}$ の因子も含めて、
+# 共通の倍率は何も変えません。ランダムな球面モデル（$s_u$ もユニットごとにばらつかせる）で、全部を 7.3 倍したときと、半分のユニットだけ 7.3 倍したときのロジットの変化を比べます。
+
+# %%
+cfg_su = microgpt.GPTConfig(vocab_size=cfg.vocab_size, norm="sphere")
+p_su = microgpt.init_params(cfg_su, seed=3)
+p_su["layer0.mlp_su"][...] = np.random.default_rng(0).uniform(0.5, 2.0, p_su["layer0.mlp_su"].shape)  # unequal units
+emma = microgpt.doc_tokens("emma", vocab)[:-1]
+before, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
+p_su["layer0.mlp_su"] *= 7.3                                  # every unit's s_u times 7.3
+after_all, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
+p_su["layer0.mlp_su"][: p_su["layer0.mlp_su"].size // 2] /= 7.3  # undo it for half of the units
+after_half, _ = microgpt.gpt_forward(p_su, emma, cfg_su)
+print(f"全ユニットの s_u を 7.3 倍：ロジットの変化の最大 = {np.abs(after_all - before).max():.1e}")
+print(f"半分のユニットだけ 7.3 倍：ロジットの変化の最大 = {np.abs(after_half - before).max():.3f}")
+u = np.linspace(-3, 3, 7)
+silu = lambda t: t / (1 + np.exp(-t))  # noqa: E731  (nGPT's SwiGLU gate)
+print("7.3 倍して割り戻した差の最大：relu(7.3 u) / 7.3 - relu(u) =", np.abs(np.maximum(7.3 * u, 0) / 7.3 - np.maximum(u, 0)).max(),
+      "、silu(7.3 u) / 7.3 - silu(u) =", np.round(np.abs(silu(7.3 * u) / 7.3 - silu(u)).max(), 3))
+
+# %% [markdown]
+# 全ユニットを同じ倍率で変えたときのロジットの変化は丸め誤差の大きさで、半分だけ変えると目に見えて変わります（上の出力の2行）。
+# $s_u$ が決めるのは「隠れ層の大きさ」ではなく、**ユニットどうしの相対的な重み** です。
+# nGPT の論文とコードでは、MLP は ReLU ではなく SwiGLU（$\mathrm{SiLU}(s_v \odot v) \odot (s_u \odot u)$）で、$\sqrt{d_{\text{model}}}$ の因子は
+# $s_u$ ではなく SiLU のゲートに入る $s_v$ の側にあります。SiLU は正の同次性を持たない（最後の行：7.3 倍して割り戻すと値が変わる）ので、
+# そちらの倍率には意味があるからです。このプロジェクトが論文から変えている点（ReLU と $s_u$ だけ、学習する位置埋め込み `wpe`）は、
+# 講義3 のノート 15 の発展 にまとめています。
+
+
+# %% [markdown]
+# ## 発展：差の出どころ（読み飛ばしてよい）
+#
+# §3 の差の2つの出どころを、1ステップ目の勾配（全パラメータ）で確かめます。解答例の `Value` の割り算を `value.py` と同じ1つのノードにし、
+# 次に `backward` が訪れる順番も `value.py` のトポロジカル順（スタックを使う深さ優先探索で、子を逆の順に訪れる）にします。
+
+# %%
+import value
+
+
+def first_step_grads(V):
+    """Every parameter's gradient after the first step's backward(), on the Value class V."""
+    model = {key: [[V(x) for x in row] for row in w.tolist()]
+             for key, w in microgpt.init_params(cfg, seed=42).items()}
+    tokens = train_tokens[0]
+    n = min(cfg.block_size, len(tokens) - 1)
+    keys, values = [[] for _ in range(cfg.n_layer)], [[] for _ in range(cfg.n_layer)]
+    loss = (1 / n) * sum(-softmax(my_gpt(tokens[i], i, keys, values, model, cfg))[tokens[i + 1]].log()
+                         for i in range(n))
+    loss.backward()
+    return np.array([p.grad for mat in model.values() for row in mat for p in row])
+
+
+def divide(a, b):  # a / b in one node, as value.py: d/da = 1/b, d/db = -(a/b)(1/b)
+    b = b if isinstance(b, type(a)) else type(a)(b)
+    out, inv = a.data / b.data, 1 / b.data
+    return type(a)(out, (a, b), (inv, -out * inv), "/")
+
+
+def backward_in_value_py_order(root):
+    root.grad = 1.0
+    for node in reversed(value.topological_order(root)):
+        for child, local_grad in zip(node._children, node._local_grads):
+            child.grad += local_grad * node.grad
+
+
+want = first_step_grads(value.Value)
+V = exercises.value_01()
+V.exp, V.log, V.relu, V.__pow__ = exercises.exp_06, exercises.log_08, exercises.relu_01, exercises.power_10
+V.__neg__, V.__sub__, V.__truediv__ = Value.__neg__, Value.__sub__, Value.__truediv__
+for label, attr, new_method in (("解答例の Value のまま", None, None), ("割り算を1つのノードに", "__truediv__", divide),
+                                ("足す順番も value.py と同じに", "backward", backward_in_value_py_order)):
+    if attr:
+        setattr(V, attr, new_method)
+    got = first_step_grads(V)
+    print(f"{label}：{want.size} 個の勾配のうち value.py と完全一致 {int((got == want).sum())} 個、"
+          f"差の最大 {np.abs(got - want).max():.1e}")
 
 
 # %% [markdown]
@@ -272,10 +363,10 @@ print(f"30 ステップの損失の差の最大：{np.abs(np.array(my_losses) - 
 # | 見たこと | 要点 | 節 |
 # |---|---|---|
 # | `gpt_sphere` | 正規化を RMSNorm から単位球面（`l2_normalize`）へ。残差は足し込みではなく球面上の一歩。注意のロジットは $\sqrt d$ を掛ける | §1 |
-# | $s_u$ と $s_z$ | $s_u$ は共通の倍率では何も変えない（ReLU の後に正規化）。ロジットはコサインに $s_z$ を掛けたもので、初期化直後は確率に上限がある | §1 |
+# | $s_u$ と $s_z$ | $s_u$ は共通の倍率では何も変えない（ReLU の後に正規化）。ロジットはコサインに $s_z$ を掛けたもので、初期化直後は確率に上限がある | §1, 発展 |
 # | 温度 | `softmax(logits / T)`：低いと無難な名前、高いと分布が平らになり、空の名前も出る | §2 |
 # | 2つのエンジン | 第22章の推論ループ（`engine="value"`）と NumPy 版は、同じ乱数で同じ名前を出す | §2 |
-# | 自分の部品で学習 | ノート 03 の3つの関数とノート 09 の Adam で `gpt` のコードを学習すると、損失は `microgpt.train` と同じ | §3 |
+# | 自分の部品で学習 | 自分の `Value`、3つの関数、Adam で `gpt` のコードを学習すると、損失は `microgpt.train` と最後の桁まで（丸めの順番の違いだけ）同じ | §3 |
 #
 # ## 理解度チェック
 #

@@ -14,9 +14,9 @@ from cli_helpers import ROOT, TINY, edit_npz, interrupt_at, run, snapshot, write
 import corpora
 import microgpt as mg
 from harness import run_files
-from harness.checkpoints import load_checkpoint
+from harness.checkpoints import load_checkpoint, load_run
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, InputError
-from harness.history import HISTORY_NAME
+from harness.history import HISTORY_NAME, load_history
 
 
 @pytest.mark.slow
@@ -31,6 +31,18 @@ def test_resume_may_lower_the_lr_but_not_raise_it(tmp_path, corpus, capsys):
     assert load_checkpoint(os.path.join(out, "checkpoint.npz")).lr == 0.001
     code, stdout, err = run(capsys, ["--resume", "--out", out, "--steps", "8"])  # no --lr: the checkpoint's (now lower)
     assert code == EXIT_OK and "lowered" not in stdout
+
+@pytest.mark.slow
+def test_a_resumed_run_keeps_to_max_memory_as_a_new_one_does(tmp_path, corpus, capsys):
+    """--max-memory is not stored in the checkpoint: a resumed run takes the flag, and a limit
+    that its small checkpoint fits but the run does not refuses it, as it refuses a new run."""
+    out = str(tmp_path / "run")
+    assert run(capsys, TINY + ["--corpus", corpus, "--steps", "2", "--out", out])[0] == EXIT_OK
+    code, _, err = run(capsys, TINY + ["--corpus", corpus, "--steps", "4", "--max-memory", "0.01"])
+    assert code == EXIT_BAD_INPUT and "this run would need about" in err
+    code, _, err = run(capsys, ["--resume", "--out", out, "--steps", "4", "--max-memory", "0.01"])
+    assert code == EXIT_BAD_INPUT and "this run would need about" in err, err
+
 
 def test_a_corpus_edited_between_interrupt_and_resume_is_refused(tmp_path, capsys, monkeypatch):
     corpus = write_corpus(str(tmp_path))
@@ -77,7 +89,7 @@ def test_a_moved_run_resumes_when_its_corpus_is_the_same(tmp_path, capsys, monke
     code, out, err = run(capsys, ["--resume", "--out", str(d2 / "run"), "--corpus", str(d2 / "c.txt")])
     assert code == EXIT_OK, err
     assert "note: the corpus is now" in out and "resuming from step 7 of 20" in out
-    assert load_checkpoint(str(d2 / "run" / "checkpoint.npz")).corpus == str(d2 / "c.txt")
+    assert load_run(str(d2 / "run" / "checkpoint.npz"))[1].corpus == str(d2 / "c.txt")
     other = write_corpus(str(tmp_path), "zed\nyan\nxia\n", name="other.txt")  # other documents: refused
     code, _, err = run(capsys, ["--resume", "--out", str(d2 / "run"), "--steps", "30", "--corpus", other])
     assert code == EXIT_BAD_INPUT and "differs from the checkpoint's corpus" in err
@@ -113,6 +125,9 @@ def test_end_to_end_with_out(tmp_path, corpus, capsys):
     assert code == 0, err
     assert "val loss" in out and "bigram" in out and "sample  3: a" in out
     assert sorted(os.listdir(out_dir)) == ["checkpoint.npz", "history.npz", "loss.png", "metrics.json"]
+    identity = load_run(out_dir / "checkpoint.npz")[1]  # who the run is, and on which documents
+    assert len(identity.run_id) == 16 and identity.corpus == corpus and identity.corpus_docs == 15
+    assert load_history(out_dir / HISTORY_NAME).run_id == identity.run_id
     m = json.loads((out_dir / "metrics.json").read_text())
     assert m["engine"] == "numpy" and m["norm"] == "rmsnorm" and m["steps"] == 40 and m["corpus"] == corpus
     assert m["config"]["n_embd"] == 8 and set(m["baselines"]) == {"uniform", "unigram", "bigram"}
@@ -421,7 +436,7 @@ def test_a_checkpoint_without_a_fingerprint_resumes_from_its_corpus_new_place(tm
     code, stdout, err = run(capsys, ["--resume", "--out", str(ckpt.parent), "--steps", "8", "--corpus", corpus])
     assert code == EXIT_OK, err
     assert "the checkpoint has no fingerprint of its documents, so only its vocabulary could be compared" in stdout
-    assert load_checkpoint(str(ckpt)).corpus_sha256  # from now on it has one
+    assert load_run(str(ckpt))[1].corpus_sha256  # from now on it has one
     other = write_corpus(str(tmp_path), "zed\nquinn\n", "other.txt")
     code, _, err = run(capsys, ["--resume", "--out", str(ckpt.parent), "--steps", "9", "--corpus", other])
     assert code == EXIT_BAD_INPUT and "differs from the checkpoint's corpus" in err
@@ -575,3 +590,16 @@ def test_a_copy_with_gpt_edited_notes_it_on_numpy_and_runs_it_on_value(tmp_path,
         assert value_run.returncode == 0, value_run.stderr
     else:
         assert value_run.returncode == 1 and "in gpt\n" in value_run.stderr and "Traceback" in value_run.stderr
+
+
+def test_a_runs_settings_are_a_written_out_dataclass_a_field_per_row():
+    """RunSettings declares every row of settings.SETTINGS, in the table's order, then what the
+    harness learns; nothing adds a field to it later (a dataclass without __dict__ extras)."""
+    import dataclasses
+
+    from harness.cli import RunSettings, new_settings, parse_args
+    from settings import SETTINGS
+    names = [f.name for f in dataclasses.fields(RunSettings)]
+    assert names[:len(SETTINGS)] == [row.name for row in SETTINGS]
+    opts = new_settings(parse_args([]))
+    assert set(vars(opts)) == set(names)

@@ -1,7 +1,6 @@
 """harness/memory.py: the memory a run will need, estimated from its config before anything is allocated;
 the estimate is an upper bound, and a run or a checkpoint beyond --max-memory or the machine is one line."""
 import re
-import time
 import tracemalloc
 
 import pytest
@@ -14,11 +13,10 @@ from model_config import CHUNK_BYTES
 
 
 def test_a_huge_model_is_refused_before_anything_is_allocated(tmp_path, corpus, capsys):
-    t0 = time.time()
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--n-embd", "100000", "--n-head", "4",
                                        "--out", str(tmp_path / "o")])
     assert code == EXIT_BAD_INPUT and "would need about" in err and "GB" in err and "--max-memory" in err
-    assert time.time() - t0 < 5 and not (tmp_path / "o").exists()
+    assert not (tmp_path / "o").exists()
     # the same model in the value engine: its graph is far larger than its weights
     code, _, err = run(capsys, ["--corpus", corpus, "--n-embd", "256", "--steps", "1", "--batch-size", "8"])
     assert code == EXIT_BAD_INPUT and "engine value" in err
@@ -94,10 +92,9 @@ def test_the_estimate_counts_the_python_objects_of_every_layer(corpus, capsys):
     deep = GPTConfig(27, n_embd=1, n_head=1, n_layer=1_000_000, block_size=1)  # 12 M weights, ~10 GB of objects
     with pytest.raises(InputError, match="n_layer 1000000"):
         check_memory(deep, 1, "numpy", max_gb=4)
-    t0 = time.monotonic()
     code, _, err = run(capsys, TINY + ["--corpus", corpus, "--n-layer", "1000000", "--n-embd", "1", "--n-head", "1",
                                        "--block-size", "1", "--steps", "1"])
-    assert code == EXIT_BAD_INPUT and "n_layer 1000000" in err and time.monotonic() - t0 < 5
+    assert code == EXIT_BAD_INPUT and "n_layer 1000000" in err
     one_clean_line(err)
 
 

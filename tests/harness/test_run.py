@@ -14,6 +14,7 @@ from cli_helpers import ROOT, TINY, run
 
 import microgpt as mg
 from harness.errors import EXIT_DIVERGED, InputError
+from harness.history import History
 from harness.run import DIVERGED_WINDOW, Run
 from model_config import HUGE_GRADIENT, GPTConfig
 from value import NumericError
@@ -27,8 +28,18 @@ BASE = {"uniform": 2.9, "unigram": 2.8, "bigram": 2.5}
 def make_run(steps=10):
     """A Run as microgpt.main makes it, without --out: the settings it reads, a folder without files."""
     s = SimpleNamespace(steps=steps, out=None, corpus="words", run_id="", fingerprint=("0" * 64, 10))
-    folder = SimpleNamespace(previous_history=None, last_good=None, history=None)
-    return Run(s, CFG, VOCAB, BASE, folder)
+    return Run(s, CFG, VOCAB, BASE, NoFolder(s))
+
+
+class NoFolder:
+    """A run without --out: its history starts afresh and no checkpoint is saved."""
+
+    def __init__(self, opts):
+        self.opts, self.last_good = opts, None
+
+    def start_history(self, cfg, vocab):
+        self.history = History(cfg, vocab, self.opts.steps)
+        return self.history
 
 
 def train(observer=None, **settings):
@@ -41,7 +52,6 @@ def test_the_run_observes_a_training_run_and_prints_progress(capsys):
         state = train(observer)
     assert state.step == 10 and len(state.train_loss) == 10 and not state.error
     assert [step for step, _ in state.val_loss] == [0, 4, 8, 10]  # step 0, every eval_every, the end
-    assert state.run_id and state.corpus == "words" and state.corpus_docs == 10  # who the run is
     out = capsys.readouterr().out.splitlines()
     assert [line.split("|")[0].strip() for line in out if "val loss" in line] == \
         ["step    4/10", "step    8/10", "step   10/10"]
