@@ -1,19 +1,8 @@
-"""checks.py -- what the chapter's functions check at their door, besides each setting's rule.
-
-A learner calls train, loss_and_grads, sample or encode with whatever they have; a mistake there is
-one clear InputError instead of an IndexError deep in the model. These rules import nothing of
-harness/, so stepping through the chapter in a debugger never lands in the run's machinery:
-
-    check_known(text, index)               every character is in the vocabulary
-    check_vocab(vocab, cfg, where)         a vocabulary as build_vocab makes it
-    check_tokens(docs_tokens, vocab_size)  documents as token ids, as the loss needs them
-    check_params(params, cfg)              weights that fit the config
-    check_forward(params, cfg, where)      a forward pass that stays within floating point
-    computes_the_mirrors_logits            gpt() (as edited) against numpy_engine.py's mirror of it
-    check_loss_args, check_sampling        what loss_and_grads and sample are given
-    check_training                         what train is given: settings, documents, a state
-    check_state(state, where)              a TrainState as a run makes it (to resume, save or load)
-"""
+"""checks.py -- what the chapter's functions check at their door, besides the settings'
+rules: a learner calls train, loss_and_grads, sample or encode with whatever they have,
+and a mistake is one clear InputError, not an IndexError deep in the model. Nothing of
+harness/ is imported: a debugger stepping through the chapter never lands in the run's
+machinery."""
 import numpy as np
 
 from model_config import HUGE_GRADIENT, TRAINING_FIELDS, check_dtype, n_params, param_shapes
@@ -37,8 +26,8 @@ from value import Value
 
 
 def check_known(text, index):
-    """Every character of `text` is in the vocabulary (index: character -> id, or the vocabulary
-    itself); else an InputError naming the unknown ones, each once."""
+    """Every character of `text` is in `index` (character -> id, or the vocabulary);
+    else an InputError naming the unknown ones, each once."""
     unknown = [ch for ch in dict.fromkeys(text) if ch not in index]
     if unknown:
         raise InputError("characters not in the vocabulary: {unknown} (vocabulary: {vocab})",
@@ -46,7 +35,7 @@ def check_known(text, index):
 
 
 def check_vocab(vocab, cfg, where):
-    """A vocabulary as build_vocab makes it: vocab_size - 1 sorted characters, each once."""
+    """A vocabulary as build_vocab makes it: vocab_size - 1 sorted unique characters."""
     if not isinstance(vocab, list) or len(vocab) + 1 != cfg.vocab_size or \
             vocab != sorted(set(vocab)) or \
             not all(isinstance(c, str) and len(c) == 1 for c in vocab):
@@ -56,7 +45,7 @@ def check_vocab(vocab, cfg, where):
 
 
 def check_tokens(docs_tokens, vocab_size):
-    """Documents of token ids: at least one, each [BOS, ..., BOS] (2 or more), ids < vocab_size."""
+    """Documents of token ids: at least one, each [BOS, ..., BOS], ids < vocab_size."""
     if len(docs_tokens) == 0:
         raise InputError("no documents: the loss needs at least one")
     for tokens in docs_tokens:
@@ -72,8 +61,8 @@ FLOAT_TYPES = tuple(np.dtype(name).type for name in DTYPES)  # (dtype.name runs 
 
 
 def check_params(params, cfg):
-    """The weights fit the config: its keys, each an array of its shape (a mismatch would surface
-    deep in the model as an IndexError or a broadcasting error)."""
+    """The weights fit the config: its keys, each an array of its shape (not an
+    IndexError or a broadcasting error deep in the model)."""
     shapes = dict(param_shapes(cfg))
     if not isinstance(params, dict) or params.keys() != shapes.keys():
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
@@ -86,8 +75,8 @@ def check_params(params, cfg):
         if params[key].shape != shape:
             raise InputError("weight {key!r} has shape {got}; the config needs {shape}", key=key,
                              got=params[key].shape, shape=shape)
-        # complex, ints, float16: not the model's numbers. Plainly `dtype.name not in DTYPES`,
-        # but NumPy computes .name in Python: 18% of a sphere step at batch 1 (28 weights, twice)
+        # complex, ints, float16: not the model's numbers (by .type: NumPy computes
+        # .name in Python, 18% of a sphere step at batch 1)
         if params[key].dtype.type not in FLOAT_TYPES:
             raise InputError("weight {key!r} has dtype {got}; the model computes in {dtypes}",
                              key=key, got=params[key].dtype, dtypes=" or ".join(DTYPES))
@@ -97,11 +86,10 @@ LOGIT_SPAN = 700.0  # softmax's smallest probability is exp(-span): 0 in float64
 
 
 def check_forward(params, cfg, where):
-    """InputError unless the model's forward pass stays within floating point, the same for both
-    engines: weights (a checkpoint's) or flags (--alpha-init, --sz-init) so large that a
-    normalization overflows, or logits so far apart that softmax gives a character probability 0
-    (whose log the loss needs), would train at a meaningless loss or stop at once, differently in
-    each engine. Checked on one sequence of every token."""
+    """InputError unless the forward pass stays within floating point in both engines:
+    weights or flags (--alpha-init, --sz-init) so large that a normalization overflows,
+    or softmax gives a character probability 0 (the loss needs its log), would train at
+    a meaningless loss, or stop. Checked on one sequence of every token."""
     tokens = np.arange(min(cfg.block_size, cfg.vocab_size)) % cfg.vocab_size
     try:
         with np.errstate(over="raise", invalid="raise", divide="raise"):
@@ -117,18 +105,17 @@ def check_forward(params, cfg, where):
                          most=LOGIT_SPAN)
 
 
-# computes_the_mirrors_logits' model: every part of gpt() and gpt_sphere() (two layers, two heads)
+# computes_the_mirrors_logits' model: every part of gpt() and gpt_sphere()
 MIRROR_CFG = dict(vocab_size=5, n_embd=4, n_head=2, n_layer=2, block_size=3)
 MIRROR_TOKENS = (4, 0, 3)  # BOS, then two characters: three positions, a few ms on Values
 MIRROR_TOLERANCE = 1e-9  # the same code agrees to ~1e-15; an edit moves the logits far more
 
 
 def computes_the_mirrors_logits(model, cfg, init_params):
-    """Whether model(token_id, pos_id, keys, values, state_dict, cfg), the chapter's gpt() or
-    gpt_sphere() as the file has it now, run on Values position by position, gives gpt_forward's
-    logits of MIRROR_TOKENS to MIRROR_TOLERANCE: on init_params' weights for a tiny model with
-    cfg's norm and scales, every 1-D scale moved off its init (so each factor counts). A model that
-    raises computes nothing the mirror does: False (it is the caller's to say, not to fail)."""
+    """Whether model(token_id, pos_id, keys, values, state_dict, cfg), the chapter's
+    gpt() or gpt_sphere() as edited, on Values, gives gpt_forward's logits of
+    MIRROR_TOKENS to MIRROR_TOLERANCE, for a tiny model with cfg's norm and scales, each
+    1-D scale moved off its init (so each factor counts). A model that raises: False."""
     tiny = type(cfg)(**{**vars(cfg), **MIRROR_CFG})
     params, rng = init_params(tiny, 0), np.random.default_rng(1)
     for array in params.values():
@@ -149,8 +136,8 @@ def computes_the_mirrors_logits(model, cfg, init_params):
 
 
 def check_loss_args(params, docs_tokens, cfg, engine, out=None):
-    """What loss_and_grads is given: an engine, weights that fit cfg, documents of valid ids, and
-    for out= writable arrays of the weights' shapes (as alloc_params makes them)."""
+    """What loss_and_grads is given: an engine, weights that fit cfg, documents of valid
+    ids, and for out= writable arrays of the weights' shapes."""
     check("engine", engine)
     check_tokens(docs_tokens, cfg.vocab_size)
     check_params(params, cfg)
@@ -166,8 +153,8 @@ MAX_API_BYTES = 2**34  # 16 GiB: a batch or a number of samples needing more is 
 
 
 def check_size(name, n, cfg):
-    """batch_size or num_samples within memory: each sequence's activations take about
-    block_size * (vocab_size + 16 n_embd n_layer) floats (logits, and each layer's vectors)."""
+    """batch_size or num_samples within memory: a sequence's activations take about
+    block_size * (vocab_size + 16 n_embd n_layer) floats."""
     need = 8 * n * cfg.block_size * (cfg.vocab_size + 16 * cfg.n_embd * cfg.n_layer)
     if need > MAX_API_BYTES:
         raise InputError("{name} {n:,} would need about {gb:,.0f} GB for its activations (at most "
@@ -175,8 +162,8 @@ def check_size(name, n, cfg):
 
 
 def check_names_fit(num_samples, cfg):
-    """sample()'s list holds every name at once: a str of up to block_size characters each, about
-    64 + block_size bytes with its place in the list (iter_samples streams them instead)."""
+    """sample()'s list holds every name at once, each about 64 + block_size bytes
+    (iter_samples streams them instead)."""
     check("num_samples", num_samples)
     need = num_samples * (64 + cfg.block_size)
     if need > MAX_API_BYTES:
@@ -186,8 +173,8 @@ def check_names_fit(num_samples, cfg):
 
 
 def check_split(docs, seed, val_fraction):
-    """split_docs' arguments: a seed by --seed's rule, and a val_fraction in (0, 1) that leaves at
-    least one document to train on. Returns the seed."""
+    """split_docs' arguments: a seed by --seed's rule, and a val_fraction in (0, 1) that
+    leaves a document to train on. Returns the seed."""
     check("seed", seed)
     if not (is_real(val_fraction) and 0 < val_fraction < 1) or \
             len(docs) - max(1, int(len(docs) * val_fraction)) < 1:
@@ -198,9 +185,9 @@ def check_split(docs, seed, val_fraction):
 
 
 def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params=None):
-    """What microgpt.sample is given, by the flags' rules (--num-samples, --temperature, --seed,
-    --engine), a vocabulary and (if given) weights that fit cfg, and a prompt of known characters
-    that leaves room to generate (shorter than block_size). Returns the temperature as a float."""
+    """What microgpt.sample is given: the flags by their rules, a vocabulary and weights
+    that fit cfg, a prompt of known characters shorter than block_size. Returns the
+    temperature as a float."""
     if params is not None:
         check_params(params, cfg)
     for name, value in (("num_samples", num_samples), ("temperature", temperature), ("seed", seed),
@@ -216,11 +203,9 @@ def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, p
 
 
 def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
-    """What microgpt.train is given: each setting by its rule, settings that go together, at least
-    one train and one val document, and a state to resume of this model, whose settings may change
-    only as a resume allows (settings.resumed: steps, engine, eval_every, and a lower lr). Returns
-    the settings as plain Python values (a NumPy scalar or dtype becomes the number or name it
-    holds)."""
+    """What microgpt.train is given: each setting by its rule and with the others, a
+    train and a val document, and a state to resume of this model, its settings changed
+    only as settings.resumed allows. Returns the settings as plain Python values."""
     settings = dict(settings)
     if not isinstance(settings["dtype"], str):  # np.float32 or its dtype: "float32"
         settings["dtype"] = check_dtype(settings["dtype"]).name
@@ -242,8 +227,8 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
 
 
 def plain(value):
-    """A setting as plain Python, what JSON (a checkpoint) can hold: a NumPy scalar or a Fraction
-    becomes the bool, int or float it holds."""
+    """A setting as plain Python for JSON: a NumPy scalar or a Fraction becomes the
+    bool, int or float it holds."""
     if is_bool(value):
         return bool(value)
     if is_int(value):
@@ -252,9 +237,9 @@ def plain(value):
 
 
 def check_state(state, where):
-    """InputError unless every part of a TrainState is what a run makes: settings that obey their
-    rules, arrays that fit its config in one dtype, finite weights, Adam moments a gradient gives, a
-    loss per step, val losses at increasing steps (what load_checkpoint refuses is never saved)."""
+    """InputError unless a TrainState is what a run makes: settings by their rules,
+    arrays of its config in one dtype, finite weights, Adam moments a gradient gives, a
+    loss per step, val losses at increasing steps (what load refuses is never saved)."""
     cfg, vocab = state.cfg, state.vocab
     check_step(state.step, where)
     for name in TRAINING_FIELDS:

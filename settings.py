@@ -1,12 +1,11 @@
-"""settings.py -- every setting of a run, written once: name, default, rule, help, resume policy.
+"""settings.py -- every setting of a run, once: name, default, rule, help, resume.
 
-One table, SETTINGS. The command line's flags are made from it (harness/cli.py: one flag per row,
-its help and choices), and check(name, value, label) applies a row's rule alike to a flag, a
-checkpoint's field and a Python argument. model_config.GPTConfig (the "model" rows), TrainState and
-microgpt.train (the stored rows) are written out as plain code; tests/test_settings.py checks that
-their fields and defaults are the table's. resumed() says what a resume may change ("change"), only
-lower ("lower"), or must keep ("keep"). InputError lives here, worded in English, so that the
-model's modules can raise it without importing the run's machinery, which prints it translated.
+One table, SETTINGS: harness/cli.py makes a flag of each row, and check(name, value,
+label) applies a row's rule alike to a flag, a checkpoint's field and a Python argument.
+GPTConfig, TrainState and microgpt.train write their fields out as plain code;
+tests/test_settings.py checks them against the table. resumed() says what a resume may
+change. InputError lives here, in plain English, so that the model's modules raise it
+without importing the run's machinery (which prints it translated).
 """
 import math
 import numbers
@@ -19,8 +18,8 @@ MAX_STEPS = 2**53  # integers up to here are exact in float64 (the lr schedule d
 
 
 class Text(str):
-    """English words, template.format(**fields): the harness prints them in the console's
-    language (harness/i18n.py: translated), its fields filled in after translation."""
+    """English words, template.format(**fields); harness/i18n.py's translated() words
+    them in the console's language."""
 
     def __new__(cls, template, **fields):
         text = super().__new__(cls, template.format(**fields) if fields else template)
@@ -29,8 +28,8 @@ class Text(str):
 
 
 class InputError(ValueError):
-    """Bad input (a flag, an argument, a corpus, a checkpoint): printed as one line, exit 2.
-    str() is the English Text(template, **fields); .template and .fields let it be translated."""
+    """Bad input (a flag, an argument, a corpus, a checkpoint): one line, exit 2. str()
+    is the English Text(template, **fields); .template and .fields translate it."""
 
     def __init__(self, template, **fields):
         super().__init__(Text(template, **fields))
@@ -40,9 +39,8 @@ class InputError(ValueError):
 # --------------------------------------------------------------------------- rules
 
 def is_int(value):
-    """An integer (Python's or NumPy's), not a bool (True is an int in Python, but never a step
-    count). (This module does not import NumPy, so that a program's first lines load fast; NumPy's
-    bool is not a number.)"""
+    """An integer (Python's or NumPy's), not a bool (True is an int, but never a count).
+    (No NumPy import here, so that a program starts fast; NumPy's bool is no number.)"""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -58,10 +56,9 @@ def is_bool(value):
 
 @dataclass(frozen=True)
 class Rule:
-    """What a setting's value must be: `says` completes "{label} must be ..." (its {most} and
-    {choices} filled in by check(), after translation), `ok` tests a value,
-    `parse` turns a flag's text into a value (argparse's type), `choices` lists the values of a
-    choice, and `shown` names a value in --help (--steps N)."""
+    """What a setting's value must be: `says` completes "{label} must be ..." (check()
+    fills in {most} and {choices}), `ok` tests a value, `parse` is argparse's type,
+    `choices` a choice's values, `shown` names a value in --help (--steps N)."""
     says: str
     ok: object
     parse: object = str
@@ -98,12 +95,11 @@ REQUIRED = object()  # Setting.before for a setting every checkpoint holds
 class Setting:
     """One row of the table.
 
-    group      "model" (a GPTConfig field), "training", "files" or "sampling": where --help lists it
-    resume     what a resumed run does with it: "keep" (the checkpoint's value stands; another is
-               refused), "lower" (the checkpoint's, or a lower one), "change" (the new value is
-               taken), or "" (not part of a run's state: not in a checkpoint)
-    sampling   it also applies to --sample-only (everything else about a saved model is fixed)
-    before     the value of a checkpoint written before this setting existed (REQUIRED: all have it)
+    group     "model" (a GPTConfig field), "training", "files", "sampling" (--help)
+    resume    on resume: "keep" (the checkpoint's value; another is refused), "lower"
+              (or a lower one), "change" (the new value), "" (not in a checkpoint)
+    sampling  it also applies to --sample-only
+    before    its value in a checkpoint older than the setting (REQUIRED: all have it)
     """
     name: str
     default: object
@@ -179,7 +175,7 @@ STORED = tuple(row for row in SETTINGS if row.resume and row.group != "model")
 # --------------------------------------------------------------------------- checking
 
 def cut(text, width=60):
-    """text, cut to `width` characters: a message stays one readable line whatever it quotes."""
+    """text, cut to `width` characters: a message stays one line whatever it quotes."""
     return text if len(text) <= width else text[:width - 4] + " ..."
 
 
@@ -188,8 +184,8 @@ def short(value, width=60):
 
 
 def check(name, value, label=None):
-    """value, if it obeys the rule of setting `name`; else InputError "{label} must be ..., got
-    ...". label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument)."""
+    """value, if it obeys setting `name`'s rule; else InputError "{label} must be ...,
+    got ...". label: its source (a flag, "checkpoint 'x.npz': lr", an argument)."""
     rule = BY_NAME[name].rule
     if not rule.ok(value):
         says = Text(rule.says, most=MAX_STEPS, choices=", ".join(map(repr, rule.choices)))
@@ -199,8 +195,8 @@ def check(name, value, label=None):
 
 
 def check_combination(engine, dtype, norm, riemannian, where=""):
-    """The rules that tie settings together: the Value engine computes in float64 only, and
-    Riemannian gradients need the sphere (there is nothing to be tangent to otherwise)."""
+    """The rules that tie settings together: the Value engine computes in float64 only,
+    and Riemannian gradients need the sphere (nothing is tangent otherwise)."""
     if engine == "value" and dtype != "float64":
         raise InputError("{where}the weights are {dtype}, but the value engine computes in "
                          "float64 only (--dtype float32 needs --engine numpy)", where=where,
@@ -211,10 +207,9 @@ def check_combination(engine, dtype, norm, riemannian, where=""):
 
 
 def resumed(kept, given, step, label=lambda name: name):
-    """The settings of a resumed run: `kept` are the checkpoint's, `given` the new ones (None: not
-    given). A "change" setting takes the new value, a "lower" one a lower new value, a "keep" one
-    must be the same; InputError names every one that breaks its rule, or steps below the
-    checkpoint's `step`. Returns (settings, {name: the checkpoint's value} of those lowered)."""
+    """(settings, {name: the checkpoint's value} of those lowered) of a resumed run,
+    from the checkpoint's `kept` and the `given` (None: not given), each by its
+    `resume`; InputError names every one that breaks it, or steps below `step`."""
     merged, lowered, conflicts = dict(kept), {}, []
     for name, value in given.items():
         if value is None or value == kept.get(name):

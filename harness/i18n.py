@@ -1,14 +1,10 @@
-"""harness/i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese
-locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, gettext's order); English otherwise. The
-standard library's gettext, with one catalogue, po/ja.po, read as msgfmt reads it and
-compiled in memory (no .mo file is kept); a broken entry stays English, and so does a
-terminal that cannot show Japanese, each said in one line. A message is English in the
-code, `_("... {name} ...")`, its placeholders filled after translation with .format(),
-as the translation may reorder them; one made before the language is known is marked
-N_("...") and translated where it is used. The model's layer raises its errors in plain
-English (settings.InputError, settings.Text: a template and its fields); translated()
-words them in the console's language. argparse's own messages (usage:, invalid choice)
-are in the catalogue too, as ARGPARSE lists them; harness/shell.py passes them to _()."""
+"""harness/i18n.py -- the console in Japanese with `--lang ja` or a Japanese locale;
+English otherwise. gettext with one catalogue, po/ja.po, compiled in memory (no .mo);
+a broken entry, or a terminal that cannot show Japanese, stays English and says so.
+The code writes English, `_("... {name} ...")`, and fills the placeholders after
+translation (a translation may reorder them); N_("...") marks a text translated later.
+The model's layer raises InputError in plain English (a template and its fields):
+translated() words it in the console's language."""
 import argparse
 import ast
 import gettext
@@ -20,8 +16,7 @@ import sys
 
 CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "po", "ja.po")
 LANGUAGES = ("en", "ja")
-# argparse's own messages that a learner meets (it words them with gettext's _; harness/shell.py
-# hands it ours): the catalogue translates these too
+# argparse's own messages a learner meets (harness/shell.py hands argparse our _())
 ARGPARSE = ("usage: ", "options", "show this help message and exit", "unrecognized arguments: %s",
             "argument %(argument_name)s: %(message)s", "expected one argument",
             "invalid %(type)s value: %(value)r",
@@ -36,22 +31,21 @@ def _(message):
 
 
 def N_(message):
-    """message as it is: marks it for the catalogue, to be translated where it is used."""
+    """message as it is: marks it for the catalogue, translated where it is used."""
     return message
 
 
 def translated(text):
-    """An InputError or a settings.Text in the console's language: its template translated,
-    then its fields filled in (a field that is a Text translated too)."""
+    """An InputError or a settings.Text in the console's language: its template
+    translated, then its fields filled in (a Text field translated too)."""
     fields = {k: translated(v) if hasattr(v, "template") else v for k, v in text.fields.items()}
     return _(text.template).format(**fields) if fields else _(text.template)
 
 
 def read_po(path, problems=None):
-    """{msgid: msgstr} of a .po file, as msgfmt takes it: the header, `#, fuzzy` entries and empty
-    msgstrs are left out (English is shown). An entry that is not one msgid and one msgstr in
-    quotes, or whose msgstr does not fill in the msgid's placeholders, is left out too, and (its
-    line, why) appended to `problems`."""
+    """{msgid: msgstr} of a .po file as msgfmt takes it: no header, fuzzy entry or empty
+    msgstr. An entry that is not one quoted msgid and msgstr, or whose placeholders
+    differ, is left out too, and (its line, why) appended to `problems`."""
     messages, problems = {}, [] if problems is None else problems
     with open(path, encoding="utf-8") as f:
         for line, fuzzy, texts in _po_entries(f):
@@ -68,9 +62,9 @@ def read_po(path, problems=None):
 
 
 def _po_entries(lines):
-    """(line, fuzzy, {keyword: [its strings]}) of each entry of a .po file: an entry starts at its
-    flags (`#, fuzzy`) or at a msgid after another entry's text; a "..." line continues the keyword
-    before it. A string that does not parse is kept as None."""
+    """(line, fuzzy, {keyword: [strings]}) of each .po entry: one starts at its flags or
+    at a msgid after another's text; a "..." line continues the keyword before it. A
+    string that does not parse is kept as None."""
     number, fuzzy, texts, key = 0, False, {}, None
     for n, line in enumerate(lines, 1):
         line = line.strip()
@@ -94,12 +88,12 @@ def _po_entries(lines):
 
 
 def _fields(text):
-    """The placeholders a message fills in: {name}, {name:spec}, argparse's %s, %r, %(name)s."""
+    """A message's placeholders: {name}, {name:spec}, argparse's %s, %r, %(name)s."""
     return sorted(re.findall(r"\{[^}]*\}|%\(\w+\)[sr]|%[sr]", text))
 
 
 def mo_bytes(messages):
-    """The GNU .mo file gettext reads, for {msgid: msgstr} (with an empty-id header for UTF-8)."""
+    """The GNU .mo file gettext reads for {msgid: msgstr} (a UTF-8 header added)."""
     messages = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages}
     ids = sorted(messages)
     keys = [k.encode("utf-8") for k in ids]
@@ -120,10 +114,10 @@ class _LangOnly(argparse.ArgumentParser):
 
 
 def language_from(argv, environ=os.environ):
-    """'ja' or 'en', as argparse and GNU gettext choose: --lang as argparse parses it (its last
-    value, an abbreviation such as --lan; a word after `--` is not a flag), else LANGUAGE's first
-    entry with a catalogue (ignored under the C locale, as gettext does), else the first of
-    LC_ALL, LC_MESSAGES, LANG that is set; a locale's language is its code up to `_`, `.` or `@`."""
+    """'ja' or 'en', as argparse and GNU gettext choose: --lang as argparse parses it
+    (last wins, --lan abbreviates, not after `--`), else LANGUAGE's first entry with a
+    catalogue (not under the C locale), else the first of LC_ALL, LC_MESSAGES, LANG set;
+    a locale's language is its code up to `_`, `.` or `@`."""
     parser = _LangOnly(add_help=False)
     parser.add_argument("--lang")
     try:
@@ -141,8 +135,8 @@ def _code(locale):
 
 
 def use(language):
-    """Print in `language` ('en', 'ja'; anything else stays English) from now on. Japanese needs a
-    terminal that can show it and a catalogue that reads; else English, and a line that says so."""
+    """Print in `language` ('ja'; else English) from now on. Japanese needs a terminal
+    that can show it and a catalogue that reads; else English, and one line says so."""
     global _translation
     _translation = gettext.NullTranslations()
     if language != "ja":
