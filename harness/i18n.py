@@ -1,17 +1,14 @@
 """harness/i18n.py -- the console in Japanese with `--lang ja` or a Japanese locale;
-English otherwise. gettext with one catalogue, po/ja.po, compiled in memory (no .mo);
-a broken entry, or a terminal that cannot show Japanese, stays English and says so.
+English otherwise. One gettext catalogue, po/ja.po, read as msgfmt reads it; a
+broken entry, or a terminal that cannot show Japanese, stays English and says so.
 The code writes English, `_("... {name} ...")`, and fills the placeholders after
 translation (a translation may reorder them); N_("...") marks a text translated later.
 The model's layer raises InputError in plain English (a template and its fields):
 translated() words it in the console's language."""
 import argparse
 import ast
-import gettext
-import io
 import os
 import re
-import struct
 import sys
 
 CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "po", "ja.po")
@@ -22,12 +19,12 @@ ARGPARSE = ("usage: ", "options", "show this help message and exit", "unrecogniz
             "invalid %(type)s value: %(value)r",
             "invalid choice: %(value)r (choose from %(choices)s)",
             "ambiguous option: %(option)s could match %(matches)s", "ignored explicit argument %r")
-_translation = gettext.NullTranslations()
+_catalogue = {}  # msgid -> msgstr of the console's language (English: none)
 
 
 def _(message):
     """message in the console's language (as written when there is no translation)."""
-    return _translation.gettext(message)
+    return _catalogue.get(message, message)
 
 
 def N_(message):
@@ -92,22 +89,6 @@ def _fields(text):
     return sorted(re.findall(r"\{[^}]*\}|%\(\w+\)[sr]|%[sr]", text))
 
 
-def mo_bytes(messages):
-    """The GNU .mo file gettext reads for {msgid: msgstr} (a UTF-8 header added)."""
-    messages = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages}
-    ids = sorted(messages)
-    keys = [k.encode("utf-8") for k in ids]
-    values = [messages[k].encode("utf-8") for k in ids]
-    start = 7 * 4 + 16 * len(ids)  # the header, then the two tables of (length, offset)
-    offsets, offset = [], start  # the keys' (length, offset), then the values'
-    for s in keys + values:
-        offsets.append((len(s), offset))
-        offset += len(s) + 1
-    out = struct.pack("<7I", 0x950412DE, 0, len(ids), 7 * 4, 7 * 4 + 8 * len(ids), 0, 0)
-    out += b"".join(struct.pack("<2I", *pair) for pair in offsets)
-    return out + b"".join(s + b"\0" for s in keys + values)
-
-
 class _LangOnly(argparse.ArgumentParser):
     def error(self, message):  # a malformed --lang is the real parser's to refuse, in a language
         raise ValueError(message)
@@ -137,8 +118,8 @@ def _code(locale):
 def use(language):
     """Print in `language` ('ja'; else English) from now on. Japanese needs a terminal
     that can show it and a catalogue that reads; else English, and one line says so."""
-    global _translation
-    _translation = gettext.NullTranslations()
+    global _catalogue
+    _catalogue = {}
     if language != "ja":
         return
     for stream in (sys.stdout, sys.stderr):
@@ -156,7 +137,7 @@ def use(language):
     if problems:
         _note(f"{CATALOGUE}: {len(problems)} entries are left out (line {problems[0][0]}: "
               f"{problems[0][1]}...): those messages are in English")
-    _translation = gettext.GNUTranslations(io.BytesIO(mo_bytes(messages)))
+    _catalogue = messages
 
 
 def _note(text):
