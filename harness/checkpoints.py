@@ -1,9 +1,6 @@
-"""harness/checkpoints.py -- everything a run needs to continue exactly where it
-stopped, and its file: save_checkpoint and load_run (one .npz without pickle, its claims
-checked from the headers before anything is loaded; check_state on load and save), the
-run's identity, save_run (the checkpoint and the history as one unit), and the
-documents' fingerprint. The batch of step s is fixed by s and the seeded split, so no
-random state is saved: a resumed run continues bit for bit."""
+"""harness/checkpoints.py -- what a run needs to continue exactly where it stopped: one
+.npz without pickle, its claims checked from the headers before anything is loaded. The
+batch of step s is fixed by s and the seeded split, so no random state is saved."""
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -35,10 +32,8 @@ def corpus_fingerprint(train_docs, val_docs):
 
 @dataclass(frozen=True)
 class RunIdentity:
-    """Which run a checkpoint is of, on which documents: the same run_id for a run and
-    all its resumes; corpus_sha256 is corpora.fingerprint of the train + val documents
-    in split order, corpus_docs how many they were ("" and 0 in a file written before
-    either was kept)."""
+    """Which run a checkpoint is of (one run_id for a run and its resumes), on which
+    documents: corpora.fingerprint of train + val in split order, and their count."""
     corpus: str = "names"
     run_id: str = ""
     corpus_sha256: str = ""
@@ -53,10 +48,8 @@ def check_identity(identity, where):
 
 def corpus_change(state, identity, train_docs, val_docs, corpus):
     """Why the docs, split by the checkpoint's seed, are not the ones it was trained on
-    (by its fingerprint), in words; None if they are, or it has none. The batches would
-    differ, and the resumed run would not be the run it continues. With as many
-    documents as then, either their text changed or the seed is not the one the run
-    split them with (the fingerprint cannot say)."""
+    (by its fingerprint), in words; None if they are, or it has none: the batches, and
+    so the run, would differ."""
     sha, count = corpus_fingerprint(train_docs, val_docs)
     if not identity.corpus_sha256 or sha == identity.corpus_sha256:
         return None
@@ -72,9 +65,8 @@ CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1
 
 
 def save_checkpoint(path, state, identity=RunIdentity()):
-    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss",
-    "val_loss" (K, 2), and "meta", JSON: format, version, config, vocab, step, every
-    stored setting, run_id, corpus_sha256 and corpus_docs."""
+    """One .npz (no pickle): "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss"
+    (K, 2), and "meta", JSON: config, vocab, step, settings, identity."""
     check_state(state, _("cannot save checkpoint"))
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step,
@@ -89,9 +81,7 @@ def save_checkpoint(path, state, identity=RunIdentity()):
 
 def load_run(path, max_gb=None):
     """The TrainState and RunIdentity in save_checkpoint's file; InputError if it is
-    missing, corrupt or incompatible. Before anything big is read: its meta (each
-    setting by its rule), the memory the model and history it describes would take
-    (against max_gb, like --max-memory), and every array's header."""
+    missing, corrupt or incompatible, or (by its headers) bigger than max_gb."""
     state, identity = read_npz(path, N_("checkpoint"),
                                lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
@@ -148,13 +138,9 @@ def _load(file, where, max_gb):
 
 
 def save_run(folder, state, history=None, identity=RunIdentity()):
-    """The checkpoint and (when the run keeps one) the planetarium's history, written as
-    one unit: the history first, recording the step it belongs to, the checkpoint last.
-    A resume continues from the checkpoint, so whenever a run stops (kill -9 between or
-    during the writes, a full disk at the second), the history is at its step or ahead,
-    never behind: the resume drops the snapshots after that step and continues both
-    exactly. (One file would do too, but the planetarium would read optimizer state it
-    never needs; a manifest would be a third file to keep consistent.)"""
+    """The checkpoint and the planetarium's history (if kept) as one unit: the history
+    first, with its step, the checkpoint last. However a run stops, the history is at
+    the checkpoint's step or ahead, never behind: a resume drops the later snapshots."""
     if history is not None:
         history.save(os.path.join(folder, HISTORY_NAME), state.train_loss, state.val_loss,
                      identity.run_id)

@@ -1,11 +1,7 @@
-"""harness/history.py -- the snapshots a run keeps for the planetarium's sky.
-
-A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser
-early, always step 0 and the last planned step (Run calls due() and record(); save()
-comes with every checkpoint, before it). The file's arrays and meta are listed in
-docs/planetarium.md (The history file). load_history checks every header against the
-config before anything is loaded: a bad file is one line (InputError).
-"""
+"""harness/history.py -- the snapshots a run keeps for the planetarium's sky: about 50
+of its weights in OUT/history.npz, denser early, always step 0 and the last planned
+step. docs/planetarium.md lists the file's arrays; load_history checks every header
+against the config before anything is loaded."""
 import json
 import os
 from dataclasses import asdict
@@ -38,10 +34,9 @@ MAX_FILE_BYTES = 2**30          # load_history refuses bigger files before readi
 
 
 def snapshot_steps(steps, count=DEFAULT_COUNT):
-    """The steps a run of `steps` steps keeps: every step if there are at most `count`,
-    else `count` of them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3,
-    4, 6, ...: the first steps move the stars most), the rest split the largest gaps (so
-    later steps are evenly spaced)."""
+    """The steps a run of `steps` steps keeps: all, or `count` with 0 and `steps`; half
+    on a geometric grid (the first steps move the stars most), the rest split the
+    largest gaps."""
     if steps + 1 <= count:
         return list(range(steps + 1))
     chosen = {0, steps} | {int(round(s)) for s in np.geomspace(1, steps, max(1, count // 2))}
@@ -60,9 +55,8 @@ def flat_scales(params, cfg):
 
 
 class History:
-    """Snapshots of one training run. previous: the run's History so far, on --resume
-    (same plan: the snapshots an uninterrupted run keeps; a longer one: those to come
-    evenly spaced)."""
+    """Snapshots of one training run. previous: its History so far, on --resume (a
+    longer plan spaces the snapshots to come evenly)."""
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -86,9 +80,8 @@ class History:
         return step in self._due
 
     def record(self, step, params, drift=None):
-        """A copy of the weights after `step` steps (and, sphere: what retract returned,
-        None at step 0), replacing any snapshot from `step` on. Weights that are not
-        finite are not kept."""
+        """A copy of the weights after `step` steps (sphere: and retract's drift),
+        replacing any snapshot from `step` on; weights not finite are not kept."""
         flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel()
                                for k, _ in param_shapes(self.cfg)])
         if not np.isfinite(flat).all():
@@ -138,8 +131,7 @@ class History:
 
     def save(self, path, train_loss, val_loss, run_id=""):
         """Write the history to `path` atomically. train_loss: one float per step (its
-        length is the run's step: the checkpoint this history belongs to); val_loss:
-        [(step, val loss), ...]."""
+        length is the checkpoint's step); val_loss: [(step, val loss), ...]."""
         sphere = self.cfg.norm == "sphere"
         meta = {"format": HISTORY_FORMAT, "version": HISTORY_VERSION, "config": asdict(self.cfg),
                 "vocab": self.vocab, "steps": self.steps, "count": self.count, "dtype": self.dtype,
@@ -231,9 +223,8 @@ def _load(file, max_bytes):
 
 
 def in_order(curve, planned):
-    """The points of a (step, loss) curve a run can have made: at steps from 0 to the
-    planned ones, each after the last one kept (a crafted file's negative, later or
-    repeated steps are dropped, not drawn)."""
+    """The points of a (step, loss) curve a run can have made: steps from 0 to the
+    planned ones, increasing (a crafted file's others are dropped, not drawn)."""
     keep, last = [], -1.0
     for i, step in enumerate(curve[:, 0]):
         if last < step <= planned:

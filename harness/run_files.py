@@ -53,13 +53,10 @@ def not_a_regular_file(path):
 
 
 def atomic_write(path, write):
-    """write(f) (f a binary file) into a temp file in the same folder, then os.replace:
-    readers never see half a file, and an existing file is only replaced by a complete
-    new one. An OSError (disk full, no permission) is a WriteError naming `path`; the
-    file that was there stays as it was. Whatever ends the write (an error, Ctrl-C,
-    SIGTERM: the shell makes signals KeyboardInterrupt), the temp file is removed. Only
-    a regular file is replaced: os.replace would put one in the place of a symbolic
-    link, a FIFO or /dev/null."""
+    """write(f) into a temp file in the same folder, then os.replace: never half a file.
+    An OSError is a WriteError naming `path`, the old file intact; however the write
+    ends, the temp file is removed. Only a regular file is replaced (os.replace would
+    put one in the place of a symbolic link, a FIFO or /dev/null)."""
     if kind := not_a_regular_file(path):
         raise WriteError(path, OSError(errno.EEXIST,
                                        f"it is {kind}, not a regular file; it is left as it is"))
@@ -87,9 +84,8 @@ def atomic_write(path, write):
 
 
 def check_readable_file(path, what):
-    """InputError unless `path` (a symbolic link is followed) is a regular file: reading
-    a FIFO, a device or a socket would wait for a writer, or never end. what, say:
-    N_("corpus file")."""
+    """InputError unless `path` (followed) is a regular file: reading a FIFO, a device
+    or a socket would wait for a writer, or never end. what: N_("corpus file"), say."""
     what = _(what)
     try:
         mode = os.stat(path).st_mode
@@ -109,11 +105,8 @@ def check_readable_file(path, what):
 
 def read_npz(path, what, load):
     """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through
-    one open file (a run replacing it meanwhile cannot mix two versions); whatever is
-    wrong is one InputError naming the file: not a regular file, unreadable, not a zip
-    archive as every .npz is (np.load would take any other file for a pickle, refuse it,
-    and say so, which misleads), refused by load (InputError), or corrupt (zip, header,
-    JSON)."""
+    one open file; whatever is wrong is one InputError naming the file (not a zip:
+    np.load would call it a pickle it refuses, which misleads)."""
     path = os.fsdecode(path)
     check_readable_file(path, what)
     what = _(what)
@@ -137,9 +130,8 @@ def read_npz(path, what, load):
 
 
 def npz_headers(file, max_members=64, only=None):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those
-    named in `only`), from the .npy headers alone: a header that claims a huge array
-    costs nothing until it is compared with what the file should hold. ValueError for a
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those in
+    `only`), from the .npy headers alone: a huge claim costs nothing. ValueError for a
     member that is not an array, or too many (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
@@ -162,9 +154,8 @@ def npz_headers(file, max_members=64, only=None):
 
 
 def read_meta(file, fmt, version, max_chars=2**20):
-    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what
-    is wrong with its format, its config or its vocabulary. Only the meta entry is read:
-    a 0-d string whose header says it holds at most max_chars characters."""
+    """(meta, GPTConfig, vocab) of an open checkpoint or history, else InputError; only
+    the meta entry is read, a 0-d string of at most max_chars characters."""
     shape, dtype, _size = npz_headers(file, max_members=None, only=("meta",)).get("meta",
                                                                                  (None,) * 3)
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
@@ -194,8 +185,7 @@ def read_meta(file, fmt, version, max_chars=2**20):
 
 def check_arrays(headers, expected):
     """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)),
-    each stored whole. A shape may be a function (header's shape -> expected one); dtype
-    None: not checked."""
+    each stored whole. A shape may be a function of the header's; dtype None: any."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
         raise InputError("its arrays do not match its config: missing {missing}, unexpected "
@@ -223,8 +213,7 @@ MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
 
 def plot_losses(path, state, base, title):
     """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title
-    holds the user's text (a corpus file's name): drawn as text, never as matplotlib's
-    $math$."""
+    (a corpus file's name) is drawn as text, never as matplotlib's $math$."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -285,11 +274,9 @@ HELD = {}  # the --out folders this process holds (POSIX): absolute path -> the 
 
 
 class RunLock:
-    """A run holds its --out folder until it ends: the folder carries the OS's lock
-    (released when the process ends, kill -9 too; on Windows the lock file does), a lock
-    file says who holds it. __enter__ refuses a folder a live run holds; claim() writes
-    this run's pid (taking over a file a killed run left); __exit__ releases it and
-    removes the folders it made, if empty."""
+    """A run holds its --out folder until it ends, by the OS's lock (released however
+    the process ends); a lock file says who holds it. __enter__ refuses a folder a live
+    run holds; claim() writes this run's pid; __exit__ releases it."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
@@ -330,9 +317,8 @@ class RunLock:
         return (LOCK_NAME, self.fd) if fcntl and self.fd is not None else (self.path, None)
 
     def check_held(self):
-        """WriteError unless --out still names the folder this run holds (a rename or a
-        retargeted link since: writing by its path would mix this run's files with
-        another's)."""
+        """WriteError unless --out still names the folder this run holds (not renamed,
+        nor a link retargeted since)."""
         if not self._still_here():
             proc = f"/proc/self/fd/{self.fd}"  # (Linux: where the folder held is now)
             self.moved_to = os.readlink(proc) if os.path.exists(proc) else None
@@ -347,9 +333,8 @@ class RunLock:
         return here is not None and (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
 
     def claim(self):
-        """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is
-        refused, not followed); the temp files a killed run left are removed
-        (atomic_write's, nothing else)."""
+        """This run's pid into the lock file (a symbolic link there is refused); the
+        temp files a killed run left are removed (atomic_write's, nothing else)."""
         if not self.folder:
             return
         previous = self._holder()
@@ -419,9 +404,8 @@ def _try_lock(fd):
 
 
 def claim_run_folder(base="out"):
-    """Ctrl-C without --out: a new folder base/run-N, the first N that is free. (mkdir
-    is atomic and fails if the folder exists: two runs stopped at the same moment get
-    two folders.)"""
+    """Ctrl-C without --out: a new folder base/run-N, the first N free (mkdir is atomic:
+    two runs stopped at once get two folders)."""
     n = 1
     while True:
         folder = os.path.join(base, f"run-{n}")
