@@ -34,6 +34,9 @@ except ImportError:  # Windows
     import msvcrt
 
 RUN_FILE_NAMES = ("checkpoint.npz", "history.npz", "metrics.json", "loss.png")
+KINDS = {stat.S_IFLNK: N_("a symbolic link"), stat.S_IFDIR: N_("a folder"),
+         stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket"),
+         stat.S_IFCHR: N_("a device"), stat.S_IFBLK: N_("a device")}
 TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # short: a temp file fits wherever its target fits
 
 
@@ -46,10 +49,7 @@ def not_a_regular_file(path):
         return None
     if stat.S_ISREG(mode):
         return None
-    kinds = {stat.S_IFLNK: N_("a symbolic link"), stat.S_IFDIR: N_("a folder"),
-             stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket"),
-             stat.S_IFCHR: N_("a device"), stat.S_IFBLK: N_("a device")}
-    return kinds.get(stat.S_IFMT(mode), N_("not a regular file"))
+    return KINDS.get(stat.S_IFMT(mode), N_("not a regular file"))
 
 
 def atomic_write(path, write):
@@ -97,8 +97,7 @@ def check_readable_file(path, what):
     if stat.S_ISDIR(mode):
         raise InputError("{what} {path!r} is a folder, not a file", what=what, path=path)
     if not stat.S_ISREG(mode):
-        kinds = {stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket")}
-        kind = _(kinds.get(stat.S_IFMT(mode), N_("a device")))
+        kind = _(KINDS.get(stat.S_IFMT(mode), N_("a device")))
         raise InputError("{what} {path!r} is {kind}, not a regular file; give the file itself",
                          what=what, path=path, kind=kind)
 
