@@ -185,9 +185,8 @@ def check_split(docs, seed, val_fraction):
 
 
 def check_sampling(prompt, vocab, cfg, num_samples, temperature, seed, engine, params=None):
-    """What microgpt.sample is given: the flags by their rules, a vocabulary and weights
-    that fit cfg, a prompt of known characters shorter than block_size. Returns the
-    temperature as a float."""
+    """What microgpt.sample is given (the flags by their rules, weights that fit cfg, a
+    prompt of known characters shorter than block_size); the temperature as a float."""
     if params is not None:
         check_params(params, cfg)
     for name, value in (("num_samples", num_samples), ("temperature", temperature), ("seed", seed),

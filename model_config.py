@@ -174,9 +174,8 @@ SCALE_NAMES = {"alpha_A": "attn_alpha", "alpha_M": "mlp_alpha", "s_qk": "attn_sq
 
 
 def effective_scales(params, cfg):
-    """Sphere mode: the scales as the forward pass applies them (stored times
-    scale_factors), layers concatenated: alpha_A, alpha_M, s_qk, s_u, s_z. At init they
-    are alpha_init, alpha_init, 1, sqrt(C) and sz_init."""
+    """Sphere mode: alpha_A, alpha_M, s_qk, s_u, s_z as the forward pass applies them,
+    layers concatenated (at init: alpha_init, alpha_init, 1, sqrt(C), sz_init)."""
     factor = scale_factors(cfg)
     out = {}
     for label, name in SCALE_NAMES.items():
@@ -274,9 +273,8 @@ CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the forward pass on chun
 
 
 def forward_bytes_per_doc(cfg):
-    """What the NumPy forward pass keeps for one document of block_size tokens: per
-    layer ~28 vectors of width C and the attention weights, plus the logits (an upper
-    estimate, measured by tests/harness/test_memory.py)."""
+    """An upper estimate of what the NumPy forward pass keeps for one document: per
+    layer ~28 vectors of width C and the attention weights, plus the logits."""
     C, T, L, H, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.vocab_size
     return 8 * T * (L * (28 * C + 2 * H * T) + 2 * V)
 

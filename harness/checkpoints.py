@@ -33,7 +33,8 @@ def corpus_fingerprint(train_docs, val_docs):
 @dataclass(frozen=True)
 class RunIdentity:
     """Which run a checkpoint is of (one run_id for a run and its resumes), on which
-    documents: corpora.fingerprint of train + val in split order, and their count."""
+    documents: corpora.fingerprint of train + val in split order, and their count
+    ("" and 0 in an older file)."""
     corpus: str = "names"
     run_id: str = ""
     corpus_sha256: str = ""

@@ -275,7 +275,8 @@ HELD = {}  # the --out folders this process holds (POSIX): absolute path -> the 
 class RunLock:
     """A run holds its --out folder until it ends, by the OS's lock (released however
     the process ends); a lock file says who holds it. __enter__ refuses a folder a live
-    run holds; claim() writes this run's pid; __exit__ releases it."""
+    run holds; claim() writes this run's pid; __exit__ releases it and removes the
+    folders it made, if empty."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
