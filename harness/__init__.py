@@ -1,8 +1,5 @@
-"""harness -- the machinery around chapter 22's script, making a run safe and pleasant.
-
-The chapter (microgpt.py) makes its data (corpora.py), weights and Adam moments and runs
-the loops; each setting's rule is in settings.py, what the chapter's functions check at
-their door in checks.py. Around them:
+"""harness -- the machinery around chapter 22's script (microgpt.py) and its model's
+layer, making a run safe and pleasant:
 
     shell.py        the shell each program runs in: signals, exit codes, one-line errors
     cli.py          microgpt.py's command line: the settings table's flags, main()
@@ -12,6 +9,7 @@ their door in checks.py. Around them:
     run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png
     memory.py       the memory a run will need, estimated before anything is allocated
     messages.py     what a run prints; errors.py: exit codes, text made safe to print
+    i18n.py         the console in Japanese (--lang ja, a Japanese locale): po/ja.po
 
 quiet_startup and leave live here: a program calls them before (and after) all else.
 """
@@ -33,9 +31,8 @@ PIP_NAMES = {"fontTools": "fonttools", "matplotlib_fontja": "matplotlib-fontja"}
 
 def name_missing_packages(prog, how=None):
     """Run by a Python without this project's packages, the program says in one line
-    which one is missing and how to run it with them (exit 2), instead of an
-    ImportError's traceback. how: the command that does, after dev.py's path (default:
-    set up .venv, then run this script with its Python)."""
+    which is missing and how to run it with them (exit 2), not an ImportError's
+    traceback. how: that command, after dev.py's path."""
     previous = sys.excepthook
 
     def hook(kind, error, tb):
@@ -57,9 +54,8 @@ def name_missing_packages(prog, how=None):
 
 
 def quiet_startup(prog, how=None):
-    """A signal ends the program quietly (one line, exit 130) until the shell takes
-    over; a signal set to be ignored (nohup) stays ignored, and a debugger keeps its
-    Ctrl-C. A missing package is one line too (name_missing_packages, with `how`)."""
+    """Until the shell takes over, a signal ends the program in one line (exit 130),
+    and so does a missing package (exit 2); nohup's and a debugger's signals stay."""
     name_missing_packages(prog, how)
     _late["prog"] = prog
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
@@ -72,10 +68,9 @@ def quiet_startup(prog, how=None):
 
 
 def leave(code):
-    """End the program with `code` once its output is flushed, without the interpreter's
-    teardown: a signal there would meet Python's handlers already gone and kill the
-    process (exit 143 for SIGTERM), after every file was written. Under a debugger (bdb:
-    pdb) the program ends the usual way, so the debugger keeps it."""
+    """End the program with `code` once its output is flushed, without the teardown: a
+    signal there would kill the process (exit 143), every file written. Under a debugger
+    (bdb) the program ends the usual way, so the debugger keeps it."""
     if "bdb" in sys.modules:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):

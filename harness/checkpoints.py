@@ -1,9 +1,6 @@
-"""harness/checkpoints.py -- everything a run needs to continue exactly where it
-stopped, and its file: save_checkpoint and load_run (one .npz without pickle, its claims
-checked from the headers before anything is loaded; check_state on load and save), the
-run's identity, save_run (the checkpoint and the history as one unit), and the
-documents' fingerprint. The batch of step s is fixed by s and the seeded split, so no
-random state is saved: a resumed run continues bit for bit."""
+"""harness/checkpoints.py -- what a run needs to continue exactly where it stopped: one
+.npz without pickle, its claims checked from the headers before anything is loaded. The
+batch of step s is fixed by s and the seeded split, so no random state is saved."""
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -14,9 +11,9 @@ from checks import check_state, check_step
 from corpora import fingerprint
 from harness.errors import InputError
 from harness.history import HISTORY_NAME
+from harness.i18n import N_, _
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
-from i18n import N_, _
 from model_config import (
     TRAINING_FIELDS,
     TrainState,
@@ -35,10 +32,9 @@ def corpus_fingerprint(train_docs, val_docs):
 
 @dataclass(frozen=True)
 class RunIdentity:
-    """Which run a checkpoint is of, on which documents: the same run_id for a run and
-    all its resumes; corpus_sha256 is corpora.fingerprint of the train + val documents
-    in split order, corpus_docs how many they were ("" and 0 in a file written before
-    either was kept)."""
+    """Which run a checkpoint is of (one run_id for a run and its resumes), on which
+    documents: corpora.fingerprint of train + val in split order, and their count
+    ("" and 0 in an older file)."""
     corpus: str = "names"
     run_id: str = ""
     corpus_sha256: str = ""
@@ -48,16 +44,13 @@ class RunIdentity:
 def check_identity(identity, where):
     if not (isinstance(identity.corpus_sha256, str) and len(identity.corpus_sha256) in (0, 64)
             and isinstance(identity.run_id, str) and NON_NEGATIVE_INT.ok(identity.corpus_docs)):
-        raise InputError(_("{where}: its corpus fingerprint or run id is malformed").format(
-            where=where))
+        raise InputError("{where}: its corpus fingerprint or run id is malformed", where=where)
 
 
 def corpus_change(state, identity, train_docs, val_docs, corpus):
     """Why the docs, split by the checkpoint's seed, are not the ones it was trained on
-    (by its fingerprint), in words; None if they are, or it has none. The batches would
-    differ, and the resumed run would not be the run it continues. With as many
-    documents as then, either their text changed or the seed is not the one the run
-    split them with (the fingerprint cannot say)."""
+    (by its fingerprint), in words; None if they are, or it has none: the batches, and
+    so the run, would differ."""
     sha, count = corpus_fingerprint(train_docs, val_docs)
     if not identity.corpus_sha256 or sha == identity.corpus_sha256:
         return None
@@ -73,9 +66,8 @@ CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "microgpt-checkpoint", 1
 
 
 def save_checkpoint(path, state, identity=RunIdentity()):
-    """One .npz (no pickle): arrays "param:<key>", "adam_m", "adam_v", "train_loss",
-    "val_loss" (K, 2), and "meta", JSON: format, version, config, vocab, step, every
-    stored setting, run_id, corpus_sha256 and corpus_docs."""
+    """One .npz (no pickle): "param:<key>", "adam_m", "adam_v", "train_loss", "val_loss"
+    (K, 2), and "meta", JSON: config, vocab, step, settings, identity."""
     check_state(state, _("cannot save checkpoint"))
     meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "config": asdict(state.cfg),
             "vocab": list(state.vocab), "step": state.step,
@@ -90,9 +82,7 @@ def save_checkpoint(path, state, identity=RunIdentity()):
 
 def load_run(path, max_gb=None):
     """The TrainState and RunIdentity in save_checkpoint's file; InputError if it is
-    missing, corrupt or incompatible. Before anything big is read: its meta (each
-    setting by its rule), the memory the model and history it describes would take
-    (against max_gb, like --max-memory), and every array's header."""
+    missing, corrupt or incompatible, or (by its headers) bigger than max_gb."""
     state, identity = read_npz(path, N_("checkpoint"),
                                lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
@@ -114,22 +104,22 @@ def _load(file, where, max_gb):
     settings = {}
     for row in STORED:  # each by its rule; a setting the file predates takes its `before`
         if row.name not in meta and row.before is REQUIRED:
-            raise InputError(_("its meta has no {name!r}").format(name=row.name))
+            raise InputError("its meta has no {name!r}", name=row.name)
         settings[row.name] = check(row.name, meta.get(row.name, row.before))
     # weights, Adam's moments, a train loss per step (a file of zeros compresses well: a
     # small file can claim a lot) and the objects of every parameter array
     need = 3 * 8 * n_params(cfg) + BYTES_PER_STEP * step + BYTES_PER_ARRAY * n_param_arrays(cfg)
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(_("it describes a model of {params:,} parameters trained {step:,} "
-                           "steps, about {size} with its optimizer state and history; {why}")
-                         .format(params=n_params(cfg), step=step, size=gigabytes(need), why=why))
+        raise InputError("it describes a model of {params:,} parameters trained {step:,} steps, "
+                         "about {size} with its optimizer state and history; {why}",
+                         params=n_params(cfg), step=step, size=gigabytes(need), why=why)
     count = n_param_arrays(cfg) + 5  # + adam_m, adam_v, train_loss, val_loss, meta
     headers = npz_headers(file, max_members=count + 16)
     if len(headers) < count:
-        raise InputError(_("it holds {n} arrays; a checkpoint of its config (n_layer {n_layer}, "
-                           "norm {norm}) holds {count}").format(
-                               n=len(headers), n_layer=cfg.n_layer, norm=cfg.norm, count=count))
+        raise InputError("it holds {n} arrays; a checkpoint of its config (n_layer {n_layer}, norm "
+                         "{norm}) holds {count}", n=len(headers), n_layer=cfg.n_layer,
+                         norm=cfg.norm, count=count)
     P, dtype = n_params(cfg), settings["dtype"]
     expected = {f"param:{key}": (shape, dtype) for key, shape in param_shapes(cfg)}
     def val_shape(got):  # at most one val loss per step, and step 0's and the last's
@@ -149,13 +139,9 @@ def _load(file, where, max_gb):
 
 
 def save_run(folder, state, history=None, identity=RunIdentity()):
-    """The checkpoint and (when the run keeps one) the planetarium's history, written as
-    one unit: the history first, recording the step it belongs to, the checkpoint last.
-    A resume continues from the checkpoint, so whenever a run stops (kill -9 between or
-    during the writes, a full disk at the second), the history is at its step or ahead,
-    never behind: the resume drops the snapshots after that step and continues both
-    exactly. (One file would do too, but the planetarium would read optimizer state it
-    never needs; a manifest would be a third file to keep consistent.)"""
+    """The checkpoint and the planetarium's history (if kept) as one unit: the history
+    first, with its step, the checkpoint last. However a run stops, the history is at
+    the checkpoint's step or ahead, never behind: a resume drops the later snapshots."""
     if history is not None:
         history.save(os.path.join(folder, HISTORY_NAME), state.train_loss, state.val_loss,
                      identity.run_id)

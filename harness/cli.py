@@ -1,10 +1,7 @@
 """harness/cli.py -- the command line of microgpt.py: a flag per row of
-settings.SETTINGS, and the steps microgpt.main() takes around the chapter, in its order:
-parse_args (every flag checked), load_checkpoint_for (--resume, --sample-only),
-run_settings (the flags over the defaults or over the checkpoint's), model_config,
-check_run (the corpus against the checkpoint, the prompt, the memory), RunFolder (the
---out folder held, the history continued, the run's files written at the end). Every
-check comes before a step is taken or a file written: a refused run changes nothing.
+settings.SETTINGS, and the steps microgpt.main() takes around the chapter, in order:
+parse_args, run_settings, model_config, check_run, RunFolder. Every check comes before
+a step is taken or a file written: a refused run changes nothing.
 """
 import argparse
 import importlib.util
@@ -19,6 +16,7 @@ from harness import messages
 from harness.checkpoints import RunIdentity, corpus_change, corpus_fingerprint, load_run, save_run
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, as_text
 from harness.history import HISTORY_NAME, History, load_history
+from harness.i18n import LANGUAGES, N_, _, language_from, translated, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -29,7 +27,6 @@ from harness.run_files import (
     write_json,
 )
 from harness.shell import DeferSigint, Parser, Shell, say  # noqa: F401  (Shell: microgpt.main's)
-from i18n import LANGUAGES, N_, _, language_from, use
 from model_config import MODEL_FIELDS, TRAINING_FIELDS, GPTConfig, n_params
 from settings import DEFAULTS, SETTINGS, check, check_combination, resumed
 
@@ -104,9 +101,7 @@ class RunSettings:
 
 def build_parser():
     """A flag per row of the table, in its groups; every default None, so that a resumed
-    run can tell a flag given from one that was not (the table's default comes later).
-    The table's help texts and group names are in the catalogue too (tests/test_i18n.py
-    adds them)."""
+    run can tell a flag given from one that was not."""
     p = Parser(prog="microgpt.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                description=_("Train a tiny GPT on names and sample new ones. --norm sphere "
                              "switches to the nGPT hypersphere model; --engine numpy runs the "
@@ -165,9 +160,8 @@ def new_settings(a):
 
 
 def resumed_settings(a, resume, identity, ckpt_path):
-    """A resumed run's settings: the checkpoint's, with what a resume may change
-    (settings.resumed); a corpus at another path is taken if its documents are the
-    checkpoint's (checked once read)."""
+    """A resumed run's settings: the checkpoint's, changed as settings.resumed allows; a
+    corpus at another path is taken if its documents are the checkpoint's."""
     kept = {**asdict(resume.cfg), **resume.settings(), "corpus": corpus_id(identity.corpus)}
     given = {name: getattr(a, name, None) for name in kept}
     given["corpus"] = a.corpus and corpus_id(a.corpus)  # the same file, however it is spelled
@@ -211,9 +205,8 @@ def load_checkpoint_for(args):
 
 
 def run_settings(args):
-    """The state to resume (--resume; else None) and the run's settings: a new run's
-    (the flags over the defaults), or a resumed run's (over the checkpoint's); a corpus
-    file too large for --max-memory is refused before it is read."""
+    """The state to resume (or None) and the run's settings; a corpus file too large
+    for --max-memory is refused before it is read."""
     resume = None
     if args.resume:
         resume, identity, path = load_checkpoint_for(args)
@@ -239,9 +232,8 @@ def model_config(opts, vocab, resume):
 
 def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params):
     """Before anything is written: a resumed run's documents are the checkpoint's, the
-    prompt can be sampled, the run fits in memory, and the weights it starts from
-    (init_params: the chapter's) compute within floating point. Records the documents'
-    fingerprint and counts in opts."""
+    prompt can be sampled, the run fits in memory, and the initial weights compute
+    within floating point. Records the documents' fingerprint and counts in opts."""
     if resume is not None:
         check_resumed_corpus(opts, resume, vocab, train_docs, val_docs)
     docs = train_docs + val_docs  # (the machine's memory first: its message names the machine)
@@ -255,10 +247,8 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
 
 
 def note_gpt_edits(opts, cfg, model, init_params):
-    """--engine numpy runs numpy_engine.py, which mirrors the chapter's gpt() and
-    gpt_sphere() without calling them: a note when `model` (cfg.norm's, as the file has
-    it now) computes other logits or raises (a learner's edit: --engine value runs it,
-    to its traceback if it fails)."""
+    """A note when --engine numpy runs numpy_engine.py's mirror of a `model` (gpt() or
+    gpt_sphere()) that a learner's edit made compute other logits, or raise."""
     if opts.engine == "numpy" and not computes_the_mirrors_logits(model, cfg, init_params):
         opts.notes.append(_("note: {name}() no longer computes what numpy_engine.py does, and "
                             "--engine numpy runs numpy_engine.py, not {name}(): this run does not "
@@ -311,9 +301,8 @@ def sample_checkpoint(args, iter_samples, shell):
 
 
 def finished(resume, opts, args, iter_samples):
-    """Is this a resumed run with no step left? Then it says so, and samples
-    (iter_samples: the chapter's) if a sampling flag asks; its files are left as they
-    are (metrics.json keeps its timing and names). True."""
+    """Is this a resumed run with no step left? Then it says so, and samples if a
+    sampling flag asks; its files are left as they are. True."""
     if resume is None or resume.step < opts.steps:
         return False
     asked = _(" Its names, with the sampling flags given:") if sampling_asked(args) else _(
@@ -332,10 +321,8 @@ def sampling_asked(args):
 
 
 def check_out_folder(out, resume, ckpt_path):
-    """InputError unless --out may take this run's files: a new run's folder holds no
-    run's files, a resumed run's is its checkpoint's or holds none, and every run file
-    there is a regular file (a symbolic link planted as checkpoint.npz is refused now,
-    not at the first save)."""
+    """InputError unless --out may take this run's files: a new run's holds none, a
+    resumed run's is its checkpoint's or holds none, each there a regular file."""
     ckpt = os.path.join(out, "checkpoint.npz")
     own = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
@@ -358,17 +345,16 @@ def check_out_folder(out, resume, ckpt_path):
 
 
 def previous_history(path, resume, run_id, own_folder, notes):
-    """On --resume, the run's history so far (beside its checkpoint), to continue:
-    written before the checkpoint, it is at its step or ahead (the later snapshots are
-    dropped); one behind or unreadable is a note. Another run's is refused in the run's
-    own folder and left alone elsewhere."""
+    """On --resume, the history beside the checkpoint, to continue (snapshots past its
+    step dropped); one behind or unreadable is a note. Another run's is refused in the
+    run's own folder and left alone elsewhere."""
     if not os.path.lexists(path):
         return None
     try:
         h = load_history(path)
     except InputError as e:
         notes.append(_("note: the planetarium history is not continued ({error}); it starts "
-                       "again").format(error=e))
+                       "again").format(error=translated(e)))
         return None
     another = run_id and h.run_id and h.run_id != run_id
     if another or (h.cfg, h.vocab) != (resume.cfg, resume.vocab):
@@ -393,10 +379,8 @@ DEFAULT_OUT = "out"  # where a run without --out saves when stopped: out/run-N
 
 
 def check_default_out(base):
-    """InputError unless a stopped run without --out could save to a new base/run-N:
-    `base` is a writable folder, or can be made here. Checked before the first step, as
-    --out is: a file, a dangling link or a read-only folder there would lose the run at
-    Ctrl-C."""
+    """InputError unless a stopped run without --out could save to a new base/run-N
+    (checked before the first step: otherwise Ctrl-C would lose the run)."""
     if os.path.lexists(base) and not os.path.isdir(base):
         what = N_("a dangling link") if os.path.islink(base) and not os.path.exists(base) else \
             not_a_regular_file(base) or N_("a file")
@@ -412,9 +396,7 @@ def check_default_out(base):
 
 class RunFolder:
     """`with RunFolder(opts, resume, shell) as folder:` holds --out while the run runs
-    (harness.run_files .RunLock: a second run is refused), continues the run's history
-    on --resume, and tells the shell what a Ctrl-C or a failed write leaves behind.
-    write_run_files() ends a finished run."""
+    (RunLock), continues its history, and tells the shell what a stop leaves behind."""
 
     def __init__(self, opts, resume, shell):
         self.opts, self.resume, self.shell = opts, resume, shell

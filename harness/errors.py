@@ -1,11 +1,6 @@
-"""harness/errors.py -- the exit codes, WriteError, and text safe to print.
-
-0 ok, 1 diverged (a bug also exits 1, with Python's traceback), 2 bad input, 74 a write
-failed (sysexits.h's EX_IOERR), 130 interrupted: docs/running.md (Exit codes) says what
-each promises. The shell (harness/shell.py) prints InputError (settings.py) and
-WriteError as one line with code.
-"""
-from i18n import _
+"""harness/errors.py -- the exit codes (docs/running.md says what each promises),
+WriteError, and text safe to print."""
+from harness.i18n import _
 from settings import InputError  # noqa: F401  (re-exported: the run's machinery raises it too)
 
 EXIT_OK, EXIT_DIVERGED, EXIT_BAD_INPUT, EXIT_IO, EXIT_INTERRUPTED = 0, 1, 2, 74, 130
@@ -24,9 +19,7 @@ class WriteError(OSError):
 
 
 def as_text(text):
-    """Text from the user (a file name, a corpus line) safe to print or draw: what is
-    not printable (control characters, lone surrogates from undecodable file-name bytes)
-    becomes backslash escapes, so nothing moves the cursor, recolours the terminal or
-    fails to encode."""
+    """Text from the user (a file name, a corpus line) safe to print: control characters
+    and lone surrogates become backslash escapes (no cursor move, no encoding error)."""
     return "".join(ch if ch.isprintable() and not "\ud800" <= ch <= "\udfff" else
                    ch.encode("unicode_escape", "backslashreplace").decode() for ch in str(text))

@@ -1,11 +1,7 @@
-"""harness/history.py -- the snapshots a run keeps for the planetarium's sky.
-
-A run with --out keeps about 50 snapshots of its weights in OUT/history.npz, denser
-early, always step 0 and the last planned step (Run calls due() and record(); save()
-comes with every checkpoint, before it). The file's arrays and meta are listed in
-docs/planetarium.md (The history file). load_history checks every header against the
-config before anything is loaded: a bad file is one line (InputError).
-"""
+"""harness/history.py -- the snapshots a run keeps for the planetarium's sky: about 50
+of its weights in OUT/history.npz, denser early, always step 0 and the last planned
+step. docs/planetarium.md lists the file's arrays; load_history checks every header
+against the config before anything is loaded."""
 import json
 import os
 from dataclasses import asdict
@@ -13,9 +9,9 @@ from dataclasses import asdict
 import numpy as np
 
 from harness.errors import InputError
+from harness.i18n import N_
 from harness.memory import BYTES_PER_ARRAY, SNAPSHOT_BUDGET
 from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
-from i18n import N_, _
 from model_config import (
     SCALE_NAMES,
     effective_scales,
@@ -38,10 +34,9 @@ MAX_FILE_BYTES = 2**30          # load_history refuses bigger files before readi
 
 
 def snapshot_steps(steps, count=DEFAULT_COUNT):
-    """The steps a run of `steps` steps keeps: every step if there are at most `count`,
-    else `count` of them, always 0 and `steps`. Half lie on a geometric grid (1, 2, 3,
-    4, 6, ...: the first steps move the stars most), the rest split the largest gaps (so
-    later steps are evenly spaced)."""
+    """The steps a run of `steps` steps keeps: all, or `count` with 0 and `steps`; half
+    on a geometric grid (the first steps move the stars most), the rest split the
+    largest gaps."""
     if steps + 1 <= count:
         return list(range(steps + 1))
     chosen = {0, steps} | {int(round(s)) for s in np.geomspace(1, steps, max(1, count // 2))}
@@ -60,9 +55,8 @@ def flat_scales(params, cfg):
 
 
 class History:
-    """Snapshots of one training run. previous: the run's History so far, on --resume
-    (same plan: the snapshots an uninterrupted run keeps; a longer one: those to come
-    evenly spaced)."""
+    """Snapshots of one training run. previous: its History so far, on --resume (a
+    longer plan spaces the snapshots to come evenly)."""
 
     def __init__(self, cfg, vocab, steps, count=DEFAULT_COUNT, previous=None):
         self.cfg, self.vocab, self.steps = cfg, list(vocab), int(steps)
@@ -86,9 +80,8 @@ class History:
         return step in self._due
 
     def record(self, step, params, drift=None):
-        """A copy of the weights after `step` steps (and, sphere: what retract returned,
-        None at step 0), replacing any snapshot from `step` on. Weights that are not
-        finite are not kept."""
+        """A copy of the weights after `step` steps (sphere: and retract's drift),
+        replacing any snapshot from `step` on; weights not finite are not kept."""
         flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel()
                                for k, _ in param_shapes(self.cfg)])
         if not np.isfinite(flat).all():
@@ -138,8 +131,7 @@ class History:
 
     def save(self, path, train_loss, val_loss, run_id=""):
         """Write the history to `path` atomically. train_loss: one float per step (its
-        length is the run's step: the checkpoint this history belongs to); val_loss:
-        [(step, val loss), ...]."""
+        length is the checkpoint's step); val_loss: [(step, val loss), ...]."""
         sphere = self.cfg.norm == "sphere"
         meta = {"format": HISTORY_FORMAT, "version": HISTORY_VERSION, "config": asdict(self.cfg),
                 "vocab": self.vocab, "steps": self.steps, "count": self.count, "dtype": self.dtype,
@@ -188,32 +180,30 @@ def _load(file, max_bytes):
     """The History in an open history file, every claim checked before it is loaded."""
     size = os.fstat(file.fileno()).st_size
     if size > max_bytes:
-        raise InputError(_("it is {mib:,.0f} MiB; the limit is {most:,.0f} MiB").format(
-            mib=size / 2**20, most=max_bytes / 2**20))
+        raise InputError("it is {mib:,.0f} MiB; the limit is {most:,.0f} MiB", mib=size / 2**20,
+                         most=max_bytes / 2**20)
     meta, cfg, vocab = read_meta(file, HISTORY_FORMAT, HISTORY_VERSION)
     headers = npz_headers(file, max_members=16)  # (a history has at most 7 arrays)
     steps, count, saved = meta.get("steps"), meta.get("count"), meta.get("step", meta.get("steps"))
     for name, value, least in (("steps", steps, 1), ("count", count, 2),
                                ("skipped", meta.get("skipped"), 0), ("step", saved, 0)):
         if type(value) is not int or value < least:
-            raise InputError(_("its {name} is not an integer >= {least}").format(
-                name=name, least=least))
+            raise InputError("its {name} is not an integer >= {least}", name=name, least=least)
     if steps > MAX_STEPS:  # (--steps has the same bound: 10**30 would break the snapshot plan)
-        raise InputError(_("its steps is beyond 2**53, the most a run may plan"))
+        raise InputError("its steps is beyond 2**53, the most a run may plan")
     if meta.get("dtype") not in ("float64", "float32") or type(meta.get("run_id", "")) is not str:
-        raise InputError(_("its dtype or run_id is malformed"))
+        raise InputError("its dtype or run_id is malformed")
     P, K, A = n_params(cfg), headers.get("params", ((0,),))[0][0], n_param_arrays(cfg)
     if not 1 <= K <= MAX_SNAPSHOTS:
-        raise InputError(_("it has {k} snapshots; a history has 1 to {most}").format(
-            k=K, most=MAX_SNAPSHOTS))
+        raise InputError("it has {k} snapshots; a history has 1 to {most}", k=K, most=MAX_SNAPSHOTS)
     # the weights, and the objects of every parameter array of every snapshot (the page
     # takes the snapshots apart array by array: n_layer 10^6 is millions of them,
     # however narrow the model)
     need = 8 * K * P + K * A * BYTES_PER_ARRAY
     if need > max_bytes:
-        raise InputError(_("its {k} snapshots of {p:,} weights in {a:,} arrays would take "
-                           "{mib:,.0f} MiB; the limit is {most:,.0f} MiB").format(
-                               k=K, p=P, a=A, mib=need / 2**20, most=max_bytes / 2**20))
+        raise InputError("its {k} snapshots of {p:,} weights in {a:,} arrays would take {mib:,.0f} "
+                         "MiB; the limit is {most:,.0f} MiB", k=K, p=P, a=A, mib=need / 2**20,
+                         most=max_bytes / 2**20)
     expected = {"meta": ((), None), "step": ((K,), np.int64), "params": ((K, P), np.float64),
                 "train_loss": (curve_shape, np.float64), "val_loss": (curve_shape, np.float64)}
     if cfg.norm == "sphere":
@@ -233,9 +223,8 @@ def _load(file, max_bytes):
 
 
 def in_order(curve, planned):
-    """The points of a (step, loss) curve a run can have made: at steps from 0 to the
-    planned ones, each after the last one kept (a crafted file's negative, later or
-    repeated steps are dropped, not drawn)."""
+    """The points of a (step, loss) curve a run can have made: steps from 0 to the
+    planned ones, increasing (a crafted file's others are dropped, not drawn)."""
     keep, last = [], -1.0
     for i, step in enumerate(curve[:, 0]):
         if last < step <= planned:
@@ -248,20 +237,18 @@ def _check_values(h, data):
     """InputError for what History.save cannot have written."""
     step = data["step"]
     if step.min() < 0 or step.max() > h.steps or (np.diff(step) <= 0).any():
-        raise InputError(_("its snapshot steps are not increasing from 0 to its planned {steps}")
-                         .format(steps=h.steps))
+        raise InputError("its snapshot steps are not increasing from 0 to its planned {steps}",
+                         steps=h.steps)
     for name in ("params", "train_loss", "val_loss"):
         if not np.isfinite(data[name]).all():
-            raise InputError(_("its {name} is not all finite").format(
-                name="weights" if name == "params" else name))
+            raise InputError("its {name} is not all finite",
+                             name="weights" if name == "params" else name)
     if h.cfg.norm != "sphere":
         return
     off = max(off_sphere(h.params_at(k), h.cfg) for k in range(len(h)))  # (float32: unit to ~1e-7)
     if not off <= 1e-6:
-        raise InputError(_("its weights are not on the sphere (max | |v| - 1 | = {off:.2g})")
-                         .format(off=off))
+        raise InputError("its weights are not on the sphere (max | |v| - 1 | = {off:.2g})", off=off)
     if not np.allclose(data["scales"], h.scales, rtol=1e-12, atol=0):
-        raise InputError(_("its effective scales do not match its weights"))
+        raise InputError("its effective scales do not match its weights")
     if ((data["drift"] <= 0) | np.isinf(data["drift"])).any():
-        raise InputError(_("its drift (norms before the retraction) is not all positive and "
-                           "finite"))
+        raise InputError("its drift (norms before the retraction) is not all positive and finite")

@@ -1,15 +1,10 @@
-"""harness/memory.py -- the memory a run will need, estimated before it is allocated.
-
-A run is refused (exit 2) when the estimate exceeds --max-memory or the machine's
-memory: a training step, the bigram baseline's V x V table, the corpus, a loss per
-planned step, the planetarium's snapshots, and the Python objects of every parameter
-array. Checkpoints and histories are measured from their headers alike.
-"""
+"""harness/memory.py -- the memory a run will need, estimated before it is allocated:
+over --max-memory or the machine's memory, the run is refused (exit 2)."""
 import os
 from dataclasses import replace
 
 from corpora import BUILTIN, MAX_CORPUS_BYTES
-from i18n import _
+from harness.i18n import _
 from model_config import CHUNK_BYTES, check_dtype, forward_bytes_per_doc, n_param_arrays, n_params
 from settings import DEFAULTS, InputError
 
@@ -24,12 +19,10 @@ SNAPSHOT_BUDGET = 32 * 2**20  # the history's snapshots of weights (a big model 
 
 
 def step_memory(cfg, batch_size, engine, itemsize=8, positions=None):
-    """An upper estimate of a training step's peak bytes: the weights, Adam's moments,
-    the gradients and the update's temporaries (8 arrays of P), the evaluation chunk;
-    numpy: the batch's forward cache, twice; value: a Value node (~300 bytes) per
-    multiply and add, 24 C^2 + 4 C T per position and layer, 2 V C for lm_head.
-    positions: the most a document has (its length + 1, cropped to block_size): a step
-    computes only those, so short names under a large block_size cost little."""
+    """An upper estimate of a training step's peak bytes: 8 arrays of P (weights, Adam,
+    gradients, temporaries), the evaluation chunk; numpy: the forward cache, twice;
+    value: a ~300-byte node per multiply and add, 24 C^2 + 4 C T per position and
+    layer, 2 V C for lm_head. positions: the longest document's (+ 1, cropped)."""
     T = cfg.block_size if positions is None else max(1, min(cfg.block_size, positions))
     C, L, V = cfg.n_embd, cfg.n_layer, cfg.vocab_size
     P = n_params(cfg)
@@ -42,9 +35,8 @@ def step_memory(cfg, batch_size, engine, itemsize=8, positions=None):
 
 
 def corpus_memory(n_docs, n_chars):
-    """The documents as a run keeps them (a str, a list of token ids, bigram pairs):
-    about 350 bytes a document and 50 a character (measured: 2 million 3-character names
-    take about 0.7 GB)."""
+    """The documents as a run keeps them: ~350 bytes a document and 50 a character
+    (measured: 2 million 3-character names take about 0.7 GB)."""
     return 350 * n_docs + 50 * n_chars
 
 
@@ -89,19 +81,18 @@ def check_memory(cfg, batch_size, engine, max_gb=None, dtype="float64", corpus=(
             + corpus_memory(*corpus) + history_memory(cfg, steps))
     most, why = limit(max_gb)
     if need > most:
-        raise InputError(_("this run would need about {size} of memory ({params:,} parameters, "
-                           "vocab_size {vocab:,}, n_embd {n_embd}, n_layer {n_layer}, block_size "
-                           "{block_size}, batch {batch}, engine {engine}, {docs:,} documents, "
-                           "{steps:,} steps); {why}").format(
-            size=gigabytes(need), params=n_params(cfg), vocab=cfg.vocab_size, n_embd=cfg.n_embd,
-            n_layer=cfg.n_layer, block_size=cfg.block_size, batch=batch_size, engine=engine,
-            docs=corpus[0], steps=steps, why=why))
+        raise InputError("this run would need about {size} of memory ({params:,} parameters, "
+                         "vocab_size {vocab:,}, n_embd {n_embd}, n_layer {n_layer}, block_size "
+                         "{block_size}, batch {batch}, engine {engine}, {docs:,} documents, "
+                         "{steps:,} steps); {why}", size=gigabytes(need), params=n_params(cfg),
+                         vocab=cfg.vocab_size, n_embd=cfg.n_embd, n_layer=cfg.n_layer,
+                         block_size=cfg.block_size, batch=batch_size, engine=engine, docs=corpus[0],
+                         steps=steps, why=why)
 
 
 def check_corpus_memory(name_or_path, max_gb):
-    """InputError if a corpus file holds more documents than --max-memory allows, before
-    it is decoded and split (what takes time and memory: 64 MiB of short lines is 16M
-    documents)."""
+    """InputError if a corpus file holds more documents than --max-memory allows,
+    before it is decoded (64 MiB of short lines is 16M documents)."""
     if name_or_path in BUILTIN or not os.path.isfile(name_or_path):
         return  # (load_corpus says what is wrong with a path that is not a file)
     try:
@@ -112,6 +103,6 @@ def check_corpus_memory(name_or_path, max_gb):
     lines = raw.count(b"\n") + 1
     need, (most, why) = corpus_memory(lines, len(raw)), limit(max_gb)
     if need > most:
-        raise InputError(_("corpus file {path!r} has {lines:,} lines; keeping them as documents "
-                           "would need about {size} of memory; {why}").format(
-                               path=name_or_path, lines=lines, size=gigabytes(need), why=why))
+        raise InputError("corpus file {path!r} has {lines:,} lines; keeping them as documents "
+                         "would need about {size} of memory; {why}", path=name_or_path, lines=lines,
+                         size=gigabytes(need), why=why)

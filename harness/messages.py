@@ -6,9 +6,9 @@ import shlex
 import sys
 
 from harness.errors import EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError, as_text
+from harness.i18n import _
 from harness.run_files import claim_run_folder
 from harness.shell import say
-from i18n import _
 from model_config import n_params
 from numpy_engine import GREEDY_BELOW
 
@@ -135,19 +135,17 @@ def flag_words(flag, value):
 
 
 def microgpt_command(words):
-    """python microgpt.py WORDS, to paste where this program was started: the
-    interpreter that runs it (a bare `python` may lack this project's packages) or the
-    launcher typed (dev.py: MICROGPT_LAUNCHER), the script's path seen from here, every
-    word quoted (shlex.join)."""
+    """python microgpt.py WORDS, to paste where this program was started: this
+    interpreter (a bare `python` may lack the packages) or MICROGPT_LAUNCHER (dev.py's),
+    the script's path seen from here, every word quoted."""
     launcher = os.environ.get("MICROGPT_LAUNCHER")
     script = shown_path(os.path.join(ROOT, "microgpt.py"), os.getcwd())
     return shlex.join((shlex.split(launcher) if launcher else [sys.executable, script]) + words)
 
 
 def resume_command(out, args):
-    """The command that continues this run: --out as given (or the folder claimed, seen
-    from here), and the flags a checkpoint does not keep (--lang, --max-memory, the
-    sampling flags) if given."""
+    """The command that continues this run: --out (as given, or the folder claimed),
+    and the flags a checkpoint does not keep, if given."""
     words = ["--resume"] + flag_words("--out", args.out or shown_path(out, os.getcwd()))
     for name in ("lang", "max_memory", "num_samples", "temperature", "prompt"):
         if getattr(args, name) is not None:

@@ -1,21 +1,15 @@
-"""harness/run.py -- Run, the command line's observer of microgpt.train().
-
-microgpt.train() calls an observer twice a step. Run is the one `python microgpt.py`
-uses: before the first update it records who the run is and its initial weights; after
-each update it records the planetarium's snapshots, stops a run whose loss exploded or
-whose weights left the sphere, prints progress with an ETA and the val loss beside the
-baselines, saves a checkpoint at every val loss (with --out), and turns the first Ctrl-C
-into a stop after the step in progress. It creates nothing of the run: the chapter makes
-the data, the weights and Adam's moments.
+"""harness/run.py -- Run, the command line's observer of microgpt.train(): it records
+the planetarium's snapshots, stops a run that exploded or left the sphere, prints
+progress, saves a checkpoint at every val loss, and makes Ctrl-C stop after the step.
 """
 import math
 import sys
 
 import numpy as np
 
+from harness.i18n import _
 from harness.messages import fmt_loss, fmt_time
 from harness.shell import DeferSigint
-from i18n import _
 from model_config import off_sphere
 
 DIVERGED_NATS = 1.0     # a mean train loss this far above where training started: it has diverged
@@ -23,9 +17,8 @@ DIVERGED_WINDOW = 50    # the mean is over this many steps
 
 
 class Run:
-    """`with Run(opts, cfg, vocab, base, folder) as run: train(..., observer=run)`.
-    folder: the run's harness.cli.RunFolder (where checkpoints go, and the history it
-    continues)."""
+    """`with Run(opts, cfg, vocab, base, folder) as run: train(..., observer=run)`;
+    folder: the run's harness.cli.RunFolder."""
 
     def __init__(self, opts, cfg, vocab, base, folder):
         self.opts, self.cfg, self.base, self.folder = opts, cfg, base, folder
@@ -53,10 +46,9 @@ class Run:
         return self.sigint.hit
 
     def diverged(self, error, resume=None):
-        """The engine's NumericError out of train(): the last good state, its .error
-        naming the step; let through before any update (the model's code failed) or
-        under a debugger (pdb then stops post-mortem at the line where the number
-        broke)."""
+        """The engine's NumericError out of train(): the last good state, .error naming
+        the step; let through before any update (the model's code failed) or under a
+        debugger (pdb stops post-mortem where the number broke)."""
         state = self.state or resume
         if state is None or state.step == 0 or sys.gettrace():
             raise error
@@ -113,9 +105,8 @@ class Run:
 
     def exploded(self, state):
         """The mean train loss of the last DIVERGED_WINDOW steps is DIVERGED_NATS above
-        where training started (log V, or the first val loss if worse): the model fits
-        its own data worse than guessing. (Not the val loss: on a tiny corpus
-        overfitting can lift that above uniform.)"""
+        the start (log V, or the first val loss if worse): worse than guessing. (Not the
+        val loss: on a tiny corpus overfitting can lift that above uniform.)"""
         recent = state.train_loss[-DIVERGED_WINDOW:]
         mean = sum(recent) / len(recent)
         if mean <= self.start + DIVERGED_NATS:

@@ -23,7 +23,7 @@ import numpy as np
 
 from checks import check_vocab
 from harness.errors import InputError, WriteError, as_text
-from i18n import N_, _
+from harness.i18n import N_, _
 from model_config import GPTConfig, cut_list
 from settings import short
 
@@ -34,6 +34,9 @@ except ImportError:  # Windows
     import msvcrt
 
 RUN_FILE_NAMES = ("checkpoint.npz", "history.npz", "metrics.json", "loss.png")
+KINDS = {stat.S_IFLNK: N_("a symbolic link"), stat.S_IFDIR: N_("a folder"),
+         stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket"),
+         stat.S_IFCHR: N_("a device"), stat.S_IFBLK: N_("a device")}
 TEMP_PREFIX, TEMP_SUFFIX = ".microgpt-", ".tmp"  # short: a temp file fits wherever its target fits
 
 
@@ -46,20 +49,14 @@ def not_a_regular_file(path):
         return None
     if stat.S_ISREG(mode):
         return None
-    kinds = {stat.S_IFLNK: N_("a symbolic link"), stat.S_IFDIR: N_("a folder"),
-             stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket"),
-             stat.S_IFCHR: N_("a device"), stat.S_IFBLK: N_("a device")}
-    return kinds.get(stat.S_IFMT(mode), N_("not a regular file"))
+    return KINDS.get(stat.S_IFMT(mode), N_("not a regular file"))
 
 
 def atomic_write(path, write):
-    """write(f) (f a binary file) into a temp file in the same folder, then os.replace:
-    readers never see half a file, and an existing file is only replaced by a complete
-    new one. An OSError (disk full, no permission) is a WriteError naming `path`; the
-    file that was there stays as it was. Whatever ends the write (an error, Ctrl-C,
-    SIGTERM: the shell makes signals KeyboardInterrupt), the temp file is removed. Only
-    a regular file is replaced: os.replace would put one in the place of a symbolic
-    link, a FIFO or /dev/null."""
+    """write(f) into a temp file in the same folder, then os.replace: never half a file.
+    An OSError is a WriteError naming `path`, the old file intact; however the write
+    ends, the temp file is removed. Only a regular file is replaced (os.replace would
+    put one in the place of a symbolic link, a FIFO or /dev/null)."""
     if kind := not_a_regular_file(path):
         raise WriteError(path, OSError(errno.EEXIST,
                                        f"it is {kind}, not a regular file; it is left as it is"))
@@ -87,33 +84,28 @@ def atomic_write(path, write):
 
 
 def check_readable_file(path, what):
-    """InputError unless `path` (a symbolic link is followed) is a regular file: reading
-    a FIFO, a device or a socket would wait for a writer, or never end. what, say:
-    N_("corpus file")."""
+    """InputError unless `path` (followed) is a regular file: reading a FIFO, a device
+    or a socket would wait for a writer, or never end. what: N_("corpus file"), say."""
     what = _(what)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise InputError(_("{what} {path!r} not found").format(what=what, path=path)) from None
+        raise InputError("{what} {path!r} not found", what=what, path=path) from None
     except OSError as e:
-        raise InputError(_("cannot read {what} {path!r}: {error}").format(
-            what=what, path=path, error=e.strerror or e)) from None
+        raise InputError("cannot read {what} {path!r}: {error}", what=what, path=path,
+                         error=e.strerror or e) from None
     if stat.S_ISDIR(mode):
-        raise InputError(_("{what} {path!r} is a folder, not a file").format(what=what, path=path))
+        raise InputError("{what} {path!r} is a folder, not a file", what=what, path=path)
     if not stat.S_ISREG(mode):
-        kinds = {stat.S_IFIFO: N_("a FIFO"), stat.S_IFSOCK: N_("a socket")}
-        kind = _(kinds.get(stat.S_IFMT(mode), N_("a device")))
-        raise InputError(_("{what} {path!r} is {kind}, not a regular file; give the file itself")
-                         .format(what=what, path=path, kind=kind))
+        kind = _(KINDS.get(stat.S_IFMT(mode), N_("a device")))
+        raise InputError("{what} {path!r} is {kind}, not a regular file; give the file itself",
+                         what=what, path=path, kind=kind)
 
 
 def read_npz(path, what, load):
     """load(file, where) on the .npz at `path` (what: "checkpoint", "history"), through
-    one open file (a run replacing it meanwhile cannot mix two versions); whatever is
-    wrong is one InputError naming the file: not a regular file, unreadable, not a zip
-    archive as every .npz is (np.load would take any other file for a pickle, refuse it,
-    and say so, which misleads), refused by load (InputError), or corrupt (zip, header,
-    JSON)."""
+    one open file; whatever is wrong is one InputError naming the file (not a zip:
+    np.load would call it a pickle it refuses, which misleads)."""
     path = os.fsdecode(path)
     check_readable_file(path, what)
     what = _(what)
@@ -124,22 +116,21 @@ def read_npz(path, what, load):
                 file.seek(0)
                 return load(file, where)
     except OSError as e:
-        raise InputError(_("cannot read {where}: {error}").format(
-            where=where, error=e.strerror or e)) from None
+        raise InputError("cannot read {where}: {error}", where=where,
+                         error=e.strerror or e) from None
     except InputError as e:
-        raise InputError(_("{where} is incompatible or incomplete: {error}").format(
-            where=where, error=e)) from None
+        raise InputError("{where} is incompatible or incomplete: {error}", where=where,
+                         error=e) from None
     except Exception as e:
-        raise InputError(_("{where} is corrupt or not a microgpt {what} ({kind}: {error})").format(
-            where=where, what=what, kind=type(e).__name__, error=e)) from None
-    raise InputError(_("{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz "
-                       "archive)").format(what=what, path=path))
+        raise InputError("{where} is corrupt or not a microgpt {what} ({kind}: {error})",
+                         where=where, what=what, kind=type(e).__name__, error=e) from None
+    raise InputError("{what} {path!r} is corrupt, truncated or not a microgpt {what} (not a .npz "
+                     "archive)", what=what, path=path)
 
 
 def npz_headers(file, max_members=64, only=None):
-    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those
-    named in `only`), from the .npy headers alone: a header that claims a huge array
-    costs nothing until it is compared with what the file should hold. ValueError for a
+    """name -> (shape, dtype, stored bytes) of every array in an open .npz (or those in
+    `only`), from the .npy headers alone: a huge claim costs nothing. ValueError for a
     member that is not an array, or too many (max_members None: any number)."""
     headers = {}
     with zipfile.ZipFile(file) as zf:
@@ -162,57 +153,53 @@ def npz_headers(file, max_members=64, only=None):
 
 
 def read_meta(file, fmt, version, max_chars=2**20):
-    """(meta, GPTConfig, vocab) of an open checkpoint or history: InputError naming what
-    is wrong with its format, its config or its vocabulary. Only the meta entry is read:
-    a 0-d string whose header says it holds at most max_chars characters."""
+    """(meta, GPTConfig, vocab) of an open checkpoint or history, else InputError; only
+    the meta entry is read, a 0-d string of at most max_chars characters."""
     shape, dtype, _size = npz_headers(file, max_members=None, only=("meta",)).get("meta",
                                                                                  (None,) * 3)
     if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * max_chars:
-        raise InputError(_("no JSON 'meta' entry of the expected form"))
+        raise InputError("no JSON 'meta' entry of the expected form")
     with np.load(file, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
     file.seek(0)
     if not isinstance(meta, dict):
-        raise InputError(_("'meta' is not a JSON object"))
+        raise InputError("'meta' is not a JSON object")
     if (meta.get("format"), type(meta.get("version"))) != (fmt, int) or meta["version"] != version:
-        raise InputError(_("it has format {got!r} version {got_version!r}; this microgpt reads "
-                           "{fmt!r} version {version}").format(
-                               got=meta.get("format"), got_version=meta.get("version"), fmt=fmt,
-                               version=version))
+        raise InputError("it has format {got!r} version {got_version!r}; this microgpt reads "
+                         "{fmt!r} version {version}", got=meta.get("format"),
+                         got_version=meta.get("version"), fmt=fmt, version=version)
     config = meta.get("config")
     known = {f.name for f in fields(GPTConfig)}
     unknown = sorted(set(config) - known) if isinstance(config, dict) else config
     if unknown:
-        raise InputError(_("its config has settings this microgpt does not know: {unknown}")
-                         .format(unknown=short(unknown)))
+        raise InputError("its config has settings this microgpt does not know: {unknown}",
+                         unknown=short(unknown))
     try:
         cfg = GPTConfig(**config)
     except InputError as e:
-        raise InputError(_("its config: {error}").format(error=e)) from None
+        raise InputError("its config: {error}", error=e) from None
     check_vocab(meta.get("vocab"), cfg, "")
     return meta, cfg, meta["vocab"]
 
 
 def check_arrays(headers, expected):
     """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)),
-    each stored whole. A shape may be a function (header's shape -> expected one); dtype
-    None: not checked."""
+    each stored whole. A shape may be a function of the header's; dtype None: any."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
-        raise InputError(_("its arrays do not match its config: missing {missing}, unexpected "
-                           "{unknown}").format(missing=cut_list(missing),
-                                               unknown=cut_list(unknown)))
+        raise InputError("its arrays do not match its config: missing {missing}, unexpected "
+                         "{unknown}", missing=cut_list(missing), unknown=cut_list(unknown))
     for name, (shape, dtype) in expected.items():
         got, got_dtype, stored = headers[name]
         if dtype is None:
             continue
         shape = shape(got) if callable(shape) else shape
         if got != shape or got_dtype != np.dtype(dtype):
-            raise InputError(_("array {name!r} has shape {got} and dtype {got_dtype}; expected "
-                               "{shape}, {dtype}").format(name=name, got=got, got_dtype=got_dtype,
-                                                          shape=shape, dtype=np.dtype(dtype)))
+            raise InputError("array {name!r} has shape {got} and dtype {got_dtype}; expected "
+                             "{shape}, {dtype}", name=name, got=got, got_dtype=got_dtype,
+                             shape=shape, dtype=np.dtype(dtype))
         if stored < np.dtype(dtype).itemsize * math.prod(shape):
-            raise InputError(_("array {name!r} is truncated").format(name=name))
+            raise InputError("array {name!r} is truncated", name=name)
 
 
 def write_json(path, obj):
@@ -225,8 +212,7 @@ MAX_PLOT_POINTS = 20_000  # loss.png draws at most this many train-loss points
 
 def plot_losses(path, state, base, title):
     """loss.png: train loss (raw and smoothed), val loss, and the baselines. The title
-    holds the user's text (a corpus file's name): drawn as text, never as matplotlib's
-    $math$."""
+    (a corpus file's name) is drawn as text, never as matplotlib's $math$."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -275,11 +261,11 @@ def make_folder(out):
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
-        raise InputError(_("--out {out!r} is not a writable folder ({error})").format(
-            out=out, error=e.strerror or e)) from None
+        raise InputError("--out {out!r} is not a writable folder ({error})", out=out,
+                         error=e.strerror or e) from None
     except RecursionError:  # os.makedirs recurses per missing folder level: thousands overflow it
-        raise InputError(_("--out {out!r}... has too many folder levels to create").format(
-            out=out[:60])) from None
+        raise InputError("--out {out!r}... has too many folder levels to create",
+                         out=out[:60]) from None
 
 
 LOCK_NAME = ".microgpt.lock"
@@ -287,11 +273,10 @@ HELD = {}  # the --out folders this process holds (POSIX): absolute path -> the 
 
 
 class RunLock:
-    """A run holds its --out folder until it ends: the folder carries the OS's lock
-    (released when the process ends, kill -9 too; on Windows the lock file does), a lock
-    file says who holds it. __enter__ refuses a folder a live run holds; claim() writes
-    this run's pid (taking over a file a killed run left); __exit__ releases it and
-    removes the folders it made, if empty."""
+    """A run holds its --out folder until it ends, by the OS's lock (released however
+    the process ends); a lock file says who holds it. __enter__ refuses a folder a live
+    run holds; claim() writes this run's pid; __exit__ releases it and removes the
+    folders it made, if empty."""
 
     def __init__(self, folder):
         self.folder, self.path = folder, folder and os.path.join(folder, LOCK_NAME)
@@ -308,13 +293,12 @@ class RunLock:
                 self.fd = os.open(self.folder, os.O_RDONLY) if fcntl else \
                     os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as e:
-                raise InputError(_("cannot lock --out {out!r} ({error})").format(
-                    out=self.folder, error=e.strerror or e)) from None
+                raise InputError("cannot lock --out {out!r} ({error})", out=self.folder,
+                                 error=e.strerror or e) from None
             if not _try_lock(self.fd):
                 holder = self._holder() or _("its lock file was deleted")
-                raise InputError(_("--out {out!r} is in use by another run ({holder}); wait for it "
-                                   "to end, or choose another --out").format(
-                                       out=self.folder, holder=holder))
+                raise InputError("--out {out!r} is in use by another run ({holder}); wait for it "
+                                 "to end, or choose another --out", out=self.folder, holder=holder)
             if fcntl:
                 HELD[os.path.abspath(self.folder)] = self.fd
         except BaseException:
@@ -333,9 +317,8 @@ class RunLock:
         return (LOCK_NAME, self.fd) if fcntl and self.fd is not None else (self.path, None)
 
     def check_held(self):
-        """WriteError unless --out still names the folder this run holds (a rename or a
-        retargeted link since: writing by its path would mix this run's files with
-        another's)."""
+        """WriteError unless --out still names the folder this run holds (not renamed,
+        nor a link retargeted since)."""
         if not self._still_here():
             proc = f"/proc/self/fd/{self.fd}"  # (Linux: where the folder held is now)
             self.moved_to = os.readlink(proc) if os.path.exists(proc) else None
@@ -350,9 +333,8 @@ class RunLock:
         return here is not None and (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
 
     def claim(self):
-        """This run's pid into the lock file (O_NOFOLLOW: a symbolic link there is
-        refused, not followed); the temp files a killed run left are removed
-        (atomic_write's, nothing else)."""
+        """This run's pid into the lock file (a symbolic link there is refused); the
+        temp files a killed run left are removed (atomic_write's, nothing else)."""
         if not self.folder:
             return
         previous = self._holder()
@@ -371,9 +353,9 @@ class RunLock:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | fresh | getattr(os, "O_NOFOLLOW", 0),
                          0o644, dir_fd=dir_fd)
         except OSError as e:
-            raise InputError(_("cannot use {path!r} as the lock of --out {out!r} ({error}); is it "
-                               "a symbolic link or a folder?").format(
-                                   path=self.path, out=self.folder, error=e.strerror)) from None
+            raise InputError("cannot use {path!r} as the lock of --out {out!r} ({error}); is it a "
+                             "symbolic link or a folder?", path=self.path, out=self.folder,
+                             error=e.strerror) from None
         self.claimed = True
         try:
             os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, {started}".encode())
@@ -422,9 +404,8 @@ def _try_lock(fd):
 
 
 def claim_run_folder(base="out"):
-    """Ctrl-C without --out: a new folder base/run-N, the first N that is free. (mkdir
-    is atomic and fails if the folder exists: two runs stopped at the same moment get
-    two folders.)"""
+    """Ctrl-C without --out: a new folder base/run-N, the first N free (mkdir is atomic:
+    two runs stopped at once get two folders)."""
     n = 1
     while True:
         folder = os.path.join(base, f"run-{n}")

@@ -4,17 +4,11 @@
         ...the program...
     return shell.exit_code
 
-Inside it (exit codes: harness/errors.py): bad input (InputError) or too little memory
-is one line and exit 2; a file that cannot be written, or standard output closed, full
-or broken, one line and exit 74 (a reader that left a pipe: quietly); Ctrl-C, SIGTERM
-and SIGHUP raise KeyboardInterrupt where the program is, so every `with` block unwinds
-(the --out folder is released, a half-written temp file removed), then one line and exit
-130, also when the signal comes during the shell's own cleanup; any text prints, on any
-terminal encoding; any other exception is a bug, with Python's traceback at its line.
-Training defers signals further (DeferSigint). Ctrl-C is never taken from a debugger:
-under `python -m pdb` it breaks into the (Pdb) prompt, and `c` continues. A signal the
-parent set to be ignored (nohup: SIGHUP) stays ignored. A program with more to say
-(microgpt.py: what was saved, how to resume) subclasses Shell (harness/cli.py).
+Bad input or too little memory is one line and exit 2; a failed write or a closed
+standard output, one line and exit 74; Ctrl-C, SIGTERM and SIGHUP raise
+KeyboardInterrupt where the program is, so every `with` block unwinds, then one line and
+exit 130. Any other exception is a bug, with its traceback. A debugger keeps its Ctrl-C,
+and a signal set to be ignored (nohup) stays ignored.
 """
 import argparse
 import os
@@ -24,7 +18,7 @@ import threading
 
 from harness import _late, _quiet_exit
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, WriteError
-from i18n import N_, _
+from harness.i18n import N_, _, translated
 from settings import InputError
 
 # argparse words its own messages with gettext's _ (a name in its module): the console's
@@ -60,9 +54,8 @@ def _raise_keyboard_interrupt(signum, frame):
 
 
 def _takeable(sig):
-    """May this program handle `sig` now? Only in the main thread, not one the parent
-    set to be ignored, and not SIGINT under a debugger: a trace function set (pdb
-    stepping), or a SIGINT handler neither Python's nor ours (pdb's, after `c`)."""
+    """May this program handle `sig` now? Only in the main thread, not one set to be
+    ignored, and not SIGINT under a debugger (a trace function, or pdb's handler)."""
     handler = signal.getsignal(sig)
     if threading.current_thread() is not threading.main_thread() or handler == signal.SIG_IGN:
         return False
@@ -77,9 +70,8 @@ def take(handler):
 
 
 class DeferSigint:
-    """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so the step in progress
-    finishes and the caller can save a consistent state; a second one interrupts at
-    once."""
+    """The first Ctrl-C (or SIGTERM, SIGHUP) only sets a flag, so that the step in
+    progress finishes and is saved; a second one interrupts at once."""
 
     def __init__(self):
         self.hit, self.old = False, {}
@@ -119,9 +111,8 @@ class Shell:
         self.folder = None  # a run's --out folder, once the program holds one (hold)
 
     def hold(self, folder):
-        """From now on a stop or a failed write is told as `folder`
-        (harness.cli.RunFolder) sees it: what it has written, and its last good
-        checkpoint."""
+        """From now on a stop or a failed write is told as `folder` (a RunFolder) sees
+        it: what it has written, and its last good checkpoint."""
         self.folder = folder
 
     def __enter__(self):
@@ -179,7 +170,7 @@ class Shell:
     def report(self, e):
         """The line for an exception ending the program, and its exit code (or None)."""
         if isinstance(e, InputError):
-            say(_("{prog}: error: {message}").format(prog=self.prog, message=e))
+            say(_("{prog}: error: {message}").format(prog=self.prog, message=translated(e)))
             return EXIT_BAD_INPUT
         if isinstance(e, KeyboardInterrupt):
             say(f"\n{self.prog}: {self.interrupted()}")

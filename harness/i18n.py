@@ -1,50 +1,48 @@
-"""i18n.py -- the console in Japanese when asked: `--lang ja`, or a Japanese locale in the
-environment (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, gettext's order); English otherwise. The standard
-library's gettext, with one catalogue, po/ja.po, read as msgfmt reads it and compiled in memory (so
-no binary .mo file is kept); a broken entry stays English, and so does a terminal that cannot show
-Japanese, each said in one line. A message is English in the code, `_("... {name} ...")`, and its
-placeholders are filled after translation with .format(), as the translation may reorder them. A
-message made before the language is known (a rule's text in settings.py) is marked N_("...") and
-translated where it is used, _(rule.says). It sits at the root, imports only the standard
-library, and stays English until use("ja"): the model's modules word their errors with it, and the
-harness prints them. argparse's own messages (usage:, unrecognized arguments, invalid choice) are
-in the catalogue too, as ARGPARSE lists them; harness/shell.py passes them through _()."""
+"""harness/i18n.py -- the console in Japanese with `--lang ja` or a Japanese locale;
+English otherwise. One gettext catalogue, po/ja.po, read as msgfmt reads it; a
+broken entry, or a terminal that cannot show Japanese, stays English and says so.
+The code writes English, `_("... {name} ...")`, and fills the placeholders after
+translation (a translation may reorder them); N_("...") marks a text translated later.
+The model's layer raises InputError in plain English (a template and its fields):
+translated() words it in the console's language."""
 import argparse
 import ast
-import gettext
-import io
 import os
 import re
-import struct
 import sys
 
 CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "po", "ja.po")
 LANGUAGES = ("en", "ja")
-# argparse's own messages that a learner meets (it words them with gettext's _; harness/shell.py
-# hands it ours): the catalogue translates these too
+# argparse's own messages a learner meets (harness/shell.py hands argparse our _())
 ARGPARSE = ("usage: ", "options", "show this help message and exit", "unrecognized arguments: %s",
             "argument %(argument_name)s: %(message)s", "expected one argument",
             "invalid %(type)s value: %(value)r",
             "invalid choice: %(value)r (choose from %(choices)s)",
             "ambiguous option: %(option)s could match %(matches)s", "ignored explicit argument %r")
-_translation = gettext.NullTranslations()
+_catalogue = {}  # msgid -> msgstr of the console's language (English: none)
 
 
 def _(message):
     """message in the console's language (as written when there is no translation)."""
-    return _translation.gettext(message)
+    return _catalogue.get(message, message)
 
 
 def N_(message):
-    """message as it is: marks it for the catalogue, to be translated where it is used."""
+    """message as it is: marks it for the catalogue, translated where it is used."""
     return message
 
 
+def translated(text):
+    """An InputError or a settings.Text in the console's language: its template
+    translated, then its fields filled in (a Text field translated too)."""
+    fields = {k: translated(v) if hasattr(v, "template") else v for k, v in text.fields.items()}
+    return _(text.template).format(**fields) if fields else _(text.template)
+
+
 def read_po(path, problems=None):
-    """{msgid: msgstr} of a .po file, as msgfmt takes it: the header, `#, fuzzy` entries and empty
-    msgstrs are left out (English is shown). An entry that is not one msgid and one msgstr in
-    quotes, or whose msgstr does not fill in the msgid's placeholders, is left out too, and (its
-    line, why) appended to `problems`."""
+    """{msgid: msgstr} of a .po file as msgfmt takes it: no header, fuzzy entry or empty
+    msgstr. An entry that is not one quoted msgid and msgstr, or whose placeholders
+    differ, is left out too, and (its line, why) appended to `problems`."""
     messages, problems = {}, [] if problems is None else problems
     with open(path, encoding="utf-8") as f:
         for line, fuzzy, texts in _po_entries(f):
@@ -61,9 +59,9 @@ def read_po(path, problems=None):
 
 
 def _po_entries(lines):
-    """(line, fuzzy, {keyword: [its strings]}) of each entry of a .po file: an entry starts at its
-    flags (`#, fuzzy`) or at a msgid after another entry's text; a "..." line continues the keyword
-    before it. A string that does not parse is kept as None."""
+    """(line, fuzzy, {keyword: [strings]}) of each .po entry: one starts at its flags or
+    at a msgid after another's text; a "..." line continues the keyword before it. A
+    string that does not parse is kept as None."""
     number, fuzzy, texts, key = 0, False, {}, None
     for n, line in enumerate(lines, 1):
         line = line.strip()
@@ -87,28 +85,8 @@ def _po_entries(lines):
 
 
 def _fields(text):
-    """The placeholders a message fills in: {name}, {name:spec}, argparse's %s, %r, %(name)s."""
+    """A message's placeholders: {name}, {name:spec}, argparse's %s, %r, %(name)s."""
     return sorted(re.findall(r"\{[^}]*\}|%\(\w+\)[sr]|%[sr]", text))
-
-
-def mo_bytes(messages):
-    """The GNU .mo file gettext reads, for {msgid: msgstr} (with an empty-id header for UTF-8)."""
-    messages = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages}
-    ids = sorted(messages)
-    keys = [k.encode("utf-8") for k in ids]
-    values = [messages[k].encode("utf-8") for k in ids]
-    start = 7 * 4 + 16 * len(ids)  # the header, then the two tables of (length, offset)
-    key_offsets, offset = [], start
-    for k in keys:
-        key_offsets.append((len(k), offset))
-        offset += len(k) + 1
-    value_offsets = []
-    for v in values:
-        value_offsets.append((len(v), offset))
-        offset += len(v) + 1
-    out = struct.pack("<7I", 0x950412DE, 0, len(ids), 7 * 4, 7 * 4 + 8 * len(ids), 0, 0)
-    out += b"".join(struct.pack("<2I", *pair) for pair in key_offsets + value_offsets)
-    return out + b"".join(s + b"\0" for s in keys + values)
 
 
 class _LangOnly(argparse.ArgumentParser):
@@ -117,10 +95,10 @@ class _LangOnly(argparse.ArgumentParser):
 
 
 def language_from(argv, environ=os.environ):
-    """'ja' or 'en', as argparse and GNU gettext choose: --lang as argparse parses it (its last
-    value, an abbreviation such as --lan; a word after `--` is not a flag), else LANGUAGE's first
-    entry with a catalogue (ignored under the C locale, as gettext does), else the first of
-    LC_ALL, LC_MESSAGES, LANG that is set; a locale's language is its code up to `_`, `.` or `@`."""
+    """'ja' or 'en', as argparse and GNU gettext choose: --lang as argparse parses it
+    (last wins, --lan abbreviates, not after `--`), else LANGUAGE's first entry with a
+    catalogue (not under the C locale), else the first of LC_ALL, LC_MESSAGES, LANG set;
+    a locale's language is its code up to `_`, `.` or `@`."""
     parser = _LangOnly(add_help=False)
     parser.add_argument("--lang")
     try:
@@ -138,10 +116,10 @@ def _code(locale):
 
 
 def use(language):
-    """Print in `language` ('en', 'ja'; anything else stays English) from now on. Japanese needs a
-    terminal that can show it and a catalogue that reads; else English, and a line that says so."""
-    global _translation
-    _translation = gettext.NullTranslations()
+    """Print in `language` ('ja'; else English) from now on. Japanese needs a terminal
+    that can show it and a catalogue that reads; else English, and one line says so."""
+    global _catalogue
+    _catalogue = {}
     if language != "ja":
         return
     for stream in (sys.stdout, sys.stderr):
@@ -159,7 +137,7 @@ def use(language):
     if problems:
         _note(f"{CATALOGUE}: {len(problems)} entries are left out (line {problems[0][0]}: "
               f"{problems[0][1]}...): those messages are in English")
-    _translation = gettext.GNUTranslations(io.BytesIO(mo_bytes(messages)))
+    _catalogue = messages
 
 
 def _note(text):
