@@ -461,9 +461,9 @@ def tuning_ratios(at, units, opts):
     and the seed the lrs were chosen on (so each side's best case)."""
     def chosen(name):
         u = units.get(name)
-        return None if u is None or u["lr"] is None else next(
+        return None if u is None or u["lr"] is None else next((
             r for r in at if f"{r['norm']}/{r['variant']}" == name and r["phase"] == "sweep"
-            and r["lr"] == u["lr"])
+            and r["lr"] == u["lr"]), None)
 
     base = chosen("rmsnorm/default")
     return {name: {str(t): paired_ratio(base, chosen(name), t, opts.steps) for t in R_TARGETS}
