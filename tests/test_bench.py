@@ -129,3 +129,13 @@ def test_a_probe_whose_train_diverges_says_at_which_step(tmp_path, monkeypatch, 
     monkeypatch.setitem(sys.modules, "microgpt", fake)
     with pytest.raises(SystemExit, match=r"training stopped: step 3: the loss \(nan\)"):
         _probe(tmp_path, monkeypatch, capsys, steps=4)
+
+
+@pytest.mark.slow
+def test_the_subnormal_benchmark_raises_s_qk_until_part_of_the_attention_is_subnormal():
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "subnormal.py"
+    out = subprocess.run([sys.executable, str(script), "--rounds", "1", "--steps", "1"],
+                         capture_output=True, text=True, timeout=300).stdout  # (about 3 s)
+    shares = [float(x) for x in re.findall(r"([\d.]+)% of the attention weights subnormal", out)]
+    assert shares[0] == 0 and 4 <= shares[1] <= 10, out
+    assert re.search(r"takes [\d.]+x the fresh state's", out), out

@@ -1,0 +1,77 @@
+"""Does a collapsed attention cost time? A training step of the sphere at T = 256 (the
+copy study's model, float32) from a fresh state, beside the same state with s_qk raised
+until part of the attention weights are subnormal (below float32's smallest normal
+number, 1.2e-38), as in the collapsed runs of experiments/repeat.py. CPUs without
+flush-to-zero in their math libraries can take many times longer on such numbers.
+
+    .venv/bin/python benchmarks/subnormal.py    # 7 rounds, the two states alternating
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy_engine  # noqa: E402
+from microgpt import init_params  # noqa: E402
+from model_config import GPTConfig  # noqa: E402
+
+CFG = GPTConfig(vocab_size=27, n_embd=32, n_head=4, n_layer=2, block_size=256, norm="sphere")
+
+
+def subnormal_share(params, tokens):
+    """The share of the causal attention weights (the lower triangle, all layers) that
+    are subnormal: nonzero and below float32's smallest normal number."""
+    _, acts = numpy_engine.gpt_forward(params, tokens, CFG)
+    weights = np.stack([layer.attn_weights for layer in acts.layers])
+    causal = np.tril(np.ones(weights.shape[-2:], dtype=bool))
+    w = weights[..., causal]
+    return float(((w > 0) & (w < np.finfo(np.float32).tiny)).mean())
+
+
+def step_ms(params, docs, steps):
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        numpy_engine.loss_and_grads_np(params, docs, CFG)
+    return (time.perf_counter() - t0) / steps * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of each state (default 7)")
+    parser.add_argument("--steps", type=int, default=5, help="steps a round (default 5)")
+    parser.add_argument("--sqk", type=float, default=8.0,
+                        help="how many times s_qk is raised (default 8: about 8%% of the weights "
+                        "subnormal; the collapsed runs held 4-10%%)")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(0, 26, size=CFG.block_size + 1).tolist() for _ in range(8)]
+    fresh = init_params(CFG, 0, np.float32)
+    collapsed = {k: v * np.float32(args.sqk) if k.endswith("attn_sqk") else v
+                 for k, v in fresh.items()}
+    tokens = np.array(docs)[:, :-1]
+    times = {"fresh": [], "collapsed": []}
+    for _ in range(args.rounds):  # alternating, so that a change in the machine's load hits both
+        for name, params in (("fresh", fresh), ("collapsed", collapsed)):
+            times[name].append(step_ms(params, docs, args.steps))
+    median = {name: float(np.median(t)) for name, t in times.items()}
+    print(f"CPU: {cpu()}; NumPy {np.__version__}")
+    for name, params in (("fresh", fresh), ("collapsed", collapsed)):
+        print(f"{name:>9}: {subnormal_share(params, tokens):6.1%} of the attention weights "
+              f"subnormal; {median[name]:.1f} ms a step (median of {args.rounds} rounds)")
+    print(f"the collapsed state's step takes {median['collapsed'] / median['fresh']:.2f}x the "
+          "fresh state's")
+
+
+def cpu():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown"
+
+
+if __name__ == "__main__":
+    main()
