@@ -216,7 +216,7 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
     if not train_docs or not val_docs:
         raise InputError("training needs at least one train and one val document (got {train} and "
                          "{val})", train=len(train_docs), val=len(val_docs))
-    if resume is not None:
+    if resume is not None:  # (a state read from a file was checked there too, naming it)
         check_state(resume, Text("the state to resume"))
         if resume.cfg != cfg or list(resume.vocab) != list(vocab):
             raise InputError("the state to resume is of another model (its config or vocabulary "
