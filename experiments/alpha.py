@@ -94,9 +94,11 @@ def reading(records, opts):
             if rs:
                 median, low, high = interval(list(rs.values()), np.median)
                 above = sum(r > 1 for r in rs.values())
+                ran = {r["seed"] for r in records if (r["T"], r["variant"], r["phase"]) == (
+                    T, arm, "seeds")}
                 per_T[T] = {"n": len(rs), "median": median, "low": low, "high": high,
                             "above": above, "p": sign_test(above, len(rs)),
-                            "call": call(low, high, 1)}
+                            "call": call(low, high, 1), "all_seeds": set(seeds) <= ran}
         trend = None
         if len(gated) >= 2:
             both = [s for s in by_T[gated[0]] if s in by_T[gated[-1]]]
@@ -111,8 +113,8 @@ def reading(records, opts):
 
 def verdict(arm, per_T, trend, gated):
     """The pre-registered sentence for one arm (RULES)."""
-    if not gated or any(T not in per_T for T in gated):
-        return "no verdict: a gated T has no r yet, or no T passed its gate"
+    if not gated or any(T not in per_T or not per_T[T]["all_seeds"] for T in gated):
+        return "no verdict: no T passed its gate, or a gated T's seeds have not all run"
     calls = "; ".join(f"T = {T}: {per_T[T]['call']}" for T in gated)
     across = f"; across T: {trend['call']}" if trend else ""
     if arm != "alpha-L":

@@ -97,3 +97,15 @@ def test_quick_runs_and_the_committed_report_is_what_its_results_give(tmp_path):
     for name in ("results.md", "curves.png"):
         with open(os.path.join(committed, name), "rb") as f, open(tmp_path / "a" / name, "rb") as g:
             assert f.read() == g.read(), name
+
+
+def test_no_verdict_while_a_seed_has_not_run():
+    opts = SimpleNamespace(seed=0, tune_seeds=2, seeds=3, steps=STEPS, contexts=[64],
+                           sweep=1, max_extend=2)
+    records = [run(64, "rmsnorm", "default", s, 1000.0) for s in (2, 3, 4)]
+    records += [run(64, "sphere", arm, s, 500.0) for arm in alpha.ARMS for s in (2, 3)]
+    result = alpha.reading(records, opts)
+    assert result["arms"]["alpha-L"]["T"][64]["call"] == "faster"  # read so far
+    assert result["arms"]["alpha-L"]["verdict"].startswith("no verdict")
+    records += [run(64, "sphere", arm, 4, 500.0) for arm in alpha.ARMS]
+    assert alpha.reading(records, opts)["arms"]["alpha-L"]["verdict"].startswith("closes")
