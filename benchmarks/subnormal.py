@@ -13,7 +13,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "experiments")]
+from common import machine_info  # noqa: E402
+
 import numpy_engine  # noqa: E402
 from microgpt import init_params  # noqa: E402
 from model_config import GPTConfig  # noqa: E402
@@ -57,20 +60,13 @@ def main():
         for name, params in (("fresh", fresh), ("collapsed", collapsed)):
             times[name].append(step_ms(params, docs, args.steps))
     median = {name: float(np.median(t)) for name, t in times.items()}
-    print(f"CPU: {cpu()}; NumPy {np.__version__}")
+    machine = machine_info()
+    print(f"CPU: {machine['cpu']}; NumPy {machine['numpy']}, BLAS {machine['blas']}")
     for name, params in (("fresh", fresh), ("collapsed", collapsed)):
         print(f"{name:>9}: {subnormal_share(params, tokens):6.1%} of the attention weights "
               f"subnormal; {median[name]:.1f} ms a step (median of {args.rounds} rounds)")
     print(f"the collapsed state's step takes {median['collapsed'] / median['fresh']:.2f}x the "
           "fresh state's")
-
-
-def cpu():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        return "unknown"
 
 
 if __name__ == "__main__":
