@@ -45,14 +45,7 @@ from harness.run_files import (
     read_meta,
 )
 from harness.shell import Parser, Shell, say
-from model_config import (
-    SCALE_NAMES,
-    n_params,
-    param_offsets,
-    param_views,
-    scale_factors,
-    scale_sizes,
-)
+from model_config import n_params, param_offsets, scale_sizes
 
 WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web")
 
@@ -257,24 +250,6 @@ def prepare_runs(runs, room=None):
     return [prepare_run(h, name, n) for (h, name), n in zip(runs, counts)]
 
 
-def page_params(page_run, k):
-    """Snapshot k of a PageRun (k counts the page's snapshots) as the page holds it, as
-    a params dict: gpt_forward on it computes what the page's forward pass does."""
-    cfg = page_run.history.cfg
-    flat = np.zeros(n_params(cfg))
-    flat[:page_run.held.shape[1]] = page_run.held[k]
-    params = param_views(flat, cfg)
-    if cfg.norm == "sphere":  # the stored scales whose effective values (effective_scales) it holds
-        scales = page_run.scales[k].astype(np.float64)
-        sizes, factor, o = scale_sizes(cfg), scale_factors(cfg), 0
-        for label, name in SCALE_NAMES.items():
-            column, o = scales[o:o + sizes[label]], o + sizes[label]
-            keys = ["sz"] if name == "sz" else [f"layer{i}.{name}" for i in range(cfg.n_layer)]
-            for key, part in zip(keys, np.split(column, len(keys))):
-                params[key][:] = part / factor[name]
-    return params
-
-
 # --------------------------------------------------------------------------- the map
 
 def principal_directions(wte):
@@ -424,30 +399,32 @@ def font_subset(chars):
     return out.getvalue()
 
 
-def page_chars_needed(runs, cmap):
-    """Every character the page can show: its template, styles and scripts (the words
-    of both languages), printable ASCII, the runs' names and vocabularies as shown."""
-    text = "".join(read_web(name) for name in ["planetarium.html", *WEB_PARTS.values()])
-    text += "".join(map(chr, range(32, 127)))
-    for h, name in runs:
-        text += name + "".join(shown(c, cmap) for c in h.vocab)
-    return "".join(sorted(set(text) - set("\n\r\t")))
+PAGE_FILES = ("planetarium.html", *WEB_PARTS.values())
 
 
-def font_face(runs):
-    """The @font-face rule embedding the glyphs the page uses ("" without the font)."""
-    data = font_subset(page_chars_needed(runs, font_cmap()))
+def font_face(files, chars, family=FONT_FAMILY):
+    """The @font-face rule of `family` ("" without the font): IPAexGothic cut to what a
+    page can show, its web `files`' characters (the words of both languages), printable
+    ASCII and `chars`."""
+    text = "".join(read_web(name) for name in files) + "".join(map(chr, range(32, 127))) + chars
+    data = font_subset("".join(sorted(set(text) - set("\n\r\t"))))
     if data is None:
         return ""
     woff = base64.b64encode(data).decode()
-    return (f"@font-face {{ font-family: \"{FONT_FAMILY}\"; font-display: block; "
+    return (f"@font-face {{ font-family: \"{family}\"; font-display: block; "
             f"src: url(data:font/woff;base64,{woff}) format(\"woff\"); }}\n")
+
+
+def run_chars(runs):
+    """The runs' names and vocabularies as the page shows them."""
+    cmap = font_cmap()
+    return "".join(name + "".join(shown(c, cmap) for c in h.vocab) for h, name in runs)
 
 
 def page_overhead(runs):
     """A page's characters but its snapshots: web files, font, ~40 kB a run."""
-    return (len(read_web("planetarium.html")) + sum(len(read_web(n)) for n in WEB_PARTS.values())
-            + len(font_face(runs)) + 40_000 * len(runs))
+    return (sum(len(read_web(name)) for name in PAGE_FILES)
+            + len(font_face(PAGE_FILES, run_chars(runs))) + 40_000 * len(runs))
 
 
 def make_page(runs, lang=None):
@@ -479,7 +456,8 @@ def make_page(runs, lang=None):
         raise InputError(_("these runs hold numbers a page cannot store ({error})").format(
             error=e)) from None
     parts = {key: read_web(name) for key, name in WEB_PARTS.items()}
-    parts["CSS"] = font_face(runs) + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY)
+    parts["CSS"] = (font_face(PAGE_FILES, run_chars(runs))
+                    + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY))
     parts["DATA"] = payload
     # one pass over the template: what is put in is not searched again for marks
     html = re.sub(r"/\*(CSS|TEXT|MODEL|PAGE|DATA)\*/", lambda m: parts[m.group(1)],
@@ -487,14 +465,20 @@ def make_page(runs, lang=None):
     return html, page_runs
 
 
-def load_run(folder):
-    """The History of a run folder; InputError: what is wrong and what to do."""
+def run_folder(folder):
+    """The name of a run folder that is there, else InputError."""
     name = clean_name(folder)
     if not os.path.exists(folder):
         raise InputError(_("run folder {name!r} not found").format(name=name))
     if not os.path.isdir(folder):
         raise InputError(_("{name!r} is not a folder (give the --out folder of a training run)")
                          .format(name=name))
+    return name
+
+
+def load_run(folder):
+    """The History of a run folder; InputError: what is wrong and what to do."""
+    name = run_folder(folder)
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
         resume = os.path.lexists(os.path.join(folder, "checkpoint.npz"))

@@ -25,7 +25,6 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
 
 import argparse
 import ast
-import base64
 import difflib
 import inspect
 import json
@@ -375,24 +374,15 @@ def page_data(recordings, name, lang):
 
 # ---------------------------------------------------------------------------- the page
 
-def page_chars(data_json):
-    """Each character the page can show: its web files', printable ASCII, the data's."""
-    text = "".join(planetarium.read_web(n) for n in ["step_player.html", *WEB_PARTS.values()])
-    text += "".join(map(chr, range(32, 127))) + data_json
-    return "".join(sorted(set(text) - set("\n\r\t")))
-
-
 def make_page(recordings, name, lang="ja"):
     """The page's HTML: web/step_player.html with its styles, font, scripts and data."""
     payload = json.dumps(page_data(recordings, name, lang), ensure_ascii=False, allow_nan=False,
                          separators=(",", ":"))
     payload = payload.replace("<", "\\u003c")  # "</" would end the <script> block
-    font = planetarium.font_subset(page_chars(payload))
-    face = "" if font is None else (
-        f"@font-face {{ font-family: \"{FONT_FAMILY}\"; font-display: block; src: url("
-        f"data:font/woff;base64,{base64.b64encode(font).decode()}) format(\"woff\"); }}\n")
+    files = ["step_player.html", *WEB_PARTS.values()]
     parts = {key: planetarium.read_web(file) for key, file in WEB_PARTS.items()}
-    parts["CSS"] = face + parts["CSS"].replace("STEP_PLAYER_FONT", FONT_FAMILY)
+    parts["CSS"] = (planetarium.font_face(files, payload, FONT_FAMILY)
+                    + parts["CSS"].replace("STEP_PLAYER_FONT", FONT_FAMILY))
     parts["DATA"] = payload
     return re.sub(r"/\*(CSS|TEXT|PAGE|DATA)\*/", lambda m: parts[m.group(1)],
                   planetarium.read_web("step_player.html"))
@@ -412,12 +402,7 @@ def fresh_models(seed=42):
 
 def load_model(folder):
     """(params, cfg, vocab, run, step) of a run folder's checkpoint, or InputError."""
-    name = planetarium.clean_name(folder)
-    if not os.path.exists(folder):
-        raise InputError(_("run folder {name!r} not found").format(name=name))
-    if not os.path.isdir(folder):
-        raise InputError(_("{name!r} is not a folder (give the --out folder of a training run)")
-                         .format(name=name))
+    name = planetarium.run_folder(folder)
     path = os.path.join(folder, "checkpoint.npz")
     if not os.path.lexists(path):
         command = messages.microgpt_command(["--engine", "numpy", "--steps", "1000"] +
