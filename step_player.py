@@ -11,13 +11,8 @@ its line as the file holds it now, the locals it created or changed, and after
 backward() the gradient of every vector it made. An edited gpt() is recorded as edited;
 a mistake in it is Python's traceback at its line.
 
-RUN_DIR is the --out folder of a training run (its checkpoint.npz): one, or an rmsnorm
-run and a sphere run side by side. With none, both norms start from a fresh init (the
-names corpus, the default sizes, seed 42). The page (docs/step_player.md) holds its
-data, styles, font and scripts (web/step_player*): it opens from file://, offline.
-
-Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the
-page could not be written, 130 interrupted.
+The page (docs/step_player.md) holds its data, styles, font and scripts
+(web/step_player*): it opens from file://, offline. The flags and exit codes: --help.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
@@ -62,8 +57,7 @@ WEB_PARTS = {"CSS": "step_player.css", "TEXT": "step_player_text.js",
 
 @dataclass
 class Var:
-    """One local as a line left it: kind (vec, mat, val, num, cache, text), its numbers
-    (or text), and the Values behind them, whose .grad backward() fills in."""
+    """One local as a line left it (describe), and the Values behind its numbers."""
     kind: str
     data: object
     nodes: list = None
@@ -114,15 +108,14 @@ def signature(obj):
 
 @dataclass
 class Code:
-    """A function as its file holds it now: its lines, the first line's number, which
-    statement each line belongs to, its for-loops, the names its comprehensions bind."""
+    """A function as its file holds it now, its statements and loops."""
     name: str
     file: str
     first: int
     lines: list
     statement: dict = field(default_factory=dict)  # line -> the line its statement starts on
     loops: list = field(default_factory=list)       # [header line, last line of the body]
-    hidden: set = field(default_factory=set)
+    hidden: set = field(default_factory=set)  # the names only its comprehensions bind
 
     @classmethod
     def of(cls, function):
@@ -162,16 +155,14 @@ class Code:
 
 @dataclass
 class Step:
-    """One statement that ran: function, line, depth (0 the model, 1 one level down),
-    position; the locals it created or changed; on a call's first step its arguments, on
-    its last what it returned."""
+    """One statement that ran: depth 0 in the model, 1 one level down (--into)."""
     function: str
     line: int
     depth: int
     pos: int
-    changed: dict = field(default_factory=dict)
-    args: dict = None
-    returned: Var = None
+    changed: dict = field(default_factory=dict)  # the locals it created or changed
+    args: dict = None   # on a call's first step: its arguments
+    returned: Var = None  # on its last: what it returned
 
 
 @dataclass
@@ -240,8 +231,7 @@ class Recorder:
 
 @dataclass
 class Recording:
-    """The steps of gpt() (or gpt_sphere()) over one name, its positions, the name's
-    loss and every parameter's gradient, as loss_and_grads_value computed them."""
+    """The steps of gpt() (or gpt_sphere()) over one name, its loss and gradients."""
     norm: str
     cfg: object
     vocab: list
