@@ -8,9 +8,7 @@ sphere, the replay of training, the retraction, a typed name's hidden states and
 readout (docs/planetarium.md). Data, styles, font (a subset of IPAexGothic) and scripts
 (web/) are in the page: it opens from file:// with no network. The tests check its
 JavaScript forward pass against gpt_forward, to 1e-9, on the weights the page holds.
-
-Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the
-page could not be written.
+The flags and exit codes: --help.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
@@ -75,9 +73,8 @@ def matrix_layout(cfg):
 
 def snapshot_chars(cfg):
     """The page's characters per snapshot (base64), (first, each later one): an int8
-    code per weight (the first snapshot: int16) and a float32 step per matrix row, plus
-    in sphere mode the scales and the star rows' drift in float32. By formula (a test
-    checks it against matrix_layout), so a history's claims are measured cheaply:
+    code per weight (the first: int16), a float32 step per matrix row, in sphere mode
+    the scales and the stars' drift. A formula (a test checks it against matrix_layout):
     2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
     V, C, T, L = cfg.vocab_size, cfg.n_embd, cfg.block_size, cfg.n_layer
     size, rows = 2 * V * C + T * C + 12 * L * C * C, 2 * V + T + 9 * L * C
@@ -207,18 +204,15 @@ def check_values(history, source):
 
 @dataclass
 class PageRun:
-    """One run as the page holds it: snapshots kept (history indices), their steps, the
-    weights the page decodes (float64, stars re-normalized), effective scales (float32),
-    the embedded data, and how many snapshots were left out for the page's size (not
-    counting repeats of the one before)."""
+    """One run as the page holds it."""
     history: object
     name: str
-    kept: list
+    kept: list          # the snapshots kept (history indices)
     steps: list
-    held: np.ndarray
-    scales: np.ndarray
-    parts: dict
-    thinned: int = 0
+    held: np.ndarray    # the weights the page decodes (float64, stars re-normalized)
+    scales: np.ndarray  # effective scales (float32)
+    parts: dict         # the embedded data
+    thinned: int = 0    # snapshots left out for the page's size (not repeats)
 
 
 def prepare_run(history, name, count):
@@ -429,9 +423,7 @@ def page_overhead(runs):
 
 def make_page(runs, lang=None):
     """(html, PageRuns) of one page for [(history, name)] that opens in `lang` (None:
-    Japanese): web/planetarium.html with the styles, font, scripts and data put in (the
-    tests compare its numbers with gpt_forward on the PageRuns). InputError if they make
-    no page within PAGE_LIMIT."""
+    Japanese); InputError if they make no page within PAGE_LIMIT."""
     runs = [(h, clean_name(name)) for h, name in runs]
     for h, name in runs:
         check_values(h, f"run {name!r}")
