@@ -32,7 +32,7 @@ from fontTools.ttLib import TTFont
 
 from harness import messages
 from harness.errors import InputError, as_text
-from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history
+from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history, thin_curve
 from harness.i18n import LANGUAGES, N_, _, language_from, use
 from harness.memory import SNAPSHOT_BUDGET
 from harness.run_files import (
@@ -290,14 +290,6 @@ def b64(array, dtype):
     return base64.b64encode(little_endian.tobytes()).decode()
 
 
-def thin_curve(curve, most=PAGE_CURVE):
-    """At most `most` points of an (N, 2) loss curve: means over equal runs."""
-    if len(curve) <= most:
-        return curve
-    edges = np.linspace(0, len(curve), most + 1).astype(np.int64)
-    return np.add.reduceat(curve, edges[:-1], axis=0) / np.diff(edges)[:, None]
-
-
 def running_mean(curve):
     """A step's train loss (batch 1) jumps by a nat: its running mean, N/20 points."""
     if not len(curve):
@@ -335,7 +327,7 @@ def export_run(page_run, basis, share, cmap=None):
            "unitRows": ["wte", "lm_head"] if cfg.norm == "sphere" else [],
            "weights": page_run.parts, "basis": basis.tolist(), "share": share.tolist(),
            "scaleLayout": None, "scales": None, "drift": None,
-           "train": running_mean(thin_curve(h.train_loss)).round(5).tolist(),
+           "train": running_mean(thin_curve(h.train_loss, PAGE_CURVE)).round(5).tolist(),
            "val": h.val_loss.round(5).tolist()}
     if cfg.norm == "sphere":
         sizes = scale_sizes(cfg)  # (name, offset, size) in the stored scales

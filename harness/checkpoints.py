@@ -13,7 +13,7 @@ from harness.errors import InputError
 from harness.history import HISTORY_NAME
 from harness.i18n import N_, _
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
-from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
+from harness.run_files import atomic_write, load_arrays, npz_headers, read_meta, read_npz
 from model_config import (
     TRAINING_FIELDS,
     TrainState,
@@ -126,9 +126,7 @@ def _load(file, where, max_gb):
         return (min(got[0], step + 2), 2) if len(got) == 2 else (step + 2, 2)
     expected.update(adam_m=((P,), dtype), adam_v=((P,), dtype), train_loss=((step,), np.float64),
                     val_loss=(val_shape, np.float64), meta=((), None))
-    check_arrays(headers, expected)
-    with np.load(file, allow_pickle=False) as z:
-        data = {k: z[k] for k in expected if k != "meta"}
+    data = load_arrays(file, headers, expected)
     weights = {k[len("param:"):]: a for k, a in data.items() if k.startswith("param:")}
     params = pack_params(weights, cfg)
     identity = RunIdentity(settings.pop("corpus"), meta.get("run_id", ""),

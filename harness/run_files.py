@@ -1,7 +1,7 @@
 """harness/run_files.py -- files written safely, .npz files read warily, --out's lock.
 
     atomic_write      temp file + os.replace: never half a file; failure: WriteError
-    read_npz, npz_headers, read_meta, check_arrays
+    read_npz, npz_headers, read_meta, load_arrays
                       a checkpoint's or history's claims, checked from its headers first
     write_json, plot_losses   metrics.json and loss.png
     RunLock, claim_run_folder  the --out folder a run holds; without --out: out/run-N
@@ -182,9 +182,10 @@ def read_meta(file, fmt, version, max_chars=2**20):
     return meta, cfg, meta["vocab"]
 
 
-def check_arrays(headers, expected):
-    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)),
-    each stored whole. A shape may be a function of the header's; dtype None: any."""
+def load_arrays(file, headers, expected):
+    """The arrays of an open .npz but "meta", or InputError unless they are exactly
+    `expected` (name -> (shape, dtype)), each stored whole. A shape may be a function
+    of the header's; dtype None: any."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
         raise InputError("its arrays do not match its config: missing {missing}, unexpected "
@@ -200,6 +201,8 @@ def check_arrays(headers, expected):
                              shape=shape, dtype=np.dtype(dtype))
         if stored < np.dtype(dtype).itemsize * math.prod(shape):
             raise InputError("array {name!r} is truncated", name=name)
+    with np.load(file, allow_pickle=False) as z:
+        return {name: z[name] for name in expected if name != "meta"}
 
 
 def write_json(path, obj):
