@@ -42,7 +42,7 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 130 interrupted (docs/running.md says what each promises)""")
 
 
-SAMPLING_FIELDS = ("num_samples", "temperature", "prompt", "seed", "engine")
+SAMPLING_FIELDS = ("num_samples", "temperature", "prompt", "seed", "engine")  # the flags first
 
 
 @dataclass
@@ -285,10 +285,9 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
 
 def sampling(args, seed, engine):
     """sample()'s settings: sampling flags or defaults, the run's seed and engine."""
-    values = {name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
-              for name in ("num_samples", "temperature", "prompt")}
-    return {**values, "seed": seed if args.seed is None else args.seed,
-            "engine": engine if args.engine is None else args.engine}
+    run = {**DEFAULTS, "seed": seed, "engine": engine}
+    return {name: run[name] if getattr(args, name) is None else getattr(args, name)
+            for name in SAMPLING_FIELDS}
 
 
 def sample_checkpoint(args, iter_samples, shell):
@@ -305,19 +304,16 @@ def finished(resume, opts, args, iter_samples):
     sampling flag asks; its files are left as they are. True."""
     if resume is None or resume.step < opts.steps:
         return False
-    asked = _(" Its names, with the sampling flags given:") if sampling_asked(args) else _(
+    asked = any(getattr(args, name) is not None for name in SAMPLING_FIELDS[:3])
+    what = _(" Its names, with the sampling flags given:") if asked else _(
         " To see its names: --sample-only --checkpoint PATH, or give a sampling flag.")
     print(_("the run in {path} is finished: step {step} of {steps}; nothing to train, and its "
             "files stay as they are (to train on, give a larger --steps).").format(
-                path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + asked)
-    if sampling_asked(args):
+                path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + what)
+    if asked:
         samples = iter_samples(resume.params, resume.cfg, resume.vocab, **opts.sampling())
         messages.print_samples(samples, opts.temperature, opts.prompt, opts.corpus)
     return True
-
-
-def sampling_asked(args):
-    return any(getattr(args, name) is not None for name in ("num_samples", "temperature", "prompt"))
 
 
 def check_out_folder(out, resume, ckpt_path):
