@@ -93,11 +93,6 @@ class RunSettings:
         """Who the run is and what it trains on, as its checkpoints record it."""
         return RunIdentity(self.corpus, self.run_id, *self.fingerprint)
 
-    def read_corpus(self, train_docs, val_docs, cropped):
-        """What check_run learned of the documents: their fingerprint and counts."""
-        self.fingerprint = corpus_fingerprint(train_docs, val_docs)
-        self.docs = {"train": len(train_docs), "val": len(val_docs), "cropped": cropped}
-
 
 def build_parser():
     """A flag per row of the table, in its groups; every default None, so that a resumed
@@ -243,7 +238,9 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
-    opts.read_corpus(train_docs, val_docs, sum(len(d) + 1 > cfg.block_size for d in docs))
+    opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
+    opts.docs = {"train": len(train_docs), "val": len(val_docs),
+                 "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
 
 
 def note_gpt_edits(opts, cfg, model, init_params):
@@ -423,7 +420,7 @@ class RunFolder:
             self.lock.__exit__()  # a refusal releases the folder: nothing changed
             raise
         self.notices.insert(0, self.lock.notice)
-        self.shell.hold(self)  # a stop or a failed write is now told as this folder sees it
+        self.shell.folder = self  # a stop or a failed write is now told as this folder sees it
         return self
 
     def __exit__(self, *exc):
