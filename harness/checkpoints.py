@@ -41,12 +41,6 @@ class RunIdentity:
     corpus_docs: int = 0
 
 
-def check_identity(identity, where):
-    if not (isinstance(identity.corpus_sha256, str) and len(identity.corpus_sha256) in (0, 64)
-            and isinstance(identity.run_id, str) and NON_NEGATIVE_INT.ok(identity.corpus_docs)):
-        raise InputError("{where}: its corpus fingerprint or run id is malformed", where=where)
-
-
 def corpus_change(state, identity, train_docs, val_docs, corpus):
     """Why the docs, split by the checkpoint's seed, are not the ones it was trained on
     (by its fingerprint), in words; None if they are, or it has none: the batches, and
@@ -87,7 +81,9 @@ def load_run(path, max_gb=None):
                                lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
     check_state(state, where)
-    check_identity(identity, where)
+    if not (isinstance(identity.corpus_sha256, str) and len(identity.corpus_sha256) in (0, 64)
+            and isinstance(identity.run_id, str) and NON_NEGATIVE_INT.ok(identity.corpus_docs)):
+        raise InputError("{where}: its corpus fingerprint or run id is malformed", where=where)
     state.val_loss = [(int(s), x) for s, x in state.val_loss]  # (whole: check_state made sure)
     return state, identity
 

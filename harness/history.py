@@ -13,7 +13,6 @@ from harness.i18n import N_
 from harness.memory import BYTES_PER_ARRAY, SNAPSHOT_BUDGET
 from harness.run_files import atomic_write, load_arrays, npz_headers, read_meta, read_npz
 from model_config import (
-    SCALE_NAMES,
     effective_scales,
     n_param_arrays,
     n_params,
@@ -46,12 +45,6 @@ def snapshot_steps(steps, count=DEFAULT_COUNT):
         i = int(np.argmax(gaps))  # the first of the largest gaps
         chosen.add(s[i] + int(gaps[i]) // 2)
     return sorted(chosen)
-
-
-def flat_scales(params, cfg):
-    """effective_scales as one vector: alpha_A | alpha_M | s_qk | s_u | s_z."""
-    eff = effective_scales(params, cfg)
-    return np.concatenate([np.asarray(eff[label], dtype=np.float64) for label in SCALE_NAMES])
 
 
 class History:
@@ -116,9 +109,11 @@ class History:
 
     @property
     def scales(self):
-        """(K, S) effective scales (as flat_scales) in sphere mode; rmsnorm: None."""
+        """(K, S) effective scales in sphere mode, each snapshot's alpha_A | alpha_M |
+        s_qk | s_u | s_z (effective_scales, in its order); rmsnorm: None."""
         if self.cfg.norm == "sphere":
-            scales = [flat_scales(self.params_at(k), self.cfg) for k in range(len(self))]
+            scales = [np.concatenate(list(effective_scales(self.params_at(k), self.cfg).values()))
+                      for k in range(len(self))]
             return np.array(scales).reshape(len(self), sum(scale_sizes(self.cfg).values()))
         return None
 
