@@ -146,8 +146,7 @@ def n_params(cfg):
 
 
 def n_param_arrays(cfg):
-    """How many arrays param_shapes lists, by formula: a config is measured before an
-    object is made per layer."""
+    """How many arrays param_shapes lists, by formula (no object made per layer)."""
     per_layer = len(layer_shapes(1)) + (len(layer_scales(1)) if cfg.norm == "sphere" else 0)
     return 3 + cfg.n_layer * per_layer + (cfg.norm == "sphere")
 

@@ -33,7 +33,7 @@ from fontTools.ttLib import TTFont
 from harness import messages
 from harness.errors import InputError, as_text
 from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history, thin_curve
-from harness.i18n import LANGUAGES, N_, _, language_from, use
+from harness.i18n import LANG_HELP, LANGUAGES, N_, _, language_from, use
 from harness.memory import SNAPSHOT_BUDGET
 from harness.run_files import (
     atomic_write,
@@ -511,9 +511,7 @@ could not be written, 130 interrupted (nothing is left behind)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help=f"the --out folder of a training run (it holds {HISTORY_NAME}); one to "
                         f"{MAX_RUNS}, shown side by side under one camera")
-    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
-                                                       "Japanese locale, such as "
-                                                       "LANG=ja_JP.UTF-8; else en)"))
+    p.add_argument("--lang", choices=LANGUAGES, help=_(LANG_HELP))
     p.add_argument("--html", metavar="PATH",
                    help="where to write the page (default: RUN_DIR/planetarium.html for one run, "
                         "./planetarium.html for several); it must end in .html or .htm, so that a "

@@ -342,9 +342,8 @@ def export(rec, differs=()):
     cfg = rec.cfg
     return {"norm": rec.norm, "model": rec.codes[0].name, "run": rec.run,
             "trained_steps": rec.trained_steps,
-            "config": {"n_layer": cfg.n_layer, "n_embd": cfg.n_embd, "n_head": cfg.n_head,
-                       "head_dim": cfg.head_dim, "block_size": cfg.block_size,
-                       "vocab_size": cfg.vocab_size},
+            "config": {k: getattr(cfg, k) for k in ("n_layer", "n_embd", "n_head", "head_dim",
+                                                    "block_size", "vocab_size")},
             "vocab": rec.vocab, "tokens": rec.tokens, "loss": rounded(rec.loss),
             "code": {c.name: export_code(c, differs if i == 0 else ()) for i, c in
                      enumerate(rec.codes)},

@@ -16,7 +16,7 @@ from harness import messages
 from harness.checkpoints import RunIdentity, corpus_change, corpus_fingerprint, load_run, save_run
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, as_text
 from harness.history import HISTORY_NAME, History, load_history
-from harness.i18n import LANGUAGES, N_, _, language_from, translated, use
+from harness.i18n import LANG_HELP, LANGUAGES, N_, _, language_from, translated, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -103,9 +103,7 @@ def build_parser():
                              "same math on arrays."),
                epilog=_(EPILOG).format(corpora=", ".join(BUILTIN),
                                        mib=MAX_CORPUS_BYTES // 2**20))
-    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
-                                                       "Japanese locale, such as "
-                                                       "LANG=ja_JP.UTF-8; else en)"))
+    p.add_argument("--lang", choices=LANGUAGES, help=_(LANG_HELP))
     names = dict.fromkeys(row.group for row in SETTINGS)  # model, training, files, sampling
     groups = {name: p.add_argument_group(_(name)) for name in names}
     for row in SETTINGS:
@@ -191,8 +189,7 @@ def parse_args(argv=None):
 
 
 def load_checkpoint_for(args):
-    """--resume, --sample-only: the checkpoint's state and identity (at --checkpoint, or
-    in --out), its forward pass checked."""
+    """--resume, --sample-only: the checkpoint's state, identity and path, checked."""
     path = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
     state, identity = load_run(path, args.max_memory)
     check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=path))
@@ -427,8 +424,7 @@ class RunFolder:
         self.lock.__exit__()  # the --out folder is free again, however the run ended
 
     def start_history(self, cfg, vocab):
-        """The run's planetarium snapshots, going on from the ones beside the checkpoint
-        on --resume; saved with every checkpoint."""
+        """The run's History, going on from the checkpoint's on --resume."""
         self.history = History(cfg, vocab, self.opts.steps, previous=self.previous_history)
         return self.history
 

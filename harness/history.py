@@ -141,8 +141,7 @@ class History:
 
 
 def thin_curve(curve, most):
-    """At most `most` points of an (N, 2) loss curve: means over equal runs (of step
-    and loss both)."""
+    """At most `most` points of an (N, 2) loss curve: means over equal runs."""
     if len(curve) <= most:
         return curve
     edges = np.linspace(0, len(curve), most + 1).astype(np.int64)

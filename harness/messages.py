@@ -26,8 +26,7 @@ def fmt_time(seconds):
 
 
 def print_header(opts, cfg, base, resume, notices):
-    """The corpus, the model, the baselines, notes; opts.docs: the counts {"train",
-    "val", "cropped"}."""
+    """The corpus, the model, the baselines and the notes."""
     docs = opts.docs
     print(_("corpus {corpus}: {docs} docs ({train} train / {val} val), vocab size {vocab} "
             "({chars} characters + BOS)").format(
