@@ -298,10 +298,16 @@ class RunLock:
             except OSError as e:
                 raise InputError("cannot lock --out {out!r} ({error})", out=self.folder,
                                  error=e.strerror or e) from None
-            if not _try_lock(self.fd):
+            try:
+                if fcntl:
+                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                else:
+                    msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
                 holder = self._holder() or _("its lock file was deleted")
                 raise InputError("--out {out!r} is in use by another run ({holder}); wait for it "
-                                 "to end, or choose another --out", out=self.folder, holder=holder)
+                                 "to end, or choose another --out", out=self.folder,
+                                 holder=holder) from None
             if fcntl:
                 HELD[os.path.abspath(self.folder)] = self.fd
         except BaseException:
@@ -392,17 +398,6 @@ def _is_file(name, dir_fd=None):
     try:
         return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except FileNotFoundError:
-        return False
-
-
-def _try_lock(fd):
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        else:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        return True
-    except OSError:
         return False
 
 
