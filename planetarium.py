@@ -265,10 +265,9 @@ def unit(x):
 
 def aligned_bases(finals, vocabs):
     """[(basis, share)]: each run's 3 principal directions of its final wte, every run
-    after the first turned (orthogonal Procrustes on the characters both know, BOS
-    included) so that its stars land near the first run's: a letter stands in about one
-    place in every sky. The turn is 3 x 3 orthogonal, within the 3 directions: the
-    variance they explain is unchanged."""
+    after the first turned within them (orthogonal Procrustes on the characters both
+    know, BOS included, which leaves their variance as it is) so that a letter stands in
+    about one place in every sky."""
     out = [principal_directions(w) for w in finals]
     ref_basis, ref_index = out[0][0], {c: i for i, c in enumerate(vocabs[0])}
     for r in range(1, len(finals)):
