@@ -332,11 +332,6 @@ def export_positions(rec):
     return positions
 
 
-def export_code(code, differs=()):
-    return {"file": code.file, "first": code.first, "lines": code.lines, "loops": code.loops,
-            "differs": list(differs)}
-
-
 def export(rec, differs=()):
     """A Recording as the page reads it (docs/step_player.md describes every field)."""
     cfg = rec.cfg
@@ -345,8 +340,9 @@ def export(rec, differs=()):
             "config": {k: getattr(cfg, k) for k in ("n_layer", "n_embd", "n_head", "head_dim",
                                                     "block_size", "vocab_size")},
             "vocab": rec.vocab, "tokens": rec.tokens, "loss": rounded(rec.loss),
-            "code": {c.name: export_code(c, differs if i == 0 else ()) for i, c in
-                     enumerate(rec.codes)},
+            "code": {c.name: {"file": c.file, "first": c.first, "lines": c.lines,
+                              "loops": c.loops, "differs": list(differs if i == 0 else ())}
+                     for i, c in enumerate(rec.codes)},
             "steps": [export_step(s) for s in rec.steps], "positions": export_positions(rec),
             "param_grads": {k: nested(g.tolist()) for k, g in rec.param_grads.items()}}
 
