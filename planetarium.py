@@ -431,13 +431,10 @@ def make_page(runs, lang=None):
         except FloatingPointError as e:
             raise InputError(_("these runs' numbers overflow when the page is made ({error})")
                              .format(error=e)) from None
-    try:
-        payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        # "</" would end the <script> block: JSON may spell "<" as \u003c (in strings)
-        payload = payload.replace("<", "\\u003c")
-    except ValueError as e:
-        raise InputError(_("these runs hold numbers a page cannot store ({error})").format(
-            error=e)) from None
+    # (check_values and the errstate above leave no NaN or inf for allow_nan to refuse)
+    payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    # "</" would end the <script> block: JSON may spell "<" as \u003c (in strings)
+    payload = payload.replace("<", "\\u003c")
     parts = {key: read_web(name) for key, name in WEB_PARTS.items()}
     parts["CSS"] = (font_face(PAGE_FILES, run_chars(runs))
                     + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY))
