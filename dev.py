@@ -11,12 +11,10 @@
 The first call creates .venv and installs requirements.txt into it, then
 requirements-nodeps.txt with --no-deps (packages used only for their data files); later
 calls reinstall only when either file changes (their hash is kept in .venv). `lab`
-installs requirements-lab.txt the same way, on its first use only, so the runtime stays
-light (as root, JupyterLab needs `lab --allow-root`). Commands run with that Python, in
-this folder (`run`, `python`, `pdb`: in yours, which their paths are read from), so
-nothing is installed elsewhere. A broken .venv, a missing requirements file or package
-is one line that says what to do. To manage your own environment, install the files
-and run the commands on the right directly (README: "Setting up by hand").
+installs requirements-lab.txt the same way, on its first use only: the runtime stays
+light. Commands run with that Python, in this folder (`run`, `python`, `pdb`: in yours,
+which their paths are read from). A broken .venv, a missing requirements file or
+package is one line that says what to do (README: "Setting up by hand" does it all).
 """
 import hashlib
 import os
