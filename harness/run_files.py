@@ -1,10 +1,6 @@
-"""harness/run_files.py -- files written safely, .npz files read warily, --out's lock.
-
-    atomic_write      temp file + os.replace: never half a file; failure: WriteError
-    read_npz, npz_headers, read_meta, load_arrays
-                      a checkpoint's or history's claims, checked from its headers first
-    write_json, plot_losses   metrics.json and loss.png
-    RunLock, claim_run_folder  the --out folder a run holds; without --out: out/run-N
+"""harness/run_files.py -- files written safely (atomic_write), .npz files read warily
+(a checkpoint's or history's claims checked from its headers first), metrics.json and
+loss.png, and the --out folder a run holds (RunLock; without --out: out/run-N).
 """
 import datetime
 import errno
