@@ -168,8 +168,7 @@ def snapshot_counts(cfgs, counts, room):
 def check_claims(path):
     """Refuse, from its array headers, a history claiming more than a page can hold:
     first and last snapshots over PAGE_LIMIT, or more snapshot weights than a run keeps
-    (SNAPSHOT_BUDGET, or two snapshots of a model above it). A file this cannot read
-    is left to load_history to explain."""
+    (SNAPSHOT_BUDGET, or two snapshots of a model above it)."""
     try:
         with open(path, "rb") as f:
             cfg = read_meta(f, HISTORY_FORMAT, HISTORY_VERSION)[1]
@@ -388,9 +387,8 @@ PAGE_FILES = ("planetarium.html", *WEB_PARTS.values())
 
 
 def font_face(files, chars, family=FONT_FAMILY):
-    """The @font-face rule of `family` ("" without the font): IPAexGothic cut to what a
-    page can show, its web `files`' characters (the words of both languages), printable
-    ASCII and `chars`."""
+    """The @font-face rule of `family`: IPAexGothic cut to the web `files`' characters
+    (both languages' words), printable ASCII and `chars` ("" without the font)."""
     text = "".join(read_web(name) for name in files) + "".join(map(chr, range(32, 127))) + chars
     data = font_subset("".join(sorted(set(text) - set("\n\r\t"))))
     if data is None:
