@@ -60,18 +60,10 @@ class Var:
     """One local as a line left it (describe), and the Values behind its numbers."""
     kind: str
     data: object
-    nodes: list = None
+    nodes: object = None  # a Value, or lists of them shaped as data
 
     def grad(self):
-        if not self.nodes:
-            return None
-        if self.kind == "val":
-            return self.nodes[0].grad
-        if self.kind == "vec":
-            return [v.grad for v in self.nodes]
-        width = len(self.data[0]) if self.data else 0
-        flat = [v.grad for v in self.nodes]
-        return [flat[i:i + width] for i in range(0, len(flat), width)]
+        return nested(self.nodes, lambda v: v.grad) if self.nodes else None
 
 
 def is_values(obj):
@@ -82,7 +74,7 @@ def describe(name, obj):
     """A local as the page shows it: a list of Values as its .data (a vector), a list of
     such lists as a matrix, the KV cache (keys, values) as its positions per layer."""
     if isinstance(obj, Value):
-        return Var("val", obj.data, [obj])
+        return Var("val", obj.data, obj)
     if isinstance(obj, bool) or not isinstance(obj, (int, float, list)):
         return Var("text", repr(obj)[:80])
     if isinstance(obj, (int, float)):
@@ -92,7 +84,7 @@ def describe(name, obj):
     if is_values(obj):
         return Var("vec", [v.data for v in obj], list(obj))
     if obj and all(is_values(row) for row in obj):
-        return Var("mat", [[v.data for v in row] for row in obj], [v for row in obj for v in row])
+        return Var("mat", [[v.data for v in row] for row in obj], [list(row) for row in obj])
     return Var("text", f"list of {len(obj)}")
 
 
