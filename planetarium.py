@@ -543,8 +543,7 @@ def page_path(args, default="planetarium.html"):
     and only a regular file is replaced."""
     path = args.html
     if path is None:
-        one_run = len(args.runs) == 1
-        path = os.path.join(args.runs[0], default) if one_run else default
+        path = os.path.join(args.runs[0], default) if len(args.runs) == 1 else default
     if not path.strip():
         raise InputError(_("--html needs the path of the page to write (it is empty)"))
     if os.path.isdir(path):

@@ -314,13 +314,12 @@ def export_step(step):
 
 def export_positions(rec):
     positions = []
-    for p, first in enumerate(rec.calls):
-        last = (rec.calls[p + 1] if p + 1 < len(rec.calls) else len(rec.steps)) - 1
+    for p, (first, end) in enumerate(zip(rec.calls, rec.calls[1:] + [len(rec.steps)])):
         probs = probabilities(rec.logits[p])
         target = rec.tokens[p + 1]
         positions.append({"pos": p, "token": rec.tokens[p], "target": target,
                           "probs": nested(probs), "loss": rounded(-math.log(probs[target])),
-                          "first": first, "last": last})
+                          "first": first, "last": end - 1})
     return positions
 
 
@@ -370,11 +369,8 @@ def make_page(recordings, name, lang="ja"):
 def fresh_models(seed=42):
     """Both norms at the default sizes for the names corpus, freshly initialized."""
     vocab = microgpt.build_vocab(load_corpus("names"))
-    models = []
-    for norm in ("rmsnorm", "sphere"):
-        cfg = microgpt.GPTConfig(len(vocab) + 1, norm=norm)
-        models.append((microgpt.init_params(cfg, seed), cfg, vocab, "", 0))
-    return models
+    cfgs = [microgpt.GPTConfig(len(vocab) + 1, norm=norm) for norm in ("rmsnorm", "sphere")]
+    return [(microgpt.init_params(cfg, seed), cfg, vocab, "", 0) for cfg in cfgs]
 
 
 def load_model(folder):
