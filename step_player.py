@@ -46,7 +46,6 @@ from value import Value
 INSIDE = {"linear": utils.linear, "softmax": utils.softmax, "rmsnorm": utils.rmsnorm,
           "l2_normalize": sphere.l2_normalize}  # what --into records, one level down
 DIGITS = 6  # significant digits of a number on the page (it shows 4; the tests read 6)
-PAGE_BUDGET = 2 * 10**6  # bytes: the default model and a 16-character name take about 1 MB
 PAGE_MOST = 64 * 10**6  # a page estimated larger is refused before anything is recorded
 FONT_FAMILY = "StepPlayerGothic"
 WEB_PARTS = {"CSS": "step_player.css", "TEXT": "step_player_text.js",
