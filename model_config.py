@@ -251,10 +251,9 @@ def pack_params(params, cfg, dtype=None):
         kinds = {np.asarray(a).dtype for a in params.values()}
         one_float = len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")}
         dtype = kinds.pop() if one_float else np.float64
-    flat, views = alloc_params(cfg, dtype)
-    expected = dict(param_shapes(cfg))
-    if set(params) != set(expected):
-        missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
+    _flat, views = alloc_params(cfg, dtype)
+    if set(params) != set(views):
+        missing, extra = sorted(set(views) - set(params)), sorted(set(params) - set(views))
         raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, "
                          f"unexpected {cut_list(extra)}")
     for key, view in views.items():
