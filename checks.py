@@ -26,8 +26,7 @@ from value import Value
 
 
 def check_known(text, index):
-    """Every character of `text` is in `index` (character -> id, or the vocabulary);
-    else an InputError naming the unknown ones, each once."""
+    """InputError naming each character of `text` not in `index` (ids, or the vocab)."""
     unknown = [ch for ch in dict.fromkeys(text) if ch not in index]
     if unknown:
         raise InputError("characters not in the vocabulary: {unknown} (vocabulary: {vocab})",
@@ -226,8 +225,7 @@ def check_training(cfg, vocab, train_docs, val_docs, settings, resume=None):
 
 
 def plain(value):
-    """A setting as plain Python for JSON: a NumPy scalar or a Fraction becomes the
-    bool, int or float it holds."""
+    """A NumPy scalar or a Fraction as the bool, int or float it holds (for JSON)."""
     if is_bool(value):
         return bool(value)
     if is_int(value):

@@ -182,8 +182,6 @@ def fingerprint(docs):
 
 
 def corpus_id(corpus):
-    """A built-in corpus by name, a file by its absolute path (to resume anywhere)."""
-    if isinstance(corpus, str) and not corpus.strip():  # (abspath("") is the current folder)
-        raise InputError("--corpus needs a corpus name or a file path (it is empty: {corpus!r})",
-                         corpus=corpus)
+    """A built-in corpus by name, a file by its absolute path (to resume anywhere); an
+    empty one never comes here (--corpus's rule, and a checkpoint's, refuse it)."""
     return corpus if corpus in BUILTIN else os.path.abspath(corpus)

@@ -11,12 +11,10 @@
 The first call creates .venv and installs requirements.txt into it, then
 requirements-nodeps.txt with --no-deps (packages used only for their data files); later
 calls reinstall only when either file changes (their hash is kept in .venv). `lab`
-installs requirements-lab.txt the same way, on its first use only, so the runtime stays
-light (as root, JupyterLab needs `lab --allow-root`). Commands run with that Python, in
-this folder (`run`, `python`, `pdb`: in yours, which their paths are read from), so
-nothing is installed elsewhere. A broken .venv, a missing requirements file or package
-is one line that says what to do. To manage your own environment, install the files
-and run the commands on the right directly (README: "Setting up by hand").
+installs requirements-lab.txt the same way, on its first use only: the runtime stays
+light. Commands run with that Python, in this folder (`run`, `python`, `pdb`: in yours,
+which their paths are read from). A broken .venv, a missing requirements file or
+package is one line that says what to do (README: "Setting up by hand" does it all).
 """
 import hashlib
 import os
@@ -33,8 +31,7 @@ REQUIREMENTS_NODEPS = os.path.join(ROOT, "requirements-nodeps.txt")  # installed
 REQUIREMENTS_LAB = os.path.join(ROOT, "requirements-lab.txt")  # `lab` only
 STAMP = os.path.join(VENV, ".requirements-sha256")
 STAMP_LAB = os.path.join(VENV, ".requirements-lab-sha256")
-# `--` ends pdb's own options: 3.13.0's pdb refuses `pdb script --flag` without it
-COMMANDS = {"run": ["microgpt.py"], "python": [], "pdb": ["-m", "pdb", "--"],  # (PDB_MAIN)
+COMMANDS = {"run": [os.path.join(ROOT, "microgpt.py")], "python": [], "pdb": [],  # (command_for)
             "test": ["-m", "pytest"], "lint": ["-m", "ruff", "check", "."],
             "notebooks": ["notebooks/build.py"], "lab": ["-m", "jupyterlab"]}
 IN_USERS_FOLDER = ("run", "python", "pdb")  # their paths are read from where the user is
@@ -155,14 +152,12 @@ def check_installed(python, module, requirements):
 
 def command_for(name, python, args):
     """The command line `dev.py NAME ARGS` runs, with this Python."""
-    if name == "pdb":  # pdb's own options (-c CMD, -m MODULE ...), then `--` before the script
+    if name == "pdb":  # its options (-c CMD, -m MODULE), then `--` (3.13.0's pdb needs it)
         i = 0
         while i < len(args) and args[i] in ("-c", "--command"):
             i += 2
         return [python, "-c", PDB_MAIN, *args[:i],
                 *([] if args[i:i + 1] == ["-m"] else ["--"]), *args[i:]]
-    if name == "run":
-        return [python, os.path.join(ROOT, "microgpt.py"), *args]
     return [python, *COMMANDS[name], *args]
 
 

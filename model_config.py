@@ -146,8 +146,7 @@ def n_params(cfg):
 
 
 def n_param_arrays(cfg):
-    """How many arrays param_shapes lists, by formula: a config is measured before an
-    object is made per layer."""
+    """How many arrays param_shapes lists, by formula (no object made per layer)."""
     per_layer = len(layer_shapes(1)) + (len(layer_scales(1)) if cfg.norm == "sphere" else 0)
     return 3 + cfg.n_layer * per_layer + (cfg.norm == "sphere")
 
@@ -252,10 +251,9 @@ def pack_params(params, cfg, dtype=None):
         kinds = {np.asarray(a).dtype for a in params.values()}
         one_float = len(kinds) == 1 and kinds <= {np.dtype("float32"), np.dtype("float64")}
         dtype = kinds.pop() if one_float else np.float64
-    flat, views = alloc_params(cfg, dtype)
-    expected = dict(param_shapes(cfg))
-    if set(params) != set(expected):
-        missing, extra = sorted(set(expected) - set(params)), sorted(set(params) - set(expected))
+    _flat, views = alloc_params(cfg, dtype)
+    if set(params) != set(views):
+        missing, extra = sorted(set(views) - set(params)), sorted(set(params) - set(views))
         raise ValueError(f"parameter keys do not match the config: missing {cut_list(missing)}, "
                          f"unexpected {cut_list(extra)}")
     for key, view in views.items():

@@ -8,9 +8,7 @@ sphere, the replay of training, the retraction, a typed name's hidden states and
 readout (docs/planetarium.md). Data, styles, font (a subset of IPAexGothic) and scripts
 (web/) are in the page: it opens from file:// with no network. The tests check its
 JavaScript forward pass against gpt_forward, to 1e-9, on the weights the page holds.
-
-Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the
-page could not be written.
+The flags and exit codes: --help.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
@@ -34,8 +32,8 @@ from fontTools.ttLib import TTFont
 
 from harness import messages
 from harness.errors import InputError, as_text
-from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history
-from harness.i18n import LANGUAGES, N_, _, language_from, use
+from harness.history import HISTORY_FORMAT, HISTORY_NAME, HISTORY_VERSION, load_history, thin_curve
+from harness.i18n import LANG_HELP, LANGUAGES, N_, _, language_from, use
 from harness.memory import SNAPSHOT_BUDGET
 from harness.run_files import (
     atomic_write,
@@ -45,14 +43,7 @@ from harness.run_files import (
     read_meta,
 )
 from harness.shell import Parser, Shell, say
-from model_config import (
-    SCALE_NAMES,
-    n_params,
-    param_offsets,
-    param_views,
-    scale_factors,
-    scale_sizes,
-)
+from model_config import n_params, param_offsets, scale_sizes
 
 WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web")
 
@@ -82,9 +73,8 @@ def matrix_layout(cfg):
 
 def snapshot_chars(cfg):
     """The page's characters per snapshot (base64), (first, each later one): an int8
-    code per weight (the first snapshot: int16) and a float32 step per matrix row, plus
-    in sphere mode the scales and the star rows' drift in float32. By formula (a test
-    checks it against matrix_layout), so a history's claims are measured cheaply:
+    code per weight (the first: int16), a float32 step per matrix row, in sphere mode
+    the scales and the stars' drift. A formula (a test checks it against matrix_layout):
     2VC + TC + 12LC^2 weights in 2V + T + 9LC rows."""
     V, C, T, L = cfg.vocab_size, cfg.n_embd, cfg.block_size, cfg.n_layer
     size, rows = 2 * V * C + T * C + 12 * L * C * C, 2 * V + T + 9 * L * C
@@ -178,8 +168,7 @@ def snapshot_counts(cfgs, counts, room):
 def check_claims(path):
     """Refuse, from its array headers, a history claiming more than a page can hold:
     first and last snapshots over PAGE_LIMIT, or more snapshot weights than a run keeps
-    (SNAPSHOT_BUDGET, or two snapshots of a model above it). A file this cannot read
-    is left to load_history to explain."""
+    (SNAPSHOT_BUDGET, or two snapshots of a model above it)."""
     try:
         with open(path, "rb") as f:
             cfg = read_meta(f, HISTORY_FORMAT, HISTORY_VERSION)[1]
@@ -214,18 +203,15 @@ def check_values(history, source):
 
 @dataclass
 class PageRun:
-    """One run as the page holds it: snapshots kept (history indices), their steps, the
-    weights the page decodes (float64, stars re-normalized), effective scales (float32),
-    the embedded data, and how many snapshots were left out for the page's size (not
-    counting repeats of the one before)."""
+    """One run as the page holds it."""
     history: object
     name: str
-    kept: list
+    kept: list          # the snapshots kept (history indices)
     steps: list
-    held: np.ndarray
-    scales: np.ndarray
-    parts: dict
-    thinned: int = 0
+    held: np.ndarray    # the weights the page decodes (float64, stars re-normalized)
+    scales: np.ndarray  # effective scales (float32)
+    parts: dict         # the embedded data
+    thinned: int = 0    # snapshots left out for the page's size (not repeats)
 
 
 def prepare_run(history, name, count):
@@ -257,24 +243,6 @@ def prepare_runs(runs, room=None):
     return [prepare_run(h, name, n) for (h, name), n in zip(runs, counts)]
 
 
-def page_params(page_run, k):
-    """Snapshot k of a PageRun (k counts the page's snapshots) as the page holds it, as
-    a params dict: gpt_forward on it computes what the page's forward pass does."""
-    cfg = page_run.history.cfg
-    flat = np.zeros(n_params(cfg))
-    flat[:page_run.held.shape[1]] = page_run.held[k]
-    params = param_views(flat, cfg)
-    if cfg.norm == "sphere":  # the stored scales whose effective values (effective_scales) it holds
-        scales = page_run.scales[k].astype(np.float64)
-        sizes, factor, o = scale_sizes(cfg), scale_factors(cfg), 0
-        for label, name in SCALE_NAMES.items():
-            column, o = scales[o:o + sizes[label]], o + sizes[label]
-            keys = ["sz"] if name == "sz" else [f"layer{i}.{name}" for i in range(cfg.n_layer)]
-            for key, part in zip(keys, np.split(column, len(keys))):
-                params[key][:] = part / factor[name]
-    return params
-
-
 # --------------------------------------------------------------------------- the map
 
 def principal_directions(wte):
@@ -296,10 +264,9 @@ def unit(x):
 
 def aligned_bases(finals, vocabs):
     """[(basis, share)]: each run's 3 principal directions of its final wte, every run
-    after the first turned (orthogonal Procrustes on the characters both know, BOS
-    included) so that its stars land near the first run's: a letter stands in about one
-    place in every sky. The turn is 3 x 3 orthogonal, within the 3 directions: the
-    variance they explain is unchanged."""
+    after the first turned within them (orthogonal Procrustes on the characters both
+    know, BOS included, which leaves their variance as it is) so that a letter stands in
+    about one place in every sky."""
     out = [principal_directions(w) for w in finals]
     ref_basis, ref_index = out[0][0], {c: i for i, c in enumerate(vocabs[0])}
     for r in range(1, len(finals)):
@@ -319,14 +286,6 @@ def b64(array, dtype):
     """A numpy array as base64 of its little-endian bytes (the page's typed array)."""
     little_endian = np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<"))
     return base64.b64encode(little_endian.tobytes()).decode()
-
-
-def thin_curve(curve, most=PAGE_CURVE):
-    """At most `most` points of an (N, 2) loss curve: means over equal runs."""
-    if len(curve) <= most:
-        return curve
-    edges = np.linspace(0, len(curve), most + 1).astype(np.int64)
-    return np.add.reduceat(curve, edges[:-1], axis=0) / np.diff(edges)[:, None]
 
 
 def running_mean(curve):
@@ -366,7 +325,7 @@ def export_run(page_run, basis, share, cmap=None):
            "unitRows": ["wte", "lm_head"] if cfg.norm == "sphere" else [],
            "weights": page_run.parts, "basis": basis.tolist(), "share": share.tolist(),
            "scaleLayout": None, "scales": None, "drift": None,
-           "train": running_mean(thin_curve(h.train_loss)).round(5).tolist(),
+           "train": running_mean(thin_curve(h.train_loss, PAGE_CURVE)).round(5).tolist(),
            "val": h.val_loss.round(5).tolist()}
     if cfg.norm == "sphere":
         sizes = scale_sizes(cfg)  # (name, offset, size) in the stored scales
@@ -424,37 +383,36 @@ def font_subset(chars):
     return out.getvalue()
 
 
-def page_chars_needed(runs, cmap):
-    """Every character the page can show: its template, styles and scripts (the words
-    of both languages), printable ASCII, the runs' names and vocabularies as shown."""
-    text = "".join(read_web(name) for name in ["planetarium.html", *WEB_PARTS.values()])
-    text += "".join(map(chr, range(32, 127)))
-    for h, name in runs:
-        text += name + "".join(shown(c, cmap) for c in h.vocab)
-    return "".join(sorted(set(text) - set("\n\r\t")))
+PAGE_FILES = ("planetarium.html", *WEB_PARTS.values())
 
 
-def font_face(runs):
-    """The @font-face rule embedding the glyphs the page uses ("" without the font)."""
-    data = font_subset(page_chars_needed(runs, font_cmap()))
+def font_face(files, chars, family=FONT_FAMILY):
+    """The @font-face rule of `family`: IPAexGothic cut to the web `files`' characters
+    (both languages' words), printable ASCII and `chars` ("" without the font)."""
+    text = "".join(read_web(name) for name in files) + "".join(map(chr, range(32, 127))) + chars
+    data = font_subset("".join(sorted(set(text) - set("\n\r\t"))))
     if data is None:
         return ""
     woff = base64.b64encode(data).decode()
-    return (f"@font-face {{ font-family: \"{FONT_FAMILY}\"; font-display: block; "
+    return (f"@font-face {{ font-family: \"{family}\"; font-display: block; "
             f"src: url(data:font/woff;base64,{woff}) format(\"woff\"); }}\n")
+
+
+def run_chars(runs):
+    """The runs' names and vocabularies as the page shows them."""
+    cmap = font_cmap()
+    return "".join(name + "".join(shown(c, cmap) for c in h.vocab) for h, name in runs)
 
 
 def page_overhead(runs):
     """A page's characters but its snapshots: web files, font, ~40 kB a run."""
-    return (len(read_web("planetarium.html")) + sum(len(read_web(n)) for n in WEB_PARTS.values())
-            + len(font_face(runs)) + 40_000 * len(runs))
+    return (sum(len(read_web(name)) for name in PAGE_FILES)
+            + len(font_face(PAGE_FILES, run_chars(runs))) + 40_000 * len(runs))
 
 
 def make_page(runs, lang=None):
     """(html, PageRuns) of one page for [(history, name)] that opens in `lang` (None:
-    Japanese): web/planetarium.html with the styles, font, scripts and data put in (the
-    tests compare its numbers with gpt_forward on the PageRuns). InputError if they make
-    no page within PAGE_LIMIT."""
+    Japanese); InputError if they make no page within PAGE_LIMIT."""
     runs = [(h, clean_name(name)) for h, name in runs]
     for h, name in runs:
         check_values(h, f"run {name!r}")
@@ -471,15 +429,13 @@ def make_page(runs, lang=None):
         except FloatingPointError as e:
             raise InputError(_("these runs' numbers overflow when the page is made ({error})")
                              .format(error=e)) from None
-    try:
-        payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        # "</" would end the <script> block: JSON may spell "<" as \u003c (in strings)
-        payload = payload.replace("<", "\\u003c")
-    except ValueError as e:
-        raise InputError(_("these runs hold numbers a page cannot store ({error})").format(
-            error=e)) from None
+    # (check_values and the errstate above leave no NaN or inf for allow_nan to refuse)
+    payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    # "</" would end the <script> block: JSON may spell "<" as \u003c (in strings)
+    payload = payload.replace("<", "\\u003c")
     parts = {key: read_web(name) for key, name in WEB_PARTS.items()}
-    parts["CSS"] = font_face(runs) + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY)
+    parts["CSS"] = (font_face(PAGE_FILES, run_chars(runs))
+                    + parts["CSS"].replace("PLANETARIUM_FONT", FONT_FAMILY))
     parts["DATA"] = payload
     # one pass over the template: what is put in is not searched again for marks
     html = re.sub(r"/\*(CSS|TEXT|MODEL|PAGE|DATA)\*/", lambda m: parts[m.group(1)],
@@ -487,14 +443,20 @@ def make_page(runs, lang=None):
     return html, page_runs
 
 
-def load_run(folder):
-    """The History of a run folder; InputError: what is wrong and what to do."""
+def run_folder(folder):
+    """The name of a run folder that is there, else InputError."""
     name = clean_name(folder)
     if not os.path.exists(folder):
         raise InputError(_("run folder {name!r} not found").format(name=name))
     if not os.path.isdir(folder):
         raise InputError(_("{name!r} is not a folder (give the --out folder of a training run)")
                          .format(name=name))
+    return name
+
+
+def load_run(folder):
+    """The History of a run folder; InputError: what is wrong and what to do."""
+    name = run_folder(folder)
     path = os.path.join(folder, HISTORY_NAME)
     if not os.path.lexists(path):
         resume = os.path.lexists(os.path.join(folder, "checkpoint.npz"))
@@ -543,9 +505,7 @@ could not be written, 130 interrupted (nothing is left behind)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help=f"the --out folder of a training run (it holds {HISTORY_NAME}); one to "
                         f"{MAX_RUNS}, shown side by side under one camera")
-    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
-                                                       "Japanese locale, such as "
-                                                       "LANG=ja_JP.UTF-8; else en)"))
+    p.add_argument("--lang", choices=LANGUAGES, help=_(LANG_HELP))
     p.add_argument("--html", metavar="PATH",
                    help="where to write the page (default: RUN_DIR/planetarium.html for one run, "
                         "./planetarium.html for several); it must end in .html or .htm, so that a "
@@ -583,8 +543,7 @@ def page_path(args, default="planetarium.html"):
     and only a regular file is replaced."""
     path = args.html
     if path is None:
-        one_run = len(args.runs) == 1
-        path = os.path.join(args.runs[0], default) if one_run else default
+        path = os.path.join(args.runs[0], default) if len(args.runs) == 1 else default
     if not path.strip():
         raise InputError(_("--html needs the path of the page to write (it is empty)"))
     if os.path.isdir(path):

@@ -128,7 +128,6 @@ SETTINGS = (
             "the residual steps", "model", "keep"),
     Setting("sz_init", 1.0, POSITIVE_NUMBER, "sphere: the initial logit scale s_z", "model",
             "keep"),
-    # training
     Setting("engine", "value", choice(*ENGINES), "value: the chapter's code on the scalar Value "
             "graph (slow, every number inspectable); numpy: the same math on arrays. Sampling uses "
             "it too", "training", "change", sampling=True),
@@ -150,7 +149,6 @@ SETTINGS = (
             "one document per line", "training", "keep"),
     Setting("max_memory", 4.0, POSITIVE_NUMBER, "refuse a run whose memory, estimated from the "
             "config before anything is allocated, is larger (GB)", "training", sampling=True),
-    # files
     Setting("out", None, PATH, "folder for checkpoint.npz, history.npz, metrics.json and loss.png; "
             "the run holds it while it runs (without --out, Ctrl-C still saves, to a new folder "
             "out/run-N)", "files"),
@@ -160,7 +158,6 @@ SETTINGS = (
             sampling=True),
     Setting("sample_only", False, SWITCH, "load --checkpoint and only sample (with its engine and "
             "seed unless --engine or --seed is given)", "files", sampling=True),
-    # sampling
     Setting("num_samples", 20, POSITIVE_INT, "names to generate", "sampling", sampling=True),
     Setting("temperature", 0.5, POSITIVE_NUMBER, "lower is more conservative; below 1e-100 the "
             "most likely character is taken (greedy)", "sampling", sampling=True),

@@ -11,13 +11,8 @@ its line as the file holds it now, the locals it created or changed, and after
 backward() the gradient of every vector it made. An edited gpt() is recorded as edited;
 a mistake in it is Python's traceback at its line.
 
-RUN_DIR is the --out folder of a training run (its checkpoint.npz): one, or an rmsnorm
-run and a sphere run side by side. With none, both norms start from a fresh init (the
-names corpus, the default sizes, seed 42). The page (docs/step_player.md) holds its
-data, styles, font and scripts (web/step_player*): it opens from file://, offline.
-
-Exit codes: 0 ok (the page's path is printed), 2 bad input (one line on stderr), 74 the
-page could not be written, 130 interrupted.
+The page (docs/step_player.md) holds its data, styles, font and scripts
+(web/step_player*): it opens from file://, offline. The flags and exit codes: --help.
 """
 if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceback from an import)
     from harness import leave, quiet_startup
@@ -25,7 +20,6 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
 
 import argparse
 import ast
-import base64
 import difflib
 import inspect
 import json
@@ -52,7 +46,6 @@ from value import Value
 INSIDE = {"linear": utils.linear, "softmax": utils.softmax, "rmsnorm": utils.rmsnorm,
           "l2_normalize": sphere.l2_normalize}  # what --into records, one level down
 DIGITS = 6  # significant digits of a number on the page (it shows 4; the tests read 6)
-PAGE_BUDGET = 2 * 10**6  # bytes: the default model and a 16-character name take about 1 MB
 PAGE_MOST = 64 * 10**6  # a page estimated larger is refused before anything is recorded
 FONT_FAMILY = "StepPlayerGothic"
 WEB_PARTS = {"CSS": "step_player.css", "TEXT": "step_player_text.js",
@@ -63,22 +56,13 @@ WEB_PARTS = {"CSS": "step_player.css", "TEXT": "step_player_text.js",
 
 @dataclass
 class Var:
-    """One local as a line left it: kind (vec, mat, val, num, cache, text), its numbers
-    (or text), and the Values behind them, whose .grad backward() fills in."""
+    """One local as a line left it (describe), and the Values behind its numbers."""
     kind: str
     data: object
-    nodes: list = None
+    nodes: object = None  # a Value, or lists of them shaped as data
 
     def grad(self):
-        if not self.nodes:
-            return None
-        if self.kind == "val":
-            return self.nodes[0].grad
-        if self.kind == "vec":
-            return [v.grad for v in self.nodes]
-        width = len(self.data[0]) if self.data else 0
-        flat = [v.grad for v in self.nodes]
-        return [flat[i:i + width] for i in range(0, len(flat), width)]
+        return nested(self.nodes, lambda v: v.grad) if self.nodes else None
 
 
 def is_values(obj):
@@ -89,7 +73,7 @@ def describe(name, obj):
     """A local as the page shows it: a list of Values as its .data (a vector), a list of
     such lists as a matrix, the KV cache (keys, values) as its positions per layer."""
     if isinstance(obj, Value):
-        return Var("val", obj.data, [obj])
+        return Var("val", obj.data, obj)
     if isinstance(obj, bool) or not isinstance(obj, (int, float, list)):
         return Var("text", repr(obj)[:80])
     if isinstance(obj, (int, float)):
@@ -99,7 +83,7 @@ def describe(name, obj):
     if is_values(obj):
         return Var("vec", [v.data for v in obj], list(obj))
     if obj and all(is_values(row) for row in obj):
-        return Var("mat", [[v.data for v in row] for row in obj], [v for row in obj for v in row])
+        return Var("mat", [[v.data for v in row] for row in obj], [list(row) for row in obj])
     return Var("text", f"list of {len(obj)}")
 
 
@@ -115,15 +99,14 @@ def signature(obj):
 
 @dataclass
 class Code:
-    """A function as its file holds it now: its lines, the first line's number, which
-    statement each line belongs to, its for-loops, the names its comprehensions bind."""
+    """A function as its file holds it now, its statements and loops."""
     name: str
     file: str
     first: int
     lines: list
     statement: dict = field(default_factory=dict)  # line -> the line its statement starts on
     loops: list = field(default_factory=list)       # [header line, last line of the body]
-    hidden: set = field(default_factory=set)
+    hidden: set = field(default_factory=set)  # the names only its comprehensions bind
 
     @classmethod
     def of(cls, function):
@@ -163,16 +146,14 @@ class Code:
 
 @dataclass
 class Step:
-    """One statement that ran: function, line, depth (0 the model, 1 one level down),
-    position; the locals it created or changed; on a call's first step its arguments, on
-    its last what it returned."""
+    """One statement that ran: depth 0 in the model, 1 one level down (--into)."""
     function: str
     line: int
     depth: int
     pos: int
-    changed: dict = field(default_factory=dict)
-    args: dict = None
-    returned: Var = None
+    changed: dict = field(default_factory=dict)  # the locals it created or changed
+    args: dict = None   # on a call's first step: its arguments
+    returned: Var = None  # on its last: what it returned
 
 
 @dataclass
@@ -241,8 +222,7 @@ class Recorder:
 
 @dataclass
 class Recording:
-    """The steps of gpt() (or gpt_sphere()) over one name, its positions, the name's
-    loss and every parameter's gradient, as loss_and_grads_value computed them."""
+    """The steps of gpt() (or gpt_sphere()) over one name, its loss and gradients."""
     norm: str
     cfg: object
     vocab: list
@@ -333,19 +313,13 @@ def export_step(step):
 
 def export_positions(rec):
     positions = []
-    for p, first in enumerate(rec.calls):
-        last = (rec.calls[p + 1] if p + 1 < len(rec.calls) else len(rec.steps)) - 1
+    for p, (first, end) in enumerate(zip(rec.calls, rec.calls[1:] + [len(rec.steps)])):
         probs = probabilities(rec.logits[p])
         target = rec.tokens[p + 1]
         positions.append({"pos": p, "token": rec.tokens[p], "target": target,
                           "probs": nested(probs), "loss": rounded(-math.log(probs[target])),
-                          "first": first, "last": last})
+                          "first": first, "last": end - 1})
     return positions
-
-
-def export_code(code, differs=()):
-    return {"file": code.file, "first": code.first, "lines": code.lines, "loops": code.loops,
-            "differs": list(differs)}
 
 
 def export(rec, differs=()):
@@ -353,12 +327,12 @@ def export(rec, differs=()):
     cfg = rec.cfg
     return {"norm": rec.norm, "model": rec.codes[0].name, "run": rec.run,
             "trained_steps": rec.trained_steps,
-            "config": {"n_layer": cfg.n_layer, "n_embd": cfg.n_embd, "n_head": cfg.n_head,
-                       "head_dim": cfg.head_dim, "block_size": cfg.block_size,
-                       "vocab_size": cfg.vocab_size},
+            "config": {k: getattr(cfg, k) for k in ("n_layer", "n_embd", "n_head", "head_dim",
+                                                    "block_size", "vocab_size")},
             "vocab": rec.vocab, "tokens": rec.tokens, "loss": rounded(rec.loss),
-            "code": {c.name: export_code(c, differs if i == 0 else ()) for i, c in
-                     enumerate(rec.codes)},
+            "code": {c.name: {"file": c.file, "first": c.first, "lines": c.lines,
+                              "loops": c.loops, "differs": list(differs if i == 0 else ())}
+                     for i, c in enumerate(rec.codes)},
             "steps": [export_step(s) for s in rec.steps], "positions": export_positions(rec),
             "param_grads": {k: nested(g.tolist()) for k, g in rec.param_grads.items()}}
 
@@ -375,24 +349,15 @@ def page_data(recordings, name, lang):
 
 # ---------------------------------------------------------------------------- the page
 
-def page_chars(data_json):
-    """Each character the page can show: its web files', printable ASCII, the data's."""
-    text = "".join(planetarium.read_web(n) for n in ["step_player.html", *WEB_PARTS.values()])
-    text += "".join(map(chr, range(32, 127))) + data_json
-    return "".join(sorted(set(text) - set("\n\r\t")))
-
-
 def make_page(recordings, name, lang="ja"):
     """The page's HTML: web/step_player.html with its styles, font, scripts and data."""
     payload = json.dumps(page_data(recordings, name, lang), ensure_ascii=False, allow_nan=False,
                          separators=(",", ":"))
     payload = payload.replace("<", "\\u003c")  # "</" would end the <script> block
-    font = planetarium.font_subset(page_chars(payload))
-    face = "" if font is None else (
-        f"@font-face {{ font-family: \"{FONT_FAMILY}\"; font-display: block; src: url("
-        f"data:font/woff;base64,{base64.b64encode(font).decode()}) format(\"woff\"); }}\n")
+    files = ["step_player.html", *WEB_PARTS.values()]
     parts = {key: planetarium.read_web(file) for key, file in WEB_PARTS.items()}
-    parts["CSS"] = face + parts["CSS"].replace("STEP_PLAYER_FONT", FONT_FAMILY)
+    parts["CSS"] = (planetarium.font_face(files, payload, FONT_FAMILY)
+                    + parts["CSS"].replace("STEP_PLAYER_FONT", FONT_FAMILY))
     parts["DATA"] = payload
     return re.sub(r"/\*(CSS|TEXT|PAGE|DATA)\*/", lambda m: parts[m.group(1)],
                   planetarium.read_web("step_player.html"))
@@ -403,21 +368,13 @@ def make_page(recordings, name, lang="ja"):
 def fresh_models(seed=42):
     """Both norms at the default sizes for the names corpus, freshly initialized."""
     vocab = microgpt.build_vocab(load_corpus("names"))
-    models = []
-    for norm in ("rmsnorm", "sphere"):
-        cfg = microgpt.GPTConfig(len(vocab) + 1, norm=norm)
-        models.append((microgpt.init_params(cfg, seed), cfg, vocab, "", 0))
-    return models
+    cfgs = [microgpt.GPTConfig(len(vocab) + 1, norm=norm) for norm in ("rmsnorm", "sphere")]
+    return [(microgpt.init_params(cfg, seed), cfg, vocab, "", 0) for cfg in cfgs]
 
 
 def load_model(folder):
     """(params, cfg, vocab, run, step) of a run folder's checkpoint, or InputError."""
-    name = planetarium.clean_name(folder)
-    if not os.path.exists(folder):
-        raise InputError(_("run folder {name!r} not found").format(name=name))
-    if not os.path.isdir(folder):
-        raise InputError(_("{name!r} is not a folder (give the --out folder of a training run)")
-                         .format(name=name))
+    name = planetarium.run_folder(folder)
     path = os.path.join(folder, "checkpoint.npz")
     if not os.path.lexists(path):
         command = messages.microgpt_command(["--engine", "numpy", "--steps", "1000"] +

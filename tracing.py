@@ -23,17 +23,11 @@ def trace_backward(root, labels=None, file=None, quiet=False):
     """Run root.backward() while recording each step; print a table and return the rows.
 
     Does exactly what Value.backward() does (same order, arithmetic and accumulation
-    into leaves), and records one dict for each node, in the order backward visits it:
-
-        node         its name (n3, or the one given in `labels`)
-        op           the op that made it ('' for a leaf)
-        data         its forward value
-        grad         d(root)/d(node), complete at this point (all parents are done)
-        children     names of its children
-        local_grads  d(node)/d(child) for each child, computed in the forward pass
-        pushed       local_grad * grad, what this node adds to each child's grad
-        child_grads  each child's accumulated grad right after the push
-
+    into leaves), and records one dict per node, in the order backward visits it: its
+    node name (n3, or its label), op ('' for a leaf), data, grad (d(root)/d(node),
+    complete here: all its parents are done), children (their names), local_grads
+    (d(node)/d(child), from the forward pass), pushed (local_grad * grad, what it adds
+    to each child's grad) and child_grads (each child's grad right after the push).
     The table goes to `file` (default sys.stdout) unless quiet=True.
     """
     topo, names = node_names(root, labels)

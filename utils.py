@@ -9,10 +9,8 @@ the output gradient and returns the input (and weight) gradients. The NumPy
 GPT engine (numpy_engine.py) is built from these twins: a forward may also
 return what its backward reads (rmsnorm_np's 1/rms factor), so the backward
 does not compute it again. tests/test_utils.py proves each twin equals its
-scalar version to float64 precision, forward and backward.
-
-A numerically stable cross-entropy twin (log-softmax + NLL) closes the file;
-its scalar counterpart is `-softmax(logits)[target].log()`.
+scalar version to float64 precision, forward and backward; a stable cross-entropy
+twin (log-softmax + NLL) closes the file.
 """
 import numpy as np
 

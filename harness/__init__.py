@@ -1,16 +1,6 @@
 """harness -- the machinery around chapter 22's script (microgpt.py) and its model's
-layer, making a run safe and pleasant:
-
-    shell.py        the shell each program runs in: signals, exit codes, one-line errors
-    cli.py          microgpt.py's command line: the settings table's flags, main()
-    run.py          Run, the command line's observer of the training loop
-    checkpoints.py  a TrainState's .npz file; a run's folder written as one unit
-    history.py      the snapshots a run keeps for the planetarium: OUT/history.npz
-    run_files.py    atomic writes, .npz headers read warily, metrics.json, loss.png
-    memory.py       the memory a run will need, estimated before anything is allocated
-    messages.py     what a run prints; errors.py: exit codes, text made safe to print
-    i18n.py         the console in Japanese (--lang ja, a Japanese locale): po/ja.po
-
+layer, making a run safe and pleasant: the shell each program runs in (shell.py), the
+command line (cli.py), its files and messages; each module's docstring says its part.
 quiet_startup and leave live here: a program calls them before (and after) all else.
 """
 import _signal  # (the C module: `import signal` first imports enum, time for a signal to come in)

@@ -13,7 +13,7 @@ from harness.errors import InputError
 from harness.history import HISTORY_NAME
 from harness.i18n import N_, _
 from harness.memory import BYTES_PER_ARRAY, BYTES_PER_STEP, gigabytes, limit
-from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
+from harness.run_files import atomic_write, load_arrays, npz_headers, read_meta, read_npz
 from model_config import (
     TRAINING_FIELDS,
     TrainState,
@@ -39,12 +39,6 @@ class RunIdentity:
     run_id: str = ""
     corpus_sha256: str = ""
     corpus_docs: int = 0
-
-
-def check_identity(identity, where):
-    if not (isinstance(identity.corpus_sha256, str) and len(identity.corpus_sha256) in (0, 64)
-            and isinstance(identity.run_id, str) and NON_NEGATIVE_INT.ok(identity.corpus_docs)):
-        raise InputError("{where}: its corpus fingerprint or run id is malformed", where=where)
 
 
 def corpus_change(state, identity, train_docs, val_docs, corpus):
@@ -87,7 +81,9 @@ def load_run(path, max_gb=None):
                                lambda file, where: _load(file, where, max_gb))
     where = f"checkpoint {os.fsdecode(path)!r}"
     check_state(state, where)
-    check_identity(identity, where)
+    if not (isinstance(identity.corpus_sha256, str) and len(identity.corpus_sha256) in (0, 64)
+            and isinstance(identity.run_id, str) and NON_NEGATIVE_INT.ok(identity.corpus_docs)):
+        raise InputError("{where}: its corpus fingerprint or run id is malformed", where=where)
     state.val_loss = [(int(s), x) for s, x in state.val_loss]  # (whole: check_state made sure)
     return state, identity
 
@@ -126,9 +122,7 @@ def _load(file, where, max_gb):
         return (min(got[0], step + 2), 2) if len(got) == 2 else (step + 2, 2)
     expected.update(adam_m=((P,), dtype), adam_v=((P,), dtype), train_loss=((step,), np.float64),
                     val_loss=(val_shape, np.float64), meta=((), None))
-    check_arrays(headers, expected)
-    with np.load(file, allow_pickle=False) as z:
-        data = {k: z[k] for k in expected if k != "meta"}
+    data = load_arrays(file, headers, expected)
     weights = {k[len("param:"):]: a for k, a in data.items() if k.startswith("param:")}
     params = pack_params(weights, cfg)
     identity = RunIdentity(settings.pop("corpus"), meta.get("run_id", ""),

@@ -16,7 +16,7 @@ from harness import messages
 from harness.checkpoints import RunIdentity, corpus_change, corpus_fingerprint, load_run, save_run
 from harness.errors import EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, InputError, as_text
 from harness.history import HISTORY_NAME, History, load_history
-from harness.i18n import LANGUAGES, N_, _, language_from, translated, use
+from harness.i18n import LANG_HELP, LANGUAGES, N_, _, language_from, translated, use
 from harness.memory import check_corpus_memory, check_memory
 from harness.run_files import (
     RUN_FILE_NAMES,
@@ -42,7 +42,7 @@ exit codes: 0 ok, 1 diverged, 2 bad input, 74 a file or standard output could no
 130 interrupted (docs/running.md says what each promises)""")
 
 
-SAMPLING_FIELDS = ("num_samples", "temperature", "prompt", "seed", "engine")
+SAMPLING_FIELDS = ("num_samples", "temperature", "prompt", "seed", "engine")  # the flags first
 
 
 @dataclass
@@ -93,11 +93,6 @@ class RunSettings:
         """Who the run is and what it trains on, as its checkpoints record it."""
         return RunIdentity(self.corpus, self.run_id, *self.fingerprint)
 
-    def read_corpus(self, train_docs, val_docs, cropped):
-        """What check_run learned of the documents: their fingerprint and counts."""
-        self.fingerprint = corpus_fingerprint(train_docs, val_docs)
-        self.docs = {"train": len(train_docs), "val": len(val_docs), "cropped": cropped}
-
 
 def build_parser():
     """A flag per row of the table, in its groups; every default None, so that a resumed
@@ -108,9 +103,7 @@ def build_parser():
                              "same math on arrays."),
                epilog=_(EPILOG).format(corpora=", ".join(BUILTIN),
                                        mib=MAX_CORPUS_BYTES // 2**20))
-    p.add_argument("--lang", choices=LANGUAGES, help=_("the console's language (default: ja in a "
-                                                       "Japanese locale, such as "
-                                                       "LANG=ja_JP.UTF-8; else en)"))
+    p.add_argument("--lang", choices=LANGUAGES, help=_(LANG_HELP))
     names = dict.fromkeys(row.group for row in SETTINGS)  # model, training, files, sampling
     groups = {name: p.add_argument_group(_(name)) for name in names}
     for row in SETTINGS:
@@ -196,8 +189,7 @@ def parse_args(argv=None):
 
 
 def load_checkpoint_for(args):
-    """--resume, --sample-only: the checkpoint's state and identity (at --checkpoint, or
-    in --out), its forward pass checked."""
+    """--resume, --sample-only: the checkpoint's state, identity and path, checked."""
     path = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
     state, identity = load_run(path, args.max_memory)
     check_forward(state.params, state.cfg, _("checkpoint {path!r}").format(path=path))
@@ -243,7 +235,9 @@ def check_run(opts, cfg, vocab, train_docs, val_docs, resume, args, init_params)
     check_sampling(how.pop("prompt"), vocab, cfg, **how)
     if resume is None:  # (a checkpoint's weights were checked as it was loaded)
         check_forward(init_params(cfg, opts.seed, opts.dtype), cfg, _("the initial weights"))
-    opts.read_corpus(train_docs, val_docs, sum(len(d) + 1 > cfg.block_size for d in docs))
+    opts.fingerprint = corpus_fingerprint(train_docs, val_docs)
+    opts.docs = {"train": len(train_docs), "val": len(val_docs),
+                 "cropped": sum(len(d) + 1 > cfg.block_size for d in docs)}
 
 
 def note_gpt_edits(opts, cfg, model, init_params):
@@ -285,10 +279,9 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
 
 def sampling(args, seed, engine):
     """sample()'s settings: sampling flags or defaults, the run's seed and engine."""
-    values = {name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
-              for name in ("num_samples", "temperature", "prompt")}
-    return {**values, "seed": seed if args.seed is None else args.seed,
-            "engine": engine if args.engine is None else args.engine}
+    run = {**DEFAULTS, "seed": seed, "engine": engine}
+    return {name: run[name] if getattr(args, name) is None else getattr(args, name)
+            for name in SAMPLING_FIELDS}
 
 
 def sample_checkpoint(args, iter_samples, shell):
@@ -305,19 +298,16 @@ def finished(resume, opts, args, iter_samples):
     sampling flag asks; its files are left as they are. True."""
     if resume is None or resume.step < opts.steps:
         return False
-    asked = _(" Its names, with the sampling flags given:") if sampling_asked(args) else _(
+    asked = any(getattr(args, name) is not None for name in SAMPLING_FIELDS[:3])
+    what = _(" Its names, with the sampling flags given:") if asked else _(
         " To see its names: --sample-only --checkpoint PATH, or give a sampling flag.")
     print(_("the run in {path} is finished: step {step} of {steps}; nothing to train, and its "
             "files stay as they are (to train on, give a larger --steps).").format(
-                path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + asked)
-    if sampling_asked(args):
+                path=as_text(repr(opts.checkpoint)), step=resume.step, steps=opts.steps) + what)
+    if asked:
         samples = iter_samples(resume.params, resume.cfg, resume.vocab, **opts.sampling())
         messages.print_samples(samples, opts.temperature, opts.prompt, opts.corpus)
     return True
-
-
-def sampling_asked(args):
-    return any(getattr(args, name) is not None for name in ("num_samples", "temperature", "prompt"))
 
 
 def check_out_folder(out, resume, ckpt_path):
@@ -427,15 +417,14 @@ class RunFolder:
             self.lock.__exit__()  # a refusal releases the folder: nothing changed
             raise
         self.notices.insert(0, self.lock.notice)
-        self.shell.hold(self)  # a stop or a failed write is now told as this folder sees it
+        self.shell.folder = self  # a stop or a failed write is now told as this folder sees it
         return self
 
     def __exit__(self, *exc):
         self.lock.__exit__()  # the --out folder is free again, however the run ended
 
     def start_history(self, cfg, vocab):
-        """The run's planetarium snapshots, going on from the ones beside the checkpoint
-        on --resume; saved with every checkpoint."""
+        """The run's History, going on from the checkpoint's on --resume."""
         self.history = History(cfg, vocab, self.opts.steps, previous=self.previous_history)
         return self.history
 

@@ -11,9 +11,8 @@ import numpy as np
 from harness.errors import InputError
 from harness.i18n import N_
 from harness.memory import BYTES_PER_ARRAY, SNAPSHOT_BUDGET
-from harness.run_files import atomic_write, check_arrays, npz_headers, read_meta, read_npz
+from harness.run_files import atomic_write, load_arrays, npz_headers, read_meta, read_npz
 from model_config import (
-    SCALE_NAMES,
     effective_scales,
     n_param_arrays,
     n_params,
@@ -46,12 +45,6 @@ def snapshot_steps(steps, count=DEFAULT_COUNT):
         i = int(np.argmax(gaps))  # the first of the largest gaps
         chosen.add(s[i] + int(gaps[i]) // 2)
     return sorted(chosen)
-
-
-def flat_scales(params, cfg):
-    """effective_scales as one vector: alpha_A | alpha_M | s_qk | s_u | s_z."""
-    eff = effective_scales(params, cfg)
-    return np.concatenate([np.asarray(eff[label], dtype=np.float64) for label in SCALE_NAMES])
 
 
 class History:
@@ -116,9 +109,11 @@ class History:
 
     @property
     def scales(self):
-        """(K, S) effective scales (as flat_scales) in sphere mode; rmsnorm: None."""
+        """(K, S) effective scales in sphere mode, each snapshot's alpha_A | alpha_M |
+        s_qk | s_u | s_z (effective_scales, in its order); rmsnorm: None."""
         if self.cfg.norm == "sphere":
-            scales = [flat_scales(self.params_at(k), self.cfg) for k in range(len(self))]
+            scales = [np.concatenate(list(effective_scales(self.params_at(k), self.cfg).values()))
+                      for k in range(len(self))]
             return np.array(scales).reshape(len(self), sum(scale_sizes(self.cfg).values()))
         return None
 
@@ -145,16 +140,19 @@ class History:
         atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
+def thin_curve(curve, most):
+    """At most `most` points of an (N, 2) loss curve: means over equal runs."""
+    if len(curve) <= most:
+        return curve
+    edges = np.linspace(0, len(curve), most + 1).astype(np.int64)
+    return np.add.reduceat(curve, edges[:-1], axis=0) / np.diff(edges)[:, None]
+
+
 def train_curve(train_loss):
-    """(N, 2) (step, loss) from one loss per step, finite ones only; more than MAX_CURVE
-    steps are averaged in MAX_CURVE equal runs (step and loss both the run's mean)."""
+    """(N, 2) (step, loss) from one loss per step, finite ones only, N <= MAX_CURVE."""
     losses = np.asarray(train_loss, dtype=np.float64).reshape(-1)
-    steps = np.arange(1, losses.size + 1, dtype=np.float64)
-    steps, losses = steps[np.isfinite(losses)], losses[np.isfinite(losses)]
-    if losses.size > MAX_CURVE:
-        edges = np.linspace(0, losses.size, MAX_CURVE + 1).astype(np.int64)
-        steps, losses = (np.add.reduceat(a, edges[:-1]) / np.diff(edges) for a in (steps, losses))
-    return np.stack([steps, losses], axis=1).reshape(-1, 2)
+    curve = np.stack([np.arange(1, losses.size + 1, dtype=np.float64), losses], axis=1)
+    return thin_curve(curve[np.isfinite(losses)], MAX_CURVE)
 
 
 def val_curve(val_loss):
@@ -209,9 +207,7 @@ def _load(file, max_bytes):
     if cfg.norm == "sphere":
         expected.update(scales=((K, sum(scale_sizes(cfg).values())), np.float64),
                         drift=((K, unit_vector_count(cfg)), np.float64))
-    check_arrays(headers, expected)
-    with np.load(file, allow_pickle=False) as z:
-        data = {name: z[name] for name in expected if name != "meta"}
+    data = load_arrays(file, headers, expected)
     h = History(cfg, vocab, steps, count)
     h.dtype, h.skipped, h.saved_step = meta["dtype"], meta["skipped"], saved
     h.run_id, h._steps = meta.get("run_id", ""), data["step"].tolist()

@@ -32,6 +32,10 @@ def N_(message):
     return message
 
 
+LANG_HELP = N_("the console's language (default: ja in a Japanese locale, such as "
+               "LANG=ja_JP.UTF-8; else en)")
+
+
 def translated(text):
     """An InputError or a settings.Text in the console's language: its template
     translated, then its fields filled in (a Text field translated too)."""

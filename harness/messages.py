@@ -26,8 +26,7 @@ def fmt_time(seconds):
 
 
 def print_header(opts, cfg, base, resume, notices):
-    """The corpus, the model, the baselines, notes; opts.docs: the counts {"train",
-    "val", "cropped"}."""
+    """The corpus, the model, the baselines and the notes."""
     docs = opts.docs
     print(_("corpus {corpus}: {docs} docs ({train} train / {val} val), vocab size {vocab} "
             "({chars} characters + BOS)").format(
@@ -38,8 +37,7 @@ def print_header(opts, cfg, base, resume, notices):
             n=docs["cropped"], block_size=cfg.block_size))
     print(_("model: norm={norm}, n_layer={n_layer}, n_embd={n_embd}, n_head={n_head}, "
             "block_size={block_size}, {params} parameters; engine={engine}").format(
-        norm=cfg.norm, n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head,
-        block_size=cfg.block_size, params=n_params(cfg), engine=opts.engine)
+        **vars(cfg), params=n_params(cfg), engine=opts.engine)
           + (", riemannian" if opts.riemannian else ""))
     print(_("baselines (val loss): ") + ", ".join(f"{k} {v:.4f}" for k, v in base.items()))
     for notice in filter(None, notices):

@@ -1,10 +1,6 @@
-"""harness/run_files.py -- files written safely, .npz files read warily, --out's lock.
-
-    atomic_write      temp file + os.replace: never half a file; failure: WriteError
-    read_npz, npz_headers, read_meta, check_arrays
-                      a checkpoint's or history's claims, checked from its headers first
-    write_json, plot_losses   metrics.json and loss.png
-    RunLock, claim_run_folder  the --out folder a run holds; without --out: out/run-N
+"""harness/run_files.py -- files written safely (atomic_write), .npz files read warily
+(a checkpoint's or history's claims checked from its headers first), metrics.json and
+loss.png, and the --out folder a run holds (RunLock; without --out: out/run-N).
 """
 import datetime
 import errno
@@ -182,9 +178,10 @@ def read_meta(file, fmt, version, max_chars=2**20):
     return meta, cfg, meta["vocab"]
 
 
-def check_arrays(headers, expected):
-    """InputError unless the arrays are exactly `expected` (name -> (shape, dtype)),
-    each stored whole. A shape may be a function of the header's; dtype None: any."""
+def load_arrays(file, headers, expected):
+    """The arrays of an open .npz but "meta", or InputError unless they are exactly
+    `expected` (name -> (shape, dtype)), each stored whole. A shape may be a function
+    of the header's; dtype None: any."""
     unknown, missing = sorted(set(headers) - set(expected)), sorted(set(expected) - set(headers))
     if unknown or missing:
         raise InputError("its arrays do not match its config: missing {missing}, unexpected "
@@ -200,6 +197,8 @@ def check_arrays(headers, expected):
                              shape=shape, dtype=np.dtype(dtype))
         if stored < np.dtype(dtype).itemsize * math.prod(shape):
             raise InputError("array {name!r} is truncated", name=name)
+    with np.load(file, allow_pickle=False) as z:
+        return {name: z[name] for name in expected if name != "meta"}
 
 
 def write_json(path, obj):
@@ -295,10 +294,16 @@ class RunLock:
             except OSError as e:
                 raise InputError("cannot lock --out {out!r} ({error})", out=self.folder,
                                  error=e.strerror or e) from None
-            if not _try_lock(self.fd):
+            try:
+                if fcntl:
+                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                else:
+                    msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
                 holder = self._holder() or _("its lock file was deleted")
                 raise InputError("--out {out!r} is in use by another run ({holder}); wait for it "
-                                 "to end, or choose another --out", out=self.folder, holder=holder)
+                                 "to end, or choose another --out", out=self.folder,
+                                 holder=holder) from None
             if fcntl:
                 HELD[os.path.abspath(self.folder)] = self.fd
         except BaseException:
@@ -389,17 +394,6 @@ def _is_file(name, dir_fd=None):
     try:
         return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except FileNotFoundError:
-        return False
-
-
-def _try_lock(fd):
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        else:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        return True
-    except OSError:
         return False
 
 

@@ -108,12 +108,8 @@ class Shell:
 
     def __init__(self, prog):
         self.prog, self.exit_code, self.handlers = prog, EXIT_OK, {}
-        self.folder = None  # a run's --out folder, once the program holds one (hold)
-
-    def hold(self, folder):
-        """From now on a stop or a failed write is told as `folder` (a RunFolder) sees
-        it: what it has written, and its last good checkpoint."""
-        self.folder = folder
+        self.folder = None  # a run's RunFolder, once it holds --out: a stop or a failed
+        # write is then told as it sees it (what it wrote, its last good checkpoint)
 
     def __enter__(self):
         if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print

@@ -35,7 +35,14 @@ from harness.history import (
     HISTORY_NAME,
     load_history,
 )
-from model_config import effective_scales, n_params
+from model_config import (
+    SCALE_NAMES,
+    effective_scales,
+    n_params,
+    param_views,
+    scale_factors,
+    scale_sizes,
+)
 from numpy_engine import gpt_forward
 from utils import softmax_np
 
@@ -172,11 +179,29 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
+def page_params(page_run, k):
+    """Snapshot k of a PageRun (k counts the page's snapshots) as the page holds it, as
+    a params dict: gpt_forward on it computes what the page's forward pass does."""
+    cfg = page_run.history.cfg
+    flat = np.zeros(n_params(cfg))
+    flat[:page_run.held.shape[1]] = page_run.held[k]
+    params = param_views(flat, cfg)
+    if cfg.norm == "sphere":  # the stored scales whose effective values (effective_scales) it holds
+        scales = page_run.scales[k].astype(np.float64)
+        sizes, factor, o = scale_sizes(cfg), scale_factors(cfg), 0
+        for label, name in SCALE_NAMES.items():
+            column, o = scales[o:o + sizes[label]], o + sizes[label]
+            keys = ["sz"] if name == "sz" else [f"layer{i}.{name}" for i in range(cfg.n_layer)]
+            for key, part in zip(keys, np.split(column, len(keys))):
+                params[key][:] = part / factor[name]
+    return params
+
+
 def expected(page_run, k, prefix, T):
     """gpt_forward on exactly the weights the page holds: hidden states, logits, softmax(last logits / T)."""
     h = page_run.history
     ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
-    logits, acts = gpt_forward(planetarium.page_params(page_run, k), ids, h.cfg)
+    logits, acts = gpt_forward(page_params(page_run, k), ids, h.cfg)
     hidden = [np.reshape(stage, (len(ids), -1)) for stage in acts.hidden]  # (T, C) each
     return ids, hidden, logits, softmax_np(logits[-1] / T)
 
@@ -229,7 +254,7 @@ def test_the_pages_numbers_stay_within_a_thousandth_of_the_runs(runs):
             for prefix in PREFIXES:
                 ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
                 exact, _ = gpt_forward(h.params_at(page_run.kept[k]), ids, h.cfg)
-                page, _ = gpt_forward(planetarium.page_params(page_run, k), ids, h.cfg)
+                page, _ = gpt_forward(page_params(page_run, k), ids, h.cfg)
                 worst = max(worst, max(np.abs(softmax_np(a) - softmax_np(b)).max() for a, b in zip(exact, page)))
         print(f"\n{norm}: the page's probabilities differ from the run's by at most {worst:.1e}")
         assert 0 < worst < 1e-3, (norm, worst)
@@ -301,7 +326,7 @@ def test_a_pair_of_32_wide_2_layer_runs_makes_a_page_under_5_mb(tmp_path):
             for prefix in PREFIXES:
                 ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
                 exact, _ = gpt_forward(h.params_at(pr.kept[k]), ids, h.cfg)
-                page, _ = gpt_forward(planetarium.page_params(pr, k), ids, h.cfg)
+                page, _ = gpt_forward(page_params(pr, k), ids, h.cfg)
                 worst = max(worst, max(np.abs(softmax_np(a) - softmax_np(b)).max() for a, b in zip(exact, page)))
     print(f"\n32 x 2 pair: page {os.path.getsize(html):,} bytes; its probabilities differ from the runs' by at most "
           f"{worst:.1e}")
@@ -529,7 +554,7 @@ def test_the_maps_nearness_to_h_and_the_probabilities(runs):
     for page_run, norm in zip(runs["page_runs"], ("rmsnorm", "sphere")):
         h = page_run.history
         k = len(page_run.steps) - 1
-        p = planetarium.page_params(page_run, k)
+        p = page_params(page_run, k)
         basis = planetarium.principal_directions(p["wte"])[0]
         scores = {"global": [], "centred on h": [], "true angle from h": []}
         errors = {"global": [], "centred on h": []}

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from browser_helpers import ARGS, chromium_or_skip, write_big_vocab_run
 from cli_helpers import make_runs
-from test_planetarium import asks, check_page_numbers
+from test_planetarium import asks, check_page_numbers, page_params
 
 import microgpt as mg
 import planetarium
@@ -230,7 +230,7 @@ def test_the_readout_on_the_sky_is_gpt_forwards_top_3(page, runs):
             h = page_run.history
             view = page.evaluate(f"window.__planetarium.view({ri})")
             ids = [len(h.vocab)] + mg.encode(prefix, h.vocab)
-            logits, _ = mg.gpt_forward(planetarium.page_params(page_run, view["k"]), ids, h.cfg)
+            logits, _ = mg.gpt_forward(page_params(page_run, view["k"]), ids, h.cfg)
             probs = np.exp(logits[-1] - logits[-1].max())
             probs /= probs.sum()
             top = np.argsort(-probs)[:3]
@@ -901,7 +901,7 @@ def test_picked_stars_show_their_nearest_stars_and_their_exact_cosine(page, runs
     page.mouse.click(box["x"] + at["x"], box["y"] + at["y"])
     assert page.evaluate("window.__planetarium.state.selected") == ["a"]
     page_run = runs["page_runs"][1]
-    wte = planetarium.page_params(page_run, page.evaluate("window.__planetarium.view(1).k"))["wte"]
+    wte = page_params(page_run, page.evaluate("window.__planetarium.view(1).k"))["wte"]
     h = page_run.history
     cos = wte @ wte[h.vocab.index("a")]  # unit rows: cosines are dot products
     nearest = [j for j in np.argsort(-cos) if j != h.vocab.index("a")][0]
