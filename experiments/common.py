@@ -25,7 +25,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)  # microgpt.py lives at the repo root
 
-from harness import memory  # noqa: E402
 from harness.errors import EXIT_DIVERGED  # noqa: E402
 from harness.run_files import RunLock, atomic_write, check_readable_file  # noqa: E402
 from harness.shell import DeferSigint, Shell, say  # noqa: E402
@@ -54,19 +53,16 @@ def parse(parser, argv, quick):
     return opts
 
 
-def _numbers(text, kind, ok, what):
-    try:
-        xs = [kind(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") from None
-    if not xs or not all(ok(x) for x in xs):
-        raise argparse.ArgumentTypeError(f"expected positive {what}, got {text!r}")
-    return xs
-
-
 def int_list(text):
     """"64,128" -> [64, 128]: positive integers."""
-    return _numbers(text, int, lambda x: x > 0, "integers")
+    try:
+        xs = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
+            from None
+    if not xs or not all(x > 0 for x in xs):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return xs
 
 
 def _int_at_least(text, low, what):
@@ -183,11 +179,6 @@ def cli(main):
     return run
 
 
-def kept(text):
-    """What an interruption now leaves behind, for its one line."""
-    SHELL.kept = text
-
-
 def other_runs(previous, records, key):
     """The runs of an earlier results.json (previous: key -> record) that this
     invocation does not plan (other T, seeds or arms): written among its own and read
@@ -197,13 +188,14 @@ def other_runs(previous, records, key):
     return [r for k, r in previous.items() if k not in mine]
 
 
-def save_runs(write, path, n, what):
+def save_runs(write, path, n):
     """write() the record of an unfinished grid (n finished runs, in `path`) and name it
     in the line an interruption prints; a signal meanwhile waits until both are done, so
     the line says what the file holds."""
     with DeferSigint() as deferred:
         write()
-        kept(f"the {n} finished runs are saved in {path}: the same command continues the {what}")
+        SHELL.kept = (f"the {n} finished runs are saved in {path}: the same command "
+                      "continues the grid")
     if deferred.hit:
         raise KeyboardInterrupt
 
@@ -258,31 +250,12 @@ def check_plan(n_runs):
                          "fewer seeds, lrs or units (or run it in parts)")
 
 
-def check_grid_memory(configs, batch_size, steps, workers, docs, max_gb):
-    """InputError unless `workers` runs of the largest config fit in memory
-    (harness/memory.py's estimate: a training step, the loss per step, the run's own
-    documents), with the data every worker and this process keep. docs: (n_docs,
-    n_chars) of a run's documents."""
-    runs = max(memory.step_memory(cfg, batch_size, "numpy", 8)
-               + memory.history_memory(cfg, steps) for cfg in configs)
-    need = workers * (runs + memory.corpus_memory(*docs)) + memory.corpus_memory(*docs)
-    most, why = memory.limit(max_gb)
-    if need > most:
-        big = max(configs, key=lambda cfg: memory.step_memory(cfg, batch_size, "numpy"))
-        raise InputError(f"this grid would need about {memory.gigabytes(need)} of memory "
-                         f"({plural(workers, 'worker')}, each a run of n_embd {big.n_embd}, "
-                         f"n_layer {big.n_layer}, block_size {big.block_size}, batch "
-                         f"{batch_size}); {why}")
-
-
 # =============================================================================== files
 
 def output_folder(out, study="", quick=False):
     """The --out folder (default results/<study>[-quick]), created and held until the
     script ends, as microgpt holds its own: a second invocation on it is refused ("in
     use by ...")."""
-    if out is not None:
-        check("out", out, "--out")  # an empty --out is refused, never taken for the default
     out = out or os.path.join(HERE, "results", study + ("-quick" if quick else ""))
     lock = RunLock(out).__enter__()  # (InputError: not a writable folder, or in use by a run)
     SHELL.locks.append(lock)
@@ -301,10 +274,10 @@ def write_text(path, text):
 MAX_RESULTS_BYTES = 256 * 2**20  # a results.json of a long grid is a few MB
 
 
-def read_json(path, what, keys=("options", "runs")):
-    """An earlier results file, a JSON object with `keys` (runs: a list, the others: any
-    value); InputError with one line when it cannot be read (a FIFO or device is
-    refused, never waited on)."""
+def read_json(path, what):
+    """An earlier results file, a JSON object with "options" (an object) and "runs" (a
+    list); InputError with one line when it cannot be read (a FIFO or device is refused,
+    never waited on)."""
     check_readable_file(path, "results file")
     try:
         with open(path, encoding="utf-8") as f:
@@ -312,10 +285,9 @@ def read_json(path, what, keys=("options", "runs")):
     except (OSError, ValueError, RecursionError) as e:
         raise InputError(f"cannot {what} {path!r}: {type(e).__name__}: {e}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("runs"), list) or \
-            any(key not in raw for key in keys) or \
-            ("options" in keys and not isinstance(raw.get("options"), dict)):
-        raise InputError(f"cannot {what} {path!r}: not a file of this script (no "
-                         f"{' and '.join(repr(k) for k in keys)})")
+            not isinstance(raw.get("options"), dict):
+        raise InputError(f"cannot {what} {path!r}: not a file of this script (no 'options' "
+                         "and 'runs')")
     return raw
 
 
@@ -342,16 +314,6 @@ def is_int(x):
 def is_loss(x):
     """A loss as a record holds it: finite, >= 0 (a cross-entropy)."""
     return is_number(x) and x >= 0
-
-
-def loss_or_none(x):
-    return x is None or is_loss(x)
-
-
-def is_curve(curve):
-    """A val curve: [step, loss] pairs, at least one."""
-    return isinstance(curve, list) and bool(curve) and all(
-        isinstance(p, list) and len(p) == 2 and is_number(p[0]) and is_loss(p[1]) for p in curve)
 
 
 ROUND_TRIP = (int, float, pos_int, nonneg_int, int_list)
@@ -398,9 +360,8 @@ def read_results(path, what, kind, finished=False):
     seeds never ran), "complete" a bool and never true of a grid that ran nothing (nor
     false, if `finished`), every run record by kind.fields, and kind.rest(raw). Returns
     (raw, its runs); InputError with one line for anything that cannot be true."""
-    raw = read_json(path, what)
-    if isinstance(raw.get("options"), dict):  # an option the file predates: its default
-        raw["options"] = {**vars(kind.parser().parse_args([])), **raw["options"]}
+    raw = read_json(path, what)  # (an option the file predates: its default)
+    raw["options"] = {**vars(kind.parser().parse_args([])), **raw["options"]}
     if finished and raw.get("complete") is False:
         raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
                          "saved): run its command again to continue it; --from-json reads a "
@@ -442,7 +403,7 @@ def previous_runs(path, opts, kind, key, same):
     if differs:
         raise InputError(f"cannot continue from {path!r}: it was made with other "
                          f"{', '.join(differs)} (use another --out, or the same options)")
-    kept(f"the {len(runs)} runs in {path} are kept as they were")
+    SHELL.kept = f"the {len(runs)} runs in {path} are kept as they were"
     return {key(r): r for r in runs}, raw
 
 
@@ -479,11 +440,9 @@ def pyplot():
     return plt
 
 
-def save_fig(fig, path, title=None):
-    """Write the figure as a PNG (titled `title`, laid out tight) and close it."""
+def save_fig(fig, path):
+    """Write the figure as a PNG (laid out tight) and close it."""
     import matplotlib.pyplot as plt
-    if title:
-        fig.suptitle(title)
     fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
     plt.close(fig)
@@ -521,12 +480,8 @@ def fmt_time(seconds):
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def fmt(x, nd=3, sign=False):
-    return "—" if x is None else (f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}")
-
-
-def plural(n, word):
-    return f"{n} {word}{'s' if n > 1 else ''}"
+def fmt(x, nd=3):
+    return "—" if x is None else f"{x:.{nd}f}"
 
 
 # =========================================================================== measuring

@@ -35,6 +35,7 @@ import numpy as np
 from common import InputError, eval_points, fmt, fmt_time, log, steps_to_target
 
 import numpy_engine
+from harness import memory
 from microgpt import init_params
 from model_config import GPTConfig, TrainState, flat_buffer, scale_factors
 from sphere import l2_normalize_np, l2_normalize_np_backward
@@ -790,9 +791,11 @@ def write_all(study, records, opts, info, out, complete):
 
 
 def is_curves(c):
-    """A run's curves: steps, and copy1, copy2, copy2_ablated, val losses at them."""
-    return all(len(c[k]) == len(c["step"]) and common.is_curve([list(p) for p in zip(
-        c["step"], c[k])]) for k in ("copy1", "copy2", "copy2_ablated", "val"))
+    """A run's curves: steps (at least one), and copy1, copy2, copy2_ablated, val losses
+    at them."""
+    return all(len(c[k]) == len(c["step"]) and all(map(common.is_loss, c[k]))
+               for k in ("copy1", "copy2", "copy2_ablated", "val")) and bool(c["step"]) \
+        and all(map(common.is_number, c["step"]))
 
 
 RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
@@ -802,7 +805,8 @@ RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
               isinstance(d.get(k), list) and d[k] for k in ("entropy", "copy_mass", "s_qk")),
           "steps_to": lambda d: isinstance(d, dict) and all(
               x is None or common.is_number(x) for x in (d.get(str(t), 0) for t in TARGETS)),
-          **{k: common.loss_or_none for k in ("copy1", "copy2", "copy2_ablated", "val")},
+          **{k: lambda x: x is None or common.is_loss(x)
+             for k in ("copy1", "copy2", "copy2_ablated", "val")},
           **{k: common.is_number for k in ("seconds", "cpu_seconds", "ms_per_step")},
           **{k: lambda x: common.is_int(x) and x > 0 for k in ("T", "steps")},
           **{k: common.is_int for k in ("lr_k", "seed")}}
@@ -862,14 +866,22 @@ def parser():
 
 
 def check_memory(opts):
-    """The longest T's runs on --workers workers against --max-memory, before any run:
-    each holds its documents (steps x batch, each at most T characters) and a model of
-    block_size T."""
-    job = {"T": max(opts.contexts), "norm": "sphere", "n_embd": opts.n_embd,
-           "n_head": opts.n_head, "n_layer": opts.n_layer}
-    n = opts.steps * opts.batch_size
-    common.check_grid_memory([model_config(job)], opts.batch_size, opts.steps, opts.workers,
-                             (n, n * job["T"]), opts.max_memory)
+    """InputError unless --workers runs of the longest T fit in --max-memory, before any
+    run (harness/memory.py's estimate: a training step, the loss per step, the run's
+    documents: steps x batch of at most T characters; this process keeps them too)."""
+    cfg = model_config({"T": max(opts.contexts), "norm": "sphere", "n_embd": opts.n_embd,
+                        "n_head": opts.n_head, "n_layer": opts.n_layer})
+    workers, n = opts.workers, opts.steps * opts.batch_size
+    docs = memory.corpus_memory(n, n * cfg.block_size)
+    run = memory.step_memory(cfg, opts.batch_size, "numpy", 8) + memory.history_memory(
+        cfg, opts.steps)
+    need = workers * (run + docs) + docs
+    most, why = memory.limit(opts.max_memory)
+    if need > most:
+        raise InputError(f"this grid would need about {memory.gigabytes(need)} of memory "
+                         f"({workers} worker{'s' if workers > 1 else ''}, each a run of n_embd "
+                         f"{cfg.n_embd}, n_layer {cfg.n_layer}, block_size {cfg.block_size}, "
+                         f"batch {opts.batch_size}); {why}")
 
 
 def check_options(opts):
@@ -940,7 +952,7 @@ def run_study(study, argv):
         now["n_trained"] += 1
         records = with_the_rest(records)
         common.save_runs(lambda: write_all(study, records, opts, info(records), out, False),
-                         path, len(records), "grid")
+                         path, len(records))
 
     grid = Grid(units_of(opts), opts, cache, save)
     records, n_trained = grid.grid(run_job, data)
