@@ -57,7 +57,6 @@ VARIANTS = {
               "range s_qk^2 sqrt(head_dim) is sqrt(64) = 8, the paper's head_dim 64, not sqrt(8)"),
     "qknorm": ("rmsnorm", "rmsnorm with QK-norm: each head's q and k as unit vectors, logits = "
                "cos * sqrt(head_dim) (the sphere's attention at init, its s_qk fixed at 1)"),
-    "qknorm64": ("rmsnorm", "as qknorm with logits = cos * sqrt(64) = 8 (the paper's range)"),
     "alpha25": ("sphere", f"the residual steps' alpha initialized at {ALPHA_ARM} instead of "
                 f"{GPTConfig.alpha_init}: each block moves h a quarter of the way to its output"),
     "alpha-start": ("sphere", "alpha starts 5 times larger (0.25), its Adam step unchanged"),
@@ -134,15 +133,14 @@ ATTENTION = (numpy_engine.attention_forward, numpy_engine.attention_backward)
 
 class attention_of:
     """`with attention_of(variant, head_dim):` the NumPy engine's attention is the
-    variant's (QK-norm for the qknorm arms; the engine's own otherwise), restored at the
-    end. The engine's rmsnorm forward and backward look their attention up at each call,
-    so nothing else changes."""
+    variant's (QK-norm for qknorm; the engine's own otherwise), restored at the end. The
+    engine's rmsnorm forward and backward look their attention up at each call, so
+    nothing else changes."""
 
     def __init__(self, variant, head_dim):
-        scale = {"qknorm": head_dim ** 0.5, "qknorm64": 8.0}.get(variant)
-        self.pair = ATTENTION if scale is None else (
-            functools.partial(qknorm_forward, logit_scale=scale),
-            functools.partial(qknorm_backward, logit_scale=scale))
+        self.pair = ATTENTION if variant != "qknorm" else (
+            functools.partial(qknorm_forward, logit_scale=head_dim ** 0.5),
+            functools.partial(qknorm_backward, logit_scale=head_dim ** 0.5))
 
     def __enter__(self):
         numpy_engine.attention_forward, numpy_engine.attention_backward = self.pair
@@ -855,8 +853,8 @@ def parser():
     add("--steps", type=common.pos_int, default=10000,
         help="optimizer steps per run, S (default 10000)")
     add("--variants", type=variant_list,
-        default=[v for v in VARIANTS if v not in ("qknorm64", "alpha-L")],
-        help=f"diagnosis arms besides the defaults (default all but qknorm64, alpha-L; known: "
+        default=[v for v in VARIANTS if v != "alpha-L"],
+        help=f"diagnosis arms besides the defaults (default all but alpha-L; known: "
              f"{', '.join(VARIANTS)})")
     add("--no-sphere-default", dest="sphere_default", action="store_false",
         help="leave out the sphere/default unit (an arm's r is against rmsnorm/default)")
