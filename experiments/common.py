@@ -1,6 +1,6 @@
 """experiments/common.py -- what the experiment scripts share: the command line's parser
-and argument types, the output folder and files, the steps to a target loss, the lr
-sweep on a lattice, and the process pool that trains the runs."""
+and argument types, the output folder and files, the steps to a target loss, and the
+process pool that trains the runs."""
 import argparse
 import gc
 import json
@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -566,39 +566,6 @@ def paired_seeds(opts):
     return range(opts.seed + opts.tune_seeds, opts.seed + opts.tune_seeds + opts.seeds)
 
 
-class Sweep:
-    """One model's lr sweep on the lattice, the chosen lr and the runs at it; a study
-    says how it ranks the lrs swept (best(): the k of the best)."""
-
-    def __init__(self):
-        self.sweep = {}       # lattice k -> {tuning seed: record (None while running)}
-        self.extended = 0     # lrs added beyond an edge
-        self.best_k = None
-        self.at_edge = False  # the best lr is still at the edge after the extensions
-        self.seeds = {}       # seed -> record (None while running)
-        self.anchors = {}     # (steps, seed) -> record: the anchors' separate runs
-
-    def next_k(self, max_extend):
-        """the k past the best lr's edge (max_extend times), or None."""
-        ks = sorted(self.sweep)
-        best = self.best()
-        edge = best in (ks[0], ks[-1])
-        if edge and self.extended < max_extend:
-            self.extended += 1
-            return ks[0] - 1 if best == ks[0] else ks[-1] + 1
-        self.best_k, self.at_edge = best, edge
-        return None
-
-    def add(self, rec):
-        """Keep a finished run by k (sweep), seed (seeds) or (steps, seed) (anchor)."""
-        if rec["phase"] == "sweep":
-            self.sweep.setdefault(rec["lr_k"], {})[rec["seed"]] = rec
-        elif rec["phase"] == "seeds":
-            self.seeds[rec["seed"]] = rec
-        else:
-            self.anchors[(rec["steps"], rec["seed"])] = rec
-
-
 # ==================================================================== the process pool
 
 WORKER_DATA = None  # the corpus data, set once in each worker process
@@ -671,130 +638,3 @@ def stop(executor):
     if manager is not None:
         manager.join()
     executor.shutdown(wait=True)
-
-
-class Scheduler:
-    """Every unit's lr sweep, then the runs at the chosen lr, in a pool, until
-    --deadline. A subclass says what names a unit (KEY: its job's fields, as the unit's
-    .key), what a run is a pure function of (key), its lattice (lr_at), and what to log
-    (describe, line)."""
-    MODEL = ("n_log", "n_lin", "batch_size", "n_embd", "n_head", "n_layer")  # every job's options
-
-    def __init__(self, units, opts, cache, save=None):
-        self.units, self.opts, self.cache, self.save = units, opts, cache, save
-        self.ready, self.records, self.running = [], [], {}
-        self.n_trained, self.left_unrun, self.t0 = 0, 0, time.perf_counter()
-
-    def job(self, unit, phase, k, seed, steps=None):
-        o = self.opts
-        return {**dict(zip(self.KEY, unit.key)), "steps": steps or o.steps, "lr": self.lr_at(o, k),
-                "lr_k": k, "seed": seed, "phase": phase, **{m: getattr(o, m) for m in self.MODEL}}
-
-    def unit_of(self, job):
-        return self.units[tuple(job[k] for k in self.KEY)]
-
-    def describe(self, unit):  # how the log and the errors name a unit: sphere/default at T=64
-        return f"{'/'.join(unit.key[:-1])} at T={unit.key[-1]}"
-
-    def chosen(self, unit):
-        """The unit's lr is chosen (its seeds queued): the note to log."""
-        tried = ", ".join(f"{self.lr_at(self.opts, k):.3g}" for k in sorted(unit.sweep))
-        return (f"  -> {self.describe(unit)}: lr {self.lr_at(self.opts, unit.best_k):.3g} (tried "
-                f"{tried}" + (f"; extended {unit.extended}x" if unit.extended else "")
-                + ("; STILL AT THE EDGE" if unit.at_edge else "") + ")")
-
-    def finish(self, job, rec, reused):
-        """Keep a finished run, save them all if it was trained now, and log it
-        (line(job, rec)) and what it unlocked."""
-        note = self.store(job, rec)
-        if not reused:
-            self.n_trained += 1
-            self.save(self.records)
-            log(f"[{len(self.records)}] {self.line(job, rec)} ({fmt_time(rec['seconds'])}) | "
-                f"elapsed {fmt_time(time.perf_counter() - self.t0)}, {len(self.ready)} ready")
-        if note:
-            log(note)
-        self.past_deadline()
-
-    def grid(self, run_job, data):
-        """Every unit's sweep, k = -N..N (N: --sweep), and what it unlocks: the records
-        (from the cache when there), how many were trained now."""
-        for unit in self.units.values():
-            self.sweep(unit, range(-self.opts.sweep, self.opts.sweep + 1))
-        self.run(run_job, data)
-        return self.records, self.n_trained
-
-    def past_deadline(self):
-        """After --deadline: no new run starts; results.json's are kept."""
-        if getattr(self.opts, "deadline", None) and time.time() >= self.opts.deadline:
-            kept = [job for job in self.ready if self.key(job) in self.cache]
-            self.left_unrun += len(self.ready) - len(kept)
-            self.ready[:] = kept
-
-    def sweep(self, unit, ks):
-        for k in ks:
-            unit.sweep[k] = dict.fromkeys(tuning_seeds(self.opts))
-            self.ready += [self.job(unit, "sweep", k, seed) for seed in unit.sweep[k]]
-
-    def store(self, job, rec):
-        """Keep a finished run in its unit. If it completes the sweep: one more lr
-        beyond the edge, or the chosen lr's runs (and chosen(unit)'s note to log is
-        returned)."""
-        self.records.append(rec)
-        unit = self.unit_of(job)
-        unit.add(rec)
-        if job["phase"] != "sweep" or None in [r for by_seed in unit.sweep.values()
-                                               for r in by_seed.values()]:
-            return None
-        k = unit.next_k(self.opts.max_extend)
-        if k is not None:
-            self.sweep(unit, [k])
-            return None
-        for seed in paired_seeds(self.opts):
-            unit.seeds[seed] = None
-            self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
-            for steps in self.anchor_steps(unit):
-                unit.anchors[(steps, seed)] = None
-                self.ready.append(self.job(unit, "anchor", unit.best_k, seed, steps))
-        return self.chosen(unit)
-
-    def anchor_steps(self, unit):  # a unit's anchor run lengths per seed: none here
-        return ()
-
-    def run(self, run_job, data):
-        """Train the ready jobs with run_job(job) in a pool(); finish(job, record,
-        reused) may add jobs. A run is a pure function of its job: one whose key(job) is
-        in the cache is reused."""
-        ready, running, workers, key = self.ready, self.running, self.opts.workers, self.key
-        with pool(data, workers) as executor:
-            self.past_deadline()
-            while ready or running:
-                ready.sort(key=self.priority)  # only the timing depends on the order
-                while ready and len(running) < workers:
-                    job = ready.pop(0)
-                    if key(job) in self.cache:
-                        self.finish(job, dict(self.cache[key(job)], phase=job["phase"]), True)
-                        continue
-                    running[executor.submit(run_job, job)] = (job, time.perf_counter())
-                if not running:
-                    continue
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=lambda f: key(running[f][0])):
-                    job, _ = running.pop(future)
-                    self.finish(job, future.result(), False)
-        self.check_diverged()
-
-    def finished(self):
-        """Every planned run is in: none waits, --deadline kept none from starting."""
-        return not self.ready and not self.left_unrun
-
-    def check_diverged(self):
-        """Diverged (one line, exit 1) if every run of a model at its chosen lr diverged
-        (of those that ran: a --deadline leaves the rest of a unit's seeds unrun, as
-        None)."""
-        for unit in self.units.values():
-            ran = [r for r in unit.seeds.values() if r is not None]
-            if ran and all(r["final_val"] is None for r in ran):
-                raise Diverged(f"error: every run of {self.describe(unit)} at its chosen lr "
-                               "diverged: nothing to compare; try a smaller --lr0 (the finished "
-                               "runs are saved in results.json)")

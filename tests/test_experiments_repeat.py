@@ -166,7 +166,7 @@ def test_the_reading_and_the_verdict():
 
 def test_seeds_a_deadline_left_unrun_are_not_taken_for_diverged_runs():
     import common
-    grid = common.Scheduler({}, None, {})
+    grid = rp.Grid({}, None, {})
     grid.units = {"a": SimpleNamespace(seeds={1: {"final_val": 0.5}, 2: None}),
                   "b": SimpleNamespace(seeds={1: None, 2: None})}
     grid.check_diverged()  # no error: unit a has a finite run, unit b has none yet
