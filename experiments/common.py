@@ -13,11 +13,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -179,15 +176,6 @@ def cli(main):
     return run
 
 
-def other_runs(previous, records, key):
-    """The runs of an earlier results.json (previous: key -> record) that this
-    invocation does not plan (other T, seeds or arms): written among its own and read
-    back by the next invocation, so that a narrower invocation never drops what an
-    earlier one trained."""
-    mine = {key(r) for r in records}
-    return [r for k, r in previous.items() if k not in mine]
-
-
 def save_runs(write, path, n):
     """write() the record of an unfinished grid (n finished runs, in `path`) and name it
     in the line an interruption prints; a signal meanwhile waits until both are done, so
@@ -291,18 +279,6 @@ def read_json(path, what):
     return raw
 
 
-def check_records(runs, fields):
-    """The run records of a results.json, each a dict with `fields` (name -> a test of
-    its value): what the report and the resume read. InputError naming the first that is
-    not."""
-    for i, r in enumerate(runs):
-        bad = [name for name, ok in fields.items()
-               if not (isinstance(r, dict) and name in r and ok(r[name]))]
-        if bad:
-            raise InputError(f"run {i} has no valid {', '.join(bad)}: not a record this script "
-                             "wrote")
-
-
 def is_number(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -341,95 +317,6 @@ def check_options(options, parser):
                 ok = False
         if not ok:
             raise InputError(f"option {name!r} is {value!r}, not a value of its flag")
-
-
-@dataclass(frozen=True)
-class ResultsFile:
-    """What a study's results.json holds, for read_results: `fields` (name -> a test) of
-    every run record, the study's parser() and door checks check(opts), and rest(raw), a
-    test of what else its report reads."""
-    fields: dict
-    parser: Callable
-    check: Callable
-    rest: Callable = staticmethod(lambda raw: True)
-
-
-def read_results(path, what, kind, finished=False):
-    """An earlier results.json through one validator, before anything is trained or
-    rewritten: its options (check_options, then the study's door checks: a grid of 10^9
-    seeds never ran), "complete" a bool and never true of a grid that ran nothing (nor
-    false, if `finished`), every run record by kind.fields, and kind.rest(raw). Returns
-    (raw, its runs); InputError with one line for anything that cannot be true."""
-    raw = read_json(path, what)  # (an option the file predates: its default)
-    raw["options"] = {**vars(kind.parser().parse_args([])), **raw["options"]}
-    if finished and raw.get("complete") is False:
-        raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
-                         "saved): run its command again to continue it; --from-json reads a "
-                         "finished one")
-    try:
-        if not isinstance(raw.get("complete", True), bool):
-            raise InputError(f'"complete" is {raw["complete"]!r}, not true or false')
-        check_options(raw["options"], kind.parser())
-        kind.check(SimpleNamespace(**raw["options"]))  # (a copy: a check may sort a list)
-        runs = raw["runs"]
-        if raw.get("complete", True) and not runs:
-            raise InputError("it holds no run, yet says it is complete")
-        check_records(runs, kind.fields)
-        if not kind.rest(raw):
-            raise InputError("its other parts are not those of a record this script wrote")
-    except (InputError, KeyError, TypeError, AttributeError, ValueError) as e:
-        why = e if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
-        raise InputError(f"cannot {what} {path!r}: {why} (start with another --out, or restore "
-                         "the file)") from None
-    return raw, runs
-
-
-def has_invocations(raw):
-    """raw["info"]: the machine and each invocation (a report's header)."""
-    info = raw.get("info")
-    return isinstance(info, dict) and isinstance(info.get("invocations"), list) and all(
-        isinstance(v, dict) and {"command", "started", "wall_s", "n_trained", "load_start",
-                                 "load_end"} <= set(v) for v in info["invocations"])
-
-
-def previous_runs(path, opts, kind, key, same):
-    """The runs (key(run) -> record) of the results.json in --out and the file, if there
-    is one and it was made with the options in `same` as now (else InputError): the same
-    command continues an interrupted grid."""
-    if not os.path.lexists(path):
-        return {}, None
-    raw, runs = read_results(path, "continue from", kind)
-    differs = [k for k in same if raw["options"].get(k) != getattr(opts, k)]
-    if differs:
-        raise InputError(f"cannot continue from {path!r}: it was made with other "
-                         f"{', '.join(differs)} (use another --out, or the same options)")
-    SHELL.kept = f"the {len(runs)} runs in {path} are kept as they were"
-    return {key(r): r for r in runs}, raw
-
-
-def rerender(opts, restore, n_png, kind):
-    """--from-json: restore(raw, its options, PATH's folder) -> write(out), which writes
-    the report, from a finished grid's file that read_results accepts; any part of the
-    file the report cannot use is one line naming it, never a traceback."""
-    path = opts.from_json
-    raw, _ = read_results(path, "read results from", kind, finished=True)
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        write = restore(raw, SimpleNamespace(**raw["options"]), folder)
-    except InputError:
-        raise
-    except Exception as e:  # noqa: BLE001 (a crafted file: whatever it breaks is the file's fault)
-        raise InputError(f"cannot read results from {path!r}: {type(e).__name__}: {e}") from None
-    out = output_folder(opts.out or folder)
-    try:
-        md = write(out)
-    except (InputError, OSError):
-        raise
-    except Exception as e:  # noqa: BLE001
-        raise InputError(f"cannot write a report from {path!r}: its numbers do not make one "
-                         f"({type(e).__name__}: {e})") from None
-    log(f"re-rendered results.md, results.json and {n_png} PNGs in {out} from {path}")
-    return md
 
 
 def pyplot():

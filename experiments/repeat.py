@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import common
 import numpy as np
@@ -908,11 +909,6 @@ class Study:
     quick: dict
     report: Callable
 
-    def file(self):  # what its results.json holds, for the one validator
-        return common.ResultsFile(RECORD, self.parser, check_options, rest=lambda raw: (
-            common.has_invocations(raw)
-            and all(is_machine(r.get("machine", {})) for r in raw["runs"])))
-
 
 def write_all(study, records, opts, info, out, complete):
     summary, md = study.report(records, opts, info, complete)
@@ -1039,8 +1035,88 @@ def check_options(opts):
     opts.contexts = sorted(opts.contexts)
 
 
-def is_machine(m):
-    return isinstance(m, dict) and all(isinstance(v, (str, int)) for v in m.values())
+def is_info(raw):
+    """raw["info"]: the machine and each invocation (a report's header); and each run's
+    machine."""
+    info = raw.get("info")
+    return isinstance(info, dict) and isinstance(info.get("invocations"), list) and all(
+        isinstance(v, dict) and {"command", "started", "wall_s", "n_trained", "load_start",
+                                 "load_end"} <= set(v) for v in info["invocations"]) and all(
+        isinstance(m, dict) and all(isinstance(v, (str, int)) for v in m.values())
+        for m in (r.get("machine", {}) for r in raw["runs"]))
+
+
+def read_results(path, what, parser, finished=False):
+    """An earlier results.json through one validator, before anything is trained or
+    rewritten: its options (common.check_options, then the door checks: a grid of 10^9
+    seeds never ran), "complete" a bool and never true of a grid that ran nothing (nor
+    false, if `finished`), every run record by RECORD, and is_info(raw). Returns (raw,
+    its runs); InputError with one line for anything that cannot be true."""
+    raw = common.read_json(path, what)  # (an option the file predates: its default)
+    raw["options"] = {**vars(parser().parse_args([])), **raw["options"]}
+    if finished and raw.get("complete") is False:
+        raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
+                         "saved): run its command again to continue it; --from-json reads a "
+                         "finished one")
+    try:
+        if not isinstance(raw.get("complete", True), bool):
+            raise InputError(f'"complete" is {raw["complete"]!r}, not true or false')
+        common.check_options(raw["options"], parser())
+        check_options(SimpleNamespace(**raw["options"]))  # (a copy: a check may sort a list)
+        runs = raw["runs"]
+        if raw.get("complete", True) and not runs:
+            raise InputError("it holds no run, yet says it is complete")
+        for i, r in enumerate(runs):
+            bad = [name for name, ok in RECORD.items()
+                   if not (isinstance(r, dict) and name in r and ok(r[name]))]
+            if bad:
+                raise InputError(f"run {i} has no valid {', '.join(bad)}: not a record this "
+                                 "script wrote")
+        if not is_info(raw):
+            raise InputError("its other parts are not those of a record this script wrote")
+    except (InputError, KeyError, TypeError, AttributeError, ValueError) as e:
+        why = e if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
+        raise InputError(f"cannot {what} {path!r}: {why} (start with another --out, or restore "
+                         "the file)") from None
+    return raw, runs
+
+
+def previous_runs(path, opts, parser):
+    """The runs (run_key(run) -> record) of the results.json in --out and the file, if
+    there is one and it was made with the options in SAME as now (else InputError): the
+    same command continues an interrupted grid."""
+    if not os.path.lexists(path):
+        return {}, None
+    raw, runs = read_results(path, "continue from", parser)
+    differs = [k for k in SAME if raw["options"].get(k) != getattr(opts, k)]
+    if differs:
+        raise InputError(f"cannot continue from {path!r}: it was made with other "
+                         f"{', '.join(differs)} (use another --out, or the same options)")
+    common.SHELL.kept = f"the {len(runs)} runs in {path} are kept as they were"
+    return {run_key(r): r for r in runs}, raw
+
+
+def rerender(study, opts):
+    """--from-json: the report again from a finished grid's file that read_results
+    accepts, into --out (default PATH's folder); any part of the file the report cannot
+    use is one line naming it, never a traceback."""
+    path = opts.from_json
+    raw, _ = read_results(path, "read results from", study.parser, finished=True)
+    try:
+        complete = raw["complete"]
+    except KeyError as e:
+        raise InputError(f"cannot read results from {path!r}: KeyError: {e}") from None
+    out = common.output_folder(opts.out or os.path.dirname(os.path.abspath(path)))
+    try:
+        md = write_all(study, raw["runs"], SimpleNamespace(**raw["options"]), raw["info"], out,
+                       complete)
+    except (InputError, OSError):
+        raise
+    except Exception as e:  # noqa: BLE001 (a crafted file: whatever it breaks is the file's fault)
+        raise InputError(f"cannot write a report from {path!r}: its numbers do not make one "
+                         f"({type(e).__name__}: {e})") from None
+    log(f"re-rendered results.md, results.json and 1 PNGs in {out} from {path}")
+    return md
 
 
 def report(records, opts, info, complete):
@@ -1055,15 +1131,12 @@ def run_study(study, argv):
     """A study's grid (or --from-json: its report again): the report's markdown."""
     opts = common.parse(study.parser(), argv, study.quick)
     if opts.from_json:
-        def restore(raw, opts, folder):
-            return functools.partial(write_all, study, raw["runs"], opts, raw["info"],
-                                     complete=raw["complete"])
-        return common.rerender(opts, restore, 1, study.file())
+        return rerender(study, opts)
     check_options(opts)
     check_memory(opts)
     out = common.output_folder(opts.out, study.name, opts.quick)
     path = os.path.join(out, "results.json")
-    cache, raw = common.previous_runs(path, opts, study.file(), run_key, SAME)
+    cache, raw = previous_runs(path, opts, study.parser)
     invocations = raw["info"]["invocations"] if raw else []
     data = {T: held_out(T, opts.val_docs, opts.split_seed) for T in opts.contexts}
     now = {"command": common.command_line(f"{study.name}.py", argv), "started": common.now_utc(),
@@ -1080,7 +1153,8 @@ def run_study(study, argv):
                 "wall_s": sum(v["wall_s"] for v in invocations + [now])}
 
     def with_the_rest(records):  # and the runs in results.json this invocation does not plan
-        return list(records) + common.other_runs(cache, records, run_key)
+        mine = {run_key(r) for r in records}  # (other T, seeds or arms: never dropped)
+        return list(records) + [r for k, r in cache.items() if k not in mine]
 
     def save(records):
         now["n_trained"] += 1
