@@ -80,52 +80,6 @@ def nonneg_int(text):
     return _int_at_least(text, 0, "an integer >= 0")
 
 
-# The flags the studies share: name -> (type, help). A study names those it has, with
-# its own defaults (study_parser), and adds the few that are its own; every one is
-# checked at the door by the settings table's rule of the same meaning (RULES;
-# check_flags).
-SHARED = {
-    "workers": (pos_int, "worker processes"),
-    "seeds": (pos_int, "paired seeds per unit at its chosen lr, after the tuning seeds"),
-    "seed": (int, "the first seed: the lr sweep's runs use the first --tune-seeds"),
-    "tune_seeds": (pos_int, "seeds every lr of the sweep runs on (an lr ranks by its worst)"),
-    "lr0": (float, "the lr lattice's base lr0"),
-    "sweep": (nonneg_int, "the sweep's lrs: k = centre-N..centre+N on the lattice"),
-    "max_extend": (nonneg_int, "lrs added, one at a time, beyond an edge where the best lr is"),
-    "batch_size": (pos_int, "documents per step"),
-    "n_embd": (pos_int, "embedding width"),
-    "n_head": (pos_int, "attention heads"),
-    "n_layer": (pos_int, "layers"),
-    "val_docs": (pos_int, "held-out documents the val loss is measured on"),
-    "split_seed": (int, "seed of the held-out split"),
-    "n_lin": (pos_int, "evenly spaced eval points per run"),
-    "n_log": (pos_int, "log-spaced eval points before those"),
-    "max_memory": (float, "refuse a grid whose memory, estimated before anything runs, is larger "
-                          "(GB)"),
-}
-RULES = {"seed": "seed", "split_seed": "seed", "lr0": "lr", "steps": "steps",
-         "batch_size": "batch_size", "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer",
-         "max_memory": "max_memory"}
-MAX_RUNS = 20000  # a grid's planned runs, at most: the largest one run so far had a few hundred
-
-
-def study_parser(study, doc, quick, **defaults):
-    """The parser of experiments/STUDY.py: --out, --quick (its help: `quick`),
-    --from-json and the SHARED flags named in `defaults`, each with its default."""
-    p = Parser(f"{study}.py", doc)
-    p.add_argument("--out", help=f"output directory (default experiments/results/{study}"
-                                 "[-quick]/)")
-    p.add_argument("--quick", action="store_true", help=f"smoke test in seconds: {quick} (the "
-                   "defaults below become these; explicit flags still win)")
-    p.add_argument("--from-json", metavar="PATH", help="train nothing: write results.md and "
-                   "the figures again from a results.json (into --out, default PATH's folder)")
-    for name, default in defaults.items():
-        kind, text = SHARED[name]
-        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default,
-                       help=f"{text} (default {default})")
-    return p
-
-
 def log(line):
     print(line, file=sys.stderr, flush=True)
 
@@ -203,39 +157,6 @@ def command_line(script, argv):
             value.startswith(os.pardir) else value
         words.append(flag + eq + value)
     return " ".join([f"python experiments/{script}"] + [shlex.quote(w) for w in words])
-
-
-def check_flags(opts, rules=()):
-    """Every flag by the settings table's rule of the same meaning (settings.check), at
-    the door: --seed -1 is refused here, not by train() in a worker after other runs.
-    rules: option -> row, besides the shared RULES (of the flags the study has)."""
-    for name, row in {**RULES, **dict(rules)}.items():
-        if not hasattr(opts, name):
-            continue
-        values = getattr(opts, name)
-        for value in values if isinstance(values, list) else [values]:
-            check(row, value, "--" + name.replace("_", "-"))
-
-
-def check_lattice(opts, k_low, k_high, lr_at, lattice):
-    """Every learning rate the sweeps may reach, lr_at(opts, k) for k_low <= k <=
-    k_high, is a positive finite number (the lr rule): a --sweep or --lr0 far out is
-    refused at the door, before any run."""
-    for k in (k_low, k_high):
-        try:
-            lr = lr_at(opts, k)
-        except OverflowError:
-            lr = math.inf
-        check("lr", lr, f"the lr {lattice} at k = {k} (--lr0 {opts.lr0:g}, the sweep's reach)")
-
-
-def check_plan(n_runs):
-    """A grid of n_runs runs, larger than any this machine could run, is refused before
-    anything is allocated: --seeds 10^8 would fill the memory with plans before the
-    first run."""
-    if n_runs > MAX_RUNS:
-        raise InputError(f"this grid plans about {n_runs:,} runs, more than {MAX_RUNS:,}: "
-                         "fewer seeds, lrs or units (or run it in parts)")
 
 
 # =============================================================================== files

@@ -973,13 +973,46 @@ def variant_list(text):
     return xs
 
 
+FLAGS = {  # name -> (type, default, help)
+    "workers": (common.pos_int, 1, "worker processes"),
+    "seeds": (common.pos_int, 5, "paired seeds per unit at its chosen lr, after the tuning seeds"),
+    "seed": (int, 0, "the first seed: the lr sweep's runs use the first --tune-seeds"),
+    "tune_seeds": (common.pos_int, 1, "seeds every lr of the sweep runs on (an lr ranks by its "
+                                      "worst)"),
+    "lr0": (float, 0.01, "the lr lattice's base lr0"),
+    "sweep": (common.nonneg_int, 1, "the sweep's lrs: k = centre-N..centre+N on the lattice"),
+    "max_extend": (common.nonneg_int, 2, "lrs added, one at a time, beyond an edge where the best "
+                                         "lr is"),
+    "batch_size": (common.pos_int, 8, "documents per step"),
+    "n_embd": (common.pos_int, 32, "embedding width"),
+    "n_head": (common.pos_int, 4, "attention heads"),
+    "n_layer": (common.pos_int, 2, "layers"),
+    "val_docs": (common.pos_int, 256, "held-out documents the val loss is measured on"),
+    "split_seed": (int, 42, "seed of the held-out split"),
+    "n_lin": (common.pos_int, 40, "evenly spaced eval points per run"),
+    "n_log": (common.pos_int, 8, "log-spaced eval points before those"),
+    "max_memory": (float, 4.0, "refuse a grid whose memory, estimated before anything runs, is "
+                               "larger (GB)"),
+}
+# each flag's row of the settings table, checked at the door (settings.check)
+RULES = {"seed": "seed", "split_seed": "seed", "lr0": "lr", "steps": "steps",
+         "batch_size": "batch_size", "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer",
+         "max_memory": "max_memory", "contexts": "block_size"}
+MAX_RUNS = 20000  # a grid's planned runs, at most: the largest one run so far had a few hundred
+
+
 def parser():
-    p = common.study_parser(
-        "repeat", __doc__, "T 16 and 32, 24 steps, 2 seeds, one lr per unit, 16 held-out "
-        "documents", workers=1, seeds=5, seed=0, tune_seeds=1, lr0=0.01, sweep=1, max_extend=2,
-        batch_size=8, n_embd=32, n_head=4, n_layer=2, val_docs=256, split_seed=42, n_lin=40,
-        n_log=8, max_memory=4.0)
+    p = common.Parser("repeat.py", __doc__)
     add = p.add_argument
+    add("--out", help="output directory (default experiments/results/repeat[-quick]/)")
+    add("--quick", action="store_true", help="smoke test in seconds: T 16 and 32, 24 steps, 2 "
+        "seeds, one lr per unit, 16 held-out documents (the defaults below become these; "
+        "explicit flags still win)")
+    add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
+        "again from a results.json (into --out, default PATH's folder)")
+    for name, (kind, default, text) in FLAGS.items():
+        add("--" + name.replace("_", "-"), type=kind, default=default,
+            help=f"{text} (default {default})")
     add("--contexts", type=common.int_list, default=[64, 128, 256],
         help="context lengths T (default 64,128,256)")
     add("--steps", type=common.pos_int, default=10000,
@@ -1015,13 +1048,27 @@ def check_memory(opts):
 
 
 def check_options(opts):
-    """The flags by the settings table's rules, the grid's size and the lrs it may
-    reach, before anything is allocated or trained."""
-    common.check_flags(opts, {"contexts": "block_size"})
+    """The flags by the settings table's rules (RULES: --seed -1 is refused here, not by
+    train() in a worker after other runs), the grid's size (--seeds 10^8 would fill the
+    memory with plans before the first run) and every lr the sweeps may reach, before
+    anything is allocated or trained."""
+    for name, row in RULES.items():
+        values = getattr(opts, name)
+        for value in values if isinstance(values, list) else [values]:
+            common.check(row, value, "--" + name.replace("_", "-"))
     reach, units = opts.sweep + opts.max_extend, len(units_of(opts))
     anchors = 4 * opts.seeds * len(set(ANCHOR_CONTEXTS) & set(opts.contexts)) * opts.sphere_default
-    common.check_plan(units * ((2 * reach + 1) * opts.tune_seeds + opts.seeds) + anchors)
-    common.check_lattice(opts, -reach, reach, lr_of, "lr0*10^(k/2)")
+    n_runs = units * ((2 * reach + 1) * opts.tune_seeds + opts.seeds) + anchors
+    if n_runs > MAX_RUNS:
+        raise InputError(f"this grid plans about {n_runs:,} runs, more than {MAX_RUNS:,}: "
+                         "fewer seeds, lrs or units (or run it in parts)")
+    for k in (-reach, reach):
+        try:
+            lr = lr_of(opts, k)
+        except OverflowError:
+            lr = math.inf
+        common.check("lr", lr, f"the lr lr0*10^(k/2) at k = {k} (--lr0 {opts.lr0:g}, the "
+                     "sweep's reach)")
     shortest = opts.steps // 4 if set(ANCHOR_CONTEXTS) & set(opts.contexts) else opts.steps
     if opts.n_lin > shortest:
         raise InputError(f"--n-lin {opts.n_lin} needs at most as many eval points as the "
