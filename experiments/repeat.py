@@ -737,10 +737,11 @@ def _chosen_blind(summary, opts):
     L = []
     for row in summary["rows"]:
         for name, u in row["units"].items():
-            worst_final = {}  # lr -> its worst tuning seed's final copy-2
+            worst_final = {}  # lr -> its worst tuning seed's final copy-2 (diverged: inf)
             for s in u["sweep"]:
-                worst_final[s["lr"]] = max(s["copy2"], worst_final.get(s["lr"], s["copy2"]))
-            finals = sorted(worst_final.values())
+                final = math.inf if s["copy2"] is None else s["copy2"]
+                worst_final[s["lr"]] = max(final, worst_final.get(s["lr"], final))
+            finals = sorted(x for x in worst_final.values() if x < math.inf)
             if len(finals) < 2 or u["lr"] is None or any(
                     s["steps_to"][str(GATE_COPY2)] is not None for s in u["sweep"]):
                 continue
