@@ -107,14 +107,18 @@ def reading(records, opts):
                 mean, low, high = interval(change, np.mean)
                 trend = {"n": len(change), "mean": mean, "low": low, "high": high,
                          "call": call(low, high, 0)}
-        out[arm] = {"T": per_T, "trend": trend, "verdict": verdict(arm, per_T, trend, gated)}
+        decided = all(T in rows and rows[T]["gate"]["seeds_run"] == len(seeds)
+                      for T in opts.contexts)  # every T's gate is passed or failed, not pending
+        out[arm] = {"T": per_T, "trend": trend,
+                    "verdict": verdict(arm, per_T, trend, gated if decided else [])}
     return {"gated": gated, "arms": out}
 
 
 def verdict(arm, per_T, trend, gated):
     """The pre-registered sentence for one arm (RULES)."""
     if not gated or any(T not in per_T or not per_T[T]["all_seeds"] for T in gated):
-        return "no verdict: no T passed its gate, or a gated T's seeds have not all run"
+        return ("no verdict: a T of the grid has not run all its seeds, or none passed its "
+                "gate")
     calls = "; ".join(f"T = {T}: {per_T[T]['call']}" for T in gated)
     across = f"; across T: {trend['call']}" if trend else ""
     if arm != "alpha-L":

@@ -791,8 +791,8 @@ def _arms(records, summary):
          "the source key (an induction head: ~1) and that head's entropy (nats; uniform "
          "weights over k keys: ln k); the sphere's effective s_qk (mean over layers; the "
          "attention logit is s_qk² √head_dim cos) and α_A / α_M (mean over layers; at init "
-         f"{GPTConfig.alpha_init}; {ALPHA_ARM} in alpha25 and alpha-start; — where a run did "
-         "not record it).", "",
+         f"{GPTConfig.alpha_init}; {ALPHA_ARM} in alpha25 and alpha-start, 1/n_layer in alpha-L; "
+         "— where a run did not record it).", "",
          "| T | unit | phase | lr | seed | steps to 3.0 / 2.0 / 1.0 | copy-2 | ablated | copy-1 | "
          "source weight | entropy | s_qk | α_A / α_M |", "|---" * 13 + "|"]
     for r in sorted(records, key=lambda r: (r["T"], r["phase"] == "anchor", r["seed"],
@@ -1094,18 +1094,14 @@ def is_info(raw):
         for m in (r.get("machine", {}) for r in raw["runs"]))
 
 
-def read_results(path, what, parser, finished=False):
+def read_results(path, what, parser):
     """An earlier results.json through one validator, before anything is trained or
     rewritten: its options (common.check_options, then the door checks: a grid of 10^9
-    seeds never ran), "complete" a bool and never true of a grid that ran nothing (nor
-    false, if `finished`), every run record by RECORD, and is_info(raw). Returns (raw,
-    its runs); InputError with one line for anything that cannot be true."""
+    seeds never ran), "complete" a bool and never true of a grid that ran nothing, every
+    run record by RECORD, and is_info(raw). Returns (raw, its runs); InputError with one
+    line for anything that cannot be true."""
     raw = common.read_json(path, what)  # (an option the file predates: its default)
     raw["options"] = {**vars(parser().parse_args([])), **raw["options"]}
-    if finished and raw.get("complete") is False:
-        raise InputError(f"{path!r} is the record of an interrupted grid ({len(raw['runs'])} runs "
-                         "saved): run its command again to continue it; --from-json reads a "
-                         "finished one")
     try:
         if not isinstance(raw.get("complete", True), bool):
             raise InputError(f'"complete" is {raw["complete"]!r}, not true or false')
@@ -1149,7 +1145,7 @@ def rerender(study, opts):
     accepts, into --out (default PATH's folder); any part of the file the report cannot
     use is one line naming it, never a traceback."""
     path = opts.from_json
-    raw, _ = read_results(path, "read results from", study.parser, finished=True)
+    raw, _ = read_results(path, "read results from", study.parser)  # (a grid under way: partial)
     try:
         complete = raw["complete"]
     except KeyError as e:

@@ -59,8 +59,8 @@ def test_the_repeat_grid_is_reported_as_partial_with_the_arms_at_t64_only():
     assert {T for T, v in ran if v in ("default", "alpha25")} == {64, 128, 256}
     md = text("experiments", "results", "repeat", "results.md")
     assert "**Partial results.**" in md
-    assert ("Units never run: T = 128: rmsnorm/qknorm, sphere/sqk64; "
-            "T = 256: rmsnorm/qknorm, sphere/sqk64.") in md
+    assert ("Units never run: T = 128: rmsnorm/qknorm, sphere/alpha-start, sphere/alpha-step, "
+            "sphere/sqk64; T = 256: rmsnorm/qknorm, sphere/sqk64.") in md
     repeat_section = README.split("## Where context")[1]
     assert "The grid is partial" in repeat_section and "complete" not in repeat_section
     assert "`sqk64` and `qknorm` ran at T = 64 only" in README
