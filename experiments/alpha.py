@@ -81,11 +81,12 @@ def call(low, high, one):
     return names[0] if low > one else names[1] if high < one else names[2]
 
 
-def reading(records, opts):
+def reading(records, opts, summary):
     """Per arm: at each T, the median r, its interval, the count above 1 and the call;
-    across T, the mean paired change of ln r; and the verdict (RULES)."""
-    seeds = list(common.paired_seeds(opts))
-    rows = {row["T"]: row for row in repeat.summarize(records, opts)["rows"]}
+    across T, the mean paired change of ln r; and the verdict (RULES). summary: the
+    records' repeat.summarize (its gates and paired seeds)."""
+    seeds = summary["seeds"]
+    rows = {row["T"]: row for row in summary["rows"]}
     gated = sorted(T for T, row in rows.items() if row["gate"]["passed"])
     out = {}
     for arm in ARMS:
@@ -131,7 +132,7 @@ def verdict(arm, per_T, trend, gated):
 
 def report(records, opts, info, complete):
     summary = repeat.summarize(records, opts)
-    summary["alpha"] = reading(records, opts)
+    summary["alpha"] = reading(records, opts, summary)
     full = parser().parse_args([])
     md = (["# Is alpha the lever? The copy task with alpha set for this depth", ""]
           + repeat._header(opts, info, records)[2:]

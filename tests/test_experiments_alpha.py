@@ -24,6 +24,10 @@ def run(T, norm, variant, seed, to_one):
             "copy2_ablated": 6.0, "steps_to": {"3.0": 1.0, "2.0": 1.0, "1.0": to_one}}
 
 
+def read(records, opts):
+    return alpha.reading(records, opts, alpha.repeat.summarize(records, opts))
+
+
 def grid(ratio_at):
     """rmsnorm at 1,000 steps; each arm at 1,000 / r with r = ratio_at(arm, T, seed)."""
     opts = SimpleNamespace(seed=0, tune_seeds=2, seeds=10, steps=STEPS, contexts=[64, 256],
@@ -35,7 +39,7 @@ def grid(ratio_at):
             for arm in alpha.ARMS:
                 r = ratio_at(arm, T, s)
                 records.append(run(T, "sphere", arm, s, None if r is None else 1000.0 / r))
-    return alpha.reading(records, opts)
+    return read(records, opts)
 
 
 def test_the_calls_follow_the_rules():
@@ -105,10 +109,10 @@ def test_no_verdict_while_a_seed_has_not_run():
                            sweep=1, max_extend=2)
     records = [run(64, "rmsnorm", "default", s, 1000.0) for s in (2, 3, 4)]
     records += [run(64, "sphere", arm, s, 500.0) for arm in alpha.ARMS for s in (2, 3)]
-    result = alpha.reading(records, opts)
+    result = read(records, opts)
     assert result["arms"]["alpha-L"]["T"][64]["call"] == "faster"  # read so far
     assert result["arms"]["alpha-L"]["verdict"].startswith("no verdict")
     records += [run(64, "sphere", arm, 4, 500.0) for arm in alpha.ARMS]
-    assert alpha.reading(records, opts)["arms"]["alpha-L"]["verdict"].startswith("closes")
+    assert read(records, opts)["arms"]["alpha-L"]["verdict"].startswith("closes")
     opts.contexts = [64, 256]  # T = 256 planned, not yet run: its gate is pending
-    assert alpha.reading(records, opts)["arms"]["alpha-L"]["verdict"].startswith("no verdict")
+    assert read(records, opts)["arms"]["alpha-L"]["verdict"].startswith("no verdict")
