@@ -296,9 +296,10 @@ def goodness(rec):
     return (math.inf if reached is None else reached, final)
 
 
-def worst(runs):
-    """How the sweep ranks an lr: by its worst tuning seed."""
-    return max(goodness(r) for r in runs)
+def best_k(runs_by_k):
+    """The lattice k of the sweep's best lr (the lowest k on a tie): an lr ranks by its
+    worst tuning seed. runs_by_k: k -> that lr's runs."""
+    return min(sorted(runs_by_k), key=lambda k: max(goodness(r) for r in runs_by_k[k]))
 
 
 class Unit:
@@ -317,7 +318,7 @@ class Unit:
     def next_k(self, max_extend):
         """the k past the best lr's edge (max_extend times), or None."""
         ks = sorted(self.sweep)
-        best = min(ks, key=lambda k: worst(self.sweep[k].values()))
+        best = best_k({k: by_seed.values() for k, by_seed in self.sweep.items()})
         edge = best in (ks[0], ks[-1])
         if edge and self.extended < max_extend:
             self.extended += 1
@@ -557,7 +558,7 @@ def unit_summary(unit_runs, opts):
     ks = sorted(by_k)
     if chosen is None and len(ks) >= 2 * opts.sweep + 1 and all(  # the pick, as Unit.next_k
             len(runs) == opts.tune_seeds for runs in by_k.values()):
-        best = min(ks, key=lambda k: worst(by_k[k]))
+        best = best_k(by_k)
         if best not in (ks[0], ks[-1]) or len(ks) - (2 * opts.sweep + 1) >= opts.max_extend:
             chosen = by_k[best][0]["lr"]
     return {"sweep": [{"lr": r["lr"], "copy2": r["copy2"], "steps_to": r["steps_to"],
