@@ -52,17 +52,17 @@ def main():
     rng = np.random.default_rng(0)
     docs = [rng.integers(0, 26, size=CFG.block_size + 1).tolist() for _ in range(8)]
     fresh = init_params(CFG, 0, np.float32)
-    collapsed = {k: v * np.float32(args.sqk) if k.endswith("attn_sqk") else v
-                 for k, v in fresh.items()}
+    states = {"fresh": fresh, "collapsed": {
+        k: v * np.float32(args.sqk) if k.endswith("attn_sqk") else v for k, v in fresh.items()}}
     tokens = np.array(docs)[:, :-1]
-    times = {"fresh": [], "collapsed": []}
+    times = {name: [] for name in states}
     for _ in range(args.rounds):  # alternating, so that a change in the machine's load hits both
-        for name, params in (("fresh", fresh), ("collapsed", collapsed)):
+        for name, params in states.items():
             times[name].append(step_ms(params, docs, args.steps))
     median = {name: float(np.median(t)) for name, t in times.items()}
     machine = machine_info()
     print(f"CPU: {machine['cpu']}; NumPy {machine['numpy']}, BLAS {machine['blas']}")
-    for name, params in (("fresh", fresh), ("collapsed", collapsed)):
+    for name, params in states.items():
         print(f"{name:>9}: {subnormal_share(params, tokens):6.1%} of the attention weights "
               f"subnormal; {median[name]:.1f} ms of CPU a step (median of {args.rounds} rounds)")
     print(f"the collapsed state's step takes {median['collapsed'] / median['fresh']:.2f}x the "
