@@ -21,6 +21,7 @@ if __name__ == "__main__":  # a Ctrl-C while NumPy loads ends quietly (no traceb
     quiet_startup("alpha.py")
 
 import math
+from dataclasses import dataclass
 
 import common
 import numpy as np
@@ -47,8 +48,7 @@ RULES = {
 def ratios(records, T, arm, seeds, steps):
     """seed -> r of the arm against rmsnorm/default at T (censored: its bound, which is
     never on the wrong side of 1), for the seeds where either got to TARGET."""
-    at = {(r["norm"], r["variant"], r["seed"]): r for r in records
-          if r["T"] == T and r["phase"] == "seeds"}
+    at = {(r.norm, r.variant, r.seed): r for r in records if r.T == T and r.phase == "seeds"}
     out = {}
     for s in seeds:
         r = repeat.paired_ratio(at.get(("rmsnorm", "default", s)), at.get(("sphere", arm, s)),
@@ -85,9 +85,9 @@ def reading(records, opts, summary):
     """Per arm: at each T, the median r, its interval, the count above 1 and the call;
     across T, the mean paired change of ln r; and the verdict (RULES). summary: the
     records' repeat.summarize (its gates and paired seeds)."""
-    seeds = summary["seeds"]
-    rows = {row["T"]: row for row in summary["rows"]}
-    gated = sorted(T for T, row in rows.items() if row["gate"]["passed"])
+    seeds = summary.seeds
+    rows = {row.T: row for row in summary.rows}
+    gated = sorted(T for T, row in rows.items() if row.gate["passed"])
     out = {}
     for arm in ARMS:
         per_T, by_T = {}, {T: ratios(records, T, arm, seeds, opts.steps) for T in gated}
@@ -95,8 +95,7 @@ def reading(records, opts, summary):
             if rs:
                 median, low, high = interval(list(rs.values()), np.median)
                 above = sum(r > 1 for r in rs.values())
-                ran = {r["seed"] for r in records if (r["T"], r["variant"], r["phase"]) == (
-                    T, arm, "seeds")}
+                ran = {r.seed for r in records if (r.T, r.variant, r.phase) == (T, arm, "seeds")}
                 per_T[T] = {"n": len(rs), "median": median, "low": low, "high": high,
                             "above": above, "p": sign_test(above, len(rs)),
                             "call": call(low, high, 1), "all_seeds": set(seeds) <= ran}
@@ -108,7 +107,7 @@ def reading(records, opts, summary):
                 mean, low, high = interval(change, np.mean)
                 trend = {"n": len(change), "mean": mean, "low": low, "high": high,
                          "call": call(low, high, 0)}
-        decided = all(T in rows and rows[T]["gate"]["seeds_run"] == len(seeds)
+        decided = all(T in rows and rows[T].gate["seeds_run"] == len(seeds)
                       for T in opts.contexts)  # every T's gate is passed or failed, not pending
         out[arm] = {"T": per_T, "trend": trend,
                     "verdict": verdict(arm, per_T, trend, gated if decided else [])}
@@ -130,14 +129,20 @@ def verdict(arm, per_T, trend, gated):
             + ("; supports the anchors' direction" if supports else ""))
 
 
+@dataclass(frozen=True)
+class Summary(repeat.Summary):
+    """repeat.py's summary and the pre-registered reading."""
+    alpha: dict
+
+
 def report(records, opts, info, complete):
-    summary = repeat.summarize(records, opts)
-    summary["alpha"] = reading(records, opts, summary)
+    base = repeat.summarize(records, opts)
+    summary = Summary(**vars(base), alpha=reading(records, opts, base))
     full = parser().parse_args([])
     md = (["# Is alpha the lever? The copy task with alpha set for this depth", ""]
           + repeat._header(opts, info, records)[2:]
           + repeat._status(summary, opts, records, complete, full)
-          + _reading_md(summary["alpha"]) + repeat._arms(records, summary))
+          + _reading_md(summary.alpha) + repeat._arms(records, summary))
     return summary, "\n".join(md)
 
 
@@ -169,11 +174,8 @@ QUICK = dict(repeat.QUICK, variants=list(ARMS), seeds=3, tune_seeds=1)
 
 
 def parser():
-    p = repeat.parser()
-    p.prog, p.description = "alpha.py", __doc__
-    p.set_defaults(variants=list(ARMS), sphere_default=False, tune_seeds=2, seeds=10,
-                   contexts=[64, 256])
-    return p
+    return repeat.parser("alpha", __doc__, variants=list(ARMS), sphere_default=False,
+                         tune_seeds=2, seeds=10, contexts=[64, 256])
 
 
 ALPHA = repeat.Study("alpha", parser, QUICK, report)

@@ -337,22 +337,6 @@ def steps_to_target(curve, target):
     return None
 
 
-def iso_length(lengths, finals, target):
-    """The run length whose final loss equals `target`: linear in log(steps) between the
-    measured lengths around it; ["<", shortest] or [">", longest] when the target lies
-    outside them."""
-    points = sorted((n, f) for n, f in zip(lengths, finals) if f is not None)
-    if len(points) < 2 or target is None:
-        return None
-    if target > points[0][1]:
-        return ["<", points[0][0]]
-    for (n0, f0), (n1, f1) in zip(points, points[1:]):
-        if f1 <= target <= f0 and f0 != f1:
-            t = (f0 - target) / (f0 - f1)
-            return ["=", float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))]
-    return [">", points[-1][0]] if target < points[-1][1] else ["=", float(points[-1][0])]
-
-
 # ======================================================================== the lr sweep
 
 def eval_points(steps, n_log, n_lin):

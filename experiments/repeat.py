@@ -29,7 +29,7 @@ import math
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from types import SimpleNamespace
 
 import common
@@ -69,7 +69,6 @@ VARIANTS = {
 GATE_COPY2 = 1.0      # G1: every rmsnorm seed at T reaches copy-2 <= 1.0 within the run
 GATE_LEAK = 0.02      # G3: copy-1 >= ln 26 - 0.02 (no leak of the string into copy 1)
 R_TARGETS = (2.0, 1.0)  # r = rmsnorm steps / sphere steps to these copy-2 losses, per paired seed
-ANCHOR_CONTEXTS = (64,)  # the anchors' separate-run protocol (S/4, S/2, S) at these T
 # a run's inputs besides its job (a results.json made with others: not continued)
 SAME = ("batch_size", "n_embd", "n_head", "n_layer", "lr0", "val_docs", "split_seed",
         "n_log", "n_lin", "seed", "tune_seeds")
@@ -154,10 +153,10 @@ class attention_of:
 def initial_params(job, cfg):
     """train()'s init from the seed; sqk64: s_qk raised so that s_qk^2 sqrt(hd) = 8; the
     alpha arms: the stored alphas' start (ALPHAS)."""
-    params = init_params(cfg, job["seed"], np.float32)
-    start = ALPHAS.get(job["variant"], (None, 1.0))[1]
+    params = init_params(cfg, job.seed, np.float32)
+    start = ALPHAS.get(job.variant, (None, 1.0))[1]
     for i in range(cfg.n_layer):
-        if job["variant"] == "sqk64":
+        if job.variant == "sqk64":
             params[f"layer{i}.attn_sqk"] *= np.float32((64 / cfg.head_dim) ** 0.25)
         for name in ("attn_alpha", "mlp_alpha") if start != 1.0 else ():
             params[f"layer{i}.{name}"] *= np.float32(start)
@@ -165,6 +164,47 @@ def initial_params(job, cfg):
 
 
 # =============================================================== one run (in a worker)
+
+@dataclass(frozen=True)
+class Job:
+    """One run to train: its unit (norm, variant, T), steps, lr (lr0 10^(lr_k/2)), seed,
+    phase (sweep or seeds; anchor: the archived anchors' protocol), model sizes."""
+    norm: str
+    variant: str
+    T: int
+    steps: int
+    lr: float
+    lr_k: int
+    seed: int
+    phase: str
+    n_log: int
+    n_lin: int
+    batch_size: int
+    n_embd: int
+    n_head: int
+    n_layer: int
+
+
+@dataclass(frozen=True)
+class Run(Job):
+    """A trained run, as results.json's "runs" hold it: its job and what it measured."""
+    error: str | None
+    curves: dict  # "step" and the losses copy1, copy2, copy2_ablated, val at each step
+    diag: dict    # at each step: entropy, copy_mass (layer, head); s_qk, alpha (sphere)
+    ms_per_step: float
+    steps_to: dict  # str(target) -> the step copy-2 first reached it (None: never)
+    copy1: float | None  # the final losses (None: the run diverged)
+    copy2: float | None
+    copy2_ablated: float | None
+    val: float | None
+    final_val: float | None
+    seconds: float
+    cpu_seconds: float
+    machine: dict | None = None  # (None: a run from before runs recorded their machine)
+
+    def as_json(self):
+        return {k: v for k, v in asdict(self).items() if not (k == "machine" and v is None)}
+
 
 def measure(params, cfg, held):
     """The mean losses on the held-out documents (copy1, copy2, all) and their ablated
@@ -213,11 +253,10 @@ def attention_at_copy(acts, L, copy2):
 
 
 def model_config(job):
-    alpha = ALPHAS.get(job.get("variant"), (GPTConfig.alpha_init,))[0]
-    alpha = 1 / job["n_layer"] if alpha == "1/n_layer" else alpha
-    return GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=job["n_embd"], n_head=job["n_head"],
-                     n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"],
-                     alpha_init=alpha)
+    alpha = ALPHAS.get(job.variant, (GPTConfig.alpha_init,))[0]
+    alpha = 1 / job.n_layer if alpha == "1/n_layer" else alpha
+    return GPTConfig(vocab_size=len(VOCAB) + 1, n_embd=job.n_embd, n_head=job.n_head,
+                     n_layer=job.n_layer, block_size=job.T, norm=job.norm, alpha_init=alpha)
 
 
 def effective_sqk(params, cfg):
@@ -235,8 +274,8 @@ def effective_alpha(params, cfg):
 
 
 def run_job(job):
-    """Train one model (a pure function of `job` and the held-out data); its record."""
-    T, cfg = job["T"], model_config(job)
+    """Train one model (a pure function of `job` and the held-out data): its Run."""
+    T, cfg = job.T, model_config(job)
     held = common.WORKER_DATA[T]
     curves = {k: [] for k in ("step", "copy1", "copy2", "copy2_ablated", "val")}
     diag = {"entropy": [], "copy_mass": [], "s_qk": [], "alpha": []}
@@ -256,25 +295,24 @@ def run_job(job):
     record(0, params)
     flat = flat_buffer(params)
     start = TrainState(cfg, list(VOCAB), params, np.zeros_like(flat), np.zeros_like(flat),
-                       steps=job["steps"], lr=job["lr"], batch_size=job["batch_size"],
-                       seed=job["seed"], engine="numpy", dtype="float32", eval_every=job["steps"])
-    docs = train_docs(T, job["steps"] * job["batch_size"], job["seed"])
-    observer = common.MeasureAt(set(eval_points(job["steps"], job["n_log"], job["n_lin"])), record)
-    with attention_of(job["variant"], cfg.head_dim):
+                       steps=job.steps, lr=job.lr, batch_size=job.batch_size, seed=job.seed,
+                       engine="numpy", dtype="float32", eval_every=job.steps)
+    docs = train_docs(T, job.steps * job.batch_size, job.seed)
+    observer = common.MeasureAt(set(eval_points(job.steps, job.n_log, job.n_lin)), record)
+    with attention_of(job.variant, cfg.head_dim):
         state = common.train_observed(
-            observer, docs, docs[:1], VOCAB, cfg, steps=job["steps"], lr=job["lr"],
-            batch_size=job["batch_size"], seed=job["seed"], engine="numpy", dtype="float32",
-            eval_every=job["steps"], resume=start)
-    finished = not state.error and curves["step"][-1] == job["steps"]
+            observer, docs, docs[:1], VOCAB, cfg, steps=job.steps, lr=job.lr,
+            batch_size=job.batch_size, seed=job.seed, engine="numpy", dtype="float32",
+            eval_every=job.steps, resume=start)
+    finished = not state.error and curves["step"][-1] == job.steps
     copy2_curve = list(zip(curves["step"], curves["copy2"]))
-    rec = dict(job, error=state.error, curves=curves, diag=diag, ms_per_step=state.ms_per_step,
-               steps_to={str(t): steps_to_target(copy2_curve, t) for t in TARGETS})
-    for k in ("copy1", "copy2", "copy2_ablated", "val"):
-        rec[k] = curves[k][-1] if finished and math.isfinite(curves[k][-1]) else None
-    rec["final_val"] = rec["val"]
-    rec.update(seconds=time.perf_counter() - wall0, cpu_seconds=time.process_time() - cpu0,
-               machine=common.machine_info())
-    return rec
+    final = {k: curves[k][-1] if finished and math.isfinite(curves[k][-1]) else None
+             for k in ("copy1", "copy2", "copy2_ablated", "val")}
+    return Run(**vars(job), error=state.error, curves=curves, diag=diag,
+               ms_per_step=state.ms_per_step,
+               steps_to={str(t): steps_to_target(copy2_curve, t) for t in TARGETS}, **final,
+               final_val=final["val"], seconds=time.perf_counter() - wall0,
+               cpu_seconds=time.process_time() - cpu0, machine=common.machine_info())
 
 
 # ============================================================================ the grid
@@ -285,14 +323,14 @@ def lr_of(opts, k):
 
 
 def run_key(r):
-    return (r["norm"], r["variant"], r["T"], r["steps"], r["lr_k"], r["seed"])
+    return (r.norm, r.variant, r.T, r.steps, r.lr_k, r.seed)
 
 
 def goodness(rec):
     """How the sweep ranks a run (lower is better): the steps to copy-2 <= 1.0 nat, then
     (for runs that never get there) the final copy-2 loss; a diverged run is last."""
-    reached = rec["steps_to"][str(GATE_COPY2)]
-    final = math.inf if rec["copy2"] is None else rec["copy2"]
+    reached = rec.steps_to[str(GATE_COPY2)]
+    final = math.inf if rec.copy2 is None else rec.copy2
     return (math.inf if reached is None else reached, final)
 
 
@@ -313,7 +351,6 @@ class Unit:
         self.best_k = None
         self.at_edge = False  # the best lr is still at the edge after the extensions
         self.seeds = {}       # seed -> record (None while running)
-        self.anchors = {}     # (steps, seed) -> record: the anchors' separate runs
 
     def next_k(self, max_extend):
         """the k past the best lr's edge (max_extend times), or None."""
@@ -327,13 +364,11 @@ class Unit:
         return None
 
     def add(self, rec):
-        """Keep a finished run by k (sweep), seed (seeds) or (steps, seed) (anchor)."""
-        if rec["phase"] == "sweep":
-            self.sweep.setdefault(rec["lr_k"], {})[rec["seed"]] = rec
-        elif rec["phase"] == "seeds":
-            self.seeds[rec["seed"]] = rec
+        """Keep a finished run by k (sweep) or seed (seeds)."""
+        if rec.phase == "sweep":
+            self.sweep.setdefault(rec.lr_k, {})[rec.seed] = rec
         else:
-            self.anchors[(rec["steps"], rec["seed"])] = rec
+            self.seeds[rec.seed] = rec
 
 
 def units_of(opts):
@@ -344,10 +379,9 @@ def units_of(opts):
 
 
 class Grid:
-    """Every unit's lr sweep on the tuning seeds, then --seeds paired seeds at its lr
-    (and at ANCHOR_CONTEXTS the default norms' runs of S/4 and S/2 steps), in a pool;
-    stops starting runs at --deadline (the runs under way finish; the same command
-    continues later)."""
+    """Every unit's lr sweep on the tuning seeds, then --seeds paired seeds at its lr,
+    in a pool; stops starting runs at --deadline (the runs under way finish; the same
+    command continues later)."""
     MODEL = ("n_log", "n_lin", "batch_size", "n_embd", "n_head", "n_layer")  # every job's options
 
     def __init__(self, units, opts, cache, save=None):
@@ -355,11 +389,10 @@ class Grid:
         self.ready, self.records, self.running = [], [], {}
         self.n_trained, self.left_unrun, self.t0 = 0, 0, time.perf_counter()
 
-    def job(self, unit, phase, k, seed, steps=None):
+    def job(self, unit, phase, k, seed):
         o = self.opts
-        return {**dict(zip(("norm", "variant", "T"), unit.key)), "steps": steps or o.steps,
-                "lr": lr_of(o, k), "lr_k": k, "seed": seed, "phase": phase,
-                **{m: getattr(o, m) for m in self.MODEL}}
+        return Job(*unit.key, steps=o.steps, lr=lr_of(o, k), lr_k=k, seed=seed,
+                   phase=phase, **{m: getattr(o, m) for m in self.MODEL})
 
     def describe(self, unit):  # how the log and the errors name a unit: sphere/default at T=64
         return f"{'/'.join(unit.key[:-1])} at T={unit.key[-1]}"
@@ -378,11 +411,11 @@ class Grid:
         if not reused:
             self.n_trained += 1
             self.save(self.records)
-            log(f"[{len(self.records)}] T={j['T']} {j['norm']}/{j['variant']} {j['phase']} "
-                f"steps={j['steps']} lr={j['lr']:.3g} seed={j['seed']}: copy2 "
-                f"{fmt(rec['copy2'])}, ablated {fmt(rec['copy2_ablated'])}, copy1 "
-                f"{fmt(rec['copy1'])}, steps to 1.0: {fmt(rec['steps_to']['1.0'], 0)} "
-                f"({fmt_time(rec['seconds'])}) | elapsed "
+            log(f"[{len(self.records)}] T={j.T} {j.norm}/{j.variant} {j.phase} "
+                f"steps={j.steps} lr={j.lr:.3g} seed={j.seed}: copy2 "
+                f"{fmt(rec.copy2)}, ablated {fmt(rec.copy2_ablated)}, copy1 "
+                f"{fmt(rec.copy1)}, steps to 1.0: {fmt(rec.steps_to['1.0'], 0)} "
+                f"({fmt_time(rec.seconds)}) | elapsed "
                 f"{fmt_time(time.perf_counter() - self.t0)}, {len(self.ready)} ready")
         if note:
             log(note)
@@ -413,9 +446,9 @@ class Grid:
         beyond the edge, or the chosen lr's runs (and chosen(unit)'s note to log is
         returned)."""
         self.records.append(rec)
-        unit = self.units[(job["norm"], job["variant"], job["T"])]
+        unit = self.units[(job.norm, job.variant, job.T)]
         unit.add(rec)
-        if job["phase"] != "sweep" or None in [r for by_seed in unit.sweep.values()
+        if job.phase != "sweep" or None in [r for by_seed in unit.sweep.values()
                                                for r in by_seed.values()]:
             return None
         k = unit.next_k(self.opts.max_extend)
@@ -425,21 +458,11 @@ class Grid:
         for seed in common.paired_seeds(self.opts):
             unit.seeds[seed] = None
             self.ready.append(self.job(unit, "seeds", unit.best_k, seed))
-            for steps in self.anchor_steps(unit):
-                unit.anchors[(steps, seed)] = None
-                self.ready.append(self.job(unit, "anchor", unit.best_k, seed, steps))
         return self.chosen(unit)
 
-    def anchor_steps(self, unit):  # (they compare the default norms: both must run)
-        if unit.variant != "default" or unit.T not in ANCHOR_CONTEXTS or \
-                not self.opts.sphere_default:
-            return ()
-        return [self.opts.steps // 4, self.opts.steps // 2]
-
     def priority(self, j):  # the shortest T first, sweeps before seeds, the default arms first
-        unit = list(self.units).index((j["norm"], j["variant"], j["T"]))
-        return (j["T"], j["phase"] != "sweep", j["phase"] == "anchor", j["seed"], unit,
-                abs(j["lr_k"]))
+        unit = list(self.units).index((j.norm, j.variant, j.T))
+        return (j.T, j.phase != "sweep", j.seed, unit, abs(j.lr_k))
 
     def run(self, run_job, data):
         """Train the ready jobs with run_job(job) in a common.pool(); finish(job,
@@ -453,7 +476,7 @@ class Grid:
                 while ready and len(running) < workers:
                     job = ready.pop(0)
                     if key(job) in self.cache:
-                        self.finish(job, dict(self.cache[key(job)], phase=job["phase"]), True)
+                        self.finish(job, replace(self.cache[key(job)], phase=job.phase), True)
                         continue
                     running[executor.submit(run_job, job)] = (job, time.perf_counter())
                 if not running:
@@ -474,7 +497,7 @@ class Grid:
         unrun, as None)."""
         for unit in self.units.values():
             ran = [r for r in unit.seeds.values() if r is not None]
-            if ran and all(r["final_val"] is None for r in ran):
+            if ran and all(r.final_val is None for r in ran):
                 raise common.Diverged(f"error: every run of {self.describe(unit)} at its "
                                       "chosen lr diverged: nothing to compare; try a smaller "
                                       "--lr0 (the finished runs are saved in results.json)")
@@ -489,7 +512,7 @@ def paired_ratio(rms, sph, target, steps):
     is missing)."""
     if rms is None or sph is None:
         return None
-    a, b = rms["steps_to"][str(target)], sph["steps_to"][str(target)]
+    a, b = rms.steps_to[str(target)], sph.steps_to[str(target)]
     if a is not None and b is not None:
         return ["=", a / b]
     if a is not None:
@@ -503,17 +526,15 @@ def gate(runs_at, seeds, steps):
     rms = [runs_at.get(("rmsnorm", "default", s)) for s in seeds]
     done = [r for r in rms if r is not None]
     sph = [r for (n, v, s), r in runs_at.items() if n == "sphere" and v == "default"
-           and r["steps_to"][str(GATE_COPY2)] is not None]
-    g = {"seeds_run": len(done), "seeds_planned": len(seeds),
-         "G1": bool(done) and all(r["steps_to"][str(GATE_COPY2)] is not None for r in done),
-         "G2": bool(done) and all(r["copy2_ablated"] is not None and r["copy2_ablated"] >= LN26
+           and r.steps_to[str(GATE_COPY2)] is not None]
+    g = {"G1": bool(done) and all(r.steps_to[str(GATE_COPY2)] is not None for r in done),
+         "G2": bool(done) and all(r.copy2_ablated is not None and r.copy2_ablated >= LN26
                                   for r in done),
-         "G3": bool(done) and all(r["copy1"] is not None and r["copy1"] >= LN26 - GATE_LEAK
+         "G3": bool(done) and all(r.copy1 is not None and r.copy1 >= LN26 - GATE_LEAK
                                   for r in done),
-         "G4": all(r["copy2_ablated"] >= LN26 and r["copy1"] >= LN26 - GATE_LEAK for r in sph),
-         "sphere_counted": len(sph)}
-    g["passed"] = len(done) == len(seeds) and all(g[k] for k in ("G1", "G2", "G3", "G4"))
-    return g
+         "G4": all(r.copy2_ablated >= LN26 and r.copy1 >= LN26 - GATE_LEAK for r in sph)}
+    return {"seeds_run": len(done), "seeds_planned": len(seeds), **g, "sphere_counted": len(sph),
+            "passed": len(done) == len(seeds) and all(g.values())}
 
 
 def verdict_at(ratios):
@@ -532,14 +553,14 @@ def verdict(rows):
     """Against the anchors' direction, over the T whose gate passed: 'supports' if the
     sphere is faster at every such T and the median r rises with T; 'contradicts' if it
     is slower at every such T; 'neither' otherwise; no verdict where no gate passed."""
-    gated = [row for row in rows if row["gate"]["passed"]]
+    gated = [row for row in rows if row.gate["passed"]]
     if not gated:
         return "no verdict: the gate has not passed at any T (see the gate table)"
-    calls = [row["verdict_at"] for row in gated]
-    Ts = ", ".join(str(row["T"]) for row in gated)
+    calls = [row.verdict_at for row in gated]
+    Ts = ", ".join(str(row.T) for row in gated)
     if all(c == "sphere slower" for c in calls):
         return f"contradicts: the sphere is slower at every gated T ({Ts})"
-    medians = [row["r_median"] for row in gated]
+    medians = [row.r_median for row in gated]
     rising = None not in medians and all(b > a for a, b in zip(medians, medians[1:]))
     if all(c == "sphere faster" for c in calls) and rising:
         return f"supports: the sphere is faster at every gated T ({Ts}) and r rises with T"
@@ -548,48 +569,56 @@ def verdict(rows):
 
 def unit_summary(unit_runs, opts):
     """One unit's sweep (lr -> goodness numbers), its chosen lr (None: not finished)."""
-    sweep = sorted((r for r in unit_runs if r["phase"] == "sweep"),
-                   key=lambda r: (r["lr_k"], r["seed"]))
+    sweep = sorted((r for r in unit_runs if r.phase == "sweep"), key=lambda r: (r.lr_k, r.seed))
     by_k = {}
     for r in sweep:
-        by_k.setdefault(r["lr_k"], []).append(r)
-    seeds = [r for r in unit_runs if r["phase"] == "seeds"]
-    chosen = seeds[0]["lr"] if seeds else None
+        by_k.setdefault(r.lr_k, []).append(r)
+    seeds = [r for r in unit_runs if r.phase == "seeds"]
+    chosen = seeds[0].lr if seeds else None
     ks = sorted(by_k)
     if chosen is None and len(ks) >= 2 * opts.sweep + 1 and all(  # the pick, as Unit.next_k
             len(runs) == opts.tune_seeds for runs in by_k.values()):
         best = best_k(by_k)
         if best not in (ks[0], ks[-1]) or len(ks) - (2 * opts.sweep + 1) >= opts.max_extend:
-            chosen = by_k[best][0]["lr"]
-    return {"sweep": [{"lr": r["lr"], "copy2": r["copy2"], "steps_to": r["steps_to"],
-                       "copy1": r["copy1"], "copy2_ablated": r["copy2_ablated"]} for r in sweep],
-            "lr": chosen, "seeds_done": sorted(r["seed"] for r in seeds)}
+            chosen = by_k[best][0].lr
+    return {"sweep": [{"lr": r.lr, "copy2": r.copy2, "steps_to": r.steps_to,
+                       "copy1": r.copy1, "copy2_ablated": r.copy2_ablated} for r in sweep],
+            "lr": chosen, "seeds_done": sorted(r.seed for r in seeds)}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One context length's numbers: the gate, each unit's sweep and seeds, the paired r
+    (str(target) -> per seed), each arm's r at 1.0 nat, seed 0's first look (tuning),
+    and the reading at 1.0 nat and the median r."""
+    T: int
+    gate: dict
+    units: dict
+    r: dict
+    arms_r: dict
+    tuning: dict
+    verdict_at: str
+    r_median: float | None
 
 
 def summarize_T(T, records, opts, seeds):
     """The numbers of one context length from the records (a partial grid too)."""
-    at = [r for r in records if r["T"] == T]
-    runs_at = {(r["norm"], r["variant"], r["seed"]): r for r in at if r["phase"] == "seeds"}
-    units = {f"{n}/{v}": unit_summary([r for r in at if (r["norm"], r["variant"]) == (n, v)], opts)
-             for n, v in sorted({(r["norm"], r["variant"]) for r in at})}
-    row = {"T": T, "gate": gate(runs_at, seeds, opts.steps), "units": units, "r": {}}
-    for target in R_TARGETS:
-        row["r"][str(target)] = [paired_ratio(runs_at.get(("rmsnorm", "default", s)),
-                                              runs_at.get(("sphere", "default", s)), target,
-                                              opts.steps) for s in seeds]
-    arms = {}
+    at = [r for r in records if r.T == T]
+    runs_at = {(r.norm, r.variant, r.seed): r for r in at if r.phase == "seeds"}
+    units = {f"{n}/{v}": unit_summary([r for r in at if (r.norm, r.variant) == (n, v)], opts)
+             for n, v in sorted({(r.norm, r.variant) for r in at})}
+    r = {str(target): [paired_ratio(runs_at.get(("rmsnorm", "default", s)),
+                                    runs_at.get(("sphere", "default", s)), target, opts.steps)
+                       for s in seeds] for target in R_TARGETS}
+    arms = {}  # each arm in the sphere's place, against rmsnorm/default
     for (_, v, s), rec in runs_at.items():
         if v != "default":
             arms.setdefault(v, {})[s] = paired_ratio(runs_at.get(("rmsnorm", "default", s)),
                                                      rec, GATE_COPY2, opts.steps)
-    row["arms_r"] = arms  # each arm in the sphere's place, against rmsnorm/default
-    row["tuning"] = tuning_ratios(at, units, opts)
-    ones = row["r"][str(GATE_COPY2)]
-    row["verdict_at"] = verdict_at(ones)
+    ones = r[str(GATE_COPY2)]
     exact = [x for kind, x in filter(None, ones)]
-    row["r_median"] = float(np.median(exact)) if exact and None not in ones else None
-    row["anchors"] = anchors_at(T, at, opts, seeds) if T in ANCHOR_CONTEXTS else None
-    return row
+    return Row(T, gate(runs_at, seeds, opts.steps), units, r, arms, tuning_ratios(at, units, opts),
+               verdict_at(ones), float(np.median(exact)) if exact and None not in ones else None)
 
 
 def tuning_ratios(at, units, opts):
@@ -599,43 +628,31 @@ def tuning_ratios(at, units, opts):
     def chosen(name):
         u = units.get(name)
         return None if u is None or u["lr"] is None else next((
-            r for r in at if f"{r['norm']}/{r['variant']}" == name and r["phase"] == "sweep"
-            and r["lr"] == u["lr"]), None)
+            r for r in at if f"{r.norm}/{r.variant}" == name and r.phase == "sweep"
+            and r.lr == u["lr"]), None)
 
     base = chosen("rmsnorm/default")
     return {name: {str(t): paired_ratio(base, chosen(name), t, opts.steps) for t in R_TARGETS}
             for name in units if name != "rmsnorm/default" and chosen(name) is not None}
 
 
-def anchors_at(T, at, opts, seeds):
-    """The anchors' protocol: final copy-2 loss of separate runs of S/4, S/2 and S
-    steps, mean over the seeds that ran all three, and the iso-loss lengths
-    (common.iso_length)."""
-    lengths = [opts.steps // 4, opts.steps // 2, opts.steps]
-    by = {(r["norm"], r["steps"], r["seed"]): r["copy2"] for r in at
-          if r["variant"] == "default" and r["phase"] in ("seeds", "anchor")}
-    full = [s for s in seeds if all((n, L, s) in by for n in ("rmsnorm", "sphere")
-                                    for L in lengths)]
-    if not full:
-        return {"lengths": lengths, "seeds": []}
-    means = {n: [float(np.mean([by[(n, L, s)] for s in full])) for L in lengths]
-             for n in ("rmsnorm", "sphere")}
-    return {"lengths": lengths, "seeds": full, "means": means,
-            "rms_length_for_sphere_final": common.iso_length(lengths, means["rmsnorm"],
-                                                             means["sphere"][-1]),
-            "sphere_length_for_rms_final": common.iso_length(lengths, means["sphere"],
-                                                             means["rmsnorm"][-1])}
-
-
 def contexts_of(records, opts):
     """The T of this invocation and of every run in results.json, shortest first."""
-    return sorted(set(opts.contexts) | {r["T"] for r in records})
+    return sorted(set(opts.contexts) | {r.T for r in records})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """results.json's "summary": a Row per T, the paired seeds and the verdict."""
+    rows: list
+    seeds: list
+    verdict: str
 
 
 def summarize(records, opts):
     seeds = list(common.paired_seeds(opts))
     rows = [summarize_T(T, records, opts, seeds) for T in contexts_of(records, opts)]
-    return {"rows": rows, "seeds": seeds, "verdict": verdict(rows)}
+    return Summary(rows, seeds, verdict(rows))
 
 
 # ============================================================================== report
@@ -682,10 +699,10 @@ def _machines(records):
     """Which CPU ran how many runs, and the units whose runs came from more than one."""
     cpus, by_unit = {}, {}
     for r in records:
-        cpu = r.get("machine", {}).get("cpu", "not recorded")
+        cpu = (r.machine or {}).get("cpu", "not recorded")
         cpus[cpu] = cpus.get(cpu, 0) + 1
         if cpu != "not recorded":
-            by_unit.setdefault((r["T"], f"{r['norm']}/{r['variant']}"), set()).add(cpu)
+            by_unit.setdefault((r.T, f"{r.norm}/{r.variant}"), set()).add(cpu)
     mixed = [f"T = {T}, {name} ({', '.join(sorted(c))})"
              for (T, name), c in sorted(by_unit.items()) if len(c) > 1]
     return ["Runs by CPU: " + ", ".join(f"{cpu} {n}" for cpu, n in sorted(cpus.items()))
@@ -698,34 +715,28 @@ def _status(summary, opts, records, complete, full):
     """Which runs exist, against the planned grid `full` (the study's defaults)."""
     units = len(units_of(full)) // len(full.contexts)
     runs_per_T = units * ((2 * full.sweep + 1) * full.tune_seeds + full.seeds)
-    anchored = ANCHOR_CONTEXTS if full.sphere_default else ()
-    done = {row["T"]: sum(len(u["sweep"]) + len(u["seeds_done"]) for u in row["units"].values())
-            for row in summary["rows"]}
-    anchors = {row["T"]: sum(r["phase"] == "anchor" for r in records if r["T"] == row["T"])
-               for row in summary["rows"]}
-    planned = "; ".join(f"T = {T}: {done.get(T, 0)} of about {runs_per_T} runs" + (
-        f", {anchors.get(T, 0)} of {2 * 2 * full.seeds} anchor runs" if T in anchored
-        else "") for T in full.contexts)
-    rows = {row["T"]: row for row in summary["rows"]}
+    done = {row.T: sum(len(u["sweep"]) + len(u["seeds_done"]) for u in row.units.values())
+            for row in summary.rows}
+    planned = "; ".join(f"T = {T}: {done.get(T, 0)} of about {runs_per_T} runs"
+                        for T in full.contexts)
+    rows = {row.T: row.units for row in summary.rows}
     names = sorted({f"{n}/{v}" for n, v, _ in units_of(full)})
-    absent = {T: [n for n in names if n not in rows.get(T, {"units": {}})["units"]]
-              for T in full.contexts}
+    absent = {T: [n for n in names if n not in rows.get(T, {})] for T in full.contexts}
     partial = not complete or any(absent.values()) or any(
-        len(u["seeds_done"]) < full.seeds for row in rows.values() for u in row["units"].values())
+        len(u["seeds_done"]) < full.seeds for units in rows.values() for u in units.values())
     not_run = "; ".join(f"T = {T}: {', '.join(a)}" for T, a in absent.items() if a)
     L = ["## Which runs exist", "",
          ("**Partial results.** " if partial else "") + f"The planned grid ({units} units per T, "
          f"each {2 * full.sweep + 1} lrs on {_seeds(common.tuning_seeds(full))} (more if the "
-         f"best is at an edge), then {full.seeds} seeds"
-         + (f"; the anchors' runs at T = {', '.join(map(str, anchored))}" if anchored else "")
-         + f"): {planned}." + (f" Units never run: {not_run}." if not_run else ""), "",
+         f"best is at an edge), then {full.seeds} seeds): {planned}."
+         + (f" Units never run: {not_run}." if not_run else ""), "",
          f"| T | unit | lr sweep ({_seeds(common.tuning_seeds(opts))}): lr → final copy-2 / steps "
          "to 1.0 | chosen lr | seeds done |", "|---|---|---|---|---|"]
-    for row in summary["rows"]:
-        for name, u in row["units"].items():
+    for row in summary.rows:
+        for name, u in row.units.items():
             cells = " · ".join(f"{s['lr']:.3g} → {fmt(s['copy2'])} / "
                                f"{fmt(s['steps_to'][str(GATE_COPY2)], 0)}" for s in u["sweep"])
-            L.append(f"| {row['T']} | {name} | {cells or 'pending'} | "
+            L.append(f"| {row.T} | {name} | {cells or 'pending'} | "
                      f"{'pending' if u['lr'] is None else format(u['lr'], '.3g')} | "
                      f"{', '.join(map(str, u['seeds_done'])) or 'none'} of {opts.seeds} |")
     return L + [""] + _chosen_blind(summary, opts) + [""]
@@ -736,8 +747,8 @@ def _chosen_blind(summary, opts):
     so the final copy-2 alone chose it; under 0.001 nats ahead of the next lr is a
     tie."""
     L = []
-    for row in summary["rows"]:
-        for name, u in row["units"].items():
+    for row in summary.rows:
+        for name, u in row.units.items():
             worst_final = {}  # lr -> its worst tuning seed's final copy-2 (diverged: inf)
             for s in u["sweep"]:
                 final = math.inf if s["copy2"] is None else s["copy2"]
@@ -747,7 +758,7 @@ def _chosen_blind(summary, opts):
                     s["steps_to"][str(GATE_COPY2)] is not None for s in u["sweep"]):
                 continue
             margin = finals[1] - finals[0]
-            L.append(f"- T = {row['T']}, {name}: no lr of the sweep reached copy-2 ≤ "
+            L.append(f"- T = {row.T}, {name}: no lr of the sweep reached copy-2 ≤ "
                      f"{GATE_COPY2}; the final copy-2 alone chose {u['lr']:.3g}, "
                      f"{margin:.4f} nats ahead of the next lr"
                      + (f" (a tie: its {len(finals)} finals lie within "
@@ -765,18 +776,18 @@ def _gate_and_r(summary):
          "seed; '<': the sphere never got there (rmsnorm steps / S); '>': rmsnorm never did.", "",
          "| T | seeds run | G1 | G2 | G3 | G4 | gate | r at 2.0 | r at 1.0 | reading at 1.0 |",
          "|---|---|---|---|---|---|---|---|---|---|"]
-    for row in summary["rows"]:
-        g, checks = row["gate"], ("G1", "G2", "G3", "G4")
+    for row in summary.rows:
+        g, checks = row.gate, ("G1", "G2", "G3", "G4")
         yes = {True: "yes", False: "no"}
         holding = not g["seeds_run"] or all(g[k] for k in checks)  # so far
         status = ("passed" if g["passed"] else "pending" if holding and g["seeds_run"]
                   < g["seeds_planned"] else "not passed")
-        L.append(f"| {row['T']} | {g['seeds_run']} of {g['seeds_planned']} | "
+        L.append(f"| {row.T} | {g['seeds_run']} of {g['seeds_planned']} | "
                  + " | ".join(yes[g[k]] if g["seeds_run"] else "—" for k in checks)
                  + f" | **{status}** | "
-                 + ", ".join(_ratio(r) for r in row["r"]["2.0"]) + " | "
-                 + ", ".join(_ratio(r) for r in row["r"]["1.0"]) + f" | {row['verdict_at']} |")
-    return L + ["", f"Verdict (pre-registered, experiments/README.md): **{summary['verdict']}**",
+                 + ", ".join(_ratio(r) for r in row.r["2.0"]) + " | "
+                 + ", ".join(_ratio(r) for r in row.r["1.0"]) + f" | {row.verdict_at} |")
+    return L + ["", f"Verdict (pre-registered, experiments/README.md): **{summary.verdict}**",
                 ""]
 
 
@@ -796,60 +807,38 @@ def _arms(records, summary):
          "— where a run did not record it).", "",
          "| T | unit | phase | lr | seed | steps to 3.0 / 2.0 / 1.0 | copy-2 | ablated | copy-1 | "
          "source weight | entropy | s_qk | α_A / α_M |", "|---" * 13 + "|"]
-    for r in sorted(records, key=lambda r: (r["T"], r["phase"] == "anchor", r["seed"],
-                                            r["norm"], r["variant"], r["lr_k"], r["steps"])):
-        to = " / ".join(fmt(r["steps_to"][str(t)], 0) for t in TARGETS)
-        mass, ent = r["diag"]["copy_mass"][-1][-1], r["diag"]["entropy"][-1][-1]
+    for r in sorted(records, key=lambda r: (r.T, r.phase == "anchor", r.seed, r.norm, r.variant,
+                                            r.lr_k, r.steps)):
+        to = " / ".join(fmt(r.steps_to[str(t)], 0) for t in TARGETS)
+        mass, ent = r.diag["copy_mass"][-1][-1], r.diag["entropy"][-1][-1]
         head = int(np.argmax(mass))
-        sqk, alpha = r["diag"]["s_qk"][-1], (r["diag"].get("alpha") or [None])[-1]
+        sqk, alpha = r.diag["s_qk"][-1], (r.diag.get("alpha") or [None])[-1]
         alpha = " / ".join(f"{a:.3f}" for a in np.mean(alpha, axis=0)) if alpha else "—"
-        L.append(f"| {r['T']} | {r['norm']}/{r['variant']} | {r['phase']}"
-                 + (f" ({r['steps']:,} steps)" if r["phase"] == "anchor" else "")
-                 + f" | {r['lr']:.3g} | {r['seed']} | {to} | {fmt(r['copy2'])} | "
-                 f"{fmt(r['copy2_ablated'])} | {fmt(r['copy1'])} | {mass[head]:.2f} | "
+        L.append(f"| {r.T} | {r.norm}/{r.variant} | {r.phase}"
+                 + (f" ({r.steps:,} steps)" if r.phase == "anchor" else "")
+                 + f" | {r.lr:.3g} | {r.seed} | {to} | {fmt(r.copy2)} | "
+                 f"{fmt(r.copy2_ablated)} | {fmt(r.copy1)} | {mass[head]:.2f} | "
                  f"{ent[head]:.2f} | {fmt(np.mean([m for m, _ in sqk]) if sqk else None, 2)} | "
                  f"{alpha} |")
     L += ["", "Seed 0, the tuning runs (one seed, the one each lr was chosen on): each unit at its "
           "chosen lr against rmsnorm/default at its own, r at 2.0 / 1.0 nats (censored as above):",
           ""]
-    for row in summary["rows"]:
-        L += [f"- T = {row['T']}, {name}: {_ratio(r['2.0'])} / {_ratio(r['1.0'])}"
-              for name, r in sorted(row["tuning"].items())]
+    for row in summary.rows:
+        L += [f"- T = {row.T}, {name}: {_ratio(r['2.0'])} / {_ratio(r['1.0'])}"
+              for name, r in sorted(row.tuning.items())]
     L += ["", "Each diagnosis arm against rmsnorm/default at the same seed (r at 1.0 nat, "
           "censored as above; the arm in the sphere's place):", ""]
-    for row in summary["rows"]:
-        for arm, by_seed in sorted(row["arms_r"].items()):
-            L.append(f"- T = {row['T']}, {arm}: " + ", ".join(
+    for row in summary.rows:
+        for arm, by_seed in sorted(row.arms_r.items()):
+            L.append(f"- T = {row.T}, {arm}: " + ", ".join(
                 f"seed {seed}: {_ratio(r)}" for seed, r in sorted(by_seed.items())))
     return L + [""]
-
-
-def _anchors_md(summary):
-    L = []
-    for row in summary["rows"]:
-        a = row["anchors"]
-        if not a:
-            continue
-        L += [f"## The anchors' protocol at T = {row['T']}: separate runs of S/4, S/2 and S", ""]
-        if not a["seeds"]:
-            L += ["Pending: no seed has all three run lengths of both norms yet.", ""]
-            continue
-        L += [f"Final copy-2 loss, mean over seeds {', '.join(map(str, a['seeds']))}:", "",
-              "| norm | " + " | ".join(f"{n:,} steps" for n in a["lengths"]) + " |",
-              "|---|" + "---|" * len(a["lengths"])]
-        L += [f"| {n} | " + " | ".join(fmt(x) for x in a["means"][n]) + " |"
-              for n in ("rmsnorm", "sphere")]
-        L += ["", "rmsnorm run length matching the sphere's final copy-2 at S: "
-              f"{_ratio(a['rms_length_for_sphere_final'], 0)}; sphere run length matching "
-              f"rmsnorm's: {_ratio(a['sphere_length_for_rms_final'], 0)} ('<' / '>': outside "
-              "the measured lengths).", ""]
-    return L
 
 
 def markdown(summary, opts, info, records, complete=True):
     full = parser().parse_args([])  # the planned grid: the defaults
     return "\n".join(_header(opts, info, records) + _status(summary, opts, records, complete, full)
-                      + _gate_and_r(summary) + _anchors_md(summary) + _arms(records, summary))
+                      + _gate_and_r(summary) + _arms(records, summary))
 
 
 def plots(records, opts, out):
@@ -858,23 +847,23 @@ def plots(records, opts, out):
     the source key at the copy-2 positions; the effective s_qk (sphere arms, mean over
     layers)."""
     plt = common.pyplot()
-    Ts = [T for T in contexts_of(records, opts) if any(r["T"] == T for r in records)]
+    Ts = [T for T in contexts_of(records, opts) if any(r.T == T for r in records)]
     if not Ts:
         return
     fig, axes = plt.subplots(3, len(Ts), figsize=(5.5 * len(Ts), 11), squeeze=False)
-    units = sorted({f"{r['norm']}/{r['variant']}" for r in records})
+    units = sorted({f"{r.norm}/{r.variant}" for r in records})
     color = {unit: f"C{i}" for i, unit in enumerate(units)}  # a unit's color is the same at every T
     for col, T in enumerate(Ts):
         ax, mx, sx = (axes[i][col] for i in range(3))
         for rec in best_runs(records, T):
-            c = color[f"{rec['norm']}/{rec['variant']}"]
-            label = f"{rec['norm']}/{rec['variant']} lr {rec['lr']:.3g} seed {rec['seed']}"
-            steps = np.maximum(rec["curves"]["step"], 1)
-            ax.plot(steps, rec["curves"]["copy2"], color=c, label=label)
-            ax.plot(steps, rec["curves"]["copy2_ablated"], color=c, ls="--", lw=0.8)
-            mx.plot(steps, [max(d[-1]) for d in rec["diag"]["copy_mass"]], color=c, label=label)
-            if rec["norm"] == "sphere":
-                sx.plot(steps, [np.mean([m for m, _ in d]) for d in rec["diag"]["s_qk"]],
+            c = color[f"{rec.norm}/{rec.variant}"]
+            label = f"{rec.norm}/{rec.variant} lr {rec.lr:.3g} seed {rec.seed}"
+            steps = np.maximum(rec.curves["step"], 1)
+            ax.plot(steps, rec.curves["copy2"], color=c, label=label)
+            ax.plot(steps, rec.curves["copy2_ablated"], color=c, ls="--", lw=0.8)
+            mx.plot(steps, [max(d[-1]) for d in rec.diag["copy_mass"]], color=c, label=label)
+            if rec.norm == "sphere":
+                sx.plot(steps, [np.mean([m for m, _ in d]) for d in rec.diag["s_qk"]],
                         color=c, label=label)
         ax.axhline(LN26, color="gray", ls=":", lw=1, label="ln 26")
         ax.set(xscale="log", xlabel="optimizer step", ylabel="copy-2 loss (nats/letter)",
@@ -893,8 +882,8 @@ def best_runs(records, T):
     """Per unit at T: its best sweep run (seed 0, for every unit)."""
     out = {}
     for r in records:
-        key = (r["norm"], r["variant"])
-        if r["T"] == T and r["phase"] == "sweep" and (key not in out
+        key = (r.norm, r.variant)
+        if r.T == T and r.phase == "sweep" and (key not in out
                                                       or goodness(r) < goodness(out[key])):
             out[key] = r
     return list(out.values())
@@ -915,8 +904,8 @@ class Study:
 def write_all(study, records, opts, info, out, complete):
     summary, md = study.report(records, opts, info, complete)
     common.write_json(os.path.join(out, "results.json"), {
-        "complete": complete, "options": vars(opts), "info": info, "summary": summary,
-        "runs": records})
+        "complete": complete, "options": vars(opts), "info": info, "summary": asdict(summary),
+        "runs": [r.as_json() for r in records]})
     common.write_text(os.path.join(out, "results.md"), md)
     plots(records, opts, out)
     return md
@@ -942,8 +931,6 @@ RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
           **{k: common.is_number for k in ("seconds", "cpu_seconds", "ms_per_step")},
           **{k: lambda x: common.is_int(x) and x > 0 for k in ("T", "steps")},
           **{k: common.is_int for k in ("lr_k", "seed")}}
-
-
 
 
 QUICK = {"contexts": [16, 32], "steps": 24, "seeds": 2, "sweep": 0, "max_extend": 0,
@@ -1003,27 +990,30 @@ RULES = {"seed": "seed", "split_seed": "seed", "lr0": "lr", "steps": "steps",
 MAX_RUNS = 20000  # a grid's planned runs, at most: the largest one run so far had a few hundred
 
 
-def parser():
-    p = common.Parser("repeat.py", __doc__)
+def parser(name="repeat", doc=__doc__, **defaults):
+    """The flags; a study built on this grid gives its name, doc and own defaults."""
+    p = common.Parser(f"{name}.py", doc)
     add = p.add_argument
-    add("--out", help="output directory (default experiments/results/repeat[-quick]/)")
-    add("--quick", action="store_true", help="smoke test in seconds: T 16 and 32, 24 steps, 2 "
-        "seeds, one lr per unit, 16 held-out documents (the defaults below become these; "
+    add("--out", help=f"output directory (default experiments/results/{name}[-quick]/)")
+    add("--quick", action="store_true", help="smoke test in seconds: short runs at small T, "
+        "few seeds, one lr per unit, 16 held-out documents (the defaults below become these; "
         "explicit flags still win)")
     add("--from-json", metavar="PATH", help="train nothing: write results.md and the figures "
         "again from a results.json (into --out, default PATH's folder)")
-    for name, (kind, default, text) in FLAGS.items():
-        add("--" + name.replace("_", "-"), type=kind, default=default,
+    for flag, (kind, default, text) in FLAGS.items():
+        default = defaults.get(flag, default)
+        add("--" + flag.replace("_", "-"), type=kind, default=default,
             help=f"{text} (default {default})")
-    add("--contexts", type=common.int_list, default=[64, 128, 256],
-        help="context lengths T (default 64,128,256)")
+    contexts = defaults.get("contexts", [64, 128, 256])
+    add("--contexts", type=common.int_list, default=contexts,
+        help=f"context lengths T (default {','.join(map(str, contexts))})")
     add("--steps", type=common.pos_int, default=10000,
         help="optimizer steps per run, S (default 10000)")
-    add("--variants", type=variant_list,
-        default=[v for v in VARIANTS if v != "alpha-L"],
-        help=f"diagnosis arms besides the defaults (default all but alpha-L; known: "
-             f"{', '.join(VARIANTS)})")
+    variants = defaults.get("variants", [v for v in VARIANTS if v != "alpha-L"])
+    add("--variants", type=variant_list, default=variants, help="arms besides the defaults "
+        f"(default {','.join(variants)}; known: {', '.join(VARIANTS)})")
     add("--no-sphere-default", dest="sphere_default", action="store_false",
+        default=defaults.get("sphere_default", True),
         help="leave out the sphere/default unit (an arm's r is against rmsnorm/default)")
     add("--deadline", type=deadline, metavar="HH:MM", help="start no run after this UTC time; "
         "the runs under way finish, the report is written (the same command continues later)")
@@ -1034,8 +1024,9 @@ def check_memory(opts):
     """InputError unless --workers runs of the longest T fit in --max-memory, before any
     run (harness/memory.py's estimate: a training step, the loss per step, the run's
     documents: steps x batch of at most T characters; this process keeps them too)."""
-    cfg = model_config({"T": max(opts.contexts), "norm": "sphere", "n_embd": opts.n_embd,
-                        "n_head": opts.n_head, "n_layer": opts.n_layer})
+    cfg = model_config(SimpleNamespace(T=max(opts.contexts), norm="sphere", variant="default",
+                                       n_embd=opts.n_embd, n_head=opts.n_head,
+                                       n_layer=opts.n_layer))
     workers, n = opts.workers, opts.steps * opts.batch_size
     docs = memory.corpus_memory(n, n * cfg.block_size)
     run = memory.step_memory(cfg, opts.batch_size, "numpy", 8) + memory.history_memory(
@@ -1059,8 +1050,7 @@ def check_options(opts):
         for value in values if isinstance(values, list) else [values]:
             common.check(row, value, "--" + name.replace("_", "-"))
     reach, units = opts.sweep + opts.max_extend, len(units_of(opts))
-    anchors = 4 * opts.seeds * len(set(ANCHOR_CONTEXTS) & set(opts.contexts)) * opts.sphere_default
-    n_runs = units * ((2 * reach + 1) * opts.tune_seeds + opts.seeds) + anchors
+    n_runs = units * ((2 * reach + 1) * opts.tune_seeds + opts.seeds)
     if n_runs > MAX_RUNS:
         raise InputError(f"this grid plans about {n_runs:,} runs, more than {MAX_RUNS:,}: "
                          "fewer seeds, lrs or units (or run it in parts)")
@@ -1071,10 +1061,9 @@ def check_options(opts):
             lr = math.inf
         common.check("lr", lr, f"the lr lr0*10^(k/2) at k = {k} (--lr0 {opts.lr0:g}, the "
                      "sweep's reach)")
-    shortest = opts.steps // 4 if set(ANCHOR_CONTEXTS) & set(opts.contexts) else opts.steps
-    if opts.n_lin > shortest:
-        raise InputError(f"--n-lin {opts.n_lin} needs at most as many eval points as the "
-                         f"shortest run has steps ({shortest})")
+    if opts.n_lin > opts.steps:
+        raise InputError(f"--n-lin {opts.n_lin} needs at most as many eval points as a run "
+                         f"has steps ({opts.steps})")
     if opts.n_embd % opts.n_head:
         raise InputError(f"--n-embd ({opts.n_embd}) must be divisible by --n-head ({opts.n_head})")
     if min(opts.contexts) < 8 or len(set(opts.contexts)) != len(opts.contexts):
@@ -1099,8 +1088,8 @@ def read_results(path, what, parser):
     """An earlier results.json through one validator, before anything is trained or
     rewritten: its options (common.check_options, then the door checks: a grid of 10^9
     seeds never ran), "complete" a bool and never true of a grid that ran nothing, every
-    run record by RECORD, and is_info(raw). Returns (raw, its runs); InputError with one
-    line for anything that cannot be true."""
+    run record by RECORD (with no key a Run has not), and is_info(raw). Returns (raw,
+    its runs as Runs); InputError with one line for anything that cannot be true."""
     raw = common.read_json(path, what)  # (an option the file predates: its default)
     raw["options"] = {**vars(parser().parse_args([])), **raw["options"]}
     try:
@@ -1119,6 +1108,7 @@ def read_results(path, what, parser):
                                  "script wrote")
         if not is_info(raw):
             raise InputError("its other parts are not those of a record this script wrote")
+        runs = [Run(**r) for r in runs]
     except (InputError, KeyError, TypeError, AttributeError, ValueError) as e:
         why = e if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
         raise InputError(f"cannot {what} {path!r}: {why} (start with another --out, or restore "
@@ -1146,15 +1136,14 @@ def rerender(study, opts):
     accepts, into --out (default PATH's folder); any part of the file the report cannot
     use is one line naming it, never a traceback."""
     path = opts.from_json
-    raw, _ = read_results(path, "read results from", study.parser)  # (a grid under way: partial)
+    raw, runs = read_results(path, "read results from", study.parser)  # (under way: partial)
     try:
         complete = raw["complete"]
     except KeyError as e:
         raise InputError(f"cannot read results from {path!r}: KeyError: {e}") from None
     out = common.output_folder(opts.out or os.path.dirname(os.path.abspath(path)))
     try:
-        md = write_all(study, raw["runs"], SimpleNamespace(**raw["options"]), raw["info"], out,
-                       complete)
+        md = write_all(study, runs, SimpleNamespace(**raw["options"]), raw["info"], out, complete)
     except (InputError, OSError):
         raise
     except Exception as e:  # noqa: BLE001 (a crafted file: whatever it breaks is the file's fault)
@@ -1194,7 +1183,7 @@ def run_study(study, argv):
     def info(records):
         now.update(wall_s=time.perf_counter() - t0, load_end=common.load_average())
         return {"machine": now["machine"], "invocations": invocations + [now],
-                "cpu_s": sum(r["cpu_seconds"] for r in records),
+                "cpu_s": sum(r.cpu_seconds for r in records),
                 "wall_s": sum(v["wall_s"] for v in invocations + [now])}
 
     def with_the_rest(records):  # and the runs in results.json this invocation does not plan

@@ -19,9 +19,9 @@ STEPS = 10000
 
 def run(T, norm, variant, seed, to_one):
     """A paired-seed record that passed the gate's checks, reaching copy-2 1.0 at to_one."""
-    return {"T": T, "norm": norm, "variant": variant, "phase": "seeds", "seed": seed,
-            "lr": 0.00316, "lr_k": -1, "steps": STEPS, "copy1": 3.3, "copy2": 0.1,
-            "copy2_ablated": 6.0, "steps_to": {"3.0": 1.0, "2.0": 1.0, "1.0": to_one}}
+    return SimpleNamespace(T=T, norm=norm, variant=variant, phase="seeds", seed=seed, lr=0.00316,
+                           lr_k=-1, steps=STEPS, copy1=3.3, copy2=0.1, copy2_ablated=6.0,
+                           steps_to={"3.0": 1.0, "2.0": 1.0, "1.0": to_one})
 
 
 def read(records, opts):

@@ -43,6 +43,8 @@ def impossible(raw, part):
     yield "a NaN loss", dict(raw, runs=[dict(run0, copy2=float("nan"))] + rest)
     yield "a negative loss", dict(raw, runs=[dict(run0, copy2=-0.5)] + rest)
     yield "a string loss", dict(raw, runs=[dict(run0, copy2="1.2")] + rest)
+    yield "a key no run has", dict(raw, runs=[dict(run0, colour="red")] + rest)
+    yield "a key missing", dict(raw, runs=[{k: v for k, v in run0.items() if k != "n_head"}] + rest)
     yield "a negative loss in a curve", dict(raw, runs=[dict(run0, curves=curves)] + rest)
     yield "no runs", dict(raw, runs=[], complete=True)  # a grid that ran nothing, "complete"
     yield "complete a string", dict(raw, complete="yes")

@@ -82,10 +82,10 @@ def test_qknorm_bounds_the_attention_logits():
 
 
 def test_the_sqk64_arm_starts_with_the_papers_logit_range():
-    job = {"seed": 1, "variant": "sqk64", "T": 16, "norm": "sphere", "n_embd": 32, "n_head": 4,
-           "n_layer": 2}
+    job = SimpleNamespace(seed=1, variant="sqk64", T=16, norm="sphere", n_embd=32, n_head=4, n_layer=2)
     cfg = rp.model_config(job)
-    default = rp.effective_sqk(rp.initial_params(dict(job, variant="default"), cfg), cfg)
+    default = rp.effective_sqk(rp.initial_params(SimpleNamespace(**{**vars(job), "variant": "default"}),
+                                                 cfg), cfg)
     raised = rp.effective_sqk(rp.initial_params(job, cfg), cfg)
     for (s0, _), (s1, _) in zip(default, raised):
         assert s0 ** 2 * cfg.head_dim ** 0.5 == pytest.approx(8 ** 0.5, rel=1e-6)  # the default: sqrt(8)
@@ -97,8 +97,7 @@ def test_the_sqk64_arm_starts_with_the_papers_logit_range():
 def test_the_alpha_arms_set_alphas_start_and_its_step_apart(variant, start, step):
     """alpha at init, and how far one Adam step (the stored value moved by about lr) moves it,
     against the default's: the start and the step are the two levers alpha25 moves together."""
-    job = {"seed": 1, "variant": variant, "T": 16, "norm": "sphere", "n_embd": 32, "n_head": 4,
-           "n_layer": 2}
+    job = SimpleNamespace(seed=1, variant=variant, T=16, norm="sphere", n_embd=32, n_head=4, n_layer=2)
     cfg = rp.model_config(job)
     params = rp.initial_params(job, cfg)
     for a_attn, a_mlp in rp.effective_alpha(params, cfg):
@@ -109,9 +108,9 @@ def test_the_alpha_arms_set_alphas_start_and_its_step_apart(variant, start, step
 
 
 def test_each_run_records_its_machine_and_the_report_names_mixed_units():
-    runs = [{"T": 64, "norm": "sphere", "variant": "default", "machine": {"cpu": cpu}}
-            for cpu in ("AMD EPYC", "Intel Xeon")] + [{"T": 64, "norm": "rmsnorm", "variant":
-                                                       "default"}]
+    runs = [SimpleNamespace(T=64, norm="sphere", variant="default", machine={"cpu": cpu})
+            for cpu in ("AMD EPYC", "Intel Xeon")] + [SimpleNamespace(T=64, norm="rmsnorm", variant="default",
+                                                                      machine=None)]
     note = rp._machines(runs)[0]
     assert "AMD EPYC 1, Intel Xeon 1, not recorded 1 (not recorded: runs from before" in note
     assert "more than one recorded CPU: T = 64, sphere/default (AMD EPYC, Intel Xeon)." in note
@@ -137,7 +136,7 @@ def test_the_attention_at_the_copy_positions():
 # ----------------------------------------------------------------------------- the measurements
 
 def _rec(**steps_to):
-    return {"steps_to": {"3.0": None, "2.0": steps_to.get("two"), "1.0": steps_to.get("one")}}
+    return SimpleNamespace(steps_to={"3.0": None, "2.0": steps_to.get("two"), "1.0": steps_to.get("one")})
 
 
 def test_the_ratio_is_censored_never_imputed():
@@ -153,8 +152,8 @@ def test_the_reading_and_the_verdict():
     assert rp.verdict_at([["<", 0.1], ["=", 0.5]]) == "sphere slower"
     assert rp.verdict_at([["<", 1.5], ["=", 0.5]]) == "mixed"  # "< 1.5" does not say r < 1
     assert rp.verdict_at([["=", 2.0], None]) == "undecided"
-    row = lambda T, passed, call, median: {"T": T, "gate": {"passed": passed},  # noqa: E731
-                                            "verdict_at": call, "r_median": median}
+    row = lambda T, passed, call, median: SimpleNamespace(  # noqa: E731
+        T=T, gate={"passed": passed}, verdict_at=call, r_median=median)
     assert rp.verdict([row(64, False, "sphere faster", 2)]).startswith("no verdict")
     assert rp.verdict([row(64, True, "sphere slower", 0.1), row(128, True, "sphere slower", 0.2)]
                       ).startswith("contradicts")
@@ -167,18 +166,19 @@ def test_the_reading_and_the_verdict():
 def test_seeds_a_deadline_left_unrun_are_not_taken_for_diverged_runs():
     import common
     grid = rp.Grid({}, None, {})
-    grid.units = {"a": SimpleNamespace(seeds={1: {"final_val": 0.5}, 2: None}),
+    grid.units = {"a": SimpleNamespace(seeds={1: SimpleNamespace(final_val=0.5), 2: None}),
                   "b": SimpleNamespace(seeds={1: None, 2: None})}
     grid.check_diverged()  # no error: unit a has a finite run, unit b has none yet
-    grid.units["c"] = SimpleNamespace(seeds={1: {"final_val": None}, 2: None}, key=("sphere", 64))
+    grid.units["c"] = SimpleNamespace(seeds={1: SimpleNamespace(final_val=None), 2: None},
+                                      key=("sphere", 64))
     with pytest.raises(common.Diverged):
         grid.check_diverged()
 
 
 def test_runs_a_deadline_keeps_from_starting_are_counted():
     """They make the invocation 'stopped by --deadline', not finished; a run in results.json still starts."""
-    job = lambda seed: {"norm": "sphere", "variant": "default", "T": 64, "steps": 10,  # noqa: E731
-                        "lr_k": 0, "seed": seed}
+    job = lambda seed: SimpleNamespace(norm="sphere", variant="default", T=64, steps=10,  # noqa: E731
+                                       lr_k=0, seed=seed)
     grid = rp.Grid({}, SimpleNamespace(deadline=time.time() - 1), {rp.run_key(job(1)): {}})
     grid.ready[:] = [job(1), job(2), job(3)]
     grid.past_deadline()
