@@ -147,7 +147,8 @@ def val_loss(params, cfg, inputs, targets):
 
 def model_config(job, vocab_size):
     return GPTConfig(vocab_size=vocab_size, n_embd=job["n_embd"], n_head=job["n_head"],
-                     n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"])
+                     n_layer=job["n_layer"], block_size=job["T"], norm=job["norm"],
+                     alpha_init=job.get("alpha_init", GPTConfig.alpha_init))
 
 
 def train_job(job, observer):
@@ -232,15 +233,23 @@ def run_gate_pilot(data, opts, argv, out):
         "wall_s": time.perf_counter() - t0, "machine": common.machine_info(), "runs": results})
 
 
+def alpha_option(opts):
+    """{"alpha_init": --alpha-init} in a job, unless it is nGPT's (the records before the flag)."""
+    alpha = getattr(opts, "alpha_init", GPTConfig.alpha_init)
+    return {} if alpha == GPTConfig.alpha_init else {"alpha_init": alpha}
+
+
 def model_options(opts):
-    return {k: getattr(opts, k) for k in ("batch_size", "n_embd", "n_head", "n_layer")}
+    return {**{k: getattr(opts, k) for k in ("batch_size", "n_embd", "n_head", "n_layer")},
+            **alpha_option(opts)}
 
 
 # =========================================================================== the grid
 
 def run_key(r):
     """What a run is a function of (besides the options in SAME, checked once for the file)."""
-    return (r["norm"], r["T"], r["steps"], r["lr_k"], r["seed"])
+    return (r["norm"], r["T"], r["steps"], r["lr_k"], r["seed"],
+            r.get("alpha_init", GPTConfig.alpha_init))
 
 
 class Unit(common.Sweep):
@@ -262,6 +271,9 @@ def anchor_steps(opts):
 class Grid(common.Scheduler):
     """Every unit's sweep, then its seeds and (at --anchor-contexts) its anchor runs."""
     key = staticmethod(run_key)
+
+    def job(self, unit, phase, k, seed, steps=None):
+        return {**super().job(unit, phase, k, seed, steps), **alpha_option(self.opts)}
 
     def anchor_steps(self, unit):
         return anchor_steps(self.opts) if unit.T in self.opts.anchor_contexts else ()
@@ -522,7 +534,7 @@ def _header(summary, data, opts, info):
         f"- model: n_embd {opts.n_embd}, n_head {opts.n_head}, n_layer {opts.n_layer}, block_size "
         f"= T; batch {opts.batch_size} windows of T characters per step; NumPy engine, float32; "
         f"Adam (β1 0.85, β2 0.99), lr decaying linearly to 0 over {opts.steps:,} steps; sphere: "
-        "alpha_init 0.05, s_z init 1, retraction",
+        f"alpha_init {getattr(opts, 'alpha_init', GPTConfig.alpha_init):g}, s_z init 1, retraction",
         f"- lr per norm and T: lattice {opts.lr0:g}·2^(k/2), k = {opts.center - opts.sweep}.."
         f"{opts.center + opts.sweep}, extended past an edge while the best is there (up to "
         f"{opts.max_extend}×), tuned on seed {opts.seed} alone; then seeds "
@@ -904,6 +916,9 @@ def parser():
         help="repetitions of the timing, norms alternating; the fastest counts (default 7)")
     add("--retime", action="store_true", help="measure the per-step times again even if known")
     add("--timing-only", action="store_true", help="measure only the per-step times (results.json)")
+    add("--alpha-init", type=float, default=GPTConfig.alpha_init,
+        help="the sphere's alpha_A and alpha_M at init (default 0.05, nGPT's; 0.5 is 1/n_layer at "
+             "2 layers)")
     add("--gate-pilot", type=int_list, metavar="STEPS",
         help="train nothing else: rmsnorm at the longest T for each of these run lengths, "
              "measuring the gate's context gain 8 times a run; writes gate_pilot.json")
