@@ -116,3 +116,18 @@ def test_no_verdict_while_a_seed_has_not_run():
     assert read(records, opts)["arms"]["alpha-L"]["verdict"].startswith("closes")
     opts.contexts = [64, 256]  # T = 256 planned, not yet run: its gate is pending
     assert read(records, opts)["arms"]["alpha-L"]["verdict"].startswith("no verdict")
+
+
+def test_the_readmes_table_is_what_the_committed_results_give():
+    """Every row of experiments/README.md's table of the reading, recomputed from results.json."""
+    raw, runs = alpha.repeat.read_results(os.path.join(ROOT, "experiments", "results", "alpha",
+                                                       "results.json"), "read", alpha.parser)
+    opts = SimpleNamespace(**raw["options"])
+    result = alpha.reading(runs, opts, alpha.repeat.summarize(runs, opts))
+    rows = [f"| {arm} | {T} | {x['median']:.2f} | [{x['low']:.2f}, {x['high']:.2f}] | {x['above']} of "
+            f"{x['n']} | {x['p']:.3f} | {x['call']} |" for arm, a in result["arms"].items()
+            for T, x in a["T"].items()]
+    with open(os.path.join(ROOT, "experiments", "README.md"), encoding="utf-8") as f:
+        table = [line for line in f.read().split("## Is α the lever?")[1].splitlines()
+                 if re.match(r"\| alpha", line)]
+    assert rows and table == rows
