@@ -334,6 +334,14 @@ def goodness(rec):
     return (math.inf if reached is None else reached, final)
 
 
+def beyond_edge(ks, best, extended, max_extend):
+    """The lattice k one past the edge of the swept ks where the best lr is, while fewer
+    than max_extend lrs were added; None: the best lr is chosen."""
+    if best in (ks[0], ks[-1]) and extended < max_extend:
+        return ks[0] - 1 if best == ks[0] else ks[-1] + 1
+    return None
+
+
 def best_k(runs_by_k):
     """The lattice k of the sweep's best lr (the lowest k on a tie): an lr ranks by its
     worst tuning seed. runs_by_k: k -> that lr's runs."""
@@ -356,11 +364,11 @@ class Unit:
         """the k past the best lr's edge (max_extend times), or None."""
         ks = sorted(self.sweep)
         best = best_k({k: by_seed.values() for k, by_seed in self.sweep.items()})
-        edge = best in (ks[0], ks[-1])
-        if edge and self.extended < max_extend:
+        k = beyond_edge(ks, best, self.extended, max_extend)
+        if k is not None:
             self.extended += 1
-            return ks[0] - 1 if best == ks[0] else ks[-1] + 1
-        self.best_k, self.at_edge = best, edge
+            return k
+        self.best_k, self.at_edge = best, best in (ks[0], ks[-1])
         return None
 
     def add(self, rec):
@@ -576,10 +584,10 @@ def unit_summary(unit_runs, opts):
     seeds = [r for r in unit_runs if r.phase == "seeds"]
     chosen = seeds[0].lr if seeds else None
     ks = sorted(by_k)
-    if chosen is None and len(ks) >= 2 * opts.sweep + 1 and all(  # the pick, as Unit.next_k
+    if chosen is None and len(ks) >= 2 * opts.sweep + 1 and all(  # the sweep ran: its pick
             len(runs) == opts.tune_seeds for runs in by_k.values()):
         best = best_k(by_k)
-        if best not in (ks[0], ks[-1]) or len(ks) - (2 * opts.sweep + 1) >= opts.max_extend:
+        if beyond_edge(ks, best, len(ks) - (2 * opts.sweep + 1), opts.max_extend) is None:
             chosen = by_k[best][0].lr
     return {"sweep": [{"lr": r.lr, "copy2": r.copy2, "steps_to": r.steps_to,
                        "copy1": r.copy1, "copy2_ablated": r.copy2_ablated} for r in sweep],
