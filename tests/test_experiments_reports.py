@@ -169,3 +169,19 @@ def test_the_newer_sources_are_cited(source):
 def test_the_nvidia_readme_is_credited_with_the_papers_figures_only():
     speed_up = README.split("| NVIDIA/ngpt README |")[1].split("|")[1]
     assert speed_up.startswith(" 4× / 10×: the paper's figures") and "20" not in speed_up
+
+
+@pytest.mark.parametrize("study, row", [
+    ("context_length_alpha_base", "| α = 0.05 (nGPT's) | {gap} | {interval} | {lr:.3g} |"),
+    ("context_length_alpha", "| α = 1/L = 0.5 | {gap} | {interval} | {lr:.3g} |"),
+    ("context_length_alpha_small_val", "gave {gap} {interval}:")])
+def test_the_shakespeare_controls_gap_is_what_its_results_give(study, row):
+    """The α control on the plays: sphere − rmsnorm final val loss at T = 64 per paired seed,
+    its mean and 95% t-interval, as the README states them."""
+    runs = {(r["norm"], r["seed"]): r for r in records(study) if r["T"] == 64 and r["phase"] == "seeds"}
+    gaps = [runs[("sphere", s)]["final_val"] - runs[("rmsnorm", s)]["final_val"] for s in (1, 2, 3)]
+    half = T95_DF2 * np.std(gaps, ddof=1) / np.sqrt(3)
+    signed = lambda x: f"{x:+.3f}".replace("-", "−")  # noqa: E731
+    stated = row.format(gap=signed(np.mean(gaps)), lr=runs[("sphere", 1)]["lr"],
+                        interval=f"[{signed(np.mean(gaps) - half)}, {signed(np.mean(gaps) + half)}]")
+    assert stated in README
