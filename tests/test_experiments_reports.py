@@ -1,6 +1,7 @@
 """experiments/README.md and the studies' results.md: the numbers they state, recomputed
 from the committed results.json with json and NumPy alone (no study script is imported:
 the records outlive the scripts that made them)."""
+import functools
 import json
 import os
 
@@ -18,6 +19,7 @@ def text(*parts):
         return " ".join(f.read().split())
 
 
+@functools.cache  # (read once: the tests only read them)
 def records(study):
     with open(os.path.join(RESULTS, study, "results.json"), encoding="utf-8") as f:
         return json.load(f)["runs"]

@@ -212,7 +212,7 @@ def test_a_signal_during_sample_only_is_exit_130_with_a_message(tmp_path, corpus
     assert proc.returncode == EXIT_INTERRUPTED and "interrupted" in err and "Traceback" not in err, err
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-@pytest.mark.parametrize("delay", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("delay", [0.0, 0.3, pytest.param(1.0, marks=pytest.mark.slow)])
 def test_a_signal_while_starting_leaves_nothing(tmp_path, corpus, sig, delay):
     """microgpt.py's first lines are the chapter's imports: a signal while Python loads NumPy is Python's
     own (KeyboardInterrupt, or the signal's default). From main() on, the shell says it in one line,
