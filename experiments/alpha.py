@@ -45,17 +45,11 @@ RULES = {
 }
 
 
-def ratios(records, T, arm, seeds, steps):
-    """seed -> r of the arm against rmsnorm/default at T (censored: its bound, which is
-    never on the wrong side of 1), for the seeds where either got to TARGET."""
-    at = {(r.norm, r.variant, r.seed): r for r in records if r.T == T and r.phase == "seeds"}
-    out = {}
-    for s in seeds:
-        r = repeat.paired_ratio(at.get(("rmsnorm", "default", s)), at.get(("sphere", arm, s)),
-                                TARGET, steps)
-        if r is not None:
-            out[s] = r[1]
-    return out
+def ratios(row, arm, seeds):
+    """seed -> r of the arm against rmsnorm/default at the row's T (censored: its bound,
+    which is never on the wrong side of 1), for the paired seeds where either got to
+    TARGET: the row's arms_r, which repeat.summarize reads at TARGET."""
+    return {s: r[1] for s, r in row.arms_r.get(arm, {}).items() if r is not None and s in seeds}
 
 
 def interval(values, statistic):
@@ -81,21 +75,23 @@ def call(low, high, one):
     return names[0] if low > one else names[1] if high < one else names[2]
 
 
-def reading(records, opts, summary):
+def reading(opts, summary):
     """Per arm: at each T, the median r, its interval, the count above 1 and the call;
-    across T, the mean paired change of ln r; and the verdict (RULES). summary: the
-    records' repeat.summarize (its gates and paired seeds)."""
+    across T, the mean paired change of ln r; and the verdict (RULES), all from the
+    records' repeat.summarize (its gates, paired seeds and each arm's r)."""
     seeds = summary.seeds
     rows = {row.T: row for row in summary.rows}
     gated = sorted(T for T, row in rows.items() if row.gate["passed"])
+    decided = all(T in rows and rows[T].gate["seeds_run"] == len(seeds)
+                  for T in opts.contexts)  # every T's gate is passed or failed, not pending
     out = {}
     for arm in ARMS:
-        per_T, by_T = {}, {T: ratios(records, T, arm, seeds, opts.steps) for T in gated}
+        per_T, by_T = {}, {T: ratios(rows[T], arm, seeds) for T in gated}
         for T, rs in by_T.items():
             if rs:
                 median, low, high = interval(list(rs.values()), np.median)
                 above = sum(r > 1 for r in rs.values())
-                ran = {r.seed for r in records if (r.T, r.variant, r.phase) == (T, arm, "seeds")}
+                ran = set(rows[T].arms_r.get(arm, {}))  # (the seeds the arm ran, r or not)
                 per_T[T] = {"n": len(rs), "median": median, "low": low, "high": high,
                             "above": above, "p": sign_test(above, len(rs)),
                             "call": call(low, high, 1), "all_seeds": set(seeds) <= ran}
@@ -107,8 +103,6 @@ def reading(records, opts, summary):
                 mean, low, high = interval(change, np.mean)
                 trend = {"n": len(change), "mean": mean, "low": low, "high": high,
                          "call": call(low, high, 0)}
-        decided = all(T in rows and rows[T].gate["seeds_run"] == len(seeds)
-                      for T in opts.contexts)  # every T's gate is passed or failed, not pending
         out[arm] = {"T": per_T, "trend": trend,
                     "verdict": verdict(arm, per_T, trend, gated if decided else [])}
     return {"gated": gated, "arms": out}
@@ -137,7 +131,7 @@ class Summary(repeat.Summary):
 
 def report(records, opts, info, complete):
     base = repeat.summarize(records, opts)
-    summary = Summary(**vars(base), alpha=reading(records, opts, base))
+    summary = Summary(**vars(base), alpha=reading(opts, base))
     full = parser().parse_args([])
     md = (["# Is alpha the lever? The copy task with alpha set for this depth", ""]
           + repeat._header(opts, info, records)[2:]

@@ -25,7 +25,7 @@ def run(T, norm, variant, seed, to_one):
 
 
 def read(records, opts):
-    return alpha.reading(records, opts, alpha.repeat.summarize(records, opts))
+    return alpha.reading(opts, alpha.repeat.summarize(records, opts))
 
 
 def grid(ratio_at):
@@ -123,7 +123,7 @@ def test_the_readmes_table_is_what_the_committed_results_give():
     raw, runs = alpha.repeat.read_results(os.path.join(ROOT, "experiments", "results", "alpha",
                                                        "results.json"), "read", alpha.parser)
     opts = SimpleNamespace(**raw["options"])
-    result = alpha.reading(runs, opts, alpha.repeat.summarize(runs, opts))
+    result = alpha.reading(opts, alpha.repeat.summarize(runs, opts))
     rows = [f"| {arm} | {T} | {x['median']:.2f} | [{x['low']:.2f}, {x['high']:.2f}] | {x['above']} of "
             f"{x['n']} | {x['p']:.3f} | {x['call']} |" for arm, a in result["arms"].items()
             for T, x in a["T"].items()]
