@@ -4,8 +4,8 @@ Pre-registered in experiments/README.md before any run: the arms alpha-L (the sp
 with alpha_init = 1/n_layer, the paper's rule) and alpha25 (0.25) against rmsnorm, at
 T = 64 and 256; each arm's lr swept on two tuning seeds (an lr ranks by its worse
 seed), then 10 paired seeds. The reading: the median r at 1.0 nat with a bootstrap
-interval, the sign test, and the paired change of log r from T = 64 to 256. Training,
-resume, --deadline and the files are repeat.py's.
+interval, the sign test, and the paired change of log r from T = 64 to 256. The task is
+copytask.py's; training, resume, --deadline and the files are grid.py's.
 
     python experiments/alpha.py                        # the grid, about 10 CPU-hours
     python experiments/alpha.py --contexts 64 --deadline 05:10   # a part; goes on later
@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import common
+import grid
 import numpy as np
 import repeat
 
@@ -168,16 +169,16 @@ QUICK = dict(repeat.QUICK, variants=list(ARMS), seeds=3, tune_seeds=1)
 
 
 def parser():
-    return repeat.parser("alpha", __doc__, variants=list(ARMS), sphere_default=False,
+    return grid.parser("alpha", __doc__, variants=list(ARMS), sphere_default=False,
                          tune_seeds=2, seeds=10, contexts=[64, 256])
 
 
-ALPHA = repeat.Study("alpha", parser, QUICK, report)
+ALPHA = grid.Study("alpha", parser, QUICK, report, repeat.plots)
 
 
 @common.cli
 def main(argv):
-    return repeat.run_study(ALPHA, argv)
+    return grid.run_study(ALPHA, argv)
 
 
 if __name__ == "__main__":

@@ -94,10 +94,10 @@ def test_quick_runs_and_the_committed_report_is_what_its_results_give(tmp_path):
     assert quick.returncode == 0, quick.stderr[-2000:]
     assert "## The pre-registered reading" in quick.stdout
     committed = os.path.join(ROOT, "experiments", "results", "alpha")
-    raw, runs = alpha.repeat.read_results(os.path.join(committed, "results.json"), "read",
+    raw, runs = alpha.grid.read_results(os.path.join(committed, "results.json"), "read",
                                           alpha.parser)  # (a grid under way too)
     (tmp_path / "a").mkdir()
-    alpha.repeat.write_all(alpha.ALPHA, runs, SimpleNamespace(**raw["options"]), raw["info"],
+    alpha.grid.write_all(alpha.ALPHA, runs, SimpleNamespace(**raw["options"]), raw["info"],
                            str(tmp_path / "a"), raw["complete"])
     for name in ("results.md", "curves.png"):
         with open(os.path.join(committed, name), "rb") as f, open(tmp_path / "a" / name, "rb") as g:
@@ -120,7 +120,7 @@ def test_no_verdict_while_a_seed_has_not_run():
 
 def test_the_readmes_table_is_what_the_committed_results_give():
     """Every row of experiments/README.md's table of the reading, recomputed from results.json."""
-    raw, runs = alpha.repeat.read_results(os.path.join(ROOT, "experiments", "results", "alpha",
+    raw, runs = alpha.grid.read_results(os.path.join(ROOT, "experiments", "results", "alpha",
                                                        "results.json"), "read", alpha.parser)
     opts = SimpleNamespace(**raw["options"])
     result = alpha.reading(opts, alpha.repeat.summarize(runs, opts))

@@ -1,10 +1,12 @@
-"""experiments/common.py, the study runner: a grid too large is refused before anything is allocated,
+"""experiments/grid.py, the study runner: a grid too large is refused before anything is allocated,
 a results.json that cannot be true is refused in one line (on --from-json and on a resume) before
-anything is rewritten, and a grid --deadline kept from running is not recorded as complete."""
+anything is rewritten, and a grid --deadline kept from running is not recorded as complete; what
+--deadline leaves unrun is counted, never taken for diverged."""
 import json
 import os
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,6 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "experiments", "results", "repeat", "results.json")
 sys.path.insert(0, os.path.join(ROOT, "experiments"))
 
+import common  # noqa: E402
+import grid  # noqa: E402
 import repeat as rp  # noqa: E402
 
 
@@ -133,3 +137,38 @@ def test_ctrl_c_while_the_workers_start_reaches_only_the_parent(tmp_path):
         os.killpg(p.pid, signal.SIGINT)
         _, err = p.communicate(timeout=120)
         assert p.returncode == 130 and "Traceback" not in err, err
+
+
+def test_seeds_a_deadline_left_unrun_are_not_taken_for_diverged_runs():
+    runner = grid.Grid({}, None, {})
+    runner.units = {"a": SimpleNamespace(seeds={1: SimpleNamespace(final_val=0.5), 2: None}),
+                  "b": SimpleNamespace(seeds={1: None, 2: None})}
+    runner.check_diverged()  # no error: unit a has a finite run, unit b has none yet
+    runner.units["c"] = SimpleNamespace(seeds={1: SimpleNamespace(final_val=None), 2: None},
+                                      key=("sphere", 64))
+    with pytest.raises(common.Diverged):
+        runner.check_diverged()
+
+
+def test_runs_a_deadline_keeps_from_starting_are_counted():
+    """They make the invocation 'stopped by --deadline', not finished; a run in results.json still starts."""
+    job = lambda seed: SimpleNamespace(norm="sphere", variant="default", T=64, steps=10,  # noqa: E731
+                                       lr_k=0, seed=seed)
+    runner = grid.Grid({}, SimpleNamespace(deadline=time.time() - 1), {grid.run_key(job(1)): {}})
+    runner.ready[:] = [job(1), job(2), job(3)]
+    runner.past_deadline()
+    assert runner.ready == [job(1)] and runner.left_unrun == 2
+    runner.opts.deadline = None
+    runner.ready.append(job(4))
+    runner.past_deadline()
+    assert len(runner.ready) == 2 and runner.left_unrun == 2
+
+
+@pytest.mark.parametrize("now", ["00:25", "12:00", "23:40"])
+def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not(now, monkeypatch):
+    hh, mm = map(int, now.split(":"))
+    t = 1796515200 + hh * 3600 + mm * 60  # a day's midnight (UTC), then `now`
+    monkeypatch.setattr(time, "time", lambda: t)
+    hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(t + dt))  # noqa: E731
+    assert grid.deadline(hhmm(-2 * 3600)) < t < grid.deadline(hhmm(2 * 3600))
+    assert grid.deadline(hhmm(2 * 3600)) - t < 3 * 3600 and t - grid.deadline(hhmm(-2 * 3600)) < 3 * 3600
