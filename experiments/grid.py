@@ -223,13 +223,14 @@ class Grid:
 
 @dataclass(frozen=True)
 class Study:
-    """What a study of the copy task has of its own: its name, parser, --quick sizes and
-    report(records, opts, info, complete) -> (summary, markdown)."""
+    """What a study of the copy task has of its own: its name, parser, --quick sizes,
+    report(records, opts, info, complete) -> (summary, markdown) and plots(records,
+    opts, out), which writes its figures."""
     name: str
     parser: Callable
     quick: dict
     report: Callable
-    plots: Callable  # plots(records, opts, out): the figures
+    plots: Callable
 
 
 def write_all(study, records, opts, info, out, complete):
