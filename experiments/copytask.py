@@ -287,7 +287,7 @@ def run_job(job):
                cpu_seconds=time.process_time() - cpu0, machine=common.machine_info())
 
 
-# ========================================================================= its record
+# ============================================================== a run's record
 
 def is_curves(c):
     """A run's curves: steps (at least one), and copy1, copy2, copy2_ablated, val losses
@@ -297,6 +297,7 @@ def is_curves(c):
         and all(map(common.is_number, c["step"]))
 
 
+# a Run's fields as results.json holds them -> the test each passes (grid.read_results)
 RECORD = {"norm": lambda x: x in ("rmsnorm", "sphere"),
           "variant": lambda x: x == "default" or x in VARIANTS,
           "phase": lambda x: x in ("sweep", "seeds", "anchor"), "lr": common.is_number,
