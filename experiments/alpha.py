@@ -106,7 +106,9 @@ def reading(opts, summary):
                          "call": call(low, high, 0)}
         out[arm] = {"T": per_T, "trend": trend,
                     "verdict": verdict(arm, per_T, trend, gated if decided else [])}
-    return {"gated": gated, "arms": out}
+    faster_at_256 = [arm for arm, a in out.items() if a["T"].get(256, {}).get("call") == "faster"]
+    due = decided and 256 in gated and 512 not in opts.contexts and faster_at_256  # rule T=512
+    return {"gated": gated, "arms": out, "t512_due": faster_at_256 if due else []}
 
 
 def verdict(arm, per_T, trend, gated):
@@ -162,6 +164,9 @@ def _reading_md(result):
             L.append(f"- {arm}, mean change of ln r over T: {t['mean']:+.2f} "
                      f"[{t['low']:+.2f}, {t['high']:+.2f}] over {t['n']} seeds: {t['call']}.")
         L.append(f"- **{arm}: {a['verdict']}**")
+    if result["t512_due"]:
+        L.append(f"- By the rule *T=512*, T = 512 runs next ({', '.join(result['t512_due'])} "
+                 "faster at T = 256); the verdict above is the one at the T that have run.")
     return L + [""]
 
 
