@@ -359,7 +359,7 @@ def _arms(records, summary):
                  f"{fmt(r.copy2_ablated)} | {fmt(r.copy1)} | {mass[head]:.2f} | "
                  f"{ent[head]:.2f} | {fmt(np.mean([m for m, _ in sqk]) if sqk else None, 2)} | "
                  f"{alpha} |")
-    L += ["", "Seed 0, the tuning runs (one seed, the one each lr was chosen on): each unit at its "
+    L += ["", "Seed 0, a tuning seed (each lr was chosen on the tuning seeds): each unit at its "
           "chosen lr against rmsnorm/default at its own, r at 2.0 / 1.0 nats (censored as above):",
           ""]
     for row in summary.rows:
