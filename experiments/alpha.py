@@ -135,10 +135,9 @@ class Summary(repeat.Summary):
 def report(records, opts, info, complete):
     base = repeat.summarize(records, opts)
     summary = Summary(**vars(base), alpha=reading(opts, base))
-    full = parser().parse_args([])
     md = (["# Is alpha the lever? The copy task with alpha set for this depth", ""]
           + repeat._header(opts, info, records)[2:]
-          + repeat._status(summary, opts, records, complete, full)
+          + repeat._status(summary, opts, records, complete, parser)
           + _reading_md(summary.alpha) + repeat._arms(records, summary))
     return summary, "\n".join(md)
 

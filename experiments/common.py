@@ -142,19 +142,15 @@ def save_runs(write, path, n):
         raise KeyboardInterrupt
 
 
-def outside_repo(path):
-    """A path as a record names it: relative to the repository, or else its name."""
-    relative = os.path.relpath(os.path.abspath(path), REPO)
-    return os.path.basename(path) if relative.startswith(os.pardir) else relative
-
-
 def command_line(script, argv):
-    """The command, to record: a path outside the repository by its last part."""
+    """The command, to record: a path by its path from the repository's root, or one
+    outside the repository by its last part."""
     words = []
     for a in argv:
         flag, eq, value = a.rpartition("=") if a.startswith("--") else ("", "", a)
-        value = outside_repo(value) if os.sep in value and os.path.isabs(value) or \
-            value.startswith(os.pardir) else value
+        if os.sep in value and os.path.isabs(value) or value.startswith(os.pardir):
+            relative = os.path.relpath(os.path.abspath(value), REPO)
+            value = os.path.basename(value) if relative.startswith(os.pardir) else relative
         words.append(flag + eq + value)
     return " ".join([f"python experiments/{script}"] + [shlex.quote(w) for w in words])
 
@@ -275,10 +271,6 @@ def machine_info():
 
 def load_average():
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def now_utc():
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
 def fmt_time(seconds):

@@ -471,7 +471,8 @@ def run_study(study, argv):
     cache, raw = previous_runs(path, opts, study.parser)
     invocations = raw["info"]["invocations"] if raw else []
     data = {T: held_out(T, opts.val_docs, opts.split_seed) for T in opts.contexts}
-    now = {"command": common.command_line(f"{study.name}.py", argv), "started": common.now_utc(),
+    now = {"command": common.command_line(f"{study.name}.py", argv),
+           "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "load_start": common.load_average(), "n_trained": 0, "finished": False,
            "machine": common.machine_info()}
     t0 = time.perf_counter()

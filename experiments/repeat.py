@@ -250,8 +250,13 @@ def _machines(records):
             + f". Units with runs from more than one recorded CPU: {'; '.join(mixed) or 'none'}."]
 
 
-def _status(summary, opts, records, complete, full):
-    """Which runs exist, against the planned grid `full` (the study's defaults)."""
+def _status(summary, opts, records, complete, study_parser):
+    """Which runs exist, against the planned grid: the study's defaults, at the T
+    asked for too; a control (a model or seeds unlike the defaults': grid.SAME) plans
+    only its own T."""
+    full = study_parser().parse_args([])
+    control = any(getattr(opts, k) != getattr(full, k) for k in grid.SAME)
+    full.contexts = sorted(set(opts.contexts) | (set() if control else set(full.contexts)))
     units = len(units_of(full)) // len(full.contexts)
     runs_per_T = units * ((2 * full.sweep + 1) * full.tune_seeds + full.seeds)
     done = {row.T: sum(len(u["sweep"]) + len(u["seeds_done"]) for u in row.units.values())
@@ -375,9 +380,9 @@ def _arms(records, summary):
 
 
 def markdown(summary, opts, info, records, complete=True):
-    full = parser().parse_args([])  # the planned grid: the defaults
-    return "\n".join(_header(opts, info, records) + _status(summary, opts, records, complete, full)
-                      + _gate_and_r(summary) + _arms(records, summary))
+    status = _status(summary, opts, records, complete, parser)
+    return "\n".join(_header(opts, info, records) + status + _gate_and_r(summary)
+                     + _arms(records, summary))
 
 
 def plots(records, opts, out):
