@@ -54,6 +54,8 @@ def test_the_calls_follow_the_rules():
     b = result["arms"]["alpha25"]
     assert b["T"][64]["call"] == b["T"][256]["call"] == "as fast"  # 0.94 .. 1.12 holds 1
     assert b["trend"]["call"] == "no trend" and b["trend"]["mean"] == pytest.approx(0)
+    assert result["t512_due"] == ["alpha-L"]  # rule T=512: alpha-L is faster at T = 256
+    assert "T = 512 runs next (alpha-L faster at T = 256)" in "\n".join(alpha._reading_md(result))
 
 
 def test_a_slower_arm_does_not_close_and_a_censored_run_counts_at_its_bound():
@@ -63,6 +65,7 @@ def test_a_slower_arm_does_not_close_and_a_censored_run_counts_at_its_bound():
     assert a["T"][64]["call"] == "slower" and a["T"][64]["median"] == pytest.approx(0.5)
     assert a["verdict"].startswith("does not close")
     assert "supports" not in a["verdict"]
+    assert result["t512_due"] == []  # no arm faster at T = 256: T = 512 does not run
 
 
 def test_the_interval_and_the_sign_test():
@@ -118,16 +121,64 @@ def test_no_verdict_while_a_seed_has_not_run():
     assert read(records, opts)["arms"]["alpha-L"]["verdict"].startswith("no verdict")
 
 
-def test_the_readmes_table_is_what_the_committed_results_give():
-    """Every row of experiments/README.md's table of the reading, recomputed from results.json."""
-    raw, runs = alpha.grid.read_results(os.path.join(ROOT, "experiments", "results", "alpha",
+def committed_reading(folder, contexts):
+    """The reading of the committed runs at these T, as if the grid had planned only them."""
+    raw, runs = alpha.grid.read_results(os.path.join(ROOT, "experiments", "results", folder,
                                                        "results.json"), "read", alpha.parser)
-    opts = SimpleNamespace(**raw["options"])
-    result = alpha.reading(opts, alpha.repeat.summarize(runs, opts))
+    opts = SimpleNamespace(**dict(raw["options"], contexts=contexts))
+    runs = [r for r in runs if r.T in contexts]
+    return alpha.reading(opts, alpha.repeat.summarize(runs, opts))
+
+
+def readme_part(start, end):
+    """The lines of experiments/README.md's alpha section from the paragraph starting
+    with start up to the one starting with end."""
+    with open(os.path.join(ROOT, "experiments", "README.md"), encoding="utf-8") as f:
+        section = f.read().split("## Is α the lever?")[1]
+    return section.split(start)[1].split(end)[0].splitlines()
+
+
+@pytest.mark.parametrize("folder, contexts, start, end", [
+    ("alpha", [64, 256], "**Results at T = 64 and 256**", "**The width control**"),
+    ("alpha_c64", [64], "**The width control**", "**The Shakespeare control**")])
+def test_the_readmes_reading_is_what_the_committed_results_give(folder, contexts, start, end):
+    """Every row of the README's tables of the reading, and its lines on the trend, the
+    verdicts and T = 512, recomputed from results.json (T = 512 runs by the rule T=512,
+    after the reading at T = 64 and 256 called for it)."""
+    result = committed_reading(folder, contexts)
     rows = [f"| {arm} | {T} | {x['median']:.2f} | [{x['low']:.2f}, {x['high']:.2f}] | {x['above']} of "
             f"{x['n']} | {x['p']:.3f} | {x['call']} |" for arm, a in result["arms"].items()
             for T, x in a["T"].items()]
-    with open(os.path.join(ROOT, "experiments", "README.md"), encoding="utf-8") as f:
-        table = [line for line in f.read().split("## Is α the lever?")[1].splitlines()
-                 if re.match(r"\| alpha", line)]
-    assert rows and table == rows
+    lines = readme_part(start, end)
+    assert rows and [line for line in lines if line.startswith("| alpha")] == rows
+    said = [line for line in alpha._reading_md(result) if line.startswith("- ")]
+    assert said and [line for line in lines if line.startswith("- ")] == said
+
+
+@pytest.mark.parametrize("folder, start, end", [
+    ("alpha", "**Results at T = 64 and 256**", "**T = 512**"),
+    ("alpha_c64", "**The width control**", "**The Shakespeare control**")])
+def test_the_readmes_step_ranges_are_the_committed_runs(folder, start, end):
+    """The range of the paired seeds' steps to copy-2 <= 1.0 the README quotes for each unit
+    whose every seed got there, at each T."""
+    _, runs = alpha.grid.read_results(os.path.join(ROOT, "experiments", "results", folder,
+                                                    "results.json"), "read", alpha.parser)
+    text, quoted = "\n".join(readme_part(start, end)).replace("\n", " "), 0
+    for T in sorted({r.T for r in runs if r.T <= 256}):
+        for variant in ("default",) + alpha.ARMS:
+            steps = [r.steps_to["1.0"] for r in runs
+                     if (r.T, r.variant, r.phase) == (T, variant, "seeds")]
+            if None not in steps:
+                assert f"{min(steps):,.0f}–{max(steps):,.0f}" in text, (T, variant)
+                quoted += 1
+    assert quoted >= 3
+
+
+def test_notebook_15_quotes_the_committed_reading():
+    """Notebook 15's α paragraph gives alpha-L's median r and interval at T = 64 and 256."""
+    arm = committed_reading("alpha", [64, 256])["arms"]["alpha-L"]["T"]
+    path = os.path.join(ROOT, "notebooks", "src", "15_lecture3_ngpt_training.py")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for x in (arm[64], arm[256]):
+        assert f"比の中央値 {x['median']:.2f}、95% 区間 [{x['low']:.2f}, {x['high']:.2f}]" in text
