@@ -96,15 +96,17 @@ def test_quick_runs_and_the_committed_report_is_what_its_results_give(tmp_path):
                            capture_output=True, text=True, timeout=600)  # (about 30 s)
     assert quick.returncode == 0, quick.stderr[-2000:]
     assert "## The pre-registered reading" in quick.stdout
-    committed = os.path.join(ROOT, "experiments", "results", "alpha")
-    raw, runs = alpha.grid.read_results(os.path.join(committed, "results.json"), "read",
-                                          alpha.parser)  # (a grid under way too)
-    (tmp_path / "a").mkdir()
-    alpha.grid.write_all(alpha.ALPHA, runs, SimpleNamespace(**raw["options"]), raw["info"],
-                           str(tmp_path / "a"), raw["complete"])
-    for name in ("results.md", "curves.png"):
-        with open(os.path.join(committed, name), "rb") as f, open(tmp_path / "a" / name, "rb") as g:
-            assert f.read() == g.read(), name
+    for folder in ("alpha", "alpha_c64"):  # the grid (under way too) and the width control
+        committed = os.path.join(ROOT, "experiments", "results", folder)
+        raw, runs = alpha.grid.read_results(os.path.join(committed, "results.json"), "read",
+                                              alpha.parser)
+        (tmp_path / folder).mkdir()
+        alpha.grid.write_all(alpha.ALPHA, runs, SimpleNamespace(**raw["options"]), raw["info"],
+                               str(tmp_path / folder), raw["complete"])
+        for name in ("results.md", "curves.png"):
+            with open(os.path.join(committed, name), "rb") as f, \
+                    open(tmp_path / folder / name, "rb") as g:
+                assert f.read() == g.read(), (folder, name)
 
 
 def test_no_verdict_while_a_seed_has_not_run():
