@@ -89,6 +89,12 @@ def test_the_readme_states_the_codes_rules():
     assert opts.variants == ["alpha-L", "alpha25"] and not opts.sphere_default
 
 
+def committed(folder):
+    """The folder of a committed grid's records, and its (raw results.json, runs)."""
+    path = os.path.join(ROOT, "experiments", "results", folder)
+    return path, alpha.grid.read_results(os.path.join(path, "results.json"), "read", alpha.parser)
+
+
 @pytest.mark.slow
 def test_quick_runs_and_the_committed_report_is_what_its_results_give(tmp_path):
     script = os.path.join(ROOT, "experiments", "alpha.py")
@@ -97,14 +103,12 @@ def test_quick_runs_and_the_committed_report_is_what_its_results_give(tmp_path):
     assert quick.returncode == 0, quick.stderr[-2000:]
     assert "## The pre-registered reading" in quick.stdout
     for folder in ("alpha", "alpha_c64"):  # the grid (under way too) and the width control
-        committed = os.path.join(ROOT, "experiments", "results", folder)
-        raw, runs = alpha.grid.read_results(os.path.join(committed, "results.json"), "read",
-                                              alpha.parser)
+        path, (raw, runs) = committed(folder)
         (tmp_path / folder).mkdir()
         alpha.grid.write_all(alpha.ALPHA, runs, SimpleNamespace(**raw["options"]), raw["info"],
                                str(tmp_path / folder), raw["complete"])
         for name in ("results.md", "curves.png"):
-            with open(os.path.join(committed, name), "rb") as f, \
+            with open(os.path.join(path, name), "rb") as f, \
                     open(tmp_path / folder / name, "rb") as g:
                 assert f.read() == g.read(), (folder, name)
 
@@ -125,8 +129,7 @@ def test_no_verdict_while_a_seed_has_not_run():
 
 def committed_reading(folder, contexts):
     """The reading of the committed runs at these T, as if the grid had planned only them."""
-    raw, runs = alpha.grid.read_results(os.path.join(ROOT, "experiments", "results", folder,
-                                                       "results.json"), "read", alpha.parser)
+    _, (raw, runs) = committed(folder)
     opts = SimpleNamespace(**dict(raw["options"], contexts=contexts))
     runs = [r for r in runs if r.T in contexts]
     return alpha.reading(opts, alpha.repeat.summarize(runs, opts))
@@ -163,9 +166,8 @@ def test_the_readmes_reading_is_what_the_committed_results_give(folder, contexts
 def test_the_readmes_step_ranges_are_the_committed_runs(folder, start, end):
     """The range of the paired seeds' steps to copy-2 <= 1.0 the README quotes for each unit
     whose every seed got there, at each T."""
-    _, runs = alpha.grid.read_results(os.path.join(ROOT, "experiments", "results", folder,
-                                                    "results.json"), "read", alpha.parser)
-    text, quoted = "\n".join(readme_part(start, end)).replace("\n", " "), 0
+    _, (_, runs) = committed(folder)
+    text, quoted = " ".join(readme_part(start, end)), 0
     for T in sorted({r.T for r in runs if r.T <= 256}):
         for variant in ("default",) + alpha.ARMS:
             steps = [r.steps_to["1.0"] for r in runs
