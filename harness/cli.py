@@ -107,16 +107,15 @@ def build_parser():
     names = dict.fromkeys(row.group for row in SETTINGS)  # model, training, files, sampling
     groups = {name: p.add_argument_group(_(name)) for name in names}
     for row in SETTINGS:
+        group = groups[row.group]
         if row.rule.parse is bool:
-            groups[row.group].add_argument(row.flag, action="store_true", default=None,
-                                           help=_(row.help))
+            group.add_argument(row.flag, action="store_true", default=None, help=_(row.help))
         else:
             default = "" if row.default in (None, "") else _(" (default {default})").format(
                 default=row.default)
-            groups[row.group].add_argument(row.flag, type=row.rule.parse,
-                                           choices=row.rule.choices or None,
-                                           metavar=None if row.rule.choices else row.rule.shown,
-                                           help=_(row.help) + default)
+            group.add_argument(row.flag, type=row.rule.parse, choices=row.rule.choices or None,
+                               metavar=None if row.rule.choices else row.rule.shown,
+                               help=_(row.help) + default)
     return p
 
 
@@ -168,10 +167,9 @@ def resumed_settings(a, resume, identity, ckpt_path):
     merged, lowered = resumed(kept, given, resume.step, lambda name: "--" + name.replace("_", "-"))
     check_combination(merged["engine"], merged["dtype"], merged["norm"], merged["riemannian"],
                       _("checkpoint {path!r}: ").format(path=ckpt_path))
-    out = a.out or os.path.dirname(os.path.abspath(ckpt_path))
     flags = {name: getattr(a, name) for name in DEFAULTS.keys() - kept.keys()}  # --max-memory...
     values = {**DEFAULTS, **{k: v for k, v in flags.items() if v is not None}, **merged,
-              "out": out, "checkpoint": ckpt_path}
+              "out": a.out or os.path.dirname(os.path.abspath(ckpt_path)), "checkpoint": ckpt_path}
     return RunSettings(**{name: values[name] for name in DEFAULTS},
                        lr_lowered_from=lowered.get("lr"), corpus_moved_from=moved_from,
                        run_id=identity.run_id or secrets.token_hex(8), resumed_from=identity)
@@ -199,12 +197,11 @@ def load_checkpoint_for(args):
 def run_settings(args):
     """The state to resume (or None) and the run's settings; a corpus file too large
     for --max-memory is refused before it is read."""
-    resume = None
     if args.resume:
         resume, identity, path = load_checkpoint_for(args)
         opts = resumed_settings(args, resume, identity, path)
     else:
-        opts = new_settings(args)
+        resume, opts = None, new_settings(args)
     if resume is None and args.corpus in BUILTIN and os.path.exists(args.corpus):
         opts.notes.append(_("note: --corpus {corpus} is the built-in corpus; for the file of that "
                             "name here give its path, ./{corpus}").format(corpus=args.corpus))
@@ -277,17 +274,12 @@ def check_resumed_corpus(opts, resume, vocab, train_docs, val_docs):
                                 old=resume.engine, new=opts.engine))
 
 
-def sampling(args, seed, engine):
-    """sample()'s settings: sampling flags or defaults, the run's seed and engine."""
-    run = {**DEFAULTS, "seed": seed, "engine": engine}
-    return {name: run[name] if getattr(args, name) is None else getattr(args, name)
-            for name in SAMPLING_FIELDS}
-
-
 def sample_checkpoint(args, iter_samples, shell):
     """--sample-only: a checkpoint's names (iter_samples: the chapter's), exit code."""
     ckpt, identity, _path = load_checkpoint_for(args)
-    how = sampling(args, ckpt.seed, ckpt.engine)
+    run = {**DEFAULTS, "seed": ckpt.seed, "engine": ckpt.engine}  # the sampling flags over these
+    how = {name: run[name] if getattr(args, name) is None else getattr(args, name)
+           for name in SAMPLING_FIELDS}
     messages.print_samples(iter_samples(ckpt.params, ckpt.cfg, ckpt.vocab, **how),
                            how["temperature"], how["prompt"], identity.corpus)
     return shell.exit_code
@@ -317,11 +309,10 @@ def check_out_folder(out, resume, ckpt_path):
     own = resume is not None and os.path.exists(ckpt) and os.path.samefile(ckpt, ckpt_path)
     present = [name for name in RUN_FILE_NAMES if os.path.lexists(os.path.join(out, name))]
     if present and not own:
-        if resume is not None:
-            raise InputError(_("--out {out!r} holds another run's files ({files}); a resumed run "
-                               "writes only into its checkpoint's folder or a folder without run "
-                               "files").format(out=out, files=", ".join(present)))
-        what = (_("--out {out!r} holds an earlier run's {files}; continue it with --resume, or "
+        what = (_("--out {out!r} holds another run's files ({files}); a resumed run writes only "
+                  "into its checkpoint's folder or a folder without run files")
+                if resume is not None else
+                _("--out {out!r} holds an earlier run's {files}; continue it with --resume, or "
                   "choose another --out (or delete them to start over)")
                 if "checkpoint.npz" in present else
                 _("--out {out!r} holds an earlier run's {files}; choose another --out (or delete "
@@ -365,10 +356,7 @@ def previous_history(path, resume, run_id, own_folder, notes):
     return h
 
 
-DEFAULT_OUT = "out"  # where a run without --out saves when stopped: out/run-N
-
-
-def check_default_out(base):
+def check_default_out(base="out"):
     """InputError unless a stopped run without --out could save to a new base/run-N
     (checked before the first step: otherwise Ctrl-C would lose the run)."""
     if os.path.lexists(base) and not os.path.isdir(base):
@@ -401,7 +389,7 @@ class RunFolder:
             raise InputError(_("--out writes loss.png, which needs matplotlib: pip install "
                                "matplotlib"))
         if not opts.out:
-            check_default_out(DEFAULT_OUT)
+            check_default_out()
         self.lock = RunLock(opts.out).__enter__()  # this run holds --out (or is refused: exit 2)
         try:
             if opts.out:
@@ -409,9 +397,8 @@ class RunFolder:
             if self.resume is not None:
                 folder = os.path.dirname(os.path.abspath(opts.checkpoint))
                 self.previous_history = previous_history(
-                    os.path.join(folder, HISTORY_NAME), self.resume,
-                    self.opts.resumed_from.run_id, os.path.samefile(folder, opts.out),
-                    self.notices)
+                    os.path.join(folder, HISTORY_NAME), self.resume, opts.resumed_from.run_id,
+                    os.path.samefile(folder, opts.out), self.notices)
             self.lock.claim()
         except BaseException:
             self.lock.__exit__()  # a refusal releases the folder: nothing changed
@@ -438,12 +425,11 @@ class RunFolder:
         self.last_good = (os.path.join(out, "checkpoint.npz"), state.step)
 
     def interrupted(self):
-        files = ", ".join(self.written)
-        done = (_("{files} was written").format(files=files) if len(self.written) == 1 else
-                _("{files} were written").format(files=files) if self.written else
-                _("the last checkpoint is {path!r} (step {step})").format(
-                    path=self.last_good[0], step=self.last_good[1]) if self.last_good else
-                _("nothing was saved"))
+        path, step = self.last_good or (None, None)
+        done = (_("{files} was written") if len(self.written) == 1 else
+                _("{files} were written") if self.written else
+                _("the last checkpoint is {path!r} (step {step})") if self.last_good else
+                _("nothing was saved")).format(files=", ".join(self.written), path=path, step=step)
         return _("interrupted; {done} (files already written are complete: writes are atomic)"
                  ).format(done=done)
 
@@ -458,35 +444,31 @@ class RunFolder:
     def write_run_files(self, state, names, base):
         """metrics.json, loss.png, the history, the checkpoint (last: a stop before it
         resumes); the exit code."""
-        if not self.opts.out:
+        opts, cfg, out = self.opts, state.cfg, self.opts.out
+        if not out:
             return EXIT_OK
         with DeferSigint() as signal:
-            paths = self.write_files(state, names, base)
+            self.lock.check_held()
+            metrics = {"config": asdict(cfg), "engine": opts.engine, "norm": cfg.norm,
+                       "corpus": opts.corpus,
+                       "seed": opts.seed, "steps": state.step, "batch_size": state.batch_size,
+                       "lr": state.lr, "riemannian": state.riemannian, "n_params": n_params(cfg),
+                       "docs": opts.docs, "final_train_loss": messages.final_train_loss(state),
+                       "final_val_loss": state.val_loss[-1][1], "baselines": base,
+                       "ms_per_step": state.ms_per_step, "samples": names,
+                       "history": {"train_loss": state.train_loss,
+                                   "val_loss": [list(x) for x in state.val_loss]}}
+            paths = [os.path.join(out, name) for name in ("metrics.json", "loss.png",
+                                                          HISTORY_NAME, "checkpoint.npz")]
+            write_json(paths[0], metrics)
+            self.written.append(paths[0])
+            plot_losses(paths[1], state, base, f"microgpt, norm={cfg.norm}, "
+                        f"engine={opts.engine}, corpus={os.path.basename(opts.corpus)}")
+            self.written.append(paths[1])
+            save_run(out, state, self.history, opts.identity())
+            self.written += paths[2:]
         print(as_text(_("wrote {paths}").format(paths=", ".join(paths[i] for i in (3, 2, 0, 1)))))
         if signal.hit:
             say(_("microgpt: interrupted while writing the run's files; all of them were written"))
             return EXIT_INTERRUPTED
         return EXIT_OK
-
-    def write_files(self, state, names, base):
-        opts, cfg, out = self.opts, state.cfg, self.opts.out
-        self.lock.check_held()
-        metrics = {"config": asdict(cfg), "engine": opts.engine, "norm": cfg.norm,
-                   "corpus": opts.corpus,
-                   "seed": opts.seed, "steps": state.step, "batch_size": state.batch_size,
-                   "lr": state.lr, "riemannian": state.riemannian, "n_params": n_params(cfg),
-                   "docs": opts.docs, "final_train_loss": messages.final_train_loss(state),
-                   "final_val_loss": state.val_loss[-1][1], "baselines": base,
-                   "ms_per_step": state.ms_per_step, "samples": names,
-                   "history": {"train_loss": state.train_loss,
-                               "val_loss": [list(x) for x in state.val_loss]}}
-        paths = [os.path.join(out, name) for name in ("metrics.json", "loss.png", HISTORY_NAME,
-                                                      "checkpoint.npz")]
-        write_json(paths[0], metrics)
-        self.written.append(paths[0])
-        plot_losses(paths[1], state, base, f"microgpt, norm={cfg.norm}, engine={opts.engine}, "
-                                           f"corpus={os.path.basename(opts.corpus)}")
-        self.written.append(paths[1])
-        save_run(out, state, self.history, opts.identity())
-        self.written += paths[2:]
-        return paths

@@ -11,10 +11,9 @@ class WriteError(OSError):
 
     def __init__(self, path, error):
         super().__init__(error.errno, error.strerror or str(error), str(path))
-        self.path = str(path)
 
     def __str__(self):
-        return _("cannot write {path}: {error}").format(path=as_text(repr(self.path)),
+        return _("cannot write {path}: {error}").format(path=as_text(repr(self.filename)),
                                                         error=self.strerror)
 
 

@@ -7,6 +7,7 @@ The model's layer raises InputError in plain English (a template and its fields)
 translated() words it in the console's language."""
 import argparse
 import ast
+import contextlib
 import os
 import re
 import sys
@@ -93,21 +94,16 @@ def _fields(text):
     return sorted(re.findall(r"\{[^}]*\}|%\(\w+\)[sr]|%[sr]", text))
 
 
-class _LangOnly(argparse.ArgumentParser):
-    def error(self, message):  # a malformed --lang is the real parser's to refuse, in a language
-        raise ValueError(message)
-
-
 def language_from(argv, environ=os.environ):
     """'ja' or 'en', as argparse and GNU gettext choose: --lang as argparse parses it
     (last wins, --lan abbreviates, not after `--`), else LANGUAGE's first entry with a
     catalogue (not under the C locale), else the first of LC_ALL, LC_MESSAGES, LANG set;
     a locale's language is its code up to `_`, `.` or `@`."""
-    parser = _LangOnly(add_help=False)
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     parser.add_argument("--lang")
     try:
         flag = parser.parse_known_args(argv)[0].lang
-    except ValueError:
+    except argparse.ArgumentError:  # a malformed --lang: the real parser's to refuse, in a language
         flag = None
     locale = next((environ[n] for n in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(n)), "C")
     entries = [] if _code(locale) in ("C", "POSIX") else environ.get("LANGUAGE", "").split(":")
@@ -145,7 +141,5 @@ def use(language):
 
 
 def _note(text):
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # no stderr, or a closed one
         print(f"note: {text}", file=sys.stderr, flush=True)
-    except (AttributeError, OSError, ValueError):  # no stderr, or a closed one
-        pass

@@ -24,8 +24,7 @@ def step_memory(cfg, batch_size, engine, itemsize=8, positions=None):
     value: a ~300-byte node per multiply and add, 24 C^2 + 4 C T per position and
     layer, 2 V C for lm_head. positions: the longest document's (+ 1, cropped)."""
     T = cfg.block_size if positions is None else max(1, min(cfg.block_size, positions))
-    C, L, V = cfg.n_embd, cfg.n_layer, cfg.vocab_size
-    P = n_params(cfg)
+    C, L, V, P = cfg.n_embd, cfg.n_layer, cfg.vocab_size, n_params(cfg)
     if engine == "numpy":
         doc = forward_bytes_per_doc(replace(cfg, block_size=T) if T != cfg.block_size else cfg)
         activations = 2 * batch_size * doc * itemsize // 8

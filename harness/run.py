@@ -58,7 +58,6 @@ class Run:
     def before_update(self, state, loss, grad):
         self.state = state
         if self.start is None:  # the first step of this call: who the run is, where it started
-            # where training started: guessing (log V), or the initial weights if worse
             self.start = max(math.log(self.cfg.vocab_size), state.val_loss[0][1])
             if state.step == 0 and self.history.due(0):
                 self.history.record(0, state.params)

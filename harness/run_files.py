@@ -2,6 +2,7 @@
 (a checkpoint's or history's claims checked from its headers first), metrics.json and
 loss.png, and the --out folder a run holds (RunLock; without --out: out/run-N).
 """
+import contextlib
 import datetime
 import errno
 import io
@@ -244,15 +245,6 @@ def plot_losses(path, state, base, title):
 
 # --------------------------------------------------------------------- the --out folder
 
-def missing_folders(out):
-    """The folders creating `out` would create, innermost first."""
-    created, folder = [], os.path.abspath(out)
-    while not os.path.isdir(folder) and folder != os.path.dirname(folder):
-        created.append(folder)
-        folder = os.path.dirname(folder)
-    return created
-
-
 def make_folder(out):
     """Create --out (and its parents); check, before training, that it takes files."""
     try:
@@ -286,7 +278,10 @@ class RunLock:
         if not self.folder:  # no --out: nothing to hold
             return self
         try:  # (whatever ends this, Ctrl-C included, gives the folder back as it was)
-            self.created = missing_folders(self.folder)
+            folder = os.path.abspath(self.folder)  # the folders it creates, innermost first
+            while not os.path.isdir(folder) and folder != os.path.dirname(folder):
+                self.created.append(folder)
+                folder = os.path.dirname(folder)
             make_folder(self.folder)
             try:
                 self.fd = os.open(self.folder, os.O_RDONLY) if fcntl else \
@@ -300,10 +295,9 @@ class RunLock:
                 else:
                     msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
             except OSError:
-                holder = self._holder() or _("its lock file was deleted")
                 raise InputError("--out {out!r} is in use by another run ({holder}); wait for it "
                                  "to end, or choose another --out", out=self.folder,
-                                 holder=holder) from None
+                                 holder=self._holder() or _("its lock file was deleted")) from None
             if fcntl:
                 HELD[os.path.abspath(self.folder)] = self.fd
         except BaseException:
@@ -342,8 +336,7 @@ class RunLock:
         temp files a killed run left are removed (atomic_write's, nothing else)."""
         if not self.folder:
             return
-        previous = self._holder()
-        if previous:  # a run that ended without releasing (killed): the kernel dropped its lock
+        if previous := self._holder():  # left by a killed run: the kernel dropped its lock
             self.notice = _("note: took over {path} from an earlier run that is no longer "
                             "running ({previous})").format(path=self.path, previous=previous)
             for name in os.listdir(self.folder):
@@ -372,10 +365,8 @@ class RunLock:
     def __exit__(self, *exc):
         if self.claimed:
             name, dir_fd = self._at()
-            try:  # from the folder held (not whatever --out names now), while holding its lock
+            with contextlib.suppress(OSError):  # in the held folder, not --out's; still locked
                 os.unlink(name, dir_fd=dir_fd)
-            except OSError:
-                pass
             self.claimed = False
         if not self._still_here():  # its path names another folder now: not this run's to remove
             self.created = []

@@ -11,6 +11,7 @@ exit 130. Any other exception is a bug, with its traceback. A debugger keeps its
 and a signal set to be ignored (nohup) stays ignored.
 """
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -30,11 +31,9 @@ SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if h
 
 def say(message):
     """One line on stderr, if it takes one (closed or full: nothing to do)."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         if sys.stderr is not None:
             print(message, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 CWD_GONE = N_("the current folder no longer exists (it was deleted or moved); cd into an "
@@ -181,10 +180,8 @@ class Shell:
             say(_("{prog}: error: {message}").format(prog=self.prog, message=_(CWD_GONE)))
             return EXIT_IO
         if getattr(e, "errno", None) is not None or "closed file" in str(e):  # stdout failed
-            try:  # so the exit flush cannot fail
+            with contextlib.suppress(OSError, ValueError):  # so the exit flush cannot fail
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except (OSError, ValueError):
-                pass
             if not isinstance(e, BrokenPipeError):  # a pipe's reader left on purpose: stop quietly
                 say(_("{prog}: error: cannot write to standard output: {error}").format(
                     prog=self.prog, error=getattr(e, "strerror", "") or e))
