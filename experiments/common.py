@@ -2,6 +2,7 @@
 and argument types, the output folder and files, the steps to a target loss, and the
 process pool that trains the runs."""
 import argparse
+import ctypes.util
 import gc
 import json
 import math
@@ -252,6 +253,23 @@ def save_fig(fig, path):
     plt.close(fig)
 
 
+FLUSHED = False  # this process flushes subnormal floats to zero (flush_subnormals)
+
+
+def flush_subnormals(on=True):
+    """This process's CPU flushes subnormal floats (below float32's 1.2e-38) to zero
+    from now on, or (on=False) keeps them: MXCSR's FTZ and DAZ bits, on x86-64 Linux
+    only. A collapsed attention's weights are such floats, which make some CPUs several
+    times slower; a step's loss and gradients stay the same bit for bit
+    (benchmarks/subnormal.py), a long run's last bits may not, as on another CPU."""
+    global FLUSHED
+    env, libm = (ctypes.c_uint32 * 8)(), ctypes.util.find_library("m")
+    if platform.system() == "Linux" and platform.machine() == "x86_64" and libm and \
+            ctypes.CDLL(libm).fegetenv(env) == 0:  # glibc's fenv_t: the x87 state, then MXCSR
+        env[7] = env[7] | 0x8040 if on else env[7] & ~0x8040  # FTZ (bit 15), DAZ (bit 6)
+        FLUSHED = on if ctypes.CDLL(libm).fesetenv(env) == 0 else FLUSHED
+
+
 def machine_info():
     cpu = platform.processor() or ""
     try:
@@ -266,7 +284,8 @@ def machine_info():
     except (TypeError, KeyError):
         blas = "unknown"
     return {"cpu": cpu or "unknown", "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__, "blas": blas}
+            "python": platform.python_version(), "numpy": np.__version__, "blas": blas,
+            "subnormals": "flushed to zero" if FLUSHED else "kept"}
 
 
 def load_average():
@@ -358,10 +377,12 @@ WORKER_DATA = None  # the corpus data, set once in each worker process
 def _init_worker(data):
     """A worker: the data, Ctrl-C left to the parent (which ends the workers itself), a
     watch that ends this process if the parent is gone (kill -9: nothing else would),
-    and NumPy quiet about overflow: a run that diverges (a sweep's largest lr often
-    does) is recorded as diverged, without a burst of RuntimeWarnings on the way."""
+    NumPy quiet about overflow: a run that diverges (a sweep's largest lr often does) is
+    recorded as diverged, without a burst of RuntimeWarnings on the way; and subnormal
+    floats flushed to zero (flush_subnormals)."""
     global WORKER_DATA
     WORKER_DATA = data
+    flush_subnormals()
     np.seterr(over="ignore", invalid="ignore", divide="ignore")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (blocked while it started)

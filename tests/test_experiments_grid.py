@@ -4,10 +4,12 @@ anything is rewritten, and a grid --deadline kept from running is not recorded a
 --deadline leaves unrun is counted, never taken for diverged."""
 import json
 import os
+import platform
 import sys
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -172,3 +174,22 @@ def test_a_deadline_a_few_hours_past_has_passed_and_one_ahead_has_not(now, monke
     hhmm = lambda dt: time.strftime("%H:%M", time.gmtime(t + dt))  # noqa: E731
     assert grid.deadline(hhmm(-2 * 3600)) < t < grid.deadline(hhmm(2 * 3600))
     assert grid.deadline(hhmm(2 * 3600)) - t < 3 * 3600 and t - grid.deadline(hhmm(-2 * 3600)) < 3 * 3600
+
+
+X86_64_LINUX = sys.platform == "linux" and platform.machine() == "x86_64"
+
+
+@pytest.mark.skipif(not X86_64_LINUX, reason="the flush is set on x86-64 Linux only")
+def test_a_worker_flushes_subnormals_to_zero_and_its_runs_record_it():
+    """A collapsed attention's subnormal weights make some CPUs several times slower: the
+    pool's workers flush them to zero, and each run's machine record says so."""
+    quarter_of_tiny = lambda: np.float32(np.finfo(np.float32).tiny) / np.float32(4)  # noqa: E731
+    assert quarter_of_tiny() > 0 and common.machine_info()["subnormals"] == "kept"
+    try:
+        common.flush_subnormals()
+        assert quarter_of_tiny() == 0 and common.machine_info()["subnormals"] == "flushed to zero"
+    finally:
+        common.flush_subnormals(False)
+    assert quarter_of_tiny() > 0 and common.machine_info()["subnormals"] == "kept"
+    with common.pool(None, 1) as executor:
+        assert executor.submit(common.machine_info).result()["subnormals"] == "flushed to zero"
