@@ -186,3 +186,15 @@ def test_notebook_15_quotes_the_committed_reading():
         text = f.read()
     for x in (arm[64], arm[256]):
         assert f"比の中央値 {x['median']:.2f}、95% 区間 [{x['low']:.2f}, {x['high']:.2f}]" in text
+
+
+def test_the_readme_counts_the_t512_runs_so_far():
+    """The README's T = 512 paragraph: how many runs, how many flushed subnormals, and
+    the steps to copy-2 <= 1.0 it quotes, from results.json."""
+    _, (_, runs) = committed("alpha")
+    at_512 = [r for r in runs if r.T == 512]
+    text = " ".join(readme_part("**T = 512**", "**The width control**"))
+    flushed = sum((r.machine or {}).get("subnormals") == "flushed to zero" for r in at_512)
+    assert f"So far {len(at_512)} runs" in text and f"{flushed} of the {len(at_512)} ran" in text
+    reached = [r.steps_to["1.0"] for r in at_512 if r.steps_to["1.0"] is not None]
+    assert all(f"{x:,.0f}" in text for x in reached)
