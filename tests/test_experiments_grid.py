@@ -180,9 +180,11 @@ X86_64_LINUX = sys.platform == "linux" and platform.machine() == "x86_64"
 
 
 @pytest.mark.skipif(not X86_64_LINUX, reason="the flush is set on x86-64 Linux only")
-def test_a_worker_flushes_subnormals_to_zero_and_its_runs_record_it():
+def test_a_worker_flushes_subnormals_to_zero_and_its_runs_record_it(monkeypatch):
     """A collapsed attention's subnormal weights make some CPUs several times slower: the
     pool's workers flush them to zero, and each run's machine record says so."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")  # (the pool sets them for its workers: restored after)
     quarter_of_tiny = lambda: np.float32(np.finfo(np.float32).tiny) / np.float32(4)  # noqa: E731
     assert quarter_of_tiny() > 0 and common.machine_info()["subnormals"] == "kept"
     try:
