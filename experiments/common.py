@@ -263,11 +263,13 @@ def flush_subnormals(on=True):
     times slower; a step's loss and gradients stay the same bit for bit
     (benchmarks/subnormal.py), a long run's last bits may not, as on another CPU."""
     global FLUSHED
-    env, libm = (ctypes.c_uint32 * 8)(), ctypes.util.find_library("m")
-    if platform.system() == "Linux" and platform.machine() == "x86_64" and libm and \
-            ctypes.CDLL(libm).fegetenv(env) == 0:  # glibc's fenv_t: the x87 state, then MXCSR
+    libm = ctypes.util.find_library("m")
+    if platform.system() != "Linux" or platform.machine() != "x86_64" or not libm:
+        return
+    libm, env = ctypes.CDLL(libm), (ctypes.c_uint32 * 8)()  # glibc's fenv_t: x87 state, MXCSR
+    if libm.fegetenv(env) == 0:
         env[7] = env[7] | 0x8040 if on else env[7] & ~0x8040  # FTZ (bit 15), DAZ (bit 6)
-        FLUSHED = on if ctypes.CDLL(libm).fesetenv(env) == 0 else FLUSHED
+        FLUSHED = on if libm.fesetenv(env) == 0 else FLUSHED
 
 
 def machine_info():
