@@ -68,6 +68,26 @@ def test_the_repeat_grid_is_reported_as_partial_with_the_arms_at_t64_only():
     assert "`sqk64` and `qknorm` ran at T = 64 only" in README
 
 
+@pytest.mark.parametrize("study", ["repeat", "alpha_c64"])
+def test_the_runs_counted_against_the_plan_include_the_extended_sweeps(study):
+    """results.md's "T: n of about m runs": m is the plan (units x (3 lrs x tuning seeds
+    + seeds)) plus each unit's sweep runs beyond its three lrs, so a finished T never
+    reads as more runs than planned."""
+    with open(os.path.join(RESULTS, study, "results.json"), encoding="utf-8") as f:
+        options = json.load(f)["options"]
+    runs = [r for r in records(study) if r["phase"] in ("sweep", "seeds")]
+    units = {(r["norm"], r["variant"]) for r in runs}
+    lattice = 3 * options["tune_seeds"]
+    md = text("experiments", "results", study, "results.md")
+    for T in sorted({r["T"] for r in runs}):
+        sweeps = [sum(r["T"] == T and r["phase"] == "sweep" and (r["norm"], r["variant"]) == u
+                      for r in runs) for u in units]
+        extended = sum(max(0, n - lattice) for n in sweeps)
+        planned = len(units) * (lattice + options["seeds"]) + extended
+        done = sum(r["T"] == T for r in runs)
+        assert f"T = {T}: {done} of about {planned} runs ({extended} of them" in md
+
+
 def test_the_spheres_slowdown_bounds_per_context():
     """At least 1 / (the largest r or bound over the seeds) times slower, per T."""
     factor = {T: 1 / max(r for r, _ in ratios_at_1(T, "sphere/default"))
