@@ -68,7 +68,7 @@ def test_the_repeat_grid_is_reported_as_partial_with_the_arms_at_t64_only():
     assert "`sqk64` and `qknorm` ran at T = 64 only" in README
 
 
-@pytest.mark.parametrize("study", ["repeat", "alpha_c64"])
+@pytest.mark.parametrize("study", ["repeat", "alpha", "alpha_c64"])
 def test_the_runs_counted_against_the_plan_include_the_extended_sweeps(study):
     """results.md's "T: n of about m runs": m is the plan (units x (3 lrs x tuning seeds
     + seeds)) plus each unit's sweep runs beyond its three lrs, so a finished T never
@@ -85,7 +85,8 @@ def test_the_runs_counted_against_the_plan_include_the_extended_sweeps(study):
         extended = sum(max(0, n - lattice) for n in sweeps)
         planned = len(units) * (lattice + options["seeds"]) + extended
         done = sum(r["T"] == T for r in runs)
-        assert f"T = {T}: {done} of about {planned} runs ({extended} of them" in md
+        more = f" ({extended} of them in sweeps extended past an edge)" if extended else ""
+        assert f"T = {T}: {done} of about {planned} runs{more}" in md
 
 
 def test_the_spheres_slowdown_bounds_per_context():
