@@ -258,16 +258,14 @@ def _status(summary, opts, records, complete, study_parser):
     control = any(getattr(opts, k) != getattr(full, k) for k in grid.SAME)
     full.contexts = sorted(set(opts.contexts) | (set() if control else set(full.contexts)))
     units = len(units_of(full)) // len(full.contexts)
-    runs_per_T = units * ((2 * full.sweep + 1) * full.tune_seeds + full.seeds)
+    lattice = (2 * full.sweep + 1) * full.tune_seeds  # a unit's sweep before any extension
+    plan = units * (lattice + full.seeds)
     done = {row.T: sum(len(u["sweep"]) + len(u["seeds_done"]) for u in row.units.values())
             for row in summary.rows}
-    lattice = (2 * full.sweep + 1) * full.tune_seeds  # a unit's sweep before any extension
     extended = {row.T: sum(max(0, len(u["sweep"]) - lattice) for u in row.units.values())
-                for row in summary.rows}
-    planned = "; ".join(
-        f"T = {T}: {done.get(T, 0)} of about {runs_per_T + extended.get(T, 0)} runs"
-        + (f" ({extended[T]} of them in sweeps extended past an edge)" if extended.get(T) else "")
-        for T in full.contexts)
+                for row in summary.rows}  # runs in sweeps extended past an edge
+    planned = "; ".join(f"T = {T}: {done.get(T, 0)} of about {plan + extended.get(T, 0)} runs"
+                        for T in full.contexts)
     rows = {row.T: row.units for row in summary.rows}
     names = sorted({f"{n}/{v}" for n, v, _ in units_of(full)})
     absent = {T: [n for n in names if n not in rows.get(T, {})] for T in full.contexts}
