@@ -70,14 +70,14 @@ def test_the_repeat_grid_is_reported_as_partial_with_the_arms_at_t64_only():
 
 @pytest.mark.parametrize("study", ["repeat", "alpha", "alpha_c64"])
 def test_the_runs_counted_against_the_plan_include_the_extended_sweeps(study):
-    """results.md's "T: n of about m runs": m is the plan (units x (3 lrs x tuning seeds
-    + seeds)) plus each unit's sweep runs beyond its three lrs, so a finished T never
-    reads as more runs than planned."""
+    """results.md's "T: n of about m runs": m is the plan (units x (the lattice's lrs x
+    tuning seeds + seeds)) plus each unit's sweep runs beyond its lattice, so a finished T
+    never reads as more runs than planned."""
     with open(os.path.join(RESULTS, study, "results.json"), encoding="utf-8") as f:
         options = json.load(f)["options"]
     runs = [r for r in records(study) if r["phase"] in ("sweep", "seeds")]
     units = {(r["norm"], r["variant"]) for r in runs}
-    lattice = 3 * options["tune_seeds"]
+    lattice = (2 * options["sweep"] + 1) * options["tune_seeds"]  # a sweep before extending
     md = text("experiments", "results", study, "results.md")
     for T in sorted({r["T"] for r in runs}):
         sweeps = [sum(r["T"] == T and r["phase"] == "sweep" and (r["norm"], r["variant"]) == u
